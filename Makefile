@@ -1,0 +1,26 @@
+# Shoal's two commands. Each installs what it needs (uv, then the locked dependencies).
+#   make run   - Shoal's main job on the embedded default: the scenario runner on the
+#                bundled example (becomes `shoal up` once the control plane lands)
+#   make test  - the whole test suite (unit, scenario, property, CLI), as CI runs it
+export UV_PYTHON_DOWNLOADS := never
+PYTHON ?= python3
+UV ?= $(PYTHON) -m uv
+
+.PHONY: run test lint bench uv
+
+uv:
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+
+run: uv
+	$(UV) sync --frozen --quiet
+	$(UV) run shoal schedule examples/quickstart.yaml
+
+test: uv
+	$(UV) sync --frozen --quiet
+	$(UV) run ruff check .
+	$(UV) run mypy
+	$(UV) run pytest
+
+bench: uv
+	$(UV) sync --frozen --quiet
+	$(UV) run python bench/cycle.py

@@ -1,0 +1,70 @@
+"""Shoal's typed value objects: resources, nodes, jobs, tasks, virtual clusters, priority
+classes, lifecycle states and scheduling decisions. Everything here is pure data."""
+
+from shoal.api.decisions import (
+    Bind,
+    Decisions,
+    Evict,
+    Pending,
+    PendingKind,
+    PendingReason,
+    Resize,
+)
+from shoal.api.lifecycle import (
+    JOB_LIFECYCLE,
+    TASK_LIFECYCLE,
+    IllegalTransitionError,
+    JobState,
+    TaskState,
+    Transition,
+)
+from shoal.api.objects import (
+    BUILTIN_PRIORITY_CLASSES,
+    DEFAULT_QUEUE,
+    GPU_TYPE_LABEL,
+    ROOT_QUEUE,
+    Job,
+    Node,
+    PriorityClass,
+    QueueingPolicy,
+    SchedulerName,
+    Task,
+    TaskGroup,
+    TaskRef,
+    VirtualCluster,
+)
+from shoal.api.resources import ZERO, QuantityError, ResourceLimit, Resources, parse_resources
+
+__all__ = [
+    "BUILTIN_PRIORITY_CLASSES",
+    "DEFAULT_QUEUE",
+    "GPU_TYPE_LABEL",
+    "JOB_LIFECYCLE",
+    "ROOT_QUEUE",
+    "TASK_LIFECYCLE",
+    "ZERO",
+    "Bind",
+    "Decisions",
+    "Evict",
+    "IllegalTransitionError",
+    "Job",
+    "JobState",
+    "Node",
+    "Pending",
+    "PendingKind",
+    "PendingReason",
+    "PriorityClass",
+    "QuantityError",
+    "QueueingPolicy",
+    "Resize",
+    "ResourceLimit",
+    "Resources",
+    "SchedulerName",
+    "Task",
+    "TaskGroup",
+    "TaskRef",
+    "TaskState",
+    "Transition",
+    "VirtualCluster",
+    "parse_resources",
+]

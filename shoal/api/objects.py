@@ -1,0 +1,186 @@
+"""The scheduling object model: nodes, jobs, task groups, tasks, virtual clusters, priorities.
+
+These are plain immutable values. The spec layer builds them from YAML, the store will build
+them from rows, and the core reads them in a `Snapshot`; none of them knows how it is stored
+or scheduled. Mappings (labels, env, selectors) are stored as given and must not be mutated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from shoal.api.lifecycle import JobState, TaskState
+from shoal.api.resources import ResourceLimit, Resources
+
+#: The node label carrying the GPU model; jobs select it with `nodeSelector: {gpu-type: …}`.
+GPU_TYPE_LABEL = "gpu-type"
+#: The virtual cluster every job lands in when it names no queue (seed 003: min 0, max ∞).
+DEFAULT_QUEUE = "default"
+#: The root of the quota tree: the physical cluster itself.
+ROOT_QUEUE = "root"
+
+
+class SchedulerName(StrEnum):
+    """Which scheduler places a job's tasks (seed 004's `schedulerName`)."""
+
+    DEFAULT = "default"
+    """Tasks placed one by one, no gang: how a job that names no scheduler behaves."""
+    SHOAL = "shoal"
+    """Gang scheduling at `minAvailable`. `volcano` is accepted as an alias by the spec."""
+
+
+class QueueingPolicy(StrEnum):
+    """How a virtual cluster orders its waiting jobs."""
+
+    FIFO = "fifo"
+    """Submission order only."""
+    PRIORITY = "priority"
+    """Priority class value, highest first; submission order among equals."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A physical machine. `allocatable` is what the scheduler may hand out (capacity less
+    what the system keeps); it defaults to the capacity."""
+
+    name: str
+    capacity: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    allocatable: Resources | None = None
+    schedulable: bool = True
+
+    @property
+    def allocatable_resources(self) -> Resources:
+        return self.capacity if self.allocatable is None else self.allocatable
+
+    @property
+    def gpu_type(self) -> str | None:
+        return self.labels.get(GPU_TYPE_LABEL)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskGroup:
+    """A role of a job (master, pserver, trainer, worker …): `replicas` identical tasks."""
+
+    name: str
+    replicas: int
+    resources: Resources
+    command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    working_dir: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRef:
+    """Names one task: `job/group/index`."""
+
+    job: str
+    group: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.job}/{self.group}/{self.index}"
+
+    @staticmethod
+    def parse(text: str) -> TaskRef:
+        job, group, index = text.rsplit("/", 2)
+        return TaskRef(job, group, int(index))
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A task's record. A task with no record, or a record in PENDING, wants a node."""
+
+    job: str
+    group: str
+    index: int
+    state: TaskState = TaskState.PENDING
+    node: str | None = None
+    gpus: tuple[int, ...] = ()
+    """The GPU indices on `node` assigned to this task (becomes CUDA_VISIBLE_DEVICES)."""
+    started: float | None = None
+    """When the task was bound, on the snapshot's clock."""
+
+    @property
+    def ref(self) -> TaskRef:
+        return TaskRef(self.job, self.group, self.index)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job: task groups plus the scheduling fields of seed 004."""
+
+    name: str
+    groups: tuple[TaskGroup, ...]
+    queue: str = DEFAULT_QUEUE
+    scheduler_name: SchedulerName = SchedulerName.DEFAULT
+    min_available: int | None = None
+    """Gang minimum; None means every replica (ignored by the default scheduler)."""
+    min_resources: Resources | None = None
+    """Resources the job needs to start (PodGroup `minResources`); gates the enqueue action."""
+    priority_class: str | None = None
+    user: str | None = None
+    submitted: float = 0.0
+    """Submission time on the snapshot's clock: the FIFO order."""
+    state: JobState = JobState.PENDING
+    tasks: tuple[Task, ...] = ()
+
+    @property
+    def gang(self) -> bool:
+        return self.scheduler_name is SchedulerName.SHOAL
+
+    @property
+    def replicas(self) -> int:
+        return sum(g.replicas for g in self.groups)
+
+    @property
+    def gang_minimum(self) -> int:
+        """How many tasks must run together for the job to run at all."""
+        if not self.gang:
+            return 1
+        return self.replicas if self.min_available is None else self.min_available
+
+    def group(self, name: str) -> TaskGroup:
+        for g in self.groups:
+            if g.name == name:
+                return g
+        raise KeyError(f"job {self.name} has no task group {name!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualCluster:
+    """A node of the quota tree (Volcano/Kueue queues are virtual clusters too).
+
+    `min` is guaranteed: other virtual clusters never borrow it away. `max` is a ceiling on
+    the whole subtree's usage. Above `min`, a virtual cluster borrows what its ancestors have
+    idle. `weight` is its fair-share weight among siblings."""
+
+    name: str
+    parent: str = ROOT_QUEUE
+    min: Resources = field(default_factory=Resources)
+    max: ResourceLimit = field(default_factory=ResourceLimit)
+    weight: int = 1
+    queueing: QueueingPolicy = QueueingPolicy.PRIORITY
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    """A named priority level; higher values are served first."""
+
+    name: str
+    value: int
+    description: str = ""
+    global_default: bool = False
+
+
+#: Seed 002's levels, always defined. A cluster may add more or redefine their values.
+BUILTIN_PRIORITY_CLASSES: tuple[PriorityClass, ...] = (
+    PriorityClass("experiment", 10, "experiments and one-shot jobs: first to be scaled down"),
+    PriorityClass("offline", 100, "offline batch jobs"),
+    PriorityClass("normal", 1000, "the default for a job that names no class",
+                  global_default=True),
+    PriorityClass("production", 10000, "production training that must finish on time"),
+)

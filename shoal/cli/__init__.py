@@ -1,0 +1,1 @@
+"""Shoal's command line (typer + rich)."""

@@ -1,0 +1,99 @@
+"""The `shoal` command line.
+
+Every error a user can cause — a bad spec, a bad profile, a missing file — is printed as a
+clear message on stderr with exit code 2; a traceback is always a bug in Shoal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+
+from shoal import __version__
+from shoal.cli.render import render_schedule
+from shoal.core.snapshot import SnapshotError
+from shoal.scenario import run_scenario
+from shoal.scheduler.profile import BUILTIN_PROFILES, Profile, ProfileError
+from shoal.spec import SpecError, load_files, schema_text
+
+app = typer.Typer(
+    name="shoal",
+    help="Shoal schedules deep-learning jobs: gangs, virtual clusters, fair share, elasticity.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+
+#: Exit code for errors in what the user gave (spec, profile, files).
+USAGE_ERROR = 2
+
+T = TypeVar("T")
+
+
+class Output(StrEnum):
+    JSON = "json"
+    TABLE = "table"
+
+
+def _user_errors(action: Callable[[], T]) -> T:
+    """Run `action`; turn user errors into a message and exit code 2."""
+    try:
+        return action()
+    except (SpecError, ProfileError) as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+    except SnapshotError as exc:
+        err.print(f"[bold red]error:[/] inconsistent cluster state: {exc}", highlight=False)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] {exc.strerror or exc}: {exc.filename or ''}",
+                  highlight=False)
+    raise typer.Exit(USAGE_ERROR)
+
+
+@app.command()
+def schedule(
+    files: Annotated[list[Path], typer.Argument(
+        help="YAML files with Node, VirtualCluster, PriorityClass and Job documents.",
+        show_default=False)],
+    cycles: Annotated[int, typer.Option(
+        "--cycles", "-n", min=1, help="Run at most this many cycles.")] = 10,
+    output: Annotated[Output, typer.Option(
+        "--output", "-o", help="json (stable, documented) or table.")] = Output.TABLE,
+    profile: Annotated[str | None, typer.Option(
+        "--profile", "-p",
+        help=f"Built-in profile ({', '.join(sorted(BUILTIN_PROFILES))}) or a profile file; "
+             "default: the file's SchedulerProfile, else 'default'.")] = None,
+) -> None:
+    """Run scheduling cycles over a scenario and print binds, evictions and why jobs wait."""
+    def run() -> None:
+        bundle = load_files(files)
+        chosen = Profile.load(profile) if profile else None
+        result = run_scenario(bundle, chosen, cycles)
+        if output is Output.JSON:
+            sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+        else:
+            render_schedule(Console(), result)
+    _user_errors(run)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of Shoal's YAML documents."""
+    sys.stdout.write(schema_text())
+
+
+@app.command()
+def version() -> None:
+    """Print Shoal's version."""
+    typer.echo(__version__)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()

@@ -1,0 +1,229 @@
+"""The cycle's working view of the nodes: free capacity, free GPU indices, and the index that
+finds a node for a task without scanning every node.
+
+`NodeState` is one node's mutable free capacity during a cycle. `NodePool` is the set of nodes
+that pass a task group's static predicates (node selector, GPU type), bucketed by free GPU
+count: a GPU task looks only at buckets with enough free GPUs, in the order the placement
+policy asks for (fullest first to bin-pack, emptiest first to spread). CPU-only tasks search
+from the bucket with the fewest free GPUs so that GPU machines stay free for GPU jobs
+(seed 002: "jobs require GPU resource should have higher priority to run on GPU machines").
+
+Every change of a node's free capacity goes through `ClusterState.take` / `give`, which keep
+all pools containing that node in step. `release_epoch` counts every `give` that is not the
+undo of a discarded statement: caches of "what cannot fit" stay valid until it moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
+
+from sortedcontainers import SortedList
+
+from shoal.api.objects import Node
+from shoal.api.resources import Resources
+
+
+class NodeState:
+    """One node's free capacity during a cycle."""
+
+    __slots__ = ("allocatable", "cpu", "extras", "gpu", "gpu_free_mask", "memory", "name",
+                 "node", "ordinal", "pools")
+
+    def __init__(self, ordinal: int, node: Node) -> None:
+        alloc = node.allocatable_resources
+        self.ordinal = ordinal
+        self.name = node.name
+        self.node = node
+        self.allocatable = alloc
+        self.cpu = alloc.cpu
+        self.memory = alloc.memory
+        self.gpu = alloc.gpu
+        self.extras: dict[str, int] = dict(alloc.extras)
+        self.gpu_free_mask = (1 << alloc.gpu) - 1
+        self.pools: list[NodePool] = []
+
+    def fits(self, request: Resources) -> bool:
+        if request.cpu > self.cpu or request.memory > self.memory or request.gpu > self.gpu:
+            return False
+        if request.extras:
+            extras = self.extras
+            return all(v <= extras.get(k, 0) for k, v in request.extras)
+        return True
+
+    def how_many(self, request: Resources) -> int:
+        """How many replicas of `request` fit here now (request must not be zero)."""
+        counts = []
+        if request.cpu:
+            counts.append(self.cpu // request.cpu)
+        if request.memory:
+            counts.append(self.memory // request.memory)
+        if request.gpu:
+            counts.append(self.gpu // request.gpu)
+        for key, value in request.extras:
+            counts.append(self.extras.get(key, 0) // value)
+        return min(counts) if counts else 0
+
+    def free(self) -> Resources:
+        return Resources.of(self.cpu, self.memory, self.gpu, self.extras)
+
+    def used(self) -> Resources:
+        return self.allocatable.saturating_sub(self.free())
+
+
+class NodePool:
+    """Nodes passing one set of static predicates, indexed by free GPU count."""
+
+    __slots__ = ("buckets", "key", "lookup", "nodes")
+
+    def __init__(self, key: Hashable, nodes: Sequence[NodeState],
+                 lookup: Sequence[NodeState]) -> None:
+        self.key = key
+        self.nodes = list(nodes)
+        self.lookup = lookup
+        """Every node of the cluster by ordinal; the buckets hold ordinals."""
+        self.buckets: dict[int, SortedList[int]] = {}
+        for state in self.nodes:
+            self._add(state)
+            state.pools.append(self)
+
+    def _add(self, state: NodeState) -> None:
+        bucket = self.buckets.get(state.gpu)
+        if bucket is None:
+            bucket = self.buckets[state.gpu] = SortedList()
+        bucket.add(state.ordinal)
+
+    def _move(self, state: NodeState, old_gpu: int) -> None:
+        self.buckets[old_gpu].remove(state.ordinal)
+        self._add(state)
+
+    def gpu_slots(self, gpu: int) -> int:
+        """An upper bound on how many tasks of `gpu` GPUs fit, from the buckets alone."""
+        slots: int = sum(len(b) * (level // gpu) for level, b in self.buckets.items()
+                         if level >= gpu)
+        return slots
+
+    def exact_slots(self, request: Resources, limit: int) -> int:
+        """How many replicas of `request` fit on this pool's nodes now, counting up to
+        `limit` (scans only nodes with enough free GPUs)."""
+        found = 0
+        for level in sorted(self.buckets, reverse=True):
+            if level < request.gpu:
+                break
+            for ordinal in self.buckets[level]:
+                found += self.lookup[ordinal].how_many(request)
+                if found >= limit:
+                    return found
+        return found
+
+    def candidates(self, request: Resources, spread: bool) -> Iterator[NodeState]:
+        """Nodes with enough free GPUs, fullest first (or emptiest first when `spread` and
+        the request has GPUs). Other dimensions are for the caller to check."""
+        levels = [level for level in self.buckets if level >= request.gpu and self.buckets[level]]
+        levels.sort(reverse=spread and request.gpu > 0)
+        lookup = self.lookup
+        for level in levels:
+            # No copy: callers stop iterating before they change any node.
+            for ordinal in self.buckets[level]:
+                yield lookup[ordinal]
+
+
+class ClusterState:
+    """All nodes' working state for one cycle, and the pools built from them on demand."""
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        self.states = [NodeState(i, n) for i, n in enumerate(sorted(nodes, key=lambda n: n.name))]
+        self.by_name = {s.name: s for s in self.states}
+        self.pools: dict[Hashable, NodePool] = {}
+        self.release_epoch = 0
+
+    def pool(self, key: Hashable, admit: Callable[[Node], bool]) -> NodePool:
+        """The pool for `key`, built once from the schedulable nodes that `admit` accepts."""
+        pool = self.pools.get(key)
+        if pool is None:
+            members = [s for s in self.states if s.node.schedulable and admit(s.node)]
+            pool = self.pools[key] = NodePool(key, members, self.states)
+        return pool
+
+    def take(self, state: NodeState, request: Resources, gpus: tuple[int, ...] | None = None
+             ) -> tuple[int, ...]:
+        """Reserve `request` on the node; returns the GPU indices taken (the lowest free ones
+        unless `gpus` names them)."""
+        old_gpu = state.gpu
+        state.cpu -= request.cpu
+        state.memory -= request.memory
+        state.gpu -= request.gpu
+        for key, value in request.extras:
+            state.extras[key] = state.extras.get(key, 0) - value
+        if gpus is None:
+            gpus = _lowest_bits(state.gpu_free_mask, request.gpu)
+        for index in gpus:
+            state.gpu_free_mask &= ~(1 << index)
+        if state.gpu != old_gpu:
+            for pool in state.pools:
+                pool._move(state, old_gpu)
+        return gpus
+
+    def give(self, state: NodeState, request: Resources, gpus: tuple[int, ...],
+             undo: bool = False) -> None:
+        """Return `request` to the node. `undo` marks the reversal of a tentative take, which
+        frees nothing that was free before the statement began."""
+        old_gpu = state.gpu
+        state.cpu += request.cpu
+        state.memory += request.memory
+        state.gpu += request.gpu
+        for key, value in request.extras:
+            state.extras[key] = state.extras.get(key, 0) + value
+        for index in gpus:
+            state.gpu_free_mask |= 1 << index
+        if state.gpu != old_gpu:
+            for pool in state.pools:
+                pool._move(state, old_gpu)
+        if not undo:
+            self.release_epoch += 1
+
+    def free_gpu_indices(self, state: NodeState) -> tuple[int, ...]:
+        return _lowest_bits(state.gpu_free_mask, state.gpu_free_mask.bit_count())
+
+
+@dataclass(slots=True)
+class _Bound:
+    epoch: int
+    replicas: int
+
+
+class FitMemo:
+    """Upper bounds on how many replicas of a request fit in a pool.
+
+    Within a cycle allocations only shrink free capacity, so a bound stays an upper bound
+    until some capacity is released (`ClusterState.release_epoch` moves); then it is dropped.
+    Bounds must be recorded against committed state only (no tentative allocations)."""
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self._cluster = cluster
+        self._bounds: dict[tuple[Hashable, Resources], _Bound] = {}
+
+    def bound(self, pool: NodePool, request: Resources) -> int | None:
+        entry = self._bounds.get((pool.key, request))
+        if entry is None or entry.epoch != self._cluster.release_epoch:
+            return None
+        return entry.replicas
+
+    def record(self, pool: NodePool, request: Resources, replicas: int) -> None:
+        self._bounds[(pool.key, request)] = _Bound(self._cluster.release_epoch, replicas)
+
+    def consumed(self, pool: NodePool, request: Resources, replicas: int) -> None:
+        entry = self._bounds.get((pool.key, request))
+        if entry is not None:
+            entry.replicas = max(0, entry.replicas - replicas)
+
+
+def _lowest_bits(mask: int, count: int) -> tuple[int, ...]:
+    out: list[int] = []
+    while len(out) < count and mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    if len(out) < count:
+        raise ValueError(f"only {len(out)} free GPU indices, {count} needed")
+    return tuple(out)

@@ -1,0 +1,239 @@
+"""The quota tree of virtual clusters: guaranteed minimums, ceilings, usage and borrowing.
+
+The root is the physical cluster: its `min` is the total allocatable capacity. Every other
+virtual cluster (VC) has a `min` (guaranteed), a `max` (a ceiling on its whole subtree) and a
+usage that is pushed up to every ancestor.
+
+How much more a VC may use right now — its *headroom* — is defined top-down:
+
+    headroom(root) = capacity − usage(root)
+    headroom(c)    = min( max(c) − usage(c),
+                          headroom(parent) − Σ idle(s) over c's siblings s )
+    idle(s)        = max(0, min(s) − usage(s))        (guarantee reserved but unused)
+
+all per resource dimension. A VC may therefore always grow into its own unused `min` (its
+parent's headroom keeps room for it), and above its `min` it borrows what its ancestors have
+idle — but never the unused guarantee of a sibling, at any level. That is what keeps every
+VC's `min` available to it without reclaim as long as capacity does not shrink; when it does
+(a node lost, a guarantee raised), reclaim takes borrowed resources back.
+
+Why the sibling guarantees are subtracted at every level rather than once at the root:
+a guarantee is a promise made by the parent to its child, so a borrower in another subtree
+must see every promise on its path, and only those. This is Kueue's hierarchical cohort
+rule, stated per dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from shoal.api.decisions import PendingKind, PendingReason
+from shoal.api.objects import DEFAULT_QUEUE, ROOT_QUEUE, QueueingPolicy, VirtualCluster
+from shoal.api.resources import ResourceLimit, Resources, total
+
+
+class QueueState:
+    """One VC's working state during a cycle."""
+
+    __slots__ = ("children", "children_idle", "depth", "max", "min", "name", "parent",
+                 "queueing", "usage", "weight")
+
+    def __init__(self, name: str, parent: QueueState | None, minimum: Resources,
+                 maximum: ResourceLimit, weight: int, queueing: QueueingPolicy) -> None:
+        self.name = name
+        self.parent = parent
+        self.children: list[QueueState] = []
+        self.min = minimum
+        self.max = maximum
+        self.weight = weight
+        self.queueing = queueing
+        self.usage = Resources()
+        self.children_idle = Resources()
+        """Σ idle(child) over this VC's children."""
+        self.depth: int = 0 if parent is None else parent.depth + 1
+
+    @property
+    def idle(self) -> Resources:
+        """Guarantee reserved for this VC and not used by it."""
+        return self.min.saturating_sub(self.usage)
+
+    def path(self) -> list[QueueState]:
+        """Ancestors from the root down to this VC, inclusive."""
+        out: list[QueueState] = []
+        node: QueueState | None = self
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        out.reverse()
+        return out
+
+
+class QuotaTree:
+    """All VCs of a snapshot, with their usage, for one cycle."""
+
+    def __init__(self, virtual_clusters: Sequence[VirtualCluster], capacity: Resources) -> None:
+        self.capacity = capacity
+        self.root = QueueState(ROOT_QUEUE, None, capacity, ResourceLimit(), 1,
+                               QueueingPolicy.PRIORITY)
+        self.queues: dict[str, QueueState] = {ROOT_QUEUE: self.root}
+        specs = {vc.name: vc for vc in virtual_clusters}
+        specs.setdefault(DEFAULT_QUEUE, VirtualCluster(DEFAULT_QUEUE))
+        for name in sorted(specs):
+            self._build(name, specs, ())
+        for queue in self.queues.values():
+            queue.children.sort(key=lambda q: q.name)
+        for queue in self.queues.values():
+            queue.children_idle = total(child.idle for child in queue.children)
+        self.version = 0
+        """Moves on every charge and refund; answers cached under an older version are
+        stale."""
+        self._checked: dict[tuple[str, Resources], tuple[int, PendingReason | None]] = {}
+
+    def _build(self, name: str, specs: dict[str, VirtualCluster], trail: tuple[str, ...]
+               ) -> QueueState:
+        existing = self.queues.get(name)
+        if existing is not None:
+            return existing
+        if name in trail:
+            raise ValueError(f"virtual clusters form a cycle: {' → '.join((*trail, name))}")
+        spec = specs.get(name)
+        if spec is None:
+            raise ValueError(f"unknown virtual cluster {name!r}")
+        parent = self._build(spec.parent, specs, (*trail, name)) if spec.parent != ROOT_QUEUE \
+            else self.root
+        queue = QueueState(name, parent, spec.min, spec.max, spec.weight, spec.queueing)
+        parent.children.append(queue)
+        self.queues[name] = queue
+        return queue
+
+    def __iter__(self) -> Iterator[QueueState]:
+        return iter(self.queues.values())
+
+    def get(self, name: str) -> QueueState:
+        try:
+            return self.queues[name]
+        except KeyError:
+            raise KeyError(f"unknown virtual cluster {name!r}") from None
+
+    # ---- usage ----------------------------------------------------------------------------
+
+    def charge(self, name: str, request: Resources) -> None:
+        """Add `request` to the VC's usage and every ancestor's."""
+        self.version += 1
+        queue: QueueState | None = self.get(name)
+        while queue is not None:
+            old_idle = queue.idle
+            queue.usage = queue.usage + request
+            parent = queue.parent
+            if parent is not None:
+                parent.children_idle = parent.children_idle - (old_idle - queue.idle)
+            queue = parent
+
+    def refund(self, name: str, request: Resources) -> None:
+        """Take `request` off the VC's usage and every ancestor's."""
+        self.version += 1
+        queue: QueueState | None = self.get(name)
+        while queue is not None:
+            old_idle = queue.idle
+            queue.usage = queue.usage - request
+            parent = queue.parent
+            if parent is not None:
+                parent.children_idle = parent.children_idle + (queue.idle - old_idle)
+            queue = parent
+
+    # ---- headroom -------------------------------------------------------------------------
+
+    def headroom(self, name: str) -> Resources:
+        """How much more the VC's subtree may use now (see the module docstring)."""
+        room = Resources()
+        for queue in self.get(name).path():
+            room = self._step(queue, room)
+        return room
+
+    def _step(self, queue: QueueState, parent_room: Resources) -> Resources:
+        if queue.parent is None:
+            return self.capacity.saturating_sub(queue.usage)
+        siblings_idle = queue.parent.children_idle - queue.idle
+        room = parent_room.saturating_sub(siblings_idle)
+        return room if queue.max.is_unlimited() else _cap(room, queue.max, queue.usage)
+
+    def check(self, name: str, request: Resources) -> PendingReason | None:
+        """None if the VC may take `request` now; otherwise the first limit, from the root
+        down, that stands in the way. Answers are cached until usage next changes: a full
+        cluster turns down many jobs of the same shape between two allocations."""
+        key = (name, request)
+        cached = self._checked.get(key)
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        reason = self._check(name, request)
+        self._checked[key] = (self.version, reason)
+        return reason
+
+    def _check(self, name: str, request: Resources) -> PendingReason | None:
+        room = Resources()
+        for queue in self.get(name).path():
+            if queue.parent is None:
+                room = self.capacity.saturating_sub(queue.usage)
+                short = request.shortfall(room)
+                if short:
+                    return PendingReason(
+                        PendingKind.INSUFFICIENT_RESOURCES,
+                        f"the cluster has {room.get(short[0])} {short[0]} free, "
+                        f"{request.get(short[0])} needed", resource=short[0])
+                continue
+            over = queue.max.exceeded(queue.usage + request)
+            if over:
+                dim = over[0]
+                return PendingReason(
+                    PendingKind.QUEUE_LIMIT,
+                    f"virtual cluster {queue.name!r} would exceed its max {dim}="
+                    f"{queue.max.get(dim)} (uses {queue.usage.get(dim)}, "
+                    f"{request.get(dim)} more needed)", resource=dim, queue=queue.name)
+            new_room = self._step(queue, room)
+            short = request.shortfall(new_room)
+            if short:
+                dim = short[0]
+                holders = [s.name for s in queue.parent.children
+                           if s is not queue and s.idle.get(dim) > 0]
+                return PendingReason(
+                    PendingKind.GUARANTEE,
+                    f"{room.get(dim)} {dim} is free for {queue.parent.name!r}, but "
+                    f"{(queue.parent.children_idle - queue.idle).get(dim)} of it is the "
+                    f"unused guaranteed min of {', '.join(repr(h) for h in holders)}; "
+                    f"virtual cluster {queue.name!r} can borrow {new_room.get(dim)}, "
+                    f"{request.get(dim)} needed", resource=dim, queue=queue.name)
+            room = new_room
+        return None
+
+    def never_fits(self, name: str, request: Resources) -> PendingReason | None:
+        """A reason if `request` exceeds the VC's or an ancestor's max, or the whole cluster,
+        even with nothing else running."""
+        for queue in self.get(name).path():
+            over = queue.max.exceeded(request)
+            if over:
+                dim = over[0]
+                return PendingReason(
+                    PendingKind.UNSCHEDULABLE,
+                    f"needs {request.get(dim)} {dim} but virtual cluster {queue.name!r} has "
+                    f"max {dim}={queue.max.get(dim)}", resource=dim, queue=queue.name)
+        short = request.shortfall(self.capacity)
+        if short:
+            dim = short[0]
+            return PendingReason(
+                PendingKind.UNSCHEDULABLE,
+                f"needs {request.get(dim)} {dim} but the whole cluster has "
+                f"{self.capacity.get(dim)}", resource=dim)
+        return None
+
+
+def _cap(room: Resources, limit: ResourceLimit, usage: Resources) -> Resources:
+    """`room` with each limited dimension lowered to `max − usage`."""
+    values = {"cpu": room.cpu, "memory": room.memory, "gpu": room.gpu}
+    extras = dict(room.extras)
+    for dim, value in limit.limits:
+        allowed = max(0, value - usage.get(dim))
+        if dim in values:
+            values[dim] = min(values[dim], allowed)
+        else:
+            extras[dim] = min(extras.get(dim, 0), allowed)
+    return Resources.of(values["cpu"], values["memory"], values["gpu"], extras)

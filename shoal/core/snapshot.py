@@ -1,0 +1,82 @@
+"""The snapshot: everything one scheduling cycle may look at, frozen at one instant.
+
+The core reads nothing else — no clock (`now` is a field), no store, no environment — so a
+cycle is a pure function of its snapshot and profile, and the live control plane and the
+simulator get identical decisions for identical snapshots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shoal.api.objects import (
+    BUILTIN_PRIORITY_CLASSES,
+    Job,
+    Node,
+    PriorityClass,
+    VirtualCluster,
+)
+from shoal.api.resources import Resources, total
+
+
+class SnapshotError(ValueError):
+    """A snapshot that contradicts itself (a driver bug, not a user error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    nodes: tuple[Node, ...]
+    jobs: tuple[Job, ...] = ()
+    virtual_clusters: tuple[VirtualCluster, ...] = ()
+    priority_classes: tuple[PriorityClass, ...] = ()
+    """Declared classes; the built-in levels are always present unless redefined here."""
+    now: float = 0.0
+    _priorities: dict[str, int] = field(init=False, repr=False, compare=False)
+    _default_priority: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _unique("node", [n.name for n in self.nodes])
+        _unique("job", [j.name for j in self.jobs])
+        _unique("virtual cluster", [v.name for v in self.virtual_clusters])
+        classes = {c.name: c for c in BUILTIN_PRIORITY_CLASSES}
+        declared = {c.name: c for c in self.priority_classes}
+        classes.update(declared)
+        defaults = [c for c in declared.values() if c.global_default]
+        if len(defaults) > 1:
+            raise SnapshotError("more than one priority class is the global default: "
+                                + ", ".join(sorted(c.name for c in defaults)))
+        default = defaults[0] if defaults else next(
+            c for c in BUILTIN_PRIORITY_CLASSES if c.global_default)
+        object.__setattr__(self, "_priorities", {n: c.value for n, c in classes.items()})
+        object.__setattr__(self, "_default_priority", classes[default.name].value)
+        names = {n.name for n in self.nodes}
+        for job in self.jobs:
+            for task in job.tasks:
+                if task.state.holds_resources and task.node not in names:
+                    raise SnapshotError(
+                        f"task {task.ref} holds resources on unknown node {task.node!r}")
+
+    def priority(self, job: Job) -> int:
+        """The job's priority value: its class's, or the global default's."""
+        if job.priority_class is None:
+            return self._default_priority
+        try:
+            return self._priorities[job.priority_class]
+        except KeyError:
+            raise SnapshotError(
+                f"job {job.name} names unknown priority class {job.priority_class!r}") from None
+
+    def has_priority_class(self, name: str) -> bool:
+        return name in self._priorities
+
+    def capacity(self) -> Resources:
+        """Total allocatable of the schedulable nodes."""
+        return total(n.allocatable_resources for n in self.nodes if n.schedulable)
+
+
+def _unique(what: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise SnapshotError(f"two {what}s are named {name!r}")
+        seen.add(name)

@@ -1,0 +1,106 @@
+"""Tentative allocations and evictions, committed or discarded as a whole.
+
+This is Volcano's `Statement`: each operation changes the cycle's working state at once, so
+later operations see it, and is recorded; `discard` undoes the record in reverse order,
+`commit` hands it to the `Ledger` as decisions. Gang scheduling ("all of minAvailable or
+nothing") and "evict only if the preemptor then fits" are both a statement that is committed
+only when its goal is met.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from shoal.api.objects import TaskRef
+from shoal.api.resources import Resources
+from shoal.core.nodes import ClusterState, NodeState
+from shoal.core.quota import QuotaTree
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    task: TaskRef
+    queue: str
+    node: NodeState
+    request: Resources
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    task: TaskRef
+    queue: str
+    node: NodeState
+    request: Resources
+    gpus: tuple[int, ...]
+    reason: str
+
+
+class Ledger(Protocol):
+    """Who learns of committed operations (the scheduler's session)."""
+
+    def allocated(self, allocation: Allocation) -> None: ...
+    def unallocated(self, allocation: Allocation) -> None: ...
+    def evicted(self, eviction: Eviction) -> None: ...
+    def unevicted(self, eviction: Eviction) -> None: ...
+    def committed(self, operations: list[Allocation | Eviction]) -> None: ...
+
+
+class Statement:
+    """One all-or-nothing unit of scheduling work."""
+
+    def __init__(self, cluster: ClusterState, quota: QuotaTree, ledger: Ledger) -> None:
+        self._cluster = cluster
+        self._quota = quota
+        self._ledger = ledger
+        self._operations: list[Allocation | Eviction] = []
+        self._open = True
+
+    @property
+    def empty(self) -> bool:
+        return not self._operations
+
+    def allocate(self, task: TaskRef, queue: str, node: NodeState, request: Resources
+                 ) -> Allocation:
+        self._check_open()
+        gpus = self._cluster.take(node, request)
+        self._quota.charge(queue, request)
+        allocation = Allocation(task, queue, node, request, gpus)
+        self._operations.append(allocation)
+        self._ledger.allocated(allocation)
+        return allocation
+
+    def evict(self, task: TaskRef, queue: str, node: NodeState, request: Resources,
+              gpus: tuple[int, ...], reason: str) -> Eviction:
+        self._check_open()
+        self._cluster.give(node, request, gpus)
+        self._quota.refund(queue, request)
+        eviction = Eviction(task, queue, node, request, gpus, reason)
+        self._operations.append(eviction)
+        self._ledger.evicted(eviction)
+        return eviction
+
+    def commit(self) -> list[Allocation | Eviction]:
+        self._check_open()
+        self._open = False
+        self._ledger.committed(self._operations)
+        return self._operations
+
+    def discard(self) -> None:
+        self._check_open()
+        self._open = False
+        for op in reversed(self._operations):
+            if isinstance(op, Allocation):
+                self._cluster.give(op.node, op.request, op.gpus, undo=True)
+                self._quota.refund(op.queue, op.request)
+                self._ledger.unallocated(op)
+            else:
+                self._cluster.take(op.node, op.request, op.gpus)
+                self._quota.charge(op.queue, op.request)
+                self._ledger.unevicted(op)
+        self._operations.clear()
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise RuntimeError("statement already committed or discarded")

@@ -1,0 +1,130 @@
+"""The scenario runner: load a cluster and its jobs, run cycles until nothing changes, and
+report what the scheduler decided and why jobs wait.
+
+It is the smallest driver of the core: after each cycle it applies the decisions to its own
+copy of the jobs (a bound task starts running at once; an evicted task goes back to pending),
+moving every task and job through the lifecycle tables so an illegal decision fails loudly.
+The clock is the cycle number. Its JSON output is a stable, documented interface
+(docs/scenario-output.md) that other tools read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from shoal.api.decisions import Bind, Decisions, Evict, Pending, Resize
+from shoal.api.lifecycle import JOB_LIFECYCLE, TASK_LIFECYCLE, JobState, TaskState
+from shoal.api.objects import Job, Task
+from shoal.core.snapshot import Snapshot
+from shoal.scheduler.cycle import run_cycle
+from shoal.scheduler.profile import Profile
+from shoal.spec import SpecBundle
+
+#: Version of the JSON document `ScenarioResult.to_dict` produces.
+OUTPUT_VERSION = "shoal/v1"
+
+
+@dataclass
+class CycleRecord:
+    cycle: int
+    binds: list[Bind]
+    evictions: list[Evict]
+    resizes: list[Resize]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cycle": self.cycle,
+                "binds": [b.to_dict() for b in self.binds],
+                "evictions": [e.to_dict() for e in self.evictions],
+                "resizes": [r.to_dict() for r in self.resizes]}
+
+
+@dataclass
+class ScenarioResult:
+    profile: str
+    cycles: list[CycleRecord] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    converged: bool = False
+
+    @property
+    def binds(self) -> list[Bind]:
+        return [b for c in self.cycles for b in c.binds]
+
+    @property
+    def evictions(self) -> list[Evict]:
+        return [e for c in self.cycles for e in c.evictions]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "apiVersion": OUTPUT_VERSION,
+            "kind": "ScheduleResult",
+            "profile": self.profile,
+            "converged": self.converged,
+            "cycles": [c.to_dict() for c in self.cycles if c.binds or c.evictions or c.resizes],
+            "cyclesRun": len(self.cycles),
+            "pending": [p.to_dict() for p in self.pending],
+            "jobs": [_job_summary(j) for j in self.jobs],
+        }
+
+
+def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles: int = 10
+                 ) -> ScenarioResult:
+    """Run cycles until one changes nothing (converged) or `max_cycles` have run."""
+    profile = profile or (Profile.from_dict(bundle.profile, "SchedulerProfile")
+                          if bundle.profile is not None else Profile.default())
+    jobs = {j.name: j for j in bundle.jobs}
+    result = ScenarioResult(profile.name)
+    for cycle in range(1, max_cycles + 1):
+        snapshot = Snapshot(bundle.nodes, tuple(jobs.values()), bundle.virtual_clusters,
+                            bundle.priority_classes, now=float(cycle))
+        decisions = run_cycle(snapshot, profile)
+        result.cycles.append(CycleRecord(cycle, decisions.binds, decisions.evictions,
+                                         decisions.resizes))
+        result.pending = decisions.pending
+        if not decisions.changes_anything():
+            result.converged = True
+            break
+        jobs = apply(jobs, decisions, now=float(cycle))
+    result.jobs = list(jobs.values())
+    return result
+
+
+def apply(jobs: dict[str, Job], decisions: Decisions, now: float) -> dict[str, Job]:
+    """The jobs after the cycle's decisions took effect (a bound task runs at once)."""
+    tasks: dict[str, dict[tuple[str, int], Task]] = {
+        name: {(t.group, t.index): t for t in job.tasks} for name, job in jobs.items()}
+    for evict in decisions.evictions:
+        key = (evict.task.group, evict.task.index)
+        task = tasks[evict.task.job][key]
+        TASK_LIFECYCLE.move(task.state, TaskState.RELEASING, evict.reason)
+        TASK_LIFECYCLE.move(TaskState.RELEASING, TaskState.PENDING, "stopped after eviction")
+        del tasks[evict.task.job][key]
+    for bind in decisions.binds:
+        key = (bind.task.group, bind.task.index)
+        current = tasks[bind.task.job].get(key)
+        state = current.state if current is not None else TaskState.PENDING
+        TASK_LIFECYCLE.move(state, TaskState.BOUND, f"bound to {bind.node}")
+        TASK_LIFECYCLE.move(TaskState.BOUND, TaskState.RUNNING, "started")
+        tasks[bind.task.job][key] = Task(bind.task.job, bind.task.group, bind.task.index,
+                                         TaskState.RUNNING, bind.node, bind.gpus, now)
+    out: dict[str, Job] = {}
+    for name, job in jobs.items():
+        records = tuple(sorted(tasks[name].values(), key=lambda t: (t.group, t.index)))
+        holding = sum(1 for t in records if t.state.holds_resources)
+        job_state = job.state
+        target = JobState.RUNNING if holding >= job.gang_minimum else JobState.PENDING
+        if target is not job_state:
+            JOB_LIFECYCLE.move(job_state, target, "gang minimum placed" if target is
+                               JobState.RUNNING else "fell below its gang minimum")
+            job_state = target
+        out[name] = replace(job, tasks=records, state=job_state)
+    return out
+
+
+def _job_summary(job: Job) -> dict[str, Any]:
+    holding = [t for t in job.tasks if t.state.holds_resources]
+    return {"name": job.name, "state": job.state.value, "queue": job.queue,
+            "replicas": job.replicas, "running": len(holding),
+            "tasks": [{"task": str(t.ref), "node": t.node, "gpus": list(t.gpus)}
+                      for t in holding]}

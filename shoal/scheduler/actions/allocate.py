@@ -1,0 +1,114 @@
+"""The allocate action: place waiting jobs, virtual cluster by virtual cluster.
+
+The virtual cluster with the smallest queue-order key (capacity plugin: below its min first,
+then smallest dominant share per weight) gets its next job; the key is recomputed after every
+job. A gang job's first `minAvailable` tasks are placed in one statement, committed only if
+all of them fit. After every job has had its turn, ready gang jobs get their surplus tasks
+one at a time, so no job's extras come before another job's minimum (Volcano pushes a ready
+job back for the same reason). Default-scheduler jobs are placed task by task.
+
+With `strict: true` a virtual cluster is strictly ordered (Slurm's priority order, Kueue's
+StrictFIFO): once its head job cannot be placed, the jobs behind it wait with a `Blocked`
+reason — unless the backfill action can place them without touching what the head needs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from typing import Any
+
+from shoal.api.decisions import PendingKind, PendingReason
+from shoal.core.nodes import FitMemo
+from shoal.scheduler.fitting import place_replicas
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.registry import Arguments
+from shoal.scheduler.session import Session
+
+
+class AllocateArguments(Arguments):
+    strict: bool = False
+
+
+class Allocate:
+    name = "allocate"
+
+    def __init__(self, arguments: AllocateArguments) -> None:
+        self.strict = arguments.strict
+
+    def execute(self, session: Session) -> None:
+        memo = session.fit_memo
+        by_queue: dict[str, deque[JobInfo]] = {}
+        for job in sorted(session.candidates, key=session.job_order_key):
+            by_queue.setdefault(job.queue, deque()).append(job)
+        heap: list[tuple[tuple[Any, ...], str]] = [
+            (session.queue_order_key(session.quota.get(q)), q) for q in by_queue]
+        heapq.heapify(heap)
+        while heap:
+            _, name = heapq.heappop(heap)
+            jobs = by_queue[name]
+            head = jobs.popleft()
+            placed = allocate_job(session, memo, head)
+            if self.strict and not placed and head.holding == 0 and head.reason is not None \
+                    and head.reason.kind is not PendingKind.UNSCHEDULABLE:
+                block(session, name, head, list(jobs))
+                continue
+            if jobs:
+                heapq.heappush(heap, (session.queue_order_key(session.quota.get(name)), name))
+        surplus = [j for j in session.candidates
+                   if session.is_gang(j) and j.pending and session.job_ready(j)]
+        for job in sorted(surplus, key=session.job_order_key):
+            place_one_by_one(session, memo, job)
+
+
+def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
+    """Place what the job needs now; True if it placed anything."""
+    if not session.is_gang(job):
+        return place_one_by_one(session, memo, job)
+    need = session.min_tasks(job)
+    if need <= 0:
+        return False  # ready: its surplus waits for the surplus pass
+    statement = session.statement()
+    for group, indices in job.first_pending(need, session.task_order()):
+        reason = place_replicas(session, memo, statement, job, group, indices)
+        if reason is not None:
+            statement.discard()
+            job.reason = gang_reason(job, need, reason)
+            return False
+    statement.commit()
+    return True
+
+
+def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo) -> bool:
+    """Place pending tasks each in its own statement; a group stops at its first misfit,
+    since its other replicas are identical."""
+    placed = False
+    for group in job.groups_with_pending():
+        for index in list(job.pending[group.name]):
+            statement = session.statement()
+            reason = place_replicas(session, memo, statement, job, group, [index])
+            if reason is not None:
+                statement.discard()
+                job.reason = reason
+                break
+            statement.commit()
+            placed = True
+    return placed
+
+
+def gang_reason(job: JobInfo, need: int, reason: PendingReason) -> PendingReason:
+    kind = PendingKind.GANG if reason.kind is PendingKind.INSUFFICIENT_RESOURCES and need > 1 \
+        else reason.kind
+    return PendingReason(
+        kind, f"gang of {need} task{'s' if need != 1 else ''} (minAvailable "
+              f"{job.gang_minimum}) cannot start together: {reason.message}",
+        resource=reason.resource, queue=reason.queue, predicate=reason.predicate)
+
+
+def block(session: Session, queue: str, head: JobInfo, behind: list[JobInfo]) -> None:
+    session.blocked[queue] = [head, *behind]
+    for job in behind:
+        job.reason = PendingReason(
+            PendingKind.BLOCKED,
+            f"waiting behind job {head.name!r}, first in strictly ordered virtual cluster "
+            f"{queue!r}", queue=queue)

@@ -1,0 +1,111 @@
+"""The enqueue action: which waiting jobs may be considered for allocation this cycle.
+
+A job that can never run as the cluster is configured — a task larger than every matching
+node, a gang larger than its node pool could hold even when idle, a demand above its virtual
+cluster's max — is turned away here with an `Unschedulable` reason instead of being retried
+forever. A job that declares `minResources` (seed 004) is let through only when its virtual
+cluster could grant them now, as Volcano's enqueue gates a PodGroup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from shoal.api.decisions import PendingKind, PendingReason
+from shoal.api.objects import TaskGroup
+from shoal.api.resources import Resources, total
+from shoal.core.nodes import NodePool
+from shoal.scheduler.fitting import no_matching_node
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.registry import Arguments
+from shoal.scheduler.session import Session
+
+
+class EnqueueArguments(Arguments):
+    pass
+
+
+class Enqueue:
+    name = "enqueue"
+
+    def __init__(self, arguments: EnqueueArguments) -> None:
+        self.arguments = arguments
+
+    def execute(self, session: Session) -> None:
+        capacity_cache: dict[tuple[Hashable, Resources], int] = {}
+        # Jobs of one shape (queue, gang size, groups) share one verdict.
+        verdicts: dict[tuple[object, ...], PendingReason | None] = {}
+        for job in session.waiting_jobs():
+            if job.reason is not None:
+                continue
+            if job.holding == 0:
+                shape = (job.queue, session.is_gang(job), job.gang_minimum,
+                         *((g.name, session.pool_key(g), g.resources, len(job.pending[g.name]))
+                           for g in job.groups_with_pending()))
+                if shape in verdicts:
+                    reason = verdicts[shape]
+                else:
+                    reason = verdicts[shape] = feasibility(session, job, capacity_cache)
+                if reason is None and job.job.min_resources is not None:
+                    reason = session.allocatable(job.queue, job.job.min_resources)
+                if reason is not None:
+                    job.reason = reason
+                    continue
+            session.candidates.append(job)
+
+
+def feasibility(session: Session, job: JobInfo,
+                cache: dict[tuple[Hashable, Resources], int] | None = None
+                ) -> PendingReason | None:
+    """Why the job could never start on this cluster, even idle; None if it could."""
+    cache = {} if cache is None else cache
+    if session.is_gang(job):
+        needed = job.first_pending(max(1, job.gang_minimum - job.holding), session.task_order())
+    else:
+        needed = [(g, [job.pending[g.name][0]]) for g in job.groups_with_pending()]
+    demand: list[Resources] = []
+    for group, indices in needed:
+        pool = session.pool_for(group)
+        if not pool.nodes:
+            return no_matching_node(session, group)
+        if not group.resources.is_zero():
+            key = (pool.key, group.resources)
+            most = cache.get(key)
+            if most is None:
+                most = cache[key] = _replicas_when_idle(pool, group.resources)
+            if most < len(indices):
+                return _too_big(pool, group, len(indices), most)
+        demand.append(group.resources.scale(len(indices)))
+    return session.admissible(job.queue, total(demand))
+
+
+def _replicas_when_idle(pool: NodePool, request: Resources) -> int:
+    count = 0
+    for state in pool.nodes:
+        alloc = state.allocatable
+        if request.fits(alloc):
+            count += min(alloc.get(d) // v for d, v in request.items())
+    return count
+
+
+def _too_big(pool: NodePool, group: TaskGroup, wanted: int, most: int) -> PendingReason:
+    request = group.resources
+    where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"
+    if most == 0:
+        largest = max((s.allocatable for s in pool.nodes),
+                      key=lambda a: tuple(a.get(d) for d, _ in request.items()))
+        dim = request.shortfall(largest)[0] if request.shortfall(largest) else None
+        return PendingReason(
+            PendingKind.UNSCHEDULABLE,
+            f"task group {group.name!r} asks {request} per task, more than any of the {where} "
+            f"has (largest allocatable: {largest})", resource=dim)
+    return PendingReason(
+        PendingKind.UNSCHEDULABLE,
+        f"task group {group.name!r} needs {wanted} × {request} at once, but its {where} "
+        f"hold at most {most} even when idle", resource=_binding_dimension(pool, request))
+
+
+def _binding_dimension(pool: NodePool, request: Resources) -> str | None:
+    """The dimension that limits the replica count most across the pool."""
+    counts = {d: sum(s.allocatable.get(d) // v for s in pool.nodes) for d, v in request.items()}
+    return min(counts, key=lambda d: (counts[d], d)) if counts else None

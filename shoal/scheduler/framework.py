@@ -1,0 +1,126 @@
+"""The scheduler's extension points: one typed protocol per point, as Volcano's framework has.
+
+A plugin is any object with a `name` that implements some of these protocols; the session
+collects, per extension point, the plugins of the profile's tiers in order. Orderings are
+*keys* rather than comparators: the session concatenates the keys of every plugin in tier
+order, which is the same as Volcano's "first plugin with an opinion decides" and sorts in
+C instead of calling Python per comparison.
+
+Resource fit is not a predicate plugin: it is what the node index answers (see
+`shoal.core.nodes`), so that no task ever scans every node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from shoal.api.decisions import PendingReason
+from shoal.api.objects import Node, TaskGroup
+from shoal.api.resources import Resources
+from shoal.core.nodes import NodeState
+from shoal.core.quota import QueueState
+
+if TYPE_CHECKING:
+    from shoal.scheduler.jobs import JobInfo, TaskInfo
+    from shoal.scheduler.session import Session
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class SessionOpen(Protocol):
+    """Called once when a cycle's session is built, before any action runs."""
+
+    def open_session(self, session: Session) -> None: ...
+
+
+@runtime_checkable
+class JobOrder(Protocol):
+    """Orders jobs within a virtual cluster; smaller keys are served first."""
+
+    def job_order_key(self, job: JobInfo) -> tuple[Any, ...]: ...
+
+
+@runtime_checkable
+class QueueOrder(Protocol):
+    """Orders virtual clusters; the smallest key gets the next job. Called again after each
+    job, so a key may depend on usage."""
+
+    def queue_order_key(self, queue: QueueState) -> tuple[Any, ...]: ...
+
+
+@runtime_checkable
+class TaskOrder(Protocol):
+    """Orders a job's pending tasks: which of them form the gang's first `minAvailable`."""
+
+    def task_order_key(self, group: TaskGroup, index: int) -> tuple[Any, ...]: ...
+
+
+@runtime_checkable
+class Predicate(Protocol):
+    """A static node filter. Nodes are grouped into pools by `pool_key`, so the filter runs
+    once per (pool, node) per cycle, not once per task."""
+
+    def pool_key(self, group: TaskGroup) -> Hashable: ...
+
+    def node_filter(self, group: TaskGroup, node: Node) -> str | None:
+        """None if the node may host the group's tasks, else why not (short, plural-safe,
+        e.g. "do not match nodeSelector {gpu-type: A100}")."""
+        ...
+
+
+@runtime_checkable
+class NodeScore(Protocol):
+    """Scores a feasible node for a request; the highest total wins."""
+
+    def node_score(self, request: Resources, node: NodeState) -> float: ...
+
+
+@runtime_checkable
+class NodeSearchOrder(Protocol):
+    """Whether the node index is searched emptiest-first (spread) for this request."""
+
+    def spread(self, request: Resources) -> bool: ...
+
+
+@runtime_checkable
+class JobReady(Protocol):
+    """Gang semantics: how many tasks must be placed together for a job to run."""
+
+    def min_tasks(self, job: JobInfo) -> int:
+        """Tasks that must be placed in one all-or-nothing statement now (≤ 1: none)."""
+        ...
+
+    def job_ready(self, job: JobInfo) -> bool: ...
+
+
+@runtime_checkable
+class Allocatable(Protocol):
+    """Quota: whether a virtual cluster may take more resources."""
+
+    def allocatable(self, queue: QueueState, request: Resources) -> PendingReason | None: ...
+
+    def admissible(self, queue: QueueState, request: Resources) -> PendingReason | None:
+        """A reason if `request` could never be granted, even on an idle cluster."""
+        ...
+
+
+@runtime_checkable
+class VictimSelection(Protocol):
+    """Filters the tasks that may be evicted for a preemptor. Consumed by the preempt and
+    reclaim actions (seed 001), which are not part of the default profile yet."""
+
+    def victims(self, preemptor: JobInfo, candidates: Sequence[TaskInfo]
+                ) -> Sequence[TaskInfo]: ...
+
+
+class Action(Protocol):
+    """One step of the cycle (enqueue, allocate, backfill …)."""
+
+    name: str
+
+    def execute(self, session: Session) -> None: ...

@@ -1,0 +1,98 @@
+"""A job's working state during one cycle: its priority, what it holds, what it still wants.
+
+Pending tasks are kept as index ranges per task group, not as objects: a 64-task job that
+cannot start costs the cycle one entry per group, however many replicas it has.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.api.decisions import PendingReason
+from shoal.api.lifecycle import TaskState
+from shoal.api.objects import Job, QueueingPolicy, TaskGroup, TaskRef
+
+
+@dataclass(slots=True)
+class TaskInfo:
+    """A task that holds resources at the start of the cycle."""
+
+    ref: TaskRef
+    node: str
+    gpus: tuple[int, ...]
+    state: TaskState
+    started: float | None
+
+
+class JobInfo:
+    __slots__ = ("gang_minimum", "holding", "job", "pending", "placed", "priority", "queue",
+                 "queueing", "reason", "running")
+
+    def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
+        self.job = job
+        self.priority = priority
+        self.queue = queue
+        self.queueing = queueing
+        self.gang_minimum = job.gang_minimum
+        self.running: list[TaskInfo] = []
+        self.holding = 0
+        """Tasks holding resources now: at the cycle start plus those placed since."""
+        self.placed = 0
+        """Tasks placed by this cycle (committed)."""
+        self.reason: PendingReason | None = None
+        occupied: dict[str, set[int]] = {}
+        for task in job.tasks:
+            if task.state is not TaskState.PENDING:
+                occupied.setdefault(task.group, set()).add(task.index)
+        self.pending: dict[str, deque[int]] = {}
+        for group in job.groups:
+            taken = occupied.get(group.name)
+            indices = range(group.replicas) if not taken else \
+                [i for i in range(group.replicas) if i not in taken]
+            if indices:
+                self.pending[group.name] = deque(indices)
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+    def pending_count(self) -> int:
+        return sum(len(q) for q in self.pending.values())
+
+    def groups_with_pending(self) -> list[TaskGroup]:
+        return [g for g in self.job.groups if self.pending.get(g.name)]
+
+    def first_pending(self, count: int,
+                      order: Callable[[TaskGroup, int], tuple[Any, ...]] | None
+                      ) -> list[tuple[TaskGroup, list[int]]]:
+        """The first `count` pending tasks in task order, grouped by task group (groups in
+        the order their first task comes)."""
+        groups = self.groups_with_pending()
+        if order is None:
+            out: list[tuple[TaskGroup, list[int]]] = []
+            for group in groups:
+                if count <= 0:
+                    break
+                queue = self.pending[group.name]
+                take = [queue[i] for i in range(min(count, len(queue)))]
+                out.append((group, take))
+                count -= len(take)
+            return out
+        every = sorted(((order(g, i), gi, g, i) for gi, g in enumerate(groups)
+                        for i in self.pending[g.name]), key=lambda t: (t[0], t[1], t[3]))
+        by_group: dict[str, tuple[TaskGroup, list[int]]] = {}
+        for _, _, group, index in every[:count]:
+            by_group.setdefault(group.name, (group, []))[1].append(index)
+        return list(by_group.values())
+
+    def take(self, group: str, index: int) -> None:
+        self.pending[group].remove(index)
+
+    def give_back(self, group: str, index: int) -> None:
+        queue = self.pending.setdefault(group, deque())
+        queue.appendleft(index)
+        if len(queue) > 1 and queue[0] > queue[1]:
+            self.pending[group] = deque(sorted(queue))

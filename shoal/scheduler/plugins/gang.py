@@ -1,0 +1,35 @@
+"""The gang plugin: a job runs only when `minAvailable` of its tasks can run at once.
+
+Jobs on the default scheduler (seed 004: `schedulerName` absent or `default`) are not gangs:
+each of their tasks is placed on its own. Gang jobs still below their minimum are served
+before gang jobs that only want surplus replicas, as Volcano's gang plugin orders them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.registry import Arguments
+
+
+class GangArguments(Arguments):
+    pass
+
+
+class Gang:
+    name = "gang"
+
+    def __init__(self, arguments: GangArguments) -> None:
+        self.arguments = arguments
+
+    def min_tasks(self, job: JobInfo) -> int:
+        if not job.job.gang:
+            return 1
+        return max(0, job.gang_minimum - job.holding)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return not job.job.gang or job.holding >= job.gang_minimum
+
+    def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
+        return (0 if job.holding < job.gang_minimum else 1,)

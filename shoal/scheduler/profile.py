@@ -1,0 +1,216 @@
+"""Scheduler profiles: which actions run in which order, which plugins in which tiers.
+
+A profile is YAML in the shape of Volcano's scheduler configuration:
+
+    actions: "enqueue, allocate, backfill"       # or a YAML list
+    configurations:                               # optional per-action arguments
+      - name: allocate
+        arguments: {strict: false}
+    tiers:
+      - plugins: [{name: priority}, {name: gang}]
+      - plugins: [{name: predicates}, {name: capacity},
+                  {name: placement, arguments: {strategy: binpack}}]
+
+Names are looked up in the action and plugin registries; unknown names, arguments a plugin
+does not take, and a plugin listed twice are errors naming the field. Plugins are created
+afresh for every cycle, so none carries state from one cycle to the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from shoal.scheduler.framework import Action, Plugin
+from shoal.scheduler.registry import Registry
+
+ACTIONS: Registry[Action] = Registry("action")
+PLUGINS: Registry[Plugin] = Registry("plugin")
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used; the message names the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PluginConf(_Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class TierConf(_Strict):
+    plugins: list[PluginConf]
+
+
+class ActionConf(_Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProfileDoc(_Strict):
+    name: str = "custom"
+    description: str = ""
+    actions: list[str]
+    configurations: list[ActionConf] = Field(default_factory=list)
+    tiers: list[TierConf] = Field(default_factory=list)
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [a.strip() for a in value.split(",") if a.strip()]
+        return value
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A validated profile; `plugins()` and `actions()` make fresh instances."""
+
+    doc: ProfileDoc
+
+    @property
+    def name(self) -> str:
+        return self.doc.name
+
+    def plugins(self) -> list[Plugin]:
+        return [PLUGINS.create(p.name, p.arguments) for t in self.doc.tiers for p in t.plugins]
+
+    def actions(self) -> list[Action]:
+        arguments = {c.name: c.arguments for c in self.doc.configurations}
+        return [ACTIONS.create(a, arguments.get(a)) for a in self.doc.actions]
+
+    def plugin_names(self) -> list[str]:
+        return [p.name for t in self.doc.tiers for p in t.plugins]
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any], source: str = "profile") -> Profile:
+        _register_builtins()
+        try:
+            doc = ProfileDoc.model_validate(dict(data))
+        except ValidationError as exc:
+            raise ProfileError("\n".join(
+                f"{source}: {'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                for e in exc.errors())) from None
+        problems: list[str] = []
+        if not doc.actions:
+            problems.append("actions: at least one action is required")
+        for i, action in enumerate(doc.actions):
+            if action not in ACTIONS.names():
+                problems.append(f"actions[{i}]: unknown action {action!r}; known: "
+                                f"{', '.join(ACTIONS.names())}")
+        if len(set(doc.actions)) != len(doc.actions):
+            problems.append("actions: an action is listed twice")
+        for i, conf in enumerate(doc.configurations):
+            if conf.name not in doc.actions:
+                problems.append(f"configurations[{i}].name: {conf.name!r} is not in actions")
+        seen: set[str] = set()
+        for t, tier in enumerate(doc.tiers):
+            for p, plugin in enumerate(tier.plugins):
+                where = f"tiers[{t}].plugins[{p}]"
+                if plugin.name in seen:
+                    problems.append(f"{where}.name: plugin {plugin.name!r} is listed twice")
+                seen.add(plugin.name)
+                if plugin.name not in PLUGINS.names():
+                    problems.append(f"{where}.name: unknown plugin {plugin.name!r}; known: "
+                                    f"{', '.join(PLUGINS.names())}")
+        profile = Profile(doc)
+        if not problems:
+            for build in (profile.plugins, profile.actions):
+                try:
+                    build()
+                except ValueError as exc:
+                    problems.append(str(exc))
+        if problems:
+            raise ProfileError("\n".join(f"{source}: {p}" for p in problems))
+        return profile
+
+    @staticmethod
+    def from_yaml(text: str, source: str = "profile") -> Profile:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ProfileError(f"{source}: not valid YAML: {exc}") from None
+        if not isinstance(data, Mapping):
+            raise ProfileError(f"{source}: a profile is a YAML mapping")
+        return Profile.from_dict(data, source)
+
+    @staticmethod
+    def load(name_or_path: str) -> Profile:
+        """A built-in profile by name, or a profile file."""
+        if name_or_path in BUILTIN_PROFILES:
+            return Profile.from_yaml(BUILTIN_PROFILES[name_or_path], name_or_path)
+        path = Path(name_or_path)
+        if not path.exists():
+            raise ProfileError(f"no built-in profile {name_or_path!r} (built-in: "
+                               f"{', '.join(sorted(BUILTIN_PROFILES))}) and no such file")
+        return Profile.from_yaml(path.read_text(), str(path))
+
+    @staticmethod
+    def default() -> Profile:
+        return Profile.load("default")
+
+
+BUILTIN_PROFILES = {
+    "default": """
+name: default
+description: Gang scheduling with priorities, virtual-cluster quotas and bin-packing.
+actions: "enqueue, allocate, backfill"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""",
+    "strict-fifo": """
+name: strict-fifo
+description: Like default, but each virtual cluster is strictly ordered and backfilled.
+actions: "enqueue, allocate, backfill"
+configurations:
+  - name: allocate
+    arguments: {strict: true}
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""",
+    "spread": """
+name: spread
+description: Like default, but tasks are spread over the emptiest nodes.
+actions: "enqueue, allocate, backfill"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity},
+              {name: placement, arguments: {strategy: spread}}]
+""",
+}
+
+_registered = False
+
+
+def _register_builtins() -> None:
+    global _registered  # noqa: PLW0603 - registration happens once per process
+    if _registered:
+        return
+    _registered = True
+    from shoal.scheduler.actions.allocate import Allocate, AllocateArguments
+    from shoal.scheduler.actions.backfill import Backfill, BackfillArguments
+    from shoal.scheduler.actions.enqueue import Enqueue, EnqueueArguments
+    from shoal.scheduler.plugins.capacity import Capacity, CapacityArguments
+    from shoal.scheduler.plugins.gang import Gang, GangArguments
+    from shoal.scheduler.plugins.placement import Placement, PlacementArguments
+    from shoal.scheduler.plugins.predicates import Predicates, PredicatesArguments
+    from shoal.scheduler.plugins.priority import Priority, PriorityArguments
+
+    ACTIONS.register("enqueue", EnqueueArguments, Enqueue)
+    ACTIONS.register("allocate", AllocateArguments, Allocate)
+    ACTIONS.register("backfill", BackfillArguments, Backfill)
+    PLUGINS.register("gang", GangArguments, Gang)
+    PLUGINS.register("priority", PriorityArguments, Priority)
+    PLUGINS.register("predicates", PredicatesArguments, Predicates)
+    PLUGINS.register("placement", PlacementArguments, Placement)
+    PLUGINS.register("capacity", CapacityArguments, Capacity)
