@@ -11,7 +11,7 @@ from shoal.scenario import ScenarioResult
 def render_schedule(console: Console, result: ScenarioResult) -> None:
     binds = Table(title="Binds", title_justify="left")
     for column in ("cycle", "task", "node", "gpus", "resources"):
-        binds.add_column(column)
+        binds.add_column(column, overflow="fold", no_wrap=column == "task")
     for record in result.cycles:
         for b in record.binds:
             binds.add_row(str(record.cycle), str(b.task), b.node,
@@ -21,7 +21,7 @@ def render_schedule(console: Console, result: ScenarioResult) -> None:
 
     evictions = Table(title="Evictions", title_justify="left")
     for column in ("cycle", "task", "node", "reason"):
-        evictions.add_column(column)
+        evictions.add_column(column, overflow="fold", no_wrap=column == "task")
     for record in result.cycles:
         for e in record.evictions:
             evictions.add_row(str(record.cycle), str(e.task), e.node, e.reason)
@@ -31,7 +31,7 @@ def render_schedule(console: Console, result: ScenarioResult) -> None:
     if result.pending:
         pending = Table(title="Waiting jobs", title_justify="left")
         for column in ("job", "kind", "reason"):
-            pending.add_column(column)
+            pending.add_column(column, overflow="fold", no_wrap=column == "job")
         for p in result.pending:
             pending.add_row(p.job, p.reason.kind.value, p.reason.message)
         console.print(pending)

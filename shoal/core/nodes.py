@@ -103,19 +103,6 @@ class NodePool:
                          if level >= gpu)
         return slots
 
-    def exact_slots(self, request: Resources, limit: int) -> int:
-        """How many replicas of `request` fit on this pool's nodes now, counting up to
-        `limit` (scans only nodes with enough free GPUs)."""
-        found = 0
-        for level in sorted(self.buckets, reverse=True):
-            if level < request.gpu:
-                break
-            for ordinal in self.buckets[level]:
-                found += self.lookup[ordinal].how_many(request)
-                if found >= limit:
-                    return found
-        return found
-
     def candidates(self, request: Resources, spread: bool) -> Iterator[NodeState]:
         """Nodes with enough free GPUs, fullest first (or emptiest first when `spread` and
         the request has GPUs). Other dimensions are for the caller to check."""

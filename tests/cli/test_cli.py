@@ -1,0 +1,93 @@
+"""The `shoal` CLI: scenario output, schema, and clean errors (exit 2, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from shoal.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "quickstart.yaml"
+runner = CliRunner()
+
+
+def test_schedule_json_output_is_documented_shape() -> None:
+    result = runner.invoke(app, ["schedule", str(EXAMPLE), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["apiVersion"] == "shoal/v1" and out["kind"] == "ScheduleResult"
+    assert set(out) == {"apiVersion", "kind", "profile", "converged", "cycles", "cyclesRun",
+                        "pending", "jobs"}
+    bind = out["cycles"][0]["binds"][0]
+    assert set(bind) == {"task", "job", "group", "index", "node", "gpus", "resources"}
+    waiting = {p["job"]: p["reason"] for p in out["pending"]}
+    assert waiting["llm-pretrain"]["kind"] == "Unschedulable"
+    assert "worker" in waiting["llm-pretrain"]["message"]
+
+
+def test_schedule_table_output() -> None:
+    result = runner.invoke(app, ["schedule", str(EXAMPLE)])
+    assert result.exit_code == 0
+    assert "resnet-sweep/worker/0" in result.stdout
+    assert "Waiting jobs" in result.stdout and "converged" in result.stdout
+
+
+def test_cycle_limit() -> None:
+    result = runner.invoke(app, ["schedule", str(EXAMPLE), "-o", "json", "--cycles", "1"])
+    out = json.loads(result.stdout)
+    assert out["cyclesRun"] == 1 and out["converged"] is False
+
+
+BAD_INPUTS = {
+    "negative": ("apiVersion: shoal/v1\nkind: Job\nmetadata: {name: j}\nspec:\n"
+                 "  taskGroups: [{name: w, replicas: 1, resources: {cpu: -1}}]\n",
+                 "spec.taskGroups[0].resources.cpu"),
+    "unknown-field": ("apiVersion: shoal/v1\nkind: Job\nmetadata: {name: j}\nspec:\n"
+                      "  bogus: 1\n  taskGroups: [{name: w, replicas: 1, resources: {cpu: 1}}]\n", "bogus"),
+    "min-available": ("apiVersion: shoal/v1\nkind: Job\nmetadata: {name: j}\nspec:\n"
+                      "  schedulerName: shoal\n  minAvailable: 3\n"
+                      "  taskGroups: [{name: w, replicas: 2, resources: {cpu: 1}}]\n", "minAvailable"),
+    "unknown-queue": ("apiVersion: shoal/v1\nkind: Job\nmetadata: {name: j}\nspec:\n"
+                      "  queue: nowhere\n  taskGroups: [{name: w, replicas: 1, resources: {cpu: 1}}]\n", "nowhere"),
+    "yaml": ("apiVersion: shoal/v1\nkind: Job\nmetadata: {name: [\n", "line"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_a_clear_error_not_a_traceback(case: str, tmp_path: Path) -> None:
+    text, needle = BAD_INPUTS[case]
+    path = tmp_path / f"{case}.yaml"
+    path.write_text(text)
+    result = runner.invoke(app, ["schedule", str(path)])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert needle in result.output
+    assert str(path) in result.output  # the message names the file
+
+
+def test_missing_file_and_bad_profile(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["schedule", str(tmp_path / "absent.yaml")])
+    assert result.exit_code == 2 and "absent.yaml" in result.output
+    result = runner.invoke(app, ["schedule", str(EXAMPLE), "--profile", "nonsense"])
+    assert result.exit_code == 2 and "nonsense" in result.output
+
+
+def test_schema_command_prints_json_schema() -> None:
+    result = runner.invoke(app, ["schema"])
+    schema = json.loads(result.stdout)
+    assert "$schema" in schema or "oneOf" in json.dumps(schema)
+
+
+def test_installed_entry_point_runs() -> None:
+    """The console script as a user runs it (a real subprocess)."""
+    shoal = Path(sys.executable).parent / "shoal"
+    proc = subprocess.run([str(shoal), "schedule", str(EXAMPLE), "-o", "json"],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["kind"] == "ScheduleResult"

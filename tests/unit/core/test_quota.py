@@ -1,0 +1,84 @@
+"""The quota tree: headroom, guarantees, borrowing, max ceilings and their reasons."""
+
+from shoal.api import PendingKind, ResourceLimit, Resources, VirtualCluster
+from shoal.core.quota import QuotaTree
+
+
+def gpu(n: int) -> Resources:
+    return Resources.of(gpu=n)
+
+
+def tree() -> QuotaTree:
+    # root (16 GPUs) ─ a (min 8, max 12) ─ a1 (min 4)
+    #                └ b (min 4)
+    return QuotaTree([
+        VirtualCluster("a", min=gpu(8), max=ResourceLimit.of({"gpu": 12})),
+        VirtualCluster("a1", parent="a", min=gpu(4)),
+        VirtualCluster("b", min=gpu(4)),
+    ], gpu(16))
+
+
+def test_default_queue_is_implicit() -> None:
+    t = tree()
+    assert t.get("default").parent is t.root
+    assert t.get("default").min == Resources()
+
+
+def test_usage_is_pushed_up_the_tree() -> None:
+    t = tree()
+    t.charge("a1", gpu(3))
+    assert t.get("a1").usage == gpu(3)
+    assert t.get("a").usage == gpu(3)
+    assert t.root.usage == gpu(3)
+    t.refund("a1", gpu(3))
+    assert t.root.usage == Resources()
+
+
+def test_headroom_keeps_sibling_guarantees() -> None:
+    t = tree()
+    # default may borrow everything except a's 8 and b's 4 unused GPUs.
+    assert t.headroom("default").gpu == 4
+    # a may use up to its max (12) minus nothing: b's 4 stay reserved.
+    assert t.headroom("a").gpu == 12
+    # b: 16 - a's idle 8 = 8
+    assert t.headroom("b").gpu == 8
+
+
+def test_borrowing_reduces_idle_and_reason_names_guarantee() -> None:
+    t = tree()
+    t.charge("default", gpu(4))
+    reason = t.check("default", gpu(1))
+    assert reason is not None and reason.kind is PendingKind.GUARANTEE
+    assert "'a'" in reason.message and "'b'" in reason.message
+    assert t.check("a", gpu(8)) is None  # a's guarantee is intact
+
+
+def test_max_is_a_ceiling_on_the_subtree() -> None:
+    t = tree()
+    t.charge("a1", gpu(10))
+    reason = t.check("a", gpu(3))
+    assert reason is not None and reason.kind is PendingKind.QUEUE_LIMIT
+    assert reason.queue == "a" and reason.resource == "gpu"
+
+
+def test_cluster_full_is_insufficient_resources() -> None:
+    t = QuotaTree([], gpu(4))
+    t.charge("default", gpu(4))
+    reason = t.check("default", gpu(1))
+    assert reason is not None and reason.kind is PendingKind.INSUFFICIENT_RESOURCES
+
+
+def test_never_fits() -> None:
+    t = tree()
+    assert t.never_fits("a", gpu(13)) is not None
+    assert t.never_fits("b", gpu(17)) is not None
+    assert t.never_fits("b", gpu(16)) is None
+
+
+def test_check_cache_is_invalidated_by_usage_changes() -> None:
+    t = tree()
+    assert t.check("b", gpu(8)) is None
+    t.charge("default", gpu(4))
+    assert t.check("b", gpu(8)) is not None
+    t.refund("default", gpu(4))
+    assert t.check("b", gpu(8)) is None
