@@ -49,12 +49,16 @@ BAD_INPUTS = {
                  "  taskGroups: [{name: w, replicas: 1, resources: {cpu: -1}}]\n",
                  "spec.taskGroups[0].resources.cpu"),
     "unknown-field": ("apiVersion: shoal/v1\nkind: Job\nmetadata: {name: j}\nspec:\n"
-                      "  bogus: 1\n  taskGroups: [{name: w, replicas: 1, resources: {cpu: 1}}]\n", "bogus"),
+                      "  bogus: 1\n"
+                      "  taskGroups: [{name: w, replicas: 1, resources: {cpu: 1}}]\n", "bogus"),
     "min-available": ("apiVersion: shoal/v1\nkind: Job\nmetadata: {name: j}\nspec:\n"
                       "  schedulerName: shoal\n  minAvailable: 3\n"
-                      "  taskGroups: [{name: w, replicas: 2, resources: {cpu: 1}}]\n", "minAvailable"),
+                      "  taskGroups: [{name: w, replicas: 2, resources: {cpu: 1}}]\n",
+                      "minAvailable"),
     "unknown-queue": ("apiVersion: shoal/v1\nkind: Job\nmetadata: {name: j}\nspec:\n"
-                      "  queue: nowhere\n  taskGroups: [{name: w, replicas: 1, resources: {cpu: 1}}]\n", "nowhere"),
+                      "  queue: nowhere\n"
+                      "  taskGroups: [{name: w, replicas: 1, resources: {cpu: 1}}]\n",
+                      "nowhere"),
     "yaml": ("apiVersion: shoal/v1\nkind: Job\nmetadata: {name: [\n", "line"),
 }
 

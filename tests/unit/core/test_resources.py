@@ -49,7 +49,8 @@ def test_per_dimension_comparison_is_partial() -> None:
     b = Resources.of(cpu=1000, gpu=2)
     assert not a <= b and not b <= a  # incomparable
     assert Resources.of(cpu=1000) <= a
-    assert a.fits(a) and not a < a
+    same = Resources.of(cpu=2000, gpu=1)
+    assert a.fits(same) and not a < same and a <= same
 
 
 def test_arithmetic_with_extras() -> None:

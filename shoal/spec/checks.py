@@ -1,0 +1,231 @@
+"""Checks across the documents of one load: unique names per kind, references (queues,
+parents, priority classes, nodes of status tasks), the shape of the quota tree (reserved
+names, parent cycles, children's guarantees inside their parent's), one global-default
+priority class, one scheduler profile, and GPUs that two status tasks both claim.
+
+Whether a job fits any node is deliberately not checked: that is the scheduler's verdict
+(it says why a job waits), not a malformed spec.
+
+A document that failed its own validation still declares its name when the name is readable,
+so a reference to it is not reported a second time as unknown. When the load could not be
+read completely (a YAML syntax error), references are not checked at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.api import (
+    BUILTIN_PRIORITY_CLASSES,
+    DEFAULT_QUEUE,
+    ROOT_QUEUE,
+    Job,
+    Node,
+    PriorityClass,
+    Resources,
+    VirtualCluster,
+)
+from shoal.api.resources import total
+from shoal.spec.convert import Declared
+from shoal.spec.errors import DocRef, IssueLog
+
+
+@dataclass
+class Declarations:
+    """Everything one load declared, in load order, plus what failed to convert."""
+
+    nodes: list[Declared[tuple[Node, ...]]] = field(default_factory=list)
+    virtual_clusters: list[Declared[VirtualCluster]] = field(default_factory=list)
+    priority_classes: list[Declared[PriorityClass]] = field(default_factory=list)
+    jobs: list[Declared[Job]] = field(default_factory=list)
+    profiles: list[DocRef] = field(default_factory=list)
+    profile_spec: dict[str, Any] | None = None
+    """The `spec` of the first SchedulerProfile."""
+    failed_names: dict[str, set[str]] = field(default_factory=dict)
+    """Per kind, the readable names of documents that did not convert."""
+    incomplete: set[str] = field(default_factory=set)
+    """Kinds for which some declaration could not be read: their references go unchecked."""
+    unreadable: bool = False
+    """A file could not be read or parsed: no reference is checked."""
+    has_nodes: bool = False
+    """Some Node document was given, valid or not."""
+
+
+@dataclass(frozen=True)
+class Known:
+    """Names that exist outside this load (a running cluster's queues, nodes, classes)."""
+
+    queues: Collection[str] = ()
+    nodes: Collection[str] = ()
+    priority_classes: Collection[str] = ()
+
+
+def check_all(log: IssueLog, d: Declarations, known: Known) -> None:
+    _duplicates(log, "Node", ((x.doc, n.name) for x in d.nodes for n in x.value))
+    _duplicates(log, "VirtualCluster", ((x.doc, x.value.name) for x in d.virtual_clusters))
+    _duplicates(log, "PriorityClass", ((x.doc, x.value.name) for x in d.priority_classes))
+    _duplicates(log, "Job", ((x.doc, x.value.name) for x in d.jobs))
+    _singletons(log, d)
+    _quota_tree(log, d, known)
+    _job_references(log, d, known)
+    _gpu_claims(log, d)
+
+
+def _duplicates(log: IssueLog, kind: str, names: Iterable[tuple[DocRef, str]]) -> None:
+    first: dict[str, DocRef] = {}
+    for doc, name in names:
+        if name in first:
+            log.add(doc, "metadata.name",
+                    f"{kind} {name!r} is already declared in {first[name].where()}")
+        else:
+            first[name] = doc
+
+
+def _singletons(log: IssueLog, d: Declarations) -> None:
+    defaults = [x for x in d.priority_classes if x.value.global_default]
+    for extra in defaults[1:]:
+        log.add(extra.doc, "globalDefault",
+                f"only one PriorityClass may be the global default; {defaults[0].value.name!r} "
+                f"in {defaults[0].doc.where()} already is")
+    for later in d.profiles[1:]:
+        log.add(later, "", f"only one SchedulerProfile is allowed per load; "
+                f"{d.profiles[0].where()} already declares one")
+
+
+def _resolvable(d: Declarations, kind: str) -> bool:
+    return not d.unreadable and kind not in d.incomplete
+
+
+def _listing(names: Iterable[str]) -> str:
+    shown = sorted(set(names))
+    return ", ".join(repr(n) for n in shown) if shown else "none"
+
+
+# ---- the quota tree -----------------------------------------------------------------------
+
+def _quota_tree(log: IssueLog, d: Declarations, known: Known) -> None:
+    vcs: dict[str, Declared[VirtualCluster]] = {}
+    for x in d.virtual_clusters:
+        if x.value.name == ROOT_QUEUE:
+            log.add(x.doc, "metadata.name",
+                    f"{ROOT_QUEUE!r} is reserved: it is the physical cluster itself")
+        else:
+            vcs.setdefault(x.value.name, x)
+    parents_ok = _resolvable(d, "VirtualCluster")
+    referable = (set(vcs) | d.failed_names.get("VirtualCluster", set()) | set(known.queues)
+                 | {ROOT_QUEUE, DEFAULT_QUEUE})
+    for x in vcs.values():
+        if parents_ok and x.value.parent not in referable:
+            log.add(x.doc, "spec.parent",
+                    f"unknown parent {x.value.parent!r}; expected 'root' or a declared "
+                    f"VirtualCluster (declared: {_listing(vcs)})")
+    in_cycle = _cycles(log, vcs)
+    children: dict[str, list[Declared[VirtualCluster]]] = {}
+    for x in vcs.values():
+        if x.value.name not in in_cycle:
+            children.setdefault(x.value.parent, []).append(x)
+    for parent, kids in children.items():
+        _guarantees_fit(log, parent, kids, vcs, d)
+
+
+def _cycles(log: IssueLog, vcs: Mapping[str, Declared[VirtualCluster]]) -> set[str]:
+    """Report each parent cycle once, at its member declared first; return every member."""
+    members: set[str] = set()
+    for start in vcs:
+        path: list[str] = []
+        current = start
+        while current in vcs and current not in path and current not in members:
+            path.append(current)
+            current = vcs[current].value.parent
+        if current in path:
+            cycle = path[path.index(current):]
+            members.update(cycle)
+            order = sorted(cycle, key=list(vcs).index)
+            head = order[0]
+            ring = cycle[cycle.index(head):] + cycle[:cycle.index(head)] + [head]
+            log.add(vcs[head].doc, "spec.parent",
+                    f"virtual clusters form a parent cycle: {' → '.join(ring)}")
+    return members
+
+
+def _guarantees_fit(log: IssueLog, parent: str, kids: list[Declared[VirtualCluster]],
+                    vcs: Mapping[str, Declared[VirtualCluster]], d: Declarations) -> None:
+    wanted = total(k.value.min for k in kids)
+    if wanted.is_zero():
+        return
+    names = ", ".join(repr(k.value.name) for k in kids)
+    if parent in vcs:
+        owner = vcs[parent]
+        if not wanted.fits(owner.value.min):
+            log.add(owner.doc, "spec.min",
+                    f"the min of its children ({names}) adds up to {wanted}, more than this "
+                    f"min {owner.value.min}; over in {_over(wanted, owner.value.min)}")
+    elif parent == DEFAULT_QUEUE:
+        log.add(kids[0].doc, "spec.min",
+                f"the min of the children of the implicit 'default' virtual cluster ({names}) "
+                f"adds up to {wanted}, but its min is zero; declare 'default' with a min")
+    elif parent == ROOT_QUEUE and d.has_nodes and _resolvable(d, "Node"):
+        capacity = total(n.allocatable_resources for x in d.nodes for n in x.value)
+        if not wanted.fits(capacity):
+            log.add(kids[0].doc, "spec.min",
+                    f"the min of the virtual clusters under root ({names}) adds up to "
+                    f"{wanted}, more than the nodes' allocatable {capacity}; over in "
+                    f"{_over(wanted, capacity)}")
+
+
+def _over(wanted: Resources, available: Resources) -> str:
+    return ", ".join(wanted.shortfall(available))
+
+
+# ---- jobs ---------------------------------------------------------------------------------
+
+def _job_references(log: IssueLog, d: Declarations, known: Known) -> None:
+    queues = ({DEFAULT_QUEUE} | {x.value.name for x in d.virtual_clusters}
+              | d.failed_names.get("VirtualCluster", set()) | set(known.queues)) - {ROOT_QUEUE}
+    classes = ({p.name for p in BUILTIN_PRIORITY_CLASSES}
+               | {x.value.name for x in d.priority_classes}
+               | d.failed_names.get("PriorityClass", set()) | set(known.priority_classes))
+    nodes = {n.name for x in d.nodes for n in x.value} | set(known.nodes)
+    check_nodes = _resolvable(d, "Node") and (d.has_nodes or bool(known.nodes))
+    for x in d.jobs:
+        job = x.value
+        if _resolvable(d, "VirtualCluster") and job.queue not in queues:
+            log.add(x.doc, "spec.queue",
+                    f"unknown queue {job.queue!r}; expected 'default' or a declared "
+                    f"VirtualCluster (declared: {_listing(queues - {DEFAULT_QUEUE})})")
+        if (_resolvable(d, "PriorityClass") and job.priority_class is not None
+                and job.priority_class not in classes):
+            log.add(x.doc, "spec.priorityClassName",
+                    f"unknown priority class {job.priority_class!r}; expected one of "
+                    f"{_listing(classes)}")
+        if not check_nodes:
+            continue
+        for i, task in enumerate(job.tasks):
+            if task.node is not None and task.node not in nodes:
+                log.add(x.doc, f"status.tasks[{i}].node",
+                        f"unknown node {task.node!r}; expected a declared Node")
+
+
+def _gpu_claims(log: IssueLog, d: Declarations) -> None:
+    """GPU indices must exist on their node, and two live tasks may not hold the same one."""
+    gpus = {n.name: n.capacity.gpu for x in d.nodes for n in x.value}
+    holder: dict[tuple[str, int], str] = {}
+    for x in d.jobs:
+        for i, task in enumerate(x.value.tasks):
+            node = task.node
+            if node is None or node not in gpus:
+                continue
+            path = f"status.tasks[{i}].gpus"
+            for gpu in sorted(set(task.gpus)):
+                if gpu >= gpus[node]:
+                    log.add(x.doc, path, f"GPU index {gpu} does not exist on node "
+                            f"{node!r}, which has {gpus[node]} GPUs")
+                elif task.state.holds_resources:
+                    claim = (node, gpu)
+                    if claim in holder:
+                        log.add(x.doc, path, f"GPU {gpu} of node {node!r} is already "
+                                f"held by task {holder[claim]}")
+                    else:
+                        holder[claim] = str(task.ref)

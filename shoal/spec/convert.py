@@ -1,0 +1,255 @@
+"""One validated document → the `shoal.api` value objects it declares, with the checks that
+need only that document: resource quantities (per resource name), allocatable within
+capacity, a virtual cluster's min within its max, the gang minimum against the replicas, and
+a job's status tasks against its own task groups.
+
+Checks that need other documents (names, references, the quota tree, nodes of status tasks)
+live in `shoal.spec.checks`. A conversion logs what it finds and goes on, so that a load
+reports everything at once. It returns None only when a quantity the cross-document checks
+would read (a node's resources, a virtual cluster's min and max) is unreadable; otherwise it
+returns its best reading even after an issue, so that the document's names and references
+are still checked. Any issue fails the load, so such an object never leaves it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from shoal.api import (
+    Job,
+    JobState,
+    Node,
+    PriorityClass,
+    QuantityError,
+    ResourceLimit,
+    Resources,
+    SchedulerName,
+    Task,
+    TaskGroup,
+    VirtualCluster,
+    parse_resources,
+)
+from shoal.api.lifecycle import TaskState
+from shoal.api.resources import ZERO, canonical_name, parse_quantity
+from shoal.spec.documents import (
+    JobDocument,
+    NodeDocument,
+    PriorityClassDocument,
+    VirtualClusterDocument,
+)
+from shoal.spec.errors import DocRef, IssueLog, join_path
+
+_SCHEDULERS = {
+    None: SchedulerName.DEFAULT,
+    "default": SchedulerName.DEFAULT,
+    "shoal": SchedulerName.SHOAL,
+    # Seed 004 names Volcano; Shoal is its own gang scheduler, so the two mean the same.
+    "volcano": SchedulerName.SHOAL,
+}
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Declared(Generic[T]):
+    """A converted object with the document it came from, for cross-document messages."""
+
+    doc: DocRef
+    value: T
+
+
+def _parse_each(log: IssueLog, doc: DocRef, path: str,
+                mapping: Mapping[str, int | float | str]) -> dict[str, int] | None:
+    """Each quantity in its canonical unit, keyed by canonical name; None after an issue."""
+    parsed: dict[str, int] = {}
+    first_key: dict[str, str] = {}
+    ok = True
+    for key, value in mapping.items():
+        where = join_path(path, key)
+        try:
+            name = canonical_name(key)
+            amount = parse_quantity(name, value)
+        except QuantityError as exc:
+            log.add(doc, where, _without_subject(str(exc), key))
+            ok = False
+            continue
+        if name in parsed:
+            log.add(doc, where, f"resource {name!r} is already given as {first_key[name]!r}")
+            ok = False
+            continue
+        parsed[name] = amount
+        first_key[name] = key
+    return parsed if ok else None
+
+
+def _without_subject(message: str, key: str) -> str:
+    # parse_quantity starts its messages with the resource name, which the path already shows.
+    subjects = [key]
+    with contextlib.suppress(QuantityError):
+        subjects.append(canonical_name(key))
+    for subject in subjects:
+        if message.startswith(subject + " "):
+            return message[len(subject) + 1:]
+    return message
+
+
+def resources(log: IssueLog, doc: DocRef, path: str,
+              mapping: Mapping[str, int | float | str]) -> Resources | None:
+    """A quantity mapping → `Resources`, or None after logging what is wrong with it."""
+    if _parse_each(log, doc, path, mapping) is None:
+        return None
+    try:
+        return parse_resources(mapping)
+    except QuantityError as exc:  # pragma: no cover - every case is caught key by key above
+        log.add(doc, path, str(exc))
+        return None
+
+
+def limit(log: IssueLog, doc: DocRef, path: str,
+          mapping: Mapping[str, int | float | str] | None) -> ResourceLimit | None:
+    if mapping is None:
+        return ResourceLimit.unlimited()
+    parsed = _parse_each(log, doc, path, mapping)
+    return None if parsed is None else ResourceLimit.of(parsed)
+
+
+# ---- Node ---------------------------------------------------------------------------------
+
+def nodes(log: IssueLog, doc: DocRef, model: NodeDocument) -> tuple[Node, ...] | None:
+    spec = model.spec
+    capacity = resources(log, doc, "spec.capacity", spec.capacity)
+    allocatable = (None if spec.allocatable is None
+                   else resources(log, doc, "spec.allocatable", spec.allocatable))
+    if capacity is None or (spec.allocatable is not None and allocatable is None):
+        return None
+    if allocatable is not None and not allocatable.fits(capacity):
+        over = ", ".join(
+            f"{dim} {allocatable.get(dim)} > {capacity.get(dim)}"
+            for dim in allocatable.shortfall(capacity))
+        log.add(doc, "spec.allocatable", f"must fit in capacity; over in {over}")
+    name = model.metadata.name
+    names = [name] if spec.count == 1 else [f"{name}-{i}" for i in range(spec.count)]
+    return tuple(
+        Node(name=n, capacity=capacity, labels=dict(model.metadata.labels),
+             allocatable=allocatable, schedulable=not spec.unschedulable)
+        for n in names)
+
+
+# ---- VirtualCluster -----------------------------------------------------------------------
+
+def virtual_cluster(log: IssueLog, doc: DocRef,
+                    model: VirtualClusterDocument) -> VirtualCluster | None:
+    spec = model.spec
+    minimum = resources(log, doc, "spec.min", spec.min)
+    maximum = limit(log, doc, "spec.max", spec.max)
+    if minimum is None or maximum is None:
+        return None
+    if not maximum.admits(minimum):
+        over = ", ".join(f"{dim} {minimum.get(dim)} > {maximum.get(dim)}"
+                         for dim in maximum.exceeded(minimum))
+        log.add(doc, "spec.min", f"must fit in this virtual cluster's max; over in {over}")
+    return VirtualCluster(name=model.metadata.name, parent=spec.parent, min=minimum,
+                          max=maximum, weight=spec.weight, queueing=spec.queueing_policy)
+
+
+# ---- PriorityClass ------------------------------------------------------------------------
+
+def priority_class(model: PriorityClassDocument) -> PriorityClass:
+    return PriorityClass(name=model.metadata.name, value=model.value,
+                         description=model.description, global_default=model.global_default)
+
+
+# ---- Job ----------------------------------------------------------------------------------
+
+def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
+    """`position` is the job's place among the load's Job documents: its default submit time.
+    A group whose resources are unreadable is given none, for the cross-document checks."""
+    spec = model.spec
+    groups: list[TaskGroup] = []
+    seen: set[str] = set()
+    for i, g in enumerate(spec.task_groups):
+        path = f"spec.taskGroups[{i}]"
+        if g.name in seen:
+            log.add(doc, f"{path}.name", f"task group {g.name!r} is declared twice in this job")
+        seen.add(g.name)
+        request = resources(log, doc, f"{path}.resources", g.resources)
+        groups.append(TaskGroup(
+            name=g.name, replicas=g.replicas, resources=ZERO if request is None else request,
+            command=tuple(g.command),
+            env=dict(g.env), node_selector=dict(g.node_selector), working_dir=g.working_dir))
+    min_resources = (None if spec.min_resources is None
+                     else resources(log, doc, "spec.minResources", spec.min_resources))
+    scheduler = _SCHEDULERS[spec.scheduler_name]
+    if spec.min_available is not None:
+        replicas = sum(g.replicas for g in spec.task_groups)
+        if scheduler is not SchedulerName.SHOAL:
+            log.add(doc, "spec.minAvailable",
+                    "is only allowed with schedulerName shoal or volcano (gang scheduling); "
+                    f"schedulerName is {spec.scheduler_name or 'not set (default)'}")
+        elif spec.min_available > replicas:
+            log.add(doc, "spec.minAvailable",
+                    f"must be at most the job's total replicas ({replicas}), "
+                    f"got {spec.min_available}")
+    tasks = _tasks(log, doc, model)
+    meta = model.metadata
+    running = any(t.state in (TaskState.BOUND, TaskState.RUNNING) for t in tasks)
+    return Job(
+        name=meta.name, groups=tuple(groups), queue=spec.queue, scheduler_name=scheduler,
+        min_available=spec.min_available, min_resources=min_resources,
+        priority_class=spec.priority_class_name, user=meta.user,
+        submitted=float(position) if meta.creation_timestamp is None else meta.creation_timestamp,
+        state=JobState.RUNNING if running else JobState.PENDING, tasks=tasks)
+
+
+def _tasks(log: IssueLog, doc: DocRef, model: JobDocument) -> tuple[Task, ...]:
+    if model.status is None:
+        return ()
+    groups = {g.name: g for g in model.spec.task_groups}
+    seen: dict[tuple[str, int], int] = {}
+    out: list[Task] = []
+    for i, t in enumerate(model.status.tasks):
+        path = f"status.tasks[{i}]"
+        group = groups.get(t.group)
+        problems: list[tuple[str, str]] = []
+        if group is None:
+            problems.append((f"{path}.group", f"task group {t.group!r} is not declared in "
+                             f"spec.taskGroups (declared: {', '.join(groups)})"))
+        elif t.index >= group.replicas:
+            problems.append((f"{path}.index", f"must be below the replicas of group "
+                             f"{t.group!r} ({group.replicas}), got {t.index}"))
+        elif (t.group, t.index) in seen:
+            problems.append((path, f"task {t.group}/{t.index} is already given as "
+                             f"status.tasks[{seen[(t.group, t.index)]}]"))
+        seen.setdefault((t.group, t.index), i)
+        if t.node is None and t.state.holds_resources:
+            problems.append((f"{path}.node", f"a {t.state.value} task must name its node"))
+        if t.gpus is not None:
+            request = None if group is None else group.resources
+            problems.extend(_gpu_problems(path, t.gpus, t.node, request))
+        for where, message in problems:
+            log.add(doc, where, message)
+        out.append(Task(job=model.metadata.name, group=t.group, index=t.index, state=t.state,
+                        node=t.node, gpus=tuple(t.gpus or ()), started=t.start_time))
+    return tuple(out)
+
+
+def _gpu_problems(path: str, gpus: list[int], node: str | None,
+                  request: Mapping[str, int | float | str] | None) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    if node is None:
+        problems.append((f"{path}.gpus", "GPU indices need a node"))
+    if len(set(gpus)) != len(gpus):
+        problems.append((f"{path}.gpus", f"must not repeat a GPU index, got {gpus}"))
+    if request is not None:
+        try:
+            wanted = parse_resources(request).gpu
+        except QuantityError:
+            return problems  # the group's own resources already carry that issue
+        if len(gpus) != wanted:
+            problems.append((f"{path}.gpus", f"must list as many GPUs as the group requests "
+                             f"({wanted}), got {len(gpus)}"))
+    return problems

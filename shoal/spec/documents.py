@@ -1,0 +1,237 @@
+"""The schema of the native `shoal/v1` documents, as pydantic models.
+
+These models own the *form* of a document: which fields exist, their types, their defaults
+and the per-field bounds. They accept exactly what the YAML may say (unknown fields are
+errors) and nothing is converted here: resource quantities stay as written, because their
+meaning depends on the resource name and `shoal.spec.convert` reports them field by field.
+The same models generate the published JSON Schema (`shoal.spec.schema`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    WithJsonSchema,
+)
+from pydantic.fields import ComputedFieldInfo, FieldInfo
+
+from shoal.api import QueueingPolicy
+from shoal.api.lifecycle import TaskState
+
+API_VERSION = "shoal/v1"
+
+#: Job names end up in task ids (`job/group/index`) and in OpenPAI, which allows only these.
+JOB_NAME_PATTERN = r"^[a-zA-Z0-9_-]+$"
+#: Task group names become parts of host names and environment variables: a DNS label.
+GROUP_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+#: Nodes, virtual clusters and priority classes: Kubernetes-like object names.
+OBJECT_NAME_PATTERN = r"^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$"
+
+#: What each pattern means, for error messages that people can act on.
+PATTERN_DESCRIPTIONS = {
+    JOB_NAME_PATTERN: "letters, digits, '_' and '-' only",
+    GROUP_NAME_PATTERN: "lower-case letters, digits and '-', starting and ending with a letter "
+                        "or digit",
+    OBJECT_NAME_PATTERN: "letters, digits, '.', '_' and '-', starting and ending with a letter "
+                         "or digit",
+}
+
+
+def _quantity(value: Any) -> int | float | str:
+    # bool is an int to Python but `true` is never a quantity someone meant to write.
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(
+            f"must be a number or a quantity string like '500m' or '4Gi', got {value!r}")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+Quantity = Annotated[
+    int | float | str,
+    PlainValidator(_quantity),
+    WithJsonSchema({
+        "anyOf": [{"type": "number"}, {"type": "string"}],
+        "description": "A Kubernetes-style quantity: cpu '2', '500m'; memory '4Gi', '512Mi' "
+                       "(a bare number is bytes); gpu and extras whole counts.",
+    }),
+]
+Number = Annotated[float, PlainValidator(_number), WithJsonSchema({"type": "number"})]
+Quantities = dict[StrictStr, Quantity]
+StringMap = dict[StrictStr, StrictStr]
+ObjectName = Annotated[StrictStr, Field(pattern=OBJECT_NAME_PATTERN, max_length=253)]
+
+
+def _field_title(name: str, info: FieldInfo | ComputedFieldInfo) -> str:
+    # The default title is the Python name in title case ("Apiversion"); YAML authors see
+    # the field as they write it.
+    return (info.alias if isinstance(info, FieldInfo) else None) or name
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, field_title_generator=_field_title)
+
+
+# ---- Node ---------------------------------------------------------------------------------
+
+class NodeMetadata(_Model):
+    name: ObjectName
+    labels: StringMap = Field(default_factory=dict)
+
+
+class NodeSpec(_Model):
+    capacity: Quantities = Field(
+        description="cpu, memory, gpu (or nvidia.com/gpu) and named extras with whole counts.")
+    allocatable: Quantities | None = Field(
+        default=None, description="What the scheduler may hand out; defaults to capacity.")
+    unschedulable: StrictBool = False
+    count: StrictInt = Field(
+        default=1, ge=1,
+        description="More than 1 declares identical nodes named <name>-0 … <name>-(count-1).")
+
+
+class NodeDocument(_Model):
+    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
+    kind: Literal["Node"]
+    metadata: NodeMetadata
+    spec: NodeSpec
+
+
+# ---- VirtualCluster -----------------------------------------------------------------------
+
+class VirtualClusterMetadata(_Model):
+    name: ObjectName
+
+
+class VirtualClusterSpec(_Model):
+    parent: StrictStr = Field(
+        default="root", description="'root' (the physical cluster) or a declared VirtualCluster.")
+    min: Quantities = Field(default_factory=dict, description="Guaranteed resources.")
+    max: Quantities | None = Field(
+        default=None, description="Ceiling; dimensions not named are unlimited.")
+    weight: StrictInt = Field(default=1, ge=1, description="Fair-share weight among siblings.")
+    queueing_policy: QueueingPolicy = Field(
+        default=QueueingPolicy.PRIORITY, alias="queueingPolicy")
+
+
+class VirtualClusterDocument(_Model):
+    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
+    kind: Literal["VirtualCluster"]
+    metadata: VirtualClusterMetadata
+    spec: VirtualClusterSpec = Field(default_factory=VirtualClusterSpec)
+
+
+# ---- PriorityClass ------------------------------------------------------------------------
+
+class PriorityClassMetadata(_Model):
+    name: ObjectName
+
+
+class PriorityClassDocument(_Model):
+    """Like Kubernetes' PriorityClass, `value` and friends sit at the top level."""
+
+    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
+    kind: Literal["PriorityClass"]
+    metadata: PriorityClassMetadata
+    value: StrictInt = Field(description="Higher values are served first.")
+    global_default: StrictBool = Field(default=False, alias="globalDefault")
+    description: StrictStr = ""
+
+
+# ---- Job ----------------------------------------------------------------------------------
+
+class JobMetadata(_Model):
+    name: Annotated[StrictStr, Field(pattern=JOB_NAME_PATTERN, max_length=253)]
+    creation_timestamp: Number | None = Field(
+        default=None, alias="creationTimestamp",
+        description="Submission time on the scheduler clock; defaults to the job's position "
+                    "among the Job documents of the load, so FIFO follows file order.")
+    user: StrictStr | None = None
+
+
+class TaskGroupSpec(_Model):
+    name: Annotated[StrictStr, Field(pattern=GROUP_NAME_PATTERN, max_length=63)]
+    replicas: StrictInt = Field(ge=1)
+    resources: Quantities = Field(description="Per replica.")
+    command: list[StrictStr] = Field(default_factory=list)
+    env: StringMap = Field(default_factory=dict)
+    node_selector: StringMap = Field(default_factory=dict, alias="nodeSelector")
+    working_dir: StrictStr | None = Field(default=None, alias="workingDir")
+
+
+class JobSpec(_Model):
+    scheduler_name: Literal["default", "shoal", "volcano"] | None = Field(
+        default=None, alias="schedulerName",
+        description="default: tasks placed one by one; shoal (alias volcano): gang scheduling.")
+    min_available: StrictInt | None = Field(
+        default=None, ge=1, alias="minAvailable",
+        description="Gang minimum; only with schedulerName shoal or volcano.")
+    queue: StrictStr = Field(default="default", description="The job's virtual cluster.")
+    min_resources: Quantities | None = Field(default=None, alias="minResources")
+    priority_class_name: StrictStr | None = Field(default=None, alias="priorityClassName")
+    task_groups: list[TaskGroupSpec] = Field(alias="taskGroups", min_length=1)
+
+
+class TaskStatus(_Model):
+    group: StrictStr
+    index: StrictInt = Field(ge=0)
+    node: StrictStr | None = None
+    gpus: list[Annotated[StrictInt, Field(ge=0)]] | None = Field(
+        default=None, description="GPU indices on the node.")
+    state: TaskState = TaskState.RUNNING
+    start_time: Number | None = Field(default=None, alias="startTime")
+
+
+class JobStatus(_Model):
+    tasks: list[TaskStatus] = Field(default_factory=list)
+
+
+class JobDocument(_Model):
+    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
+    kind: Literal["Job"]
+    metadata: JobMetadata
+    spec: JobSpec
+    status: JobStatus | None = None
+
+
+# ---- SchedulerProfile ---------------------------------------------------------------------
+
+class SchedulerProfileMetadata(_Model):
+    name: StrictStr | None = None
+
+
+class SchedulerProfileDocument(_Model):
+    """The scheduler reads and validates `spec` itself; the spec layer only carries it."""
+
+    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
+    kind: Literal["SchedulerProfile"]
+    metadata: SchedulerProfileMetadata = Field(default_factory=SchedulerProfileMetadata)
+    spec: dict[StrictStr, Any]
+
+
+Document = (NodeDocument | VirtualClusterDocument | PriorityClassDocument | JobDocument
+            | SchedulerProfileDocument)
+
+#: The model of each kind, in the order the JSON Schema lists them.
+DOCUMENT_MODELS: dict[str, type[Document]] = {
+    "Node": NodeDocument,
+    "VirtualCluster": VirtualClusterDocument,
+    "PriorityClass": PriorityClassDocument,
+    "Job": JobDocument,
+    "SchedulerProfile": SchedulerProfileDocument,
+}
