@@ -177,6 +177,8 @@ class ClusterState:
 class _Bound:
     epoch: int
     replicas: int
+    note: object = None
+    """What the caller learnt when it computed the bound (a diagnosis to reuse)."""
 
 
 class FitMemo:
@@ -196,8 +198,16 @@ class FitMemo:
             return None
         return entry.replicas
 
-    def record(self, pool: NodePool, request: Resources, replicas: int) -> None:
-        self._bounds[(pool.key, request)] = _Bound(self._cluster.release_epoch, replicas)
+    def record(self, pool: NodePool, request: Resources, replicas: int, note: object = None
+               ) -> None:
+        self._bounds[(pool.key, request)] = _Bound(self._cluster.release_epoch, replicas, note)
+
+    def note(self, pool: NodePool, request: Resources) -> object:
+        """The note recorded with a still-valid bound, else None."""
+        entry = self._bounds.get((pool.key, request))
+        if entry is None or entry.epoch != self._cluster.release_epoch:
+            return None
+        return entry.note
 
     def consumed(self, pool: NodePool, request: Resources, replicas: int) -> None:
         entry = self._bounds.get((pool.key, request))

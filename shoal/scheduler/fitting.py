@@ -13,8 +13,11 @@ turn down ten thousand jobs on a full cluster in well under a second.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup, TaskRef
+from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo, NodePool
 from shoal.core.statement import Statement
 from shoal.scheduler.jobs import JobInfo
@@ -41,8 +44,6 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
         if bound is None and request.gpu:
             bound = pool.gpu_slots(request.gpu)
         if bound is not None and bound < count:
-            if trusted:
-                memo.record(pool, request, bound)
             return insufficient(session, pool, group, count, memo if trusted else None)
     for index in indices:
         node = session.pick_node(pool, request)
@@ -66,11 +67,43 @@ def no_matching_node(session: Session, group: TaskGroup) -> PendingReason:
         predicate="predicates")
 
 
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """How many replicas of a request fit a pool, and why the other nodes take none."""
+
+    fit: int
+    short: dict[str, int]
+    """Resource dimension → number of nodes too short of it to take even one replica."""
+
+
 def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
                  memo: FitMemo | None) -> PendingReason:
-    """Why `count` replicas of the group do not fit the pool now, counted node by node (this
-    scan runs once per memo entry, not once per waiting job)."""
+    """Why `count` replicas of the group do not fit the pool now. The node-by-node count
+    runs once per memo entry and is reused, not once per waiting job."""
     request = group.resources
+    note = memo.note(pool, request) if memo is not None else None
+    if isinstance(note, Diagnosis):
+        diagnosis = note
+        bound = memo.bound(pool, request) if memo is not None else None
+        fit = min(diagnosis.fit, count - 1, bound if bound is not None else count - 1)
+    else:
+        diagnosis = diagnose(pool, request, count)
+        fit = min(diagnosis.fit, count - 1)
+        if memo is not None:
+            memo.record(pool, request, fit, diagnosis)
+    where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"
+    short = diagnosis.short
+    detail = ", ".join(f"{n} lack {dim}" for dim, n in
+                       sorted(short.items(), key=lambda kv: (-kv[1], kv[0])))
+    main = max(short, key=lambda d: (short[d], d)) if short else None
+    return PendingReason(
+        PendingKind.INSUFFICIENT_RESOURCES,
+        f"task group {group.name!r} needs {count} × {request}; {fit} fit now on the {where}"
+        + (f" ({detail})" if detail else ""),
+        resource=main)
+
+
+def diagnose(pool: NodePool, request: Resources, count: int) -> Diagnosis:
     short: dict[str, int] = {}
     fit = 0
     for node in pool.nodes:
@@ -80,15 +113,4 @@ def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
             dims = request.shortfall(node.free())
             if dims:
                 short[dims[0]] = short.get(dims[0], 0) + 1
-    if memo is not None:
-        memo.record(pool, request, min(fit, count - 1))
-    fit = min(fit, count - 1)
-    where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"
-    detail = ", ".join(f"{n} lack {dim}" for dim, n in
-                       sorted(short.items(), key=lambda kv: (-kv[1], kv[0])))
-    main = max(short, key=lambda d: (short[d], d)) if short else None
-    return PendingReason(
-        PendingKind.INSUFFICIENT_RESOURCES,
-        f"task group {group.name!r} needs {count} × {request}; {fit} fit now on the {where}"
-        + (f" ({detail})" if detail else ""),
-        resource=main)
+    return Diagnosis(fit, short)
