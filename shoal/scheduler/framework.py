@@ -100,7 +100,11 @@ class JobReady(Protocol):
 
 @runtime_checkable
 class Allocatable(Protocol):
-    """Quota: whether a virtual cluster may take more resources."""
+    """Quota: whether a virtual cluster may take more resources.
+
+    Volcano has a separate `Overused(queue)` that skips a whole queue. Shoal folds it into
+    this per-request question on purpose: a queue at its GPU max must still admit CPU-only
+    work, which a queue-wide verdict would wrongly turn away."""
 
     def allocatable(self, queue: QueueState, request: Resources) -> PendingReason | None: ...
 
