@@ -244,18 +244,6 @@ class ResourceLimit:
         return ResourceLimit()
 
     @staticmethod
-    def _trusted(cpu: int, memory: int, gpu: int, extras: tuple[tuple[str, int], ...]
-                 ) -> Resources:
-        """Build without validation: only for results that cannot be invalid (sums, scales
-        and clamped differences of valid vectors). Keeps arithmetic off the hot path."""
-        out = object.__new__(Resources)
-        object.__setattr__(out, "cpu", cpu)
-        object.__setattr__(out, "memory", memory)
-        object.__setattr__(out, "gpu", gpu)
-        object.__setattr__(out, "extras", extras)
-        return out
-
-    @staticmethod
     def of(limits: Mapping[str, int]) -> ResourceLimit:
         for name, value in limits.items():
             if type(value) is not int or value < 0:
