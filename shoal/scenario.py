@@ -111,9 +111,9 @@ def apply(jobs: dict[str, Job], decisions: Decisions, now: float) -> dict[str, J
     out: dict[str, Job] = {}
     for name, job in jobs.items():
         records = tuple(sorted(tasks[name].values(), key=lambda t: (t.group, t.index)))
-        holding = sum(1 for t in records if t.state.holds_resources)
+        running = sum(1 for t in records if t.state in (TaskState.BOUND, TaskState.RUNNING))
         job_state = job.state
-        target = JobState.RUNNING if holding >= job.gang_minimum else JobState.PENDING
+        target = JobState.RUNNING if running >= job.gang_minimum else JobState.PENDING
         if target is not job_state:
             JOB_LIFECYCLE.move(job_state, target, "gang minimum placed" if target is
                                JobState.RUNNING else "fell below its gang minimum")

@@ -200,7 +200,7 @@ class QuotaTree:
                     f"{room.get(dim)} {dim} is free for {queue.parent.name!r}, but "
                     f"{(queue.parent.children_idle - queue.idle).get(dim)} of it is the "
                     f"unused guaranteed min of {', '.join(repr(h) for h in holders)}; "
-                    f"virtual cluster {queue.name!r} can borrow {new_room.get(dim)}, "
+                    f"virtual cluster {queue.name!r} can borrow {new_room.get(dim)} {dim}, "
                     f"{request.get(dim)} needed", resource=dim, queue=queue.name)
             room = new_room
         return None

@@ -11,8 +11,8 @@ from typing import Any
 
 from shoal.api.decisions import Bind, Decisions, Evict, Pending, PendingKind, PendingReason
 from shoal.api.lifecycle import JobState
-from shoal.api.objects import ROOT_QUEUE, TaskGroup
-from shoal.api.resources import Resources
+from shoal.api.objects import ROOT_QUEUE, Job, Task, TaskGroup
+from shoal.api.resources import Resources, total
 from shoal.core.nodes import ClusterState, FitMemo, NodePool, NodeState
 from shoal.core.quota import QueueState, QuotaTree
 from shoal.core.snapshot import Snapshot, SnapshotError
@@ -50,7 +50,7 @@ class Session:
         self.victim_selections = [p for p in plugins if isinstance(p, VictimSelection)]
 
         self.cluster = ClusterState(snapshot.nodes)
-        self.quota = QuotaTree(snapshot.virtual_clusters, snapshot.capacity())
+        self.quota = QuotaTree(snapshot.virtual_clusters, self._quota_capacity())
         self.fit_memo = FitMemo(self.cluster)
         self.excluded_nodes: set[int] = set()
         """Node ordinals no placement may use (backfill keeps off a blocked head's nodes)."""
@@ -67,7 +67,20 @@ class Session:
 
     # ---- building the working state -------------------------------------------------------
 
+    def _holding_tasks(self) -> list[tuple[Job, Task]]:
+        return [(job, task) for job in self.snapshot.jobs if not job.state.terminal
+                for task in job.tasks if task.state.holds_resources]
+
+    def _quota_capacity(self) -> Resources:
+        """The root's capacity: the schedulable nodes, plus what running tasks still hold on
+        cordoned ones — their usage is charged, so their capacity must be counted too."""
+        cordoned = {n.name for n in self.snapshot.nodes if not n.schedulable}
+        held = total(job.group(task.group).resources for job, task in self._holding_tasks()
+                     if task.node in cordoned)
+        return self.snapshot.capacity() + held
+
     def _build_jobs(self) -> None:
+        holdings: list[tuple[JobInfo, Task]] = []
         for job in sorted(self.snapshot.jobs, key=lambda j: (j.submitted, j.name)):
             if job.state.terminal:
                 continue
@@ -78,22 +91,19 @@ class Session:
                 info.reason = PendingReason(
                     PendingKind.UNSCHEDULABLE,
                     f"virtual cluster {job.queue!r} does not exist", queue=job.queue)
-            for task in job.tasks:
-                if not task.state.holds_resources:
-                    continue
-                assert task.node is not None  # checked by Snapshot
-                request = job.group(task.group).resources
-                state = self.cluster.by_name[task.node]
-                gpus = task.gpus or None
-                if gpus is None and request.gpu > state.gpu_free_mask.bit_count():
-                    raise SnapshotError(f"node {task.node} has no free GPU index left for "
-                                        f"task {task.ref}")
-                taken = self.cluster.take(state, request, gpus)
-                self.quota.charge(queue, request)
-                info.running.append(TaskInfo(task.ref, task.node, taken, task.state,
-                                             task.started))
-                info.holding += 1
+            holdings.extend((info, t) for t in job.tasks if t.state.holds_resources)
             self.jobs[job.name] = info
+        # Explicit GPU claims first, so that a task recorded without indices never takes one
+        # that another task is known to hold.
+        holdings.sort(key=lambda h: not h[1].gpus)
+        for info, task in holdings:
+            assert task.node is not None  # checked by Snapshot
+            request = info.job.group(task.group).resources
+            state = self.cluster.by_name[task.node]
+            taken = self.cluster.take(state, request, _claimable(state, task, request))
+            self.quota.charge(info.queue, request)
+            info.running.append(TaskInfo(task.ref, task.node, taken, task.state, task.started))
+            info.holding += 1
 
     # ---- extension points -----------------------------------------------------------------
 
@@ -230,9 +240,10 @@ class Session:
     # ---- closing ---------------------------------------------------------------------------
 
     def close(self) -> Decisions:
-        """Record a reason for every job still waiting, and return the decisions."""
+        """Record a reason for every job still waiting — holding nothing, or a gang holding
+        fewer than its minimum — and return the decisions."""
         for job in self.jobs.values():
-            if job.holding > 0 or not job.pending:
+            if not job.pending or (job.holding > 0 and self.job_ready(job)):
                 continue
             reason = job.reason or PendingReason(
                 PendingKind.INSUFFICIENT_RESOURCES, "not reached in this cycle")
@@ -243,3 +254,18 @@ class Session:
         """Jobs with tasks still to place, in submission order."""
         return [j for j in self.jobs.values()
                 if j.pending and j.job.state is not JobState.CANCELLED]
+
+
+def _claimable(state: NodeState, task: Task, request: Resources) -> tuple[int, ...] | None:
+    """The GPU indices a running task holds: its recorded ones, which must be free and exist,
+    or None to take the lowest free ones."""
+    if not task.gpus:
+        if request.gpu > state.gpu_free_mask.bit_count():
+            raise SnapshotError(f"node {state.name} has no free GPU index left for task "
+                                f"{task.ref}")
+        return None
+    for index in task.gpus:
+        if index >= state.allocatable.gpu or not state.gpu_free_mask >> index & 1:
+            raise SnapshotError(f"task {task.ref} claims GPU {index} on node {state.name}, "
+                                "which does not exist or is already held")
+    return task.gpus

@@ -14,6 +14,7 @@ are still checked. Any issue fails the load, so such an object never leaves it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -29,10 +30,10 @@ from shoal.api import (
     SchedulerName,
     Task,
     TaskGroup,
+    TaskState,
     VirtualCluster,
     parse_resources,
 )
-from shoal.api.lifecycle import TaskState
 from shoal.api.resources import ZERO, canonical_name, parse_quantity
 from shoal.spec.documents import (
     JobDocument,
@@ -196,13 +197,17 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
                     f"got {spec.min_available}")
     tasks = _tasks(log, doc, model)
     meta = model.metadata
-    running = any(t.state in (TaskState.BOUND, TaskState.RUNNING) for t in tasks)
-    return Job(
+    running = sum(1 for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))
+    job = Job(
         name=meta.name, groups=tuple(groups), queue=spec.queue, scheduler_name=scheduler,
         min_available=spec.min_available, min_resources=min_resources,
         priority_class=spec.priority_class_name, user=meta.user,
         submitted=float(position) if meta.creation_timestamp is None else meta.creation_timestamp,
-        state=JobState.RUNNING if running else JobState.PENDING, tasks=tasks)
+        tasks=tasks)
+    # Running means the gang minimum is bound or running (JobState.RUNNING); a task that is
+    # releasing is on its way out and does not count.
+    return job if running < job.gang_minimum or running == 0 else \
+        dataclasses.replace(job, state=JobState.RUNNING)
 
 
 def _tasks(log: IssueLog, doc: DocRef, model: JobDocument) -> tuple[Task, ...]:

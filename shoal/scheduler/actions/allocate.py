@@ -49,14 +49,18 @@ class Allocate:
             jobs = by_queue[name]
             head = jobs.popleft()
             placed = allocate_job(session, memo, head)
-            if self.strict and not placed and head.holding == 0 and head.reason is not None \
+            if self.strict and not placed and not session.job_ready(head) \
+                    and head.reason is not None \
                     and head.reason.kind is not PendingKind.UNSCHEDULABLE:
                 block(session, name, head, list(jobs))
                 continue
             if jobs:
                 heapq.heappush(heap, (session.queue_order_key(session.quota.get(name)), name))
-        surplus = [j for j in session.candidates
-                   if session.is_gang(j) and j.pending and session.job_ready(j)]
+        # Under strict ordering nothing behind a blocked head goes ahead of it, surplus
+        # replicas of running jobs included.
+        behind = {j.name for jobs in session.blocked.values() for j in jobs}
+        surplus = [j for j in session.candidates if j.name not in behind
+                   and session.is_gang(j) and j.pending and session.job_ready(j)]
         for job in sorted(surplus, key=session.job_order_key):
             place_one_by_one(session, memo, job)
 

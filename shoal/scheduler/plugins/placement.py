@@ -10,12 +10,16 @@ GPU > CPU > memory).
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from shoal.api.resources import Resources
 from shoal.core.nodes import NodeState
 from shoal.scheduler.registry import Arguments
+
+if TYPE_CHECKING:
+    from shoal.scheduler.session import Session
 
 #: Relative weights of the dimensions in a placement score (GPU ≫ CPU ≫ memory).
 WEIGHTS = {"gpu": 100.0, "cpu": 10.0, "memory": 1.0}
@@ -39,6 +43,9 @@ class Placement:
     def __init__(self, arguments: PlacementArguments) -> None:
         self.arguments = arguments
         self.strategy = arguments.strategy
+
+    def open_session(self, session: Session) -> None:
+        session.candidates_to_score = self.arguments.candidates
 
     def spread(self, request: Resources) -> bool:
         return self.strategy is Strategy.SPREAD

@@ -171,7 +171,8 @@ def test_job_with_every_field(cluster: SpecBundle) -> None:
         Task("train-a", "worker", 1, TaskState.BOUND, "a100-0", (2, 3), None),
         Task("train-a", "master", 0, TaskState.PENDING, None, (), None),
     )
-    assert train.state is JobState.RUNNING
+    # Two of minAvailable 3 are bound or running: below its gang minimum, still pending.
+    assert train.state is JobState.PENDING
 
 
 def test_job_defaults(cluster: SpecBundle) -> None:
@@ -260,3 +261,14 @@ def test_load_file_and_trailing_separators(tmp_path: Path) -> None:
     bundle = load_file(path)
     assert [job.name for job in bundle.jobs] == ["only"]
     assert load_file(str(path)) == bundle
+
+
+def test_job_is_running_once_its_gang_minimum_is_bound_or_running() -> None:
+    text = job_doc("g").replace("spec:\n", "spec:\n  schedulerName: shoal\n  minAvailable: 2\n")
+    for states, expected in ((["Running"], JobState.PENDING),
+                             (["Running", "Bound"], JobState.RUNNING),
+                             (["Running", "Releasing"], JobState.PENDING)):
+        status = "".join(f"\n    - {{group: worker, index: {i}, node: n, state: {s}}}"
+                         for i, s in enumerate(states))
+        (job,) = load_text(text + f"status:\n  tasks:{status}\n", known_nodes=["n"]).jobs
+        assert job.state is expected, states
