@@ -7,6 +7,7 @@ simulator get identical decisions for identical snapshots.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from shoal.api.objects import (
@@ -23,6 +24,37 @@ class SnapshotError(ValueError):
     """A snapshot that contradicts itself (a driver bug, not a user error)."""
 
 
+class PriorityTable:
+    """Priority class names → values: the built-in levels, overridden or extended by the
+    declared classes, and the global default (a declared `globalDefault`, else `normal`)."""
+
+    def __init__(self, declared: Iterable[PriorityClass] = ()) -> None:
+        classes = {c.name: c for c in BUILTIN_PRIORITY_CLASSES}
+        mine = {c.name: c for c in declared}
+        classes.update(mine)
+        defaults = [c for c in mine.values() if c.global_default]
+        if len(defaults) > 1:
+            raise SnapshotError("more than one priority class is the global default: "
+                                + ", ".join(sorted(c.name for c in defaults)))
+        default = defaults[0] if defaults else next(
+            c for c in BUILTIN_PRIORITY_CLASSES if c.global_default)
+        self._values = {n: c.value for n, c in classes.items()}
+        self.default = classes[default.name].value
+
+    def priority(self, job: Job) -> int:
+        """The job's priority value: its class's, or the global default's."""
+        if job.priority_class is None:
+            return self.default
+        try:
+            return self._values[job.priority_class]
+        except KeyError:
+            raise SnapshotError(
+                f"job {job.name} names unknown priority class {job.priority_class!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._values
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     nodes: tuple[Node, ...]
@@ -31,24 +63,13 @@ class Snapshot:
     priority_classes: tuple[PriorityClass, ...] = ()
     """Declared classes; the built-in levels are always present unless redefined here."""
     now: float = 0.0
-    _priorities: dict[str, int] = field(init=False, repr=False, compare=False)
-    _default_priority: int = field(init=False, repr=False, compare=False)
+    priorities: PriorityTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _unique("node", [n.name for n in self.nodes])
         _unique("job", [j.name for j in self.jobs])
         _unique("virtual cluster", [v.name for v in self.virtual_clusters])
-        classes = {c.name: c for c in BUILTIN_PRIORITY_CLASSES}
-        declared = {c.name: c for c in self.priority_classes}
-        classes.update(declared)
-        defaults = [c for c in declared.values() if c.global_default]
-        if len(defaults) > 1:
-            raise SnapshotError("more than one priority class is the global default: "
-                                + ", ".join(sorted(c.name for c in defaults)))
-        default = defaults[0] if defaults else next(
-            c for c in BUILTIN_PRIORITY_CLASSES if c.global_default)
-        object.__setattr__(self, "_priorities", {n: c.value for n, c in classes.items()})
-        object.__setattr__(self, "_default_priority", classes[default.name].value)
+        object.__setattr__(self, "priorities", PriorityTable(self.priority_classes))
         names = {n.name for n in self.nodes}
         for job in self.jobs:
             for task in job.tasks:
@@ -57,17 +78,7 @@ class Snapshot:
                         f"task {task.ref} holds resources on unknown node {task.node!r}")
 
     def priority(self, job: Job) -> int:
-        """The job's priority value: its class's, or the global default's."""
-        if job.priority_class is None:
-            return self._default_priority
-        try:
-            return self._priorities[job.priority_class]
-        except KeyError:
-            raise SnapshotError(
-                f"job {job.name} names unknown priority class {job.priority_class!r}") from None
-
-    def has_priority_class(self, name: str) -> bool:
-        return name in self._priorities
+        return self.priorities.priority(job)
 
     def capacity(self) -> Resources:
         """Total allocatable of the schedulable nodes."""

@@ -28,7 +28,7 @@ class TaskInfo:
 
 
 class JobInfo:
-    __slots__ = ("gang_minimum", "holding", "job", "pending", "placed", "priority", "queue",
+    __slots__ = ("blocker", "gang_minimum", "holding", "job", "pending", "priority", "queue",
                  "queueing", "reason", "running")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
@@ -40,9 +40,10 @@ class JobInfo:
         self.running: list[TaskInfo] = []
         self.holding = 0
         """Tasks holding resources now: at the cycle start plus those placed since."""
-        self.placed = 0
-        """Tasks placed by this cycle (committed)."""
+        self.blocker: PendingReason | None = None
+        """Why the job can never be placed as it stands (e.g. its queue does not exist)."""
         self.reason: PendingReason | None = None
+        """Why the job waits, as this cycle found; reset to `blocker` when a cycle starts."""
         occupied: dict[str, set[int]] = {}
         for task in job.tasks:
             if task.state is not TaskState.PENDING:
@@ -89,7 +90,10 @@ class JobInfo:
         return list(by_group.values())
 
     def take(self, group: str, index: int) -> None:
-        self.pending[group].remove(index)
+        queue = self.pending[group]
+        queue.remove(index)
+        if not queue:
+            del self.pending[group]  # `pending` is empty exactly when nothing is left
 
     def give_back(self, group: str, index: int) -> None:
         queue = self.pending.setdefault(group, deque())

@@ -1,7 +1,9 @@
-"""One cycle's session: the working state built from a snapshot, the profile's plugins
-gathered per extension point, and the decisions recorded as statements commit.
+"""One cycle's session: the profile's plugins gathered per extension point, over the
+scheduler model, and the decisions recorded as statements commit.
 
-Actions read and change the session; nothing in it outlives the cycle.
+Actions read and change the session. What a committed statement did stays in the model
+(a bound task holds its node); everything else here — decisions, reasons, the candidates of
+this cycle — lives for one cycle only.
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from shoal.api.decisions import Bind, Decisions, Evict, Pending, PendingKind, PendingReason
-from shoal.api.lifecycle import JobState
-from shoal.api.objects import ROOT_QUEUE, Job, Task, TaskGroup
-from shoal.api.resources import Resources, total
-from shoal.core.nodes import ClusterState, FitMemo, NodePool, NodeState
-from shoal.core.quota import QueueState, QuotaTree
-from shoal.core.snapshot import Snapshot, SnapshotError
+from shoal.api.lifecycle import TaskState
+from shoal.api.objects import TaskGroup
+from shoal.api.resources import Resources
+from shoal.core.nodes import NodePool, NodeState
+from shoal.core.quota import QueueState
+from shoal.core.snapshot import Snapshot
 from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.framework import (
     Allocatable,
@@ -31,12 +33,16 @@ from shoal.scheduler.framework import (
     VictimSelection,
 )
 from shoal.scheduler.jobs import JobInfo, TaskInfo
+from shoal.scheduler.model import SchedulerModel
 
 
 class Session:
-    def __init__(self, snapshot: Snapshot, plugins: Sequence[Plugin],
+    def __init__(self, source: Snapshot | SchedulerModel, plugins: Sequence[Plugin],
                  candidates_to_score: int = 16) -> None:
-        self.snapshot = snapshot
+        model = source if isinstance(source, SchedulerModel) else \
+            SchedulerModel.from_snapshot(source)
+        self.model = model
+        self.now = model.now
         self.plugins = list(plugins)
         self.candidates_to_score = candidates_to_score
         self.job_orders = [p for p in plugins if isinstance(p, JobOrder)]
@@ -49,61 +55,22 @@ class Session:
         self.allocatables = [p for p in plugins if isinstance(p, Allocatable)]
         self.victim_selections = [p for p in plugins if isinstance(p, VictimSelection)]
 
-        self.cluster = ClusterState(snapshot.nodes)
-        self.quota = QuotaTree(snapshot.virtual_clusters, self._quota_capacity())
-        self.fit_memo = FitMemo(self.cluster)
+        self.cluster = model.cluster
+        self.quota = model.quota
+        self.fit_memo = model.fit_memo
+        self.jobs = model.jobs
         self.excluded_nodes: set[int] = set()
         """Node ordinals no placement may use (backfill keeps off a blocked head's nodes)."""
         self.decisions = Decisions()
-        self.jobs: dict[str, JobInfo] = {}
         self.candidates: list[JobInfo] = []
         """Jobs the enqueue action let through to allocation this cycle."""
         self.blocked: dict[str, list[JobInfo]] = {}
         """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
-        self._build_jobs()
+        for job in model.waiting.values():
+            job.reason = job.blocker
         for plugin in plugins:
             if isinstance(plugin, SessionOpen):
                 plugin.open_session(self)
-
-    # ---- building the working state -------------------------------------------------------
-
-    def _holding_tasks(self) -> list[tuple[Job, Task]]:
-        return [(job, task) for job in self.snapshot.jobs if not job.state.terminal
-                for task in job.tasks if task.state.holds_resources]
-
-    def _quota_capacity(self) -> Resources:
-        """The root's capacity: the schedulable nodes, plus what running tasks still hold on
-        cordoned ones — their usage is charged, so their capacity must be counted too."""
-        cordoned = {n.name for n in self.snapshot.nodes if not n.schedulable}
-        held = total(job.group(task.group).resources for job, task in self._holding_tasks()
-                     if task.node in cordoned)
-        return self.snapshot.capacity() + held
-
-    def _build_jobs(self) -> None:
-        holdings: list[tuple[JobInfo, Task]] = []
-        for job in sorted(self.snapshot.jobs, key=lambda j: (j.submitted, j.name)):
-            if job.state.terminal:
-                continue
-            queue = job.queue if job.queue in self.quota.queues else ROOT_QUEUE
-            info = JobInfo(job, self.snapshot.priority(job), queue,
-                           self.quota.get(queue).queueing)
-            if job.queue not in self.quota.queues or job.queue == ROOT_QUEUE:
-                info.reason = PendingReason(
-                    PendingKind.UNSCHEDULABLE,
-                    f"virtual cluster {job.queue!r} does not exist", queue=job.queue)
-            holdings.extend((info, t) for t in job.tasks if t.state.holds_resources)
-            self.jobs[job.name] = info
-        # Explicit GPU claims first, so that a task recorded without indices never takes one
-        # that another task is known to hold.
-        holdings.sort(key=lambda h: not h[1].gpus)
-        for info, task in holdings:
-            assert task.node is not None  # checked by Snapshot
-            request = info.job.group(task.group).resources
-            state = self.cluster.by_name[task.node]
-            taken = self.cluster.take(state, request, _claimable(state, task, request))
-            self.quota.charge(info.queue, request)
-            info.running.append(TaskInfo(task.ref, task.node, taken, task.state, task.started))
-            info.holding += 1
 
     # ---- extension points -----------------------------------------------------------------
 
@@ -230,20 +197,28 @@ class Session:
         self.jobs[eviction.task.job].holding += 1
 
     def committed(self, operations: list[Allocation | Eviction]) -> None:
+        waiting = self.model.waiting
         for op in operations:
+            job = self.jobs[op.task.job]
             if isinstance(op, Allocation):
                 self.decisions.binds.append(Bind(op.task, op.node.name, op.gpus, op.request))
-                self.jobs[op.task.job].placed += 1
+                job.running.append(TaskInfo(op.task, op.node.name, op.gpus, TaskState.BOUND,
+                                            self.now))
+                if not job.pending:
+                    waiting.pop(job.name, None)
             else:
                 self.decisions.evictions.append(Evict(op.task, op.node.name, op.reason))
+                job.running = [t for t in job.running if t.ref != op.task]
+                job.give_back(op.task.group, op.task.index)
+                waiting[job.name] = job
 
     # ---- closing ---------------------------------------------------------------------------
 
     def close(self) -> Decisions:
         """Record a reason for every job still waiting — holding nothing, or a gang holding
         fewer than its minimum — and return the decisions."""
-        for job in self.jobs.values():
-            if not job.pending or (job.holding > 0 and self.job_ready(job)):
+        for job in self.waiting_jobs():
+            if job.holding > 0 and self.job_ready(job):
                 continue
             reason = job.reason or PendingReason(
                 PendingKind.INSUFFICIENT_RESOURCES, "not reached in this cycle")
@@ -252,20 +227,6 @@ class Session:
 
     def waiting_jobs(self) -> list[JobInfo]:
         """Jobs with tasks still to place, in submission order."""
-        return [j for j in self.jobs.values()
-                if j.pending and j.job.state is not JobState.CANCELLED]
+        return sorted((j for j in self.model.waiting.values() if j.pending),
+                      key=lambda j: (j.job.submitted, j.name))
 
-
-def _claimable(state: NodeState, task: Task, request: Resources) -> tuple[int, ...] | None:
-    """The GPU indices a running task holds: its recorded ones, which must be free and exist,
-    or None to take the lowest free ones."""
-    if not task.gpus:
-        if request.gpu > state.gpu_free_mask.bit_count():
-            raise SnapshotError(f"node {state.name} has no free GPU index left for task "
-                                f"{task.ref}")
-        return None
-    for index in task.gpus:
-        if index >= state.allocatable.gpu or not state.gpu_free_mask >> index & 1:
-            raise SnapshotError(f"task {task.ref} claims GPU {index} on node {state.name}, "
-                                "which does not exist or is already held")
-    return task.gpus

@@ -1,0 +1,154 @@
+"""The scheduler's model of the cluster: node capacity, the quota tree and every live job's
+working state, kept *between* cycles by drivers that can tell it what changed.
+
+A cycle needs the whole picture, but little of it changes between two cycles. Rebuilding it
+from a snapshot each time costs O(nodes + jobs + tasks); the simulator replays tens of
+thousands of events and cannot afford that. So a driver may keep one `SchedulerModel` and
+report deltas (a job arrived, a task ended, a node went down); binds a cycle commits are
+already in the model when the cycle returns, as Volcano's cache "assumes" a bind. The model
+is plain data with no I/O or clock; `from_snapshot` builds the same model from scratch, and
+`run_cycle(snapshot)` is exactly a cycle over a fresh model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from shoal.api.decisions import PendingKind, PendingReason
+from shoal.api.objects import (
+    ROOT_QUEUE,
+    Job,
+    Node,
+    PriorityClass,
+    Task,
+    TaskRef,
+    VirtualCluster,
+)
+from shoal.api.resources import ZERO, Resources, total
+from shoal.core.nodes import ClusterState, FitMemo, NodeState
+from shoal.core.quota import QuotaTree
+from shoal.core.snapshot import PriorityTable, Snapshot, SnapshotError
+from shoal.scheduler.jobs import JobInfo, TaskInfo
+
+
+class SchedulerModel:
+    def __init__(self, nodes: Iterable[Node], virtual_clusters: Iterable[VirtualCluster] = (),
+                 priority_classes: Iterable[PriorityClass] = (), now: float = 0.0,
+                 held_on_cordoned: Resources | None = None) -> None:
+        node_list = list(nodes)
+        self.now = now
+        self.priorities = PriorityTable(priority_classes)
+        self.cluster = ClusterState(node_list)
+        capacity = total(n.allocatable_resources for n in node_list if n.schedulable)
+        self.quota = QuotaTree(list(virtual_clusters), capacity + (held_on_cordoned or ZERO))
+        self.fit_memo = FitMemo(self.cluster)
+        """Fit bounds survive cycles: they expire only when capacity is released."""
+        self.jobs: dict[str, JobInfo] = {}
+        """Every live job, in (submission, name) order of arrival in the model."""
+        self.waiting: dict[str, JobInfo] = {}
+        """Jobs with tasks still to place."""
+
+    @staticmethod
+    def from_snapshot(snapshot: Snapshot) -> SchedulerModel:
+        cordoned = {n.name for n in snapshot.nodes if not n.schedulable}
+        # Tasks still running on cordoned nodes are charged to their queues, so the root must
+        # count the capacity they hold or it would look over-committed.
+        held = total(job.group(task.group).resources for job in snapshot.jobs
+                     if not job.state.terminal for task in job.tasks
+                     if task.state.holds_resources and task.node in cordoned)
+        model = SchedulerModel(snapshot.nodes, snapshot.virtual_clusters,
+                               snapshot.priority_classes, snapshot.now, held)
+        model.add_jobs(snapshot.jobs)
+        return model
+
+    # ---- deltas ---------------------------------------------------------------------------
+
+    def add_jobs(self, jobs: Iterable[Job]) -> None:
+        """Add jobs and charge the tasks they already hold. Recorded GPU indices are claimed
+        first, so a task recorded without indices never takes one another task holds."""
+        holdings: list[tuple[JobInfo, Task]] = []
+        for job in sorted(jobs, key=lambda j: (j.submitted, j.name)):
+            if job.state.terminal:
+                continue
+            if job.name in self.jobs:
+                raise SnapshotError(f"job {job.name!r} is already in the model")
+            info = self._info(job)
+            holdings.extend((info, t) for t in job.tasks if t.state.holds_resources)
+            self.jobs[job.name] = info
+            if info.pending:
+                self.waiting[job.name] = info
+        holdings.sort(key=lambda h: not h[1].gpus)
+        for info, task in holdings:
+            if task.node not in self.cluster.by_name:
+                raise SnapshotError(f"task {task.ref} holds resources on unknown node "
+                                    f"{task.node!r}")
+            request = info.job.group(task.group).resources
+            state = self.cluster.by_name[task.node]
+            gpus = self.cluster.take(state, request, _claimable(state, task, request))
+            self.quota.charge(info.queue, request)
+            info.running.append(TaskInfo(task.ref, state.name, gpus, task.state, task.started))
+            info.holding += 1
+
+    def add_job(self, job: Job) -> JobInfo:
+        self.add_jobs((job,))
+        return self.jobs[job.name]
+
+    def remove_job(self, name: str) -> None:
+        """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
+        info = self.jobs.pop(name)
+        self.waiting.pop(name, None)
+        for task in list(info.running):
+            self._release(info, task)
+
+    def release_task(self, ref: TaskRef) -> None:
+        """A task stopped (ended or evicted): give its resources back; it wants a node
+        again unless its job is removed."""
+        info = self.jobs[ref.job]
+        for task in info.running:
+            if task.ref == ref:
+                self._release(info, task)
+                info.give_back(ref.group, ref.index)
+                self.waiting[ref.job] = info
+                return
+        raise KeyError(f"task {ref} holds nothing in the model")
+
+    def _release(self, info: JobInfo, task: TaskInfo) -> None:
+        request = info.job.group(task.ref.group).resources
+        self.cluster.give(self.cluster.by_name[task.node], request, task.gpus)
+        self.quota.refund(info.queue, request)
+        info.running.remove(task)
+        info.holding -= 1
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def priority(self, job: Job) -> int:
+        return self.priorities.priority(job)
+
+    def node(self, name: str) -> NodeState:
+        return self.cluster.by_name[name]
+
+    def _info(self, job: Job) -> JobInfo:
+        known = job.queue in self.quota.queues and job.queue != ROOT_QUEUE
+        queue = job.queue if known else ROOT_QUEUE
+        info = JobInfo(job, self.priority(job), queue, self.quota.get(queue).queueing)
+        if not known:
+            info.blocker = PendingReason(
+                PendingKind.UNSCHEDULABLE, f"virtual cluster {job.queue!r} does not exist",
+                queue=job.queue)
+        return info
+
+
+def _claimable(state: NodeState, task: Task, request: Resources) -> tuple[int, ...] | None:
+    """The GPU indices a running task holds: its recorded ones, which must be free and exist,
+    or None to take the lowest free ones."""
+    if not task.gpus:
+        if request.gpu > state.gpu_free_mask.bit_count():
+            raise SnapshotError(f"node {state.name} has no free GPU index left for task "
+                                f"{task.ref}")
+        return None
+    for index in task.gpus:
+        if index >= state.allocatable.gpu or not state.gpu_free_mask >> index & 1:
+            raise SnapshotError(f"task {task.ref} claims GPU {index} on node {state.name}, "
+                                "which does not exist or is already held")
+    return task.gpus
+
