@@ -123,14 +123,32 @@ class ClusterState:
         self.by_name = {s.name: s for s in self.states}
         self.pools: dict[Hashable, NodePool] = {}
         self.release_epoch = 0
+        self.cordoned: set[str] = set()
+        """Nodes taken out of service (failed, drained): in no pool, whatever their flag."""
+        self.idle_replicas: dict[tuple[Hashable, Resources], int] = {}
+        """(pool, request) → replicas the pool holds when idle; depends on the nodes only."""
 
     def pool(self, key: Hashable, admit: Callable[[Node], bool]) -> NodePool:
         """The pool for `key`, built once from the schedulable nodes that `admit` accepts."""
         pool = self.pools.get(key)
         if pool is None:
-            members = [s for s in self.states if s.node.schedulable and admit(s.node)]
+            members = [s for s in self.states
+                       if s.node.schedulable and s.name not in self.cordoned and admit(s.node)]
             pool = self.pools[key] = NodePool(key, members, self.states)
         return pool
+
+    def set_cordoned(self, name: str, cordoned: bool) -> None:
+        """Take a node out of service or bring it back. Pools are rebuilt on next use (node
+        changes are rare); bringing capacity back moves the release epoch."""
+        if cordoned:
+            self.cordoned.add(name)
+        else:
+            self.cordoned.discard(name)
+            self.release_epoch += 1
+        self.pools.clear()
+        self.idle_replicas.clear()
+        for state in self.states:
+            state.pools.clear()
 
     def take(self, state: NodeState, request: Resources, gpus: tuple[int, ...] | None = None
              ) -> tuple[int, ...]:

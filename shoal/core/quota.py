@@ -106,6 +106,12 @@ class QuotaTree:
         self.queues[name] = queue
         return queue
 
+    def set_capacity(self, capacity: Resources) -> None:
+        """The physical cluster grew or shrank (a node joined, failed or was drained)."""
+        self.capacity = capacity
+        self.root.min = capacity
+        self.version += 1
+
     def __iter__(self) -> Iterator[QueueState]:
         return iter(self.queues.values())
 

@@ -119,6 +119,24 @@ class SchedulerModel:
         info.running.remove(task)
         info.holding -= 1
 
+    def cordon(self, name: str) -> None:
+        """Take a node out of service (failed or drained). Its tasks must have been released
+        first; its capacity leaves the root of the quota tree."""
+        state = self.cluster.by_name[name]
+        if name in self.cluster.cordoned or not state.node.schedulable:
+            return
+        if any(t.node == name for info in self.jobs.values() for t in info.running):
+            raise SnapshotError(f"node {name} still runs tasks; release them first")
+        self.cluster.set_cordoned(name, True)
+        self.quota.set_capacity(self.quota.capacity - state.allocatable)
+
+    def uncordon(self, name: str) -> None:
+        state = self.cluster.by_name[name]
+        if name not in self.cluster.cordoned:
+            return
+        self.cluster.set_cordoned(name, False)
+        self.quota.set_capacity(self.quota.capacity + state.allocatable)
+
     # ---- reading ----------------------------------------------------------------------------
 
     def priority(self, job: Job) -> int:

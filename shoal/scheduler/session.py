@@ -36,15 +36,12 @@ from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.model import SchedulerModel
 
 
-class Session:
-    def __init__(self, source: Snapshot | SchedulerModel, plugins: Sequence[Plugin],
-                 candidates_to_score: int = 16) -> None:
-        model = source if isinstance(source, SchedulerModel) else \
-            SchedulerModel.from_snapshot(source)
-        self.model = model
-        self.now = model.now
+class Hooks:
+    """The profile's plugins gathered per extension point. `isinstance` against a
+    runtime-checkable protocol is slow, so a driver that runs many cycles builds this once."""
+
+    def __init__(self, plugins: Sequence[Plugin]) -> None:
         self.plugins = list(plugins)
-        self.candidates_to_score = candidates_to_score
         self.job_orders = [p for p in plugins if isinstance(p, JobOrder)]
         self.queue_orders = [p for p in plugins if isinstance(p, QueueOrder)]
         self.task_orders = [p for p in plugins if isinstance(p, TaskOrder)]
@@ -54,6 +51,28 @@ class Session:
         self.job_readies = [p for p in plugins if isinstance(p, JobReady)]
         self.allocatables = [p for p in plugins if isinstance(p, Allocatable)]
         self.victim_selections = [p for p in plugins if isinstance(p, VictimSelection)]
+        self.session_opens = [p for p in plugins if isinstance(p, SessionOpen)]
+
+
+class Session:
+    def __init__(self, source: Snapshot | SchedulerModel, plugins: Sequence[Plugin] | Hooks,
+                 candidates_to_score: int = 16) -> None:
+        model = source if isinstance(source, SchedulerModel) else \
+            SchedulerModel.from_snapshot(source)
+        hooks = plugins if isinstance(plugins, Hooks) else Hooks(plugins)
+        self.model = model
+        self.now = model.now
+        self.candidates_to_score = candidates_to_score
+        self.plugins = hooks.plugins
+        self.job_orders = hooks.job_orders
+        self.queue_orders = hooks.queue_orders
+        self.task_orders = hooks.task_orders
+        self.predicates = hooks.predicates
+        self.node_scores = hooks.node_scores
+        self.search_orders = hooks.search_orders
+        self.job_readies = hooks.job_readies
+        self.allocatables = hooks.allocatables
+        self.victim_selections = hooks.victim_selections
 
         self.cluster = model.cluster
         self.quota = model.quota
@@ -68,9 +87,8 @@ class Session:
         """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
         for job in model.waiting.values():
             job.reason = job.blocker
-        for plugin in plugins:
-            if isinstance(plugin, SessionOpen):
-                plugin.open_session(self)
+        for plugin in hooks.session_opens:
+            plugin.open_session(self)
 
     # ---- extension points -----------------------------------------------------------------
 

@@ -32,7 +32,7 @@ class Enqueue:
         self.arguments = arguments
 
     def execute(self, session: Session) -> None:
-        capacity_cache: dict[tuple[Hashable, Resources], int] = {}
+        capacity_cache = session.cluster.idle_replicas
         # Jobs of one shape (queue, gang size, groups) share one verdict.
         verdicts: dict[tuple[object, ...], PendingReason | None] = {}
         for job in session.waiting_jobs():

@@ -1,0 +1,63 @@
+"""What a simulation run produces: one record per job and a time series of the cluster.
+
+The engine fills these; metrics and reports read them. Nothing here depends on the wall
+clock, so the same trace, cluster and profile give byte-identical results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One job's life in a run (times in simulated seconds since the trace's start)."""
+
+    name: str
+    queue: str
+    gpus: int
+    """GPUs requested (the gang's size at submission)."""
+    duration: float
+    """Work at the requested size: the job's JCT if it started on arrival and never stopped."""
+    submit: float
+    first_start: float | None
+    """None if the job never started."""
+    end: float | None
+    """None if the job did not finish within the run."""
+    preemptions: int = 0
+    """Times the job was evicted and requeued."""
+    gpu_seconds_used: float = 0.0
+    """GPU-seconds the job held, lost work included."""
+    gpu_seconds_lost: float = 0.0
+    """GPU-seconds of work thrown away by evictions (since the last checkpoint)."""
+
+    @property
+    def jct(self) -> float | None:
+        return None if self.end is None else self.end - self.submit
+
+    @property
+    def queueing_delay(self) -> float | None:
+        return None if self.first_start is None else self.first_start - self.submit
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """The cluster at one instant; a sample is taken whenever one of these changes."""
+
+    time: float
+    busy_gpus: int
+    queued_jobs: int
+    running_jobs: int
+
+
+@dataclass(frozen=True)
+class SimResult:
+    profile: str
+    trace: str
+    cluster_gpus: int
+    jobs: tuple[JobRecord, ...]
+    samples: tuple[Sample, ...]
+    events: int
+    """Events the engine processed (arrivals, completions, cycles, node changes)."""
+    queue_weights: tuple[tuple[str, int], ...] = ()
+    """Fair-share weight of each virtual cluster that jobs ran in."""

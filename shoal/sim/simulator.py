@@ -1,0 +1,297 @@
+"""The simulator: replays a trace on a simulated cluster through the production scheduler.
+
+It is a driver of the same core the live control plane drives. It keeps one
+`SchedulerModel`, tells it what happens (arrivals, completions, node failures), runs the
+profile's cycle over it, and plays the role of the executor for the decisions: a bound gang
+starts running, an evicted one loses its work since the last checkpoint and is requeued, a
+finished one frees its GPUs. There is no wall clock anywhere.
+
+Cycles run every `cycle_interval` simulated seconds (5 s by default, seed 002), and also at
+once after an arrival or completion when `cycle_on_events` is set. A periodic cycle is
+skipped when nothing happened since the last one and the profile's decisions do not depend
+on time: the core is deterministic, so that cycle would decide nothing — this is what lets a
+month of a cluster replay in seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from shoal.api.decisions import Decisions
+from shoal.api.objects import Node, VirtualCluster
+from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.profile import Profile
+from shoal.scheduler.session import Hooks, Session
+from shoal.sim.engine import EventKind, EventQueue
+from shoal.sim.result import JobRecord, Sample, SimResult
+from shoal.sim.trace import Trace, TraceJob
+from shoal.sim.work import WorkModel
+
+
+class ClusterLike(Protocol):
+    """What the simulator needs of a cluster description."""
+
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    @property
+    def virtual_clusters(self) -> Sequence[VirtualCluster]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEvent:
+    time: float
+    node: str
+    up: bool
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    cycle_interval: float = 5.0
+    cycle_on_events: bool = False
+    work: WorkModel = field(default_factory=WorkModel)
+    node_events: tuple[NodeEvent, ...] = ()
+
+
+#: Called now and then with (simulated time, jobs finished, jobs in the trace).
+Progress = Callable[[float, int, int], None]
+
+
+@dataclass(slots=True)
+class _JobRun:
+    """The executor's view of one job."""
+
+    spec: TraceJob
+    remaining: float
+    """Work left, in seconds at the requested size."""
+    first_start: float | None = None
+    end: float | None = None
+    preemptions: int = 0
+    gpu_seconds_used: float = 0.0
+    gpu_seconds_lost: float = 0.0
+    held_gpus: int = 0
+    running: bool = False
+    run_start: float = 0.0
+    run_progress: float = 0.0
+    rate: float = 0.0
+    last: float = 0.0
+    version: int = 0
+
+    def advance(self, now: float) -> None:
+        """Account for the time since the last change at the current rate."""
+        elapsed = now - self.last
+        if self.running and elapsed > 0:
+            done = min(self.remaining, elapsed * self.rate)
+            self.remaining -= done
+            self.run_progress += done
+        self.gpu_seconds_used += elapsed * self.held_gpus
+        self.last = now
+
+
+class Simulator:
+    def __init__(self, trace: Trace, cluster: ClusterLike, profile: Profile,
+                 config: SimConfig | None = None, progress: Progress | None = None) -> None:
+        self.trace = trace
+        self.cluster = cluster
+        self.profile = profile
+        self.config = config or SimConfig()
+        self.progress = progress
+        self.model = SchedulerModel(cluster.nodes, cluster.virtual_clusters)
+        # Plugins keep no state from one cycle to the next, so one set serves every cycle.
+        plugins = profile.plugins()
+        self._hooks = Hooks(plugins)
+        self._actions = profile.actions()
+        self._time_dependent = any(getattr(p, "time_dependent", False) for p in plugins)
+        self.events = EventQueue()
+        self.runs = {j.name: _JobRun(j, j.duration) for j in trace.jobs}
+        self._gangs = {j.name: j.to_job() for j in trace.jobs}
+        self.capacity_gpus = sum(n.allocatable_resources.gpu for n in cluster.nodes)
+        self.samples: list[Sample] = []
+        self.finished = 0
+        self.running = 0
+        self._dirty = False
+        self._tick_at: float | None = None
+        self._cycle_now_at: float | None = None
+
+    # ---- the loop -------------------------------------------------------------------------
+
+    def run(self) -> SimResult:
+        for job in self.trace.jobs:
+            self.events.push(float(job.submit_time), EventKind.ARRIVAL, job.name)
+        for change in self.config.node_events:
+            self.events.push(change.time, EventKind.NODE_UP if change.up else
+                             EventKind.NODE_DOWN, change.node)
+        total = len(self.trace.jobs)
+        while self.events:
+            event = self.events.pop()
+            now = event.time
+            if event.kind is EventKind.ARRIVAL:
+                self._arrive(event.subject, now)
+            elif event.kind is EventKind.COMPLETION:
+                if not self._complete(event.subject, event.version, now):
+                    continue
+            elif event.kind is EventKind.CYCLE:
+                self._cycle(now)
+            else:
+                self._node_change(event.subject, event.kind is EventKind.NODE_UP, now)
+            if self.events.peek_time() != now:
+                self._sample(now)
+            if self.progress is not None and self.events.processed % 5000 == 0:
+                self.progress(now, self.finished, total)
+        if self.progress is not None:
+            self.progress(self.samples[-1].time if self.samples else 0.0, self.finished, total)
+        return self._result()
+
+    def _changed(self, now: float) -> None:
+        """Something the scheduler should look at happened at `now`."""
+        self._dirty = True
+        if self.config.cycle_on_events:
+            if self._cycle_now_at != now:
+                self._cycle_now_at = now
+                self.events.push(now, EventKind.CYCLE)
+        else:
+            self._schedule_tick(now)
+
+    def _schedule_tick(self, now: float) -> None:
+        interval = self.config.cycle_interval
+        tick = math.ceil(now / interval) * interval
+        if self._tick_at is None or self._tick_at < now:
+            self._tick_at = tick
+            self.events.push(tick, EventKind.CYCLE)
+
+    def _cycle(self, now: float) -> None:
+        if self._tick_at == now:
+            self._tick_at = None
+        if not self._dirty and not (self._time_dependent and self.model.waiting):
+            return
+        self._dirty = False
+        self.model.now = now
+        session = Session(self.model, self._hooks)
+        for action in self._actions:
+            action.execute(session)
+        self._apply(session.close(), now)
+        if self._time_dependent and self.model.waiting:
+            self._schedule_tick(now + self.config.cycle_interval)
+
+    # ---- the executor -----------------------------------------------------------------------
+
+    def _arrive(self, name: str, now: float) -> None:
+        self.runs[name].last = now
+        self.model.add_job(self._gangs[name])
+        self._changed(now)
+
+    def _apply(self, decisions: Decisions, now: float) -> None:
+        touched: dict[str, _JobRun] = {}
+        for evict in decisions.evictions:
+            run = self.runs[evict.task.job]
+            run.advance(now)
+            run.held_gpus -= self._gangs[run.spec.name].group(evict.task.group).resources.gpu
+            touched[run.spec.name] = run
+        for bind in decisions.binds:
+            run = self.runs[bind.task.job]
+            run.advance(now)
+            run.held_gpus += bind.resources.gpu
+            touched[run.spec.name] = run
+        for name, run in touched.items():
+            info = self.model.jobs[name]
+            if info.holding < info.gang_minimum:
+                if run.running or info.holding:
+                    self._evict_whole(run, now)
+            else:
+                self._restart_clock(run, now)
+        if decisions.evictions:
+            self._changed(now)
+
+    def _restart_clock(self, run: _JobRun, now: float) -> None:
+        """The job runs on what it holds now: (re)compute its rate and its completion."""
+        if not run.running:
+            run.running = True
+            self.running += 1
+            run.run_start = now
+            run.run_progress = 0.0
+            if run.first_start is None:
+                run.first_start = now
+        spec = run.spec
+        run.rate = self.config.work.rate(spec.model, spec.gpus, run.held_gpus)
+        run.version += 1
+        finish = now + (run.remaining / run.rate if run.rate > 0 else math.inf)
+        if math.isfinite(finish):
+            self.events.push(finish, EventKind.COMPLETION, spec.name, run.version)
+
+    def _evict_whole(self, run: _JobRun, now: float) -> None:
+        """A gang below its minimum cannot run: stop every task, keep the checkpointed work,
+        requeue it."""
+        info = self.model.jobs[run.spec.name]
+        for task in list(info.running):
+            self.model.release_task(task.ref)
+        ran_for = now - run.run_start
+        kept_time = self.config.work.kept_on_eviction(ran_for)
+        kept = min(run.run_progress, kept_time * run.rate)
+        run.remaining += run.run_progress - kept
+        run.gpu_seconds_lost += (ran_for - kept_time) * run.spec.gpus
+        run.held_gpus = 0
+        if run.running:
+            self.running -= 1
+        run.running = False
+        run.version += 1
+        run.preemptions += 1
+        self._changed(now)
+
+    def _complete(self, name: str, version: int, now: float) -> bool:
+        run = self.runs[name]
+        if version != run.version or not run.running:
+            return False  # rescheduled or evicted since
+        run.advance(now)
+        run.remaining = 0.0
+        run.end = now
+        run.running = False
+        self.running -= 1
+        run.held_gpus = 0
+        self.model.remove_job(name)
+        self.finished += 1
+        self._changed(now)
+        return True
+
+    def _node_change(self, node: str, up: bool, now: float) -> None:
+        if up:
+            self.model.uncordon(node)
+        else:
+            victims = {t.ref.job for info in self.model.jobs.values() for t in info.running
+                       if t.node == node}
+            for name in sorted(victims):
+                run = self.runs[name]
+                run.advance(now)
+                self._evict_whole(run, now)
+            self.model.cordon(node)
+        self._changed(now)
+
+    # ---- results ----------------------------------------------------------------------------
+
+    def _sample(self, now: float) -> None:
+        busy = self.model.quota.root.usage.gpu
+        running = self.running
+        sample = Sample(now, busy, len(self.model.waiting), running)
+        last = self.samples[-1] if self.samples else None
+        if last is None or (last.busy_gpus, last.queued_jobs, last.running_jobs) != (
+                busy, sample.queued_jobs, running):
+            self.samples.append(sample)
+
+    def _result(self) -> SimResult:
+        records = tuple(
+            JobRecord(r.spec.name, r.spec.queue, r.spec.gpus, r.spec.duration,
+                      r.spec.submit_time, r.first_start, r.end, r.preemptions,
+                      r.gpu_seconds_used, r.gpu_seconds_lost)
+            for r in self.runs.values())
+        weights = tuple(sorted((q.name, q.weight) for q in self.model.quota
+                               if q.parent is not None))
+        return SimResult(self.profile.name, self.trace.source, self.capacity_gpus, records,
+                         tuple(self.samples), self.events.processed, weights)
+
+
+def simulate(trace: Trace, cluster: ClusterLike, profile: Profile,
+             config: SimConfig | None = None, progress: Progress | None = None) -> SimResult:
+    return Simulator(trace, cluster, profile, config, progress).run()
+
