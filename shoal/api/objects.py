@@ -125,6 +125,12 @@ class Job:
     user: str | None = None
     submitted: float = 0.0
     """Submission time on the snapshot's clock: the FIFO order."""
+    runtime_estimate: float | None = None
+    """Expected run time in seconds (Slurm's time limit); the simulator knows it exactly.
+    Used by shortest-job-first ordering and by reservation-based backfill."""
+    attained_gpu_seconds: float = 0.0
+    """GPU-seconds the job received in earlier runs (before evictions): least-attained-
+    service ordering counts them."""
     state: JobState = JobState.PENDING
     tasks: tuple[Task, ...] = ()
 

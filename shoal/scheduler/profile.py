@@ -187,6 +187,42 @@ tiers:
   - plugins: [{name: predicates}, {name: capacity},
               {name: placement, arguments: {strategy: spread}}]
 """,
+    # ---- baselines, for comparisons in the simulator -------------------------------------
+    "fifo": """
+name: fifo
+description: Strict first-come first-served over the whole cluster; no backfill, no priority.
+actions: "enqueue, allocate"
+configurations:
+  - name: allocate
+    arguments: {strict: true, ordering: global}
+tiers:
+  - plugins: [{name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""",
+    "fifo-backfill": """
+name: fifo-backfill
+description: Strict FIFO with EASY backfill on runtime estimates.
+actions: "enqueue, allocate, backfill"
+configurations:
+  - name: allocate
+    arguments: {strict: true, ordering: global}
+  - name: backfill
+    arguments: {reservation: estimates}
+tiers:
+  - plugins: [{name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""",
+    "sjf": """
+name: sjf
+description: Shortest job first by runtime estimate (the simulator's oracle), non-preemptive.
+actions: "enqueue, allocate"
+configurations:
+  - name: allocate
+    arguments: {ordering: global}
+tiers:
+  - plugins: [{name: sjf}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""",
 }
 
 _registered = False
@@ -205,6 +241,7 @@ def _register_builtins() -> None:
     from shoal.scheduler.plugins.placement import Placement, PlacementArguments
     from shoal.scheduler.plugins.predicates import Predicates, PredicatesArguments
     from shoal.scheduler.plugins.priority import Priority, PriorityArguments
+    from shoal.scheduler.plugins.sjf import ShortestJobFirst, SjfArguments
 
     ACTIONS.register("enqueue", EnqueueArguments, Enqueue)
     ACTIONS.register("allocate", AllocateArguments, Allocate)
@@ -214,3 +251,4 @@ def _register_builtins() -> None:
     PLUGINS.register("predicates", PredicatesArguments, Predicates)
     PLUGINS.register("placement", PlacementArguments, Placement)
     PLUGINS.register("capacity", CapacityArguments, Capacity)
+    PLUGINS.register("sjf", SjfArguments, ShortestJobFirst)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from shoal.api.decisions import Decisions
-from shoal.api.objects import Node, VirtualCluster
+from shoal.api.objects import Node, PriorityClass, VirtualCluster
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
@@ -40,6 +40,9 @@ class ClusterLike(Protocol):
     @property
     def virtual_clusters(self) -> Sequence[VirtualCluster]: ...
 
+    @property
+    def priority_classes(self) -> Sequence[PriorityClass]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class NodeEvent:
@@ -54,6 +57,13 @@ class SimConfig:
     cycle_on_events: bool = False
     work: WorkModel = field(default_factory=WorkModel)
     node_events: tuple[NodeEvent, ...] = ()
+    check_invariants: bool = False
+    """After every event, check that no node is over-committed and GPU indices agree with
+    free counts (raises `InvariantError`); for tests, it costs O(nodes) per event."""
+
+
+class InvariantError(AssertionError):
+    """The simulation reached a state the scheduler must never produce."""
 
 
 #: Called now and then with (simulated time, jobs finished, jobs in the trace).
@@ -99,7 +109,8 @@ class Simulator:
         self.profile = profile
         self.config = config or SimConfig()
         self.progress = progress
-        self.model = SchedulerModel(cluster.nodes, cluster.virtual_clusters)
+        self.model = SchedulerModel(cluster.nodes, cluster.virtual_clusters,
+                                    cluster.priority_classes)
         # Plugins keep no state from one cycle to the next, so one set serves every cycle.
         plugins = profile.plugins()
         self._hooks = Hooks(plugins)
@@ -107,7 +118,10 @@ class Simulator:
         self._time_dependent = any(getattr(p, "time_dependent", False) for p in plugins)
         self.events = EventQueue()
         self.runs = {j.name: _JobRun(j, j.duration) for j in trace.jobs}
-        self._gangs = {j.name: j.to_job() for j in trace.jobs}
+        # The simulator knows every job's duration: that is the runtime estimate the
+        # estimate-based policies (SJF, EASY backfill) get, an oracle as in the literature.
+        self._gangs = {j.name: replace(j.to_job(), runtime_estimate=j.duration)
+                       for j in trace.jobs}
         self.capacity_gpus = sum(n.allocatable_resources.gpu for n in cluster.nodes)
         self.samples: list[Sample] = []
         self.finished = 0
@@ -139,6 +153,8 @@ class Simulator:
                 self._node_change(event.subject, event.kind is EventKind.NODE_UP, now)
             if self.events.peek_time() != now:
                 self._sample(now)
+            if self.config.check_invariants:
+                self._check(now)
             if self.progress is not None and self.events.processed % 5000 == 0:
                 self.progress(now, self.finished, total)
         if self.progress is not None:
@@ -267,6 +283,19 @@ class Simulator:
                 self._evict_whole(run, now)
             self.model.cordon(node)
         self._changed(now)
+
+    def _check(self, now: float) -> None:
+        for state in self.model.cluster.states:
+            free = (state.cpu, state.memory, state.gpu, *state.extras.values())
+            if min(free, default=0) < 0:
+                raise InvariantError(f"t={now}: node {state.name} over-committed: {free}")
+            if state.gpu_free_mask.bit_count() != state.gpu:
+                raise InvariantError(f"t={now}: node {state.name} has {state.gpu} free GPUs "
+                                     f"but {state.gpu_free_mask.bit_count()} free indices")
+        held = sum(r.held_gpus for r in self.runs.values())
+        if held != self.model.quota.root.usage.gpu:
+            raise InvariantError(f"t={now}: jobs hold {held} GPUs, the model counts "
+                                 f"{self.model.quota.root.usage.gpu}")
 
     # ---- results ----------------------------------------------------------------------------
 

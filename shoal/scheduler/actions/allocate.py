@@ -7,15 +7,18 @@ all of them fit. After every job has had its turn, ready gang jobs get their sur
 one at a time, so no job's extras come before another job's minimum (Volcano pushes a ready
 job back for the same reason). Default-scheduler jobs are placed task by task.
 
-With `strict: true` a virtual cluster is strictly ordered (Slurm's priority order, Kueue's
-StrictFIFO): once its head job cannot be placed, the jobs behind it wait with a `Blocked`
-reason — unless the backfill action can place them without touching what the head needs.
+With `ordering: global` every job is in one order (virtual clusters still enforce quotas),
+as the single-queue baselines need. With `strict: true` a queue is strictly ordered (Slurm's
+priority order, Kueue's StrictFIFO): once its head job cannot be placed, the jobs behind it
+wait with a `Blocked` reason — unless the backfill action can place them without delaying
+the head.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import deque
+from enum import StrEnum
 from typing import Any
 
 from shoal.api.decisions import PendingKind, PendingReason
@@ -26,8 +29,17 @@ from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
 
 
+class Ordering(StrEnum):
+    PER_QUEUE = "per-queue"
+    """Virtual clusters take turns (queue order), each serving its own jobs in order."""
+    GLOBAL = "global"
+    """One order over every job, virtual clusters ignored for ordering (quotas still hold):
+    the classic single-queue baselines (FIFO, SJF, LAS)."""
+
+
 class AllocateArguments(Arguments):
     strict: bool = False
+    ordering: Ordering = Ordering.PER_QUEUE
 
 
 class Allocate:
@@ -35,14 +47,16 @@ class Allocate:
 
     def __init__(self, arguments: AllocateArguments) -> None:
         self.strict = arguments.strict
+        self.ordering = arguments.ordering
 
     def execute(self, session: Session) -> None:
         memo = session.fit_memo
         by_queue: dict[str, deque[JobInfo]] = {}
+        single = self.ordering is Ordering.GLOBAL
         for job in sorted(session.candidates, key=session.job_order_key):
-            by_queue.setdefault(job.queue, deque()).append(job)
+            by_queue.setdefault(GLOBAL_QUEUE if single else job.queue, deque()).append(job)
         heap: list[tuple[tuple[Any, ...], str]] = [
-            (session.queue_order_key(session.quota.get(q)), q) for q in by_queue]
+            (self._queue_key(session, q), q) for q in by_queue]
         heapq.heapify(heap)
         while heap:
             _, name = heapq.heappop(heap)
@@ -55,7 +69,7 @@ class Allocate:
                 block(session, name, head, list(jobs))
                 continue
             if jobs:
-                heapq.heappush(heap, (session.queue_order_key(session.quota.get(name)), name))
+                heapq.heappush(heap, (self._queue_key(session, name), name))
         # Under strict ordering nothing behind a blocked head goes ahead of it, surplus
         # replicas of running jobs included.
         behind = {j.name for jobs in session.blocked.values() for j in jobs}
@@ -63,6 +77,17 @@ class Allocate:
                    and session.is_gang(j) and j.pending and session.job_ready(j)]
         for job in sorted(surplus, key=session.job_order_key):
             place_one_by_one(session, memo, job)
+
+
+    @staticmethod
+    def _queue_key(session: Session, name: str) -> tuple[Any, ...]:
+        if name == GLOBAL_QUEUE:
+            return ()
+        return session.queue_order_key(session.quota.get(name))
+
+
+#: The one ordering bucket of `ordering: global` (not a virtual cluster).
+GLOBAL_QUEUE = "*"
 
 
 def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
@@ -111,8 +136,9 @@ def gang_reason(job: JobInfo, need: int, reason: PendingReason) -> PendingReason
 
 def block(session: Session, queue: str, head: JobInfo, behind: list[JobInfo]) -> None:
     session.blocked[queue] = [head, *behind]
+    where = "the strictly ordered cluster queue" if queue == GLOBAL_QUEUE else \
+        f"strictly ordered virtual cluster {queue!r}"
     for job in behind:
         job.reason = PendingReason(
-            PendingKind.BLOCKED,
-            f"waiting behind job {head.name!r}, first in strictly ordered virtual cluster "
-            f"{queue!r}", queue=queue)
+            PendingKind.BLOCKED, f"waiting behind job {head.name!r}, first in {where}",
+            queue=None if queue == GLOBAL_QUEUE else queue)

@@ -1,17 +1,26 @@
-"""The backfill action: let jobs behind a blocked head of a strictly ordered virtual cluster
-run, when doing so cannot delay the head.
+"""The backfill action: start jobs behind the blocked head of a strictly ordered queue when
+doing so does not delay the head.
 
-Slurm's backfill needs every job's time limit to prove it delays nobody. Shoal cannot assume
-runtimes are known, so it uses the guarantee that needs none: a job behind the head may start
-only on nodes outside every node pool the head could use, and, when the head is held back by
-a quota limit, only if it asks for none of the resource that limit is short of. Such a job
-takes nothing the head could ever have had. (Reservation-based EASY backfill, which uses
-runtime estimates, belongs to profiles that have them — the simulator's.)
+Two ways to know that, chosen by the `reservation` argument:
+
+- `pools` (default; no runtime estimates needed): a job behind the head may start only on
+  nodes outside every node pool the head could use, and, when the head is held back by a
+  quota limit, only if it asks for none of the resource that limit is short of. It takes
+  nothing the head could ever have had.
+- `estimates` (EASY backfill, as Slurm's backfill with time limits): from the running
+  tasks' expected ends (start + the job's `runtime_estimate`), find the *shadow time* at which
+  enough GPUs of the head's pool will be free for it, and the *extra* GPUs it will leave
+  then. A job may start now if it fits and either ends before the shadow time or needs no
+  more than the extra GPUs (which it then uses up). Counting is in GPUs, the scarce resource,
+  over the head's pool as a whole; tasks without an estimate are taken never to end.
 
 Without `allocate.strict`, no job is ever blocked and this action has nothing to do.
 """
 
 from __future__ import annotations
+
+import math
+from enum import StrEnum
 
 from shoal.api.decisions import PendingKind
 from shoal.core.nodes import FitMemo
@@ -21,21 +30,32 @@ from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
 
 
+class Reservation(StrEnum):
+    POOLS = "pools"
+    ESTIMATES = "estimates"
+
+
 class BackfillArguments(Arguments):
-    pass
+    reservation: Reservation = Reservation.POOLS
 
 
 class Backfill:
     name = "backfill"
 
     def __init__(self, arguments: BackfillArguments) -> None:
-        self.arguments = arguments
+        self.reservation = arguments.reservation
 
     def execute(self, session: Session) -> None:
         for head, *behind in session.blocked.values():
-            self._backfill_behind(session, head, behind)
+            if self.reservation is Reservation.ESTIMATES:
+                self._easy(session, head, behind)
+            else:
+                self._outside_head_pools(session, head, behind)
 
-    def _backfill_behind(self, session: Session, head: JobInfo, behind: list[JobInfo]) -> None:
+    # ---- pools -------------------------------------------------------------------------------
+
+    def _outside_head_pools(self, session: Session, head: JobInfo, behind: list[JobInfo]
+                            ) -> None:
         excluded: set[int] = set()
         for group in head.groups_with_pending():
             excluded.update(s.ordinal for s in session.pool_for(group).nodes)
@@ -49,9 +69,61 @@ class Backfill:
                 if short is not None and any(
                         g.resources.get(short) > 0 for g in job.groups_with_pending()):
                     continue
-                blocked_reason = job.reason
-                job.reason = None
-                if not allocate_job(session, memo, job) and job.holding == 0:
-                    job.reason = blocked_reason
+                _try(session, memo, job)
         finally:
             session.excluded_nodes = set()
+
+    # ---- estimates (EASY) --------------------------------------------------------------------
+
+    def _easy(self, session: Session, head: JobInfo, behind: list[JobInfo]) -> None:
+        shadow, extra = shadow_time(session, head)
+        for job in behind:
+            demand = sum(g.resources.gpu * len(job.pending[g.name])
+                         for g in job.groups_with_pending())
+            estimate = job.job.runtime_estimate
+            ends_in_time = estimate is not None and session.now + estimate <= shadow
+            if not ends_in_time and demand > extra:
+                continue
+            if _try(session, session.fit_memo, job) and not ends_in_time:
+                extra -= demand
+
+
+def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
+    """When the head's pool will have enough free GPUs for the head, and how many GPUs beyond
+    its need will be free then."""
+    nodes: set[str] = set()
+    for group in head.groups_with_pending():
+        nodes.update(s.name for s in session.pool_for(group).nodes)
+    need = _head_demand(session, head)
+    free = sum(session.cluster.by_name[n].gpu for n in nodes)
+    if free >= need:
+        return session.now, free - need
+    ends: list[tuple[float, int]] = []
+    for job in session.jobs.values():
+        estimate = job.job.runtime_estimate
+        for task in job.running:
+            if task.node in nodes:
+                gpus = job.job.group(task.ref.group).resources.gpu
+                start = task.started if task.started is not None else session.now
+                end = start + estimate if estimate is not None else math.inf
+                ends.append((max(end, session.now), gpus))
+    for end, gpus in sorted(ends):
+        free += gpus
+        if free >= need:
+            return end, free - need
+    return math.inf, 0
+
+
+def _head_demand(session: Session, head: JobInfo) -> int:
+    need = max(1, head.gang_minimum - head.holding) if session.is_gang(head) else 1
+    return sum(g.resources.gpu * len(indices)
+               for g, indices in head.first_pending(need, session.task_order()))
+
+
+def _try(session: Session, memo: FitMemo, job: JobInfo) -> bool:
+    blocked_reason = job.reason
+    job.reason = None
+    placed = allocate_job(session, memo, job)
+    if not placed and job.holding == 0:
+        job.reason = blocked_reason
+    return placed

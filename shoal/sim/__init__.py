@@ -1,0 +1,2 @@
+"""Shoal's discrete-event simulator: replays cluster traces through the production
+scheduling core."""

@@ -1,0 +1,150 @@
+"""Shoal's native trace format: `shoal/v1` Job documents with two extra metadata fields.
+
+A native trace is a YAML file of Job documents exactly as `shoal submit` takes them, each
+with, in `metadata`:
+
+- `arrivalTime` (required): seconds since the trace's start, a number >= 0;
+- `duration` (required): seconds of work at the requested size, a number > 0;
+- `model` (optional): the application or model name, for per-model scalability tables.
+
+```yaml
+apiVersion: shoal/v1
+kind: Job
+metadata: {name: resnet-1, arrivalTime: 0, duration: 3600, model: resnet50}
+spec:
+  queue: vision
+  taskGroups:
+    - {name: worker, replicas: 2, resources: {cpu: 16, memory: 64Gi, gpu: 4}}
+```
+
+The loader takes the three fields out of each document and validates the rest with the spec
+layer (`shoal.spec.load_text`), so a trace job accepts exactly what a submitted job
+accepts and errors read the same. Field mapping: `metadata.name` → `name`, `arrivalTime` →
+`submit_time` (shifted so the earliest is 0.0), `duration` → `duration`, the one task group's
+`replicas`, `resources` and `nodeSelector` → `replicas`, `per_task`, `node_selector`,
+`spec.queue` → `queue`, `spec.priorityClassName` → `priority_class`, `metadata.user` →
+`user`, `model` → `model`.
+
+What a trace job cannot say, refused with a clear error: more than one task group (a trace
+job is one gang of identical tasks), a `minAvailable` below the replicas (every trace job
+runs whole), `metadata.creationTimestamp` (the submission time is `arrivalTime`), a `status`
+(a trace job has not run yet), and documents of other kinds (nodes and virtual clusters
+belong in the cluster file, `shoal.sim.loaders.cluster`). `schedulerName`, `command`,
+`env` and `minResources` are accepted and not used: every trace job is a gang. Queue and
+priority class names are checked against the cluster when the two are combined, not here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from shoal.sim.loaders._common import check_limit, finish
+from shoal.sim.loaders._yaml import Document, documents, read_text, spec_error
+from shoal.sim.trace import Trace, TraceError, TraceJob
+from shoal.spec import SpecError, load_text
+
+
+def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Trace:
+    """Load a native YAML trace; `limit` keeps the first N jobs by arrival time."""
+    check_limit(limit)
+    source, text = read_text(path)
+    docs = documents(source, text)
+    extras: dict[str, tuple[Document, float, float, str | None]] = {}
+    stripped: list[Any] = []
+    queues: set[str] = set()
+    classes: set[str] = set()
+    for doc in docs:
+        data = doc.data
+        if data is None:
+            stripped.append(None)
+            continue
+        name, arrival, duration, model, data = _take_fields(source, doc)
+        extras[name] = (doc, arrival, duration, model)
+        spec = data.get("spec")
+        if isinstance(spec, Mapping):
+            if isinstance(spec.get("queue"), str):
+                queues.add(spec["queue"])
+            if isinstance(spec.get("priorityClassName"), str):
+                classes.add(spec["priorityClassName"])
+        stripped.append(data)
+    if not extras:
+        raise TraceError(source, None, None, "contains no Job documents")
+    rest = yaml.safe_dump_all(stripped, sort_keys=False)
+    try:
+        bundle = load_text(rest, source, known_queues=queues, known_priority_classes=classes)
+    except SpecError as exc:
+        raise spec_error(source, exc, {d.number: d.node for d in docs}) from exc
+    jobs: list[TraceJob] = []
+    for job in bundle.jobs:
+        doc, arrival, duration, model = extras[job.name]
+        if len(job.groups) != 1:
+            raise TraceError(source, doc.line_of("spec.taskGroups"), "spec.taskGroups",
+                             f"a trace job has exactly one task group (one gang of identical "
+                             f"tasks), got {len(job.groups)}", what="field")
+        group = job.groups[0]
+        if job.min_available is not None and job.min_available < group.replicas:
+            raise TraceError(source, doc.line_of("spec.minAvailable"), "spec.minAvailable",
+                             f"a trace job runs with all its tasks; minAvailable "
+                             f"{job.min_available} is below its replicas ({group.replicas})",
+                             what="field")
+        jobs.append(TraceJob(job.name, arrival, duration, group.replicas, group.resources,
+                             job.queue, job.user, job.priority_class, model,
+                             dict(group.node_selector)))
+    return finish(jobs, source, limit)
+
+
+def _take_fields(source: str, doc: Document
+                 ) -> tuple[str, float, float, str | None, dict[Any, Any]]:
+    """(name, arrivalTime, duration, model, the document without them)."""
+    data = doc.data
+    if not isinstance(data, Mapping):
+        raise TraceError(source, doc.line, None, "a document must be a mapping with "
+                         f"apiVersion, kind, metadata; got {type(data).__name__}")
+    kind = data.get("kind")
+    if kind != "Job":
+        raise TraceError(source, doc.line_of("kind"), "kind",
+                         f"a trace holds Job documents only, got {kind!r}; nodes and virtual "
+                         "clusters belong in the cluster file", what="field")
+    metadata = data.get("metadata")
+    if not isinstance(metadata, Mapping):
+        raise TraceError(source, doc.line_of("metadata"), "metadata",
+                         "must be a mapping with name, arrivalTime and duration", what="field")
+    name = metadata.get("name")
+    if not isinstance(name, str):
+        raise TraceError(source, doc.line_of("metadata.name"), "metadata.name",
+                         f"must be the job's name, got {name!r}", what="field")
+    if "creationTimestamp" in metadata:
+        raise TraceError(source, doc.line_of("metadata.creationTimestamp"),
+                         "metadata.creationTimestamp", "is not allowed: a trace job's "
+                         "submission time is metadata.arrivalTime", what="field")
+    if "status" in data:
+        raise TraceError(source, doc.line_of("status"), "status",
+                         "is not allowed: a trace job has not run yet", what="field")
+    arrival = _seconds(source, doc, metadata, "arrivalTime", positive=False)
+    duration = _seconds(source, doc, metadata, "duration", positive=True)
+    model = metadata.get("model")
+    if model is not None and not isinstance(model, str):
+        raise TraceError(source, doc.line_of("metadata.model"), "metadata.model",
+                         f"must be a string, got {model!r}", what="field")
+    kept = {k: v for k, v in metadata.items() if k not in ("arrivalTime", "duration", "model")}
+    return name, arrival, duration, model, {**data, "metadata": kept}
+
+
+def _seconds(source: str, doc: Document, metadata: Mapping[Any, Any], key: str, *,
+             positive: bool) -> float:
+    path = f"metadata.{key}"
+    kind = "a positive number of seconds" if positive else "a number of seconds >= 0"
+    if key not in metadata:
+        raise TraceError(source, doc.line_of(path), path,
+                         f"is required in a trace: {kind}", what="field")
+    value = metadata[key]
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or value < 0 or (positive and value == 0)):
+        raise TraceError(source, doc.line_of(path), path, f"must be {kind}, got {value!r}",
+                         what="field")
+    return float(value)

@@ -1,0 +1,284 @@
+"""The numbers a simulation run is judged by: `summarize` turns a `SimResult` into a `Summary`.
+
+This module owns every metric definition (JCT statistics, queueing delay, makespan,
+utilisation, per-queue shares, Jain's fairness index, the no-queueing lower bound) so that the
+CSV/JSON/HTML reports (`shoal.sim.report`) and `shoal sim compare` all agree. Everything is a
+pure function of the `SimResult`: no clock, no randomness, no dict-order dependence, so the same
+result always gives the same summary.
+
+Definitions (times in simulated seconds):
+
+* JCT = end − submit, over *finished* jobs (``end`` is not None). Percentiles use the
+  **linear** method (NumPy's default, Hyndman–Fan type 7): for sorted values x₀ ≤ … ≤ xₙ₋₁ the
+  q-th percentile is at rank h = (n − 1)·q/100, interpolated between x⌊h⌋ and x⌊h⌋₊₁. The median
+  is the 50th percentile (the mean of the two middle values for even n).
+* Queueing delay = first start − submit, over *started* jobs.
+* Makespan = last end (over finished jobs) − first submit (over all jobs).
+* Utilisation: the samples are a step function (a sample holds until the next one; before the
+  first sample the cluster is idle; samples at the same instant: the last one wins). The average
+  is ∫ busy_gpus dt / (cluster_gpus × makespan) over the makespan window [first submit, last
+  end]. The series split the same window into equal buckets and give each bucket's
+  time-average, stamped with the bucket's start, so the mean of ``utilization_series`` is
+  ``avg_utilization``. Both are None / empty when the window has zero length.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from shoal.sim.result import JobRecord, Sample, SimResult
+
+#: Most points in `Summary.utilization_series` and `Summary.queue_series`.
+SERIES_POINTS = 200
+
+#: Decimals that `Summary.to_dict` keeps for floats.
+DECIMALS = 3
+
+Series = tuple[tuple[float, float], ...]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0 ≤ q ≤ 100) of `values` by linear interpolation (type 7).
+
+    h = (n − 1)·q/100; result = x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋]) over the sorted values.
+    """
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile {q} is outside [0, 100]")
+    xs = sorted(values)
+    h = (len(xs) - 1) * q / 100
+    lo = math.floor(h)
+    if lo + 1 >= len(xs):
+        return xs[-1]
+    return xs[lo] + (h - lo) * (xs[lo + 1] - xs[lo])
+
+
+def jain_index(xs: Sequence[float]) -> float | None:
+    """Jain's fairness index (Σx)² / (n·Σx²) ∈ [1/n, 1]; None for no values.
+
+    1.0 when all values are equal, zeros included (0/0 is read as "everyone got the same").
+    """
+    if not xs:
+        return None
+    squares = math.fsum(x * x for x in xs)
+    if squares == 0:
+        return 1.0
+    return math.fsum(xs) ** 2 / (len(xs) * squares)
+
+
+@dataclass(frozen=True)
+class QueueShare:
+    """What one queue (virtual cluster) got in a run.
+
+    ``service_ratio`` = GPU-seconds used / GPU-seconds demanded. Used GPU-seconds include work
+    lost to evictions, so the ratio can exceed 1 for a queue whose jobs were preempted; it is
+    below 1 for a queue whose jobs did not all finish. None when the queue demanded nothing.
+    """
+
+    gpu_seconds: float
+    """GPU-seconds its jobs held (lost work included)."""
+    share: float | None
+    """Its fraction of all GPU-seconds used in the run; None if nothing ran."""
+    demand_gpu_seconds: float
+    """Σ gpus × duration over its jobs (finished or not)."""
+    service_ratio: float | None
+    mean_jct_s: float | None
+    """Mean JCT of its finished jobs."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _json_value(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One run's metrics (see the module docstring for the exact definitions).
+
+    ``jain_fairness`` is Jain's index (Σx)² / (n·Σx²) over the queues with demand > 0, where
+    x_i = service_ratio_i / weight_i and weight_i is the queue's weight from
+    `SimResult.queue_weights` (1 for a queue not listed there, or when none are given; queues
+    with weight ≤ 0 are left out). It is 1.0 when every queue got the same weighted service
+    (a single queue in particular) and tends to 1/n when one queue got everything. None when no
+    queue demanded anything.
+    """
+
+    profile: str
+    trace: str
+    jobs: int
+    finished: int
+    unfinished: int
+    mean_jct_s: float | None
+    median_jct_s: float | None
+    p95_jct_s: float | None
+    p99_jct_s: float | None
+    mean_queueing_delay_s: float | None
+    makespan_s: float | None
+    avg_utilization: float | None
+    """Busy GPUs / cluster GPUs, time-averaged over the makespan window."""
+    utilization_series: Series
+    """(bucket start, average utilisation in the bucket), at most `SERIES_POINTS` buckets."""
+    queue_series: Series
+    """(bucket start, average number of queued jobs in the bucket), same buckets."""
+    per_queue: dict[str, QueueShare]
+    """Per queue, in queue-name order."""
+    jain_fairness: float | None
+    preemptions: int
+    lost_gpu_hours: float
+    lower_bound_mean_jct_s: float | None
+    """Mean duration over all jobs: the mean JCT if every job ran at once, with no queueing."""
+    events: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: keys are the field names; floats rounded to `DECIMALS`; series as
+        lists of [t, v]; `per_queue` as {queue: {field: value}}."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "per_queue":
+                out[f.name] = {q: share.to_dict() for q, share in value.items()}
+            elif f.name.endswith("_series"):
+                out[f.name] = [[_round(t), _round(v)] for t, v in value]
+            else:
+                out[f.name] = _json_value(value)
+        return out
+
+
+def summarize(result: SimResult, *, points: int = SERIES_POINTS) -> Summary:
+    """Compute every metric of one run. `points` caps the length of the two series."""
+    if points < 1:
+        raise ValueError("points must be at least 1")
+    jobs = result.jobs
+    finished = [j for j in jobs if j.end is not None]
+    jcts = [j.end - j.submit for j in finished if j.end is not None]
+    delays = [j.first_start - j.submit for j in jobs if j.first_start is not None]
+
+    makespan: float | None = None
+    window: tuple[float, float] | None = None
+    if finished:
+        start = min(j.submit for j in jobs)
+        end = max(j.end for j in finished if j.end is not None)
+        makespan = end - start
+        if makespan > 0:
+            window = (start, end)
+
+    busy = _StepFunction(result.samples, lambda s: s.busy_gpus)
+    queued = _StepFunction(result.samples, lambda s: s.queued_jobs)
+    avg_util: float | None = None
+    util_series: Series = ()
+    queue_series: Series = ()
+    if window is not None and result.cluster_gpus > 0:
+        t0, t1 = window
+        avg_util = busy.mean(t0, t1) / result.cluster_gpus
+        util_series = tuple((t, v / result.cluster_gpus)
+                            for t, v in busy.bucket_means(t0, t1, points))
+    if window is not None:
+        queue_series = queued.bucket_means(window[0], window[1], points)
+
+    per_queue = _per_queue(jobs)
+    weights = dict(result.queue_weights)
+    xs = [share.service_ratio / weights.get(q, 1)
+          for q, share in per_queue.items()
+          if share.service_ratio is not None and weights.get(q, 1) > 0]
+
+    return Summary(
+        profile=result.profile,
+        trace=result.trace,
+        jobs=len(jobs),
+        finished=len(finished),
+        unfinished=len(jobs) - len(finished),
+        mean_jct_s=_mean(jcts),
+        median_jct_s=percentile(jcts, 50) if jcts else None,
+        p95_jct_s=percentile(jcts, 95) if jcts else None,
+        p99_jct_s=percentile(jcts, 99) if jcts else None,
+        mean_queueing_delay_s=_mean(delays),
+        makespan_s=makespan,
+        avg_utilization=avg_util,
+        utilization_series=util_series,
+        queue_series=queue_series,
+        per_queue=per_queue,
+        jain_fairness=jain_index(xs),
+        preemptions=sum(j.preemptions for j in jobs),
+        lost_gpu_hours=math.fsum(j.gpu_seconds_lost for j in jobs) / 3600,
+        lower_bound_mean_jct_s=_mean([j.duration for j in jobs]),
+        events=result.events,
+    )
+
+
+def _per_queue(jobs: Iterable[JobRecord]) -> dict[str, QueueShare]:
+    by_queue: dict[str, list[JobRecord]] = {}
+    for j in jobs:
+        by_queue.setdefault(j.queue, []).append(j)
+    total = math.fsum(j.gpu_seconds_used for js in by_queue.values() for j in js)
+    out: dict[str, QueueShare] = {}
+    for q in sorted(by_queue):
+        js = by_queue[q]
+        used = math.fsum(j.gpu_seconds_used for j in js)
+        demand = math.fsum(j.gpus * j.duration for j in js)
+        out[q] = QueueShare(
+            gpu_seconds=used,
+            share=used / total if total > 0 else None,
+            demand_gpu_seconds=demand,
+            service_ratio=used / demand if demand > 0 else None,
+            mean_jct_s=_mean([j.end - j.submit for j in js if j.end is not None]),
+        )
+    return out
+
+
+class _StepFunction:
+    """A sampled quantity as a right-continuous step function with a running integral.
+
+    Value 0 before the first sample; each sample holds until the next; the last one forever.
+    """
+
+    def __init__(self, samples: Sequence[Sample], value: Callable[[Sample], int]) -> None:
+        times: list[float] = []
+        values: list[float] = []
+        for s in sorted(samples, key=lambda s: s.time):  # stable: same-time order kept
+            if times and times[-1] == s.time:
+                values[-1] = value(s)  # the last sample at an instant wins
+            else:
+                times.append(s.time)
+                values.append(value(s))
+        # cumulative[i] = ∫ from times[0] to times[i]
+        cumulative = [0.0]
+        for i in range(1, len(times)):
+            cumulative.append(cumulative[-1] + values[i - 1] * (times[i] - times[i - 1]))
+        self._times = times
+        self._values = values
+        self._cumulative = cumulative
+
+    def integral_to(self, t: float) -> float:
+        """∫ from −∞ to t."""
+        i = bisect_right(self._times, t) - 1
+        if i < 0:
+            return 0.0
+        return self._cumulative[i] + self._values[i] * (t - self._times[i])
+
+    def mean(self, t0: float, t1: float) -> float:
+        return (self.integral_to(t1) - self.integral_to(t0)) / (t1 - t0)
+
+    def bucket_means(self, t0: float, t1: float, points: int) -> Series:
+        """`points` equal buckets over [t0, t1] (t1 > t0): (bucket start, mean in bucket)."""
+        width = (t1 - t0) / points
+        edges = [t0 + k * width for k in range(points)] + [t1]
+        integrals = [self.integral_to(e) for e in edges]
+        return tuple((edges[k], (integrals[k + 1] - integrals[k]) / (edges[k + 1] - edges[k]))
+                     for k in range(points))
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def _round(x: float) -> float:
+    return round(x, DECIMALS) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float):
+        return _round(value)
+    return value

@@ -1,0 +1,251 @@
+"""The files and tables a simulation run is reported in.
+
+This module owns the output formats (the metrics themselves live in `shoal.sim.metrics`, the
+plots in `shoal.sim.report_plots`):
+
+* ``jobs-<profile>.csv`` — one row per job (`write_jobs_csv`);
+* ``summary-<profile>.json`` — `Summary.to_dict` (`write_summary_json`);
+* ``report.html`` — one self-contained page comparing the profiles, plots inlined as SVG
+  (`write_html_report`);
+* the side-by-side table `shoal sim compare` prints (`compare_table`).
+
+Every output is deterministic: the same results give byte-identical files (fixed float
+formats, sorted JSON keys, no timestamps, SVG ids salted with a constant).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.table import Table
+
+from shoal.sim.metrics import Summary, summarize
+from shoal.sim.result import SimResult
+
+#: Columns of the per-job CSV, in order.
+JOBS_CSV_HEADER = ("name", "queue", "gpus", "duration", "submit", "first_start", "end", "jct",
+                   "queueing_delay", "preemptions", "gpu_seconds_used", "gpu_seconds_lost")
+
+#: Shown for a metric that is undefined (no finished job, zero-length makespan, …).
+MISSING = "-"
+
+
+def _num(x: float | None) -> str:
+    """Fixed CSV float format: three decimals, no negative zero, empty for None."""
+    if x is None:
+        return ""
+    text = f"{x:.3f}"
+    return "0.000" if text == "-0.000" else text
+
+
+def write_jobs_csv(result: SimResult, path: Path | str) -> Path:
+    """One row per job in the result's order, columns `JOBS_CSV_HEADER`, LF line ends."""
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(JOBS_CSV_HEADER)
+        for j in result.jobs:
+            writer.writerow([j.name, j.queue, j.gpus, _num(j.duration), _num(j.submit),
+                             _num(j.first_start), _num(j.end), _num(j.jct),
+                             _num(j.queueing_delay), j.preemptions, _num(j.gpu_seconds_used),
+                             _num(j.gpu_seconds_lost)])
+    return path
+
+
+def summary_json(summary: Summary) -> str:
+    """The summary JSON document: sorted keys, two-space indent, trailing newline."""
+    return json.dumps(summary.to_dict(), indent=2, sort_keys=True) + "\n"
+
+
+def write_summary_json(summary: Summary, path: Path | str) -> Path:
+    path = Path(path)
+    path.write_text(summary_json(summary), encoding="utf-8")
+    return path
+
+
+def profile_slug(profile: str) -> str:
+    """The profile's name as a file-name component (anything but [A-Za-z0-9._-] becomes _)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", profile).strip(".")
+    return slug or "_"
+
+
+def write_outputs(results: Sequence[SimResult], out_dir: Path | str) -> list[Path]:
+    """Write ``jobs-<profile>.csv`` and ``summary-<profile>.json`` per result (in order), then
+    ``report.html``; create `out_dir` if needed. Returns the paths written, in that order.
+
+    Raises ValueError if two profiles would write the same files.
+    """
+    out = Path(out_dir)
+    slugs = [profile_slug(r.profile) for r in results]
+    if len(set(slugs)) != len(slugs):
+        raise ValueError(f"profile names collide in file names: {[r.profile for r in results]}")
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    summaries = [summarize(r) for r in results]
+    for result, summary, slug in zip(results, summaries, slugs, strict=True):
+        written.append(write_jobs_csv(result, out / f"jobs-{slug}.csv"))
+        written.append(write_summary_json(summary, out / f"summary-{slug}.json"))
+    written.append(_write_html(results, summaries, out / "report.html"))
+    return written
+
+
+# --- human formatting (shared by the rich table and the HTML table) -----------------------
+
+def fmt_seconds(x: float | None) -> str:
+    """Seconds with one decimal; hours added from an hour up: ``5,400.0 s (1.50 h)``."""
+    if x is None:
+        return MISSING
+    text = f"{x:,.1f} s"
+    return f"{text} ({x / 3600:,.2f} h)" if abs(x) >= 3600 else text
+
+
+def fmt_percent(x: float | None) -> str:
+    return MISSING if x is None else f"{100 * x:.1f} %"
+
+
+def fmt_ratio(x: float | None) -> str:
+    return MISSING if x is None else f"{x:.3f}"
+
+
+def fmt_hours(x: float | None, unit: str = "GPU-h") -> str:
+    return MISSING if x is None else f"{x:,.2f} {unit}"
+
+
+#: (label, formatter) per row of the comparison tables.
+METRIC_ROWS: tuple[tuple[str, Callable[[Summary], str]], ...] = (
+    ("jobs finished", lambda s: f"{s.finished} / {s.jobs}"),
+    ("mean JCT", lambda s: fmt_seconds(s.mean_jct_s)),
+    ("median JCT", lambda s: fmt_seconds(s.median_jct_s)),
+    ("p95 JCT", lambda s: fmt_seconds(s.p95_jct_s)),
+    ("p99 JCT", lambda s: fmt_seconds(s.p99_jct_s)),
+    ("mean queueing delay", lambda s: fmt_seconds(s.mean_queueing_delay_s)),
+    ("makespan", lambda s: fmt_seconds(s.makespan_s)),
+    ("GPU utilisation", lambda s: fmt_percent(s.avg_utilization)),
+    ("preemptions", lambda s: str(s.preemptions)),
+    ("lost GPU-hours", lambda s: fmt_hours(s.lost_gpu_hours)),
+    ("Jain's fairness", lambda s: fmt_ratio(s.jain_fairness)),
+    ("lower bound (mean JCT, no queueing)", lambda s: fmt_seconds(s.lower_bound_mean_jct_s)),
+    ("events", lambda s: str(s.events)),
+)
+
+
+def compare_table(summaries: Sequence[Summary]) -> Table:
+    """Metrics as rows, one column per profile (side by side)."""
+    traces = sorted({s.trace for s in summaries})
+    table = Table(title=f"trace: {', '.join(traces)}" if traces else None, title_justify="left")
+    table.add_column("metric", no_wrap=True)
+    for s in summaries:
+        table.add_column(s.profile, justify="right", no_wrap=True)
+    for label, fmt in METRIC_ROWS:
+        table.add_row(label, *(fmt(s) for s in summaries))
+    return table
+
+
+# --- HTML ----------------------------------------------------------------------------------
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f3f3f3; }
+figure { margin: 1em 0; }
+figure svg { max-width: 100%; height: auto; }
+""".strip()
+
+
+_DEFINITIONS = (
+    "<p>JCT = end − submit over finished jobs (percentiles by linear interpolation); "
+    "queueing delay = first start − submit over started jobs; makespan = last end − first "
+    "submit; utilisation = busy GPUs / cluster GPUs, time-averaged over the makespan. "
+    "Jain's fairness is (Σx)² / (n·Σx²) over queues with demand, x = service ratio (GPU-seconds "
+    "used / demanded) ÷ queue weight. The lower bound is the mean JCT if every job started on "
+    "arrival and never stopped.</p>"
+)
+
+
+def write_html_report(results: Sequence[SimResult], path: Path | str) -> Path:
+    """One self-contained HTML page comparing `results` (one profile each, same trace):
+    summary table, utilisation and queue length over time, JCT CDF, per-queue shares."""
+    return _write_html(results, [summarize(r) for r in results], Path(path))
+
+
+def _write_html(results: Sequence[SimResult], summaries: Sequence[Summary], path: Path) -> Path:
+    path.write_text(html_report(results, summaries), encoding="utf-8")
+    return path
+
+
+def html_report(results: Sequence[SimResult], summaries: Sequence[Summary]) -> str:
+    """The HTML page `write_html_report` writes (`summaries[i]` summarises `results[i]`)."""
+    from shoal.sim import report_plots  # matplotlib is imported only when a report is drawn
+
+    esc = html.escape
+    traces = sorted({r.trace for r in results})
+    title = f"Shoal simulation report: {', '.join(traces)}" if traces else "Shoal simulation"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{esc(title)}</title>",
+        f"<style>\n{_STYLE}\n</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{esc(title)}</h1>",
+        f"<p>Profiles: {esc(', '.join(s.profile for s in summaries)) or 'none'}. "
+        f"Cluster GPUs: {esc(', '.join(str(r.cluster_gpus) for r in results)) or '-'}.</p>",
+        "<h2>Summary</h2>",
+        _summary_table(summaries),
+        _DEFINITIONS,
+        "<h2>GPU utilisation over time</h2>",
+        _figure(report_plots.utilization_svg(summaries), "GPU utilisation over time"),
+        "<h2>Queue length over time</h2>",
+        _figure(report_plots.queue_svg(summaries), "Queued jobs over time"),
+        "<h2>JCT distribution</h2>",
+        _figure(report_plots.jct_cdf_svg(results), "CDF of job completion time"),
+        "<h2>Per-queue shares</h2>",
+        _figure(report_plots.queue_share_svg(summaries), "Share of GPU-seconds per queue"),
+        _queue_tables(summaries),
+        "</body>",
+        "</html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _summary_table(summaries: Sequence[Summary]) -> str:
+    esc = html.escape
+    rows = ["<table>", "<tr><th>metric</th>"
+            + "".join(f"<th>{esc(s.profile)}</th>" for s in summaries) + "</tr>"]
+    for label, fmt in METRIC_ROWS:
+        rows.append(f"<tr><th>{esc(label)}</th>"
+                    + "".join(f'<td class="num">{esc(fmt(s))}</td>' for s in summaries)
+                    + "</tr>")
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def _queue_tables(summaries: Sequence[Summary]) -> str:
+    esc = html.escape
+    out: list[str] = []
+    for s in summaries:
+        out.append(f"<h3>{esc(s.profile)}</h3>")
+        out.append("<table>")
+        out.append("<tr><th>queue</th><th>GPU-hours used</th><th>share</th>"
+                   "<th>GPU-hours demanded</th><th>service ratio</th><th>mean JCT</th></tr>")
+        for q, share in s.per_queue.items():
+            cells = (fmt_hours(share.gpu_seconds / 3600), fmt_percent(share.share),
+                     fmt_hours(share.demand_gpu_seconds / 3600), fmt_ratio(share.service_ratio),
+                     fmt_seconds(share.mean_jct_s))
+            out.append(f"<tr><th>{esc(q)}</th>"
+                       + "".join(f'<td class="num">{esc(c)}</td>' for c in cells) + "</tr>")
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>\n{svg}\n<figcaption>{html.escape(caption)}</figcaption>\n</figure>"

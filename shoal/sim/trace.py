@@ -1,0 +1,201 @@
+"""The simulator's trace model: `TraceJob`, `Trace`, `TraceError`, and the gang shape rule.
+
+A trace is what the simulator replays: jobs that arrive at given times and need a given
+amount of work. Every loader in `shoal.sim.loaders` turns one public format into a `Trace`;
+this module owns the model they share and nothing about any one format.
+
+Conventions every loader follows:
+
+- `submit_time` is in seconds since the trace's start; loaders shift times so that the
+  earliest submission is `0.0` (the first job of the raw file may be later than its zero).
+- `duration` is the seconds of work the job needs at its requested size (always > 0).
+- `Trace.jobs` is sorted by `(submit_time, name)` and names are unique within the trace.
+- A row that cannot be read raises `TraceError` naming the file, the 1-based line and the
+  column (or, in YAML, the field path), e.g.
+  `philly.csv:17: column 'duration': must be a positive number, got 'abc'`.
+
+**Gang shape rule.** Traces such as Philly and ITP give only a job's total GPU count G; the
+job becomes a gang of identical tasks on a cluster whose nodes have N GPUs
+(`gpus_per_node`):
+
+- G <= N: one task of G GPUs (the job fits on one node);
+- N divides G: G // N tasks of N GPUs (whole nodes);
+- otherwise: G tasks of 1 GPU (e.g. 12 GPUs on 8-GPU nodes), so it can spread freely.
+
+Each task gets `cpu_per_gpu` millicores and `memory_per_gpu` MiB per GPU it holds (defaults:
+4 cores = 4000 millicores and 16 GiB = 16384 MiB per GPU). A job of 0 GPUs becomes one task
+of 1 CPU (1000 millicores) and 1 GiB (1024 MiB).
+
+Every trace job becomes a gang (`schedulerName: shoal`) whose minimum is all its tasks: the
+traces record jobs that ran at their full size, so they start whole or not at all.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from shoal.api import DEFAULT_QUEUE, Job, Resources, SchedulerName, TaskGroup
+
+#: The name of the one task group of every trace job.
+WORKER_GROUP = "worker"
+#: Defaults of the gang shape rule: per GPU, 4 cores and 16 GiB.
+DEFAULT_CPU_PER_GPU = 4000
+DEFAULT_MEMORY_PER_GPU = 16384
+#: What a job of 0 GPUs gets: one task of 1 CPU and 1 GiB.
+CPU_ONLY_TASK = Resources(cpu=1000, memory=1024)
+
+
+class TraceError(ValueError):
+    """A trace (or cluster description) that cannot be read.
+
+    `source` is the file as given, `line` the 1-based line in it (None when the problem is
+    the whole file), `column` the CSV column or YAML field path (None when no one column is
+    at fault) and `message` what was expected and what was found."""
+
+    def __init__(self, source: str, line: int | None, column: str | None, message: str,
+                 *, what: str = "column") -> None:
+        self.source = source
+        self.line = line
+        self.column = column
+        self.message = message
+        self.what = what
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        parts = [where]
+        if self.column is not None:
+            parts.append(f"{self.what} {self.column!r}")
+        parts.append(self.message)
+        return ": ".join(parts)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_error, (self.source, self.line, self.column, self.message, self.what))
+
+
+def _rebuild_error(source: str, line: int | None, column: str | None, message: str,
+                   what: str) -> TraceError:
+    return TraceError(source, line, column, message, what=what)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceJob:
+    """One job of a trace: when it arrives, how much work it is and the gang it asks for."""
+
+    name: str
+    """Unique in the trace; a valid job name (letters, digits, '_' and '-')."""
+    submit_time: float
+    """Seconds since the trace's start."""
+    duration: float
+    """Seconds of work at the requested size (> 0)."""
+    replicas: int
+    """Tasks in the gang (>= 1)."""
+    per_task: Resources
+    """The request of each task."""
+    queue: str = DEFAULT_QUEUE
+    """The job's virtual cluster."""
+    user: str | None = None
+    priority_class: str | None = None
+    model: str | None = None
+    """Application or model name, for per-model scalability tables."""
+    node_selector: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """Labels a node must carry (e.g. `{gpu-type: T4}`); must not be mutated."""
+
+    def __post_init__(self) -> None:
+        if not self.duration > 0:
+            raise ValueError(f"job {self.name}: duration must be positive, got {self.duration}")
+        if self.replicas < 1:
+            raise ValueError(f"job {self.name}: replicas must be at least 1, "
+                             f"got {self.replicas}")
+
+    @property
+    def gpus(self) -> int:
+        """Whole GPUs of the gang: replicas × GPUs per task."""
+        return self.replicas * self.per_task.gpu
+
+    @property
+    def resources(self) -> Resources:
+        """The gang's total request."""
+        return self.per_task.scale(self.replicas)
+
+    def to_job(self) -> Job:
+        """The `shoal.api.Job` the scheduler sees: one task group `worker` of `replicas`
+        tasks of `per_task`, gang-scheduled (`schedulerName: shoal`) with every task
+        required (`min_available` None means all), submitted at `submit_time`."""
+        group = TaskGroup(name=WORKER_GROUP, replicas=self.replicas, resources=self.per_task,
+                          node_selector=dict(self.node_selector))
+        return Job(name=self.name, groups=(group,), queue=self.queue,
+                   scheduler_name=SchedulerName.SHOAL, min_available=None,
+                   priority_class=self.priority_class, user=self.user,
+                   submitted=self.submit_time)
+
+
+def _order(job: TraceJob) -> tuple[float, str]:
+    return job.submit_time, job.name
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A loaded trace: its jobs sorted by `(submit_time, name)` and where it came from."""
+
+    jobs: tuple[TraceJob, ...]
+    source: str
+    skipped: int = 0
+    """Rows of the file that were read but not turned into jobs (see `skip_reasons`)."""
+    skip_reasons: Mapping[str, int] = field(default_factory=dict)
+    """Why rows were skipped: reason → count. The counts add up to `skipped`."""
+
+    def __post_init__(self) -> None:
+        keys = [(job.submit_time, job.name) for job in self.jobs]
+        if len({name for _, name in keys}) != len(keys):
+            names = Counter(name for _, name in keys)
+            twice = sorted(name for name, n in names.items() if n > 1)
+            raise ValueError(f"{self.source}: job names must be unique; repeated: "
+                             f"{', '.join(twice[:5])}")
+        if not all(map(operator.le, keys, keys[1:])):
+            raise ValueError(f"{self.source}: jobs must be sorted by (submit_time, name)")
+        if sum(self.skip_reasons.values()) != self.skipped:
+            raise ValueError(f"{self.source}: skip_reasons must add up to skipped "
+                             f"({self.skipped})")
+
+    @staticmethod
+    def of(jobs: Iterable[TraceJob], source: str, *, skip_reasons: Mapping[str, int] | None
+           = None) -> Trace:
+        """Sort `jobs` by `(submit_time, name)` and build the trace."""
+        reasons = dict(skip_reasons or {})
+        return Trace(tuple(sorted(jobs, key=_order)), source, sum(reasons.values()), reasons)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def queues(self) -> set[str]:
+        """The virtual clusters the jobs name."""
+        return {job.queue for job in self.jobs}
+
+    def to_jobs(self) -> tuple[Job, ...]:
+        """Every job as a `shoal.api.Job`, in trace order."""
+        return tuple(job.to_job() for job in self.jobs)
+
+
+def gang_shape(gpus: int, gpus_per_node: int, *, cpu_per_gpu: int = DEFAULT_CPU_PER_GPU,
+               memory_per_gpu: int = DEFAULT_MEMORY_PER_GPU) -> tuple[int, Resources]:
+    """(replicas, per-task request) of a job of `gpus` GPUs: the gang shape rule above."""
+    if gpus < 0:
+        raise ValueError(f"gpus must not be negative, got {gpus}")
+    if gpus_per_node < 1:
+        raise ValueError(f"gpus_per_node must be at least 1, got {gpus_per_node}")
+    if cpu_per_gpu < 0 or memory_per_gpu < 0:
+        raise ValueError("cpu_per_gpu and memory_per_gpu must not be negative")
+    if gpus == 0:
+        return 1, CPU_ONLY_TASK
+    if gpus <= gpus_per_node:
+        per_task = gpus
+    elif gpus % gpus_per_node == 0:
+        per_task = gpus_per_node
+    else:
+        per_task = 1
+    return gpus // per_task, Resources(cpu=cpu_per_gpu * per_task,
+                                       memory=memory_per_gpu * per_task, gpu=per_task)
