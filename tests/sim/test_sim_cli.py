@@ -1,0 +1,76 @@
+"""`shoal sim run|compare` and bench/sim.py: outputs, determinism, clean errors."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from shoal.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = ROOT / "examples" / "traces"
+runner = CliRunner()
+
+
+def test_run_writes_reports(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "itp-cluster01-sample.csv"),
+                                 "-c", "4x8", "-p", "fifo", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "mean JCT" in result.stdout
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["jobs-fifo.csv", "report.html", "summary-fifo.json"]
+    summary = json.loads((tmp_path / "summary-fifo.json").read_text())
+    assert summary["jobs"] == summary["finished"] + summary["unfinished"]
+
+
+def test_compare_is_deterministic_byte_for_byte(tmp_path: Path) -> None:
+    outputs = []
+    for run in ("one", "two"):
+        out = tmp_path / run
+        result = runner.invoke(app, [
+            "sim", "compare", "-t", str(TRACES / "philly-sample.csv"),
+            "-c", str(TRACES / "cluster-small.yaml"), "-p", "fifo,sjf,default",
+            "--single-queue", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]) == 7  # 3 CSVs, 3 summaries, one report
+
+
+def test_native_trace_and_alibaba_nodes() -> None:
+    result = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "native-trace.yaml"),
+                                 "-c", str(TRACES / "cluster-small.yaml")])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, [
+        "sim", "run", "-t", str(TRACES / "alibaba-openb-pods-sample.csv"),
+        "-c", str(TRACES / "alibaba-openb-nodes-sample.csv")])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["-t", "nowhere.csv", "-c", "4x8"], "nowhere.csv"),
+    (["-t", str(TRACES / "philly-sample.csv"), "-c", "4y8"], "4y8"),
+    (["-t", str(TRACES / "philly-sample.csv"), "-c", "4x8", "-p", "nope"], "nope"),
+    (["-t", str(TRACES / "README.md"), "-c", "4x8"], "README.md"),
+])
+def test_bad_input_exits_2_without_traceback(args: list[str], needle: str) -> None:
+    result = runner.invoke(app, ["sim", "run", *args])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and "Traceback" not in result.output
+
+
+def test_sim_bench_prints_documented_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    module = runpy.run_path(str(ROOT / "bench" / "sim.py"))
+    assert module["main"](["--trace", str(TRACES / "philly-sample.csv"), "--jobs", "100",
+                           "--cluster", "4x8"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["profile"] for line in lines] == ["fifo", "default"]
+    for line in lines:
+        for key in ("profile", "jobs", "wall_seconds", "jobs_per_second",
+                    "events_per_second", "mean_jct_s"):
+            assert key in line
+        assert line["jobs"] == 100 and line["finished"] == 100
