@@ -24,3 +24,4 @@ test: uv
 bench: uv
 	$(UV) sync --frozen --quiet
 	$(UV) run python bench/cycle.py
+	$(UV) run python bench/sim.py
