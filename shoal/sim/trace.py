@@ -32,6 +32,7 @@ traces record jobs that ran at their full size, so they start whole or not at al
 
 from __future__ import annotations
 
+import math
 import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -105,8 +106,12 @@ class TraceJob:
     """Labels a node must carry (e.g. `{gpu-type: T4}`); must not be mutated."""
 
     def __post_init__(self) -> None:
-        if not self.duration > 0:
-            raise ValueError(f"job {self.name}: duration must be positive, got {self.duration}")
+        if not 0 < self.duration < math.inf:
+            raise ValueError(f"job {self.name}: duration must be a positive number, "
+                             f"got {self.duration}")
+        if not math.isfinite(self.submit_time):
+            raise ValueError(f"job {self.name}: submit_time must be a finite number, "
+                             f"got {self.submit_time}")
         if self.replicas < 1:
             raise ValueError(f"job {self.name}: replicas must be at least 1, "
                              f"got {self.replicas}")
@@ -133,6 +138,28 @@ class TraceJob:
                    submitted=self.submit_time)
 
 
+_set = object.__setattr__
+
+
+def prechecked_job(name: str, submit_time: float, duration: float, replicas: int,
+                per_task: Resources, queue: str) -> TraceJob:
+    """A `TraceJob` built without running its checks, for loaders that have already made
+    them on every value (the large CSV traces: it halves the cost of building 82k jobs).
+    The optional fields take their defaults."""
+    job: TraceJob = object.__new__(TraceJob)
+    _set(job, "name", name)
+    _set(job, "submit_time", submit_time)
+    _set(job, "duration", duration)
+    _set(job, "replicas", replicas)
+    _set(job, "per_task", per_task)
+    _set(job, "queue", queue)
+    _set(job, "user", None)
+    _set(job, "priority_class", None)
+    _set(job, "model", None)
+    _set(job, "node_selector", {})
+    return job
+
+
 def _order(job: TraceJob) -> tuple[float, str]:
     return job.submit_time, job.name
 
@@ -145,7 +172,7 @@ class Trace:
     source: str
     skipped: int = 0
     """Rows of the file that were read but not turned into jobs (see `skip_reasons`)."""
-    skip_reasons: Mapping[str, int] = field(default_factory=dict)
+    skip_reasons: Mapping[str, int] = field(default_factory=dict, hash=False)
     """Why rows were skipped: reason → count. The counts add up to `skipped`."""
 
     def __post_init__(self) -> None:
@@ -162,8 +189,8 @@ class Trace:
                              f"({self.skipped})")
 
     @staticmethod
-    def of(jobs: Iterable[TraceJob], source: str, *, skip_reasons: Mapping[str, int] | None
-           = None) -> Trace:
+    def of(jobs: Iterable[TraceJob], source: str, *,
+           skip_reasons: Mapping[str, int] | None = None) -> Trace:
         """Sort `jobs` by `(submit_time, name)` and build the trace."""
         reasons = dict(skip_reasons or {})
         return Trace(tuple(sorted(jobs, key=_order)), source, sum(reasons.values()), reasons)

@@ -1,14 +1,38 @@
-"""What every loader does last: sort the jobs, keep the first `limit`, and shift the times
-so that the earliest submission is 0.0."""
+"""What the loaders share besides CSV reading: checking their arguments, sorting the jobs,
+keeping the first `limit`, shifting times so that the earliest submission is 0.0, and
+pausing the garbage collector while a large file loads."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeVar
+import functools
+import gc
+from collections.abc import Callable, Mapping
+from typing import Any, ParamSpec, TypeVar
 
 from shoal.sim.trace import Trace, TraceJob, gang_shape
 
 R = TypeVar("R", bound=tuple[Any, ...])
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def gc_paused(load: Callable[P, T]) -> Callable[P, T]:
+    """Run a loader with the cyclic garbage collector paused. A load allocates a few objects
+    per row and keeps them all, which makes the collector re-scan the growing lists again
+    and again (about 40% of the time of loading Philly); none of them forms a cycle, so
+    nothing is lost by collecting after the load instead."""
+
+    @functools.wraps(load)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        if not gc.isenabled():
+            return load(*args, **kwargs)
+        gc.disable()
+        try:
+            return load(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper
 
 
 def first(rows: list[R], limit: int | None) -> list[R]:

@@ -47,7 +47,7 @@ import os
 from typing import Literal
 
 from shoal.api import GPU_TYPE_LABEL, Node, Resources
-from shoal.sim.loaders._common import check_limit, finish
+from shoal.sim.loaders._common import check_limit, finish, gc_paused
 from shoal.sim.loaders._csv import count, job_name, number, object_name, read_table
 from shoal.sim.trace import Trace, TraceError, TraceJob
 
@@ -71,6 +71,7 @@ NEVER_DELETED = "no deletion_time"
 NOT_POSITIVE = "non-positive duration (deletion_time <= scheduled_time)"
 
 
+@gc_paused
 def load_alibaba(pods_path: str | os.PathLike[str], *, limit: int | None = None,
                  gpu_sharing: GpuSharing = "round-up") -> Trace:
     """Load an openb pod list; `limit` keeps the first N pods by creation time."""
@@ -124,6 +125,7 @@ def load_alibaba(pods_path: str | os.PathLike[str], *, limit: int | None = None,
     return finish(jobs, source, limit, {k: v for k, v in skipped.items() if v})
 
 
+@gc_paused
 def load_alibaba_nodes(nodes_path: str | os.PathLike[str], *,
                        gpu_sharing: GpuSharing = "round-up") -> tuple[Node, ...]:
     """Load an openb node list, in file order."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from shoal.api import DEFAULT_QUEUE, Resources
-from shoal.sim.loaders._common import check_limit, check_shape, first
+from shoal.sim.loaders._common import check_limit, check_shape, first, gc_paused
 from shoal.sim.loaders._csv import count, job_name, number, read_table
 from shoal.sim.trace import (
     DEFAULT_CPU_PER_GPU,
@@ -25,11 +25,13 @@ from shoal.sim.trace import (
     TraceError,
     TraceJob,
     gang_shape,
+    prechecked_job,
 )
 
 COLUMNS = ("job_id", "submission_time", "duration", "num_gpu")
 
 
+@gc_paused
 def load_itp(path: str | os.PathLike[str], *, gpus_per_node: int = 8, limit: int | None = None,
              cpu_per_gpu: int = DEFAULT_CPU_PER_GPU,
              memory_per_gpu: int = DEFAULT_MEMORY_PER_GPU) -> Trace:
@@ -60,5 +62,6 @@ def load_itp(path: str | os.PathLike[str], *, gpus_per_node: int = 8, limit: int
         if shape is None:
             shape = shapes[gpus] = gang_shape(gpus, gpus_per_node, cpu_per_gpu=cpu_per_gpu,
                                               memory_per_gpu=memory_per_gpu)
-        jobs.append(TraceJob(name, submit - origin, duration, shape[0], shape[1], DEFAULT_QUEUE))
+        jobs.append(prechecked_job(name, submit - origin, duration, shape[0], shape[1],
+                               DEFAULT_QUEUE))
     return Trace(tuple(jobs), source)

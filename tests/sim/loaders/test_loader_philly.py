@@ -122,6 +122,17 @@ def test_missing_column_empty_file_and_missing_file(write: Callable[[str, str], 
     assert str(caught.value) == f"{missing}: no such file"
 
 
+def test_unusual_but_valid_values_read_the_same(write: Callable[[str, str], Path]) -> None:
+    # "2.0" GPUs is not what the column-at-a-time reader expects, so the row-by-row reader
+    # takes over; both must give the same trace.
+    rows = "2017-10-09 07:01:55,66.0,{},132.0,vc1\n2017-10-09 07:00:00,5,1,5,vc2\n"
+    plain = load_philly(write("a.csv", HEADER + rows.format("2")))
+    unusual = load_philly(write("b.csv", HEADER + rows.format("2.0")))
+    assert plain.jobs == unusual.jobs
+    assert [(j.name, j.submit_time, j.gpus) for j in plain.jobs] == [
+        ("philly-3", 0.0, 1), ("philly-2", 115.0, 2)]
+
+
 def test_extra_columns_and_order_are_free(write: Callable[[str, str], Path]) -> None:
     path = write("p.csv", "cluster,extra,num_gpus,duration,timestamp\n"
                  "vc1,x,2,30,2017-10-09 07:01:55\n")

@@ -7,7 +7,14 @@ import pickle
 import pytest
 
 from shoal.api import Resources, SchedulerName
-from shoal.sim.trace import CPU_ONLY_TASK, Trace, TraceError, TraceJob, gang_shape
+from shoal.sim.trace import (
+    CPU_ONLY_TASK,
+    Trace,
+    TraceError,
+    TraceJob,
+    gang_shape,
+    prechecked_job,
+)
 
 
 @pytest.mark.parametrize(("gpus", "per_node", "replicas", "per_task_gpus"), [
@@ -64,7 +71,16 @@ def test_trace_job_to_job_is_a_whole_gang() -> None:
                                       user="alice", priority_class="production"))
 
 
-@pytest.mark.parametrize(("duration", "replicas"), [(0.0, 1), (-5.0, 1), (10.0, 0)])
+def test_prechecked_job_equals_the_checked_one() -> None:
+    fast = prechecked_job("a", 1.0, 2.0, 3, Resources(gpu=1), "q")
+    slow = TraceJob("a", 1.0, 2.0, 3, Resources(gpu=1), "q")
+    assert fast == slow
+    assert hash(fast) == hash(slow)
+    assert repr(fast) == repr(slow)
+
+
+@pytest.mark.parametrize(("duration", "replicas"), [(0.0, 1), (-5.0, 1), (10.0, 0),
+                                                    (float("inf"), 1), (float("nan"), 1)])
 def test_trace_job_refuses_no_work_or_no_tasks(duration: float, replicas: int) -> None:
     with pytest.raises(ValueError):
         TraceJob("a", 0.0, duration, replicas, Resources(gpu=1))
