@@ -8,14 +8,21 @@ How much more a VC may use right now — its *headroom* — is defined top-down:
 
     headroom(root) = capacity − usage(root)
     headroom(c)    = min( max(c) − usage(c),
-                          headroom(parent) − Σ idle(s) over c's siblings s )
-    idle(s)        = max(0, min(s) − usage(s))        (guarantee reserved but unused)
+                          headroom(parent) − Σ reserved(s) over c's siblings s )
+    reserved(q)    = max( min(q) − usage(q),  Σ reserved(k) over q's children k,  0 )
 
-all per resource dimension. A VC may therefore always grow into its own unused `min` (its
-parent's headroom keeps room for it), and above its `min` it borrows what its ancestors have
-idle — but never the unused guarantee of a sibling, at any level. That is what keeps every
-VC's `min` available to it without reclaim as long as capacity does not shrink; when it does
-(a node lost, a guarantee raised), reclaim takes borrowed resources back.
+all per resource dimension. `reserved(q)` is the guarantee still owed to q's subtree. It is
+not just q's own unused min: when one child borrows inside q's min (a child with min 0 using
+what q is guaranteed), q's usage may reach its min while another child's min is still
+unused — and still owed. So the owed amount is the larger of the two.
+
+A VC may therefore always grow into its own unused `min` (its parent's headroom keeps room
+for it), and above its `min` it borrows what its ancestors have idle — but never a
+guarantee owed to another subtree, at any level. That is what keeps every VC's `min`
+available to it without reclaim as long as capacity does not shrink; when it does (a node
+lost, a guarantee raised), reclaim takes borrowed resources back. (The first version of this
+rule used `min − usage` alone; the property test
+`tests/property/test_guarantees.py` found the child-borrowing counterexample.)
 
 Why the sibling guarantees are subtracted at every level rather than once at the root:
 a guarantee is a promise made by the parent to its child, so a borrower in another subtree
@@ -35,8 +42,8 @@ from shoal.api.resources import ResourceLimit, Resources, total
 class QueueState:
     """One VC's working state during a cycle."""
 
-    __slots__ = ("children", "children_idle", "depth", "max", "min", "name", "parent",
-                 "queueing", "usage", "weight")
+    __slots__ = ("children", "children_reserved", "depth", "max", "min", "name", "parent",
+                 "queueing", "reserved", "usage", "weight")
 
     def __init__(self, name: str, parent: QueueState | None, minimum: Resources,
                  maximum: ResourceLimit, weight: int, queueing: QueueingPolicy) -> None:
@@ -48,14 +55,20 @@ class QueueState:
         self.weight = weight
         self.queueing = queueing
         self.usage = Resources()
-        self.children_idle = Resources()
-        """Σ idle(child) over this VC's children."""
+        self.children_reserved = Resources()
+        """Σ reserved(child) over this VC's children."""
+        self.reserved = minimum
+        """Guarantee still owed to this subtree (see the module docstring)."""
         self.depth: int = 0 if parent is None else parent.depth + 1
 
     @property
     def idle(self) -> Resources:
-        """Guarantee reserved for this VC and not used by it."""
+        """This VC's own unused min."""
         return self.min.saturating_sub(self.usage)
+
+    def owed(self) -> Resources:
+        """reserved(q) = max(min − usage, Σ reserved(children)), from the stored parts."""
+        return self.idle.maximum(self.children_reserved)
 
     def path(self) -> list[QueueState]:
         """Ancestors from the root down to this VC, inclusive."""
@@ -82,8 +95,10 @@ class QuotaTree:
             self._build(name, specs, ())
         for queue in self.queues.values():
             queue.children.sort(key=lambda q: q.name)
-        for queue in self.queues.values():
-            queue.children_idle = total(child.idle for child in queue.children)
+        # Children before parents: deepest first.
+        for queue in sorted(self.queues.values(), key=lambda q: -q.depth):
+            queue.children_reserved = total(child.reserved for child in queue.children)
+            queue.reserved = queue.owed()
         self.version = 0
         """Moves on every charge and refund; answers cached under an older version are
         stale."""
@@ -126,25 +141,24 @@ class QuotaTree:
     def charge(self, name: str, request: Resources) -> None:
         """Add `request` to the VC's usage and every ancestor's."""
         self.version += 1
-        queue: QueueState | None = self.get(name)
-        while queue is not None:
-            old_idle = queue.idle
-            queue.usage = queue.usage + request
-            parent = queue.parent
-            if parent is not None:
-                parent.children_idle = parent.children_idle - (old_idle - queue.idle)
-            queue = parent
+        self._update_path(name, request, +1)
 
     def refund(self, name: str, request: Resources) -> None:
         """Take `request` off the VC's usage and every ancestor's."""
         self.version += 1
+        self._update_path(name, request, -1)
+
+    def _update_path(self, name: str, request: Resources, sign: int) -> None:
+        """Change usage from the VC up to the root, keeping every reserved(q) and its
+        parent's sum of them exact (only the path's values can change)."""
         queue: QueueState | None = self.get(name)
         while queue is not None:
-            old_idle = queue.idle
-            queue.usage = queue.usage - request
+            queue.usage = queue.usage + request if sign > 0 else queue.usage - request
+            old = queue.reserved
+            queue.reserved = queue.owed()
             parent = queue.parent
-            if parent is not None:
-                parent.children_idle = parent.children_idle + (queue.idle - old_idle)
+            if parent is not None and queue.reserved != old:
+                parent.children_reserved = parent.children_reserved - old + queue.reserved
             queue = parent
 
     # ---- headroom -------------------------------------------------------------------------
@@ -159,8 +173,8 @@ class QuotaTree:
     def _step(self, queue: QueueState, parent_room: Resources) -> Resources:
         if queue.parent is None:
             return self.capacity.saturating_sub(queue.usage)
-        siblings_idle = queue.parent.children_idle - queue.idle
-        room = parent_room.saturating_sub(siblings_idle)
+        siblings_owed = queue.parent.children_reserved - queue.reserved
+        room = parent_room.saturating_sub(siblings_owed)
         return room if queue.max.is_unlimited() else _cap(room, queue.max, queue.usage)
 
     def check(self, name: str, request: Resources) -> PendingReason | None:
@@ -200,12 +214,12 @@ class QuotaTree:
             if short:
                 dim = short[0]
                 holders = [s.name for s in queue.parent.children
-                           if s is not queue and s.idle.get(dim) > 0]
+                           if s is not queue and s.reserved.get(dim) > 0]
                 return PendingReason(
                     PendingKind.GUARANTEE,
                     f"{room.get(dim)} {dim} is free for {queue.parent.name!r}, but "
-                    f"{(queue.parent.children_idle - queue.idle).get(dim)} of it is the "
-                    f"unused guaranteed min of {', '.join(repr(h) for h in holders)}; "
+                    f"{(queue.parent.children_reserved - queue.reserved).get(dim)} of it is "
+                    f"the unused guaranteed min of {', '.join(repr(h) for h in holders)}; "
                     f"virtual cluster {queue.name!r} can borrow {new_room.get(dim)} {dim}, "
                     f"{request.get(dim)} needed", resource=dim, queue=queue.name)
             room = new_room

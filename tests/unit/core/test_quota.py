@@ -82,3 +82,19 @@ def test_check_cache_is_invalidated_by_usage_changes() -> None:
     assert t.check("b", gpu(8)) is not None
     t.refund("default", gpu(4))
     assert t.check("b", gpu(8)) is None
+
+
+def test_a_child_borrowing_inside_its_parents_min_keeps_its_siblings_min_owed() -> None:
+    # root (4) ─ team (min 2) ─ team-t (min 2)
+    #                         └ team-s (min 0)
+    # team-s runs 2 inside team's min; team-t's 2 are still owed, so `default` may not
+    # take the other 2 (found by tests/property/test_guarantees.py).
+    t = QuotaTree([VirtualCluster("team", min=gpu(2)),
+                   VirtualCluster("team-t", parent="team", min=gpu(2)),
+                   VirtualCluster("team-s", parent="team")], gpu(4))
+    assert t.check("team-s", gpu(2)) is None
+    t.charge("team-s", gpu(2))
+    assert t.get("team").reserved == gpu(2)  # its own min is used, its child's is not
+    reason = t.check("default", gpu(1))
+    assert reason is not None and reason.kind is PendingKind.GUARANTEE
+    assert t.check("team-t", gpu(2)) is None
