@@ -18,10 +18,14 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
 from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup, VirtualCluster
 from shoal.core import Snapshot
 from shoal.scheduler import Profile, run_cycle
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
+from calibration import calibration
 
 GPUS_PER_NODE = 8
 TEAMS = ("vision", "speech", "nlp", "rl")
@@ -58,16 +62,6 @@ def time_cycle(snapshot: Snapshot, profile: Profile, repeat: int) -> tuple[float
         best = min(best, time.perf_counter() - start)
         placements = len(decisions.binds)
     return best, placements
-
-
-def calibration() -> float:
-    """A fixed pure-Python workload: dict and tuple churn much like a cycle's."""
-    start = time.perf_counter()
-    table: dict[int, tuple[int, int]] = {}
-    for i in range(300_000):
-        table[i % 1_000] = (i, i * 2)
-        sorted((i % 7, i % 3, i % 5))
-    return time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,19 +24,12 @@ from shoal.sim.loaders import parse_cluster_arg
 from shoal.sim.metrics import summarize
 from shoal.sim.simulator import SimConfig, simulate
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
+from calibration import calibration
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACE = ROOT.parent / "shared" / "traces" / "philly" / "philly.csv"
 SAMPLE_TRACE = ROOT / "examples" / "traces" / "philly-sample.csv"
-
-
-def calibration() -> float:
-    """A fixed pure-Python workload: dict and tuple churn much like a cycle's."""
-    start = time.perf_counter()
-    table: dict[int, tuple[int, int]] = {}
-    for i in range(300_000):
-        table[i % 1_000] = (i, i * 2)
-        sorted((i % 7, i % 3, i % 5))
-    return time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,12 +73,12 @@ def load_files(paths: Iterable[str | os.PathLike[str]], *, known_queues: Collect
 
 # ---- reading YAML -------------------------------------------------------------------------
 
-class _StrictLoader(yaml.SafeLoader):
+class StrictLoader(yaml.SafeLoader):
     """PyYAML keeps the last of two equal keys silently; a spec with a repeated key almost
     always hides a mistake, so this loader refuses it."""
 
 
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[tuple[type, Any]] = set()
     for key_node, _ in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":
@@ -98,7 +98,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     return loader.construct_mapping(node, deep=True)
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _documents(source: str, text: str, log: IssueLog) -> Iterator[tuple[int, Any]]:
@@ -106,7 +106,7 @@ def _documents(source: str, text: str, log: IssueLog) -> Iterator[tuple[int, Any
     number = 0
     found = False
     try:
-        for data in yaml.load_all(text, Loader=_StrictLoader):
+        for data in yaml.load_all(text, Loader=StrictLoader):
             number += 1
             if data is not None:
                 found = True

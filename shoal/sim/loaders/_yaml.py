@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import yaml
 
 from shoal.sim.trace import TraceError
 from shoal.spec import SpecError
+from shoal.spec.loader import StrictLoader
 
 
 def read_text(path: str | os.PathLike[str]) -> tuple[str, str]:
@@ -30,29 +30,6 @@ def read_text(path: str | os.PathLike[str]) -> tuple[str, str]:
         raise TraceError(source, None, None, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TraceError(source, None, None, f"cannot read the file: {exc}") from exc
-
-
-class _Loader(yaml.SafeLoader):
-    """Refuses a repeated key, as the spec loader does (PyYAML keeps the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False
-                          ) -> dict[Hashable, Any]:
-        seen: set[tuple[type, Any]] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            typed = (type(key), key)
-            try:
-                duplicate = typed in seen
-                seen.add(typed)
-            except TypeError:  # unhashable; the base class reports it
-                continue
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
-                    f"found duplicate key {key!r}", key_node.start_mark)
-        return super().construct_mapping(node, deep=deep)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +53,7 @@ class Document:
 def documents(source: str, text: str) -> list[Document]:
     """Every document of `text`, empty ones included (as null data) so that numbering
     matches the spec loader's; invalid YAML is a `TraceError` at its line."""
-    loader = _Loader(text)
+    loader = StrictLoader(text)
     out: list[Document] = []
     try:
         while loader.check_node():
