@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 CPU = "cpu"
@@ -275,6 +275,12 @@ class ResourceLimit:
         """The limited dimensions that `usage` goes over."""
         return [name for name, value in self.limits if usage.get(name) > value]
 
+    def exceeded_by(self, usage: Resources, request: Resources) -> list[str]:
+        """The limited dimensions that `usage + request` goes over *and* the request asks
+        for: a VC already over its GPU max may still take CPU-only work."""
+        return [name for name, value in self.limits
+                if request.get(name) > 0 and usage.get(name) + request.get(name) > value]
+
     def to_dict(self) -> dict[str, int]:
         return dict(self.limits)
 
@@ -349,8 +355,7 @@ def parse_memory(value: str | int | float) -> int:
         raise QuantityError(
             f"memory unit {suffix!r} is unknown; use Ki, Mi, Gi, Ti or k, M, G, T (got {value!r})")
     exact = Fraction(number) * scale / _MIB
-    return int(Decimal(exact.numerator / exact.denominator).to_integral_value(ROUND_CEILING)) \
-        if exact.denominator != 1 else int(exact)
+    return -(-exact.numerator // exact.denominator)  # exact ceiling, no float on the way
 
 
 def parse_count(value: str | int | float, what: str) -> int:

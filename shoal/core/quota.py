@@ -201,7 +201,7 @@ class QuotaTree:
                         f"the cluster has {room.get(short[0])} {short[0]} free, "
                         f"{request.get(short[0])} needed", resource=short[0])
                 continue
-            over = queue.max.exceeded(queue.usage + request)
+            over = queue.max.exceeded_by(queue.usage, request)
             if over:
                 dim = over[0]
                 return PendingReason(

@@ -45,10 +45,13 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
             bound = pool.gpu_slots(request.gpu)
         if bound is not None and bound < count:
             return insufficient(session, pool, group, count, memo if trusted else None)
-    for index in indices:
+    for placed, index in enumerate(indices):
         node = session.pick_node(pool, request)
         if node is None:
-            return insufficient(session, pool, group, count, memo if trusted else None)
+            # Once this call has placed a replica the state is tentative: say how many fit
+            # counting those, but learn no bound from it (the statement may be discarded).
+            return insufficient(session, pool, group, count,
+                                memo if trusted and placed == 0 else None, already=placed)
         statement.allocate(TaskRef(job.name, group.name, index), job.queue, node, request)
     if trusted:
         memo.consumed(pool, request, count)
@@ -77,7 +80,7 @@ class Diagnosis:
 
 
 def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
-                 memo: FitMemo | None) -> PendingReason:
+                 memo: FitMemo | None, already: int = 0) -> PendingReason:
     """Why `count` replicas of the group do not fit the pool now. The node-by-node count
     runs once per memo entry and is reused, not once per waiting job."""
     request = group.resources
@@ -88,7 +91,7 @@ def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
         fit = min(diagnosis.fit, count - 1, bound if bound is not None else count - 1)
     else:
         diagnosis = diagnose(pool, request, count)
-        fit = min(diagnosis.fit, count - 1)
+        fit = min(diagnosis.fit + already, count - 1)
         if memo is not None:
             memo.record(pool, request, fit, diagnosis)
     where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"

@@ -76,6 +76,13 @@ def feasibility(session: Session, job: JobInfo,
             if most < len(indices):
                 return _too_big(pool, group, len(indices), most)
         demand.append(group.resources.scale(len(indices)))
+    if not session.is_gang(job):
+        # Tasks go one by one: each must be grantable alone, not all of them together.
+        for one in demand:
+            reason = session.admissible(job.queue, one)
+            if reason is not None:
+                return reason
+        return None
     return session.admissible(job.queue, total(demand))
 
 
