@@ -17,7 +17,7 @@ from shoal.sim.report import compare_table, write_outputs
 from shoal.sim.result import SimResult
 from shoal.sim.simulator import SimConfig, simulate
 from shoal.sim.trace import TraceError
-from shoal.sim.work import WorkModel
+from shoal.sim.work import SpeedupCurve, TableSpeedup, WorkModel
 
 sim_app = typer.Typer(help="Replay cluster traces through Shoal's scheduler (what-if).",
                       no_args_is_help=True)
@@ -40,25 +40,41 @@ EventsOpt = Annotated[bool, typer.Option("--cycle-on-events/--periodic-only",
 CheckpointOpt = Annotated[float | None, typer.Option(
     "--checkpoint", min=0.001, help="Checkpoint interval in seconds (default: an evicted "
                                     "job loses all its work).")]
+SpeedupOpt = Annotated[list[str] | None, typer.Option(
+    "--speedup", help="MODEL=FILE: a scalability table (CSV gpus,throughput) for the jobs "
+                      "of that model; '*=FILE' for every job. Repeatable. Default: linear.")]
 SingleOpt = Annotated[bool, typer.Option("--single-queue", help="Ignore the trace's "
                                          "queue column: every job in `default`.")]
 
 
+def _work_model(speedups: list[str] | None, checkpoint: float | None) -> WorkModel:
+    tables: dict[str, SpeedupCurve] = {}
+    for item in speedups or []:
+        model, sep, path = item.partition("=")
+        if not sep or not model or not path:
+            raise ValueError(f"--speedup {item!r}: expected MODEL=FILE")
+        tables[model] = TableSpeedup.read(path)
+    default = tables.pop("*", None)
+    if default is None:
+        return WorkModel(per_model=tables, checkpoint_interval=checkpoint)
+    return WorkModel(default=default, per_model=tables, checkpoint_interval=checkpoint)
+
+
 def _run_all(trace_path: Path, cluster: str, profiles: list[str], fmt: TraceFormat,
              limit: int | None, interval: float, on_events: bool, checkpoint: float | None,
-             single_queue: bool) -> list[SimResult]:
+             single_queue: bool, speedups: list[str] | None = None) -> list[SimResult]:
     try:
+        work = _work_model(speedups, checkpoint)
         chosen = [Profile.load(p) for p in profiles]
         declared = parse_cluster_arg(cluster)
         # The gang shape of a trace job depends on the GPUs per node.
         trace = load_trace(trace_path, fmt, gpus_per_node=declared.gpus_per_node or 8,
                            limit=limit, single_queue=single_queue)
         description = with_trace_queues(declared, trace)
-    except (TraceError, ProfileError, ValueError) as exc:
+    except (TraceError, ProfileError, ValueError, OSError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
-    config = SimConfig(cycle_interval=interval, cycle_on_events=on_events,
-                       work=WorkModel(checkpoint_interval=checkpoint))
+    config = SimConfig(cycle_interval=interval, cycle_on_events=on_events, work=work)
     results = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("sim t={task.fields[sim]:.0f}s"), console=err,
@@ -87,10 +103,11 @@ def run(trace: TraceOpt, cluster: ClusterOpt,
         = "default",
         out: OutOpt = None, fmt: FormatOpt = TraceFormat.AUTO, limit: LimitOpt = None,
         cycle_interval: IntervalOpt = 5.0, cycle_on_events: EventsOpt = False,
-        checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False) -> None:
+        checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False,
+        speedup: SpeedupOpt = None) -> None:
     """Replay a trace with one profile and print its summary."""
     _finish(_run_all(trace, cluster, [profile], fmt, limit, cycle_interval, cycle_on_events,
-                     checkpoint, single_queue), out)
+                     checkpoint, single_queue, speedup), out)
 
 
 @sim_app.command("compare")
@@ -100,11 +117,12 @@ def compare(trace: TraceOpt, cluster: ClusterOpt,
             = "fifo,fifo-backfill,sjf,default",
             out: OutOpt = None, fmt: FormatOpt = TraceFormat.AUTO, limit: LimitOpt = None,
             cycle_interval: IntervalOpt = 5.0, cycle_on_events: EventsOpt = False,
-            checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False) -> None:
+            checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False,
+            speedup: SpeedupOpt = None) -> None:
     """Replay one trace with several profiles and print them side by side."""
     names = [p.strip() for p in profiles.split(",") if p.strip()]
     if not names:
         err.print("[bold red]error:[/] --profiles names no profile")
         raise typer.Exit(2)
     _finish(_run_all(trace, cluster, names, fmt, limit, cycle_interval, cycle_on_events,
-                     checkpoint, single_queue), out)
+                     checkpoint, single_queue, speedup), out)

@@ -74,3 +74,14 @@ def test_sim_bench_prints_documented_keys(capsys: pytest.CaptureFixture[str]) ->
                     "events_per_second", "mean_jct_s"):
             assert key in line
         assert line["jobs"] == 100 and line["finished"] == 100
+
+
+def test_speedup_table_option(tmp_path: Path) -> None:
+    table = tmp_path / "curve.csv"
+    table.write_text("gpus,throughput\n1,1.0\n8,4.0\n")
+    result = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
+                                 "-c", "2x8", "--speedup", f"*={table}", "-n", "20"])
+    assert result.exit_code == 0, result.output
+    bad = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
+                              "-c", "2x8", "--speedup", "nonsense"])
+    assert bad.exit_code == 2 and "MODEL=FILE" in bad.output
