@@ -122,6 +122,17 @@ class VictimSelection(Protocol):
                 ) -> Sequence[TaskInfo]: ...
 
 
+@runtime_checkable
+class TimeDependent(Protocol):
+    """A plugin whose decisions change with the clock alone (e.g. least attained service).
+    Drivers that skip cycles when nothing happened must not skip them while jobs wait;
+    `next_change` says when the plugin's view next changes by itself (None: never)."""
+
+    time_dependent: bool
+
+    def next_change(self, session: Session) -> float | None: ...
+
+
 class Action(Protocol):
     """One step of the cycle (enqueue, allocate, backfill …)."""
 

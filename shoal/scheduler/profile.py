@@ -223,6 +223,19 @@ tiers:
   - plugins: [{name: sjf}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
 """,
+    # ---- las: least-attained-service with preemption (plugins/las.py, actions/preempt.py) --
+    "las": """
+name: las
+description: Tiresias-style discretised least-attained-service with preemption.
+actions: "enqueue, allocate, preempt"
+configurations:
+  - name: allocate
+    arguments: {ordering: global}
+tiers:
+  - plugins: [{name: las}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""",
+    # ---- end las ---------------------------------------------------------------------------
 }
 
 _registered = False
@@ -252,3 +265,10 @@ def _register_builtins() -> None:
     PLUGINS.register("placement", PlacementArguments, Placement)
     PLUGINS.register("capacity", CapacityArguments, Capacity)
     PLUGINS.register("sjf", SjfArguments, ShortestJobFirst)
+    # ---- las: least-attained-service and the preempt action -------------------------------
+    from shoal.scheduler.actions.preempt import Preempt, PreemptArguments
+    from shoal.scheduler.plugins.las import LasArguments, LeastAttainedService
+
+    ACTIONS.register("preempt", PreemptArguments, Preempt)
+    PLUGINS.register("las", LasArguments, LeastAttainedService)
+    # ---- end las ---------------------------------------------------------------------------

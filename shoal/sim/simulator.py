@@ -22,6 +22,7 @@ from typing import Protocol
 
 from shoal.api.decisions import Decisions
 from shoal.api.objects import Node, PriorityClass, VirtualCluster
+from shoal.scheduler.framework import TimeDependent
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
@@ -86,6 +87,8 @@ class _JobRun:
     running: bool = False
     run_start: float = 0.0
     run_progress: float = 0.0
+    run_used_at_start: float = 0.0
+    """`gpu_seconds_used` when the current run started."""
     rate: float = 0.0
     last: float = 0.0
     version: int = 0
@@ -116,6 +119,8 @@ class Simulator:
         self._hooks = Hooks(plugins)
         self._actions = profile.actions()
         self._time_dependent = any(getattr(p, "time_dependent", False) for p in plugins)
+        # Time-dependent plugins may say when their ordering next changes by itself.
+        self._wakers = [p for p in plugins if isinstance(p, TimeDependent)]
         self.events = EventQueue()
         self.runs = {j.name: _JobRun(j, j.duration) for j in trace.jobs}
         # The simulator knows every job's duration: that is the runtime estimate the
@@ -171,12 +176,14 @@ class Simulator:
         else:
             self._schedule_tick(now)
 
-    def _schedule_tick(self, now: float) -> None:
+    def _schedule_tick(self, at: float) -> None:
+        """Make sure a periodic cycle runs at the first tick at or after `at`."""
         interval = self.config.cycle_interval
-        tick = math.ceil(now / interval) * interval
-        if self._tick_at is None or self._tick_at < now:
-            self._tick_at = tick
-            self.events.push(tick, EventKind.CYCLE)
+        tick = math.ceil(at / interval) * interval
+        if self._tick_at is not None and self._tick_at <= tick:
+            return  # an earlier tick is already due
+        self._tick_at = tick
+        self.events.push(tick, EventKind.CYCLE)
 
     def _cycle(self, now: float) -> None:
         if self._tick_at == now:
@@ -190,7 +197,21 @@ class Simulator:
             action.execute(session)
         self._apply(session.close(), now)
         if self._time_dependent and self.model.waiting:
-            self._schedule_tick(now + self.config.cycle_interval)
+            self._wake_for_time(session, now)
+
+    def _wake_for_time(self, session: Session, now: float) -> None:
+        """With jobs waiting under a time-dependent profile, the next cycle is due when the
+        ordering can next change by itself: the earliest `next_change` of the plugins that
+        tell it, else one interval on."""
+        soonest = now + self.config.cycle_interval
+        if self._wakers and len(self._wakers) == sum(
+                1 for p in self._hooks.plugins if getattr(p, "time_dependent", False)):
+            changes = [w.next_change(session) for w in self._wakers]
+            known = [c for c in changes if c is not None]
+            if not known:
+                return  # nothing changes by itself: the next event will wake the scheduler
+            soonest = max(soonest, min(known))
+        self._schedule_tick(soonest)
 
     # ---- the executor -----------------------------------------------------------------------
 
@@ -228,6 +249,7 @@ class Simulator:
             self.running += 1
             run.run_start = now
             run.run_progress = 0.0
+            run.run_used_at_start = run.gpu_seconds_used
             if run.first_start is None:
                 run.first_start = now
         spec = run.spec
@@ -243,14 +265,19 @@ class Simulator:
         info = self.model.jobs[run.spec.name]
         for task in list(info.running):
             self.model.release_task(task.ref)
-        ran_for = now - run.run_start
-        kept_time = self.config.work.kept_on_eviction(ran_for)
-        kept = min(run.run_progress, kept_time * run.rate)
-        run.remaining += run.run_progress - kept
-        run.gpu_seconds_lost += (ran_for - kept_time) * run.spec.gpus
-        run.held_gpus = 0
         if run.running:
+            # Callers have advanced the run to `now`.
+            ran_for = now - run.run_start
+            run_used = run.gpu_seconds_used - run.run_used_at_start
+            # The service this run had stays with the job (least attained service counts it).
+            info.job = replace(info.job,
+                               attained_gpu_seconds=info.job.attained_gpu_seconds + run_used)
+            kept_time = self.config.work.kept_on_eviction(ran_for)
+            run.remaining += run.run_progress - min(run.run_progress, kept_time * run.rate)
+            if ran_for > 0:
+                run.gpu_seconds_lost += run_used * (ran_for - kept_time) / ran_for
             self.running -= 1
+        run.held_gpus = 0
         run.running = False
         run.version += 1
         run.preemptions += 1

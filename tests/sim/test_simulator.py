@@ -180,3 +180,32 @@ def test_conservation_on_a_random_trace(profile: str) -> None:
     assert all(j.end is not None for j in result.jobs)
     again = run(jobs, profile, cluster=one_node(8, count=3))
     assert again == result  # deterministic
+
+
+def test_least_attained_service_preempts_and_carries_service() -> None:
+    # One 4-GPU node, LAS thresholds 1 and 10 GPU-hours. A (4 GPUs, 2,000 s) has attained
+    # 4 × 1,000 = 4,000 GPU-s > 3,600 when B (4 GPUs, 100 s) arrives at 1,000: B is in the
+    # first queue, A in the second, so B preempts A. A loses its 1,000 s (no checkpoints),
+    # keeps its attained service, and restarts when B ends: 1,100 + 2,000 = 3,100.
+    result = run([job("a", 0, 4, 2000), job("b", 1000, 4, 100)], "las")
+    assert jcts(result) == {"a": 3100, "b": 100}
+    a = next(j for j in result.jobs if j.name == "a")
+    assert (a.preemptions, a.gpu_seconds_lost) == (1, 4000.0)
+    conservation(result)
+
+
+def test_least_attained_service_without_contention_is_fifo() -> None:
+    # B arrives while A has attained less than a GPU-hour: same queue, FIFO, no preemption.
+    result = run([job("a", 0, 4, 500), job("b", 100, 4, 100)], "las")
+    assert jcts(result) == {"a": 500, "b": 500}
+    assert all(j.preemptions == 0 for j in result.jobs)
+
+
+def test_las_with_periodic_cycles_wakes_at_threshold_crossings() -> None:
+    # Periodic cycles only: B waits from 10; A crosses 3,600 GPU-s at 900 (4 GPUs), the
+    # plugin's next_change; the tick at 900 preempts A for B.
+    result = run([job("a", 0, 4, 2000), job("b", 10, 4, 100)], "las",
+                 config=SimConfig(cycle_interval=5.0, check_invariants=True))
+    starts = {j.name: j.first_start for j in result.jobs}
+    assert starts == {"a": 0.0, "b": 900.0}
+    assert jcts(result) == {"a": 3000.0, "b": 990.0}

@@ -1,0 +1,126 @@
+"""The las plugin: Tiresias-style discretised two-dimensional least-attained-service
+(Gu et al., NSDI'19).
+
+A job's *attained service* is GPUs × time it has run: the GPU-seconds of its earlier runs
+(`Job.attained_gpu_seconds`, which the driver adds to when it stops a run) plus, for every
+task it holds now, `(now - started) × the task's GPUs`. Thresholds on attained service cut
+the jobs into priority queues — by default `[3600, 36000]` GPU-seconds: below one GPU-hour,
+below ten, the rest. Jobs are ordered by (queue index, submission time): a job that has had
+little service goes first, FIFO within a queue, so a long job is demoted step by step as it
+runs and new short jobs overtake it. Together with the preempt action, a demoted running job
+yields its GPUs to waiting jobs of a better queue.
+
+The order depends on the clock (a running job crosses a threshold while nothing else
+happens), so the plugin is `time_dependent`: drivers must run cycles while jobs wait even if
+nothing changed. `next_change` says when the next crossing happens, for a driver that would
+rather sleep until then than poll.
+
+This module owns the plugin and its arguments only; attained service before the current run
+is the driver's to record.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, field_validator
+
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.registry import Arguments
+
+if TYPE_CHECKING:
+    from shoal.scheduler.session import Session
+
+
+class LasArguments(Arguments):
+    thresholds: list[float] = Field(
+        default_factory=lambda: [3600.0, 36000.0],
+        description="attained-service thresholds in GPU-seconds, strictly increasing; n "
+                    "thresholds make n + 1 priority queues")
+
+    @field_validator("thresholds")
+    @classmethod
+    def _increasing(cls, value: list[float]) -> list[float]:
+        if any(not math.isfinite(t) or t <= 0 for t in value):
+            raise ValueError("thresholds must be finite and positive")
+        if any(b <= a for a, b in itertools.pairwise(value)):
+            raise ValueError("thresholds must be strictly increasing")
+        return value
+
+
+class LeastAttainedService:
+    name = "las"
+    time_dependent = True
+    """The job order changes with the clock alone: drivers run cycles while jobs wait."""
+
+    def __init__(self, arguments: LasArguments) -> None:
+        self.thresholds = tuple(arguments.thresholds)
+        self._session: Session | None = None
+        self._attained: dict[str, float] = {}
+
+    def open_session(self, session: Session) -> None:
+        self._session = session
+        self._attained = {}
+
+    # ---- ordering -------------------------------------------------------------------------
+
+    def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
+        return (self.queue_index(job), job.job.submitted)
+
+    def queue_index(self, job: JobInfo) -> int:
+        """0 for the first (best) queue: attained service below the first threshold."""
+        return bisect.bisect_right(self.thresholds, self.attained(job))
+
+    def attained(self, job: JobInfo) -> float:
+        """GPU-seconds of service the job has had, as of the session's `now`. Computed once
+        per job per cycle, so the order stays fixed within a cycle as tasks come and go."""
+        value = self._attained.get(job.name)
+        if value is None:
+            value = self._attained[job.name] = job.job.attained_gpu_seconds + \
+                self._current_rate_and_service(job)[1]
+        return value
+
+    # ---- for drivers ----------------------------------------------------------------------
+
+    def next_change(self, session: Session) -> float | None:
+        """The earliest time after `session.now` at which a job running now crosses its next
+        threshold (and so may change queue), assuming nothing else changes until then; None
+        if no running job ever will. A driver may sleep until then instead of running
+        periodic cycles: before it, this plugin orders every job as it does now."""
+        if self._session is not session:
+            self.open_session(session)
+        best: float | None = None
+        for job in session.jobs.values():
+            if not job.running:
+                continue
+            rate = self._current_rate_and_service(job)[0]
+            if rate <= 0:
+                continue
+            attained = self.attained(job)
+            index = bisect.bisect_right(self.thresholds, attained)
+            if index >= len(self.thresholds):
+                continue
+            at = session.now + (self.thresholds[index] - attained) / rate
+            if best is None or at < best:
+                best = at
+        return best
+
+    def _current_rate_and_service(self, job: JobInfo) -> tuple[int, float]:
+        """GPUs the job holds now, and the GPU-seconds its current run has attained."""
+        now = self._now()
+        rate = 0
+        service = 0.0
+        for task in job.running:
+            gpus = job.job.group(task.ref.group).resources.gpu
+            rate += gpus
+            if task.started is not None and task.started < now:
+                service += (now - task.started) * gpus
+        return rate, service
+
+    def _now(self) -> float:
+        if self._session is None:
+            raise RuntimeError("the las plugin orders jobs only within an open session")
+        return self._session.now
