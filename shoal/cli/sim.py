@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -10,18 +12,28 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from shoal.scheduler.profile import Profile, ProfileError
-from shoal.sim.inputs import TraceFormat, load_trace, with_trace_queues
-from shoal.sim.loaders import parse_cluster_arg
+from shoal.sim.inputs import (
+    TraceFormat,
+    load_trace,
+    read_node_events,
+    read_queue_map,
+    with_trace_queues,
+)
+from shoal.sim.loaders import ClusterDescription, map_queues, parse_cluster_arg
 from shoal.sim.metrics import summarize
 from shoal.sim.report import compare_table, write_outputs
-from shoal.sim.result import SimResult
 from shoal.sim.simulator import SimConfig, simulate
-from shoal.sim.trace import TraceError
+from shoal.sim.trace import Trace, TraceError
 from shoal.sim.work import SpeedupCurve, TableSpeedup, WorkModel
 
 sim_app = typer.Typer(help="Replay cluster traces through Shoal's scheduler (what-if).",
                       no_args_is_help=True)
 err = Console(stderr=True)
+
+class MapBy(StrEnum):
+    QUEUE = "queue"
+    USER = "user"
+
 
 TraceOpt = Annotated[Path, typer.Option("--trace", "-t", help="Trace file (Philly, ITP or "
                                         "Alibaba CSV, or shoal/v1 YAML with arrivalTime).")]
@@ -43,6 +55,12 @@ CheckpointOpt = Annotated[float | None, typer.Option(
 SpeedupOpt = Annotated[list[str] | None, typer.Option(
     "--speedup", help="MODEL=FILE: a scalability table (CSV gpus,throughput) for the jobs "
                       "of that model; '*=FILE' for every job. Repeatable. Default: linear.")]
+QueueMapOpt = Annotated[Path | None, typer.Option(
+    "--queue-map", help="YAML {trace value: virtual cluster, '*': fallback} mapping each "
+                        "job's queue (or user, with --map-by user) onto a virtual cluster.")]
+MapByOpt = Annotated[MapBy, typer.Option("--map-by", help="What --queue-map reads.")]
+NodeEventsOpt = Annotated[Path | None, typer.Option(
+    "--node-events", help="CSV time,node,state (down|up): node failures and recoveries.")]
 SingleOpt = Annotated[bool, typer.Option("--single-queue", help="Ignore the trace's "
                                          "queue column: every job in `default`.")]
 
@@ -60,21 +78,45 @@ def _work_model(speedups: list[str] | None, checkpoint: float | None) -> WorkMod
     return WorkModel(default=default, per_model=tables, checkpoint_interval=checkpoint)
 
 
-def _run_all(trace_path: Path, cluster: str, profiles: list[str], fmt: TraceFormat,
-             limit: int | None, interval: float, on_events: bool, checkpoint: float | None,
-             single_queue: bool, speedups: list[str] | None = None) -> list[SimResult]:
+@dataclass(frozen=True)
+class Inputs:
+    """Everything `run` and `compare` share, as the user gave it."""
+
+    trace: Path
+    cluster: str
+    fmt: TraceFormat
+    limit: int | None
+    cycle_interval: float
+    cycle_on_events: bool
+    checkpoint: float | None
+    single_queue: bool
+    speedups: list[str] | None
+    queue_map: Path | None
+    map_by: MapBy
+    node_events: Path | None
+
+
+def _prepare(inputs: Inputs) -> tuple[Trace, ClusterDescription, SimConfig]:
+    declared = parse_cluster_arg(inputs.cluster)
+    # The gang shape of a trace job depends on the GPUs per node.
+    trace = load_trace(inputs.trace, inputs.fmt, gpus_per_node=declared.gpus_per_node or 8,
+                       limit=inputs.limit, single_queue=inputs.single_queue)
+    if inputs.queue_map is not None:
+        trace = map_queues(trace, read_queue_map(inputs.queue_map), by=inputs.map_by.value)
+    config = SimConfig(
+        cycle_interval=inputs.cycle_interval, cycle_on_events=inputs.cycle_on_events,
+        work=_work_model(inputs.speedups, inputs.checkpoint),
+        node_events=read_node_events(inputs.node_events) if inputs.node_events else ())
+    return trace, with_trace_queues(declared, trace), config
+
+
+def _run_all(inputs: Inputs, profiles: list[str], out: Path | None) -> None:
     try:
-        work = _work_model(speedups, checkpoint)
         chosen = [Profile.load(p) for p in profiles]
-        declared = parse_cluster_arg(cluster)
-        # The gang shape of a trace job depends on the GPUs per node.
-        trace = load_trace(trace_path, fmt, gpus_per_node=declared.gpus_per_node or 8,
-                           limit=limit, single_queue=single_queue)
-        description = with_trace_queues(declared, trace)
+        trace, cluster, config = _prepare(inputs)
     except (TraceError, ProfileError, ValueError, OSError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
-    config = SimConfig(cycle_interval=interval, cycle_on_events=on_events, work=work)
     results = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("sim t={task.fields[sim]:.0f}s"), console=err,
@@ -84,11 +126,7 @@ def _run_all(trace_path: Path, cluster: str, profiles: list[str], fmt: TraceForm
 
             def report(now: float, done: int, _total: int, task: TaskID = task) -> None:
                 bar.update(task, completed=done, sim=now)
-            results.append(simulate(trace, description, profile, config, report))
-    return results
-
-
-def _finish(results: list[SimResult], out: Path | None) -> None:
+            results.append(simulate(trace, cluster, profile, config, report))
     Console().print(compare_table([summarize(r) for r in results]))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -104,10 +142,11 @@ def run(trace: TraceOpt, cluster: ClusterOpt,
         out: OutOpt = None, fmt: FormatOpt = TraceFormat.AUTO, limit: LimitOpt = None,
         cycle_interval: IntervalOpt = 5.0, cycle_on_events: EventsOpt = False,
         checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False,
-        speedup: SpeedupOpt = None) -> None:
+        speedup: SpeedupOpt = None, queue_map: QueueMapOpt = None,
+        map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None) -> None:
     """Replay a trace with one profile and print its summary."""
-    _finish(_run_all(trace, cluster, [profile], fmt, limit, cycle_interval, cycle_on_events,
-                     checkpoint, single_queue, speedup), out)
+    _run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
+                    single_queue, speedup, queue_map, map_by, node_events), [profile], out)
 
 
 @sim_app.command("compare")
@@ -118,11 +157,12 @@ def compare(trace: TraceOpt, cluster: ClusterOpt,
             out: OutOpt = None, fmt: FormatOpt = TraceFormat.AUTO, limit: LimitOpt = None,
             cycle_interval: IntervalOpt = 5.0, cycle_on_events: EventsOpt = False,
             checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False,
-            speedup: SpeedupOpt = None) -> None:
+            speedup: SpeedupOpt = None, queue_map: QueueMapOpt = None,
+            map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None) -> None:
     """Replay one trace with several profiles and print them side by side."""
     names = [p.strip() for p in profiles.split(",") if p.strip()]
     if not names:
         err.print("[bold red]error:[/] --profiles names no profile")
         raise typer.Exit(2)
-    _finish(_run_all(trace, cluster, names, fmt, limit, cycle_interval, cycle_on_events,
-                     checkpoint, single_queue, speedup), out)
+    _run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
+                    single_queue, speedup, queue_map, map_by, node_events), names, out)

@@ -9,6 +9,8 @@ from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 
+import yaml
+
 from shoal.api.objects import DEFAULT_QUEUE
 from shoal.sim.loaders import (
     ClusterDescription,
@@ -18,6 +20,7 @@ from shoal.sim.loaders import (
     load_philly,
     queues_as_virtual_clusters,
 )
+from shoal.sim.simulator import NodeEvent
 from shoal.sim.trace import Trace, TraceError
 
 
@@ -81,3 +84,47 @@ def with_trace_queues(description: ClusterDescription, trace: Trace) -> ClusterD
         return description
     return replace(description,
                    virtual_clusters=(*description.virtual_clusters, *extra))
+
+
+def read_queue_map(path: str | Path) -> dict[str, str]:
+    """A YAML mapping `{trace value: virtual cluster}`, `"*"` for every other value."""
+    source = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TraceError(source, None, None, f"cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise TraceError(source, None, None, f"not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise TraceError(source, None, None, "expected a mapping of trace values to virtual "
+                         "cluster names, e.g. {6214e9: vision, '*': default}")
+    return data
+
+
+def read_node_events(path: str | Path) -> tuple[NodeEvent, ...]:
+    """Node failures and recoveries: a CSV `time,node,state` with state `down` or `up`."""
+    source = str(path)
+    try:
+        with Path(path).open(newline="") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as exc:
+        raise TraceError(source, None, None, f"cannot read: {exc.strerror}") from None
+    if not rows or [c.strip() for c in rows[0]] != ["time", "node", "state"]:
+        raise TraceError(source, 1, None, "expected the header 'time,node,state'")
+    events = []
+    for line, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        if len(row) != 3:
+            raise TraceError(source, line, None, f"expected 3 columns, got {len(row)}")
+        try:
+            time = float(row[0])
+        except ValueError:
+            raise TraceError(source, line, "time", f"not a number: {row[0]!r}") from None
+        state = row[2].strip()
+        if state not in ("up", "down") or time < 0:
+            raise TraceError(source, line, "state" if time >= 0 else "time",
+                             f"expected a time >= 0 and a state 'up' or 'down', got {row}")
+        events.append(NodeEvent(time, row[1].strip(), up=state == "up"))
+    return tuple(events)

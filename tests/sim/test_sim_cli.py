@@ -85,3 +85,24 @@ def test_speedup_table_option(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
                               "-c", "2x8", "--speedup", "nonsense"])
     assert bad.exit_code == 2 and "MODEL=FILE" in bad.output
+
+
+def test_queue_map_and_node_events(tmp_path: Path) -> None:
+    rule = tmp_path / "map.yaml"
+    rule.write_text("'*': research\n")
+    events = tmp_path / "events.csv"
+    events.write_text("time,node,state\n100,node-0,down\n5000,node-0,up\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
+                                 "-c", "2x8", "-n", "30", "--queue-map", str(rule),
+                                 "--node-events", str(events), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary-default.json").read_text())
+    assert set(summary["per_queue"]) == {"research"}
+    bad = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
+                              "-c", "2x8", "--queue-map", str(events)])
+    assert bad.exit_code == 2 and "mapping" in bad.output
+    events.write_text("time,node,state\nsoon,node-0,down\n")
+    bad = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
+                              "-c", "2x8", "--node-events", str(events)])
+    assert bad.exit_code == 2 and "events.csv:2" in bad.output and "time" in bad.output
