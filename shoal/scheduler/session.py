@@ -63,16 +63,7 @@ class Session:
         self.model = model
         self.now = model.now
         self.candidates_to_score = candidates_to_score
-        self.plugins = hooks.plugins
-        self.job_orders = hooks.job_orders
-        self.queue_orders = hooks.queue_orders
-        self.task_orders = hooks.task_orders
-        self.predicates = hooks.predicates
-        self.node_scores = hooks.node_scores
-        self.search_orders = hooks.search_orders
-        self.job_readies = hooks.job_readies
-        self.allocatables = hooks.allocatables
-        self.victim_selections = hooks.victim_selections
+        self.hooks = hooks
 
         self.cluster = model.cluster
         self.quota = model.quota
@@ -94,20 +85,20 @@ class Session:
 
     def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
         key: tuple[Any, ...] = ()
-        for plugin in self.job_orders:
+        for plugin in self.hooks.job_orders:
             key += plugin.job_order_key(job)
         return (*key, job.job.submitted, job.name)
 
     def queue_order_key(self, queue: QueueState) -> tuple[Any, ...]:
         key: tuple[Any, ...] = ()
-        for plugin in self.queue_orders:
+        for plugin in self.hooks.queue_orders:
             key += plugin.queue_order_key(queue)
         return (*key, queue.name)
 
     def task_order(self) -> Any:
-        if not self.task_orders:
+        if not self.hooks.task_orders:
             return None
-        orders = self.task_orders
+        orders = self.hooks.task_orders
 
         def key(group: TaskGroup, index: int) -> tuple[Any, ...]:
             out: tuple[Any, ...] = ()
@@ -118,17 +109,17 @@ class Session:
 
     def is_gang(self, job: JobInfo) -> bool:
         """A gang job under a profile with gang semantics; otherwise tasks go one by one."""
-        return job.job.gang and bool(self.job_readies)
+        return job.job.gang and bool(self.hooks.job_readies)
 
     def min_tasks(self, job: JobInfo) -> int:
-        return max((p.min_tasks(job) for p in self.job_readies), default=1)
+        return max((p.min_tasks(job) for p in self.hooks.job_readies), default=1)
 
     def job_ready(self, job: JobInfo) -> bool:
-        return all(p.job_ready(job) for p in self.job_readies) and job.holding > 0
+        return all(p.job_ready(job) for p in self.hooks.job_readies) and job.holding > 0
 
     def allocatable(self, queue: str, request: Resources) -> PendingReason | None:
         state = self.quota.get(queue)
-        for plugin in self.allocatables:
+        for plugin in self.hooks.allocatables:
             reason = plugin.allocatable(state, request)
             if reason is not None:
                 return reason
@@ -136,17 +127,17 @@ class Session:
 
     def admissible(self, queue: str, request: Resources) -> PendingReason | None:
         state = self.quota.get(queue)
-        for plugin in self.allocatables:
+        for plugin in self.hooks.allocatables:
             reason = plugin.admissible(state, request)
             if reason is not None:
                 return reason
         return None
 
     def pool_key(self, group: TaskGroup) -> Hashable:
-        return tuple(p.pool_key(group) for p in self.predicates)
+        return tuple(p.pool_key(group) for p in self.hooks.predicates)
 
     def pool_for(self, group: TaskGroup) -> NodePool:
-        predicates = self.predicates
+        predicates = self.hooks.predicates
         return self.cluster.pool(
             self.pool_key(group),
             lambda node: all(p.node_filter(group, node) is None for p in predicates))
@@ -158,7 +149,7 @@ class Session:
             if not state.node.schedulable:
                 counts["are unschedulable"] = counts.get("are unschedulable", 0) + 1
                 continue
-            for p in self.predicates:
+            for p in self.hooks.predicates:
                 why = p.node_filter(group, state.node)
                 if why is not None:
                     counts[why] = counts.get(why, 0) + 1
@@ -166,14 +157,14 @@ class Session:
         return counts
 
     def spread(self, request: Resources) -> bool:
-        return any(p.spread(request) for p in self.search_orders)
+        return any(p.spread(request) for p in self.hooks.search_orders)
 
     # ---- placement ------------------------------------------------------------------------
 
     def pick_node(self, pool: NodePool, request: Resources) -> NodeState | None:
         """The best feasible node for `request`: the first found in search order, or the
         highest-scored of the first `candidates_to_score` feasible ones."""
-        scorers = self.node_scores
+        scorers = self.hooks.node_scores
         best: NodeState | None = None
         best_score = 0.0
         seen = 0

@@ -89,9 +89,9 @@ class _Preemption:
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
-        readiness = {id(p) for p in session.job_readies}
+        readiness = {id(p) for p in session.hooks.job_readies}
         self.rank_orders: list[JobOrder] = [
-            p for p in session.job_orders if id(p) not in readiness]
+            p for p in session.hooks.job_orders if id(p) not in readiness]
         self.fresh = {b.task.job for b in session.decisions.binds}
         """Jobs placed (wholly or partly) in this cycle: never victims."""
         self.evicted: set[str] = set()
@@ -139,7 +139,7 @@ class _Preemption:
     def candidates(self, preemptor: JobInfo) -> Iterator[JobInfo]:
         """Victim candidates for the preemptor, worst first."""
         rank = self.rank(preemptor)
-        selections = self.session.victim_selections
+        selections = self.session.hooks.victim_selections
         for job in self.running(preemptor.queue):
             if self.rank(job) <= rank:
                 break  # the list is worst first: no later job ranks behind the preemptor

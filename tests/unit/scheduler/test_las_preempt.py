@@ -106,7 +106,7 @@ def assert_consistent(model: SchedulerModel) -> None:
 def las_session(model: SchedulerModel, now: float) -> tuple[Session, LeastAttainedService]:
     model.now = now
     session = Session(model, Profile.load("las").plugins())
-    las = next(p for p in session.plugins if isinstance(p, LeastAttainedService))
+    las = next(p for p in session.hooks.plugins if isinstance(p, LeastAttainedService))
     return session, las
 
 
