@@ -118,9 +118,12 @@ class Simulator:
         plugins = profile.plugins()
         self._hooks = Hooks(plugins)
         self._actions = profile.actions()
-        self._time_dependent = any(getattr(p, "time_dependent", False) for p in plugins)
-        # Time-dependent plugins may say when their ordering next changes by itself.
-        self._wakers = [p for p in plugins if isinstance(p, TimeDependent)]
+        clocked = [p for p in plugins if getattr(p, "time_dependent", False)]
+        self._time_dependent = bool(clocked)
+        # Sleep until the next change by itself only if every time-dependent plugin can say
+        # when that is; otherwise cycle every interval while jobs wait.
+        self._wakers = [p for p in clocked if isinstance(p, TimeDependent)] \
+            if all(isinstance(p, TimeDependent) for p in clocked) else []
         self.events = EventQueue()
         self.runs = {j.name: _JobRun(j, j.duration) for j in trace.jobs}
         # The simulator knows every job's duration: that is the runtime estimate the
@@ -204,8 +207,7 @@ class Simulator:
         ordering can next change by itself: the earliest `next_change` of the plugins that
         tell it, else one interval on."""
         soonest = now + self.config.cycle_interval
-        if self._wakers and len(self._wakers) == sum(
-                1 for p in self._hooks.plugins if getattr(p, "time_dependent", False)):
+        if self._wakers:
             changes = [w.next_change(session) for w in self._wakers]
             known = [c for c in changes if c is not None]
             if not known:
