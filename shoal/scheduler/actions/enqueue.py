@@ -9,8 +9,6 @@ cluster could grant them now, as Volcano's enqueue gates a PodGroup.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
 from shoal.api.resources import Resources, total
@@ -32,7 +30,6 @@ class Enqueue:
         self.arguments = arguments
 
     def execute(self, session: Session) -> None:
-        capacity_cache = session.cluster.idle_replicas
         # Jobs of one shape (queue, gang size, groups) share one verdict.
         verdicts: dict[tuple[object, ...], PendingReason | None] = {}
         for job in session.waiting_jobs():
@@ -45,7 +42,7 @@ class Enqueue:
                 if shape in verdicts:
                     reason = verdicts[shape]
                 else:
-                    reason = verdicts[shape] = feasibility(session, job, capacity_cache)
+                    reason = verdicts[shape] = feasibility(session, job)
                 if reason is None and job.job.min_resources is not None:
                     reason = session.allocatable(job.queue, job.job.min_resources)
                 if reason is not None:
@@ -54,11 +51,9 @@ class Enqueue:
             session.candidates.append(job)
 
 
-def feasibility(session: Session, job: JobInfo,
-                cache: dict[tuple[Hashable, Resources], int] | None = None
-                ) -> PendingReason | None:
+def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
     """Why the job could never start on this cluster, even idle; None if it could."""
-    cache = {} if cache is None else cache
+    cache = session.cluster.idle_replicas
     if session.is_gang(job):
         needed = job.first_pending(max(1, job.gang_minimum - job.holding), session.task_order())
     else:
