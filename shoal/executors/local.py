@@ -1,0 +1,421 @@
+"""The local executor: runs each task of a job as a subprocess of this machine.
+
+It owns starting, watching, stopping and re-adopting task processes; it does not decide
+anything (the scheduler chose the node and the exact GPUs) and it does not store task state
+(the control loop does). What it keeps on disk, under `root`, is only what a restarted control
+plane needs to find its processes again:
+
+    <root>/tasks/<job>/<group>-<index>/attempt-<n>/launch.json   claim + what was launched
+                                                  /pid.json      wrapper pid + start time
+                                                  /status.json   exit code or signal
+    <root>/logs/<job>/<group>-<index>.out|.err                  stdout / stderr (appended)
+
+Every task runs under `wrapper.py` in its own session, so the wrapper's pid is the process
+group id: stopping a task signals the whole group (the command and anything it spawned).
+A process is identified by pid *and* start time, so a pid reused by an unrelated process
+after a restart is never mistaken for a task, and never signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from shoal.api.lifecycle import TaskState
+from shoal.executors.wrapper import PID_FILE, STATUS_FILE, write_json_atomic
+
+WRAPPER = Path(__file__).with_name("wrapper.py")
+LAUNCH_FILE = "launch.json"
+DEFAULT_GRACE_PERIOD = 30.0
+#: How long `stop` waits for the group to vanish after SIGKILL before giving up (a process in
+#: uninterruptible sleep cannot be killed any faster; the caller must not block forever).
+KILL_WAIT = 5.0
+#: How long a second `launch` of a claimed attempt waits for the first one's pid record.
+CLAIM_WAIT = 5.0
+#: psutil derives start times from boot time + clock ticks: equal for one process, but
+#: compared with a tolerance so that a JSON round trip never breaks the match.
+START_TIME_TOLERANCE = 0.05
+_POLL_INTERVAL = 0.02
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+class TaskPhase(StrEnum):
+    RUNNING = "Running"
+    EXITED = "Exited"
+    """The command ended; `exit_code` or `signal` says how."""
+    LOST = "Lost"
+    """The process is gone and nothing recorded how it ended (the wrapper itself was killed
+    while the control plane was down, or the machine rebooted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStatus:
+    phase: TaskPhase
+    exit_code: int | None = None
+    signal: int | None = None
+    detail: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.phase is TaskPhase.RUNNING
+
+    def task_state(self) -> TaskState:
+        """The lifecycle state this outcome maps to: exit 0 succeeds, anything else fails.
+        (Whether a stopped task is CANCELLED or returns to PENDING is the control loop's call:
+        it knows why it stopped it.)"""
+        if self.phase is TaskPhase.RUNNING:
+            return TaskState.RUNNING
+        if self.phase is TaskPhase.EXITED and self.exit_code == 0:
+            return TaskState.SUCCEEDED
+        return TaskState.FAILED
+
+
+RUNNING = TaskStatus(TaskPhase.RUNNING)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLaunch:
+    """Everything needed to start one attempt of one task."""
+
+    job: str
+    group: str
+    index: int
+    world_size: int
+    rank: int
+    master_addr: str
+    master_port: int
+    gpus: tuple[int, ...]
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    working_dir: str | None = None
+    attempt: int = 0
+    """Which start of this task this is; a restarted task (after eviction) is a new attempt."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTask:
+    """A handle on a launched attempt. `pid` is the wrapper's pid (= its process group);
+    pid 0 means no process was ever started (the status file says why, or it is LOST)."""
+
+    job: str
+    group: str
+    index: int
+    attempt: int
+    pid: int
+    pid_start_time: float
+    stdout_path: Path
+    stderr_path: Path
+    status_path: Path
+
+    @property
+    def task_dir(self) -> Path:
+        return self.status_path.parent
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free right now, for MASTER_PORT. Another process may take it before
+    the task binds it; torch.distributed then fails fast and the task is retried."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def task_env(spec: TaskLaunch, base: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a task: base (the executor's own, for PATH and friends), then the
+    job's env, then Shoal's variables, which the job cannot override. CUDA_VISIBLE_DEVICES is
+    always set, to "" when no GPU was assigned, so a task never sees GPUs it was not given."""
+    env = dict(base)
+    env.update(spec.env)
+    env.update({
+        "SHOAL_JOB": spec.job,
+        "SHOAL_TASK_GROUP": spec.group,
+        "SHOAL_TASK_INDEX": str(spec.index),
+        "SHOAL_WORLD_SIZE": str(spec.world_size),
+        "SHOAL_RANK": str(spec.rank),
+        "MASTER_ADDR": spec.master_addr,
+        "MASTER_PORT": str(spec.master_port),
+        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in spec.gpus),
+    })
+    return env
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_status(status_path: Path) -> TaskStatus | None:
+    """The recorded outcome of an attempt, or None while none is recorded."""
+    data = _read_json(status_path)
+    if data is None:
+        return None
+    return TaskStatus(TaskPhase.EXITED, exit_code=data.get("exit_code"),
+                      signal=data.get("signal"), detail=str(data.get("error", "")))
+
+
+def _check_name(what: str, value: str) -> None:
+    # Job and group names become path components: refuse anything that could escape `root`.
+    if not _NAME.match(value) or value in (".", ".."):
+        raise ValueError(f"{what} {value!r} must match {_NAME.pattern} to be used in paths")
+
+
+class LocalExecutor:
+    """Starts, polls, stops and re-adopts task processes on this machine."""
+
+    def __init__(self, root: Path, *, grace_period: float = DEFAULT_GRACE_PERIOD,
+                 base_env: Mapping[str, str] | None = None) -> None:
+        self.root = Path(root)
+        self.grace_period = grace_period
+        self._base_env = base_env
+        # Our own children, so that we reap them (a zombie would otherwise look alive).
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        # Stops in progress: status path → monotonic deadline for SIGKILL.
+        self._stopping: dict[Path, float] = {}
+        # Attempts we SIGKILLed: their wrapper died too, so the executor records the outcome.
+        self._killed: set[Path] = set()
+
+    # ---- paths ------------------------------------------------------------------------------
+
+    def task_dir(self, job: str, group: str, index: int, attempt: int) -> Path:
+        return self.root / "tasks" / job / f"{group}-{index}" / f"attempt-{attempt}"
+
+    def log_paths(self, job: str, group: str, index: int) -> tuple[Path, Path]:
+        base = self.root / "logs" / job
+        return base / f"{group}-{index}.out", base / f"{group}-{index}.err"
+
+    # ---- launch -----------------------------------------------------------------------------
+
+    def launch(self, spec: TaskLaunch) -> RunningTask:
+        """Start one attempt, at most once: if this attempt was already claimed (by this or an
+        earlier executor instance), return a handle on it instead of starting it again."""
+        _check_name("job", spec.job)
+        _check_name("group", spec.group)
+        if not spec.command:
+            raise ValueError(f"task {spec.job}/{spec.group}/{spec.index} has no command")
+        task_dir = self.task_dir(spec.job, spec.group, spec.index, spec.attempt)
+        task_dir.mkdir(parents=True, exist_ok=True)
+        out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"job": spec.job, "group": spec.group, "index": spec.index,
+                  "attempt": spec.attempt, "gpus": list(spec.gpus),
+                  "command": list(spec.command), "stdout": str(out_path),
+                  "stderr": str(err_path), "claimed_at": time.time()}
+        if not self._claim(task_dir / LAUNCH_FILE, record):
+            return self._existing(task_dir)
+
+        handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
+                             out_path, err_path, task_dir / STATUS_FILE)
+        argv = [sys.executable, "-I", str(WRAPPER), str(task_dir), "--", *spec.command]
+        base = os.environ if self._base_env is None else self._base_env
+        try:
+            with open(out_path, "ab", buffering=0) as out, \
+                 open(err_path, "ab", buffering=0) as err:
+                proc = subprocess.Popen(
+                    argv, cwd=spec.working_dir, env=task_env(spec, base),
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    start_new_session=True)  # own session ⇒ own process group
+        except OSError as exc:
+            # Typically a missing working directory: nothing runs, and the record says why.
+            write_json_atomic(handle.status_path, {"exit_code": 127, "signal": None,
+                                                   "error": f"cannot start: {exc}",
+                                                   "finished_at": time.time()})
+            return handle
+        self._children[proc.pid] = proc
+        start = _start_time(proc.pid)
+        write_json_atomic(task_dir / PID_FILE, {"pid": proc.pid, "start_time": start})
+        return RunningTask(spec.job, spec.group, spec.index, spec.attempt, proc.pid, start,
+                           out_path, err_path, task_dir / STATUS_FILE)
+
+    @staticmethod
+    def _claim(path: Path, record: dict[str, Any]) -> bool:
+        """Create `path` with `record` iff it does not exist. link() of a complete temp file
+        is atomic and fails on an existing target: no torn or doubled claim."""
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+        tmp.write_text(json.dumps(record), encoding="utf-8")
+        try:
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _existing(self, task_dir: Path) -> RunningTask:
+        """The handle of an attempt claimed earlier. Its pid record may lag the claim by the
+        time the process takes to start; if it never appears, the claimant died before
+        starting anything, and the handle (pid 0) polls as LOST — never as a second start."""
+        deadline = time.monotonic() + CLAIM_WAIT
+        pid_record = _read_json(task_dir / PID_FILE)
+        while pid_record is None and time.monotonic() < deadline \
+                and not (task_dir / STATUS_FILE).exists():
+            time.sleep(_POLL_INTERVAL)
+            pid_record = _read_json(task_dir / PID_FILE)
+        pid = int(pid_record["pid"]) if pid_record else 0
+        start = float(pid_record["start_time"]) if pid_record else 0.0
+        return self._handle(task_dir, pid, start)
+
+    def _handle(self, task_dir: Path, pid: int, start: float) -> RunningTask:
+        record = _read_json(task_dir / LAUNCH_FILE) or {}
+        job = str(record.get("job", task_dir.parent.parent.name))
+        group_index = task_dir.parent.name
+        group = str(record.get("group", group_index.rsplit("-", 1)[0]))
+        index = int(record.get("index", group_index.rsplit("-", 1)[-1] or 0))
+        attempt = int(record.get("attempt", task_dir.name.removeprefix("attempt-") or 0))
+        out_default, err_default = self.log_paths(job, group, index)
+        return RunningTask(job, group, index, attempt, pid, start,
+                           Path(record.get("stdout", out_default)),
+                           Path(record.get("stderr", err_default)),
+                           task_dir / STATUS_FILE)
+
+    # ---- adopt ------------------------------------------------------------------------------
+
+    def adopt(self, pid: int, pid_start_time: float, status_path: Path) -> RunningTask | None:
+        """Re-adopt an attempt after a restart, from what the store recorded. Returns a handle
+        when the attempt has a recorded outcome (it ended while we were down) or when `pid` is
+        alive *with that start time*; None when the pid is gone or now belongs to another
+        process and nothing was recorded (the caller treats the task as lost)."""
+        status_path = Path(status_path)
+        handle = self._handle(status_path.parent, pid, pid_start_time)
+        if status_path.exists() or _same_process(pid, pid_start_time):
+            return handle
+        return None
+
+    # ---- poll -------------------------------------------------------------------------------
+
+    def poll(self, task: RunningTask) -> TaskStatus:
+        """Where the attempt stands, without blocking. A stopping task counts as RUNNING until
+        its whole process group is gone; past its grace period, polling escalates to
+        SIGKILL (so `request_stop` + `poll` is the non-blocking form of `stop`)."""
+        self._reap(task.pid)
+        key = task.status_path
+        if key in self._stopping:
+            if self._group_alive(task.pid):
+                if time.monotonic() >= self._stopping[key]:
+                    self._kill_group(task)
+                return RUNNING
+            del self._stopping[key]
+        status = read_status(task.status_path)
+        if status is not None:
+            self._killed.discard(key)
+            return status
+        if _same_process(task.pid, task.pid_start_time):
+            return RUNNING
+        # The wrapper may have written its record and exited between the two checks.
+        status = read_status(task.status_path)
+        if status is not None:
+            return status
+        if key in self._killed:
+            # SIGKILL took the wrapper down with the command: we know the outcome, record it.
+            write_json_atomic(task.status_path, {
+                "exit_code": None, "signal": int(signal.SIGKILL),
+                "error": "killed by the executor after the grace period",
+                "finished_at": time.time()})
+            self._killed.discard(key)
+            return read_status(task.status_path) or TaskStatus(
+                TaskPhase.EXITED, signal=int(signal.SIGKILL))
+        return TaskStatus(TaskPhase.LOST, detail="process gone and no exit status recorded")
+
+    # ---- stop -------------------------------------------------------------------------------
+
+    def request_stop(self, task: RunningTask, grace_period: float | None = None) -> bool:
+        """Send SIGTERM to the task's process group and start its grace period; `poll` then
+        escalates to SIGKILL when it runs out. Returns False when the task had already ended
+        (nothing was signalled)."""
+        grace = self.grace_period if grace_period is None else grace_period
+        self._reap(task.pid)
+        # A recorded outcome means the command is over (the wrapper may still be exiting).
+        if task.status_path.exists() or not _same_process(task.pid, task.pid_start_time):
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(task.pid, signal.SIGTERM)
+        # Keep the earlier deadline if a stop is already under way: asking twice must not
+        # extend the grace period.
+        deadline = time.monotonic() + grace
+        self._stopping[task.status_path] = min(deadline,
+                                               self._stopping.get(task.status_path, deadline))
+        return True
+
+    def stop(self, task: RunningTask, grace_period: float | None = None) -> TaskStatus:
+        """SIGTERM the group, wait up to the grace period, SIGKILL the group, return the final
+        status. Bounded: returns after grace + KILL_WAIT at the latest, even if a process
+        cannot be killed (then the status is still RUNNING)."""
+        grace = self.grace_period if grace_period is None else grace_period
+        self.request_stop(task, grace)
+        give_up = time.monotonic() + grace + KILL_WAIT
+        status = self.poll(task)
+        while status.running and time.monotonic() < give_up:
+            time.sleep(_POLL_INTERVAL)
+            status = self.poll(task)
+        return status
+
+    # ---- processes --------------------------------------------------------------------------
+
+    def _reap(self, pid: int) -> None:
+        proc = self._children.get(pid)
+        if proc is not None and proc.poll() is not None:
+            del self._children[pid]
+
+    def _kill_group(self, task: RunningTask) -> None:
+        if task.pid <= 1:  # killpg(0) would signal our own group
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(task.pid, signal.SIGKILL)
+        self._killed.add(task.status_path)
+
+    def _group_alive(self, pgid: int) -> bool:
+        """True while any non-zombie process is in the group. Zombies are skipped: they hold
+        no resources, and where nothing reaps orphans they would never go away."""
+        if pgid <= 1:
+            return False
+        self._reap(pgid)
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        for proc in psutil.process_iter(["status"]):
+            try:
+                if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                    return True
+            except (ProcessLookupError, psutil.Error):
+                continue
+        return False
+
+
+def _start_time(pid: int) -> float:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return 0.0
+
+
+def _same_process(pid: int, start_time: float) -> bool:
+    """True when `pid` is alive, not a zombie, and started at `start_time`."""
+    if pid <= 1:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - start_time) > START_TIME_TOLERANCE:
+            return False  # the pid was reused by another process
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

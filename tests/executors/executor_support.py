@@ -1,0 +1,46 @@
+"""Helpers for the executor tests: real subprocesses, polled with short timeouts.
+
+A module of its own (not conftest) so that tests import it by a name no other test
+directory uses."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from shoal.executors.local import LocalExecutor, RunningTask, TaskLaunch, TaskStatus
+
+PY = sys.executable
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def wait_exit(executor: LocalExecutor, task: RunningTask, timeout: float = 10.0) -> TaskStatus:
+    deadline = time.monotonic() + timeout
+    status = executor.poll(task)
+    while status.running:
+        if time.monotonic() > deadline:
+            executor.stop(task, grace_period=0.1)
+            raise AssertionError(f"task {task} still running after {timeout}s")
+        time.sleep(0.02)
+        status = executor.poll(task)
+    return status
+
+
+def spec(code: str, *, job: str = "job1", group: str = "worker", index: int = 0,
+         gpus: tuple[int, ...] = (), attempt: int = 0, **kw: object) -> TaskLaunch:
+    """A task that runs `python -c code`."""
+    fields: dict[str, object] = {"world_size": 1, "rank": index, "master_addr": "127.0.0.1",
+                                 "master_port": 29500}
+    fields.update(kw)
+    return TaskLaunch(job=job, group=group, index=index, gpus=gpus, attempt=attempt,
+                      command=(PY, "-c", code), **fields)  # type: ignore[arg-type]
+
+
