@@ -6,16 +6,22 @@ export UV_PYTHON_DOWNLOADS := never
 PYTHON ?= python3
 UV ?= $(PYTHON) -m uv
 
-.PHONY: run test lint bench uv
+.PHONY: run test lint bench uv postgresql
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+
+# The store tests start a real PostgreSQL server (initdb + pg_ctl): install Debian's if missing.
+postgresql:
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		     apt-get install -y -qq postgresql >/dev/null; }
 
 run: uv
 	$(UV) sync --frozen --quiet
 	$(UV) run shoal schedule examples/quickstart.yaml
 
-test: uv
+test: uv postgresql
 	$(UV) sync --frozen --quiet
 	$(UV) run ruff check .
 	$(UV) run mypy

@@ -1,0 +1,165 @@
+"""Conversions between the store's rows and shoal.api values.
+
+This module owns the JSON forms the store keeps (resources in canonical units, task groups as
+canonical dicts) and the rebuilding of `Job`, `Task`, `Node`, `VirtualCluster` and
+`PriorityClass` from rows. It does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from shoal.api import (
+    Job,
+    JobState,
+    Node,
+    PriorityClass,
+    QueueingPolicy,
+    ResourceLimit,
+    Resources,
+    SchedulerName,
+    Task,
+    TaskGroup,
+    TaskState,
+    VirtualCluster,
+)
+from shoal.api.resources import CPU, GPU, MEMORY
+from shoal.store.models import JobRow, NodeRow, PriorityClassRow, TaskRow, VirtualClusterRow
+
+
+def resources_to_json(resources: Resources) -> dict[str, int]:
+    return resources.to_dict()
+
+
+def resources_from_json(data: Mapping[str, int]) -> Resources:
+    rest = {k: int(v) for k, v in data.items() if k not in (CPU, MEMORY, GPU)}
+    return Resources.of(cpu=int(data.get(CPU, 0)), memory=int(data.get(MEMORY, 0)),
+                        gpu=int(data.get(GPU, 0)), extras=rest)
+
+
+def group_to_dict(group: TaskGroup) -> dict[str, Any]:
+    return {
+        "name": group.name,
+        "replicas": group.replicas,
+        "resources": resources_to_json(group.resources),
+        "command": list(group.command),
+        "env": dict(group.env),
+        "node_selector": dict(group.node_selector),
+        "working_dir": group.working_dir,
+    }
+
+
+def group_from_dict(data: Mapping[str, Any]) -> TaskGroup:
+    return TaskGroup(
+        name=data["name"], replicas=int(data["replicas"]),
+        resources=resources_from_json(data["resources"]),
+        command=tuple(data.get("command", ())), env=dict(data.get("env", {})),
+        node_selector=dict(data.get("node_selector", {})), working_dir=data.get("working_dir"))
+
+
+def job_spec(job: Job) -> dict[str, Any]:
+    """What a submission asks for: compared to tell an idempotent retry from a conflicting
+    request. The submission time, state, tasks and attained service are not part of it."""
+    return {
+        "name": job.name,
+        "groups": [group_to_dict(g) for g in job.groups],
+        "queue": job.queue,
+        "scheduler_name": job.scheduler_name.value,
+        "min_available": job.min_available,
+        "min_resources": (None if job.min_resources is None
+                          else resources_to_json(job.min_resources)),
+        "priority_class": job.priority_class,
+        "user": job.user,
+        "runtime_estimate": job.runtime_estimate,
+    }
+
+
+def row_spec(row: JobRow) -> dict[str, Any]:
+    return {
+        "name": row.name,
+        "groups": list(row.spec),
+        "queue": row.queue,
+        "scheduler_name": row.scheduler_name,
+        "min_available": row.min_available,
+        "min_resources": row.min_resources,
+        "priority_class": row.priority_class,
+        "user": row.user,
+        "runtime_estimate": row.runtime_estimate,
+    }
+
+
+def job_to_row(job: Job, *, idempotency_key: str | None, now: float) -> JobRow:
+    return JobRow(
+        name=job.name, user=job.user, queue=job.queue, priority_class=job.priority_class,
+        scheduler_name=job.scheduler_name.value, min_available=job.min_available,
+        min_resources=(None if job.min_resources is None
+                       else resources_to_json(job.min_resources)),
+        spec=[group_to_dict(g) for g in job.groups], state=job.state.value,
+        submitted=job.submitted, runtime_estimate=job.runtime_estimate,
+        attained_gpu_seconds=job.attained_gpu_seconds, idempotency_key=idempotency_key,
+        created=now, updated=now)
+
+
+def task_from_row(job: str, row: TaskRow) -> Task:
+    return Task(job=job, group=row.group_name, index=row.task_index,
+                state=TaskState(row.state), node=row.node,
+                gpus=tuple(int(g) for g in row.gpus), started=row.started)
+
+
+def job_from_row(row: JobRow) -> Job:
+    return Job(
+        name=row.name, groups=tuple(group_from_dict(g) for g in row.spec), queue=row.queue,
+        scheduler_name=SchedulerName(row.scheduler_name), min_available=row.min_available,
+        min_resources=(None if row.min_resources is None
+                       else resources_from_json(row.min_resources)),
+        priority_class=row.priority_class, user=row.user, submitted=row.submitted,
+        runtime_estimate=row.runtime_estimate, attained_gpu_seconds=row.attained_gpu_seconds,
+        state=JobState(row.state), tasks=tuple(task_from_row(row.name, t) for t in row.tasks))
+
+
+def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:
+    row = row or NodeRow(name=node.name)
+    row.capacity = resources_to_json(node.capacity)
+    row.allocatable = None if node.allocatable is None else resources_to_json(node.allocatable)
+    row.labels = dict(node.labels)
+    row.schedulable = node.schedulable
+    return row
+
+
+def node_from_row(row: NodeRow) -> Node:
+    return Node(name=row.name, capacity=resources_from_json(row.capacity),
+                labels=dict(row.labels),
+                allocatable=(None if row.allocatable is None
+                             else resources_from_json(row.allocatable)),
+                schedulable=row.schedulable)
+
+
+def vc_to_row(vc: VirtualCluster, row: VirtualClusterRow | None = None) -> VirtualClusterRow:
+    row = row or VirtualClusterRow(name=vc.name)
+    row.parent = vc.parent
+    row.min = resources_to_json(vc.min)
+    row.max = vc.max.to_dict()
+    row.weight = vc.weight
+    row.queueing = vc.queueing.value
+    return row
+
+
+def vc_from_row(row: VirtualClusterRow) -> VirtualCluster:
+    return VirtualCluster(name=row.name, parent=row.parent, min=resources_from_json(row.min),
+                          max=ResourceLimit.of({k: int(v) for k, v in row.max.items()}),
+                          weight=row.weight, queueing=QueueingPolicy(row.queueing))
+
+
+def priority_class_to_row(pc: PriorityClass, row: PriorityClassRow | None = None
+                          ) -> PriorityClassRow:
+    row = row or PriorityClassRow(name=pc.name)
+    row.value = pc.value
+    row.description = pc.description
+    row.global_default = pc.global_default
+    return row
+
+
+def priority_class_from_row(row: PriorityClassRow) -> PriorityClass:
+    return PriorityClass(name=row.name, value=row.value, description=row.description,
+                         global_default=row.global_default)

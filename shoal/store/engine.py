@@ -1,0 +1,85 @@
+"""Opening a store: the SQLAlchemy engine, its session factory and schema migration.
+
+`open_store(url)` accepts any SQLAlchemy URL; `sqlite:///path` (the default backend) gets WAL,
+foreign keys and a busy timeout on every connection, and its transactions start with
+`BEGIN IMMEDIATE` so that two writers queue up instead of failing on a lock upgrade.
+PostgreSQL is `postgresql+psycopg://…`. `Store.migrate()` brings the schema to the newest
+Alembic revision; the migration scripts ship inside the package (`shoal/store/migrations`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+class Store:
+    """An engine and its session factory. Use `session()` for one all-or-nothing transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.sessions: sessionmaker[Session] = sessionmaker(engine, expire_on_commit=False)
+
+    @property
+    def url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def alembic_config(self) -> Config:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.set_main_option("sqlalchemy.url",
+                               self.engine.url.render_as_string(hide_password=False)
+                               .replace("%", "%%"))
+        return config
+
+    def migrate(self, revision: str = "head") -> None:
+        """Upgrade the schema to `revision` (the newest by default)."""
+        config = self.alembic_config()
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide where transactions begin.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def open_store(url: str) -> Store:
+    """Open (without migrating) the store at `url`."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed)
+        _sqlite_pragmas(engine)
+    else:
+        engine = create_engine(parsed, pool_pre_ping=True)
+    return Store(engine)

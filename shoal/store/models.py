@@ -1,0 +1,165 @@
+"""The store's tables: SQLAlchemy 2 declarative models for jobs, tasks, events, nodes, virtual
+clusters, priority classes, users and tokens.
+
+This module owns the schema and nothing else; `migrations/` creates it (a test checks that the
+two agree) and `repository` reads and writes it. Only portable types are used, so the same
+models run on SQLite and PostgreSQL. Times are seconds since the epoch (floats); resource
+vectors are stored as `Resources.to_dict()` (canonical units) in JSON columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+#: Constraint names are fixed so that migrations and both backends agree on them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+NAME = 253
+"""Longest name (job, node, queue, user …): a DNS subdomain, as Kubernetes allows."""
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class JobRow(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (
+        Index("ix_jobs_submitted_name", "submitted", "name"),
+        Index("ix_jobs_state", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(NAME), unique=True)
+    user: Mapped[str | None] = mapped_column(String(NAME))
+    queue: Mapped[str] = mapped_column(String(NAME))
+    priority_class: Mapped[str | None] = mapped_column(String(NAME))
+    scheduler_name: Mapped[str] = mapped_column(String(64))
+    min_available: Mapped[int | None] = mapped_column(Integer)
+    min_resources: Mapped[dict[str, int] | None] = mapped_column(JSON)
+    spec: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    """The task groups as canonical dicts (see `convert.group_to_dict`)."""
+    state: Mapped[str] = mapped_column(String(32))
+    submitted: Mapped[float] = mapped_column(Double)
+    runtime_estimate: Mapped[float | None] = mapped_column(Double)
+    attained_gpu_seconds: Mapped[float] = mapped_column(Double, default=0.0)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    created: Mapped[float] = mapped_column(Double)
+    updated: Mapped[float] = mapped_column(Double)
+
+    tasks: Mapped[list[TaskRow]] = relationship(
+        back_populates="job", order_by="TaskRow.id", cascade="all, delete-orphan")
+
+
+class TaskRow(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (UniqueConstraint("job_id", "group_name", "task_index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    group_name: Mapped[str] = mapped_column(String(NAME))
+    task_index: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(32))
+    node: Mapped[str | None] = mapped_column(String(NAME))
+    gpus: Mapped[list[int]] = mapped_column(JSON)
+    started: Mapped[float | None] = mapped_column(Double)
+    pid: Mapped[int | None] = mapped_column(Integer)
+    pid_start_time: Mapped[float | None] = mapped_column(Double)
+    """The process's start time: with `pid` it names the process even after pid reuse."""
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    """How many times the task was bound (launched or about to be)."""
+
+    job: Mapped[JobRow] = relationship(back_populates="tasks")
+
+
+class EventRow(Base):
+    """One entry of a job's history: submission, every state change and its cause."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[int] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    task: Mapped[str | None] = mapped_column(String(600))
+    """`job/group/index` when the event concerns one task."""
+    time: Mapped[float] = mapped_column(Double)
+    kind: Mapped[str] = mapped_column(String(64))
+    source_state: Mapped[str | None] = mapped_column(String(32))
+    target_state: Mapped[str | None] = mapped_column(String(32))
+    cause: Mapped[str] = mapped_column(Text)
+
+
+class NodeRow(Base):
+    __tablename__ = "nodes"
+
+    name: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    capacity: Mapped[dict[str, int]] = mapped_column(JSON)
+    allocatable: Mapped[dict[str, int] | None] = mapped_column(JSON)
+    labels: Mapped[dict[str, str]] = mapped_column(JSON)
+    schedulable: Mapped[bool] = mapped_column(Boolean)
+
+
+class VirtualClusterRow(Base):
+    __tablename__ = "virtual_clusters"
+
+    name: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    parent: Mapped[str] = mapped_column(String(NAME))
+    min: Mapped[dict[str, int]] = mapped_column(JSON)
+    max: Mapped[dict[str, int]] = mapped_column(JSON)
+    """Only the limited dimensions; an empty dict is unlimited."""
+    weight: Mapped[int] = mapped_column(Integer)
+    queueing: Mapped[str] = mapped_column(String(32))
+
+
+class PriorityClassRow(Base):
+    __tablename__ = "priority_classes"
+
+    name: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer)
+    description: Mapped[str] = mapped_column(Text)
+    global_default: Mapped[bool] = mapped_column(Boolean)
+
+
+class UserRow(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(NAME), unique=True)
+    admin: Mapped[bool] = mapped_column(Boolean)
+    queues: Mapped[list[str]] = mapped_column(JSON)
+    """The virtual clusters the user may submit to."""
+    created: Mapped[float] = mapped_column(Double)
+
+
+class TokenRow(Base):
+    """A bearer token, stored only as the sha256 hex digest of its text."""
+
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created: Mapped[float] = mapped_column(Double)
+    last_used: Mapped[float | None] = mapped_column(Double)

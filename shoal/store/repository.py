@@ -1,0 +1,381 @@
+"""The store's typed API: what the control plane reads and writes, one transaction per call.
+
+Every public method is all-or-nothing: it runs in one transaction and, on any error, stores
+nothing. State changes go through the lifecycle tables of `shoal.api.lifecycle` and leave an
+event with their cause. `record_binds` persists a whole cycle's binds at once: the control
+plane calls it *before* launching anything, so a crash never loses a decision nor launches a
+task twice. Bearer tokens are stored only as their sha256 digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from shoal.api import (
+    JOB_LIFECYCLE,
+    TASK_LIFECYCLE,
+    Bind,
+    Job,
+    JobState,
+    Node,
+    PriorityClass,
+    TaskRef,
+    TaskState,
+    Transition,
+    VirtualCluster,
+)
+from shoal.store import convert
+from shoal.store.engine import Store
+from shoal.store.models import (
+    EventRow,
+    JobRow,
+    NodeRow,
+    PriorityClassRow,
+    TaskRow,
+    TokenRow,
+    UserRow,
+    VirtualClusterRow,
+)
+
+SUBMITTED = "Submitted"
+JOB_STATE = "JobStateChanged"
+TASK_STATE = "TaskStateChanged"
+TERMINAL_JOB_STATES = tuple(s.value for s in JobState if s.terminal)
+
+
+class StoreError(Exception):
+    """A request the store refuses; nothing of it was stored."""
+
+
+class NotFoundError(StoreError, KeyError):
+    """The named job, task or user does not exist."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "not found"
+
+
+class AlreadyExistsError(StoreError):
+    """A job or user of that name exists already."""
+
+
+class IdempotencyConflict(StoreError):  # noqa: N818 (the name the API documents)
+    """The idempotency key was used before for a different request."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of a job's history."""
+
+    job: str
+    time: float
+    kind: str
+    cause: str
+    task: TaskRef | None = None
+    source: str | None = None
+    target: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    admin: bool = False
+    queues: tuple[str, ...] = ()
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Repository:
+    """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
+
+    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.clock = clock
+
+    # ---- jobs ----------------------------------------------------------------------------
+
+    def submit_job(self, job: Job, *, idempotency_key: str | None = None) -> tuple[Job, bool]:
+        """Store a new job in PENDING with its task rows; True when it was created. A retry
+        with the same key returns the stored job; the key with another spec is refused."""
+        try:
+            with self.store.sessions.begin() as s:
+                if idempotency_key is not None:
+                    existing = self._by_key(s, idempotency_key)
+                    if existing is not None:
+                        return self._replay(existing, job, idempotency_key), False
+                named = s.scalar(select(JobRow).where(JobRow.name == job.name)
+                                 .options(selectinload(JobRow.tasks)))
+                if named is not None:
+                    # A concurrent retry may have committed since the key was looked up.
+                    if idempotency_key is not None and named.idempotency_key == idempotency_key:
+                        return self._replay(named, job, idempotency_key), False
+                    raise AlreadyExistsError(f"job {job.name!r} exists already")
+                now = self.clock()
+                row = convert.job_to_row(job, idempotency_key=idempotency_key, now=now)
+                row.state = JobState.PENDING.value
+                row.tasks = [
+                    TaskRow(group_name=g.name, task_index=i, state=TaskState.PENDING.value,
+                            gpus=[], attempts=0)
+                    for g in job.groups for i in range(g.replicas)]
+                s.add(row)
+                s.flush()
+                s.add(EventRow(job_id=row.id, time=now, kind=SUBMITTED,
+                               target_state=JobState.PENDING.value,
+                               cause=f"submitted to queue {job.queue}"))
+                s.flush()
+                return convert.job_from_row(row), True
+        except IntegrityError:
+            # A concurrent submit with the same key or name won the race.
+            if idempotency_key is None:
+                raise AlreadyExistsError(f"job {job.name!r} exists already") from None
+            with self.store.sessions.begin() as s:
+                existing = self._by_key(s, idempotency_key)
+                if existing is None:
+                    raise AlreadyExistsError(f"job {job.name!r} exists already") from None
+                return self._replay(existing, job, idempotency_key), False
+
+    @staticmethod
+    def _by_key(s: Session, key: str) -> JobRow | None:
+        return s.scalar(select(JobRow).where(JobRow.idempotency_key == key)
+                        .options(selectinload(JobRow.tasks)))
+
+    @staticmethod
+    def _replay(existing: JobRow, job: Job, key: str) -> Job:
+        if convert.row_spec(existing) != convert.job_spec(job):
+            raise IdempotencyConflict(
+                f"idempotency key {key!r} was used for job {existing.name!r} "
+                "with a different spec")
+        return convert.job_from_row(existing)
+
+    def get_job(self, name: str) -> Job | None:
+        with self.store.sessions.begin() as s:
+            row = s.scalar(select(JobRow).where(JobRow.name == name)
+                           .options(selectinload(JobRow.tasks)))
+            return None if row is None else convert.job_from_row(row)
+
+    def list_jobs(self, *, state: JobState | None = None, queue: str | None = None,
+                  user: str | None = None, limit: int = 50, after: str | None = None
+                  ) -> list[Job]:
+        """Jobs in submission order, `(submitted, name)`; `after` is the last name of the
+        previous page (keyset pagination: stable while jobs are added)."""
+        with self.store.sessions.begin() as s:
+            query = select(JobRow).options(selectinload(JobRow.tasks))
+            if state is not None:
+                query = query.where(JobRow.state == state.value)
+            if queue is not None:
+                query = query.where(JobRow.queue == queue)
+            if user is not None:
+                query = query.where(JobRow.user == user)
+            if after is not None:
+                mark = s.scalar(select(JobRow.submitted).where(JobRow.name == after))
+                if mark is None:
+                    raise NotFoundError(f"no job {after!r} to page after")
+                query = query.where(or_(JobRow.submitted > mark,
+                                        and_(JobRow.submitted == mark, JobRow.name > after)))
+            query = query.order_by(JobRow.submitted, JobRow.name).limit(limit)
+            return [convert.job_from_row(r) for r in s.scalars(query)]
+
+    def snapshot_jobs(self) -> tuple[Job, ...]:
+        """Every job that is not finished, with its tasks, in submission order."""
+        with self.store.sessions.begin() as s:
+            rows = s.scalars(select(JobRow).options(selectinload(JobRow.tasks))
+                             .where(JobRow.state.not_in(TERMINAL_JOB_STATES))
+                             .order_by(JobRow.submitted, JobRow.name))
+            return tuple(convert.job_from_row(r) for r in rows)
+
+    def job_events(self, name: str) -> list[Event]:
+        with self.store.sessions.begin() as s:
+            job_id = s.scalar(select(JobRow.id).where(JobRow.name == name))
+            if job_id is None:
+                raise NotFoundError(f"no job {name!r}")
+            rows = s.scalars(select(EventRow).where(EventRow.job_id == job_id)
+                             .order_by(EventRow.id))
+            return [Event(job=name, time=r.time, kind=r.kind, cause=r.cause,
+                          task=None if r.task is None else TaskRef.parse(r.task),
+                          source=r.source_state, target=r.target_state) for r in rows]
+
+    # ---- transitions ---------------------------------------------------------------------
+
+    def transition_job(self, name: str, target: JobState, cause: str) -> Transition[JobState]:
+        with self.store.sessions.begin() as s:
+            row = self._job_row(s, name)
+            return self._move_job(s, row, target, cause)
+
+    def transition_task(self, ref: TaskRef, target: TaskState, cause: str, *,
+                        node: str | None = None, gpus: Sequence[int] | None = None,
+                        pid: int | None = None, pid_start_time: float | None = None,
+                        exit_code: int | None = None) -> Transition[TaskState]:
+        """Move one task; the keyword fields, when given, are recorded with the move. Back in
+        PENDING a task forgets its node, GPUs and process."""
+        with self.store.sessions.begin() as s:
+            row = self._task_row(s, ref)
+            move = self._move_task(s, row, ref, target, cause)
+            if node is not None:
+                row.node = node
+            if gpus is not None:
+                row.gpus = list(gpus)
+            if pid is not None:
+                row.pid = pid
+            if pid_start_time is not None:
+                row.pid_start_time = pid_start_time
+            if exit_code is not None:
+                row.exit_code = exit_code
+            return move
+
+    def record_binds(self, binds: Sequence[Bind], cause: str) -> None:
+        """Persist one cycle's binds together: tasks → BOUND on their node and GPUs, and each
+        job whose gang minimum is now held → RUNNING. Any bad bind stores none of them."""
+        with self.store.sessions.begin() as s:
+            jobs: dict[str, JobRow] = {}
+            for bind in binds:
+                if bind.task.job not in jobs:
+                    jobs[bind.task.job] = self._job_row(s, bind.task.job, lock=True)
+                row = self._task_in(jobs[bind.task.job], bind.task)
+                self._move_task(s, row, bind.task, TaskState.BOUND, cause)
+                row.node = bind.node
+                row.gpus = list(bind.gpus)
+            for job_row in jobs.values():
+                job = convert.job_from_row(job_row)
+                held = sum(1 for t in job.tasks if t.state.holds_resources)
+                if job.state is JobState.PENDING and held >= job.gang_minimum:
+                    self._move_job(s, job_row, JobState.RUNNING,
+                                   f"{held} of {job.replicas} tasks bound "
+                                   f"(gang minimum {job.gang_minimum}): {cause}")
+
+    def _job_row(self, s: Session, name: str, *, lock: bool = False) -> JobRow:
+        query = select(JobRow).where(JobRow.name == name).options(selectinload(JobRow.tasks))
+        if lock:
+            query = query.with_for_update()
+        row = s.scalar(query)
+        if row is None:
+            raise NotFoundError(f"no job {name!r}")
+        return row
+
+    def _task_row(self, s: Session, ref: TaskRef) -> TaskRow:
+        return self._task_in(self._job_row(s, ref.job, lock=True), ref)
+
+    @staticmethod
+    def _task_in(job: JobRow, ref: TaskRef) -> TaskRow:
+        for task in job.tasks:
+            if task.group_name == ref.group and task.task_index == ref.index:
+                return task
+        raise NotFoundError(f"no task {ref}")
+
+    def _move_job(self, s: Session, row: JobRow, target: JobState, cause: str
+                  ) -> Transition[JobState]:
+        move = JOB_LIFECYCLE.move(JobState(row.state), target, cause)
+        now = self.clock()
+        row.state = target.value
+        row.updated = now
+        s.add(EventRow(job_id=row.id, time=now, kind=JOB_STATE, source_state=move.source.value,
+                       target_state=target.value, cause=cause))
+        return move
+
+    def _move_task(self, s: Session, row: TaskRow, ref: TaskRef, target: TaskState,
+                   cause: str) -> Transition[TaskState]:
+        move = TASK_LIFECYCLE.move(TaskState(row.state), target, cause)
+        now = self.clock()
+        row.state = target.value
+        if target is TaskState.BOUND:
+            row.started = now
+            row.attempts += 1
+            row.exit_code = None
+        elif target is TaskState.PENDING:
+            row.node, row.gpus, row.started = None, [], None
+            row.pid = row.pid_start_time = None
+        row.job.updated = now
+        s.add(EventRow(job_id=row.job_id, task=str(ref), time=now, kind=TASK_STATE,
+                       source_state=move.source.value, target_state=target.value, cause=cause))
+        return move
+
+    # ---- users and tokens ----------------------------------------------------------------
+
+    def create_user(self, name: str, admin: bool = False, queues: Iterable[str] = ()) -> User:
+        user = User(name=name, admin=admin, queues=tuple(queues))
+        try:
+            with self.store.sessions.begin() as s:
+                if s.scalar(select(UserRow.id).where(UserRow.name == name)) is not None:
+                    raise AlreadyExistsError(f"user {name!r} exists already")
+                s.add(UserRow(name=name, admin=admin, queues=list(user.queues),
+                              created=self.clock()))
+        except IntegrityError:
+            raise AlreadyExistsError(f"user {name!r} exists already") from None
+        return user
+
+    def get_user(self, name: str) -> User | None:
+        with self.store.sessions.begin() as s:
+            row = s.scalar(select(UserRow).where(UserRow.name == name))
+            return None if row is None else _user(row)
+
+    def issue_token(self, user: str) -> str:
+        """A new bearer token for `user`: the text is returned once and never stored."""
+        token = secrets.token_urlsafe(32)
+        with self.store.sessions.begin() as s:
+            user_id = s.scalar(select(UserRow.id).where(UserRow.name == user))
+            if user_id is None:
+                raise NotFoundError(f"no user {user!r}")
+            s.add(TokenRow(user_id=user_id, token_hash=hash_token(token), created=self.clock()))
+        return token
+
+    def authenticate(self, token: str) -> User | None:
+        """The user a bearer token belongs to, or None; records when it was last used."""
+        if not token:
+            return None
+        with self.store.sessions.begin() as s:
+            row = s.scalar(select(TokenRow).where(TokenRow.token_hash == hash_token(token)))
+            if row is None:
+                return None
+            row.last_used = self.clock()
+            user = s.get(UserRow, row.user_id)
+            return None if user is None else _user(user)
+
+    def revoke_token(self, token: str) -> bool:
+        with self.store.sessions.begin() as s:
+            row = s.scalar(select(TokenRow).where(TokenRow.token_hash == hash_token(token)))
+            if row is None:
+                return False
+            s.delete(row)
+            return True
+
+    # ---- nodes, virtual clusters, priority classes ---------------------------------------
+
+    def put_node(self, node: Node) -> None:
+        with self.store.sessions.begin() as s:
+            s.add(convert.node_to_row(node, s.get(NodeRow, node.name)))
+
+    def list_nodes(self) -> list[Node]:
+        with self.store.sessions.begin() as s:
+            return [convert.node_from_row(r)
+                    for r in s.scalars(select(NodeRow).order_by(NodeRow.name))]
+
+    def put_virtual_cluster(self, vc: VirtualCluster) -> None:
+        with self.store.sessions.begin() as s:
+            s.add(convert.vc_to_row(vc, s.get(VirtualClusterRow, vc.name)))
+
+    def list_virtual_clusters(self) -> list[VirtualCluster]:
+        with self.store.sessions.begin() as s:
+            return [convert.vc_from_row(r) for r in
+                    s.scalars(select(VirtualClusterRow).order_by(VirtualClusterRow.name))]
+
+    def put_priority_class(self, pc: PriorityClass) -> None:
+        with self.store.sessions.begin() as s:
+            s.add(convert.priority_class_to_row(pc, s.get(PriorityClassRow, pc.name)))
+
+    def list_priority_classes(self) -> list[PriorityClass]:
+        with self.store.sessions.begin() as s:
+            return [convert.priority_class_from_row(r) for r in
+                    s.scalars(select(PriorityClassRow).order_by(PriorityClassRow.value,
+                                                                PriorityClassRow.name))]
+
+
+def _user(row: UserRow) -> User:
+    return User(name=row.name, admin=row.admin, queues=tuple(row.queues))

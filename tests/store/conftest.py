@@ -1,0 +1,154 @@
+"""Fixtures for the store tests: a migrated `Store` on SQLite and on a real PostgreSQL server.
+
+The PostgreSQL server is started once per session in a temporary directory (`initdb` +
+`pg_ctl`, listening only on a Unix socket) and every test gets a fresh database. When run as
+root, the server runs as the `postgres` user (initdb refuses root). Without the PostgreSQL
+binaries the postgresql tests fail: CI installs them (`.ci/run`).
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from shoal.store import Repository, Store, open_store
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    socket_dir: str
+    port: int
+
+    def url(self, database: str) -> str:
+        return f"postgresql+psycopg://shoal@/{database}?host={self.socket_dir}&port={self.port}"
+
+    def admin(self) -> psycopg.Connection[tuple[object, ...]]:
+        return psycopg.connect(host=self.socket_dir, port=self.port, user="shoal",
+                               dbname="postgres", autocommit=True)
+
+
+def _pg_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
+                        key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit()
+                        else 0)
+    return candidates[-1] if candidates else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _as_user() -> tuple[list[str], pwd.struct_passwd | None]:
+    """The command prefix that drops root (initdb and postgres refuse to run as root)."""
+    if os.geteuid() != 0:
+        return [], None
+    for name in ("postgres", "nobody"):
+        try:
+            account = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        runuser = shutil.which("runuser")
+        if runuser:
+            return [runuser, "-u", name, "--"], account
+        setpriv = shutil.which("setpriv")
+        if setpriv:
+            return [setpriv, f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}",
+                    "--clear-groups"], account
+    pytest.fail("running as root and found no unprivileged user (postgres, nobody) or no "
+                "runuser/setpriv to start PostgreSQL as")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        pytest.fail("PostgreSQL is not installed: no initdb/pg_ctl on PATH or under "
+                    "/usr/lib/postgresql/*/bin. Install Debian's `postgresql` package "
+                    "(.ci/run does) to run the store tests against PostgreSQL.")
+    prefix, account = _as_user()
+    # Not under pytest's tmp_path: its parents are private to root.
+    root = Path(tempfile.mkdtemp(prefix="shoal-pg-"))
+    data = root / "data"
+    if account is not None:
+        os.chown(root, account.pw_uid, account.pw_gid)
+    port = _free_port()
+
+    def run(*args: str) -> None:
+        result = subprocess.run([*prefix, *args], capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            log = root / "log"
+            tail = log.read_text()[-3000:] if log.exists() else ""
+            pytest.fail(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n"
+                        f"{result.stderr}\n{tail}")
+
+    run(initdb, "-D", str(data), "-U", "shoal", "--auth=trust", "-E", "UTF8",
+        "--no-instructions")
+    run(pg_ctl, "-D", str(data), "-o",
+        f"-k {root} -p {port} -c listen_addresses='' -c fsync=off", "-l", str(root / "log"),
+        "start", "-w")
+    try:
+        yield PostgresServer(str(root), port)
+    finally:
+        subprocess.run([*prefix, pg_ctl, "-D", str(data), "stop", "-m", "fast", "-w"],
+                       capture_output=True, check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A migrated, empty store on each backend."""
+    if request.param == "sqlite":
+        opened = open_store(f"sqlite:///{tmp_path / 'shoal.db'}")
+        opened.migrate()
+        yield opened
+        opened.close()
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    database = f"shoal_test_{os.getpid()}_{next(_databases)}"
+    with server.admin() as conn:
+        conn.execute(f'CREATE DATABASE "{database}"')
+    opened = open_store(server.url(database))
+    try:
+        opened.migrate()
+        yield opened
+    finally:
+        opened.close()
+        with server.admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+class Clock:
+    """A settable clock, so that event times are exact."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+@pytest.fixture
+def repo(store: Store) -> Repository:
+    return Repository(store, clock=Clock())

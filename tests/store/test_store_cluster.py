@@ -1,0 +1,76 @@
+"""Nodes, virtual clusters, priority classes, users and bearer tokens."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from shoal.api import (
+    BUILTIN_PRIORITY_CLASSES,
+    Node,
+    PriorityClass,
+    QueueingPolicy,
+    ResourceLimit,
+    Resources,
+    VirtualCluster,
+)
+from shoal.store import AlreadyExistsError, NotFoundError, Repository, User, hash_token
+from shoal.store.models import TokenRow
+
+
+def test_nodes_round_trip_and_update(repo: Repository) -> None:
+    a = Node("a", Resources.of(cpu=64000, memory=512 * 1024, gpu=8, extras={"rdma/hca": 2}),
+             labels={"gpu-type": "a100"}, allocatable=Resources.of(cpu=60000, gpu=8))
+    b = Node("b", Resources.of(cpu=8000, memory=1024), schedulable=False)
+    repo.put_node(b)
+    repo.put_node(a)
+    assert repo.list_nodes() == [a, b]
+    a2 = Node("a", Resources.of(gpu=4), labels={"gpu-type": "v100"})
+    repo.put_node(a2)
+    assert repo.list_nodes() == [a2, b]
+
+
+def test_virtual_clusters_round_trip(repo: Repository) -> None:
+    vcs = [VirtualCluster("prod", min=Resources.of(gpu=8), max=ResourceLimit.of({"gpu": 16}),
+                          weight=3, queueing=QueueingPolicy.FIFO),
+           VirtualCluster("research", parent="prod"),
+           VirtualCluster("zero", max=ResourceLimit.of({"gpu": 0, "cpu": 0}))]
+    for vc in vcs:
+        repo.put_virtual_cluster(vc)
+    assert repo.list_virtual_clusters() == vcs
+    assert repo.list_virtual_clusters()[1].max.is_unlimited()
+    assert repo.list_virtual_clusters()[2].max.get("gpu") == 0
+
+
+def test_priority_classes_round_trip(repo: Repository) -> None:
+    for pc in BUILTIN_PRIORITY_CLASSES:
+        repo.put_priority_class(pc)
+    assert repo.list_priority_classes() == list(BUILTIN_PRIORITY_CLASSES)
+    repo.put_priority_class(PriorityClass("normal", 500, "redefined"))
+    assert PriorityClass("normal", 500, "redefined") in repo.list_priority_classes()
+
+
+def test_users_and_tokens(repo: Repository) -> None:
+    alice = repo.create_user("alice", queues=["vc-a", "vc-b"])
+    root = repo.create_user("root", admin=True)
+    assert alice == User("alice", False, ("vc-a", "vc-b"))
+    with pytest.raises(AlreadyExistsError):
+        repo.create_user("alice")
+    token = repo.issue_token("alice")
+    other = repo.issue_token("root")
+    assert token != other and len(token) >= 32
+    assert repo.authenticate(token) == alice
+    assert repo.authenticate(other) == root
+    assert repo.authenticate(token + "x") is None
+    assert repo.authenticate("") is None
+    with repo.store.sessions.begin() as s:
+        rows = list(s.scalars(select(TokenRow)))
+        stored = {r.token_hash for r in rows}
+        assert all(r.last_used is not None for r in rows)
+    assert stored == {hash_token(token), hash_token(other)}
+    assert token not in stored and all(token not in h for h in stored)
+    assert repo.revoke_token(token)
+    assert repo.authenticate(token) is None
+    with pytest.raises(NotFoundError):
+        repo.issue_token("nobody")
+    assert repo.get_user("root") == root

@@ -1,0 +1,121 @@
+"""Jobs in the store: round trip, idempotent submission, listing, snapshots."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+from store_helpers import make_job
+
+from shoal.api import JobState, TaskState
+from shoal.store import AlreadyExistsError, IdempotencyConflict, NotFoundError, Repository
+from shoal.store.models import EventRow, JobRow, TaskRow
+
+
+def count(repo: Repository, model: type) -> int:
+    with repo.store.sessions.begin() as s:
+        return int(s.scalar(select(func.count()).select_from(model)) or 0)
+
+
+def test_submit_round_trip(repo: Repository) -> None:
+    job = make_job("train-1", submitted=12.5)
+    stored, created = repo.submit_job(job, idempotency_key=None)
+    assert created
+    got = repo.get_job("train-1")
+    assert got == stored
+    assert got is not None
+    assert got.groups == job.groups
+    assert (got.queue, got.scheduler_name, got.min_resources, got.priority_class, got.user,
+            got.submitted, got.runtime_estimate) == (
+        job.queue, job.scheduler_name, job.min_resources, job.priority_class, job.user,
+        12.5, 3600.0)
+    assert got.state is JobState.PENDING
+    assert [(t.group, t.index, t.state) for t in got.tasks] == [
+        ("master", 0, TaskState.PENDING), ("worker", 0, TaskState.PENDING),
+        ("worker", 1, TaskState.PENDING)]
+    events = repo.job_events("train-1")
+    assert [e.kind for e in events] == ["Submitted"]
+    assert events[0].target == "Pending"
+    assert repo.get_job("nope") is None
+
+
+def test_same_name_without_key_is_refused(repo: Repository) -> None:
+    repo.submit_job(make_job("a"), idempotency_key=None)
+    with pytest.raises(AlreadyExistsError):
+        repo.submit_job(make_job("a"), idempotency_key=None)
+    assert count(repo, JobRow) == 1
+    assert count(repo, TaskRow) == 3
+
+
+def test_idempotent_submit(repo: Repository) -> None:
+    first, created = repo.submit_job(make_job("a"), idempotency_key="k1")
+    again, created_again = repo.submit_job(make_job("a", submitted=99.0), idempotency_key="k1")
+    assert created and not created_again
+    assert again == first
+    assert count(repo, JobRow) == 1
+    assert count(repo, TaskRow) == 3
+    assert count(repo, EventRow) == 1
+
+
+def test_idempotency_conflict_stores_nothing(repo: Repository) -> None:
+    repo.submit_job(make_job("a"), idempotency_key="k1")
+    with pytest.raises(IdempotencyConflict):
+        repo.submit_job(make_job("a", replicas=5), idempotency_key="k1")
+    with pytest.raises(IdempotencyConflict):
+        repo.submit_job(make_job("b"), idempotency_key="k1")
+    assert repo.get_job("b") is None
+    assert count(repo, JobRow) == 1
+    assert count(repo, TaskRow) == 3
+    assert count(repo, EventRow) == 1
+
+
+def test_list_filters_and_keyset_pagination(repo: Repository) -> None:
+    for i in range(7):
+        repo.submit_job(make_job(f"j{i}", submitted=float(i // 2),
+                                 queue="vc-a" if i % 2 else "vc-b",
+                                 user="bob" if i < 3 else "carol"), idempotency_key=None)
+    repo.transition_job("j3", JobState.CANCELLED, "user asked")
+    names = [j.name for j in repo.list_jobs(limit=100)]
+    assert names == [f"j{i}" for i in range(7)]
+    pages: list[list[str]] = []
+    after: str | None = None
+    while True:
+        page = repo.list_jobs(limit=3, after=after)
+        if not page:
+            break
+        pages.append([j.name for j in page])
+        after = page[-1].name
+    assert pages == [["j0", "j1", "j2"], ["j3", "j4", "j5"], ["j6"]]
+    assert [j.name for j in repo.list_jobs(queue="vc-a")] == ["j1", "j3", "j5"]
+    assert [j.name for j in repo.list_jobs(user="bob")] == ["j0", "j1", "j2"]
+    assert [j.name for j in repo.list_jobs(state=JobState.CANCELLED)] == ["j3"]
+    assert [j.name for j in repo.list_jobs(queue="vc-a", state=JobState.PENDING,
+                                           user="carol")] == ["j5"]
+    assert all(len(j.tasks) == 3 for j in repo.list_jobs())
+    with pytest.raises(NotFoundError):
+        repo.list_jobs(after="missing")
+
+
+def test_snapshot_excludes_terminal_jobs(repo: Repository) -> None:
+    for name in ("p", "r", "s", "f", "c"):
+        repo.submit_job(make_job(name), idempotency_key=None)
+    repo.transition_job("r", JobState.RUNNING, "bound")
+    repo.transition_job("s", JobState.RUNNING, "bound")
+    repo.transition_job("s", JobState.SUCCEEDED, "all tasks succeeded")
+    repo.transition_job("f", JobState.FAILED, "unschedulable")
+    repo.transition_job("c", JobState.CANCELLED, "user asked")
+    snapshot = repo.snapshot_jobs()
+    assert sorted(j.name for j in snapshot) == ["p", "r"]
+    assert all(len(j.tasks) == 3 for j in snapshot)
+
+
+def test_concurrent_retries_create_one_job(repo: Repository) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    job = make_job("raced")
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: repo.submit_job(job, idempotency_key="same"),
+                                range(8)))
+    assert sum(created for _, created in results) == 1
+    assert all(stored == results[0][0] for stored, _ in results)
+    assert count(repo, JobRow) == 1
+    assert count(repo, TaskRow) == 3
