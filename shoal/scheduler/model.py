@@ -112,6 +112,25 @@ class SchedulerModel:
                 return
         raise KeyError(f"task {ref} holds nothing in the model")
 
+    def finish_task(self, ref: TaskRef) -> None:
+        """A task ended for good (succeeded, failed, cancelled): give its resources back
+        without wanting it placed again. A task that holds nothing is left alone."""
+        info = self.jobs.get(ref.job)
+        if info is None:
+            return
+        for task in info.running:
+            if task.ref == ref:
+                self._release(info, task)
+                return
+
+    def withdraw(self, name: str) -> None:
+        """The job wants no more tasks placed (it is being stopped); what its tasks hold
+        stays held until each one is finished or released."""
+        info = self.jobs.get(name)
+        if info is not None:
+            info.pending.clear()
+            self.waiting.pop(name, None)
+
     def _release(self, info: JobInfo, task: TaskInfo) -> None:
         request = info.job.group(task.ref.group).resources
         self.cluster.give(self.cluster.by_name[task.node], request, task.gpus)

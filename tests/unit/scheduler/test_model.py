@@ -78,3 +78,18 @@ def test_fit_bounds_survive_cycles_until_capacity_is_released() -> None:
     model.remove_job("a")
     assert model.fit_memo.bound(pool, request) is None  # released: forgotten
     assert cycle(model) == ["late/w/0@n0:(0,)", "later/w/0@n0:(1,)"]
+
+
+def test_finish_task_frees_without_requeueing_and_withdraw_stops_wanting() -> None:
+    model = SchedulerModel(NODES)
+    model.add_job(gang("a", 2, 2, 0.0))
+    model.add_job(gang("b", 3, 4, 1.0))  # cannot fit beside a
+    cycle(model)
+    model.finish_task(TaskRef("a", "w", 0))
+    assert model.quota.root.usage.gpu == 2
+    assert "a" not in model.waiting  # a finished task is not placed again
+    model.finish_task(TaskRef("a", "w", 0))  # a second report changes nothing
+    assert model.quota.root.usage.gpu == 2
+    model.withdraw("b")
+    assert "b" not in model.waiting and not model.jobs["b"].pending
+    assert cycle(model) == []

@@ -1,0 +1,51 @@
+"""How a bound task becomes an executor launch, and how an ended one is described.
+
+Pure functions: the task's rank is its index over the job's groups in order, world size is
+the job's replica count, MASTER_ADDR is this machine (the local executor runs every task
+here), and the port is the job's one MASTER_PORT (see `records.MasterPorts`).
+"""
+
+from __future__ import annotations
+
+from shoal.api import Job
+from shoal.control.records import TaskRecord
+from shoal.executors.local import TaskLaunch, TaskPhase, TaskStatus
+
+MASTER_ADDR = "127.0.0.1"
+
+
+def rank_of(job: Job, group: str, index: int) -> int:
+    offset = 0
+    for g in job.groups:
+        if g.name == group:
+            return offset + index
+        offset += g.replicas
+    raise KeyError(f"job {job.name} has no task group {group!r}")
+
+
+def launch_spec(job: Job, rec: TaskRecord, master_port: int) -> TaskLaunch:
+    """The launch of `rec`'s current attempt (its bind count in the store)."""
+    ref = rec.ref
+    group = job.group(ref.group)
+    return TaskLaunch(
+        job=ref.job, group=ref.group, index=ref.index, world_size=job.replicas,
+        rank=rank_of(job, ref.group, ref.index), master_addr=MASTER_ADDR,
+        master_port=master_port, gpus=rec.gpus, command=group.command, env=group.env,
+        working_dir=group.working_dir, attempt=rec.attempts)
+
+
+def describe(status: TaskStatus) -> str:
+    """How a process ended, for event causes."""
+    if status.phase is TaskPhase.LOST:
+        return f"was lost ({status.detail})" if status.detail else "was lost"
+    if status.signal:
+        return f"was killed by signal {status.signal}"
+    detail = f" ({status.detail})" if status.detail else ""
+    return f"exited with code {status.exit_code}{detail}"
+
+
+def exit_code_of(status: TaskStatus) -> int | None:
+    """The exit code to record: the code, or minus the signal (Popen's convention)."""
+    if status.exit_code is not None:
+        return status.exit_code
+    return -status.signal if status.signal else None

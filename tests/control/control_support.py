@@ -1,0 +1,41 @@
+"""Helpers for the control-loop tests: jobs that run `python -c`, and stepping a plane until
+a condition holds. A module of its own (not conftest) under a name no other test directory
+uses."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from shoal.api import Job, JobState, Resources, SchedulerName, TaskGroup
+from shoal.control import ControlPlane
+
+PY = sys.executable
+
+
+def job(name: str, code: str, *, replicas: int = 1, gpu: int = 0, groups: int = 1) -> Job:
+    """A gang job whose tasks run `python -c code`; `groups` splits it into roles."""
+    made = tuple(TaskGroup(f"g{i}" if groups > 1 else "worker", replicas,
+                           Resources.of(cpu=500, memory=128, gpu=gpu),
+                           command=(PY, "-c", code)) for i in range(groups))
+    return Job(name, made, scheduler_name=SchedulerName.SHOAL)
+
+
+def step_until(plane: ControlPlane, done: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        plane.step()
+        time.sleep(0.05)
+
+
+def state_of(plane: ControlPlane, name: str) -> JobState:
+    found = plane.repository.get_job(name)
+    assert found is not None
+    return found.state
+
+
+def finished(plane: ControlPlane, name: str) -> Callable[[], bool]:
+    return lambda: state_of(plane, name).terminal

@@ -1,0 +1,115 @@
+"""Jobs run to completion through the live loop: states, causes, gangs, GPUs, waiting."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from control_support import finished, job, state_of, step_until
+
+from shoal.api import JobState, PendingKind, TaskRef, TaskState
+from shoal.control import ControlPlane, task_records
+
+ENV = ("import os; print(os.environ['SHOAL_WORLD_SIZE'], os.environ['SHOAL_RANK'], "
+       "os.environ['MASTER_PORT'], repr(os.environ['CUDA_VISIBLE_DEVICES']))")
+
+
+def _log(plane: ControlPlane, name: str, group: str, index: int) -> str:
+    return plane.executor.log_paths(name, group, index)[0].read_text()
+
+
+def test_single_task_succeeds_with_causes(plane: ControlPlane) -> None:
+    plane.submit(job("ok", "print('hello')"))
+    step_until(plane, finished(plane, "ok"))
+    assert state_of(plane, "ok") is JobState.SUCCEEDED
+    events = plane.repository.job_events("ok")
+    moves = [(e.task is not None, e.source, e.target) for e in events]
+    assert moves == [(False, None, "Pending"), (True, "Pending", "Bound"),
+                     (False, "Pending", "Running"), (True, "Bound", "Running"),
+                     (True, "Running", "Succeeded"), (False, "Running", "Succeeded")]
+    assert all(e.cause for e in events)
+    assert "scheduling cycle" in events[1].cause
+    assert "exited with code 0" in events[4].cause
+    assert _log(plane, "ok", "worker", 0) == "hello\n"
+    assert "ok" not in plane.model.jobs and plane.model.quota.root.usage.cpu == 0
+
+
+def test_exit_code_3_fails_the_job(plane: ControlPlane) -> None:
+    plane.submit(job("bad", "raise SystemExit(3)"))
+    step_until(plane, finished(plane, "bad"))
+    assert state_of(plane, "bad") is JobState.FAILED
+    record = task_records(plane.repository, ["bad"])[TaskRef("bad", "worker", 0)]
+    assert (record.state, record.exit_code) == (TaskState.FAILED, 3)
+    causes = [e.cause for e in plane.repository.job_events("bad") if e.target == "Failed"]
+    assert any("exited with code 3" in c for c in causes)
+
+
+def test_gang_starts_together_with_ranks_and_one_port(plane: ControlPlane) -> None:
+    plane.submit(job("gang", ENV, groups=2))
+    decisions = plane.step()
+    assert sorted(str(b.task) for b in decisions.binds) == ["gang/g0/0", "gang/g1/0"]
+    step_until(plane, finished(plane, "gang"))
+    assert state_of(plane, "gang") is JobState.SUCCEEDED
+    lines = [_log(plane, "gang", g, 0).split() for g in ("g0", "g1")]
+    assert [line[:2] for line in lines] == [["2", "0"], ["2", "1"]]
+    assert lines[0][2] == lines[1][2]
+    bound = [e for e in plane.repository.job_events("gang") if e.target == "Bound"]
+    assert len(bound) == 2 and bound[0].cause == bound[1].cause
+
+
+def test_gpus_never_overlap_and_a_waiting_job_has_a_reason(plane: ControlPlane) -> None:
+    code = ("import os, time; print(os.environ['CUDA_VISIBLE_DEVICES']); "
+            "time.sleep(1.0)")
+    plane.submit(job("two", code, gpu=2))
+    for name in ("a", "b"):
+        plane.submit(job(name, code, gpu=1))
+    plane.submit(job("late", code, gpu=1))
+    first = plane.step()
+    assert sorted(b.task.job for b in first.binds) == ["a", "b", "two"]
+    reason = plane.pending_reason("late")
+    assert reason is not None and reason.kind is PendingKind.INSUFFICIENT_RESOURCES
+    step_until(plane, lambda: all(state_of(plane, n).terminal
+                                  for n in ("two", "a", "b", "late")), timeout=15)
+    seen = [set(_log(plane, n, "worker", 0).strip().split(",")) for n in ("two", "a", "b")]
+    assert sum(len(s) for s in seen) == 4 and set().union(*seen) == {"0", "1", "2", "3"}
+    assert plane.pending_reason("late") is None
+    assert plane.pending_history["late"][0][1] == reason
+
+
+def test_too_big_job_waits(plane: ControlPlane) -> None:
+    plane.submit(job("huge", "pass", gpu=8))
+    plane.step()
+    plane.step()
+    assert state_of(plane, "huge") is JobState.PENDING
+    reason = plane.pending_reason("huge")
+    assert reason is not None and "gpu" in reason.message.lower()
+
+
+def test_first_failure_stops_the_rest(plane: ControlPlane, tmp_path: Path) -> None:
+    code = ("import os, sys, time\n"
+            "if os.environ['SHOAL_RANK'] == '0': sys.exit(4)\n"
+            "time.sleep(60)")
+    plane.submit(job("mixed", code, replicas=2))
+    step_until(plane, finished(plane, "mixed"))
+    assert state_of(plane, "mixed") is JobState.FAILED
+    records = task_records(plane.repository, ["mixed"])
+    states = {r.ref.index: r.state for r in records.values()}
+    assert states == {0: TaskState.FAILED, 1: TaskState.CANCELLED}
+
+
+def test_run_forever_serves_submissions_from_another_thread(plane: ControlPlane) -> None:
+    stop = threading.Event()
+    loop = threading.Thread(target=plane.run_forever, args=(stop,))
+    loop.start()
+    try:
+        plane.submit(job("threaded", "pass"))
+        deadline = threading.Event()
+        for _ in range(200):
+            if state_of(plane, "threaded").terminal:
+                break
+            deadline.wait(0.05)
+        assert state_of(plane, "threaded") is JobState.SUCCEEDED
+    finally:
+        stop.set()
+        loop.join(5)
+    assert not loop.is_alive()
