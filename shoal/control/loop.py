@@ -111,15 +111,16 @@ class ControlPlane:
 
     # ---- the API's side (any thread) ----------------------------------------------------
 
-    def submit(self, job: Job, idempotency_key: str | None = None) -> Job:
-        """Store the job (PENDING) and have the loop add it to the model. Store errors
+    def submit(self, job: Job, idempotency_key: str | None = None) -> tuple[Job, bool]:
+        """Store the job (PENDING) and have the loop add it to the model; returns the job as
+        stored and whether this call created it (False: an idempotent replay). Store errors
         (AlreadyExistsError, IdempotencyConflict) are raised here, in the caller's thread."""
         if not job.submitted:
             job = replace(job, submitted=self.clock())
         stored, created = self.repository.submit_job(job, idempotency_key=idempotency_key)
         if created:
             self._command(lambda: self._admit(stored.name))
-        return stored
+        return stored, created
 
     def cancel(self, name: str, cause: str = "cancelled by request") -> Job:
         """Ask the loop to stop the job; returns the job as stored now. Cancelling a

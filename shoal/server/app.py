@@ -1,0 +1,31 @@
+"""The FastAPI application: `create_app(repository, scheduler)` wires the routers, the auth
+dependencies and the error handlers together, and serves `GET /healthz` without auth."""
+
+from fastapi import FastAPI
+
+from shoal.server.auth import authenticator
+from shoal.server.cluster import cluster_router
+from shoal.server.errors import install_error_handlers
+from shoal.server.jobs import jobs_router
+from shoal.server.scheduler import Scheduler
+from shoal.store import Repository
+
+API_TITLE = "Shoal"
+API_VERSION = "v1"
+
+
+def create_app(repository: Repository, scheduler: Scheduler) -> FastAPI:
+    app = FastAPI(title=API_TITLE, version=API_VERSION,
+                  description="Shoal's REST API: submit and follow deep-learning jobs; "
+                              "manage nodes, virtual clusters, priority classes and users. "
+                              "Authenticate with `Authorization: Bearer <token>`.")
+    install_error_handlers(app)
+    current_user, current_admin = authenticator(repository)
+
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.include_router(jobs_router(repository, scheduler, current_user))
+    app.include_router(cluster_router(repository, current_user, current_admin))
+    return app

@@ -1,0 +1,56 @@
+"""Authentication and authorisation: `Authorization: Bearer <token>` resolved through the
+store to a `User`; no or unknown token → 401, a user without the right → 403.
+
+The rules: admins may do everything; a user submits into the queues listed for them
+(`User.queues`), reads every job, and cancels only their own.
+"""
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from shoal.api import Job
+from shoal.server.errors import ApiError
+from shoal.store import Repository, User
+
+bearer = HTTPBearer(auto_error=False, description="A token issued by `POST /api/v1/users`.")
+
+UNAUTHENTICATED = {"WWW-Authenticate": "Bearer"}
+
+Authenticator = Callable[..., User]
+
+
+def authenticator(repository: Repository) -> tuple[Authenticator, Authenticator]:
+    """Two dependencies: the authenticated user, and the authenticated admin."""
+
+    def current_user(credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                            Depends(bearer)]) -> User:
+        if credentials is None or credentials.scheme.lower() != "bearer":
+            raise ApiError(401, "missing bearer token", "header.Authorization",
+                           headers=UNAUTHENTICATED)
+        user = repository.authenticate(credentials.credentials)
+        if user is None:
+            raise ApiError(401, "invalid or revoked token", "header.Authorization",
+                           headers=UNAUTHENTICATED)
+        return user
+
+    def current_admin(user: Annotated[User, Depends(current_user)]) -> User:
+        if not user.admin:
+            raise ApiError(403, f"user {user.name!r} is not an admin")
+        return user
+
+    return current_user, current_admin
+
+
+def check_queue(user: User, queue: str) -> None:
+    if not user.admin and queue not in user.queues:
+        allowed = ", ".join(user.queues) or "none"
+        raise ApiError(403, f"user {user.name!r} may not submit to queue {queue!r} "
+                            f"(allowed: {allowed})", "spec.queue")
+
+
+def check_owner(user: User, job: Job) -> None:
+    if not user.admin and job.user != user.name:
+        raise ApiError(403, f"job {job.name!r} belongs to {job.user!r}, not to {user.name!r}")

@@ -1,0 +1,74 @@
+"""Reading a request body of `shoal/v1` documents (YAML or JSON) into `shoal.api` objects.
+
+JSON is YAML, so both go through `shoal.spec.load_text` and its validation; every issue it
+finds becomes one `{"path", "message"}` entry of a 422 answer. The content type must say
+YAML or JSON (415 otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from fastapi import Request
+
+from shoal.server.errors import ApiError, ErrorItem
+from shoal.spec import SpecBundle, SpecError, load_text
+
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+JSON_TYPES = ("application/json",)
+
+#: The request body of the routes that take documents, for the OpenAPI document.
+SPEC_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "`shoal/v1` documents, as YAML or JSON.",
+        "content": {
+            "application/yaml": {"schema": {"type": "string"}},
+            "text/yaml": {"schema": {"type": "string"}},
+            "application/json": {"schema": {"type": "object"}},
+        },
+    },
+}
+
+
+async def raw_body(request: Request) -> tuple[str, bytes]:
+    """The content type (without parameters) and the body bytes; a dependency, so that the
+    routes themselves can stay synchronous."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return content_type, await request.body()
+
+
+def load_body(body: tuple[str, bytes], *, kind: str, known_queues: Collection[str] = (),
+              known_nodes: Collection[str] = (),
+              known_priority_classes: Collection[str] = ()) -> SpecBundle:
+    content_type, data = body
+    if content_type not in YAML_TYPES + JSON_TYPES:
+        raise ApiError(415, f"unsupported content type {content_type or '(none)'!r}; send "
+                            "application/yaml, text/yaml or application/json",
+                       "header.Content-Type")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, f"the body is not UTF-8: {exc}") from None
+    if not text.strip():
+        raise ApiError(422, f"the body is empty; expected a {kind} document")
+    try:
+        bundle = load_text(text, "request", known_queues=known_queues, known_nodes=known_nodes,
+                           known_priority_classes=known_priority_classes)
+    except SpecError as exc:
+        errors = [ErrorItem(path=issue.path or None,
+                            message=issue.message if issue.document <= 1
+                            else f"document {issue.document}: {issue.message}")
+                  for issue in exc.issues]
+        raise ApiError(422, "invalid spec", errors=errors) from None
+    others = {"Job": len(bundle.jobs), "Node": len(bundle.nodes),
+              "VirtualCluster": len(bundle.virtual_clusters),
+              "PriorityClass": len(bundle.priority_classes),
+              "SchedulerProfile": int(bundle.profile is not None)}
+    wrong = sorted(k for k, n in others.items() if n and k != kind)
+    if wrong:
+        raise ApiError(422, f"expected only {kind} documents here, got {', '.join(wrong)}",
+                       "kind")
+    if not others[kind]:
+        raise ApiError(422, f"expected a {kind} document", "kind")
+    return bundle

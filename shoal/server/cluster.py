@@ -1,0 +1,123 @@
+"""The cluster routes: nodes, virtual clusters, priority classes and users.
+
+Reading nodes, virtual clusters and priority classes is open to every user (they explain why
+jobs wait); changing them, and creating users, is for admins. Nodes, virtual clusters and
+priority classes are sent as `shoal/v1` documents, the same YAML as a cluster file.
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
+from shoal.api import BUILTIN_PRIORITY_CLASSES, ROOT_QUEUE
+from shoal.server.auth import Authenticator
+from shoal.server.body import SPEC_BODY, load_body, raw_body
+from shoal.server.errors import ApiError, responses
+from shoal.server.models import (
+    NewUserOut,
+    NodeOut,
+    PriorityClassOut,
+    UserIn,
+    UserOut,
+    VirtualClusterOut,
+    node_out,
+    priority_class_out,
+    user_out,
+    vc_out,
+)
+from shoal.store import AlreadyExistsError, Repository, User
+
+
+def cluster_router(repository: Repository, current_user: Authenticator,
+                   current_admin: Authenticator) -> APIRouter:
+    router = APIRouter(prefix="/api/v1", responses=responses(401))
+    body_dependency = Depends(raw_body)
+    spec_errors = responses(403, 415, 422)
+
+    # ---- nodes ----------------------------------------------------------------------------
+
+    @router.get("/nodes", response_model=list[NodeOut], tags=["cluster"])
+    def list_nodes(_user: Annotated[User, Depends(current_user)]) -> list[NodeOut]:
+        return [node_out(n) for n in repository.list_nodes()]
+
+    @router.put("/nodes", response_model=list[NodeOut], tags=["cluster"],
+                openapi_extra=SPEC_BODY, responses=spec_errors)
+    def put_nodes(_admin: Annotated[User, Depends(current_admin)],
+                  body: Annotated[tuple[str, bytes], body_dependency]) -> list[NodeOut]:
+        """Create or replace the nodes of the `Node` documents sent (`count` expands)."""
+        bundle = load_body(body, kind="Node")
+        for node in bundle.nodes:
+            repository.put_node(node)
+        return [node_out(n) for n in bundle.nodes]
+
+    # ---- virtual clusters -----------------------------------------------------------------
+
+    @router.get("/virtual-clusters", response_model=list[VirtualClusterOut], tags=["cluster"])
+    def list_virtual_clusters(_user: Annotated[User, Depends(current_user)]
+                              ) -> list[VirtualClusterOut]:
+        return [vc_out(vc) for vc in repository.list_virtual_clusters()]
+
+    @router.post("/virtual-clusters", status_code=201, response_model=list[VirtualClusterOut],
+                 tags=["cluster"], openapi_extra=SPEC_BODY,
+                 responses={**spec_errors, **responses(409)})
+    def create_virtual_clusters(_admin: Annotated[User, Depends(current_admin)],
+                                body: Annotated[tuple[str, bytes], body_dependency]
+                                ) -> list[VirtualClusterOut]:
+        """Create the virtual clusters of the `VirtualCluster` documents sent; parents may be
+        stored ones or ones in the same body."""
+        existing = {vc.name for vc in repository.list_virtual_clusters()}
+        bundle = load_body(body, kind="VirtualCluster", known_queues=existing)
+        for vc in bundle.virtual_clusters:
+            if vc.name in existing or vc.name == ROOT_QUEUE:
+                raise ApiError(409, f"virtual cluster {vc.name!r} exists already",
+                               "metadata.name")
+        for vc in bundle.virtual_clusters:
+            repository.put_virtual_cluster(vc)
+        return [vc_out(vc) for vc in bundle.virtual_clusters]
+
+    # ---- priority classes -----------------------------------------------------------------
+
+    @router.get("/priority-classes", response_model=list[PriorityClassOut], tags=["cluster"])
+    def list_priority_classes(_user: Annotated[User, Depends(current_user)]
+                              ) -> list[PriorityClassOut]:
+        """The stored classes; the built-in ones apply where none of that name is stored."""
+        stored = repository.list_priority_classes()
+        names = {pc.name for pc in stored}
+        effective = [*stored, *(pc for pc in BUILTIN_PRIORITY_CLASSES if pc.name not in names)]
+        effective.sort(key=lambda pc: (pc.value, pc.name))
+        return [priority_class_out(pc) for pc in effective]
+
+    @router.post("/priority-classes", status_code=201, response_model=list[PriorityClassOut],
+                 tags=["cluster"], openapi_extra=SPEC_BODY,
+                 responses={**spec_errors, **responses(409)})
+    def create_priority_classes(_admin: Annotated[User, Depends(current_admin)],
+                                body: Annotated[tuple[str, bytes], body_dependency]
+                                ) -> list[PriorityClassOut]:
+        existing = {pc.name for pc in repository.list_priority_classes()}
+        bundle = load_body(body, kind="PriorityClass")
+        for pc in bundle.priority_classes:
+            if pc.name in existing:
+                raise ApiError(409, f"priority class {pc.name!r} exists already",
+                               "metadata.name")
+        for pc in bundle.priority_classes:
+            repository.put_priority_class(pc)
+        return [priority_class_out(pc) for pc in bundle.priority_classes]
+
+    # ---- users ----------------------------------------------------------------------------
+
+    @router.post("/users", status_code=201, response_model=NewUserOut, tags=["users"],
+                 responses=responses(403, 409, 422))
+    def create_user(_admin: Annotated[User, Depends(current_admin)], user: UserIn
+                    ) -> NewUserOut:
+        """Create a user and issue their first token (returned here only)."""
+        try:
+            created = repository.create_user(user.name, admin=user.admin, queues=user.queues)
+        except AlreadyExistsError as exc:
+            raise ApiError(409, str(exc), "body.name") from None
+        return NewUserOut(**user_out(created), token=repository.issue_token(created.name))
+
+    @router.get("/users/me", response_model=UserOut, tags=["users"])
+    def me(user: Annotated[User, Depends(current_user)]) -> UserOut:
+        return UserOut(**user_out(user))
+
+    return router

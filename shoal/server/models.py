@@ -1,0 +1,201 @@
+"""The JSON the API returns, as pydantic models, and the conversions from `shoal.api` objects.
+
+Field names follow the `shoal/v1` YAML spec wherever the object has one (`metadata.name`,
+`spec.queue`, `spec.taskGroups[].nodeSelector`, `status.tasks[]`), so what `GET` returns reads
+like what was submitted; resources are Kubernetes-style quantities (`cpu: "500m"`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoal.api import Job, Node, PendingReason, PriorityClass, Resources, Task, VirtualCluster
+from shoal.spec import API_VERSION
+from shoal.store import Event, User
+
+Quantities = dict[str, str | int]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+
+def _quantities(resources: Resources) -> Quantities:
+    return resources.to_quantities()
+
+
+# ---- jobs ---------------------------------------------------------------------------------
+
+class TaskGroupOut(_Out):
+    name: str
+    replicas: int
+    resources: Quantities
+    command: list[str]
+    env: dict[str, str]
+    node_selector: dict[str, str] = Field(alias="nodeSelector")
+    working_dir: str | None = Field(alias="workingDir")
+
+
+class JobMetadataOut(_Out):
+    name: str
+    user: str | None
+    creation_timestamp: float = Field(alias="creationTimestamp")
+
+
+class JobSpecOut(_Out):
+    scheduler_name: str = Field(alias="schedulerName")
+    min_available: int | None = Field(alias="minAvailable")
+    queue: str
+    min_resources: Quantities | None = Field(alias="minResources")
+    priority_class_name: str | None = Field(alias="priorityClassName")
+    task_groups: list[TaskGroupOut] = Field(alias="taskGroups")
+
+
+class TaskOut(_Out):
+    group: str
+    index: int
+    state: str
+    node: str | None
+    gpus: list[int]
+    start_time: float | None = Field(alias="startTime")
+
+
+class PendingReasonOut(_Out):
+    kind: str
+    message: str
+    resource: str | None = None
+    queue: str | None = None
+    predicate: str | None = None
+
+
+class EventOut(_Out):
+    time: float
+    kind: str
+    cause: str
+    task: str | None
+    source: str | None
+    target: str | None
+
+
+class JobStatusOut(_Out):
+    state: str
+    tasks: list[TaskOut]
+    pending_reason: PendingReasonOut | None = Field(alias="pendingReason")
+    events: list[EventOut] | None = Field(
+        default=None, description="The job's history; only on `GET /api/v1/jobs/{name}`.")
+
+
+class JobOut(_Out):
+    api_version: str = Field(default=API_VERSION, alias="apiVersion")
+    kind: str = "Job"
+    metadata: JobMetadataOut
+    spec: JobSpecOut
+    status: JobStatusOut
+
+
+class JobPage(_Out):
+    items: list[JobOut]
+    next: str | None = Field(description="Pass as `after` for the next page; null on the last.")
+
+
+def reason_out(reason: PendingReason | None) -> PendingReasonOut | None:
+    return None if reason is None else PendingReasonOut(**reason.to_dict())
+
+
+def event_out(event: Event) -> EventOut:
+    return EventOut(time=event.time, kind=event.kind, cause=event.cause,
+                    task=None if event.task is None else str(event.task),
+                    source=event.source, target=event.target)
+
+
+def _task_out(task: Task) -> TaskOut:
+    return TaskOut(group=task.group, index=task.index, state=task.state.value, node=task.node,
+                   gpus=list(task.gpus), start_time=task.started)
+
+
+def job_out(job: Job, reason: PendingReason | None = None,
+            events: list[Event] | None = None) -> JobOut:
+    groups = [TaskGroupOut(name=g.name, replicas=g.replicas, resources=_quantities(g.resources),
+                           command=list(g.command), env=dict(g.env),
+                           node_selector=dict(g.node_selector), working_dir=g.working_dir)
+              for g in job.groups]
+    return JobOut(
+        metadata=JobMetadataOut(name=job.name, user=job.user, creation_timestamp=job.submitted),
+        spec=JobSpecOut(scheduler_name=job.scheduler_name.value,
+                        min_available=job.min_available, queue=job.queue,
+                        min_resources=(None if job.min_resources is None
+                                       else _quantities(job.min_resources)),
+                        priority_class_name=job.priority_class, task_groups=groups),
+        status=JobStatusOut(state=job.state.value, tasks=[_task_out(t) for t in job.tasks],
+                            pending_reason=reason_out(reason),
+                            events=None if events is None else [event_out(e) for e in events]))
+
+
+# ---- cluster objects ----------------------------------------------------------------------
+
+class NodeOut(_Out):
+    name: str
+    labels: dict[str, str]
+    capacity: Quantities
+    allocatable: Quantities
+    unschedulable: bool
+
+
+class VirtualClusterOut(_Out):
+    name: str
+    parent: str
+    min: Quantities
+    max: dict[str, int] = Field(description="Limits in canonical units; absent = unlimited.")
+    weight: int
+    queueing_policy: str = Field(alias="queueingPolicy")
+
+
+class PriorityClassOut(_Out):
+    name: str
+    value: int
+    description: str
+    global_default: bool = Field(alias="globalDefault")
+
+
+def node_out(node: Node) -> NodeOut:
+    return NodeOut(name=node.name, labels=dict(node.labels),
+                   capacity=_quantities(node.capacity),
+                   allocatable=_quantities(node.allocatable_resources),
+                   unschedulable=not node.schedulable)
+
+
+def vc_out(vc: VirtualCluster) -> VirtualClusterOut:
+    return VirtualClusterOut(name=vc.name, parent=vc.parent, min=_quantities(vc.min),
+                             max=vc.max.to_dict(), weight=vc.weight,
+                             queueing_policy=vc.queueing.value)
+
+
+def priority_class_out(pc: PriorityClass) -> PriorityClassOut:
+    return PriorityClassOut(name=pc.name, value=pc.value, description=pc.description,
+                            global_default=pc.global_default)
+
+
+# ---- users --------------------------------------------------------------------------------
+
+class UserIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$", max_length=253)
+    admin: bool = False
+    queues: list[str] = Field(default_factory=list,
+                              description="The queues (virtual clusters) the user may submit to.")
+
+
+class UserOut(_Out):
+    name: str
+    admin: bool
+    queues: list[str]
+
+
+class NewUserOut(UserOut):
+    token: str = Field(description="The user's bearer token: shown once, never stored.")
+
+
+def user_out(user: User) -> dict[str, Any]:
+    return {"name": user.name, "admin": user.admin, "queues": list(user.queues)}

@@ -1,0 +1,33 @@
+"""The server's view of the control plane: the `Scheduler` protocol.
+
+The REST layer never imports the control loop; it is handed anything with these four
+methods (the live `shoal.control.ControlPlane`, or a small store-backed stand-in in tests).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from shoal.api import Job, PendingReason
+
+
+class Scheduler(Protocol):
+    def submit(self, job: Job, idempotency_key: str | None) -> tuple[Job, bool]:
+        """Store a new job (or replay an idempotent retry): the job as stored, and whether
+        this call created it. Raises the store's `AlreadyExistsError` /
+        `IdempotencyConflict`."""
+        ...
+
+    def cancel(self, name: str) -> None:
+        """Cancel a job. Raises `NotFoundError`, or `IllegalTransitionError` when it is
+        already finished."""
+        ...
+
+    def pending_reason(self, name: str) -> PendingReason | None:
+        """Why the job waits, as of the latest cycle; None when it does not (or is unknown)."""
+        ...
+
+    def feasibility(self, job: Job) -> PendingReason | None:
+        """Why the job could never run on this cluster, even idle; None if it could. A reason
+        of kind `Unschedulable` makes the server refuse the submission."""
+        ...

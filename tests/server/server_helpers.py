@@ -1,0 +1,92 @@
+"""Builders shared by the REST API tests: the store-backed `Scheduler` stand-in, the test
+client wrapper `Api`, and `job_yaml`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from shoal.api import DEFAULT_QUEUE, Job, JobState, PendingReason, VirtualCluster
+from shoal.scheduler.actions.enqueue import feasibility
+from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.profile import Profile
+from shoal.scheduler.session import Session
+from shoal.store import Repository
+
+
+class StoreScheduler:
+    """The control plane's submit/cancel/reasons, straight onto the repository."""
+
+    def __init__(self, repository: Repository) -> None:
+        self.repository = repository
+        self.reasons: dict[str, PendingReason] = {}
+
+    def submit(self, job: Job, idempotency_key: str | None) -> tuple[Job, bool]:
+        return self.repository.submit_job(job, idempotency_key=idempotency_key)
+
+    def cancel(self, name: str) -> None:
+        self.repository.transition_job(name, JobState.CANCELLED, "cancelled by the API")
+
+    def pending_reason(self, name: str) -> PendingReason | None:
+        return self.reasons.get(name)
+
+    def feasibility(self, job: Job) -> PendingReason | None:
+        vcs = self.repository.list_virtual_clusters()
+        if not any(vc.name == DEFAULT_QUEUE for vc in vcs):
+            vcs.insert(0, VirtualCluster(DEFAULT_QUEUE))
+        model = SchedulerModel(self.repository.list_nodes(), vcs,
+                               self.repository.list_priority_classes())
+        info = model.add_job(job)
+        if info.blocker is not None:
+            return info.blocker
+        return feasibility(Session(model, Profile.default().plugins()), info)
+
+
+@dataclass
+class Api:
+    """A test client and the tokens of its users: alice and bob (queue `default`, alice also
+    `team-a`) and root (admin)."""
+
+    client: TestClient
+    repository: Repository
+    scheduler: StoreScheduler
+    tokens: dict[str, str]
+
+    def headers(self, who: str | None, **extra: str) -> dict[str, str]:
+        out = dict(extra)
+        if who is not None:
+            out["Authorization"] = f"Bearer {self.tokens[who]}"
+        return out
+
+    def request(self, method: str, url: str, who: str | None, **kwargs: Any) -> Any:
+        headers = self.headers(who, **kwargs.pop("headers", {}))
+        return self.client.request(method, url, headers=headers, **kwargs)
+
+    def submit(self, text: str, who: str = "alice", key: str | None = None,
+               content_type: str = "application/yaml") -> Any:
+        headers = {"Content-Type": content_type}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        return self.request("POST", "/api/v1/jobs", who, content=text, headers=headers)
+
+
+def job_yaml(name: str = "train", *, queue: str = "default", replicas: int = 2, gpu: int = 1,
+             cpu: str = "2", extra_spec: str = "", extra_group: str = "",
+             user: str | None = None) -> str:
+    user_line = f"\n  user: {user}" if user else ""
+    return f"""\
+apiVersion: shoal/v1
+kind: Job
+metadata:
+  name: {name}{user_line}
+spec:
+  schedulerName: shoal
+  queue: {queue}{extra_spec}
+  taskGroups:
+    - name: worker
+      replicas: {replicas}
+      resources: {{cpu: "{cpu}", memory: 4Gi, gpu: {gpu}}}
+      command: [python, train.py]{extra_group}
+"""

@@ -1,0 +1,29 @@
+"""The OpenAPI document describes every endpoint, and the health check needs no token."""
+
+from __future__ import annotations
+
+from server_helpers import Api
+
+
+def test_openapi_lists_the_endpoints(api: Api) -> None:
+    answer = api.client.get("/openapi.json")
+    assert answer.status_code == 200
+    document = answer.json()
+    paths = {path: set(ops) for path, ops in document["paths"].items()}
+    assert paths == {
+        "/healthz": {"get"},
+        "/api/v1/jobs": {"get", "post"},
+        "/api/v1/jobs/{name}": {"get"},
+        "/api/v1/jobs/{name}/events": {"get"},
+        "/api/v1/jobs/{name}/cancel": {"post"},
+        "/api/v1/nodes": {"get", "put"},
+        "/api/v1/virtual-clusters": {"get", "post"},
+        "/api/v1/priority-classes": {"get", "post"},
+        "/api/v1/users": {"post"},
+        "/api/v1/users/me": {"get"},
+    }
+    submit = document["paths"]["/api/v1/jobs"]["post"]
+    assert {"application/yaml", "application/json"} <= set(submit["requestBody"]["content"])
+    assert {"201", "200", "409", "422"} <= set(submit["responses"])
+    assert "HTTPBearer" in document["components"]["securitySchemes"]
+    assert "JobOut" in document["components"]["schemas"]
