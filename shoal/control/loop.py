@@ -46,6 +46,7 @@ from shoal.control.launching import describe, exit_code_of, launch_spec
 from shoal.control.records import MasterPorts, TaskRecord, task_records
 from shoal.executors.local import LocalExecutor, RunningTask, TaskStatus
 from shoal.executors.wrapper import STATUS_FILE
+from shoal.scheduler.actions.enqueue import admission_check
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
@@ -121,6 +122,12 @@ class ControlPlane:
         if created:
             self._command(lambda: self._admit(stored.name))
         return stored, created
+
+    def feasibility(self, job: Job) -> PendingReason | None:
+        """Why `job` could never run on this control plane's cluster (for the API to reject
+        it at submission); None if it could."""
+        return admission_check(job, self.nodes, self.virtual_clusters, self.priority_classes,
+                               self.profile)
 
     def cancel(self, name: str, cause: str = "cancelled by request") -> Job:
         """Ask the loop to stop the job; returns the job as stored now. Cancelling a

@@ -18,7 +18,7 @@ class Scheduler(Protocol):
         `IdempotencyConflict`."""
         ...
 
-    def cancel(self, name: str) -> None:
+    def cancel(self, name: str) -> object:
         """Cancel a job. Raises `NotFoundError`, or `IllegalTransitionError` when it is
         already finished."""
         ...

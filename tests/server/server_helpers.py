@@ -8,11 +8,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from shoal.api import DEFAULT_QUEUE, Job, JobState, PendingReason, VirtualCluster
-from shoal.scheduler.actions.enqueue import feasibility
-from shoal.scheduler.model import SchedulerModel
-from shoal.scheduler.profile import Profile
-from shoal.scheduler.session import Session
+from shoal.api import Job, JobState, PendingReason
+from shoal.scheduler.actions.enqueue import admission_check
 from shoal.store import Repository
 
 
@@ -33,15 +30,9 @@ class StoreScheduler:
         return self.reasons.get(name)
 
     def feasibility(self, job: Job) -> PendingReason | None:
-        vcs = self.repository.list_virtual_clusters()
-        if not any(vc.name == DEFAULT_QUEUE for vc in vcs):
-            vcs.insert(0, VirtualCluster(DEFAULT_QUEUE))
-        model = SchedulerModel(self.repository.list_nodes(), vcs,
+        return admission_check(job, self.repository.list_nodes(),
+                               self.repository.list_virtual_clusters(),
                                self.repository.list_priority_classes())
-        info = model.add_job(job)
-        if info.blocker is not None:
-            return info.blocker
-        return feasibility(Session(model, Profile.default().plugins()), info)
 
 
 @dataclass

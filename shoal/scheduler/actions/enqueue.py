@@ -9,14 +9,20 @@ cluster could grant them now, as Volcano's enqueue gates a PodGroup.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from shoal.api.decisions import PendingKind, PendingReason
-from shoal.api.objects import TaskGroup
+from shoal.api.objects import Job, Node, PriorityClass, TaskGroup, VirtualCluster
 from shoal.api.resources import Resources, total
 from shoal.core.nodes import NodePool
 from shoal.scheduler.fitting import no_matching_node
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+
+if TYPE_CHECKING:
+    from shoal.scheduler.profile import Profile
 
 
 class EnqueueArguments(Arguments):
@@ -111,3 +117,18 @@ def _binding_dimension(pool: NodePool, request: Resources) -> str | None:
     """The dimension that limits the replica count most across the pool."""
     counts = {d: sum(s.allocatable.get(d) // v for s in pool.nodes) for d, v in request.items()}
     return min(counts, key=lambda d: (counts[d], d)) if counts else None
+
+
+def admission_check(job: Job, nodes: Sequence[Node], virtual_clusters: Sequence[VirtualCluster],
+                    priority_classes: Sequence[PriorityClass] = (),
+                    profile: Profile | None = None) -> PendingReason | None:
+    """Why `job` could never run on this cluster, judged on an idle copy of it; None if it
+    could. For rejecting an impossible job at submission instead of leaving it waiting."""
+    from shoal.scheduler.model import SchedulerModel
+    from shoal.scheduler.profile import Profile as Profiles
+
+    model = SchedulerModel(nodes, virtual_clusters, priority_classes)
+    info = model.add_job(job)
+    if info.blocker is not None:
+        return info.blocker
+    return feasibility(Session(model, (profile or Profiles.default()).plugins()), info)
