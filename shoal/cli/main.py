@@ -19,6 +19,7 @@ from rich.console import Console
 from shoal import __version__
 from shoal.cli.render import render_schedule
 from shoal.cli.sim import sim_app
+from shoal.cli.up import up
 from shoal.core.snapshot import SnapshotError
 from shoal.scenario import run_scenario
 from shoal.scheduler.profile import BUILTIN_PROFILES, Profile, ProfileError
@@ -32,6 +33,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(sim_app, name="sim")
+app.command(name="up")(up)
 err = Console(stderr=True)
 
 #: Exit code for errors in what the user gave (spec, profile, files).

@@ -1,0 +1,108 @@
+"""`shoal up`: Shoal on one machine — the REST API, the control loop and the local executor
+in one process, over an embedded SQLite store (or PostgreSQL by URL).
+
+Start-up order matters for crash safety: migrate the store, record the nodes, reconcile the
+control plane from the store (adopting tasks that survived a crash), and only then accept
+requests. The control loop runs on its own thread; the API server on the main one. On
+SIGINT/SIGTERM the loop stops and running tasks are left alive on purpose: the next
+`shoal up` adopts them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+from rich.console import Console
+
+from shoal.control.loop import ControlPlane
+from shoal.executors.inventory import detect_local_node
+from shoal.executors.local import LocalExecutor
+from shoal.scheduler.profile import Profile
+from shoal.server.app import create_app
+from shoal.spec import load_file
+from shoal.store.engine import open_store
+from shoal.store.repository import Repository
+
+#: The user `shoal up` creates, whose token it writes to the data directory.
+ADMIN = "admin"
+
+
+def up(
+    data_dir: Annotated[Path, typer.Option(
+        "--data-dir", help="Where the store, task logs and the admin token live.")]
+    = Path(".shoal"),
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8765,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="Store URL, e.g. postgresql+psycopg://user@host/db "
+                     "(default: SQLite in the data directory).")] = None,
+    cluster: Annotated[Path | None, typer.Option(
+        "--cluster", help="shoal/v1 YAML with the Nodes (slices of this host; GPUs may be "
+                          "declared that are not present), VirtualClusters and "
+                          "PriorityClasses. Default: this machine as one node.")] = None,
+    profile: Annotated[str, typer.Option("--profile", "-p")] = "default",
+    interval: Annotated[float, typer.Option(
+        "--interval", min=0.05, help="Seconds between cycles when nothing happens.")] = 5.0,
+    grace: Annotated[float, typer.Option(
+        "--grace-period", min=0.0, help="SIGTERM to SIGKILL, seconds.")] = 30.0,
+) -> None:
+    """Start Shoal on this machine: API server, control loop and local executor."""
+    out = Console()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
+    store.migrate()
+    repository = Repository(store)
+    token_path = _admin_token(repository, data_dir)
+
+    if cluster is not None:
+        bundle = load_file(cluster)
+        nodes, vcs, pcs = list(bundle.nodes), bundle.virtual_clusters, bundle.priority_classes
+    else:
+        nodes, vcs, pcs = [detect_local_node()], (), ()
+    for node in nodes:
+        repository.put_node(node)
+    for vc in vcs:
+        repository.put_virtual_cluster(vc)
+    for pc in pcs:
+        repository.put_priority_class(pc)
+
+    executor = LocalExecutor(data_dir / "executor", grace_period=grace)
+    plane = ControlPlane(repository, executor, nodes, Profile.load(profile),
+                         virtual_clusters=repository.list_virtual_clusters(),
+                         priority_classes=repository.list_priority_classes(),
+                         interval=interval, grace_period=grace)
+    plane.start()
+    stop = threading.Event()
+    loop = threading.Thread(target=plane.run_forever, args=(stop,), name="shoal-control",
+                            daemon=True)
+    loop.start()
+
+    config = uvicorn.Config(create_app(repository, plane), host=host, port=port,
+                            log_level="warning")
+    server = uvicorn.Server(config)
+    url = f"http://{host}:{port}"
+    out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
+    out.print(f"admin token: {token_path}", highlight=False)
+    try:
+        server.run()
+    finally:
+        stop.set()
+        loop.join(timeout=10)
+
+
+def _admin_token(repository: Repository, data_dir: Path) -> Path:
+    """Create the admin user and write its token once; tokens are stored hashed, so an
+    existing token file is the only copy and is kept."""
+    path = data_dir / "admin.token"
+    if repository.get_user(ADMIN) is None:
+        repository.create_user(ADMIN, admin=True)
+        token = repository.issue_token(ADMIN)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(token + "\n")
+    return path
