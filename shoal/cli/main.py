@@ -8,22 +8,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from shoal import __version__
+from shoal.cli.errors import user_errors
 from shoal.cli.render import render_schedule
 from shoal.cli.sim import sim_app
 from shoal.cli.up import up
-from shoal.core.snapshot import SnapshotError
 from shoal.scenario import run_scenario
-from shoal.scheduler.profile import BUILTIN_PROFILES, Profile, ProfileError
-from shoal.spec import SpecError, load_files, schema_text
+from shoal.scheduler.profile import BUILTIN_PROFILES, Profile
+from shoal.spec import load_files, schema_text
 
 app = typer.Typer(
     name="shoal",
@@ -34,12 +33,7 @@ app = typer.Typer(
 )
 app.add_typer(sim_app, name="sim")
 app.command(name="up")(up)
-err = Console(stderr=True)
 
-#: Exit code for errors in what the user gave (spec, profile, files).
-USAGE_ERROR = 2
-
-T = TypeVar("T")
 
 
 class Output(StrEnum):
@@ -47,18 +41,6 @@ class Output(StrEnum):
     TABLE = "table"
 
 
-def _user_errors(action: Callable[[], T]) -> T:
-    """Run `action`; turn user errors into a message and exit code 2."""
-    try:
-        return action()
-    except (SpecError, ProfileError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
-    except SnapshotError as exc:
-        err.print(f"[bold red]error:[/] inconsistent cluster state: {exc}", highlight=False)
-    except OSError as exc:
-        err.print(f"[bold red]error:[/] {exc.strerror or exc}: {exc.filename or ''}",
-                  highlight=False)
-    raise typer.Exit(USAGE_ERROR)
 
 
 @app.command()
@@ -84,7 +66,7 @@ def schedule(
             sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
         else:
             render_schedule(Console(), result)
-    _user_errors(run)
+    user_errors(run)
 
 
 @app.command()

@@ -19,6 +19,7 @@ import typer
 import uvicorn
 from rich.console import Console
 
+from shoal.cli.errors import user_errors
 from shoal.control.loop import ControlPlane
 from shoal.executors.inventory import detect_local_node
 from shoal.executors.local import LocalExecutor
@@ -52,15 +53,21 @@ def up(
         "--grace-period", min=0.0, help="SIGTERM to SIGKILL, seconds.")] = 30.0,
 ) -> None:
     """Start Shoal on this machine: API server, control loop and local executor."""
+    user_errors(lambda: _serve(data_dir, host, port, db, cluster, profile, interval, grace))
+
+
+def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path | None,
+           profile: str, interval: float, grace: float) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
+    chosen = Profile.load(profile)  # a bad profile or cluster file fails before anything starts
+    bundle = load_file(cluster) if cluster is not None else None
     store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
     store.migrate()
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
-    if cluster is not None:
-        bundle = load_file(cluster)
+    if bundle is not None:
         nodes, vcs, pcs = list(bundle.nodes), bundle.virtual_clusters, bundle.priority_classes
     else:
         nodes, vcs, pcs = [detect_local_node()], (), ()
@@ -72,7 +79,7 @@ def up(
         repository.put_priority_class(pc)
 
     executor = LocalExecutor(data_dir / "executor", grace_period=grace)
-    plane = ControlPlane(repository, executor, nodes, Profile.load(profile),
+    plane = ControlPlane(repository, executor, nodes, chosen,
                          virtual_clusters=repository.list_virtual_clusters(),
                          priority_classes=repository.list_priority_classes(),
                          interval=interval, grace_period=grace)

@@ -95,3 +95,14 @@ def test_installed_entry_point_runs() -> None:
                           capture_output=True, text=True, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["kind"] == "ScheduleResult"
+
+
+def test_up_with_a_bad_cluster_file_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "cluster.yaml"
+    bad.write_text("apiVersion: shoal/v1\nkind: Node\nmetadata: {name: n}\nspec: {}\n")
+    result = runner.invoke(app, ["up", "--data-dir", str(tmp_path / "d"), "--cluster", str(bad),
+                                 "--port", "0"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "capacity" in result.output
+    result = runner.invoke(app, ["up", "--data-dir", str(tmp_path / "d"), "--profile", "nope"])
+    assert result.exit_code == 2 and "nope" in result.output

@@ -1,0 +1,34 @@
+"""How the CLI reports what the user got wrong: a clear message on stderr and exit code 2,
+never a traceback (a traceback is always a bug in Shoal)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import typer
+from rich.console import Console
+
+from shoal.core.snapshot import SnapshotError
+from shoal.scheduler.profile import ProfileError
+from shoal.spec import SpecError
+
+#: Exit code for errors in what the user gave (spec, profile, files).
+USAGE_ERROR = 2
+
+T = TypeVar("T")
+err = Console(stderr=True)
+
+
+def user_errors(action: Callable[[], T]) -> T:
+    """Run `action`; turn user errors into a message and exit code 2."""
+    try:
+        return action()
+    except (SpecError, ProfileError) as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+    except SnapshotError as exc:
+        err.print(f"[bold red]error:[/] inconsistent cluster state: {exc}", highlight=False)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] {exc.strerror or exc}: {exc.filename or ''}",
+                  highlight=False)
+    raise typer.Exit(USAGE_ERROR)
