@@ -8,7 +8,6 @@ end. It is the live twin of `shoal.sim.simulator`. It owns no HTTP: the API call
 """
 
 from shoal.control.loop import ControlPlane, UnsupportedProfileError
-from shoal.control.records import MasterPorts, TaskRecord, task_records
+from shoal.control.records import MasterPorts
 
-__all__ = ["ControlPlane", "MasterPorts", "TaskRecord", "UnsupportedProfileError",
-           "task_records"]
+__all__ = ["ControlPlane", "MasterPorts", "UnsupportedProfileError"]

@@ -8,8 +8,8 @@ here), and the port is the job's one MASTER_PORT (see `records.MasterPorts`).
 from __future__ import annotations
 
 from shoal.api import Job
-from shoal.control.records import TaskRecord
 from shoal.executors.local import TaskLaunch, TaskPhase, TaskStatus
+from shoal.store.repository import TaskRecord
 
 MASTER_ADDR = "127.0.0.1"
 

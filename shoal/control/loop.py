@@ -43,7 +43,7 @@ from shoal.api import (
 )
 from shoal.api.decisions import Decisions
 from shoal.control.launching import describe, exit_code_of, launch_spec
-from shoal.control.records import MasterPorts, TaskRecord, task_records
+from shoal.control.records import MasterPorts
 from shoal.executors.local import LocalExecutor, RunningTask, TaskStatus
 from shoal.executors.wrapper import STATUS_FILE
 from shoal.scheduler.actions.enqueue import admission_check
@@ -51,6 +51,7 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.store import NotFoundError, Repository
+from shoal.store.repository import TaskRecord
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +206,7 @@ class ControlPlane:
         self._model = SchedulerModel(self.nodes, self.virtual_clusters,
                                      self.priority_classes, now=self.clock())
         self._model.add_jobs(jobs)
-        records = task_records(self.repository, (j.name for j in jobs))
+        records = self.repository.task_records(j.name for j in jobs)
         for job in jobs:
             for task in job.tasks:
                 if task.state.holds_resources:
@@ -279,7 +280,7 @@ class ControlPlane:
         if decisions.binds:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
             self.repository.record_binds(decisions.binds, cause)
-            records = task_records(self.repository, {b.task.job for b in decisions.binds})
+            records = self.repository.task_records({b.task.job for b in decisions.binds})
             for bind in decisions.binds:
                 self._launch(records[bind.task])
         return decisions

@@ -1,9 +1,5 @@
-"""What the control loop reads beside the `Repository`'s API, and what it keeps on disk.
+"""What the control loop keeps on disk beside the store.
 
-- `task_records`: a task's process fields (pid, start time, attempt count, exit code). The
-  store has them (`TaskRow`) but `Repository` returns `Task` values without them, and a
-  restart needs them to re-adopt processes. Read-only, one transaction; when `Repository`
-  grows a method for this, this function should call it instead.
 - `MasterPorts`: the MASTER_PORT of each job, chosen once when its first task launches and
   kept in memory *and* in a file under the executor's root, so that a task launched after a
   restart (a bound-but-never-launched one) joins the same rendezvous as its running peers.
@@ -14,47 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import select
-
-from shoal.api import TaskRef, TaskState
 from shoal.executors.local import free_port
-from shoal.store import Repository
-from shoal.store.models import JobRow, TaskRow
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRecord:
-    """One task as the store has it, process fields included."""
-
-    ref: TaskRef
-    state: TaskState
-    node: str | None
-    gpus: tuple[int, ...]
-    pid: int | None
-    pid_start_time: float | None
-    attempts: int
-    exit_code: int | None
-
-
-def task_records(repository: Repository, jobs: Iterable[str]) -> dict[TaskRef, TaskRecord]:
-    """The task records of the named jobs."""
-    names = sorted(set(jobs))
-    if not names:
-        return {}
-    with repository.store.sessions.begin() as s:
-        rows = s.execute(select(JobRow.name, TaskRow).join(TaskRow.job)
-                         .where(JobRow.name.in_(names)))
-        out: dict[TaskRef, TaskRecord] = {}
-        for job, row in rows:
-            ref = TaskRef(job, row.group_name, row.task_index)
-            out[ref] = TaskRecord(ref, TaskState(row.state), row.node,
-                                  tuple(int(g) for g in row.gpus), row.pid,
-                                  row.pid_start_time, row.attempts, row.exit_code)
-        return out
 
 
 class MasterPorts:

@@ -84,6 +84,21 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task as the store has it, with the process fields a restart needs to re-adopt it
+    (pid, start time, attempt count, exit code), which `Task` values do not carry."""
+
+    ref: TaskRef
+    state: TaskState
+    node: str | None
+    gpus: tuple[int, ...]
+    pid: int | None
+    pid_start_time: float | None
+    attempts: int
+    exit_code: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class User:
     name: str
     admin: bool = False
@@ -191,6 +206,22 @@ class Repository:
                              .where(JobRow.state.not_in(TERMINAL_JOB_STATES))
                              .order_by(JobRow.submitted, JobRow.name))
             return tuple(convert.job_from_row(r) for r in rows)
+
+    def task_records(self, jobs: Iterable[str]) -> dict[TaskRef, TaskRecord]:
+        """The task records of the named jobs, process fields included."""
+        names = sorted(set(jobs))
+        if not names:
+            return {}
+        with self.store.sessions.begin() as s:
+            rows = s.execute(select(JobRow.name, TaskRow).join(TaskRow.job)
+                             .where(JobRow.name.in_(names)))
+            out: dict[TaskRef, TaskRecord] = {}
+            for job, row in rows:
+                ref = TaskRef(job, row.group_name, row.task_index)
+                out[ref] = TaskRecord(ref, TaskState(row.state), row.node,
+                                      tuple(int(g) for g in row.gpus), row.pid,
+                                      row.pid_start_time, row.attempts, row.exit_code)
+            return out
 
     def job_events(self, name: str) -> list[Event]:
         with self.store.sessions.begin() as s:

@@ -14,7 +14,7 @@ import psutil
 from control_support import PY, finished, job, state_of, step_until
 
 from shoal.api import Bind, JobState, Resources, TaskRef, TaskState
-from shoal.control import ControlPlane, task_records
+from shoal.control import ControlPlane
 from shoal.executors.local import TaskLaunch
 from shoal.executors.wrapper import STATUS_FILE
 
@@ -50,12 +50,12 @@ def test_cancel_kills_the_process_group(plane: ControlPlane, tmp_path: Path) -> 
     plane.submit(job("long", code))
     step_until(plane, lambda: child_pid.exists() and child_pid.read_text() != "")
     assert state_of(plane, "long") is JobState.RUNNING
-    record = task_records(plane.repository, ["long"])[REF]
+    record = plane.repository.task_records(["long"])[REF]
     assert record.state is TaskState.RUNNING and record.pid
     plane.cancel("long")
     step_until(plane, finished(plane, "long"))
     assert state_of(plane, "long") is JobState.CANCELLED
-    assert task_records(plane.repository, ["long"])[REF].state is TaskState.CANCELLED
+    assert plane.repository.task_records(["long"])[REF].state is TaskState.CANCELLED
     assert _gone(record.pid) and _gone(int(child_pid.read_text()))
     assert "long" not in plane.model.jobs
     assert plane.cancel("long").state is JobState.CANCELLED  # a second cancel is a no-op
@@ -67,7 +67,7 @@ def test_cancel_of_a_waiting_job(plane: ControlPlane) -> None:
     plane.cancel("huge")
     plane.step()
     assert state_of(plane, "huge") is JobState.CANCELLED
-    assert task_records(plane.repository, ["huge"])[TaskRef("huge", "worker", 0)].state \
+    assert plane.repository.task_records(["huge"])[TaskRef("huge", "worker", 0)].state \
         is TaskState.CANCELLED
 
 
@@ -77,7 +77,7 @@ def test_running_task_is_adopted_not_relaunched(make_plane: Factory, tmp_path: P
     first.start()
     first.submit(job("long", _counting(counter, go)))
     step_until(first, lambda: _launches(counter) == 1)
-    pid = task_records(first.repository, ["long"])[REF].pid
+    pid = first.repository.task_records(["long"])[REF].pid
     del first  # crashed: its task keeps running
 
     second = make_plane()
@@ -108,7 +108,7 @@ def test_exit_while_down_is_recorded(make_plane: Factory, tmp_path: Path) -> Non
     second.start()
     step_until(second, finished(second, "long"))
     assert state_of(second, "long") is JobState.FAILED
-    record = task_records(second.repository, ["long"])[REF]
+    record = second.repository.task_records(["long"])[REF]
     assert (record.state, record.exit_code) == (TaskState.FAILED, 5)
     assert _launches(counter) == 1
 
@@ -126,7 +126,7 @@ def test_bound_task_is_launched_once_on_restart(make_plane: Factory, tmp_path: P
     second = make_plane()
     second.start()
     step_until(second, lambda: _launches(counter) == 1)
-    record = task_records(second.repository, ["long"])[REF]
+    record = second.repository.task_records(["long"])[REF]
     assert record.state is TaskState.RUNNING and record.gpus == (2,)
     go.touch()
     step_until(second, finished(second, "long"))
@@ -157,7 +157,7 @@ def test_process_lost_while_down_fails_the_task(make_plane: Factory, tmp_path: P
     first.start()
     first.submit(job("long", _counting(counter, go)))
     step_until(first, lambda: _launches(counter) == 1)
-    pid = task_records(first.repository, ["long"])[REF].pid
+    pid = first.repository.task_records(["long"])[REF].pid
     assert pid
     del first
     os.killpg(pid, signal.SIGKILL)  # wrapper and command die: nothing records how
@@ -186,11 +186,11 @@ def test_stop_under_way_is_finished_after_restart(make_plane: Factory, tmp_path:
     step_until(first, ready.exists)
     first.cancel("long")
     first.step()
-    assert task_records(first.repository, ["long"])[REF].state is TaskState.RELEASING
+    assert first.repository.task_records(["long"])[REF].state is TaskState.RELEASING
     del first  # crashed during the grace period
 
     second = make_plane()
     second.start()
     step_until(second, finished(second, "long"))
     assert state_of(second, "long") is JobState.CANCELLED
-    assert task_records(second.repository, ["long"])[REF].state is TaskState.CANCELLED
+    assert second.repository.task_records(["long"])[REF].state is TaskState.CANCELLED

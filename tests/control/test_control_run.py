@@ -8,7 +8,7 @@ from pathlib import Path
 from control_support import finished, job, state_of, step_until
 
 from shoal.api import JobState, PendingKind, TaskRef, TaskState
-from shoal.control import ControlPlane, task_records
+from shoal.control import ControlPlane
 
 ENV = ("import os; print(os.environ['SHOAL_WORLD_SIZE'], os.environ['SHOAL_RANK'], "
        "os.environ['MASTER_PORT'], repr(os.environ['CUDA_VISIBLE_DEVICES']))")
@@ -38,7 +38,7 @@ def test_exit_code_3_fails_the_job(plane: ControlPlane) -> None:
     plane.submit(job("bad", "raise SystemExit(3)"))
     step_until(plane, finished(plane, "bad"))
     assert state_of(plane, "bad") is JobState.FAILED
-    record = task_records(plane.repository, ["bad"])[TaskRef("bad", "worker", 0)]
+    record = plane.repository.task_records(["bad"])[TaskRef("bad", "worker", 0)]
     assert (record.state, record.exit_code) == (TaskState.FAILED, 3)
     causes = [e.cause for e in plane.repository.job_events("bad") if e.target == "Failed"]
     assert any("exited with code 3" in c for c in causes)
@@ -92,7 +92,7 @@ def test_first_failure_stops_the_rest(plane: ControlPlane, tmp_path: Path) -> No
     plane.submit(job("mixed", code, replicas=2))
     step_until(plane, finished(plane, "mixed"))
     assert state_of(plane, "mixed") is JobState.FAILED
-    records = task_records(plane.repository, ["mixed"])
+    records = plane.repository.task_records(["mixed"])
     states = {r.ref.index: r.state for r in records.values()}
     assert states == {0: TaskState.FAILED, 1: TaskState.CANCELLED}
 

@@ -97,3 +97,18 @@ def test_record_binds_is_all_or_nothing(repo: Repository) -> None:
     with pytest.raises(IllegalTransitionError):  # the same task twice in one cycle
         repo.record_binds([bind("a", "worker", 0), bind("a", "worker", 0)], "cycle")
     assert repo.get_job("a") == before[0]
+
+
+def test_task_records_carry_the_process_fields(repo: Repository) -> None:
+    repo.submit_job(make_job("procs", replicas=1))
+    repo.submit_job(make_job("other", replicas=1))
+    ref = TaskRef("procs", "worker", 0)
+    repo.transition_task(ref, TaskState.BOUND, "placed", node="n1", gpus=[1])
+    repo.transition_task(ref, TaskState.RUNNING, "started", pid=99, pid_start_time=5.5)
+    records = repo.task_records(["procs"])
+    assert set(records) == {TaskRef("procs", "master", 0), ref}
+    record = records[ref]
+    assert (record.state, record.node, record.gpus, record.pid, record.pid_start_time,
+            record.attempts, record.exit_code) == (TaskState.RUNNING, "n1", (1,), 99, 5.5, 1,
+                                                   None)
+    assert repo.task_records([]) == {}
