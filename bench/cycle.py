@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup, VirtualCluster
+from shoal.cli.profiles import load_profile
 from shoal.core import Snapshot
 from shoal.scheduler import Profile, run_cycle
 
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="default")
     args = parser.parse_args(argv)
 
-    profile = Profile.load(args.profile)
+    profile = load_profile(args.profile)
     snapshot = build(args.nodes, args.jobs, args.seed)
     small = build(max(1, args.nodes // 10), max(1, args.jobs // 10), args.seed)
     calibration_s = min(calibration() for _ in range(args.repeat))

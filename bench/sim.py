@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from shoal.scheduler import Profile
+from shoal.cli.profiles import load_profile
 from shoal.sim.inputs import load_trace, with_trace_queues
 from shoal.sim.loaders import parse_cluster_arg
 from shoal.sim.metrics import summarize
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = with_trace_queues(declared, trace)
     base = min(calibration() for _ in range(3))
     for name in (p.strip() for p in args.profiles.split(",") if p.strip()):
-        profile = Profile.load(name)
+        profile = load_profile(name)
         start = time.perf_counter()
         result = simulate(trace, cluster, profile, SimConfig())
         wall = time.perf_counter() - start

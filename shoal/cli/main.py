@@ -17,11 +17,12 @@ from rich.console import Console
 
 from shoal import __version__
 from shoal.cli.errors import user_errors
+from shoal.cli.profiles import load_profile
 from shoal.cli.render import render_schedule
 from shoal.cli.sim import sim_app
 from shoal.cli.up import up
 from shoal.scenario import run_scenario
-from shoal.scheduler.profile import BUILTIN_PROFILES, Profile
+from shoal.scheduler.profile import BUILTIN_PROFILES
 from shoal.spec import load_files, schema_text
 
 app = typer.Typer(
@@ -60,7 +61,7 @@ def schedule(
     """Run scheduling cycles over a scenario and print binds, evictions and why jobs wait."""
     def run() -> None:
         bundle = load_files(files)
-        chosen = Profile.load(profile) if profile else None
+        chosen = load_profile(profile) if profile else None
         result = run_scenario(bundle, chosen, cycles)
         if output is Output.JSON:
             sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")

@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-from shoal.scheduler.profile import Profile, ProfileError
+from shoal.cli.profiles import load_profile
+from shoal.scheduler.profile import ProfileError
 from shoal.sim.inputs import (
     TraceFormat,
     load_trace,
@@ -112,7 +113,7 @@ def _prepare(inputs: Inputs) -> tuple[Trace, ClusterDescription, SimConfig]:
 
 def _run_all(inputs: Inputs, profiles: list[str], out: Path | None) -> None:
     try:
-        chosen = [Profile.load(p) for p in profiles]
+        chosen = [load_profile(p) for p in profiles]
         trace, cluster, config = _prepare(inputs)
     except (TraceError, ProfileError, ValueError, OSError) as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False)

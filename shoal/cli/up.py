@@ -20,10 +20,10 @@ import uvicorn
 from rich.console import Console
 
 from shoal.cli.errors import user_errors
+from shoal.cli.profiles import load_profile
 from shoal.control.loop import ControlPlane
 from shoal.executors.inventory import detect_local_node
 from shoal.executors.local import LocalExecutor
-from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
 from shoal.spec import load_file
 from shoal.store.engine import open_store
@@ -60,7 +60,7 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
            profile: str, interval: float, grace: float) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
-    chosen = Profile.load(profile)  # a bad profile or cluster file fails before anything starts
+    chosen = load_profile(profile)  # a bad profile or cluster file fails before anything starts
     bundle = load_file(cluster) if cluster is not None else None
     store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
     store.migrate()

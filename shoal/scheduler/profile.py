@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -143,15 +142,13 @@ class Profile:
         return Profile.from_dict(data, source)
 
     @staticmethod
-    def load(name_or_path: str) -> Profile:
-        """A built-in profile by name, or a profile file."""
-        if name_or_path in BUILTIN_PROFILES:
-            return Profile.from_yaml(BUILTIN_PROFILES[name_or_path], name_or_path)
-        path = Path(name_or_path)
-        if not path.exists():
-            raise ProfileError(f"no built-in profile {name_or_path!r} (built-in: "
-                               f"{', '.join(sorted(BUILTIN_PROFILES))}) and no such file")
-        return Profile.from_yaml(path.read_text(), str(path))
+    def load(name: str) -> Profile:
+        """A built-in profile by name. (Reading a profile *file* is the callers' business —
+        `shoal.cli.profiles.load_profile` — so that the scheduler package does no I/O.)"""
+        if name not in BUILTIN_PROFILES:
+            raise ProfileError(f"no built-in profile {name!r} (built-in: "
+                               f"{', '.join(sorted(BUILTIN_PROFILES))})")
+        return Profile.from_yaml(BUILTIN_PROFILES[name], name)
 
     @staticmethod
     def default() -> Profile:

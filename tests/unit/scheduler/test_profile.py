@@ -1,5 +1,7 @@
 """Profiles and registries: names resolved, duplicates and unknowns refused, args checked."""
 
+from pathlib import Path
+
 import pytest
 
 from shoal.scheduler import ACTIONS, PLUGINS, Profile, ProfileError
@@ -49,3 +51,16 @@ def test_bad_profiles_name_the_field(doc: dict[str, object], message: str) -> No
 def test_unknown_profile_name() -> None:
     with pytest.raises(ProfileError, match="built-in"):
         Profile.load("no-such-profile")
+
+
+def test_profile_files_are_read_at_the_edge(tmp_path: Path) -> None:
+    from shoal.cli.profiles import load_profile
+
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\nactions: allocate\ntiers: [{plugins: [{name: gang}]}]\n")
+    assert load_profile(str(path)).name == "mine"
+    assert load_profile("spread").name == "spread"
+    with pytest.raises(ProfileError, match="no such file"):
+        load_profile(str(tmp_path / "absent.yaml"))
+    with pytest.raises(ProfileError, match="built-in"):
+        Profile.load(str(path))  # the scheduler itself reads no files
