@@ -6,9 +6,15 @@ and the API can show *why* a job is where it is.
 
 Task states follow a pod's life as Volcano sees it: PENDING (wants a node) → BOUND (the
 scheduler chose a node and GPUs; the executor is starting it) → RUNNING → SUCCEEDED | FAILED.
-RELEASING is a task being stopped because it was evicted (preempted, reclaimed, shrunk): it
-returns to PENDING when it has stopped, or ends FAILED/CANCELLED. A bound or releasing task
-still holds its node's resources, which is what keeps the scheduler from double-booking them.
+RELEASING is a task being stopped because it was evicted (preempted, reclaimed, shrunk) or its
+job is ending or being retried: it returns to PENDING when it has stopped, or ends
+FAILED/CANCELLED. A bound or releasing task still holds its node's resources, which is what
+keeps the scheduler from double-booking them.
+
+Retries never skip a state: a task retried in place goes RUNNING → FAILED → PENDING (two
+events, the second saying "retry 1/3 after exit code 2"); a job retry moves its running tasks
+RELEASING → PENDING once stopped, and its finished ones FAILED/SUCCEEDED → PENDING, while the
+job goes RUNNING → PENDING. CANCELLED stays final.
 """
 
 from __future__ import annotations
@@ -109,7 +115,9 @@ TASK_LIFECYCLE: Lifecycle[TaskState] = Lifecycle("task", {
     _T.BOUND: frozenset({_T.RUNNING, _T.RELEASING, _T.FAILED, _T.CANCELLED, _T.SUCCEEDED}),
     _T.RUNNING: frozenset({_T.SUCCEEDED, _T.FAILED, _T.RELEASING, _T.CANCELLED}),
     _T.RELEASING: frozenset({_T.PENDING, _T.FAILED, _T.CANCELLED}),
-    _T.SUCCEEDED: frozenset(),
-    _T.FAILED: frozenset({_T.PENDING}),  # retried under the job's retry policy
+    # A job retry (`jobRetryCount`) restarts every task of the job, finished ones included.
+    _T.SUCCEEDED: frozenset({_T.PENDING}),
+    # Retried in place (`taskRetryCount`) or with its whole job (`jobRetryCount`).
+    _T.FAILED: frozenset({_T.PENDING}),
     _T.CANCELLED: frozenset(),
 })

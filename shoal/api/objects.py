@@ -71,6 +71,12 @@ class TaskGroup:
     env: Mapping[str, str] = field(default_factory=dict)
     node_selector: Mapping[str, str] = field(default_factory=dict)
     working_dir: str | None = None
+    task_retry_count: int = 0
+    """How many times a failed task of this group is restarted in place (OpenPAI's
+    `taskRetryCount`) before it counts as failed."""
+    min_succeeded: int | None = None
+    """The job succeeds once this many tasks *of this group* have succeeded (OpenPAI's
+    per-role `minSucceededInstances`); None: this group sets no success rule of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +109,10 @@ class Task:
     """The GPU indices on `node` assigned to this task (becomes CUDA_VISIBLE_DEVICES)."""
     started: float | None = None
     """When the task was bound, on the snapshot's clock."""
+    retries: int = 0
+    """How many times the task was restarted in place since its job (re)started."""
+    exit_code: int | None = None
+    """How its latest process ended: the exit code, or minus the signal that killed it."""
 
     @property
     def ref(self) -> TaskRef:
@@ -131,8 +141,26 @@ class Job:
     attained_gpu_seconds: float = 0.0
     """GPU-seconds the job received in earlier runs (before evictions): least-attained-
     service ordering counts them."""
+    min_succeeded: int | None = None
+    """The job succeeds as soon as this many tasks have succeeded; None: every task."""
+    min_failed: int | None = None
+    """The job fails as soon as this many tasks have failed (after their retries); None: 1."""
+    job_retry_count: int = 0
+    """How many times the whole job is restarted from scratch when it would fail."""
+    retries: int = 0
+    """How many times the whole job was restarted so far (at most `job_retry_count`)."""
     state: JobState = JobState.PENDING
     tasks: tuple[Task, ...] = ()
+
+    @property
+    def success_threshold(self) -> int:
+        """Succeeded tasks that end the job SUCCEEDED (OpenPAI's `minSucceeded`)."""
+        return self.replicas if self.min_succeeded is None else self.min_succeeded
+
+    @property
+    def failure_threshold(self) -> int:
+        """Failed tasks (retries exhausted) that end the job FAILED (`minFailed`)."""
+        return 1 if self.min_failed is None else self.min_failed
 
     @property
     def gang(self) -> bool:

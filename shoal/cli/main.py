@@ -18,6 +18,7 @@ from rich.console import Console
 from shoal import __version__
 from shoal.cli.errors import user_errors
 from shoal.cli.profiles import load_profile
+from shoal.cli.remote import register as register_remote
 from shoal.cli.render import render_schedule
 from shoal.cli.sim import sim_app
 from shoal.cli.up import up
@@ -34,6 +35,7 @@ app = typer.Typer(
 )
 app.add_typer(sim_app, name="sim")
 app.command(name="up")(up)
+register_remote(app)
 
 
 

@@ -19,12 +19,14 @@ import typer
 import uvicorn
 from rich.console import Console
 
+from shoal.api import TaskRef
 from shoal.cli.errors import user_errors
 from shoal.cli.profiles import load_profile
 from shoal.control.loop import ControlPlane
 from shoal.executors.inventory import detect_local_node
 from shoal.executors.local import LocalExecutor
 from shoal.server.app import create_app
+from shoal.server.logs import LogSource
 from shoal.spec import load_file
 from shoal.store.engine import open_store
 from shoal.store.repository import Repository
@@ -89,8 +91,8 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
                             daemon=True)
     loop.start()
 
-    config = uvicorn.Config(create_app(repository, plane), host=host, port=port,
-                            log_level="warning")
+    app = create_app(repository, plane, _log_source(executor))
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     server = uvicorn.Server(config)
     url = f"http://{host}:{port}"
     out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
@@ -113,3 +115,9 @@ def _admin_token(repository: Repository, data_dir: Path) -> Path:
         with os.fdopen(descriptor, "w") as handle:
             handle.write(token + "\n")
     return path
+
+
+def _log_source(executor: LocalExecutor) -> LogSource:
+    def paths(ref: TaskRef) -> tuple[Path, Path]:
+        return executor.log_paths(ref.job, ref.group, ref.index)
+    return paths

@@ -44,6 +44,16 @@ def describe(status: TaskStatus) -> str:
     return f"exited with code {status.exit_code}{detail}"
 
 
+def retry_reason(status: TaskStatus) -> str:
+    """How a process ended, short, for retry causes: "exit code 2", "signal 9", "a lost
+    process"."""
+    if status.phase is TaskPhase.LOST:
+        return "a lost process"
+    if status.signal:
+        return f"signal {status.signal}"
+    return f"exit code {status.exit_code}"
+
+
 def exit_code_of(status: TaskStatus) -> int | None:
     """The exit code to record: the code, or minus the signal (Popen's convention)."""
     if status.exit_code is not None:

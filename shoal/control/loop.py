@@ -12,14 +12,30 @@ each launch is idempotent per (task, attempt), the attempt being the store's bin
 a crash between persisting and launching launches the task at restart, and a crash between
 launching and recording RUNNING re-adopts the process instead of starting a second one.
 
-Ending a job. A job succeeds when all its tasks succeed; the first task failure (non-zero
-exit, signal, lost process, failed launch) fails it, OpenPAI's default rule. Its other tasks
-are stopped (SIGTERM, then SIGKILL after `grace_period`, by the executor) and end CANCELLED;
-its pending tasks are CANCELLED at once. `cancel` stops a job the same way. Tasks being
-stopped are RELEASING and keep their resources in the model until their process group is
-gone; the job goes terminal only then, so a restart in between still sees the job and
-finishes stopping it (RELEASING tasks at restart mean a stop was under way). A lost process
-fails its task and job: there are no retries yet.
+Ending a job (OpenPAI's rules; the decision is `shoal.control.completion`, pure). A task
+that ends badly — non-zero exit, signal, LOST (its process vanished, e.g. while the control
+plane was down, with no recorded exit status) or a failed launch — is retried in place while
+its group's `taskRetryCount` allows: one transaction records it FAILED and back in PENDING
+("retry 1/3 after exit code 2"), the model releases its resources and the scheduler places
+it again as a new attempt (same MASTER_PORT). Past its retries it counts as failed. The job
+fails as soon as `minFailed` tasks have failed (default 1), and succeeds as soon as
+`minSucceeded` have succeeded (default: all) or a group's own `completion.minSucceeded` of
+its tasks have; when every task has ended below both, it succeeds. A job that would fail is
+instead retried whole while `jobRetryCount` allows: its tasks are stopped, then all of them
+(finished ones included) go back to PENDING, the job to PENDING, its `retries` count grows,
+and it is scheduled again as a gang.
+
+Stopping. Whatever ends a job (success, failure, job retry, `cancel`) is first stored in one
+transaction (`Repository.stop_job`: the failed task, pending tasks CANCELLED — kept for a
+retry —, running ones RELEASING, the state the job will get); only then are processes
+signalled (SIGTERM, then SIGKILL after `grace_period`, by the executor). Stopped tasks end
+CANCELLED (PENDING for a job retry) and keep their resources in the model until their
+process group is gone; the job goes terminal (or back to PENDING) only then
+(`Repository.finish_stop`). A `cancel` during a job retry's stop turns it into a
+cancellation; other stops already end the job. A restart in between reads the stop under
+way from the store and finishes it; a restart in the middle of a retry finds the task
+PENDING (placed again as a new attempt) or its old attempt's exit status (retried then),
+never both.
 """
 
 from __future__ import annotations
@@ -42,7 +58,9 @@ from shoal.api import (
     VirtualCluster,
 )
 from shoal.api.decisions import Decisions
-from shoal.control.launching import describe, exit_code_of, launch_spec
+from shoal.control import completion
+from shoal.control.completion import Decision, Verdict
+from shoal.control.launching import describe, exit_code_of, launch_spec, retry_reason
 from shoal.control.records import MasterPorts
 from shoal.executors.local import LocalExecutor, RunningTask, TaskStatus
 from shoal.executors.wrapper import STATUS_FILE
@@ -51,12 +69,18 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.store import NotFoundError, Repository
-from shoal.store.repository import TaskRecord
+from shoal.store.repository import FailedTask, TaskRecord
 
 log = logging.getLogger(__name__)
 
 #: How often running tasks are polled (seconds).
 POLL_INTERVAL = 0.2
+#: An event starts a cycle at once, but no sooner than MIN_CYCLE_GAP seconds, nor
+#: CYCLE_BACKOFF times the last cycle's duration, after the last cycle ended. A burst of
+#: submissions then shares cycles instead of paying one each (a cycle walks every pending
+#: job), and the loop spends at most a fifth of its time cycling, leaving the GIL to the API.
+MIN_CYCLE_GAP = 0.005
+CYCLE_BACKOFF = 4.0
 #: Actions whose evictions/resizes this loop does not apply yet.
 EVICTING_ACTIONS = frozenset({"preempt", "reclaim", "elastic"})
 #: Pending-reason changes kept per job (the store has no event kind for them yet).
@@ -98,6 +122,8 @@ class ControlPlane:
         self.grace_period = grace_period
         # Plugins keep no state between cycles (as in the simulator): one set serves all.
         self._hooks = Hooks(profile.plugins())
+        self._admission_hooks = Hooks(profile.plugins())
+        self._admission_lock = threading.Lock()
         self._actions = profile.actions()
         self.wake = threading.Event()
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
@@ -121,14 +147,16 @@ class ControlPlane:
             job = replace(job, submitted=self.clock())
         stored, created = self.repository.submit_job(job, idempotency_key=idempotency_key)
         if created:
-            self._command(lambda: self._admit(stored.name))
+            self._command(lambda: self._admit(stored))
         return stored, created
 
     def feasibility(self, job: Job) -> PendingReason | None:
         """Why `job` could never run on this control plane's cluster (for the API to reject
-        it at submission); None if it could."""
-        return admission_check(job, self.nodes, self.virtual_clusters, self.priority_classes,
-                               self.profile)
+        it at submission); None if it could. The API's worker threads share one set of
+        plugins, built once (building them costs more than the check), hence the lock."""
+        with self._admission_lock:
+            return admission_check(job, self.nodes, self.virtual_clusters,
+                                   self.priority_classes, hooks=self._admission_hooks)
 
     def cancel(self, name: str, cause: str = "cancelled by request") -> Job:
         """Ask the loop to stop the job; returns the job as stored now. Cancelling a
@@ -160,25 +188,40 @@ class ControlPlane:
         return self._model
 
     def run_forever(self, stop_event: threading.Event) -> None:
-        """Cycle on every wake-up (submit, cancel, task exit) and at least every `interval`
+        """Cycle on every wake-up (submit, cancel, task exit; spaced as MIN_CYCLE_GAP says) and
+        at least every `interval`
         seconds; poll tasks every POLL_INTERVAL. Returns when `stop_event` is set; running
         tasks are left running (a restart re-adopts them)."""
         if self._model is None:
             self.start()
-        next_cycle = 0.0
+        next_cycle = next_poll = earliest = 0.0
+        woken = False
         while not stop_event.is_set():
+            # Cleared before the commands are drained: a command queued from now on sets
+            # the flag again, so it is never left waiting for the periodic cycle.
+            if self.wake.is_set():
+                self.wake.clear()
+                woken = True
             try:
                 self._drain()
-                self.poll()
+                if time.monotonic() >= next_poll:
+                    self.poll()
+                    next_poll = time.monotonic() + POLL_INTERVAL
                 now = time.monotonic()
-                if self.wake.is_set() or now >= next_cycle:
-                    self.wake.clear()
+                if now >= next_cycle or (woken and now >= earliest):
+                    woken = False
                     self.run_cycle()
-                    next_cycle = now + self.interval
+                    ended = time.monotonic()
+                    next_cycle = ended + self.interval
+                    earliest = ended + max(MIN_CYCLE_GAP, CYCLE_BACKOFF * (ended - now))
             except Exception:  # keep serving: a store hiccup must not kill the loop
                 log.exception("control loop step failed; retrying")
                 self._reload_model()
-            self.wake.wait(POLL_INTERVAL)
+            now = time.monotonic()
+            if woken:  # woken too soon after a cycle: let events gather
+                time.sleep(max(0.0, min(earliest, next_poll) - now))
+            else:
+                self.wake.wait(max(0.0, min(next_cycle, next_poll) - now))
 
     def step(self) -> Decisions:
         """One synchronous turn: apply queued commands, poll tasks, run a cycle."""
@@ -206,15 +249,24 @@ class ControlPlane:
         self._model = SchedulerModel(self.nodes, self.virtual_clusters,
                                      self.priority_classes, now=self.clock())
         self._model.add_jobs(jobs)
+        self._ending = self.repository.stopping_jobs()
         records = self.repository.task_records(j.name for j in jobs)
         for job in jobs:
+            stopping = job.name in self._ending
+            # RELEASING with no stop recorded: a stop stored before stops had outcomes.
+            legacy = not stopping and any(t.state is TaskState.RELEASING for t in job.tasks)
+            if stopping:
+                self._stop_wanting(job.name)
             for task in job.tasks:
                 if task.state.holds_resources:
                     self._take_over(records[task.ref])
-            states = {t.state for t in job.tasks}
-            if TaskState.RELEASING in states:
-                final = JobState.FAILED if TaskState.FAILED in states else JobState.CANCELLED
-                self._teardown(job.name, final, "stop resumed after a control-plane restart")
+            if legacy:
+                failed = any(t.state is TaskState.FAILED for t in job.tasks)
+                self._teardown(job.name, JobState.FAILED if failed else JobState.CANCELLED,
+                               "stop resumed after a control-plane restart")
+            elif stopping:
+                self._signal(job.name)
+                self._maybe_end(job.name)
             elif not any(ref.job == job.name for ref in self._tasks):
                 self._settle(job.name)
 
@@ -231,23 +283,16 @@ class ControlPlane:
                                      rec.pid_start_time or 0.0, out, err, status_path)
             self._tasks[ref] = _Tracked(handle, rec.state)
         elif rec.state is TaskState.RELEASING:
-            self.repository.transition_task(ref, TaskState.CANCELLED,
-                                            "stopped before it was launched")
-            self._finish_task(ref)
+            self._stopped(ref, "before it was launched", None)
         else:
             self._launch(rec)  # idempotent: a claimed attempt is re-adopted, not restarted
 
     def _settle(self, name: str) -> None:
-        """A job with no process left: end it if its tasks' states already decide it (the
-        control plane went down between the last task's end and the job's)."""
+        """Apply what the job's recorded task states decide (after a task succeeded, or at
+        a restart that finds no process of the job left)."""
         job = self.repository.get_job(name)
-        if job is None or job.state.terminal:
-            return
-        states = [t.state for t in job.tasks]
-        if states and all(s is TaskState.SUCCEEDED for s in states):
-            self._end_job(name, JobState.SUCCEEDED, "all tasks succeeded")
-        elif TaskState.FAILED in states:
-            self._teardown(name, JobState.FAILED, "a task failed")
+        if job is not None and not job.state.terminal and name not in self._ending:
+            self._apply(name, completion.judge(job))
 
     def _reload_model(self) -> None:
         """After an error mid-cycle the model may hold binds the store does not: rebuild it
@@ -301,7 +346,7 @@ class ControlPlane:
             spec = launch_spec(self.model.jobs[ref.job].job, rec, self._ports.get(ref.job))
             handle = self.executor.launch(spec)
         except (ValueError, OSError) as exc:
-            self._task_failed(ref, f"cannot launch: {exc}", None)
+            self._task_failed(ref, f"cannot launch: {exc}", None, "a failed launch")
             return
         tracked = _Tracked(handle, rec.state)
         self._tasks[ref] = tracked
@@ -331,74 +376,122 @@ class ControlPlane:
     def _task_ended(self, ref: TaskRef, tracked: _Tracked, status: TaskStatus) -> None:
         how, code = describe(status), exit_code_of(status)
         if ref.job in self._ending or tracked.state is TaskState.RELEASING:
-            cause = self._ending.get(ref.job, (JobState.CANCELLED, "stop requested"))[1]
-            self.repository.transition_task(ref, TaskState.CANCELLED,
-                                            f"stopped ({how}): {cause}", exit_code=code)
-            self._finish_task(ref)
+            self._stopped(ref, how, code)
             self._maybe_end(ref.job)
-            return
-        if status.task_state() is TaskState.SUCCEEDED:
+        elif status.task_state() is TaskState.SUCCEEDED:
             self.repository.transition_task(ref, TaskState.SUCCEEDED, f"process {how}",
                                             exit_code=code)
             self._finish_task(ref)
             self._settle(ref.job)
         else:
-            self._task_failed(ref, f"process {how}", code)
+            self._task_failed(ref, f"process {how}", code, retry_reason(status))
 
-    def _task_failed(self, ref: TaskRef, cause: str, code: int | None) -> None:
-        self.repository.transition_task(ref, TaskState.FAILED, cause, exit_code=code)
-        self._finish_task(ref)
-        self._teardown(ref.job, JobState.FAILED, f"task {ref} failed: {cause}")
+    def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str) -> None:
+        """Retry the task in place, or record it FAILED and apply what that decides."""
+        job = self.repository.get_job(ref.job)
+        if job is None:
+            return
+        decision = completion.on_failure(job, ref, how)
+        failed = FailedTask(ref, cause, code)
+        if decision.verdict is Verdict.RETRY_TASK:
+            self.repository.retry_task(failed, decision.cause)
+            log.info("task %s: %s", ref, decision.cause)
+            self._requeue(ref)
+        elif decision.verdict is Verdict.NOTHING:
+            self.repository.transition_task(ref, TaskState.FAILED, cause, exit_code=code)
+            self._finish_task(ref)
+        else:
+            self._apply(ref.job, decision, failed)
+
+    def _requeue(self, ref: TaskRef) -> None:
+        """Give a retried task's resources back and have the scheduler place it again."""
+        try:
+            self.model.release_task(ref)
+        except KeyError:  # it held nothing in the model: it only needs to be wanted again
+            info = self.model.jobs.get(ref.job)
+            if info is not None:
+                info.give_back(ref.group, ref.index)
+                self.model.waiting[ref.job] = info
+        self.wake.set()
 
     def _finish_task(self, ref: TaskRef) -> None:
         self.model.finish_task(ref)
 
+    def _apply(self, name: str, decision: Decision, failed: FailedTask | None = None) -> None:
+        final = {Verdict.SUCCEED: JobState.SUCCEEDED, Verdict.FAIL: JobState.FAILED,
+                 Verdict.RETRY_JOB: JobState.PENDING}.get(decision.verdict)
+        if final is not None:
+            self._teardown(name, final, decision.cause, failed)
+
     # ---- stopping jobs ----------------------------------------------------------------------
 
-    def _admit(self, name: str) -> None:
-        if name in self.model.jobs:
-            return  # already loaded by start(): the submit raced the reconcile
-        job = self.repository.get_job(name)
-        if job is not None and not job.state.terminal:
+    def _admit(self, job: Job) -> None:
+        """Add a just-stored job to the model. It is the job as the store returned it, so no
+        read is needed; a cancel that followed it is a later command on the same queue."""
+        if job.name not in self.model.jobs:  # else start() loaded it: the submit raced it
             self.model.add_job(job)
 
     def _cancel(self, name: str, cause: str) -> None:
         job = self.repository.get_job(name)
-        if job is None or job.state.terminal or name in self._ending:
+        if job is None or job.state.terminal:
             return
-        self._teardown(name, JobState.CANCELLED, cause)
+        # A cancel overrides a job retry under way; any other stop already ends the job.
+        if self._ending.get(name, (JobState.PENDING, ""))[0] is JobState.PENDING:
+            self._teardown(name, JobState.CANCELLED, cause)
 
     def _stop_wanting(self, name: str) -> None:
         self.model.withdraw(name)
 
-    def _teardown(self, name: str, final: JobState, cause: str) -> None:
-        """Stop a job: no more binds, pending tasks CANCELLED, running ones RELEASING and
-        signalled; the job ends `final` once no process of it is left."""
-        self._ending.setdefault(name, (final, cause))
+    def _teardown(self, name: str, final: JobState, cause: str,
+                  failed: FailedTask | None = None) -> None:
+        """End a job as `final` (PENDING: retry it whole): store the decision and the
+        tasks' moves first, then signal the processes; the job ends once none is left."""
+        job = self.repository.stop_job(name, final, cause, failed=failed)
+        if failed is not None:
+            self._finish_task(failed.ref)
         self._stop_wanting(name)
-        job = self.repository.get_job(name)
-        for task in job.tasks if job is not None else ():
-            if task.state is TaskState.PENDING:
-                self.repository.transition_task(task.ref, TaskState.CANCELLED, cause)
-        for ref, tracked in self._tasks.items():
-            if ref.job != name:
-                continue
-            if tracked.state in (TaskState.BOUND, TaskState.RUNNING):
-                self.repository.transition_task(ref, TaskState.RELEASING, cause)
-                tracked.state = TaskState.RELEASING
-            self.executor.request_stop(tracked.handle, self.grace_period)
+        releasing = [t.ref for t in job.tasks if t.state is TaskState.RELEASING]
+        if not releasing:
+            self._ending.pop(name, None)
+            self._job_done(job)
+            return
+        self._ending[name] = (final, cause)
+        for ref in releasing:
+            if ref in self._tasks:
+                self._tasks[ref].state = TaskState.RELEASING
+            else:  # bound but never launched: nothing to wait for
+                self._stopped(ref, "before it was launched", None)
+        self._signal(name)
         self._maybe_end(name)
+
+    def _signal(self, name: str) -> None:
+        for ref, tracked in self._tasks.items():
+            if ref.job == name:
+                self.executor.request_stop(tracked.handle, self.grace_period)
+
+    def _stopped(self, ref: TaskRef, how: str, code: int | None) -> None:
+        """A task of a job being stopped has no process left: CANCELLED, or back to
+        PENDING when the job is being retried."""
+        final, cause = self._ending.get(ref.job, (JobState.CANCELLED, "stop requested"))
+        target = TaskState.PENDING if final is JobState.PENDING else TaskState.CANCELLED
+        self.repository.transition_task(ref, target, f"stopped ({how}): {cause}",
+                                        exit_code=code)
+        self._finish_task(ref)
 
     def _maybe_end(self, name: str) -> None:
         if name in self._ending and not any(ref.job == name for ref in self._tasks):
-            final, cause = self._ending.pop(name)
-            self._end_job(name, final, cause)
+            del self._ending[name]
+            self._job_done(self.repository.finish_stop(name))
 
-    def _end_job(self, name: str, final: JobState, cause: str) -> None:
-        self.repository.transition_job(name, final, cause)
+    def _job_done(self, job: Job) -> None:
+        """The store ended the job, or put it back to PENDING whole (a job retry)."""
+        name = job.name
         if name in self.model.jobs:
             self.model.remove_job(name)
-        self._ports.forget(name)
-        self._pending.pop(name, None)
+        if job.state.terminal:
+            self._ports.forget(name)
+            self._pending.pop(name, None)
+        else:
+            log.info("job %s is retried (%d/%d)", name, job.retries, job.job_retry_count)
+            self.model.add_job(job)
         self.wake.set()
-

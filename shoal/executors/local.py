@@ -137,7 +137,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 def task_env(spec: TaskLaunch, base: Mapping[str, str]) -> dict[str, str]:
     """The environment of a task: base (the executor's own, for PATH and friends), then the
     job's env, then Shoal's variables, which the job cannot override. CUDA_VISIBLE_DEVICES is
-    always set, to "" when no GPU was assigned, so a task never sees GPUs it was not given."""
+    always set, to "" when no GPU was assigned, so a task never sees GPUs it was not given.
+
+    RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are what `torch.distributed`'s default
+    `env://` rendezvous reads. Each task is its own torchrun "node": it sees only its own GPUs,
+    renumbered from cuda:0, so LOCAL_RANK is 0 and LOCAL_WORLD_SIZE 1 — code that calls
+    `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` then picks its first own GPU."""
     env = dict(base)
     env.update(spec.env)
     env.update({
@@ -146,6 +151,10 @@ def task_env(spec: TaskLaunch, base: Mapping[str, str]) -> dict[str, str]:
         "SHOAL_TASK_INDEX": str(spec.index),
         "SHOAL_WORLD_SIZE": str(spec.world_size),
         "SHOAL_RANK": str(spec.rank),
+        "RANK": str(spec.rank),
+        "WORLD_SIZE": str(spec.world_size),
+        "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": "1",
         "MASTER_ADDR": spec.master_addr,
         "MASTER_PORT": str(spec.master_port),
         "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in spec.gpus),

@@ -18,6 +18,7 @@ afresh for every cycle, so none carries state from one cycle to the next.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -148,11 +149,17 @@ class Profile:
         if name not in BUILTIN_PROFILES:
             raise ProfileError(f"no built-in profile {name!r} (built-in: "
                                f"{', '.join(sorted(BUILTIN_PROFILES))})")
-        return Profile.from_yaml(BUILTIN_PROFILES[name], name)
+        return _builtin(name)
 
     @staticmethod
     def default() -> Profile:
         return Profile.load("default")
+
+
+@functools.cache
+def _builtin(name: str) -> Profile:
+    # Parsed once: a Profile is immutable, and the API checks every submission against one.
+    return Profile.from_yaml(BUILTIN_PROFILES[name], name)
 
 
 BUILTIN_PROFILES = {

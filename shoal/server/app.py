@@ -1,5 +1,5 @@
-"""The FastAPI application: `create_app(repository, scheduler)` wires the routers, the auth
-dependencies and the error handlers together, and serves `GET /healthz` without auth."""
+"""The FastAPI application: `create_app(repository, scheduler, logs)` wires the routers, the
+auth dependencies and the error handlers together, and serves `GET /healthz` without auth."""
 
 from fastapi import FastAPI
 
@@ -7,6 +7,7 @@ from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
 from shoal.server.errors import install_error_handlers
 from shoal.server.jobs import jobs_router
+from shoal.server.logs import LogSource, logs_router
 from shoal.server.scheduler import Scheduler
 from shoal.store import Repository
 
@@ -14,7 +15,10 @@ API_TITLE = "Shoal"
 API_VERSION = "v1"
 
 
-def create_app(repository: Repository, scheduler: Scheduler) -> FastAPI:
+def create_app(repository: Repository, scheduler: Scheduler,
+               logs: LogSource | None = None) -> FastAPI:
+    """`logs` says where a task's output is written (the executor's `log_paths`); without
+    it the log route answers 404."""
     app = FastAPI(title=API_TITLE, version=API_VERSION,
                   description="Shoal's REST API: submit and follow deep-learning jobs; "
                               "manage nodes, virtual clusters, priority classes and users. "
@@ -27,5 +31,6 @@ def create_app(repository: Repository, scheduler: Scheduler) -> FastAPI:
         return {"status": "ok"}
 
     app.include_router(jobs_router(repository, scheduler, current_user))
+    app.include_router(logs_router(repository, logs, current_user))
     app.include_router(cluster_router(repository, current_user, current_admin))
     return app

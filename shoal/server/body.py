@@ -8,14 +8,17 @@ YAML or JSON (415 otherwise).
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import TypeVar
 
 from fastapi import Request
+from pydantic import BaseModel, ValidationError
 
 from shoal.server.errors import ApiError, ErrorItem
 from shoal.spec import SpecBundle, SpecError, load_text
 
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 JSON_TYPES = ("application/json",)
+Model = TypeVar("Model", bound=BaseModel)
 
 #: The request body of the routes that take documents, for the OpenAPI document.
 SPEC_BODY = {
@@ -29,6 +32,21 @@ SPEC_BODY = {
         },
     },
 }
+
+
+def parse_json_body(body: tuple[str, bytes], model: type[Model]) -> Model:
+    """A JSON body validated into `model`: 415 for another content type, 422 with one
+    `body.<field>` entry per problem."""
+    content_type, data = body
+    if content_type not in JSON_TYPES:
+        raise ApiError(415, f"expected application/json, got {content_type or 'none'}",
+                       "header.Content-Type")
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        raise ApiError(422, "invalid request body", errors=[
+            ErrorItem(path=".".join(["body", *(str(p) for p in e["loc"])]), message=e["msg"])
+            for e in exc.errors()]) from None
 
 
 async def raw_body(request: Request) -> tuple[str, bytes]:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends
 
 from shoal.api import BUILTIN_PRIORITY_CLASSES, ROOT_QUEUE
 from shoal.server.auth import Authenticator
-from shoal.server.body import SPEC_BODY, load_body, raw_body
+from shoal.server.body import SPEC_BODY, load_body, parse_json_body, raw_body
 from shoal.server.errors import ApiError, responses
 from shoal.server.models import (
     NewUserOut,
@@ -26,6 +26,9 @@ from shoal.server.models import (
     vc_out,
 )
 from shoal.store import AlreadyExistsError, Repository, User
+
+USER_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": UserIn.model_json_schema()}}}}
 
 
 def cluster_router(repository: Repository, current_user: Authenticator,
@@ -106,10 +109,14 @@ def cluster_router(repository: Repository, current_user: Authenticator,
     # ---- users ----------------------------------------------------------------------------
 
     @router.post("/users", status_code=201, response_model=NewUserOut, tags=["users"],
-                 responses=responses(403, 409, 422))
-    def create_user(_admin: Annotated[User, Depends(current_admin)], user: UserIn
-                    ) -> NewUserOut:
+                 responses=responses(403, 409, 415, 422), openapi_extra=USER_BODY)
+    def create_user(_admin: Annotated[User, Depends(current_admin)],
+                    body: Annotated[tuple[str, bytes], Depends(raw_body)]) -> NewUserOut:
         """Create a user and issue their first token (returned here only)."""
+        # The body is read raw and validated here, after the admin check: a declared body
+        # model is decoded before any dependency runs, so a stranger's malformed JSON would
+        # get a 422 that reveals the body's schema instead of a 401.
+        user = parse_json_body(body, UserIn)
         try:
             created = repository.create_user(user.name, admin=user.admin, queues=user.queues)
         except AlreadyExistsError as exc:

@@ -120,8 +120,12 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
 
     @router.post("/{name}/cancel", response_model=JobOut, responses=responses(403, 404, 409))
     def cancel_job(name: str, user: Annotated[User, Depends(current_user)]) -> JobOut:
-        """Cancel a job: its owner or an admin."""
-        check_owner(user, stored(name))
+        """Cancel a job: its owner or an admin. A job that has already ended → 409."""
+        job = stored(name)
+        check_owner(user, job)
+        if job.state.terminal:
+            raise ApiError(409, f"job {name!r} has already ended: {job.state.value}",
+                           "path.name")
         try:
             scheduler.cancel(name)
         except NotFoundError:

@@ -28,6 +28,11 @@ def _quantities(resources: Resources) -> Quantities:
 
 # ---- jobs ---------------------------------------------------------------------------------
 
+class CompletionOut(_Out):
+    min_succeeded: int | None = Field(default=None, alias="minSucceeded")
+    min_failed: int | None = Field(default=None, alias="minFailed")
+
+
 class TaskGroupOut(_Out):
     name: str
     replicas: int
@@ -36,6 +41,8 @@ class TaskGroupOut(_Out):
     env: dict[str, str]
     node_selector: dict[str, str] = Field(alias="nodeSelector")
     working_dir: str | None = Field(alias="workingDir")
+    task_retry_count: int = Field(alias="taskRetryCount")
+    completion: CompletionOut | None = None
 
 
 class JobMetadataOut(_Out):
@@ -50,6 +57,8 @@ class JobSpecOut(_Out):
     queue: str
     min_resources: Quantities | None = Field(alias="minResources")
     priority_class_name: str | None = Field(alias="priorityClassName")
+    completion: CompletionOut | None = None
+    job_retry_count: int = Field(alias="jobRetryCount")
     task_groups: list[TaskGroupOut] = Field(alias="taskGroups")
 
 
@@ -60,6 +69,11 @@ class TaskOut(_Out):
     node: str | None
     gpus: list[int]
     start_time: float | None = Field(alias="startTime")
+    exit_code: int | None = Field(
+        alias="exitCode", description="How its latest process ended: the exit code, or minus "
+                                      "the signal that killed it; null while it has not ended.")
+    retries: int = Field(description="Restarts in place since the job (re)started "
+                                     "(`taskRetryCount`).")
 
 
 class PendingReasonOut(_Out):
@@ -81,6 +95,7 @@ class EventOut(_Out):
 
 class JobStatusOut(_Out):
     state: str
+    retries: int = Field(description="Restarts of the whole job so far (`jobRetryCount`).")
     tasks: list[TaskOut]
     pending_reason: PendingReasonOut | None = Field(alias="pendingReason")
     events: list[EventOut] | None = Field(
@@ -112,14 +127,23 @@ def event_out(event: Event) -> EventOut:
 
 def _task_out(task: Task) -> TaskOut:
     return TaskOut(group=task.group, index=task.index, state=task.state.value, node=task.node,
-                   gpus=list(task.gpus), start_time=task.started)
+                   gpus=list(task.gpus), start_time=task.started,
+                   exit_code=task.exit_code, retries=task.retries)
+
+
+def _completion(min_succeeded: int | None, min_failed: int | None) -> CompletionOut | None:
+    if min_succeeded is None and min_failed is None:
+        return None
+    return CompletionOut(min_succeeded=min_succeeded, min_failed=min_failed)
 
 
 def job_out(job: Job, reason: PendingReason | None = None,
             events: list[Event] | None = None) -> JobOut:
     groups = [TaskGroupOut(name=g.name, replicas=g.replicas, resources=_quantities(g.resources),
                            command=list(g.command), env=dict(g.env),
-                           node_selector=dict(g.node_selector), working_dir=g.working_dir)
+                           node_selector=dict(g.node_selector), working_dir=g.working_dir,
+                           task_retry_count=g.task_retry_count,
+                           completion=_completion(g.min_succeeded, None))
               for g in job.groups]
     return JobOut(
         metadata=JobMetadataOut(name=job.name, user=job.user, creation_timestamp=job.submitted),
@@ -127,8 +151,11 @@ def job_out(job: Job, reason: PendingReason | None = None,
                         min_available=job.min_available, queue=job.queue,
                         min_resources=(None if job.min_resources is None
                                        else _quantities(job.min_resources)),
-                        priority_class_name=job.priority_class, task_groups=groups),
-        status=JobStatusOut(state=job.state.value, tasks=[_task_out(t) for t in job.tasks],
+                        priority_class_name=job.priority_class,
+                        completion=_completion(job.min_succeeded, job.min_failed),
+                        job_retry_count=job.job_retry_count, task_groups=groups),
+        status=JobStatusOut(state=job.state.value, retries=job.retries,
+                            tasks=[_task_out(t) for t in job.tasks],
                             pending_reason=reason_out(reason),
                             events=None if events is None else [event_out(e) for e in events]))
 

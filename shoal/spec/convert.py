@@ -178,10 +178,15 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
             log.add(doc, f"{path}.name", f"task group {g.name!r} is declared twice in this job")
         seen.add(g.name)
         request = resources(log, doc, f"{path}.resources", g.resources)
+        group_min = None if g.completion is None else g.completion.min_succeeded
+        if group_min is not None and group_min > g.replicas:
+            log.add(doc, f"{path}.completion.minSucceeded",
+                    f"must be at most the group's replicas ({g.replicas}), got {group_min}")
         groups.append(TaskGroup(
             name=g.name, replicas=g.replicas, resources=ZERO if request is None else request,
             command=tuple(g.command),
-            env=dict(g.env), node_selector=dict(g.node_selector), working_dir=g.working_dir))
+            env=dict(g.env), node_selector=dict(g.node_selector), working_dir=g.working_dir,
+            task_retry_count=g.task_retry_count, min_succeeded=group_min))
     min_resources = (None if spec.min_resources is None
                      else resources(log, doc, "spec.minResources", spec.min_resources))
     scheduler = _SCHEDULERS[spec.scheduler_name]
@@ -195,6 +200,13 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
             log.add(doc, "spec.minAvailable",
                     f"must be at most the job's total replicas ({replicas}), "
                     f"got {spec.min_available}")
+    completion = spec.completion
+    total = sum(g.replicas for g in spec.task_groups)
+    for key, value in (("minSucceeded", None if completion is None else completion.min_succeeded),
+                       ("minFailed", None if completion is None else completion.min_failed)):
+        if value is not None and value > total:
+            log.add(doc, f"spec.completion.{key}",
+                    f"must be at most the job's total replicas ({total}), got {value}")
     tasks = _tasks(log, doc, model)
     meta = model.metadata
     running = sum(1 for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))
@@ -203,7 +215,9 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
         min_available=spec.min_available, min_resources=min_resources,
         priority_class=spec.priority_class_name, user=meta.user,
         submitted=float(position) if meta.creation_timestamp is None else meta.creation_timestamp,
-        tasks=tasks)
+        min_succeeded=None if completion is None else completion.min_succeeded,
+        min_failed=None if completion is None else completion.min_failed,
+        job_retry_count=spec.job_retry_count, tasks=tasks)
     # Running means the gang minimum is bound or running (JobState.RUNNING); a task that is
     # releasing is on its way out and does not count.
     return job if running < job.gang_minimum or running == 0 else \

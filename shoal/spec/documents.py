@@ -164,6 +164,13 @@ class JobMetadata(_Model):
     user: StrictStr | None = None
 
 
+class GroupCompletionSpec(_Model):
+    min_succeeded: StrictInt | None = Field(
+        default=None, ge=1, alias="minSucceeded",
+        description="The job succeeds as soon as this many tasks of this group have "
+                    "succeeded (at most the group's replicas); absent: no rule of its own.")
+
+
 class TaskGroupSpec(_Model):
     name: Annotated[StrictStr, Field(pattern=GROUP_NAME_PATTERN, max_length=63)]
     replicas: StrictInt = Field(ge=1)
@@ -172,6 +179,24 @@ class TaskGroupSpec(_Model):
     env: StringMap = Field(default_factory=dict)
     node_selector: StringMap = Field(default_factory=dict, alias="nodeSelector")
     working_dir: StrictStr | None = Field(default=None, alias="workingDir")
+    task_retry_count: StrictInt = Field(
+        default=0, ge=0, alias="taskRetryCount",
+        description="How many times a failed task (non-zero exit, signal, lost process) is "
+                    "restarted in place before it counts as failed.")
+    completion: GroupCompletionSpec | None = None
+
+
+class CompletionSpec(_Model):
+    """OpenPAI's completion policy; tasks count once their retries are exhausted."""
+
+    min_succeeded: StrictInt | None = Field(
+        default=None, ge=1, alias="minSucceeded",
+        description="The job succeeds as soon as this many tasks have succeeded; the rest are "
+                    "stopped. Absent or null: every task (at most the total replicas).")
+    min_failed: StrictInt | None = Field(
+        default=None, ge=1, alias="minFailed",
+        description="The job fails as soon as this many tasks have failed. Absent or null: 1 "
+                    "(at most the total replicas).")
 
 
 class JobSpec(_Model):
@@ -185,6 +210,11 @@ class JobSpec(_Model):
     min_resources: Quantities | None = Field(default=None, alias="minResources")
     priority_class_name: StrictStr | None = Field(default=None, alias="priorityClassName")
     task_groups: list[TaskGroupSpec] = Field(alias="taskGroups", min_length=1)
+    completion: CompletionSpec | None = None
+    job_retry_count: StrictInt = Field(
+        default=0, ge=0, alias="jobRetryCount",
+        description="When the job would fail, stop all its tasks and schedule it again from "
+                    "scratch, up to this many times.")
 
 
 class TaskStatus(_Model):

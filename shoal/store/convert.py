@@ -47,6 +47,8 @@ def group_to_dict(group: TaskGroup) -> dict[str, Any]:
         "env": dict(group.env),
         "node_selector": dict(group.node_selector),
         "working_dir": group.working_dir,
+        "task_retry_count": group.task_retry_count,
+        "min_succeeded": group.min_succeeded,
     }
 
 
@@ -55,7 +57,10 @@ def group_from_dict(data: Mapping[str, Any]) -> TaskGroup:
         name=data["name"], replicas=int(data["replicas"]),
         resources=resources_from_json(data["resources"]),
         command=tuple(data.get("command", ())), env=dict(data.get("env", {})),
-        node_selector=dict(data.get("node_selector", {})), working_dir=data.get("working_dir"))
+        node_selector=dict(data.get("node_selector", {})), working_dir=data.get("working_dir"),
+        # Absent in groups stored before the completion policy existed: the defaults.
+        task_retry_count=int(data.get("task_retry_count") or 0),
+        min_succeeded=data.get("min_succeeded"))
 
 
 def job_spec(job: Job) -> dict[str, Any]:
@@ -72,13 +77,18 @@ def job_spec(job: Job) -> dict[str, Any]:
         "priority_class": job.priority_class,
         "user": job.user,
         "runtime_estimate": job.runtime_estimate,
+        "min_succeeded": job.min_succeeded,
+        "min_failed": job.min_failed,
+        "job_retry_count": job.job_retry_count,
     }
 
 
 def row_spec(row: JobRow) -> dict[str, Any]:
     return {
         "name": row.name,
-        "groups": list(row.spec),
+        # Read back and written again, so that groups stored before a field existed compare
+        # equal to the same groups submitted now.
+        "groups": [group_to_dict(group_from_dict(g)) for g in row.spec],
         "queue": row.queue,
         "scheduler_name": row.scheduler_name,
         "min_available": row.min_available,
@@ -86,6 +96,9 @@ def row_spec(row: JobRow) -> dict[str, Any]:
         "priority_class": row.priority_class,
         "user": row.user,
         "runtime_estimate": row.runtime_estimate,
+        "min_succeeded": row.min_succeeded,
+        "min_failed": row.min_failed,
+        "job_retry_count": row.job_retry_count,
     }
 
 
@@ -97,14 +110,16 @@ def job_to_row(job: Job, *, idempotency_key: str | None, now: float) -> JobRow:
                        else resources_to_json(job.min_resources)),
         spec=[group_to_dict(g) for g in job.groups], state=job.state.value,
         submitted=job.submitted, runtime_estimate=job.runtime_estimate,
-        attained_gpu_seconds=job.attained_gpu_seconds, idempotency_key=idempotency_key,
-        created=now, updated=now)
+        attained_gpu_seconds=job.attained_gpu_seconds, min_succeeded=job.min_succeeded,
+        min_failed=job.min_failed, job_retry_count=job.job_retry_count, retries=job.retries,
+        idempotency_key=idempotency_key, created=now, updated=now)
 
 
 def task_from_row(job: str, row: TaskRow) -> Task:
     return Task(job=job, group=row.group_name, index=row.task_index,
                 state=TaskState(row.state), node=row.node,
-                gpus=tuple(int(g) for g in row.gpus), started=row.started)
+                gpus=tuple(int(g) for g in row.gpus), started=row.started,
+                retries=row.retries or 0, exit_code=row.exit_code)
 
 
 def job_from_row(row: JobRow) -> Job:
@@ -115,6 +130,8 @@ def job_from_row(row: JobRow) -> Job:
                        else resources_from_json(row.min_resources)),
         priority_class=row.priority_class, user=row.user, submitted=row.submitted,
         runtime_estimate=row.runtime_estimate, attained_gpu_seconds=row.attained_gpu_seconds,
+        min_succeeded=row.min_succeeded, min_failed=row.min_failed,
+        job_retry_count=row.job_retry_count or 0, retries=row.retries or 0,
         state=JobState(row.state), tasks=tuple(task_from_row(row.name, t) for t in row.tasks))
 
 

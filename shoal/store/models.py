@@ -63,6 +63,17 @@ class JobRow(Base):
     submitted: Mapped[float] = mapped_column(Double)
     runtime_estimate: Mapped[float | None] = mapped_column(Double)
     attained_gpu_seconds: Mapped[float] = mapped_column(Double, default=0.0)
+    min_succeeded: Mapped[int | None] = mapped_column(Integer)
+    """`spec.completion.minSucceeded`; None: every task."""
+    min_failed: Mapped[int | None] = mapped_column(Integer)
+    """`spec.completion.minFailed`; None: 1."""
+    job_retry_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """How many times the whole job was restarted (job retries done)."""
+    stopping: Mapped[str | None] = mapped_column(String(32))
+    """While the job's tasks are being stopped: the job state it gets once they all have
+    (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""
+    stop_cause: Mapped[str | None] = mapped_column(Text)
     idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
     created: Mapped[float] = mapped_column(Double)
     updated: Mapped[float] = mapped_column(Double)
@@ -89,6 +100,8 @@ class TaskRow(Base):
     exit_code: Mapped[int | None] = mapped_column(Integer)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     """How many times the task was bound (launched or about to be)."""
+    retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """How many times the task was restarted in place since its job (re)started."""
 
     job: Mapped[JobRow] = relationship(back_populates="tasks")
 

@@ -14,8 +14,9 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, insert, inspect, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -33,8 +34,10 @@ from shoal.api import (
     VirtualCluster,
 )
 from shoal.store import convert
+from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
 from shoal.store.models import (
+    Base,
     EventRow,
     JobRow,
     NodeRow,
@@ -48,7 +51,28 @@ from shoal.store.models import (
 SUBMITTED = "Submitted"
 JOB_STATE = "JobStateChanged"
 TASK_STATE = "TaskStateChanged"
+JOB_STOPPING = "JobStopping"
+"""A stop of the job's tasks began; `target` is the state the job gets once they stopped."""
+JOB_RETRIED = "JobRetried"
+"""The whole job was put back to be scheduled again (`jobRetryCount`)."""
 TERMINAL_JOB_STATES = tuple(s.value for s in JobState if s.terminal)
+#: How stale a token's `last_used` may get before a request updates it (seconds).
+TOKEN_USE_RESOLUTION = 60.0
+#: How long a token's user is remembered; a token revoked by another process works at most
+#: this much longer (one revoked through this process stops at once).
+TOKEN_CACHE_TTL = 10.0
+
+
+_INSERT_JOB = insert(JobRow).returning(JobRow.id)
+_INSERT_TASK = insert(TaskRow)
+_INSERT_EVENT = insert(EventRow)
+
+
+def _columns(row: Base) -> dict[str, Any]:
+    """The column values set on a transient ORM row, by column name, for a Core insert."""
+    state = inspect(row)
+    return {a.columns[0].key: state.dict[a.key] for a in state.mapper.column_attrs
+            if a.key in state.dict}
 
 
 class StoreError(Exception):
@@ -99,6 +123,15 @@ class TaskRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class FailedTask:
+    """A task whose failure is recorded in the same transaction as what it causes."""
+
+    ref: TaskRef
+    cause: str
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class User:
     name: str
     admin: bool = False
@@ -115,25 +148,20 @@ class Repository:
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.clock = clock
+        self._catalog: ReadThroughCache[tuple[Any, ...]] = ReadThroughCache(clock)
+        self._tokens: ReadThroughCache[User | None] = ReadThroughCache(clock, TOKEN_CACHE_TTL)
 
     # ---- jobs ----------------------------------------------------------------------------
 
     def submit_job(self, job: Job, *, idempotency_key: str | None = None) -> tuple[Job, bool]:
         """Store a new job in PENDING with its task rows; True when it was created. A retry
-        with the same key returns the stored job; the key with another spec is refused."""
+        with the same key returns the stored job; the key with another spec is refused.
+
+        The insert is tried first and the unique constraints on the name and the key decide:
+        a new job (the common case) costs one transaction with no lookups, and a clash — a
+        replay, or a concurrent submit that won the race — is sorted out afterwards."""
         try:
             with self.store.sessions.begin() as s:
-                if idempotency_key is not None:
-                    existing = self._by_key(s, idempotency_key)
-                    if existing is not None:
-                        return self._replay(existing, job, idempotency_key), False
-                named = s.scalar(select(JobRow).where(JobRow.name == job.name)
-                                 .options(selectinload(JobRow.tasks)))
-                if named is not None:
-                    # A concurrent retry may have committed since the key was looked up.
-                    if idempotency_key is not None and named.idempotency_key == idempotency_key:
-                        return self._replay(named, job, idempotency_key), False
-                    raise AlreadyExistsError(f"job {job.name!r} exists already")
                 now = self.clock()
                 row = convert.job_to_row(job, idempotency_key=idempotency_key, now=now)
                 row.state = JobState.PENDING.value
@@ -141,22 +169,24 @@ class Repository:
                     TaskRow(group_name=g.name, task_index=i, state=TaskState.PENDING.value,
                             gpus=[], attempts=0)
                     for g in job.groups for i in range(g.replicas)]
-                s.add(row)
-                s.flush()
-                s.add(EventRow(job_id=row.id, time=now, kind=SUBMITTED,
-                               target_state=JobState.PENDING.value,
-                               cause=f"submitted to queue {job.queue}"))
-                s.flush()
+                # Core inserts of the rows built above, with constant statements (compiled
+                # once): the ORM's unit of work, even its bulk mode, cost three times as
+                # much, and a submission is the API's hottest write.
+                connection = s.connection()
+                job_id = connection.execute(_INSERT_JOB, _columns(row)).scalar_one()
+                connection.execute(_INSERT_TASK, [_columns(t) | {"job_id": job_id}
+                                                  for t in row.tasks])
+                connection.execute(_INSERT_EVENT, {
+                    "job_id": job_id, "time": now, "kind": SUBMITTED,
+                    "target_state": JobState.PENDING.value,
+                    "cause": f"submitted to queue {job.queue}"})
                 return convert.job_from_row(row), True
         except IntegrityError:
-            # A concurrent submit with the same key or name won the race.
-            if idempotency_key is None:
-                raise AlreadyExistsError(f"job {job.name!r} exists already") from None
-            with self.store.sessions.begin() as s:
-                existing = self._by_key(s, idempotency_key)
+            with self.store.reads.begin() as s:
+                existing = None if idempotency_key is None else self._by_key(s, idempotency_key)
                 if existing is None:
                     raise AlreadyExistsError(f"job {job.name!r} exists already") from None
-                return self._replay(existing, job, idempotency_key), False
+                return self._replay(existing, job, idempotency_key or ""), False
 
     @staticmethod
     def _by_key(s: Session, key: str) -> JobRow | None:
@@ -172,7 +202,7 @@ class Repository:
         return convert.job_from_row(existing)
 
     def get_job(self, name: str) -> Job | None:
-        with self.store.sessions.begin() as s:
+        with self.store.reads.begin() as s:
             row = s.scalar(select(JobRow).where(JobRow.name == name)
                            .options(selectinload(JobRow.tasks)))
             return None if row is None else convert.job_from_row(row)
@@ -182,7 +212,7 @@ class Repository:
                   ) -> list[Job]:
         """Jobs in submission order, `(submitted, name)`; `after` is the last name of the
         previous page (keyset pagination: stable while jobs are added)."""
-        with self.store.sessions.begin() as s:
+        with self.store.reads.begin() as s:
             query = select(JobRow).options(selectinload(JobRow.tasks))
             if state is not None:
                 query = query.where(JobRow.state == state.value)
@@ -201,7 +231,7 @@ class Repository:
 
     def snapshot_jobs(self) -> tuple[Job, ...]:
         """Every job that is not finished, with its tasks, in submission order."""
-        with self.store.sessions.begin() as s:
+        with self.store.reads.begin() as s:
             rows = s.scalars(select(JobRow).options(selectinload(JobRow.tasks))
                              .where(JobRow.state.not_in(TERMINAL_JOB_STATES))
                              .order_by(JobRow.submitted, JobRow.name))
@@ -212,7 +242,7 @@ class Repository:
         names = sorted(set(jobs))
         if not names:
             return {}
-        with self.store.sessions.begin() as s:
+        with self.store.reads.begin() as s:
             rows = s.execute(select(JobRow.name, TaskRow).join(TaskRow.job)
                              .where(JobRow.name.in_(names)))
             out: dict[TaskRef, TaskRecord] = {}
@@ -224,7 +254,7 @@ class Repository:
             return out
 
     def job_events(self, name: str) -> list[Event]:
-        with self.store.sessions.begin() as s:
+        with self.store.reads.begin() as s:
             job_id = s.scalar(select(JobRow.id).where(JobRow.name == name))
             if job_id is None:
                 raise NotFoundError(f"no job {name!r}")
@@ -261,6 +291,85 @@ class Repository:
             if exit_code is not None:
                 row.exit_code = exit_code
             return move
+
+    def retry_task(self, failed: FailedTask, cause: str) -> None:
+        """Record a task's failure and its retry in place at once: FAILED (with its exit
+        code), then PENDING with `cause` ("retry 1/3 after exit code 2"), one more retry
+        counted. Its next bind is a new attempt, so no launch of the old one is repeated."""
+        with self.store.sessions.begin() as s:
+            row = self._task_row(s, failed.ref)
+            self._move_task(s, row, failed.ref, TaskState.FAILED, failed.cause)
+            if failed.exit_code is not None:
+                row.exit_code = failed.exit_code
+            self._move_task(s, row, failed.ref, TaskState.PENDING, cause)
+            row.retries = (row.retries or 0) + 1
+
+    def stop_job(self, name: str, target: JobState, cause: str, *,
+                 failed: FailedTask | None = None) -> Job:
+        """Decide a job's end (or, with `target` PENDING, its retry) in one transaction:
+        record `failed` if given, cancel its pending tasks (kept for a retry), and move the
+        tasks that hold resources to RELEASING. If none does, the job ends (or restarts) at
+        once; otherwise the stop is recorded as under way (`stopping_jobs`) and `finish_stop`
+        completes it once their processes are gone. Returns the job as stored now."""
+        with self.store.sessions.begin() as s:
+            row = self._job_row(s, name, lock=True)
+            if failed is not None:
+                task = self._task_in(row, failed.ref)
+                self._move_task(s, task, failed.ref, TaskState.FAILED, failed.cause)
+                if failed.exit_code is not None:
+                    task.exit_code = failed.exit_code
+            holding = False
+            for task in row.tasks:
+                ref = TaskRef(name, task.group_name, task.task_index)
+                state = TaskState(task.state)
+                if state is TaskState.PENDING and target is not JobState.PENDING:
+                    self._move_task(s, task, ref, TaskState.CANCELLED, cause)
+                elif state in (TaskState.BOUND, TaskState.RUNNING):
+                    self._move_task(s, task, ref, TaskState.RELEASING, cause)
+                holding = holding or state.holds_resources
+            if holding:
+                row.stopping, row.stop_cause = target.value, cause
+                s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_STOPPING,
+                               target_state=target.value, cause=cause))
+            else:
+                self._complete_stop(s, row, target, cause)
+            s.flush()
+            return convert.job_from_row(row)
+
+    def finish_stop(self, name: str) -> Job:
+        """Complete the stop under way: the job ends in the state `stop_job` recorded, or is
+        put back to PENDING whole for a job retry. Returns the job as stored now."""
+        with self.store.sessions.begin() as s:
+            row = self._job_row(s, name, lock=True)
+            if row.stopping is None:
+                raise StoreError(f"job {name!r} has no stop under way")
+            self._complete_stop(s, row, JobState(row.stopping), row.stop_cause or "stopped")
+            s.flush()
+            return convert.job_from_row(row)
+
+    def stopping_jobs(self) -> dict[str, tuple[JobState, str]]:
+        """Unfinished jobs with a stop under way → the state each gets and why."""
+        with self.store.reads.begin() as s:
+            rows = s.execute(select(JobRow.name, JobRow.stopping, JobRow.stop_cause)
+                             .where(JobRow.stopping.is_not(None),
+                                    JobRow.state.not_in(TERMINAL_JOB_STATES)))
+            return {n: (JobState(t), c or "stopped") for n, t, c in rows if t is not None}
+
+    def _complete_stop(self, s: Session, row: JobRow, target: JobState, cause: str) -> None:
+        row.stopping = row.stop_cause = None
+        if target is not JobState.PENDING:
+            self._move_job(s, row, target, cause)
+            return
+        # A job retry: every task starts again from scratch, in-place retries forgotten.
+        for task in row.tasks:
+            ref = TaskRef(row.name, task.group_name, task.task_index)
+            if TaskState(task.state) is not TaskState.PENDING:
+                self._move_task(s, task, ref, TaskState.PENDING, cause)
+            task.retries = 0
+        row.retries = (row.retries or 0) + 1
+        s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_RETRIED, cause=cause))
+        if JobState(row.state) is not JobState.PENDING:
+            self._move_job(s, row, JobState.PENDING, cause)
 
     def record_binds(self, binds: Sequence[Bind], cause: str) -> None:
         """Persist one cycle's binds together: tasks → BOUND on their node and GPUs, and each
@@ -343,7 +452,7 @@ class Repository:
         return user
 
     def get_user(self, name: str) -> User | None:
-        with self.store.sessions.begin() as s:
+        with self.store.reads.begin() as s:
             row = s.scalar(select(UserRow).where(UserRow.name == name))
             return None if row is None else _user(row)
 
@@ -355,19 +464,34 @@ class Repository:
             if user_id is None:
                 raise NotFoundError(f"no user {user!r}")
             s.add(TokenRow(user_id=user_id, token_hash=hash_token(token), created=self.clock()))
+        self._tokens.invalidate()  # a miss on this token may be cached
         return token
 
     def authenticate(self, token: str) -> User | None:
-        """The user a bearer token belongs to, or None; records when it was last used."""
+        """The user a bearer token belongs to, or None; cached (see `shoal.store.cache`) for
+        up to TOKEN_CACHE_TTL seconds. When a token was last used is recorded at most every
+        `TOKEN_USE_RESOLUTION` seconds: a write per request would queue every API call behind
+        the store's write lock for a timestamp nobody needs to the second."""
         if not token:
             return None
-        with self.store.sessions.begin() as s:
-            row = s.scalar(select(TokenRow).where(TokenRow.token_hash == hash_token(token)))
-            if row is None:
+        digest = hash_token(token)
+        return self._tokens.get(digest, lambda: self._authenticate(digest))
+
+    def _authenticate(self, digest: str) -> User | None:
+        with self.store.reads.begin() as s:
+            found = s.execute(select(TokenRow.id, TokenRow.last_used, UserRow)
+                              .join(UserRow, UserRow.id == TokenRow.user_id)
+                              .where(TokenRow.token_hash == digest)).first()
+            if found is None:
                 return None
-            row.last_used = self.clock()
-            user = s.get(UserRow, row.user_id)
-            return None if user is None else _user(user)
+            token_id, last_used, user_row = found
+            user = _user(user_row)
+        now = self.clock()
+        if last_used is None or now - last_used >= TOKEN_USE_RESOLUTION:
+            with self.store.sessions.begin() as s:
+                s.execute(update(TokenRow).where(TokenRow.id == token_id)
+                          .values(last_used=now))
+        return user
 
     def revoke_token(self, token: str) -> bool:
         with self.store.sessions.begin() as s:
@@ -375,37 +499,47 @@ class Repository:
             if row is None:
                 return False
             s.delete(row)
-            return True
+        self._tokens.invalidate()
+        return True
 
     # ---- nodes, virtual clusters, priority classes ---------------------------------------
 
     def put_node(self, node: Node) -> None:
         with self.store.sessions.begin() as s:
             s.add(convert.node_to_row(node, s.get(NodeRow, node.name)))
+        self._catalog.invalidate()
 
     def list_nodes(self) -> list[Node]:
-        with self.store.sessions.begin() as s:
-            return [convert.node_from_row(r)
-                    for r in s.scalars(select(NodeRow).order_by(NodeRow.name))]
+        def load() -> tuple[Node, ...]:
+            with self.store.reads.begin() as s:
+                return tuple(convert.node_from_row(r)
+                             for r in s.scalars(select(NodeRow).order_by(NodeRow.name)))
+        return list(self._catalog.get("nodes", load))
 
     def put_virtual_cluster(self, vc: VirtualCluster) -> None:
         with self.store.sessions.begin() as s:
             s.add(convert.vc_to_row(vc, s.get(VirtualClusterRow, vc.name)))
+        self._catalog.invalidate()
 
     def list_virtual_clusters(self) -> list[VirtualCluster]:
-        with self.store.sessions.begin() as s:
-            return [convert.vc_from_row(r) for r in
-                    s.scalars(select(VirtualClusterRow).order_by(VirtualClusterRow.name))]
+        def load() -> tuple[VirtualCluster, ...]:
+            with self.store.reads.begin() as s:
+                return tuple(convert.vc_from_row(r) for r in s.scalars(
+                    select(VirtualClusterRow).order_by(VirtualClusterRow.name)))
+        return list(self._catalog.get("virtual-clusters", load))
 
     def put_priority_class(self, pc: PriorityClass) -> None:
         with self.store.sessions.begin() as s:
             s.add(convert.priority_class_to_row(pc, s.get(PriorityClassRow, pc.name)))
+        self._catalog.invalidate()
 
     def list_priority_classes(self) -> list[PriorityClass]:
-        with self.store.sessions.begin() as s:
-            return [convert.priority_class_from_row(r) for r in
-                    s.scalars(select(PriorityClassRow).order_by(PriorityClassRow.value,
-                                                                PriorityClassRow.name))]
+        def load() -> tuple[PriorityClass, ...]:
+            with self.store.reads.begin() as s:
+                return tuple(convert.priority_class_from_row(r) for r in s.scalars(
+                    select(PriorityClassRow).order_by(PriorityClassRow.value,
+                                                      PriorityClassRow.name)))
+        return list(self._catalog.get("priority-classes", load))
 
 
 def _user(row: UserRow) -> User:

@@ -14,12 +14,17 @@ from shoal.control import ControlPlane
 PY = sys.executable
 
 
-def job(name: str, code: str, *, replicas: int = 1, gpu: int = 0, groups: int = 1) -> Job:
-    """A gang job whose tasks run `python -c code`; `groups` splits it into roles."""
+def job(name: str, code: str, *, replicas: int = 1, gpu: int = 0, groups: int = 1,
+        task_retry_count: int = 0, min_succeeded: int | None = None,
+        min_failed: int | None = None, job_retry_count: int = 0) -> Job:
+    """A gang job whose tasks run `python -c code`; `groups` splits it into roles; the
+    keywords are its completion policy (`taskRetryCount` for every group)."""
     made = tuple(TaskGroup(f"g{i}" if groups > 1 else "worker", replicas,
                            Resources.of(cpu=500, memory=128, gpu=gpu),
-                           command=(PY, "-c", code)) for i in range(groups))
-    return Job(name, made, scheduler_name=SchedulerName.SHOAL)
+                           command=(PY, "-c", code), task_retry_count=task_retry_count)
+                 for i in range(groups))
+    return Job(name, made, scheduler_name=SchedulerName.SHOAL, min_succeeded=min_succeeded,
+               min_failed=min_failed, job_retry_count=job_retry_count)
 
 
 def step_until(plane: ControlPlane, done: Callable[[], bool], timeout: float = 10.0) -> None:

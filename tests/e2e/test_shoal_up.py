@@ -2,22 +2,33 @@
 
 A gang runs with its ranks and exact GPU indices; cancel kills a running job; and a
 `kill -9` of the server while a task runs loses nothing: the restarted server adopts the task
-(its launch counter stays 1) and records its success."""
+(its launch counter stays 1) and records its success. The same holds when the kill lands in
+the middle of a burst of submissions: clients retry with their idempotency keys, every job
+ends Succeeded and every task ran exactly once.
+
+Every server a test starts, and every task process it left behind (tasks run in their own
+sessions and outlive a killed server), is stopped at teardown, pass or fail (`Servers`)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
+
+from shoal.executors.wrapper import PID_FILE
 
 CLUSTER = """\
 apiVersion: shoal/v1
@@ -28,7 +39,8 @@ spec:
 """
 
 
-def job_yaml(name: str, code: str, replicas: int = 1, gpu: int = 0) -> str:
+def job_yaml(name: str, code: str, replicas: int = 1, gpu: int = 0, cpu: str = "1",
+             memory: str = "1Gi") -> str:
     return f"""\
 apiVersion: shoal/v1
 kind: Job
@@ -38,7 +50,7 @@ spec:
   taskGroups:
     - name: worker
       replicas: {replicas}
-      resources: {{cpu: 1, memory: 1Gi, gpu: {gpu}}}
+      resources: {{cpu: {cpu}, memory: {memory}, gpu: {gpu}}}
       command: [{sys.executable!r}, -c, {code!r}]
 """
 
@@ -73,16 +85,67 @@ def start(tmp: Path, port: int) -> Server:
          "--cluster", str(tmp / "cluster.yaml"), "--interval", "0.2", "--grace-period", "1"],
         stdout=subprocess.DEVNULL, stderr=open(tmp / "server.log", "ab"))  # noqa: SIM115
     server = Server(tmp / "data", port, process)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError("shoal up did not answer /healthz within 30 s: "
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                if httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200:
+                    return server
+            except httpx.HTTPError:
+                time.sleep(0.1)
+    except BaseException:
+        stop(server)
+        raise
+    exited = process.poll()
+    stop(server)
+    raise AssertionError(("shoal up did not answer /healthz within 30 s: " if exited is None
+                          else f"shoal up exited with code {exited} before serving: ")
                          + (tmp / "server.log").read_text())
+
+
+def stop(server: Server) -> None:
+    """SIGTERM, then SIGKILL if it does not exit within 10 s; always reaped."""
+    if server.process.poll() is None:
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            server.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+    server.process.wait(timeout=10)
+
+
+def kill_leftover_tasks(data: Path) -> None:
+    """SIGKILL the process group of every task attempt still alive (each attempt runs in its
+    own session, so it survives its server). The pid is checked against its recorded start
+    time so that a recycled pid is never signalled."""
+    for pid_file in data.glob(f"executor/tasks/*/*/attempt-*/{PID_FILE}"):
+        try:
+            record = json.loads(pid_file.read_text())
+            pid, started = int(record["pid"]), float(record["start_time"])
+            if pid > 1 and abs(psutil.Process(pid).create_time() - started) < 0.05:
+                os.killpg(pid, signal.SIGKILL)
+        except (OSError, ValueError, KeyError, psutil.Error):
+            continue
+
+
+@dataclass
+class Servers:
+    """Starts `shoal up` on one data directory (a restart reuses it); `close` stops every
+    server started and kills every task process left behind."""
+
+    tmp: Path
+    started: list[Server] = field(default_factory=list)
+
+    def start(self, port: int | None = None) -> Server:
+        server = start(self.tmp, free_port() if port is None else port)
+        self.started.append(server)
+        return server
+
+    def close(self) -> None:
+        for server in self.started:
+            with contextlib.suppress(Exception):  # keep cleaning up the others
+                stop(server)
+        kill_leftover_tasks(self.tmp / "data")
 
 
 def wait_for(client: httpx.Client, name: str, states: set[str], seconds: float = 20
@@ -97,14 +160,17 @@ def wait_for(client: httpx.Client, name: str, states: set[str], seconds: float =
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    running = start(tmp_path, free_port())
-    yield running
-    running.process.send_signal(signal.SIGTERM)
+def servers(tmp_path: Path) -> Iterator[Servers]:
+    started = Servers(tmp_path)
     try:
-        running.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        running.process.kill()
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture
+def server(servers: Servers) -> Server:
+    return servers.start()
 
 
 def submit(client: httpx.Client, text: str) -> None:
@@ -149,25 +215,129 @@ def wait_for_task_running(client: httpx.Client, name: str, seconds: float = 20) 
     raise AssertionError(f"{name}'s tasks did not start: {tasks}")
 
 
-def test_kill_9_loses_nothing_and_runs_nothing_twice(tmp_path: Path) -> None:
-    counter, go = tmp_path / "launches", tmp_path / "go"
-    code = (f"import os, time, pathlib; c = pathlib.Path({str(counter)!r}); "
+def gated_counter_code(counter: Path, go: Path) -> str:
+    """A task that counts its launches in `counter`, then runs until `go` exists."""
+    return (f"import os, time, pathlib; c = pathlib.Path({str(counter)!r}); "
             f"c.write_text(str(int(c.read_text() or 0) + 1) if c.exists() else '1'); "
             f"[time.sleep(0.05) for _ in iter(lambda: os.path.exists({str(go)!r}), True)]")
+
+
+def kill_9(server: Server) -> None:
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(timeout=10)
+
+
+def test_kill_9_loses_nothing_and_runs_nothing_twice(servers: Servers, tmp_path: Path
+                                                     ) -> None:
+    counter, go = tmp_path / "launches", tmp_path / "go"
     port = free_port()
-    first = start(tmp_path, port)
+    first = servers.start(port)
     with first.client() as client:
-        submit(client, job_yaml("survivor", code))
+        submit(client, job_yaml("survivor", gated_counter_code(counter, go)))
         wait_for_task_running(client, "survivor")
-    os.kill(first.process.pid, signal.SIGKILL)
-    first.process.wait(timeout=10)
-    second = start(tmp_path, port)
-    try:
+    kill_9(first)
+    second = servers.start(port)
+    go.touch()
+    with second.client() as client:
+        job = wait_for(client, "survivor", {"Succeeded", "Failed"})
+    assert job["status"]["state"] == "Succeeded"  # type: ignore[index]
+    assert counter.read_text() == "1"
+
+
+BURST = 20
+SUBMITTERS = 4
+KILL_AFTER = 6
+"""The server is killed once this many of the burst's submissions have been answered."""
+TERMINAL = {"Succeeded", "Failed", "Cancelled"}
+
+
+def poll_until(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+def test_kill_9_during_a_submission_burst(servers: Servers, tmp_path: Path) -> None:
+    """kill -9 while a task runs and submissions are in flight; the clients retry every
+    submission with its idempotency key against the restarted server: each is created (201)
+    or replayed (200), every job succeeds, and every task ran exactly once."""
+    counter, go, ran = tmp_path / "launches", tmp_path / "go", tmp_path / "ran"
+    names = [f"burst-{i:02d}" for i in range(BURST)]
+    texts = {name: job_yaml(name, f"open({str(ran)!r}, 'a').write({name!r} + '\\n')",
+                            cpu="250m", memory="256Mi")
+             for name in names}
+    keys = {name: f"key-{name}" for name in names}
+
+    def post(client: httpx.Client, name: str) -> httpx.Response:
+        return client.post("/api/v1/jobs", content=texts[name],
+                           headers={"Content-Type": "application/yaml",
+                                    "Idempotency-Key": keys[name]})
+
+    port = free_port()
+    first = servers.start(port)
+    with first.client() as client:
+        submit(client, job_yaml("long", gated_counter_code(counter, go)))
+        wait_for_task_running(client, "long")
+
+    # The burst: SUBMITTERS threads, each posting its share of the names back to back.
+    answers: dict[str, int | str] = {}  # name → status, or the transport error's name
+
+    def submitter(share: list[str]) -> None:
+        with first.client() as client:
+            for name in share:
+                try:
+                    answers[name] = post(client, name).status_code
+                except httpx.TransportError as exc:
+                    answers[name] = type(exc).__name__
+
+    threads = [threading.Thread(target=submitter, args=(names[i::SUBMITTERS],), daemon=True)
+               for i in range(SUBMITTERS)]
+    for thread in threads:
+        thread.start()
+    poll_until(lambda: len(answers) >= KILL_AFTER, f"{KILL_AFTER} answered submissions")
+    kill_9(first)
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not any(t.is_alive() for t in threads), "a submitter hung after the kill"
+
+    before = dict(answers)
+    created = {n for n, status in before.items() if status == 201}
+    lost = {n for n, status in before.items() if not isinstance(status, int)}
+    assert set(before) == set(names)
+    assert set(before.values()) - {201} <= {"ConnectError", "ReadError", "RemoteProtocolError",
+                                            "WriteError", "ReadTimeout"}, before
+    assert len(created) >= KILL_AFTER and lost, f"the kill did not land mid-burst: {before}"
+
+    # Restart on the same data directory; every client retries with its own key.
+    second = servers.start(port)
+    with second.client() as client:
+        retried = {name: post(client, name) for name in names}
+        statuses = {name: answer.status_code for name, answer in retried.items()}
+        assert set(statuses.values()) <= {200, 201}, {
+            n: (a.status_code, a.text) for n, a in retried.items() if a.status_code > 201}
+        # A submission answered 201 before the crash is stored: its retry is a replay.
+        assert {n for n in created if statuses[n] != 200} == set(), statuses
+        for name, answer in retried.items():
+            assert answer.json()["metadata"]["name"] == name
+
         go.touch()
-        with second.client() as client:
-            job = wait_for(client, "survivor", {"Succeeded", "Failed"})
-        assert job["status"]["state"] == "Succeeded"  # type: ignore[index]
-        assert counter.read_text() == "1"
-    finally:
-        second.process.send_signal(signal.SIGTERM)
-        second.process.wait(timeout=10)
+        states: dict[str, str] = {}
+
+        def all_terminal() -> bool:
+            page = client.get("/api/v1/jobs", params={"limit": 500})
+            assert page.status_code == 200, page.text
+            states.clear()
+            states.update({j["metadata"]["name"]: j["status"]["state"]
+                           for j in page.json()["items"]})
+            return set(states) == {"long", *names} and set(states.values()) <= TERMINAL
+
+        poll_until(all_terminal, "every job to end", seconds=45)
+
+    assert states == dict.fromkeys(["long", *names], "Succeeded"), states
+    launches = sorted(ran.read_text().split())
+    assert launches == names, "a task ran twice or never: " + ", ".join(
+        f"{n}×{launches.count(n)}" for n in names if launches.count(n) != 1)
+    assert counter.read_text() == "1", "the long task was launched again, not adopted"

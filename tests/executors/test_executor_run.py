@@ -38,6 +38,9 @@ def test_env_is_exactly_as_specified(executor: LocalExecutor, tmp_path: Path) ->
     assert env["SHOAL_TASK_INDEX"] == "1"
     assert env["SHOAL_WORLD_SIZE"] == "4"
     assert env["SHOAL_RANK"] == "3"
+    # torch.distributed's env:// rendezvous; each task sees its own GPUs from cuda:0.
+    assert (env["RANK"], env["WORLD_SIZE"]) == ("3", "4")
+    assert (env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == ("0", "1")
     assert env["MASTER_ADDR"] == "10.0.0.7"
     assert env["MASTER_PORT"] == str(port)
     assert env["FOO"] == "bar"

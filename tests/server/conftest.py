@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from server_helpers import Api, StoreScheduler
 
-from shoal.api import Node, Resources, VirtualCluster
+from shoal.api import Node, Resources, TaskRef, VirtualCluster
 from shoal.server import create_app
 from shoal.store import Repository, Store
 
@@ -33,7 +33,7 @@ Clock = _store_fixtures.Clock
 
 
 @pytest.fixture
-def api(store: Store) -> Iterator[Api]:
+def api(store: Store, tmp_path: Path) -> Iterator[Api]:
     repository = Repository(store, clock=Clock())
     repository.create_user("alice", queues=["default", "team-a"])
     repository.create_user("bob", queues=["default"])
@@ -44,5 +44,11 @@ def api(store: Store) -> Iterator[Api]:
                                  labels={"gpu-type": "a100"}))
     repository.put_virtual_cluster(VirtualCluster("team-a"))
     scheduler = StoreScheduler(repository)
-    with TestClient(create_app(repository, scheduler)) as client:
-        yield Api(client, repository, scheduler, tokens)
+    log_dir = tmp_path / "logs"
+
+    def log_paths(ref: TaskRef) -> tuple[Path, Path]:
+        return (log_dir / f"{ref.job}.{ref.group}-{ref.index}.out",
+                log_dir / f"{ref.job}.{ref.group}-{ref.index}.err")
+
+    with TestClient(create_app(repository, scheduler, log_paths)) as client:
+        yield Api(client, repository, scheduler, tokens, log_dir)

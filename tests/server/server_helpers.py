@@ -4,6 +4,7 @@ client wrapper `Api`, and `job_yaml`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -44,6 +45,8 @@ class Api:
     repository: Repository
     scheduler: StoreScheduler
     tokens: dict[str, str]
+    log_dir: Path | None = None
+    """Where the app's log source puts task `JOB/GROUP/INDEX`: `JOB.GROUP-INDEX.out|err`."""
 
     def headers(self, who: str | None, **extra: str) -> dict[str, str]:
         out = dict(extra)

@@ -16,6 +16,7 @@ def test_openapi_lists_the_endpoints(api: Api) -> None:
         "/api/v1/jobs/{name}": {"get"},
         "/api/v1/jobs/{name}/events": {"get"},
         "/api/v1/jobs/{name}/cancel": {"post"},
+        "/api/v1/jobs/{name}/logs": {"get"},
         "/api/v1/nodes": {"get", "put"},
         "/api/v1/virtual-clusters": {"get", "post"},
         "/api/v1/priority-classes": {"get", "post"},

@@ -19,7 +19,7 @@ from shoal.core.nodes import NodePool
 from shoal.scheduler.fitting import no_matching_node
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
-from shoal.scheduler.session import Session
+from shoal.scheduler.session import Hooks, Session
 
 if TYPE_CHECKING:
     from shoal.scheduler.profile import Profile
@@ -121,9 +121,11 @@ def _binding_dimension(pool: NodePool, request: Resources) -> str | None:
 
 def admission_check(job: Job, nodes: Sequence[Node], virtual_clusters: Sequence[VirtualCluster],
                     priority_classes: Sequence[PriorityClass] = (),
-                    profile: Profile | None = None) -> PendingReason | None:
+                    profile: Profile | None = None, *, hooks: Hooks | None = None
+                    ) -> PendingReason | None:
     """Why `job` could never run on this cluster, judged on an idle copy of it; None if it
-    could. For rejecting an impossible job at submission instead of leaving it waiting."""
+    could. For rejecting an impossible job at submission instead of leaving it waiting.
+    A caller that checks many jobs passes the profile's `hooks`, built once."""
     from shoal.scheduler.model import SchedulerModel
     from shoal.scheduler.profile import Profile as Profiles
 
@@ -131,4 +133,6 @@ def admission_check(job: Job, nodes: Sequence[Node], virtual_clusters: Sequence[
     info = model.add_job(job)
     if info.blocker is not None:
         return info.blocker
-    return feasibility(Session(model, (profile or Profiles.default()).plugins()), info)
+    if hooks is None:
+        hooks = Hooks((profile or Profiles.default()).plugins())
+    return feasibility(Session(model, hooks), info)

@@ -45,3 +45,13 @@ def test_cause_is_required() -> None:
 def test_holds_resources() -> None:
     assert {s for s in TaskState if s.holds_resources} == {
         TaskState.BOUND, TaskState.RUNNING, TaskState.RELEASING}
+
+
+def test_retry_paths_go_through_pending() -> None:
+    # In place: a failed task is put back; with its job: finished and stopped tasks too.
+    TASK_LIFECYCLE.move(TaskState.RUNNING, TaskState.FAILED, "exit code 2")
+    TASK_LIFECYCLE.move(TaskState.FAILED, TaskState.PENDING, "retry 1/3 after exit code 2")
+    TASK_LIFECYCLE.move(TaskState.SUCCEEDED, TaskState.PENDING, "job retry 1/1")
+    TASK_LIFECYCLE.move(TaskState.RELEASING, TaskState.PENDING, "stopped for a job retry")
+    JOB_LIFECYCLE.move(JobState.RUNNING, JobState.PENDING, "job retry 1/1")
+    assert TASK_LIFECYCLE.allowed(TaskState.CANCELLED) == frozenset()

@@ -1,0 +1,138 @@
+"""Benchmark: the REST API and the control loop of a real `shoal up`, over HTTP.
+
+Starts its own `shoal up` (SQLite, a temporary data directory, one node), then measures:
+
+- `submissions_per_second`: sequential `POST /api/v1/jobs` over one keep-alive connection,
+  each with its own idempotency key. The jobs ask for more CPU than is free (a blocker job
+  holds the node), so they are stored, admitted and considered by every cycle, but never
+  start: what is timed is the submission path, not process start-up.
+- `submit_to_running_p50_ms` / `_p99_ms`: for a trivial one-task job on an idle cluster,
+  one at a time, from just before the client sends the POST to the moment the server
+  recorded the task's process as started (the `Running` event's timestamp; client and server
+  share this machine's clock).
+
+As a same-process baseline it times `GET /healthz` (the HTTP floor of this machine and
+client); `submission_vs_health` = submission time / health-check time is the ratio to
+compare across runs and machines. Prints one JSON object.
+
+    uv run python bench/api.py [--submissions 1000] [--latency-jobs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
+from local_server import local_server
+
+CLUSTER = """\
+apiVersion: shoal/v1
+kind: Node
+metadata: {name: local}
+spec:
+  capacity: {cpu: 8, memory: 16Gi}
+"""
+
+JOB = """\
+apiVersion: shoal/v1
+kind: Job
+metadata: {{name: {name}}}
+spec:
+  taskGroups:
+    - name: main
+      replicas: 1
+      resources: {{cpu: "{cpu}", memory: 64Mi}}
+      command: [{command}]
+"""
+TRUE = "/bin/true"
+SLEEP = "/bin/sleep, '3600'"
+
+
+def submit(client: httpx.Client, name: str, cpu: str, command: str) -> None:
+    answer = client.post("/api/v1/jobs", content=JOB.format(name=name, cpu=cpu, command=command),
+                         headers={"Content-Type": "application/yaml",
+                                  "Idempotency-Key": uuid.uuid4().hex})
+    if answer.status_code != 201:
+        raise SystemExit(f"submission {name} refused: {answer.status_code} {answer.text}")
+
+
+def running_at(client: httpx.Client, name: str, timeout: float = 30.0) -> float:
+    """The server's timestamp of the task's `Running` event."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for event in client.get(f"/api/v1/jobs/{name}/events").json():
+            if event["task"] is not None and event["target"] == "Running":
+                return float(event["time"])
+        time.sleep(0.005)
+    raise SystemExit(f"job {name} did not start within {timeout} s")
+
+
+def per_second(count: int, action: object) -> float:
+    assert callable(action)
+    started = time.perf_counter()
+    for i in range(count):
+        action(i)
+    return count / (time.perf_counter() - started)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
+
+
+def measure(client: httpx.Client, submissions: int, latency_jobs: int) -> dict[str, float]:
+    health_rate = per_second(submissions, lambda _i: client.get("/healthz"))
+    latencies = []
+    for i in range(latency_jobs):
+        name = f"latency-{i:05d}"
+        sent = time.time()
+        submit(client, name, "100m", TRUE)
+        latencies.append((running_at(client, name) - sent) * 1000)
+    submit(client, "blocker", "8", SLEEP)  # from now on nothing else fits
+    running_at(client, "blocker")
+    rate = per_second(submissions, lambda i: submit(client, f"queued-{i:05d}", "1", TRUE))
+    # `shoal up` leaves running tasks alive when it stops (a restart adopts them): cancel the
+    # blocker, or its `sleep` would outlive the benchmark.
+    client.post("/api/v1/jobs/blocker/cancel")
+    deadline = time.monotonic() + 30
+    while (client.get("/api/v1/jobs/blocker").json()["status"]["state"] != "Cancelled"
+           and time.monotonic() < deadline):
+        time.sleep(0.1)
+    return {
+        "submissions": submissions,
+        "submissions_per_second": round(rate, 1),
+        "health_checks_per_second": round(health_rate, 1),
+        "submission_vs_health": round(health_rate / rate, 2),
+        "latency_jobs": latency_jobs,
+        "submit_to_running_p50_ms": round(statistics.median(latencies), 1),
+        "submit_to_running_p99_ms": round(percentile(latencies, 99), 1),
+        "submit_to_running_max_ms": round(max(latencies), 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--submissions", type=int, default=1000)
+    parser.add_argument("--latency-jobs", type=int, default=100)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="shoal-bench-api-",
+                                     ignore_cleanup_errors=True) as tmp:
+        cluster = Path(tmp) / "cluster.yaml"
+        cluster.write_text(CLUSTER)
+        with local_server(Path(tmp), "--cluster", str(cluster), "--grace-period", "1") as client:
+            result = measure(client, args.submissions, args.latency_jobs)
+    result["cpus"] = os.cpu_count() or 0
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""The `shoal` verbs that talk to a running server (`shoal up`) through `shoal.client`: the
+job verbs live here (`submit`, `jobs`, `get`, `cancel`, `logs`), the cluster and account
+verbs in `remote_admin.py`; `register` adds them all to the `shoal` app.
+
+Where the server and token come from: `shoal.cli.config` (flags, environment, the file
+`shoal login` writes, then `./.shoal/admin.token` for a local server).
+
+Exit codes:
+    0  success
+    1  a job waited for (`submit --wait`) ended Failed or Cancelled; or the server failed (5xx)
+    2  a user error: a bad or missing file, a bad config or token, a request the server
+       refused (4xx: invalid spec, no right to the queue, unknown job …)
+    3  the server cannot be reached (the message names the URL)
+    4  `submit --wait --timeout` ran out before the job finished
+  130  interrupted (Ctrl-C) — except `jobs --watch` and `logs -f`, which end with 0
+Every error is one line on stderr (a 422 lists one line per problem); never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.live import Live
+
+from shoal.api import JobState
+from shoal.cli.remote_admin import login, nodes, pc_app, user_app, vc_app, whoami
+from shoal.cli.remote_render import job_detail, jobs_table
+from shoal.cli.remote_support import (
+    JOB_FAILED,
+    Format,
+    OutputOption,
+    ServerOption,
+    TokenOption,
+    emit,
+    err,
+    out,
+    remote,
+)
+from shoal.client import JobView, ShoalClient
+
+#: Seconds between refreshes of `jobs --watch` and polls of `submit --wait`.
+REFRESH = 1.0
+POLL = 0.5
+
+
+def register(app: typer.Typer) -> None:
+    """Add the client verbs to the `shoal` app."""
+    for command in (submit, jobs, get, cancel, logs, nodes, login, whoami):
+        app.command(rich_help_panel="Talking to a server")(command)
+    app.add_typer(vc_app, name="vc", rich_help_panel="Talking to a server")
+    app.add_typer(pc_app, name="pc", rich_help_panel="Talking to a server")
+    app.add_typer(user_app, name="user", rich_help_panel="Talking to a server")
+
+
+def _print_job(fmt: Format, job: JobView) -> None:
+    if fmt is Format.TABLE:
+        out().print(job_detail(job))
+    else:
+        emit(fmt, job.raw)
+
+
+def _why_not(job: JobView) -> str:
+    """The last cause recorded for a job that did not succeed (a failed task's exit)."""
+    causes = [e.cause for e in job.events or () if e.cause]
+    return f": {causes[-1]}" if causes else ""
+
+
+def submit(
+    file: Annotated[Path, typer.Argument(help="A shoal/v1 Job document (YAML).",
+                                         show_default=False)],
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="Wait until the job finishes; exit 1 unless it Succeeded.")] = False,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", min=0.0, help="With --wait: give up after this many seconds (exit 4).",
+        show_default=False)] = None,
+    output: OutputOption = Format.TABLE,
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Submit a job; prints its name (or the job, with -o json/yaml)."""
+    def action(shoal: ShoalClient) -> int | None:
+        job = shoal.submit(file)
+        if output is Format.TABLE:
+            out().print(job.name)
+        if wait:
+            job = shoal.wait(job.name, timeout=timeout, interval=POLL)
+            if output is Format.TABLE:
+                err.print(f"job {job.name} {job.state.value}"
+                          + ("" if job.state is JobState.SUCCEEDED else _why_not(job)))
+        if output is not Format.TABLE:
+            _print_job(output, job)
+        return JOB_FAILED if wait and job.state is not JobState.SUCCEEDED else None
+    remote(server, token, action)
+
+
+def jobs(
+    state: Annotated[JobState | None, typer.Option(
+        "--state", case_sensitive=False, show_default=False)] = None,
+    queue: Annotated[str | None, typer.Option("--queue", "-q", show_default=False)] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")]
+    = 100,
+    watch: Annotated[bool, typer.Option(
+        "--watch", "-w", help="Refresh every second until Ctrl-C.")] = False,
+    output: OutputOption = Format.TABLE,
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """List jobs in submission order."""
+    def fetch(shoal: ShoalClient) -> list[JobView]:
+        found: list[JobView] = []
+        for job in shoal.iter_jobs(state=state, queue=queue, user=user,
+                                   page_size=min(limit, 500)):
+            found.append(job)
+            if len(found) >= limit:
+                break
+        return found
+
+    def action(shoal: ShoalClient) -> None:
+        if watch:
+            _watch(lambda: fetch(shoal))
+        elif output is Format.TABLE:
+            out().print(jobs_table(fetch(shoal)))
+        else:
+            emit(output, [job.raw for job in fetch(shoal)])
+    remote(server, token, action)
+
+
+def _watch(fetch: Callable[[], list[JobView]]) -> None:
+    console = out()
+    try:
+        with Live(jobs_table(fetch()), console=console, auto_refresh=False) as live:
+            while True:
+                time.sleep(REFRESH)
+                live.update(jobs_table(fetch()), refresh=True)
+    except KeyboardInterrupt:
+        return
+
+
+def get(
+    name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    output: OutputOption = Format.TABLE,
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """One job: its tasks (node, GPUs, state), why it waits, and its event history."""
+    remote(server, token, lambda shoal: _print_job(output, shoal.get_job(name)))
+
+
+def cancel(
+    name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    output: OutputOption = Format.TABLE,
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Cancel a job (yours, or any job as an admin); its tasks are stopped."""
+    def action(shoal: ShoalClient) -> None:
+        job = shoal.cancel(name)
+        if output is Format.TABLE:
+            out().print(f"job {job.name} {job.state.value}")
+        else:
+            _print_job(output, job)
+    remote(server, token, action)
+
+
+def logs(
+    name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    task: Annotated[str | None, typer.Option(
+        "--task", "-t", help="GROUP-INDEX, e.g. worker-1. Default: the first task.",
+        show_default=False)] = None,
+    stderr: Annotated[bool, typer.Option("--stderr", help="Show stderr, not stdout.")]
+    = False,
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-f", help="Keep printing until the task ends (or Ctrl-C).")] = False,
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Print a task's output."""
+    def action(shoal: ShoalClient) -> None:
+        stream = shoal.logs(name, task=task, stream="stderr" if stderr else "stdout",
+                            follow=follow)
+        try:
+            with stream:
+                for chunk in stream:
+                    sys.stdout.write(chunk)
+                    sys.stdout.flush()
+        except KeyboardInterrupt:
+            return
+    remote(server, token, action)

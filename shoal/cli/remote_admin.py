@@ -1,0 +1,168 @@
+"""The client verbs about the cluster and accounts: `nodes`, `vc list|create`, `pc list`,
+`user add`, `login` and `whoami` (registered by `shoal.cli.remote`, whose docstring lists the
+exit codes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shoal.cli.config import (
+    ConfigError,
+    ConfigFile,
+    config_path,
+    read_token_file,
+    write_config,
+)
+from shoal.cli.remote_render import nodes_table, priority_classes_table, virtual_clusters_table
+from shoal.cli.remote_support import (
+    USAGE_ERROR,
+    Format,
+    OutputOption,
+    ServerOption,
+    TokenOption,
+    emit,
+    err,
+    fail,
+    out,
+    remote,
+    settings_of,
+)
+from shoal.client import ShoalClient, UserView
+
+vc_app = typer.Typer(help="Virtual clusters (queues): list, create.", no_args_is_help=True)
+pc_app = typer.Typer(help="Priority classes: list.", no_args_is_help=True)
+user_app = typer.Typer(help="Users: add (admins only).", no_args_is_help=True)
+
+
+def nodes(output: OutputOption = Format.TABLE, server: ServerOption = None,
+          token: TokenOption = None) -> None:
+    """List the cluster's nodes: labels, capacity, what is allocatable."""
+    def action(shoal: ShoalClient) -> None:
+        found = shoal.nodes()
+        if output is Format.TABLE:
+            out().print(nodes_table(found))
+        else:
+            emit(output, [n.raw for n in found])
+    remote(server, token, action)
+
+
+@vc_app.command("list")
+def vc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
+            token: TokenOption = None) -> None:
+    """List the virtual clusters with their min, max, weight and policy."""
+    def action(shoal: ShoalClient) -> None:
+        found = shoal.virtual_clusters()
+        if output is Format.TABLE:
+            out().print(virtual_clusters_table(found))
+        else:
+            emit(output, [v.raw for v in found])
+    remote(server, token, action)
+
+
+@vc_app.command("create")
+def vc_create(
+    file: Annotated[Path, typer.Argument(help="shoal/v1 VirtualCluster documents (YAML).",
+                                         show_default=False)],
+    output: OutputOption = Format.TABLE, server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Create virtual clusters (admins only)."""
+    def action(shoal: ShoalClient) -> None:
+        created = shoal.create_virtual_clusters(file)
+        if output is Format.TABLE:
+            out().print(virtual_clusters_table(created))
+        else:
+            emit(output, [v.raw for v in created])
+    remote(server, token, action)
+
+
+@pc_app.command("list")
+def pc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
+            token: TokenOption = None) -> None:
+    """List the priority classes in effect (stored and built-in), lowest first."""
+    def action(shoal: ShoalClient) -> None:
+        found = shoal.priority_classes()
+        if output is Format.TABLE:
+            out().print(priority_classes_table(found))
+        else:
+            emit(output, [p.raw for p in found])
+    remote(server, token, action)
+
+
+@user_app.command("add")
+def user_add(
+    name: Annotated[str, typer.Argument(help="The new user's name.", show_default=False)],
+    queue: Annotated[list[str] | None, typer.Option(
+        "--queue", "-q", help="A queue the user may submit to (repeat for more).",
+        show_default=False)] = None,
+    admin: Annotated[bool, typer.Option("--admin", help="Make the user an admin.")] = False,
+    output: OutputOption = Format.TABLE, server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Create a user (admins only) and print their token: the only time it is shown."""
+    def action(shoal: ShoalClient) -> None:
+        created = shoal.create_user(name, queue or [], admin)
+        if output is not Format.TABLE:
+            emit(output, created.raw)
+            return
+        # The token alone on stdout, so that `TOKEN=$(shoal user add …)` works.
+        err.print(f"created {_describe(created)}; their token (shown only now):")
+        out().print(created.token or "")
+    remote(server, token, action)
+
+
+def _describe(user: UserView) -> str:
+    role = "admin" if user.admin else "user"
+    queues = ", ".join(user.queues) or "none"
+    return f"{role} {user.name!r} (queues: {queues})"
+
+
+def login(
+    server: ServerOption = None,
+    token: TokenOption = None,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", help="Read the token from this file (e.g. .shoal/admin.token).",
+        show_default=False)] = None,
+) -> None:
+    """Check a token against the server and save both for later commands.
+
+    The config file (mode 0600) is $SHOAL_CONFIG, else $XDG_CONFIG_HOME/shoal/config.yaml,
+    else ~/.config/shoal/config.yaml. Without --token or --token-file, asks for the token.
+    No login is needed on the machine where `shoal up` runs: commands run from its
+    directory use ./.shoal/admin.token for a local server.
+    """
+    if token is not None and token_file is not None:
+        raise fail("give --token or --token-file, not both", USAGE_ERROR)
+    if token_file is not None:
+        try:
+            token = read_token_file(token_file)
+        except ConfigError as exc:
+            raise fail(str(exc), USAGE_ERROR) from None
+    if token is None:
+        token = str(typer.prompt("Token", hide_input=True)).strip()
+
+    def action(shoal: ShoalClient) -> None:
+        user = shoal.me()
+        path = config_path()
+        write_config(path, ConfigFile(shoal.url, shoal.token))
+        out().print(f"logged in to {shoal.url} as {_describe(user)}; saved to {path}")
+    remote(server, token, action)
+
+
+def whoami(output: OutputOption = Format.TABLE, server: ServerOption = None,
+           token: TokenOption = None) -> None:
+    """Who the server takes you for, and where the server URL and token came from."""
+    settings = settings_of(server, token)
+
+    def action(shoal: ShoalClient) -> None:
+        user = shoal.me()
+        if output is not Format.TABLE:
+            emit(output, {**user.raw, "server": shoal.url,
+                          "tokenFrom": settings.token_from.value})
+            return
+        out().print(f"{_describe(user)} on {shoal.url} "
+                    f"(token from the {settings.token_from})")
+    remote(server, token, action)

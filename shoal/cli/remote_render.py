@@ -1,0 +1,143 @@
+"""Tables (rich) for the client verbs' `--output table`: jobs, one job in detail, nodes,
+virtual clusters and priority classes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from shoal.api import JobState, TaskState
+from shoal.client import (
+    EventView,
+    JobView,
+    NodeView,
+    PriorityClassView,
+    TaskView,
+    VirtualClusterView,
+)
+
+STATE_STYLE = {JobState.PENDING: "yellow", JobState.RUNNING: "cyan",
+               JobState.SUCCEEDED: "green", JobState.FAILED: "red",
+               JobState.CANCELLED: "magenta"}
+
+
+def _table(title: str | None, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left", box=None, header_style="bold",
+                  pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def _state(state: JobState) -> Text:
+    return Text(state.value, style=STATE_STYLE.get(state, ""))
+
+
+def _quantities(values: dict[str, str | int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items()) or "-"
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+
+
+def _tasks_summary(job: JobView) -> str:
+    total = sum(g.replicas for g in job.groups)
+    running = sum(1 for t in job.tasks if t.state is TaskState.RUNNING)
+    return f"{running}/{total}"
+
+
+def jobs_table(jobs: Sequence[JobView]) -> Table:
+    table = _table(None, "NAME", "USER", "QUEUE", "STATE", "RUNNING", "NODES", "SUBMITTED",
+                   "WAITING BECAUSE")
+    for job in jobs:
+        nodes = sorted({t.node for t in job.tasks if t.node})
+        reason = job.pending_reason.message if job.pending_reason else ""
+        table.add_row(job.name, job.user or "-", job.queue, _state(job.state),
+                      _tasks_summary(job), ",".join(nodes) or "-", _when(job.created), reason)
+    return table
+
+
+def _task_row(task: TaskView) -> tuple[str, ...]:
+    exit_code = "-" if task.exit_code is None else str(task.exit_code)
+    return (task.name, task.state.value, task.node or "-",
+            ",".join(map(str, task.gpus)) or "-", _when(task.start_time), exit_code)
+
+
+def _clock(timestamp: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(timestamp))
+
+
+def _what(event: EventView, job: str) -> str:
+    """`worker/1 Running → Failed` for a task, `job Pending → Running` for the job; the
+    kind when the event records no change of state."""
+    subject = "job"
+    if event.task:
+        subject = event.task.removeprefix(f"{job}/")
+    if not event.target:
+        return f"{subject} {event.kind}"
+    return f"{subject} {event.source or event.kind} → {event.target}"
+
+
+def _events_table(events: Sequence[EventView], job: str) -> Table:
+    table = _table("Events", "TIME", "WHAT", "CAUSE")
+    table.columns[0].no_wrap = True
+    for event in events:
+        table.add_row(_clock(event.time), _what(event, job), event.cause)
+    return table
+
+
+def job_detail(job: JobView) -> RenderableType:
+    head = _table(None, "", "")
+    head.show_header = False
+    for key, value in (("Name", job.name), ("User", job.user or "-"), ("Queue", job.queue),
+                       ("Priority", job.priority_class or "-"),
+                       ("Submitted", _when(job.created))):
+        head.add_row(key, value)
+    head.add_row("State", _state(job.state))
+    if job.pending_reason is not None:
+        head.add_row("Waiting", f"{job.pending_reason.kind}: {job.pending_reason.message}")
+    parts: list[RenderableType] = [head, Text()]
+    tasks = _table("Tasks", "TASK", "STATE", "NODE", "GPUS", "STARTED", "EXIT")
+    for task in job.tasks:
+        tasks.add_row(*_task_row(task))
+    if not job.tasks:
+        groups = ", ".join(f"{g.name} × {g.replicas} ({_quantities(g.resources)})"
+                           for g in job.groups)
+        tasks.add_row(f"(none placed yet: {groups})", "", "", "", "", "")
+    parts += [tasks, Text()]
+    if job.events:
+        parts.append(_events_table(job.events, job.name))
+    return Group(*parts)
+
+
+def nodes_table(nodes: Sequence[NodeView]) -> Table:
+    table = _table(None, "NAME", "LABELS", "CAPACITY", "ALLOCATABLE", "SCHEDULABLE")
+    for node in nodes:
+        labels = ",".join(f"{k}={v}" for k, v in node.labels.items()) or "-"
+        table.add_row(node.name, labels, _quantities(node.capacity),
+                      _quantities(node.allocatable), "no" if node.unschedulable else "yes")
+    return table
+
+
+def virtual_clusters_table(vcs: Sequence[VirtualClusterView]) -> Table:
+    table = _table(None, "NAME", "PARENT", "MIN", "MAX", "WEIGHT", "POLICY")
+    for vc in vcs:
+        limits = ", ".join(f"{k}={v}" for k, v in vc.max.items()) or "unlimited"
+        table.add_row(vc.name, vc.parent, _quantities(vc.min), limits, str(vc.weight),
+                      vc.queueing_policy)
+    return table
+
+
+def priority_classes_table(pcs: Sequence[PriorityClassView]) -> Table:
+    table = _table(None, "NAME", "VALUE", "DEFAULT", "DESCRIPTION")
+    for pc in pcs:
+        table.add_row(pc.name, str(pc.value), "yes" if pc.global_default else "",
+                      pc.description)
+    return table

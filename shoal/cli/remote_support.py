@@ -1,0 +1,121 @@
+"""What the client verbs share: the `--server`/`--token`/`--output` options, running a verb
+against the resolved server with every failure turned into a one-line message and an exit
+code (documented in `shoal.cli.remote`), and printing data as JSON or YAML."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+
+from shoal.cli.config import ConfigError, Settings, resolve
+from shoal.client import (
+    ShoalApiError,
+    ShoalClient,
+    ShoalConnectionError,
+    ShoalError,
+    ShoalTimeoutError,
+)
+
+#: Exit codes (see `shoal.cli.remote`).
+JOB_FAILED = 1
+USAGE_ERROR = 2
+UNREACHABLE = 3
+TIMED_OUT = 4
+INTERRUPTED = 130
+
+SERVER_HELP = ("Shoal server URL. Default: $SHOAL_SERVER, the config file written by "
+               "`shoal login`, else http://127.0.0.1:8765.")
+TOKEN_HELP = ("Bearer token. Default: $SHOAL_TOKEN, the config file written by `shoal login`, "
+              "else ./.shoal/admin.token (written by `shoal up`; used for a local server only, "
+              "so no login is needed where `shoal up` runs).")
+
+ServerOption = Annotated[str | None, typer.Option(
+    "--server", "-s", help=SERVER_HELP, show_default=False)]
+TokenOption = Annotated[str | None, typer.Option(
+    "--token", help=TOKEN_HELP, show_default=False)]
+
+
+class Format(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    YAML = "yaml"
+
+
+OutputOption = Annotated[Format, typer.Option(
+    "--output", "-o", help="table, or the server's JSON as json or yaml.")]
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def out() -> Console:
+    """A console on the current stdout (made per call: tests swap stdout)."""
+    return Console(highlight=False, soft_wrap=True)
+
+
+def emit(fmt: Format, data: Any) -> None:
+    """Print JSON-shaped data as JSON or YAML."""
+    if fmt is Format.YAML:
+        sys.stdout.write(yaml.safe_dump(data, sort_keys=False))
+    else:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", markup=True)
+    return typer.Exit(code)
+
+
+def settings_of(server: str | None, token: str | None) -> Settings:
+    """The resolved server and token; a bad config file is a user error."""
+    try:
+        return resolve(server, token)
+    except ConfigError as exc:
+        raise fail(str(exc), USAGE_ERROR) from None
+
+
+def remote(server: str | None, token: str | None,
+           action: Callable[[ShoalClient], int | None]) -> None:
+    """Run `action` with a client of the resolved server; exit with its code (0 if None)."""
+    settings = settings_of(server, token)
+    with ShoalClient(settings.server, settings.token) as client:
+        code = _guarded(settings, lambda: action(client))
+    if code:
+        raise typer.Exit(code)
+
+
+def _guarded(settings: Settings, action: Callable[[], int | None]) -> int | None:
+    try:
+        return action()
+    except ShoalConnectionError as exc:
+        raise fail(f"{exc} (is `shoal up` running there?)", UNREACHABLE) from None
+    except ShoalApiError as exc:
+        raise _api_failure(settings, exc) from None
+    except ShoalTimeoutError as exc:
+        raise fail(str(exc), TIMED_OUT) from None
+    except (ShoalError, ConfigError) as exc:
+        raise fail(str(exc), USAGE_ERROR) from None
+    except OSError as exc:
+        raise fail(f"{exc.strerror or exc}: {exc.filename or ''}", USAGE_ERROR) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(INTERRUPTED) from None
+
+
+def _api_failure(settings: Settings, exc: ShoalApiError) -> typer.Exit:
+    if exc.status == 401:
+        hint = ("no token found" if settings.token is None
+                else f"the token (from the {settings.token_from}) was refused")
+        return fail(f"{hint} by {settings.server}: run `shoal login`, set SHOAL_TOKEN or "
+                    "pass --token", USAGE_ERROR)
+    more = f" ({len(exc.errors)} errors)" if len(exc.errors) > 1 else ""
+    code = USAGE_ERROR if exc.is_client_error else JOB_FAILED
+    exit_ = fail(f"{exc.errors[0]}{more}", code)
+    for item in exc.errors[1:]:
+        err.print(f"[bold red]error:[/] {item}", markup=True)
+    return exit_

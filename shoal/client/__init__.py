@@ -1,0 +1,56 @@
+"""`shoal.client`: a typed Python client of a running Shoal server (`shoal up`).
+
+    from shoal.client import ShoalClient
+    with ShoalClient("http://127.0.0.1:8765", token) as shoal:
+        job = shoal.submit(Path("job.yaml"))
+        print(shoal.wait(job.name).state)
+
+`client.py` holds the calls, `models.py` the frozen views they return, `errors.py` the
+exceptions (all `ShoalError`).
+"""
+
+from shoal.client.client import DEFAULT_SERVER, LogStream, ShoalClient, Spec, spec_text
+from shoal.client.errors import (
+    ErrorItem,
+    ShoalApiError,
+    ShoalConnectionError,
+    ShoalError,
+    ShoalTimeoutError,
+)
+from shoal.client.models import (
+    TERMINAL_STATES,
+    EventView,
+    JobPage,
+    JobView,
+    NodeView,
+    PendingReasonView,
+    PriorityClassView,
+    TaskGroupView,
+    TaskView,
+    UserView,
+    VirtualClusterView,
+)
+
+__all__ = [
+    "DEFAULT_SERVER",
+    "TERMINAL_STATES",
+    "ErrorItem",
+    "EventView",
+    "JobPage",
+    "JobView",
+    "LogStream",
+    "NodeView",
+    "PendingReasonView",
+    "PriorityClassView",
+    "ShoalApiError",
+    "ShoalClient",
+    "ShoalConnectionError",
+    "ShoalError",
+    "ShoalTimeoutError",
+    "Spec",
+    "TaskGroupView",
+    "TaskView",
+    "UserView",
+    "VirtualClusterView",
+    "spec_text",
+]

@@ -1,0 +1,288 @@
+"""`ShoalClient`: a small typed client of Shoal's REST API (`/api/v1`, see `shoal.server`).
+
+    with ShoalClient("http://127.0.0.1:8765", token) as shoal:
+        job = shoal.submit(Path("job.yaml"))
+        shoal.wait(job.name)
+        print("".join(shoal.logs(job.name)))
+
+It owns the HTTP conversation only: authentication header, error parsing (`errors.py`), the
+retry of safe requests, and turning JSON into views (`models.py`). Where the server URL and
+token come from is the caller's business (the CLI's is `shoal.cli.config`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import yaml
+
+from shoal.api import JobState
+from shoal.client.errors import (
+    ShoalConnectionError,
+    ShoalError,
+    ShoalTimeoutError,
+    api_error,
+)
+from shoal.client.models import (
+    TERMINAL_STATES,
+    EventView,
+    JobPage,
+    JobView,
+    NodeView,
+    PriorityClassView,
+    UserView,
+    VirtualClusterView,
+)
+
+#: Where `shoal up` listens by default.
+DEFAULT_SERVER = "http://127.0.0.1:8765"
+API = "/api/v1"
+YAML = "application/yaml"
+
+#: A spec to send: YAML text, a file (a `Path`, or a one-line string ending in .yaml, .yml or
+#: .json), or the documents as a mapping.
+Spec = str | os.PathLike[str] | Mapping[str, Any]
+
+
+class LogStream(Iterator[str]):
+    """A task's log as text chunks, as they arrive (join them for the whole log). `task`
+    names the task the server chose (`worker-0`). Close it, or use it as a context manager,
+    to stop following early."""
+
+    def __init__(self, response: httpx.Response, url: str) -> None:
+        self._response = response
+        self._chunks = response.iter_text()
+        self._url = url
+        self.task: str | None = response.headers.get("X-Shoal-Task")
+
+    def __next__(self) -> str:
+        try:
+            return next(self._chunks)
+        except StopIteration:
+            self.close()
+            raise
+        except httpx.TransportError as exc:
+            self.close()
+            raise ShoalConnectionError(self._url, _describe(exc)) from None
+
+    def close(self) -> None:
+        self._response.close()
+
+    def __enter__(self) -> LogStream:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+
+class ShoalClient:
+    """A client of one Shoal server. Pass `http` to use a prebuilt `httpx.Client` (FastAPI's
+    `TestClient` in tests); it is then left open by `close`.
+
+    Reads and submissions are retried once after a connection failure or timeout; a
+    submission keeps its `Idempotency-Key`, so a retry whose first attempt did reach the
+    server returns the job stored then instead of a second one.
+    """
+
+    def __init__(self, base_url: str = DEFAULT_SERVER, token: str | None = None, *,
+                 http: httpx.Client | None = None, timeout: float = 30.0,
+                 retry_delay: float = 0.2) -> None:
+        self._own = http is None
+        self._http = http or httpx.Client(base_url=base_url, timeout=timeout)
+        self.url = str(self._http.base_url).rstrip("/") if http is not None else base_url
+        self.token = token
+        self.timeout = timeout
+        self.retry_delay = retry_delay
+
+    # ---- plumbing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._own:
+            self._http.close()
+
+    def __enter__(self) -> ShoalClient:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+    def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        headers = dict(extra or {})
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        return headers
+
+    def _send(self, method: str, path: str, *, retry: bool, stream: bool = False,
+              timeout: httpx.Timeout | None = None, **kwargs: Any) -> httpx.Response:
+        """One request, retried once on a transport failure when `retry`; an error status
+        becomes `ShoalApiError`."""
+        request = self._http.build_request(method, path, headers=self._headers(
+            kwargs.pop("headers", None)), timeout=timeout or self.timeout, **kwargs)
+        for attempt in (1, 2):
+            try:
+                response = self._http.send(request, stream=stream)
+                break
+            except httpx.TransportError as exc:
+                if not retry or attempt == 2:
+                    raise ShoalConnectionError(self.url, _describe(exc)) from None
+                time.sleep(self.retry_delay)
+        if response.is_error:
+            response.read()
+            response.close()
+            raise api_error(response)
+        return response
+
+    def _json(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            kind = response.headers.get("content-type", "no content type")
+            raise ShoalError(f"{self.url} answered {response.request.url.path} with "
+                             f"{kind}, not Shoal's JSON: is it a Shoal server?") from None
+
+    def _get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        return self._json(self._send("GET", path, retry=True, params=_clean(params or {})))
+
+    def _post_spec(self, path: str, spec: Spec, headers: Mapping[str, str] | None = None,
+                   *, retry: bool = False) -> Any:
+        return self._json(self._send("POST", path, retry=retry,
+                                     content=spec_text(spec).encode(),
+                                     headers={"Content-Type": YAML, **(headers or {})}))
+
+    # ---- jobs ------------------------------------------------------------------------------
+
+    def submit(self, spec: Spec, idempotency_key: str | None = None) -> JobView:
+        """Submit one Job document; returns the job as stored."""
+        key = idempotency_key or str(uuid.uuid4())
+        data = self._post_spec(f"{API}/jobs", spec, {"Idempotency-Key": key}, retry=True)
+        return JobView.from_json(data)
+
+    def list_jobs(self, *, state: JobState | str | None = None, queue: str | None = None,
+                  user: str | None = None, limit: int = 50, after: str | None = None
+                  ) -> JobPage:
+        """One page of jobs in submission order."""
+        params = {"state": None if state is None else str(state), "queue": queue,
+                  "user": user, "limit": limit, "after": after}
+        return JobPage.from_json(self._get(f"{API}/jobs", params))
+
+    def iter_jobs(self, *, state: JobState | str | None = None, queue: str | None = None,
+                  user: str | None = None, page_size: int = 100) -> Iterator[JobView]:
+        """Every matching job, page after page."""
+        after: str | None = None
+        while True:
+            page = self.list_jobs(state=state, queue=queue, user=user, limit=page_size,
+                                  after=after)
+            yield from page.items
+            if page.next is None:
+                return
+            after = page.next
+
+    def get_job(self, name: str) -> JobView:
+        """The job with its tasks, why it waits, and its event history."""
+        return JobView.from_json(self._get(f"{API}/jobs/{_quote(name)}"))
+
+    def cancel(self, name: str) -> JobView:
+        # Not retried: had the first attempt landed, the retry would fail with 409.
+        data = self._json(self._send("POST", f"{API}/jobs/{_quote(name)}/cancel", retry=False))
+        return JobView.from_json(data)
+
+    def events(self, name: str) -> list[EventView]:
+        data = self._get(f"{API}/jobs/{_quote(name)}/events")
+        return [EventView.from_json(e) for e in data]
+
+    def logs(self, name: str, task: str | None = None, stream: str = "stdout",
+             follow: bool = False, offset: int = 0) -> LogStream:
+        """A task's stdout or stderr (`task` is `GROUP-INDEX`; default: the first task), from
+        byte `offset`; with `follow`, until the task ends. The request is made now, so an
+        unknown job or task raises here, not on the first read."""
+        params = _clean({"task": task, "stream": stream, "follow": str(follow).lower(),
+                         "offset": offset})
+        # A followed task may print nothing for a long time: no read timeout then.
+        timeout = httpx.Timeout(self.timeout, read=None) if follow else None
+        response = self._send("GET", f"{API}/jobs/{_quote(name)}/logs", retry=True,
+                              stream=True, timeout=timeout, params=params)
+        return LogStream(response, self.url)
+
+    def wait(self, name: str, states: Collection[JobState | str] = TERMINAL_STATES,
+             timeout: float | None = None, interval: float = 0.5) -> JobView:
+        """Poll until the job is in one of `states` (default: finished); raises
+        `ShoalTimeoutError` after `timeout` seconds (None: wait for ever)."""
+        wanted = {JobState(s) for s in states}
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            job = self.get_job(name)
+            if job.state in wanted:
+                return job
+            if deadline is not None and time.monotonic() + interval > deadline:
+                raise ShoalTimeoutError(name, job.state.value, timeout or 0.0)
+            time.sleep(interval)
+
+    # ---- cluster ---------------------------------------------------------------------------
+
+    def nodes(self) -> list[NodeView]:
+        return [NodeView.from_json(n) for n in self._get(f"{API}/nodes")]
+
+    def virtual_clusters(self) -> list[VirtualClusterView]:
+        return [VirtualClusterView.from_json(v) for v in self._get(f"{API}/virtual-clusters")]
+
+    def create_virtual_clusters(self, spec: Spec) -> list[VirtualClusterView]:
+        """Create the VirtualCluster documents of `spec` (admins only)."""
+        return [VirtualClusterView.from_json(v)
+                for v in self._post_spec(f"{API}/virtual-clusters", spec)]
+
+    def priority_classes(self) -> list[PriorityClassView]:
+        return [PriorityClassView.from_json(p) for p in self._get(f"{API}/priority-classes")]
+
+    # ---- users -----------------------------------------------------------------------------
+
+    def create_user(self, name: str, queues: Collection[str] = (), admin: bool = False
+                    ) -> UserView:
+        """Create a user (admins only); the answer's `token` is the only copy."""
+        body = {"name": name, "queues": list(queues), "admin": admin}
+        return UserView.from_json(self._json(self._send("POST", f"{API}/users", retry=False,
+                                                        json=body)))
+
+    def me(self) -> UserView:
+        """The user the token belongs to."""
+        return UserView.from_json(self._get(f"{API}/users/me"))
+
+    def health(self) -> str:
+        """The server's health (`ok`); needs no token."""
+        return str(self._get("/healthz").get("status", "unknown"))
+
+
+def spec_text(spec: Spec) -> str:
+    """The YAML text of a spec given as text, a file or a mapping."""
+    if isinstance(spec, Mapping):
+        return yaml.safe_dump(dict(spec), sort_keys=False)
+    if isinstance(spec, str) and "\n" not in spec and spec.endswith((".yaml", ".yml", ".json")):
+        spec = Path(spec)
+    if isinstance(spec, os.PathLike):
+        return Path(spec).read_text(encoding="utf-8")
+    return spec
+
+
+def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _quote(name: str) -> str:
+    # Job names are DNS-like, but a stray `/` or `?` must not change the route.
+    return quote(name, safe="")
+
+
+def _describe(exc: httpx.TransportError) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out ({type(exc).__name__})"
+    detail = str(exc) or type(exc).__name__
+    return "connection refused" if "refused" in detail.lower() else detail

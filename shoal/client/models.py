@@ -1,0 +1,224 @@
+"""What the client returns: small frozen dataclasses built from the API's JSON.
+
+Field names are Python's (`pending_reason`, `queueing_policy`); the JSON keys are the
+server's camelCase aliases (`shoal.server.models`). Each view keeps the JSON it was built from
+in `raw`, so a tool can print exactly what the server said (`shoal get -o json`); `raw` is
+left out of equality and the hash (a dict is not hashable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.api import JobState, TaskState
+
+Json = dict[str, Any]
+Quantities = dict[str, str | int]
+
+#: The states `ShoalClient.wait` waits for by default.
+TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """One task of a job: where it runs and how it ended. `exit_code` is filled when the
+    server reports one (`exitCode`)."""
+
+    group: str
+    index: int
+    state: TaskState
+    node: str | None
+    gpus: tuple[int, ...]
+    start_time: float | None = None
+    exit_code: int | None = None
+
+    @property
+    def name(self) -> str:
+        """`GROUP-INDEX`, the name the logs endpoint takes (`worker-0`)."""
+        return f"{self.group}-{self.index}"
+
+    @classmethod
+    def from_json(cls, data: Json) -> TaskView:
+        return cls(group=str(data["group"]), index=int(data["index"]),
+                   state=TaskState(data["state"]), node=_opt_str(data.get("node")),
+                   gpus=tuple(int(g) for g in data.get("gpus") or ()),
+                   start_time=_opt_float(data.get("startTime")),
+                   exit_code=_opt_int(data.get("exitCode")))
+
+
+@dataclass(frozen=True)
+class PendingReasonView:
+    """Why a job waits: a kind (`Gang`, `QueueLimit` …) and a message naming the cause."""
+
+    kind: str
+    message: str
+    resource: str | None = None
+    queue: str | None = None
+    predicate: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Json) -> PendingReasonView:
+        return cls(kind=str(data["kind"]), message=str(data["message"]),
+                   resource=_opt_str(data.get("resource")), queue=_opt_str(data.get("queue")),
+                   predicate=_opt_str(data.get("predicate")))
+
+
+@dataclass(frozen=True)
+class EventView:
+    """One state change of a job or task, and its cause."""
+
+    time: float
+    kind: str
+    cause: str
+    task: str | None = None
+    source: str | None = None
+    target: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Json) -> EventView:
+        return cls(time=float(data["time"]), kind=str(data["kind"]), cause=str(data["cause"]),
+                   task=_opt_str(data.get("task")), source=_opt_str(data.get("source")),
+                   target=_opt_str(data.get("target")))
+
+
+@dataclass(frozen=True)
+class TaskGroupView:
+    name: str
+    replicas: int
+    resources: Quantities
+    command: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, data: Json) -> TaskGroupView:
+        return cls(name=str(data["name"]), replicas=int(data["replicas"]),
+                   resources=dict(data.get("resources") or {}),
+                   command=tuple(str(c) for c in data.get("command") or ()))
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A job as the server reports it. `events` is None unless the job was read on its own
+    (`get_job`), which is the only answer that carries the history."""
+
+    name: str
+    user: str | None
+    queue: str
+    state: JobState
+    created: float
+    priority_class: str | None
+    groups: tuple[TaskGroupView, ...]
+    tasks: tuple[TaskView, ...]
+    pending_reason: PendingReasonView | None = None
+    events: tuple[EventView, ...] | None = None
+    raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state.terminal
+
+    @classmethod
+    def from_json(cls, data: Json) -> JobView:
+        meta, spec, status = data["metadata"], data["spec"], data["status"]
+        reason, events = status.get("pendingReason"), status.get("events")
+        return cls(
+            name=str(meta["name"]), user=_opt_str(meta.get("user")), queue=str(spec["queue"]),
+            state=JobState(status["state"]), created=float(meta.get("creationTimestamp", 0)),
+            priority_class=_opt_str(spec.get("priorityClassName")),
+            groups=tuple(TaskGroupView.from_json(g) for g in spec.get("taskGroups") or ()),
+            tasks=tuple(TaskView.from_json(t) for t in status.get("tasks") or ()),
+            pending_reason=None if reason is None else PendingReasonView.from_json(reason),
+            events=None if events is None else tuple(EventView.from_json(e) for e in events),
+            raw=data)
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of `list_jobs`; pass `next` as `after` for the following page (None: last)."""
+
+    items: tuple[JobView, ...]
+    next: str | None
+
+    @classmethod
+    def from_json(cls, data: Json) -> JobPage:
+        return cls(items=tuple(JobView.from_json(j) for j in data["items"]),
+                   next=_opt_str(data.get("next")))
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    labels: dict[str, str]
+    capacity: Quantities
+    allocatable: Quantities
+    unschedulable: bool
+    raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Json) -> NodeView:
+        return cls(name=str(data["name"]), labels=dict(data.get("labels") or {}),
+                   capacity=dict(data.get("capacity") or {}),
+                   allocatable=dict(data.get("allocatable") or {}),
+                   unschedulable=bool(data.get("unschedulable", False)), raw=data)
+
+
+@dataclass(frozen=True)
+class VirtualClusterView:
+    name: str
+    parent: str
+    min: Quantities
+    max: dict[str, int]
+    weight: int
+    queueing_policy: str
+    raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Json) -> VirtualClusterView:
+        return cls(name=str(data["name"]), parent=str(data["parent"]),
+                   min=dict(data.get("min") or {}), max=dict(data.get("max") or {}),
+                   weight=int(data["weight"]), queueing_policy=str(data["queueingPolicy"]),
+                   raw=data)
+
+
+@dataclass(frozen=True)
+class PriorityClassView:
+    name: str
+    value: int
+    description: str
+    global_default: bool
+    raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Json) -> PriorityClassView:
+        return cls(name=str(data["name"]), value=int(data["value"]),
+                   description=str(data.get("description", "")),
+                   global_default=bool(data.get("globalDefault", False)), raw=data)
+
+
+@dataclass(frozen=True)
+class UserView:
+    """A user; `token` is set only in the answer that created it (shown once)."""
+
+    name: str
+    admin: bool
+    queues: tuple[str, ...]
+    token: str | None = field(default=None, repr=False)
+    raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Json) -> UserView:
+        return cls(name=str(data["name"]), admin=bool(data.get("admin", False)),
+                   queues=tuple(str(q) for q in data.get("queues") or ()),
+                   token=_opt_str(data.get("token")), raw=data)

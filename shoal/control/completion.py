@@ -1,0 +1,113 @@
+"""When a job ends, and what a failed task costs it: OpenPAI's completion and retry rules.
+
+Pure functions of a job as stored (its policy, its tasks' states and retry counts):
+
+- A task that ends badly (non-zero exit, signal, lost process, failed launch) is restarted
+  in place while its group's `taskRetryCount` allows (`Verdict.RETRY_TASK`); only then does
+  it count as failed.
+- The job fails as soon as `minFailed` tasks have failed (default 1) — unless `jobRetryCount`
+  allows another run of the whole job (`Verdict.RETRY_JOB`): everything is stopped and the
+  job is scheduled again from scratch, as a gang.
+- The job succeeds as soon as `minSucceeded` tasks have succeeded (default: every task), or
+  as soon as one task group's own `completion.minSucceeded` of its tasks have; its other
+  tasks are then stopped.
+- When every task has ended and neither threshold was reached (some failed, but fewer than
+  `minFailed`), the job succeeds: FrameworkController's rule for a finished attempt.
+
+Failure is checked before success, so a state that meets both (only reachable by editing
+the store by hand) fails. The functions read no clock and do no I/O; the control loop
+applies their verdicts (`shoal.control.loop`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from shoal.api import Job, TaskRef, TaskState
+
+
+class Verdict(StrEnum):
+    NOTHING = "nothing"
+    """The job goes on."""
+    SUCCEED = "succeed"
+    """Stop what still runs; the job ends SUCCEEDED."""
+    FAIL = "fail"
+    """Stop what still runs; the job ends FAILED."""
+    RETRY_TASK = "retry-task"
+    """Put the failed task back to PENDING; the scheduler places it again."""
+    RETRY_JOB = "retry-job"
+    """Stop what still runs, then put every task back to PENDING (one job retry more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    verdict: Verdict
+    cause: str = ""
+    """Why, for the job's event history ("retry 1/3 after exit code 2")."""
+    task: TaskRef | None = None
+    """The task retried in place (RETRY_TASK)."""
+
+
+NOTHING = Decision(Verdict.NOTHING)
+
+
+def task_states(job: Job) -> dict[TaskRef, TaskState]:
+    """Every task of the job and its state; a task with no record is PENDING."""
+    states = {TaskRef(job.name, g.name, i): TaskState.PENDING
+              for g in job.groups for i in range(g.replicas)}
+    states.update({t.ref: t.state for t in job.tasks})
+    return states
+
+
+def on_failure(job: Job, ref: TaskRef, how: str) -> Decision:
+    """Task `ref` of `job` (as stored before its end is recorded) ended badly: `how` says
+    how ("exit code 2", "signal 9", "a lost process"). Retry it in place if its group allows,
+    else judge the job with it FAILED."""
+    retries = next((t.retries for t in job.tasks if t.ref == ref), 0)
+    allowed = job.group(ref.group).task_retry_count
+    if retries < allowed:
+        return Decision(Verdict.RETRY_TASK, f"retry {retries + 1}/{allowed} after {how}", ref)
+    states = task_states(job)
+    states[ref] = TaskState.FAILED
+    return judge(job, states, f"task {ref} failed: {how}")
+
+
+def judge(job: Job, states: Mapping[TaskRef, TaskState] | None = None,
+          failure: str | None = None) -> Decision:
+    """What the tasks' states (by default the job's own) decide for the job: never
+    RETRY_TASK. `failure` describes the latest failure, for the cause."""
+    states = task_states(job) if states is None else states
+    counts = {s: 0 for s in TaskState}
+    for state in states.values():
+        counts[state] += 1
+    failed, succeeded = counts[TaskState.FAILED], counts[TaskState.SUCCEEDED]
+    if failed >= job.failure_threshold:
+        why = (f"{failed} task{'s' if failed != 1 else ''} failed "
+               f"(minFailed {job.failure_threshold})")
+        if failure:
+            why = f"{why}; {failure}"
+        if job.retries < job.job_retry_count:
+            return Decision(Verdict.RETRY_JOB,
+                            f"job retry {job.retries + 1}/{job.job_retry_count}: {why}")
+        retried = f" after {job.retries} job retr{'y' if job.retries == 1 else 'ies'}" \
+            if job.retries else ""
+        return Decision(Verdict.FAIL, f"{why}{retried}")
+    if succeeded >= job.success_threshold:
+        return Decision(Verdict.SUCCEED, f"{succeeded} of {job.replicas} tasks succeeded "
+                                         f"(minSucceeded {job.success_threshold})")
+    for group in job.groups:
+        if group.min_succeeded is None:
+            continue
+        done = sum(1 for ref, s in states.items()
+                   if ref.group == group.name and s is TaskState.SUCCEEDED)
+        if done >= group.min_succeeded:
+            return Decision(Verdict.SUCCEED,
+                            f"{done} of {group.replicas} tasks of group {group.name!r} "
+                            f"succeeded (its minSucceeded {group.min_succeeded})")
+    if states and all(s.terminal for s in states.values()):
+        return Decision(Verdict.SUCCEED,
+                        f"every task ended: {succeeded} succeeded, {failed} failed "
+                        f"(below minFailed {job.failure_threshold})")
+    return NOTHING

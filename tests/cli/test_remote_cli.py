@@ -1,0 +1,313 @@
+"""The client verbs (`shoal submit`, `jobs`, `get`, `cancel`, `logs`, `nodes`, `vc`, `pc`,
+`user add`, `login`, `whoami`) through typer's CliRunner against one real `shoal up`
+subprocess per module (the pattern of tests/e2e/test_shoal_up.py): exit codes, the messages
+on stderr, and where the server URL and token come from."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner, Result
+
+from shoal.cli.main import app
+
+CLUSTER = """\
+apiVersion: shoal/v1
+kind: Node
+metadata: {name: local, labels: {gpu-type: fake}}
+spec:
+  capacity: {cpu: 4, memory: 8Gi, gpu: 2}
+---
+apiVersion: shoal/v1
+kind: VirtualCluster
+metadata: {name: team-a}
+spec: {min: {gpu: 1}}
+"""
+
+runner = CliRunner()
+
+
+@dataclass(frozen=True)
+class Server:
+    home: Path
+    """Where `shoal up` ran with its default data directory: `home/.shoal/admin.token`."""
+    url: str
+    token: str
+
+    def shoal(self, *args: str, token: str | None = None) -> Result:
+        return runner.invoke(app, [*args, "--server", self.url, "--token", token or self.token])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    home = tmp_path_factory.mktemp("up")
+    (home / "cluster.yaml").write_text(CLUSTER)
+    port, log = free_port(), home / "server.log"
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
+         "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1"],
+        cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, log)
+        yield Server(home, url, (home / ".shoal" / "admin.token").read_text().strip())
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"shoal up did not answer /healthz: {log.read_text()}")
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No server, token or config from the environment or the working directory."""
+    for name in ("SHOAL_SERVER", "SHOAL_TOKEN", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SHOAL_CONFIG", str(tmp_path / "config" / "shoal.yaml"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def job_file(directory: Path, name: str, code: str, queue: str = "default") -> Path:
+    path = directory / f"{name}.yaml"
+    path.write_text(f"""\
+apiVersion: shoal/v1
+kind: Job
+metadata: {{name: {name}}}
+spec:
+  schedulerName: shoal
+  queue: {queue}
+  taskGroups:
+    - name: worker
+      replicas: 1
+      resources: {{cpu: 1, memory: 1Gi, gpu: 1}}
+      command: [{sys.executable!r}, -c, {code!r}]
+""")
+    return path
+
+
+def clean(result: Result) -> None:
+    """Every failure is a message, never a traceback."""
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        result.exception)
+    assert "Traceback" not in result.output
+
+
+# ---- jobs ------------------------------------------------------------------------------------
+
+def test_submit_wait_of_a_job_that_succeeds_exits_0(server: Server, tmp_path: Path) -> None:
+    path = job_file(tmp_path, "ok", "import sys; print('out'); print('err', file=sys.stderr)")
+    result = server.shoal("submit", str(path), "--wait", "--timeout", "30")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "ok" and "job ok Succeeded" in result.stderr
+
+
+def test_submit_wait_of_a_job_that_fails_exits_1(server: Server, tmp_path: Path) -> None:
+    result = server.shoal("submit", str(job_file(tmp_path, "bad", "raise SystemExit(3)")),
+                          "--wait", "--timeout", "30")
+    clean(result)
+    assert result.exit_code == 1, result.output
+    assert "job bad Failed" in result.stderr and "3" in result.stderr
+
+
+def test_jobs_json_get_and_logs(server: Server, tmp_path: Path) -> None:
+    server.shoal("submit", str(job_file(tmp_path, "hello", "print('hello there')")), "--wait")
+    listed = server.shoal("jobs", "-o", "json")
+    assert listed.exit_code == 0, listed.output
+    states = {j["metadata"]["name"]: j["status"]["state"] for j in json.loads(listed.stdout)}
+    assert states["hello"] == "Succeeded"
+    assert server.shoal("jobs", "--state", "succeeded", "--limit", "1").exit_code == 0
+    got = server.shoal("get", "hello")
+    assert got.exit_code == 0, got.output
+    assert "worker-0" in got.stdout and "local" in got.stdout and "Events" in got.stdout
+    as_yaml = server.shoal("get", "hello", "-o", "yaml")
+    assert "name: hello" in as_yaml.stdout and "state: Succeeded" in as_yaml.stdout
+    logs = server.shoal("logs", "hello", "--task", "worker-0")
+    assert logs.exit_code == 0, logs.output
+    assert logs.stdout == "hello there\n"
+
+
+def test_logs_follow_a_running_task_to_its_end(server: Server, tmp_path: Path) -> None:
+    code = ("import sys, time; print('early', flush=True); time.sleep(1); print('late'); "
+            "print('to stderr', file=sys.stderr)")
+    assert server.shoal("submit", str(job_file(tmp_path, "noisy", code))).exit_code == 0
+    followed = server.shoal("logs", "noisy", "-f")
+    assert followed.exit_code == 0, followed.output
+    assert followed.stdout == "early\nlate\n"
+    logs = server.shoal("logs", "noisy", "--stderr")
+    assert logs.exit_code == 0 and logs.stdout == "to stderr\n"
+    missing = server.shoal("logs", "noisy", "--task", "worker-7")
+    clean(missing)
+    assert missing.exit_code == 2 and "worker-7" in missing.stderr
+
+
+def test_cancel_a_running_job(server: Server, tmp_path: Path) -> None:
+    server.shoal("submit", str(job_file(tmp_path, "sleeper", "import time; time.sleep(60)")))
+    deadline = time.monotonic() + 20
+    while json.loads(server.shoal("get", "sleeper", "-o", "json").stdout)[
+            "status"]["state"] != "Running":
+        assert time.monotonic() < deadline, "sleeper never ran"
+        time.sleep(0.2)
+    result = server.shoal("cancel", "sleeper")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("job sleeper ")
+    deadline = time.monotonic() + 20
+    while json.loads(server.shoal("get", "sleeper", "-o", "json").stdout)[
+            "status"]["state"] != "Cancelled":
+        assert time.monotonic() < deadline, "sleeper was never stopped"
+        time.sleep(0.2)
+    again = server.shoal("cancel", "sleeper")
+    clean(again)
+    assert again.exit_code == 2
+    assert "has already ended: Cancelled" in again.stderr
+
+
+def test_user_errors_exit_2_with_a_message(server: Server, tmp_path: Path) -> None:
+    missing = server.shoal("submit", str(tmp_path / "absent.yaml"))
+    clean(missing)
+    assert missing.exit_code == 2 and "absent.yaml" in missing.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(job_file(tmp_path, "bad-spec", "pass").read_text()
+                   .replace("replicas: 1", "replicas: 0"))
+    invalid = server.shoal("submit", str(bad))
+    clean(invalid)
+    assert invalid.exit_code == 2 and "spec.taskGroups[0].replicas" in invalid.stderr
+    unknown = server.shoal("get", "ghost")
+    assert unknown.exit_code == 2 and "no job 'ghost'" in unknown.stderr
+
+
+def test_watch_renders_until_ctrl_c(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupt(_seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("shoal.cli.remote.time.sleep", interrupt)
+    result = server.shoal("jobs", "--watch")
+    assert result.exit_code == 0, result.output
+    assert "NAME" in result.stdout
+
+
+# ---- cluster and users -----------------------------------------------------------------------
+
+def test_nodes_vc_and_pc(server: Server, tmp_path: Path) -> None:
+    nodes = server.shoal("nodes", "-o", "json")
+    assert nodes.exit_code == 0 and json.loads(nodes.stdout)[0]["name"] == "local"
+    assert "gpu-type=fake" in server.shoal("nodes").stdout
+    spec = tmp_path / "vc.yaml"
+    spec.write_text("apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: team-z}\n")
+    assert server.shoal("vc", "create", str(spec)).exit_code == 0
+    listed = server.shoal("vc", "list", "-o", "json")
+    assert {v["name"] for v in json.loads(listed.stdout)} >= {"team-a", "team-z"}
+    classes = server.shoal("pc", "list")
+    assert classes.exit_code == 0 and "production" in classes.stdout
+
+
+def test_a_new_user_may_not_submit_to_a_queue_not_theirs(server: Server, tmp_path: Path
+                                                         ) -> None:
+    added = server.shoal("user", "add", "bob", "--queue", "default")
+    assert added.exit_code == 0, added.output
+    bob = added.stdout.strip()
+    assert bob and "shown only now" in added.stderr
+    path = job_file(tmp_path, "bobs", "pass", queue="team-a")
+    refused = server.shoal("submit", str(path), token=bob)
+    clean(refused)
+    assert refused.exit_code == 2
+    assert "user 'bob' may not submit to queue 'team-a' (allowed: default)" in refused.stderr
+    not_admin = server.shoal("user", "add", "eve", token=bob)
+    assert not_admin.exit_code == 2 and "not an admin" in not_admin.stderr
+
+
+def test_a_refused_token_says_how_to_log_in(server: Server) -> None:
+    result = server.shoal("nodes", token="not-a-token")
+    clean(result)
+    assert result.exit_code == 2 and "shoal login" in result.stderr
+
+
+# ---- where the server and token come from ------------------------------------------------
+
+def test_login_writes_a_private_config_that_later_commands_use(server: Server,
+                                                              isolated: Path) -> None:
+    result = runner.invoke(app, ["login", "--server", server.url, "--token-file",
+                                 str(server.home / ".shoal" / "admin.token")])
+    assert result.exit_code == 0, result.output
+    assert "as admin 'admin'" in result.stdout
+    config = isolated / "config" / "shoal.yaml"
+    assert config.stat().st_mode & 0o777 == 0o600
+    who = runner.invoke(app, ["whoami", "-o", "json"])
+    assert who.exit_code == 0, who.output
+    assert json.loads(who.stdout) | {"server": server.url, "tokenFrom": "config file",
+                                      "name": "admin"} == json.loads(who.stdout)
+    wrong = runner.invoke(app, ["login", "--server", server.url, "--token", "nope"])
+    assert wrong.exit_code == 2 and config.read_text().count(server.token) == 1
+
+
+def test_the_local_admin_token_needs_no_login(server: Server,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(server.home)
+    monkeypatch.setenv("SHOAL_SERVER", server.url)
+    result = runner.invoke(app, ["whoami"])
+    assert result.exit_code == 0, result.output
+    assert "admin 'admin'" in result.stdout and "local admin token" in result.stdout
+
+
+def test_an_unreachable_server_exits_3_naming_the_url() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = runner.invoke(app, ["jobs", "--server", url, "--token", "t"])
+    clean(result)
+    assert result.exit_code == 3 and url in result.stderr
+    malformed = runner.invoke(app, ["jobs", "--server", "127.0.0.1:8765"])
+    clean(malformed)
+    assert malformed.exit_code == 2 and "invalid server URL '127.0.0.1:8765'" in malformed.stderr
+
+
+def test_settings_come_from_flags_then_env_then_config_then_local_token(
+        isolated: Path) -> None:
+    from shoal.cli.config import ConfigFile, Settings, Source, resolve, write_config
+
+    (isolated / ".shoal").mkdir()
+    (isolated / ".shoal" / "admin.token").write_text("local\n")
+    nothing = {"SHOAL_CONFIG": str(isolated / "absent.yaml")}
+    assert resolve(env=nothing, cwd=isolated) == Settings(
+        "http://127.0.0.1:8765", "local", Source.DEFAULT, Source.LOCAL)
+    config = isolated / "config.yaml"
+    write_config(config, ConfigFile("http://gpu-box:8765", "saved"))
+    env = {"SHOAL_CONFIG": str(config)}
+    saved = resolve(env=env, cwd=isolated)
+    assert (saved.server, saved.token, saved.token_from) == ("http://gpu-box:8765", "saved",
+                                                             Source.CONFIG)
+    # The saved token is for its own server only; the local one for this machine only.
+    assert resolve("http://elsewhere:1", env=env, cwd=isolated).token is None
+    assert resolve("http://localhost:1", env=env, cwd=isolated).token == "local"
+    overridden = resolve(env={**env, "SHOAL_SERVER": "http://a:1", "SHOAL_TOKEN": "e"},
+                         cwd=isolated)
+    assert (overridden.server, overridden.token) == ("http://a:1", "e")
+    assert resolve("http://b:2", "f", env={**nothing, "SHOAL_TOKEN": "e"},
+                   cwd=isolated).token == "f"
