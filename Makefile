@@ -1,6 +1,6 @@
 # Shoal's two commands. Each installs what it needs (uv, then the locked dependencies).
-#   make run   - Shoal's main job on the embedded default: the scenario runner on the
-#                bundled example (becomes `shoal up` once the control plane lands)
+#   make run   - Shoal's main job on the embedded default: `shoal up` (REST API, control
+#                loop, local executor, SQLite under ./.shoal) on this machine
 #   make test  - the whole test suite (unit, scenario, property, CLI), as CI runs it
 export UV_PYTHON_DOWNLOADS := never
 PYTHON ?= python3
@@ -19,7 +19,7 @@ postgresql:
 
 run: uv
 	$(UV) sync --frozen --quiet
-	$(UV) run shoal schedule examples/quickstart.yaml
+	$(UV) run shoal up
 
 test: uv postgresql
 	$(UV) sync --frozen --quiet
@@ -31,3 +31,4 @@ bench: uv
 	$(UV) sync --frozen --quiet
 	$(UV) run python bench/cycle.py
 	$(UV) run python bench/sim.py
+	$(UV) run python bench/api.py

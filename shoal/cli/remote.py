@@ -161,8 +161,11 @@ def cancel(
     """Cancel a job (yours, or any job as an admin); its tasks are stopped."""
     def action(shoal: ShoalClient) -> None:
         job = shoal.cancel(name)
-        if output is Format.TABLE:
+        if output is Format.TABLE and job.terminal:
             out().print(f"job {job.name} {job.state.value}")
+        elif output is Format.TABLE:  # the control loop stops its tasks in its next turn
+            out().print(f"job {job.name} is being cancelled: its tasks get SIGTERM, then "
+                        "SIGKILL after the grace period")
         else:
             _print_job(output, job)
     remote(server, token, action)

@@ -76,7 +76,8 @@ log = logging.getLogger(__name__)
 #: How often running tasks are polled (seconds).
 POLL_INTERVAL = 0.2
 #: An event starts a cycle at once, but no sooner than MIN_CYCLE_GAP seconds, nor
-#: CYCLE_BACKOFF times the last cycle's duration, after the last cycle ended. A burst of
+#: CYCLE_BACKOFF times the last cycle's scheduling time (its decisions, not the launches that
+#: follow them), after the last cycle ended. A burst of
 #: submissions then shares cycles instead of paying one each (a cycle walks every pending
 #: job), and the loop spends at most a fifth of its time cycling, leaving the GIL to the API.
 MIN_CYCLE_GAP = 0.005
@@ -135,6 +136,8 @@ class ControlPlane:
         self._pending: dict[str, PendingReason] = {}
         self.pending_history: dict[str, list[tuple[float, PendingReason]]] = {}
         self.cycles = 0
+        self.last_cycle_seconds = 0.0
+        """How long the latest cycle took to decide (wall clock; launches not included)."""
         self.last_decisions: Decisions | None = None
 
     # ---- the API's side (any thread) ----------------------------------------------------
@@ -213,7 +216,8 @@ class ControlPlane:
                     self.run_cycle()
                     ended = time.monotonic()
                     next_cycle = ended + self.interval
-                    earliest = ended + max(MIN_CYCLE_GAP, CYCLE_BACKOFF * (ended - now))
+                    earliest = ended + max(MIN_CYCLE_GAP,
+                                           CYCLE_BACKOFF * self.last_cycle_seconds)
             except Exception:  # keep serving: a store hiccup must not kill the loop
                 log.exception("control loop step failed; retrying")
                 self._reload_model()
@@ -315,10 +319,12 @@ class ControlPlane:
         """One scheduling cycle over the model; binds are persisted, then launched."""
         model = self.model
         model.now = self.clock()
+        started = time.perf_counter()
         session = Session(model, self._hooks)
         for action in self._actions:
             action.execute(session)
         decisions = session.close()
+        self.last_cycle_seconds = time.perf_counter() - started
         self.cycles += 1
         self.last_decisions = decisions
         self._note_pending(decisions, model.now)
