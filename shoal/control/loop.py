@@ -51,6 +51,7 @@ from shoal.api import (
     Job,
     JobState,
     Node,
+    PendingKind,
     PendingReason,
     PriorityClass,
     TaskRef,
@@ -84,8 +85,8 @@ MIN_CYCLE_GAP = 0.005
 CYCLE_BACKOFF = 4.0
 #: Actions whose evictions/resizes this loop does not apply yet.
 EVICTING_ACTIONS = frozenset({"preempt", "reclaim", "elastic"})
-#: Pending-reason changes kept per job (the store has no event kind for them yet).
-PENDING_HISTORY = 20
+#: How often a job's history may get a new pending reason of the same kind (seconds).
+WAITING_RESOLUTION = 60.0
 
 
 class UnsupportedProfileError(ValueError):
@@ -134,7 +135,8 @@ class ControlPlane:
         """Jobs being stopped → the terminal state and cause they get when all have stopped."""
         self._ports = MasterPorts(executor.root / "control" / "master-ports")
         self._pending: dict[str, PendingReason] = {}
-        self.pending_history: dict[str, list[tuple[float, PendingReason]]] = {}
+        self._recorded: dict[str, tuple[PendingKind, str, float]] = {}
+        """Per waiting job, the reason last written to its history, and when."""
         self.cycles = 0
         self.last_cycle_seconds = 0.0
         """How long the latest cycle took to decide (wall clock; launches not included)."""
@@ -337,13 +339,22 @@ class ControlPlane:
         return decisions
 
     def _note_pending(self, decisions: Decisions, now: float) -> None:
+        """Keep the latest reasons for the API, and record in each job's history when its
+        reason changed: at once for a new kind of reason, and at most every
+        WAITING_RESOLUTION seconds for a new message of the same kind (messages carry
+        counts, such as free GPUs, that move with every cycle)."""
         pending = decisions.pending_by_job()
+        changed: dict[str, str] = {}
         for job, reason in pending.items():
-            history = self.pending_history.setdefault(job, [])
-            if not history or history[-1][1] != reason:
-                history.append((now, reason))
-                del history[:-PENDING_HISTORY]
-                log.info("job %s waits: %s", job, reason.message)
+            last = self._recorded.get(job)
+            if last is None or (last[0] is not reason.kind) or (
+                    last[1] != reason.message and now - last[2] >= WAITING_RESOLUTION):
+                changed[job] = f"{reason.kind.value}: {reason.message}"
+                self._recorded[job] = (reason.kind, reason.message, now)
+        for job in set(self._recorded) - set(pending):
+            del self._recorded[job]
+        if changed:
+            self.repository.record_waiting(changed)
         self._pending = pending
 
     def _launch(self, rec: TaskRecord) -> None:

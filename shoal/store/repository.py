@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,8 @@ JOB_STATE = "JobStateChanged"
 TASK_STATE = "TaskStateChanged"
 JOB_STOPPING = "JobStopping"
 """A stop of the job's tasks began; `target` is the state the job gets once they stopped."""
+WAITING = "Waiting"
+"""Why the scheduler left the job waiting (its pending reason), recorded when it changes."""
 JOB_RETRIED = "JobRetried"
 """The whole job was put back to be scheduled again (`jobRetryCount`)."""
 TERMINAL_JOB_STATES = tuple(s.value for s in JobState if s.terminal)
@@ -263,6 +265,20 @@ class Repository:
             return [Event(job=name, time=r.time, kind=r.kind, cause=r.cause,
                           task=None if r.task is None else TaskRef.parse(r.task),
                           source=r.source_state, target=r.target_state) for r in rows]
+
+    def record_waiting(self, reasons: Mapping[str, str]) -> None:
+        """Append a WAITING event to each named job (name → the scheduler's reason), all in
+        one transaction; names of jobs that no longer exist are skipped."""
+        names = list(reasons)
+        now = self.clock()
+        with self.store.sessions.begin() as s:
+            for start in range(0, len(names), 500):  # well under SQLite's bound parameters
+                chunk = names[start:start + 500]
+                ids = s.execute(select(JobRow.name, JobRow.id).where(JobRow.name.in_(chunk)))
+                rows = [{"job_id": job_id, "time": now, "kind": WAITING, "cause": reasons[name]}
+                        for name, job_id in ids]
+                if rows:
+                    s.connection().execute(_INSERT_EVENT, rows)
 
     # ---- transitions ---------------------------------------------------------------------
 

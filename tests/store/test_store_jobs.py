@@ -119,3 +119,16 @@ def test_concurrent_retries_create_one_job(repo: Repository) -> None:
     assert all(stored == results[0][0] for stored, _ in results)
     assert count(repo, JobRow) == 1
     assert count(repo, TaskRow) == 3
+
+
+def test_waiting_reasons_join_the_history(repo: Repository) -> None:
+    repo.submit_job(make_job("a"))
+    repo.submit_job(make_job("b"))
+    repo.record_waiting({"a": "Gang: only 1 of 2 tasks fit", "gone": "Unschedulable: x"})
+    repo.record_waiting({"a": "InsufficientResources: 0 of 8 GPUs free",
+                         "b": "QueueLimit: team-a is at its max"})
+    assert [(e.kind, e.cause) for e in repo.job_events("a")][1:] == [
+        ("Waiting", "Gang: only 1 of 2 tasks fit"),
+        ("Waiting", "InsufficientResources: 0 of 8 GPUs free")]
+    assert [e.kind for e in repo.job_events("b")] == ["Submitted", "Waiting"]
+    repo.record_waiting({})  # nothing to write is not an error
