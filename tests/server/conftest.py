@@ -1,35 +1,24 @@
 """Fixtures for the REST API tests: an app over a migrated store on SQLite and on PostgreSQL.
 
-The store fixtures (`store`, `postgres_server`, `Clock`) are the store tests' own, loaded from
-`tests/store/conftest.py` by path (the test directories are not packages) and re-exported here.
+The store fixtures (`store`, `postgres_server`) come from `tests/conftest.py`, shared with the
+store tests, so one PostgreSQL server serves the whole session.
 The `Scheduler` the app is given is `server_helpers.StoreScheduler`, a small stand-in for the
 control plane backed by the repository.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fake_clock import Clock
 from fastapi.testclient import TestClient
 from server_helpers import Api, StoreScheduler
 
 from shoal.api import Node, Resources, TaskRef, VirtualCluster
 from shoal.server import create_app
 from shoal.store import Repository, Store
-
-_spec = importlib.util.spec_from_file_location(
-    "shoal_store_test_fixtures", Path(__file__).resolve().parent.parent / "store" / "conftest.py")
-assert _spec is not None and _spec.loader is not None
-_store_fixtures = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(_store_fixtures)
-
-postgres_server = _store_fixtures.postgres_server
-store = _store_fixtures.store
-Clock = _store_fixtures.Clock
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Fixtures for the store tests: a migrated `Store` on SQLite and on a real PostgreSQL server.
+"""Fixtures shared by the test suites: a migrated `Store` on SQLite and on a real PostgreSQL
+server (the store and the REST API tests run on both), and a repository over it.
 
 The PostgreSQL server is started once per session in a temporary directory (`initdb` +
 `pg_ctl`, listening only on a Unix socket) and every test gets a fresh database. When run as
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from fake_clock import Clock
 
 from shoal.store import Repository, Store, open_store
 
@@ -136,17 +138,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         opened.close()
         with server.admin() as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-
-
-class Clock:
-    """A settable clock, so that event times are exact."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
 
 
 @pytest.fixture
