@@ -87,6 +87,10 @@ CYCLE_BACKOFF = 4.0
 EVICTING_ACTIONS = frozenset({"preempt", "reclaim", "elastic"})
 #: How often a job's history may get a new pending reason of the same kind (seconds).
 WAITING_RESOLUTION = 60.0
+#: Why a job that arrived on a full cluster waits, when no cycle was run for it.
+UNPLACEABLE_NOW = PendingReason(
+    PendingKind.INSUFFICIENT_RESOURCES,
+    "no node has room for any of its tasks now; it waits for resources to be released")
 
 
 class UnsupportedProfileError(ValueError):
@@ -124,6 +128,7 @@ class ControlPlane:
         self.grace_period = grace_period
         # Plugins keep no state between cycles (as in the simulator): one set serves all.
         self._hooks = Hooks(profile.plugins())
+        self._clocked = any(getattr(p, "time_dependent", False) for p in profile.plugins())
         self._admission_hooks = Hooks(profile.plugins())
         self._admission_lock = threading.Lock()
         self._actions = profile.actions()
@@ -213,7 +218,10 @@ class ControlPlane:
                     self.poll()
                     next_poll = time.monotonic() + POLL_INTERVAL
                 now = time.monotonic()
-                if now >= next_cycle or (woken and now >= earliest):
+                if woken and now >= earliest and now < next_cycle and self._cycle_is_moot():
+                    woken = False
+                    self._note_unplaceable_arrivals()
+                elif now >= next_cycle or (woken and now >= earliest):
                     woken = False
                     self.run_cycle()
                     ended = time.monotonic()
@@ -329,7 +337,11 @@ class ControlPlane:
         self.last_cycle_seconds = time.perf_counter() - started
         self.cycles += 1
         self.last_decisions = decisions
-        self._note_pending(decisions, model.now)
+        if decisions.changes_anything():
+            model.unblocked = True  # only a cycle that decided nothing settles the model
+        else:
+            model.settled()
+        self._note_pending(decisions.pending_by_job(), model.now)
         if decisions.binds:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
             self.repository.record_binds(decisions.binds, cause)
@@ -338,12 +350,33 @@ class ControlPlane:
                 self._launch(records[bind.task])
         return decisions
 
-    def _note_pending(self, decisions: Decisions, now: float) -> None:
+    def _cycle_is_moot(self) -> bool:
+        """Whether the cycle an event asks for would surely place nothing (see
+        `SchedulerModel.cycle_may_place`): then it is skipped, and the periodic cycle still
+        runs. This loop never evicts; a profile whose order moves with the clock always
+        cycles."""
+        return not self._clocked and not self.model.cycle_may_place()
+
+    def _note_unplaceable_arrivals(self) -> None:
+        """Jobs that arrived on a full cluster wait without a cycle: give them the reason a
+        cycle would, in substance, and settle the model."""
+        arrived = {info.name: UNPLACEABLE_NOW for info in self.model.arrivals
+                   if info.name in self.model.waiting}
+        self.model.settled()
+        self._record_waiting(arrived, self.clock())
+        self._pending = {**self._pending, **arrived}
+
+    def _note_pending(self, pending: dict[str, PendingReason], now: float) -> None:
         """Keep the latest reasons for the API, and record in each job's history when its
         reason changed: at once for a new kind of reason, and at most every
         WAITING_RESOLUTION seconds for a new message of the same kind (messages carry
         counts, such as free GPUs, that move with every cycle)."""
-        pending = decisions.pending_by_job()
+        self._record_waiting(pending, now)
+        for job in set(self._recorded) - set(pending):
+            del self._recorded[job]
+        self._pending = pending
+
+    def _record_waiting(self, pending: dict[str, PendingReason], now: float) -> None:
         changed: dict[str, str] = {}
         for job, reason in pending.items():
             last = self._recorded.get(job)
@@ -351,11 +384,8 @@ class ControlPlane:
                     last[1] != reason.message and now - last[2] >= WAITING_RESOLUTION):
                 changed[job] = f"{reason.kind.value}: {reason.message}"
                 self._recorded[job] = (reason.kind, reason.message, now)
-        for job in set(self._recorded) - set(pending):
-            del self._recorded[job]
         if changed:
             self.repository.record_waiting(changed)
-        self._pending = pending
 
     def _launch(self, rec: TaskRecord) -> None:
         ref = rec.ref

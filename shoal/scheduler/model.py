@@ -47,6 +47,11 @@ class SchedulerModel:
         """Every live job, in (submission, name) order of arrival in the model."""
         self.waiting: dict[str, JobInfo] = {}
         """Jobs with tasks still to place."""
+        self.unblocked = True
+        """Since `settled()`: capacity was given back, a node came back, or a job stopped
+        wanting placements — anything that may let a job that waited be placed."""
+        self.arrivals: list[JobInfo] = []
+        """Jobs added since `settled()`."""
 
     @staticmethod
     def from_snapshot(snapshot: Snapshot) -> SchedulerModel:
@@ -77,6 +82,7 @@ class SchedulerModel:
             self.jobs[job.name] = info
             if info.pending:
                 self.waiting[job.name] = info
+                self.arrivals.append(info)
         holdings.sort(key=lambda h: not h[1].gpus)
         for info, task in holdings:
             if task.node not in self.cluster.by_name:
@@ -97,6 +103,7 @@ class SchedulerModel:
         """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
         info = self.jobs.pop(name)
         self.waiting.pop(name, None)
+        self.unblocked = True  # a strict-FIFO head that leaves unblocks the jobs behind it
         for task in list(info.running):
             self._release(info, task)
 
@@ -130,8 +137,10 @@ class SchedulerModel:
         if info is not None:
             info.pending.clear()
             self.waiting.pop(name, None)
+            self.unblocked = True
 
     def _release(self, info: JobInfo, task: TaskInfo) -> None:
+        self.unblocked = True
         request = info.job.group(task.ref.group).resources
         self.cluster.give(self.cluster.by_name[task.node], request, task.gpus)
         self.quota.refund(info.queue, request)
@@ -155,6 +164,32 @@ class SchedulerModel:
             return
         self.cluster.set_cordoned(name, False)
         self.quota.set_capacity(self.quota.capacity + state.allocatable)
+        self.unblocked = True
+
+    # ---- whether a cycle can place anything --------------------------------------------------
+
+    def settled(self) -> None:
+        """The driver ran a cycle that decided nothing: from here on, `cycle_may_place` looks
+        only at what happens next."""
+        self.unblocked = False
+        self.arrivals.clear()
+
+    def cycle_may_place(self) -> bool:
+        """False when a cycle now would surely place nothing: the last cycle decided nothing
+        (`settled`), nothing has been unblocked since, and no task of a job that arrived
+        since fits in any node's free resources. Jobs that waited then wait now: they could
+        not be placed then, and since then capacity and quota headroom have only shrunk.
+
+        Sound only for profiles that bind and never evict (evicting could make room for an
+        arrival) and whose order does not move with the clock; a driver keeps its periodic
+        cycles anyway. The control loop uses it to skip the cycle a submission would trigger
+        when the cluster is full: with a thousand jobs queued, that cycle cost more than the
+        submission itself. (tests/property/test_cycle_skip.py checks the claim.)"""
+        if self.unblocked:
+            return True
+        states = list(self.cluster.by_name.values())
+        return any(state.fits(group.resources) for info in self.arrivals
+                   for group in info.job.groups for state in states)
 
     # ---- reading ----------------------------------------------------------------------------
 

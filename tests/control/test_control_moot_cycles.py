@@ -1,0 +1,58 @@
+"""Submissions into a full cluster skip the cycle they would trigger (`run_forever`): the
+job gets its reason without one, and is placed by the cycle that the end of a running job
+triggers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from control_support import job, state_of
+
+from shoal.api import JobState
+from shoal.control import ControlPlane
+from shoal.control.loop import UNPLACEABLE_NOW
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_a_full_cluster_takes_submissions_without_cycles(
+        make_plane: Callable[[], ControlPlane]) -> None:
+    plane = make_plane()
+    plane.interval = 3600.0  # no periodic cycle: every cycle here is one an event asked for
+    stop = threading.Event()
+    loop = threading.Thread(target=plane.run_forever, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        plane.submit(job("blocker", "import time; time.sleep(60)", gpu=4))
+        wait_for(lambda: state_of(plane, "blocker") is JobState.RUNNING)
+        # The cycle after the blocker's bind decided something, so the next one runs: it
+        # places nothing and settles the model.
+        plane.submit(job("queued-0", "pass", gpu=1))
+        wait_for(lambda: plane.pending_reason("queued-0") is not None)
+        cycles = plane.cycles
+        for i in range(1, 5):
+            plane.submit(job(f"queued-{i}", "pass", gpu=1))
+        wait_for(lambda: all(plane.pending_reason(f"queued-{i}") == UNPLACEABLE_NOW
+                             for i in range(1, 5)))
+        assert plane.cycles == cycles  # four submissions, no cycle
+        events = plane.repository.job_events("queued-3")
+        assert [e.cause for e in events if e.kind == "Waiting"] == [
+            f"{UNPLACEABLE_NOW.kind.value}: {UNPLACEABLE_NOW.message}"]
+
+        plane.submit(job("cpu-only", "pass"))  # fits beside the blocker: this one cycles
+        wait_for(lambda: state_of(plane, "cpu-only") is JobState.SUCCEEDED)
+        assert plane.cycles > cycles
+
+        plane.cancel("blocker")  # its end frees the GPUs: the queued jobs run
+        wait_for(lambda: all(state_of(plane, f"queued-{i}") is JobState.SUCCEEDED
+                             for i in range(5)))
+    finally:
+        stop.set()
+        loop.join(timeout=10)
