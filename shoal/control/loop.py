@@ -70,7 +70,7 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.store import NotFoundError, Repository
-from shoal.store.repository import FailedTask, TaskRecord
+from shoal.store.repository import FailedTask, TaskRecord, Waiting
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +141,8 @@ class ControlPlane:
         self._ports = MasterPorts(executor.root / "control" / "master-ports")
         self._pending: dict[str, PendingReason] = {}
         self._recorded: dict[str, tuple[PendingKind, str, float]] = {}
+        self._waits: list[Waiting] = []
+        """Pending reasons noted for the history and not yet written (see _flush_waiting)."""
         """Per waiting job, the reason last written to its history, and when."""
         self.cycles = 0
         self.last_cycle_seconds = 0.0
@@ -216,6 +218,7 @@ class ControlPlane:
                 self._drain()
                 if time.monotonic() >= next_poll:
                     self.poll()
+                    self._flush_waiting()  # what skipped cycles noted, a poll's worth at once
                     next_poll = time.monotonic() + POLL_INTERVAL
                 now = time.monotonic()
                 if woken and now >= earliest and now < next_cycle and self._cycle_is_moot():
@@ -342,6 +345,7 @@ class ControlPlane:
         else:
             model.settled()
         self._note_pending(decisions.pending_by_job(), model.now)
+        self._flush_waiting()
         if decisions.binds:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
             self.repository.record_binds(decisions.binds, cause)
@@ -377,15 +381,20 @@ class ControlPlane:
         self._pending = pending
 
     def _record_waiting(self, pending: dict[str, PendingReason], now: float) -> None:
-        changed: dict[str, str] = {}
         for job, reason in pending.items():
             last = self._recorded.get(job)
             if last is None or (last[0] is not reason.kind) or (
                     last[1] != reason.message and now - last[2] >= WAITING_RESOLUTION):
-                changed[job] = f"{reason.kind.value}: {reason.message}"
+                self._waits.append(Waiting(job, now, f"{reason.kind.value}: {reason.message}"))
                 self._recorded[job] = (reason.kind, reason.message, now)
-        if changed:
-            self.repository.record_waiting(changed)
+
+    def _flush_waiting(self) -> None:
+        """Write the pending reasons noted since the last flush, in one transaction. They
+        are history, not state: a crash loses at most a flush interval of them, and the
+        first cycle after a restart notes every job's reason again."""
+        if self._waits:
+            waits, self._waits = self._waits, []
+            self.repository.record_waiting(waits)
 
     def _launch(self, rec: TaskRecord) -> None:
         ref = rec.ref

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +131,15 @@ class FailedTask:
     ref: TaskRef
     cause: str
     exit_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """Why a job waited, as of `time`: one WAITING event to record."""
+
+    job: str
+    time: float
+    cause: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,17 +275,19 @@ class Repository:
                           task=None if r.task is None else TaskRef.parse(r.task),
                           source=r.source_state, target=r.target_state) for r in rows]
 
-    def record_waiting(self, reasons: Mapping[str, str]) -> None:
-        """Append a WAITING event to each named job (name → the scheduler's reason), all in
-        one transaction; names of jobs that no longer exist are skipped."""
-        names = list(reasons)
-        now = self.clock()
+    def record_waiting(self, waits: Sequence[Waiting]) -> None:
+        """Append a WAITING event per entry, all in one transaction; entries of jobs that no
+        longer exist are skipped."""
+        by_job: dict[str, list[Waiting]] = {}
+        for wait in waits:
+            by_job.setdefault(wait.job, []).append(wait)
+        names = list(by_job)
         with self.store.sessions.begin() as s:
             for start in range(0, len(names), 500):  # well under SQLite's bound parameters
                 chunk = names[start:start + 500]
                 ids = s.execute(select(JobRow.name, JobRow.id).where(JobRow.name.in_(chunk)))
-                rows = [{"job_id": job_id, "time": now, "kind": WAITING, "cause": reasons[name]}
-                        for name, job_id in ids]
+                rows = [{"job_id": job_id, "time": w.time, "kind": WAITING, "cause": w.cause}
+                        for name, job_id in ids for w in by_job[name]]
                 if rows:
                     s.connection().execute(_INSERT_EVENT, rows)
 

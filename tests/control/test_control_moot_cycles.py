@@ -42,9 +42,10 @@ def test_a_full_cluster_takes_submissions_without_cycles(
         wait_for(lambda: all(plane.pending_reason(f"queued-{i}") == UNPLACEABLE_NOW
                              for i in range(1, 5)))
         assert plane.cycles == cycles  # four submissions, no cycle
-        events = plane.repository.job_events("queued-3")
-        assert [e.cause for e in events if e.kind == "Waiting"] == [
-            f"{UNPLACEABLE_NOW.kind.value}: {UNPLACEABLE_NOW.message}"]
+        # The reason joins the job's history with the next write of noted reasons.
+        wait_for(lambda: [e.cause for e in plane.repository.job_events("queued-3")
+                          if e.kind == "Waiting"]
+                 == [f"{UNPLACEABLE_NOW.kind.value}: {UNPLACEABLE_NOW.message}"])
 
         plane.submit(job("cpu-only", "pass"))  # fits beside the blocker: this one cycles
         wait_for(lambda: state_of(plane, "cpu-only") is JobState.SUCCEEDED)

@@ -9,6 +9,7 @@ from store_helpers import make_job
 from shoal.api import JobState, TaskState
 from shoal.store import AlreadyExistsError, IdempotencyConflict, NotFoundError, Repository
 from shoal.store.models import EventRow, JobRow, TaskRow
+from shoal.store.repository import Waiting
 
 
 def count(repo: Repository, model: type) -> int:
@@ -124,11 +125,12 @@ def test_concurrent_retries_create_one_job(repo: Repository) -> None:
 def test_waiting_reasons_join_the_history(repo: Repository) -> None:
     repo.submit_job(make_job("a"))
     repo.submit_job(make_job("b"))
-    repo.record_waiting({"a": "Gang: only 1 of 2 tasks fit", "gone": "Unschedulable: x"})
-    repo.record_waiting({"a": "InsufficientResources: 0 of 8 GPUs free",
-                         "b": "QueueLimit: team-a is at its max"})
-    assert [(e.kind, e.cause) for e in repo.job_events("a")][1:] == [
-        ("Waiting", "Gang: only 1 of 2 tasks fit"),
-        ("Waiting", "InsufficientResources: 0 of 8 GPUs free")]
+    repo.record_waiting([Waiting("a", 5000.0, "Gang: only 1 of 2 tasks fit"),
+                         Waiting("gone", 5000.0, "Unschedulable: x"),
+                         Waiting("a", 5001.0, "InsufficientResources: 0 of 8 GPUs free")])
+    repo.record_waiting([Waiting("b", 5002.0, "QueueLimit: team-a is at its max")])
+    assert [(e.time, e.kind, e.cause) for e in repo.job_events("a")][1:] == [
+        (5000.0, "Waiting", "Gang: only 1 of 2 tasks fit"),
+        (5001.0, "Waiting", "InsufficientResources: 0 of 8 GPUs free")]
     assert [e.kind for e in repo.job_events("b")] == ["Submitted", "Waiting"]
-    repo.record_waiting({})  # nothing to write is not an error
+    repo.record_waiting([])  # nothing to write is not an error
