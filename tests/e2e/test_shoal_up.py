@@ -2,7 +2,8 @@
 
 A gang runs with its ranks and exact GPU indices; cancel kills a running job; and a
 `kill -9` of the server while a task runs loses nothing: the restarted server adopts the task
-(its launch counter stays 1) and records its success. The same holds when the kill lands in
+(its launch counter stays 1) and records its success — on SQLite and, with `--db`, on a real
+PostgreSQL server (tests/conftest.py starts it). The same holds when the kill lands in
 the middle of a burst of submissions: clients retry with their idempotency keys, every job
 ends Succeeded and every task ran exactly once.
 
@@ -77,12 +78,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(tmp: Path, port: int) -> Server:
+def start(tmp: Path, port: int, db: str | None = None) -> Server:
     (tmp / "cluster.yaml").write_text(CLUSTER)
     shoal = Path(sys.executable).parent / "shoal"
     process = subprocess.Popen(
         [str(shoal), "up", "--data-dir", str(tmp / "data"), "--port", str(port),
-         "--cluster", str(tmp / "cluster.yaml"), "--interval", "0.2", "--grace-period", "1"],
+         "--cluster", str(tmp / "cluster.yaml"), "--interval", "0.2", "--grace-period", "1",
+         *(["--db", db] if db else [])],
         stdout=subprocess.DEVNULL, stderr=open(tmp / "server.log", "ab"))  # noqa: SIM115
     server = Server(tmp / "data", port, process)
     try:
@@ -135,9 +137,11 @@ class Servers:
 
     tmp: Path
     started: list[Server] = field(default_factory=list)
+    db: str | None = None
+    """The store's URL (`--db`); None: SQLite in the data directory."""
 
     def start(self, port: int | None = None) -> Server:
-        server = start(self.tmp, free_port() if port is None else port)
+        server = start(self.tmp, free_port() if port is None else port, self.db)
         self.started.append(server)
         return server
 
@@ -227,8 +231,17 @@ def kill_9(server: Server) -> None:
     server.process.wait(timeout=10)
 
 
-def test_kill_9_loses_nothing_and_runs_nothing_twice(servers: Servers, tmp_path: Path
-                                                     ) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_kill_9_loses_nothing_and_runs_nothing_twice(servers: Servers, tmp_path: Path,
+                                                     backend: str,
+                                                     request: pytest.FixtureRequest) -> None:
+    if backend == "postgresql":  # `shoal up --db postgresql+psycopg://…`, the same behaviour
+        postgres = request.getfixturevalue("postgres_server")
+        database = f"shoal_e2e_{os.getpid()}"
+        with postgres.admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{database}"')
+        servers.db = postgres.url(database)
     counter, go = tmp_path / "launches", tmp_path / "go"
     port = free_port()
     first = servers.start(port)
@@ -242,6 +255,7 @@ def test_kill_9_loses_nothing_and_runs_nothing_twice(servers: Servers, tmp_path:
         job = wait_for(client, "survivor", {"Succeeded", "Failed"})
     assert job["status"]["state"] == "Succeeded"  # type: ignore[index]
     assert counter.read_text() == "1"
+    assert (tmp_path / "data" / "shoal.db").exists() == (backend == "sqlite")
 
 
 BURST = 20
