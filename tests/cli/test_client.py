@@ -16,12 +16,11 @@ import pytest
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from fastapi.testclient import TestClient
+from store_scheduler import StoreScheduler
 
 from shoal.api import (
-    Job,
     JobState,
     Node,
-    PendingReason,
     Resources,
     TaskRef,
     TaskState,
@@ -34,31 +33,9 @@ from shoal.client import (
     ShoalError,
     ShoalTimeoutError,
 )
-from shoal.scheduler.actions.enqueue import admission_check
 from shoal.server import create_app
 from shoal.server.errors import ApiError, install_error_handlers
 from shoal.store import Repository, open_store
-
-
-class StandIn:
-    """The control plane's submit/cancel/reasons, straight onto the repository."""
-
-    def __init__(self, repository: Repository) -> None:
-        self.repository = repository
-
-    def submit(self, job: Job, idempotency_key: str | None) -> tuple[Job, bool]:
-        return self.repository.submit_job(job, idempotency_key=idempotency_key)
-
-    def cancel(self, name: str) -> None:
-        self.repository.transition_job(name, JobState.CANCELLED, "cancelled by the API")
-
-    def pending_reason(self, name: str) -> PendingReason | None:
-        return None
-
-    def feasibility(self, job: Job) -> PendingReason | None:
-        return admission_check(job, self.repository.list_nodes(),
-                               self.repository.list_virtual_clusters(),
-                               self.repository.list_priority_classes())
 
 
 @dataclass
@@ -83,7 +60,7 @@ def api(tmp_path: Path) -> Iterator[Api]:
     repository.put_node(Node("gpu-0", Resources.of(cpu=32000, memory=262144, gpu=8),
                              labels={"gpu-type": "a100"}))
     repository.put_virtual_cluster(VirtualCluster("team-a"))
-    with TestClient(create_app(repository, StandIn(repository))) as http:
+    with TestClient(create_app(repository, StoreScheduler(repository))) as http:
         yield Api(http, tokens)
     store.close()
 
@@ -354,7 +331,7 @@ def test_logs_from_the_real_route(tmp_path: Path) -> None:
         return tmp_path / f"{ref.group}-{ref.index}.out", tmp_path / f"{ref.group}-{ref.index}.err"
 
     (tmp_path / "worker-1.out").write_text("one\ntwo\n")
-    with TestClient(create_app(repository, StandIn(repository), paths)) as http:
+    with TestClient(create_app(repository, StoreScheduler(repository), paths)) as http:
         shoal = ShoalClient(http=http, token=token)
         shoal.submit(job_yaml())
         stream = shoal.logs("train", task="worker-1", offset=4)

@@ -1,5 +1,5 @@
-"""Builders shared by the REST API tests: the store-backed `Scheduler` stand-in, the test
-client wrapper `Api`, and `job_yaml`."""
+"""Builders shared by the REST API tests: the test client wrapper `Api` (over the app with a
+`store_scheduler.StoreScheduler`), and `job_yaml`."""
 
 from __future__ import annotations
 
@@ -8,32 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
+from store_scheduler import StoreScheduler
 
-from shoal.api import Job, JobState, PendingReason
-from shoal.scheduler.actions.enqueue import admission_check
 from shoal.store import Repository
-
-
-class StoreScheduler:
-    """The control plane's submit/cancel/reasons, straight onto the repository."""
-
-    def __init__(self, repository: Repository) -> None:
-        self.repository = repository
-        self.reasons: dict[str, PendingReason] = {}
-
-    def submit(self, job: Job, idempotency_key: str | None) -> tuple[Job, bool]:
-        return self.repository.submit_job(job, idempotency_key=idempotency_key)
-
-    def cancel(self, name: str) -> None:
-        self.repository.transition_job(name, JobState.CANCELLED, "cancelled by the API")
-
-    def pending_reason(self, name: str) -> PendingReason | None:
-        return self.reasons.get(name)
-
-    def feasibility(self, job: Job) -> PendingReason | None:
-        return admission_check(job, self.repository.list_nodes(),
-                               self.repository.list_virtual_clusters(),
-                               self.repository.list_priority_classes())
 
 
 @dataclass

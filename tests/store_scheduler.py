@@ -1,0 +1,31 @@
+"""`StoreScheduler`: the control plane's submit, cancel and reasons straight onto the
+repository — what the REST API tests and the client tests give the app instead of a live
+control loop. (Beside the root conftest, so that every suite can import it.)"""
+
+from __future__ import annotations
+
+from shoal.api import Job, JobState, PendingReason
+from shoal.scheduler.actions.enqueue import admission_check
+from shoal.store import Repository
+
+
+class StoreScheduler:
+    """The control plane's submit/cancel/reasons, straight onto the repository."""
+
+    def __init__(self, repository: Repository) -> None:
+        self.repository = repository
+        self.reasons: dict[str, PendingReason] = {}
+
+    def submit(self, job: Job, idempotency_key: str | None) -> tuple[Job, bool]:
+        return self.repository.submit_job(job, idempotency_key=idempotency_key)
+
+    def cancel(self, name: str) -> None:
+        self.repository.transition_job(name, JobState.CANCELLED, "cancelled by the API")
+
+    def pending_reason(self, name: str) -> PendingReason | None:
+        return self.reasons.get(name)
+
+    def feasibility(self, job: Job) -> PendingReason | None:
+        return admission_check(job, self.repository.list_nodes(),
+                               self.repository.list_virtual_clusters(),
+                               self.repository.list_priority_classes())
