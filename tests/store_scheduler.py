@@ -15,6 +15,7 @@ class StoreScheduler:
     def __init__(self, repository: Repository) -> None:
         self.repository = repository
         self.reasons: dict[str, PendingReason] = {}
+        self.catalog_reloads = 0
 
     def submit(self, job: Job, idempotency_key: str | None) -> tuple[Job, bool]:
         return self.repository.submit_job(job, idempotency_key=idempotency_key)
@@ -24,6 +25,9 @@ class StoreScheduler:
 
     def pending_reason(self, name: str) -> PendingReason | None:
         return self.reasons.get(name)
+
+    def reload_catalog(self) -> None:
+        self.catalog_reloads += 1  # feasibility reads the store: nothing else to do
 
     def feasibility(self, job: Job) -> PendingReason | None:
         return admission_check(job, self.repository.list_nodes(),

@@ -170,6 +170,15 @@ class ControlPlane:
             return admission_check(job, self.nodes, self.virtual_clusters,
                                    self.priority_classes, hooks=self._admission_hooks)
 
+    def reload_catalog(self) -> None:
+        """Take up the virtual clusters and priority classes the store holds now (the API
+        added some): the admission check at once, the scheduler model at the loop's next
+        turn — a rebuild from the store, as after an error, queued behind the commands
+        already waiting so that no job submitted later is admitted into the old model."""
+        self.virtual_clusters = tuple(self.repository.list_virtual_clusters())
+        self.priority_classes = tuple(self.repository.list_priority_classes())
+        self._command(self._reload_model)
+
     def cancel(self, name: str, cause: str = "cancelled by request") -> Job:
         """Ask the loop to stop the job; returns the job as stored now. Cancelling a
         finished job changes nothing; an unknown one raises NotFoundError."""
@@ -312,8 +321,9 @@ class ControlPlane:
             self._apply(name, completion.judge(job))
 
     def _reload_model(self) -> None:
-        """After an error mid-cycle the model may hold binds the store does not: rebuild it
-        from the store (processes stay tracked as they are)."""
+        """Rebuild the model from the store (processes stay tracked as they are): after an
+        error mid-cycle, when it may hold binds the store does not, and when the catalog
+        of virtual clusters and priority classes changed (`reload_catalog`)."""
         try:
             jobs = self.repository.snapshot_jobs()
             model = SchedulerModel(self.nodes, self.virtual_clusters, self.priority_classes,

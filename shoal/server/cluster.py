@@ -5,6 +5,7 @@ jobs wait); changing them, and creating users, is for admins. Nodes, virtual clu
 priority classes are sent as `shoal/v1` documents, the same YAML as a cluster file.
 """
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
@@ -32,7 +33,9 @@ USER_BODY = {"requestBody": {"required": True, "content": {
 
 
 def cluster_router(repository: Repository, current_user: Authenticator,
-                   current_admin: Authenticator) -> APIRouter:
+                   current_admin: Authenticator, catalog_changed: Callable[[], None]
+                   ) -> APIRouter:
+    """`catalog_changed` is called after virtual clusters or priority classes were stored."""
     router = APIRouter(prefix="/api/v1", responses=responses(401))
     body_dependency = Depends(raw_body)
     spec_errors = responses(403, 415, 422)
@@ -76,6 +79,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                                "metadata.name")
         for vc in bundle.virtual_clusters:
             repository.put_virtual_cluster(vc)
+        catalog_changed()
         return [vc_out(vc) for vc in bundle.virtual_clusters]
 
     # ---- priority classes -----------------------------------------------------------------
@@ -104,6 +108,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                                "metadata.name")
         for pc in bundle.priority_classes:
             repository.put_priority_class(pc)
+        catalog_changed()
         return [priority_class_out(pc) for pc in bundle.priority_classes]
 
     # ---- users ----------------------------------------------------------------------------

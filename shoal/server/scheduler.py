@@ -1,6 +1,6 @@
 """The server's view of the control plane: the `Scheduler` protocol.
 
-The REST layer never imports the control loop; it is handed anything with these four
+The REST layer never imports the control loop; it is handed anything with these
 methods (the live `shoal.control.ControlPlane`, or a small store-backed stand-in in tests).
 """
 
@@ -25,6 +25,11 @@ class Scheduler(Protocol):
 
     def pending_reason(self, name: str) -> PendingReason | None:
         """Why the job waits, as of the latest cycle; None when it does not (or is unknown)."""
+        ...
+
+    def reload_catalog(self) -> None:
+        """Virtual clusters or priority classes were added to the store: take them up, so
+        that the next submission into a new virtual cluster is admitted and scheduled."""
         ...
 
     def feasibility(self, job: Job) -> PendingReason | None:

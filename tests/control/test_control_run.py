@@ -115,3 +115,20 @@ def test_run_forever_serves_submissions_from_another_thread(plane: ControlPlane)
         stop.set()
         loop.join(5)
     assert not loop.is_alive()
+
+
+def test_a_virtual_cluster_added_while_running_is_taken_up(plane: ControlPlane) -> None:
+    from dataclasses import replace
+
+    from shoal.api import PendingKind as Kind
+    from shoal.api import Resources, VirtualCluster
+
+    team = replace(job("team-job", "pass", gpu=1), queue="team-x")
+    refused = plane.feasibility(team)
+    assert refused is not None and refused.kind is Kind.UNSCHEDULABLE
+    plane.repository.put_virtual_cluster(VirtualCluster("team-x", min=Resources.of(gpu=1)))
+    plane.reload_catalog()
+    assert plane.feasibility(team) is None  # the API admits it at once
+    plane.submit(team)
+    step_until(plane, finished(plane, "team-job"))
+    assert state_of(plane, "team-job") is JobState.SUCCEEDED

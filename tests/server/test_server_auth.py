@@ -70,6 +70,8 @@ def test_admin_changes_are_visible(api: Api) -> None:
     assert classes[-1] == {"name": "vip", "value": 50000, "description": "",
                            "globalDefault": False}
     assert "normal" in [c["name"] for c in classes]
+    # The control plane was told of both catalog changes (and of nothing for the nodes).
+    assert api.scheduler.catalog_reloads == 2
 
 
 def test_new_user_token_works_once_issued(api: Api) -> None:

@@ -78,6 +78,7 @@ def test_cluster_documents_are_validated(api: Api) -> None:
                               "metadata: {name: team-a}\n",
                       headers={"Content-Type": "application/yaml"})
     assert dup.status_code == 409
+    assert api.scheduler.catalog_reloads == 0  # refused: nothing stored, nothing to take up
     bad_user = api.request("POST", "/api/v1/users", "root", json={"name": "x", "role": "god"})
     assert bad_user.status_code == 422
     assert bad_user.json()["errors"][0]["path"] == "body.role"
