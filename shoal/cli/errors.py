@@ -9,6 +9,7 @@ from typing import TypeVar
 import typer
 from rich.console import Console
 
+from shoal.control.ownership import InUseError
 from shoal.core.snapshot import SnapshotError
 from shoal.scheduler.profile import ProfileError
 from shoal.spec import SpecError
@@ -24,7 +25,7 @@ def user_errors(action: Callable[[], T]) -> T:
     """Run `action`; turn user errors into a message and exit code 2."""
     try:
         return action()
-    except (SpecError, ProfileError) as exc:
+    except (SpecError, ProfileError, InUseError) as exc:
         err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
     except SnapshotError as exc:
         err.print(f"[bold red]error:[/] inconsistent cluster state: {exc}", highlight=False)

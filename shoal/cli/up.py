@@ -11,6 +11,7 @@ SIGINT/SIGTERM the loop stops and running tasks are left alive on purpose: the n
 from __future__ import annotations
 
 import os
+import socket
 import threading
 from pathlib import Path
 from typing import Annotated
@@ -23,12 +24,14 @@ from shoal.api import TaskRef
 from shoal.cli.errors import user_errors
 from shoal.cli.profiles import load_profile
 from shoal.control.loop import ControlPlane
+from shoal.control.ownership import InUseError, exclusive
 from shoal.executors.inventory import detect_local_node
 from shoal.executors.local import LocalExecutor
+from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
 from shoal.server.logs import LogSource
-from shoal.spec import load_file
-from shoal.store.engine import open_store
+from shoal.spec import SpecBundle, load_file
+from shoal.store.engine import Store, open_store
 from shoal.store.repository import Repository
 
 #: The user `shoal up` creates, whose token it writes to the data directory.
@@ -65,7 +68,14 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
     chosen = load_profile(profile)  # a bad profile or cluster file fails before anything starts
     bundle = load_file(cluster) if cluster is not None else None
     store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
-    store.migrate()
+    with exclusive(data_dir, store):
+        listener = _listen(host, port)  # a port in use fails here, before any task is touched
+        store.migrate()
+        _run(out, data_dir, store, listener, bundle, chosen, interval, grace)
+
+
+def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
+         bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float) -> None:
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
@@ -92,16 +102,31 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
     loop.start()
 
     app = create_app(repository, plane, _log_source(executor))
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    url = f"http://{host}:{port}"
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    host, port = listener.getsockname()[:2]
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
     try:
-        server.run()
+        server.run(sockets=[listener])
     finally:
         stop.set()
         loop.join(timeout=10)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The API's listening socket, bound before the control plane starts: with the port
+    taken, `shoal up` stops with a clear error instead of reconciling tasks first."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        raise InUseError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    listener.listen(2048)
+    return listener
 
 
 def _admin_token(repository: Repository, data_dir: Path) -> Path:

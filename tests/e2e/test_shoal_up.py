@@ -355,3 +355,50 @@ def test_kill_9_during_a_submission_burst(servers: Servers, tmp_path: Path) -> N
     assert launches == names, "a task ran twice or never: " + ", ".join(
         f"{n}×{launches.count(n)}" for n in names if launches.count(n) != 1)
     assert counter.read_text() == "1", "the long task was launched again, not adopted"
+
+
+def refused_start(data: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    shoal = Path(sys.executable).parent / "shoal"
+    return subprocess.run(
+        [str(shoal), "up", "--data-dir", str(data), "--cluster", str(tmp / "cluster.yaml"),
+         *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_one_control_plane_per_data_directory_store_and_port(
+        servers: Servers, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A second `shoal up` on what a running one holds stops at once with the reason, and
+    the running one is undisturbed: two control planes would launch every task twice."""
+    running = servers.start()
+    with running.client() as client:
+        submit(client, job_yaml("steady", "import time; time.sleep(60)"))
+        wait_for_task_running(client, "steady")
+
+    same_dir = refused_start(running.data, tmp_path, "--port", str(free_port()))
+    assert same_dir.returncode == 2, same_dir.stderr
+    assert "another shoal up" in same_dir.stderr and str(os.getpid()) not in same_dir.stderr
+    assert f"pid {running.process.pid}" in same_dir.stderr
+
+    same_port = refused_start(tmp_path / "other", tmp_path, "--port", str(running.port))
+    assert same_port.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{running.port}" in same_port.stderr
+
+    postgres = request.getfixturevalue("postgres_server")
+    database = f"shoal_e2e_owner_{os.getpid()}"
+    with postgres.admin() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{database}"')
+    (tmp_path / "pg").mkdir()
+    on_postgres = Servers(tmp_path / "pg", db=postgres.url(database))
+    try:
+        on_postgres.start()
+        same_store = refused_start(tmp_path / "pg-other", tmp_path, "--port",
+                                   str(free_port()), "--db", postgres.url(database))
+        assert same_store.returncode == 2
+        assert "another shoal up is using the store" in same_store.stderr
+    finally:
+        on_postgres.close()
+
+    with running.client() as client:  # the first one never noticed
+        job = client.get("/api/v1/jobs/steady").json()
+        assert job["status"]["state"] == "Running"
+        assert [t["state"] for t in job["status"]["tasks"]] == ["Running"]
