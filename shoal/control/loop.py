@@ -7,6 +7,15 @@ their store work (creating the job, checking it exists) in the caller's thread a
 command on a queue that the loop drains at the start of each step; `wake` makes the loop
 run at once. `pending_reason` reads a dict the loop replaces whole, which is safe to read.
 
+When to cycle. A cycle runs on every event (submit, cancel, task exit, a catalog change)
+and at least every `interval` seconds. Events that come faster than cycles share them: the
+next event-driven cycle waits CYCLE_BACKOFF times the last one's deciding time. And an event
+cycle is skipped when the model proves it moot (`SchedulerModel.cycle_may_place`: nothing
+released since a cycle that decided nothing, and no new job's task fits anywhere) — the
+common case of submissions queuing on a full cluster; such jobs get their reason without a
+cycle, and the periodic cycle still runs. Pending reasons join the jobs' histories in
+batches (`shoal.control.waiting`).
+
 Order of effects. A cycle's binds are persisted in one transaction *before* any launch, and
 each launch is idempotent per (task, attempt), the attempt being the store's bind count. So
 a crash between persisting and launching launches the task at restart, and a crash between
@@ -63,6 +72,7 @@ from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
 from shoal.control.launching import describe, exit_code_of, launch_spec, retry_reason
 from shoal.control.records import MasterPorts
+from shoal.control.waiting import WaitingReasons
 from shoal.executors.local import LocalExecutor, RunningTask, TaskStatus
 from shoal.executors.wrapper import STATUS_FILE
 from shoal.scheduler.actions.enqueue import admission_check
@@ -70,7 +80,7 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.store import NotFoundError, Repository
-from shoal.store.repository import FailedTask, TaskRecord, Waiting
+from shoal.store.repository import FailedTask, TaskRecord
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +95,6 @@ MIN_CYCLE_GAP = 0.005
 CYCLE_BACKOFF = 4.0
 #: Actions whose evictions/resizes this loop does not apply yet.
 EVICTING_ACTIONS = frozenset({"preempt", "reclaim", "elastic"})
-#: How often a job's history may get a new pending reason of the same kind (seconds).
-WAITING_RESOLUTION = 60.0
 #: Why a job that arrived on a full cluster waits, when no cycle was run for it.
 UNPLACEABLE_NOW = PendingReason(
     PendingKind.INSUFFICIENT_RESOURCES,
@@ -139,10 +147,7 @@ class ControlPlane:
         self._ending: dict[str, tuple[JobState, str]] = {}
         """Jobs being stopped → the terminal state and cause they get when all have stopped."""
         self._ports = MasterPorts(executor.root / "control" / "master-ports")
-        self._pending: dict[str, PendingReason] = {}
-        self._recorded: dict[str, tuple[PendingKind, str, float]] = {}
-        self._waits: list[Waiting] = []
-        """Pending reasons noted for the history and not yet written (see _flush_waiting)."""
+        self._waiting = WaitingReasons()
         """Per waiting job, the reason last written to its history, and when."""
         self.cycles = 0
         self.last_cycle_seconds = 0.0
@@ -191,10 +196,10 @@ class ControlPlane:
 
     def pending_reason(self, name: str) -> PendingReason | None:
         """Why the job waited after the latest cycle, or None."""
-        return self._pending.get(name)
+        return self._waiting.get(name)
 
     def pending_reasons(self) -> dict[str, PendingReason]:
-        return dict(self._pending)
+        return self._waiting.all()
 
     def _command(self, command: Callable[[], None]) -> None:
         self._commands.put(command)
@@ -227,7 +232,7 @@ class ControlPlane:
                 self._drain()
                 if time.monotonic() >= next_poll:
                     self.poll()
-                    self._flush_waiting()  # what skipped cycles noted, a poll's worth at once
+                    self._waiting.flush(self.repository)  # what skipped cycles noted
                     next_poll = time.monotonic() + POLL_INTERVAL
                 now = time.monotonic()
                 if woken and now >= earliest and now < next_cycle and self._cycle_is_moot():
@@ -354,8 +359,8 @@ class ControlPlane:
             model.unblocked = True  # only a cycle that decided nothing settles the model
         else:
             model.settled()
-        self._note_pending(decisions.pending_by_job(), model.now)
-        self._flush_waiting()
+        self._waiting.replace(decisions.pending_by_job(), model.now)
+        self._waiting.flush(self.repository)
         if decisions.binds:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
             self.repository.record_binds(decisions.binds, cause)
@@ -377,34 +382,7 @@ class ControlPlane:
         arrived = {info.name: UNPLACEABLE_NOW for info in self.model.arrivals
                    if info.name in self.model.waiting}
         self.model.settled()
-        self._record_waiting(arrived, self.clock())
-        self._pending = {**self._pending, **arrived}
-
-    def _note_pending(self, pending: dict[str, PendingReason], now: float) -> None:
-        """Keep the latest reasons for the API, and record in each job's history when its
-        reason changed: at once for a new kind of reason, and at most every
-        WAITING_RESOLUTION seconds for a new message of the same kind (messages carry
-        counts, such as free GPUs, that move with every cycle)."""
-        self._record_waiting(pending, now)
-        for job in set(self._recorded) - set(pending):
-            del self._recorded[job]
-        self._pending = pending
-
-    def _record_waiting(self, pending: dict[str, PendingReason], now: float) -> None:
-        for job, reason in pending.items():
-            last = self._recorded.get(job)
-            if last is None or (last[0] is not reason.kind) or (
-                    last[1] != reason.message and now - last[2] >= WAITING_RESOLUTION):
-                self._waits.append(Waiting(job, now, f"{reason.kind.value}: {reason.message}"))
-                self._recorded[job] = (reason.kind, reason.message, now)
-
-    def _flush_waiting(self) -> None:
-        """Write the pending reasons noted since the last flush, in one transaction. They
-        are history, not state: a crash loses at most a flush interval of them, and the
-        first cycle after a restart notes every job's reason again."""
-        if self._waits:
-            waits, self._waits = self._waits, []
-            self.repository.record_waiting(waits)
+        self._waiting.add(arrived, self.clock())
 
     def _launch(self, rec: TaskRecord) -> None:
         ref = rec.ref
@@ -556,7 +534,7 @@ class ControlPlane:
             self.model.remove_job(name)
         if job.state.terminal:
             self._ports.forget(name)
-            self._pending.pop(name, None)
+            self._waiting.forget(name)
         else:
             log.info("job %s is retried (%d/%d)", name, job.retries, job.job_retry_count)
             self.model.add_job(job)
