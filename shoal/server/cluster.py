@@ -50,7 +50,8 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                 openapi_extra=SPEC_BODY, responses=spec_errors)
     def put_nodes(_admin: Annotated[User, Depends(current_admin)],
                   body: Annotated[tuple[str, bytes], body_dependency]) -> list[NodeOut]:
-        """Create or replace the nodes of the `Node` documents sent (`count` expands)."""
+        """Create or replace the nodes of the `Node` documents sent (`count` expands). A
+        running `shoal up` keeps scheduling onto the nodes it was started with."""
         bundle = load_body(body, kind="Node")
         for node in bundle.nodes:
             repository.put_node(node)
