@@ -4,7 +4,6 @@ client holding the admin token. Started as `python -m shoal` so that it also run
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -14,11 +13,7 @@ from pathlib import Path
 
 import httpx
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from shoal.executors.local import free_port
 
 
 @contextmanager

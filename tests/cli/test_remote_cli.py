@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from shoal.cli.main import app
+from shoal.executors.local import free_port
 
 CLUSTER = """\
 apiVersion: shoal/v1
@@ -47,11 +47,6 @@ class Server:
     def shoal(self, *args: str, token: str | None = None) -> Result:
         return runner.invoke(app, [*args, "--server", self.url, "--token", token or self.token])
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ import httpx
 import psutil
 import pytest
 
+from shoal.executors.local import free_port
 from shoal.executors.wrapper import PID_FILE
 
 CLUSTER = """\
@@ -71,11 +71,6 @@ class Server:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"},
                             timeout=10)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start(tmp: Path, port: int, db: str | None = None) -> Server:
