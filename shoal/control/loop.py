@@ -356,7 +356,7 @@ class ControlPlane:
         self.cycles += 1
         self.last_decisions = decisions
         if decisions.changes_anything():
-            model.unblocked = True  # only a cycle that decided nothing settles the model
+            model.unblock()  # only a cycle that decided nothing settles the model
         else:
             model.settled()
         self._waiting.replace(decisions.pending_by_job(), model.now)

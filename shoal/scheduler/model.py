@@ -51,7 +51,8 @@ class SchedulerModel:
         """Since `settled()`: capacity was given back, a node came back, or a job stopped
         wanting placements — anything that may let a job that waited be placed."""
         self.arrivals: list[JobInfo] = []
-        """Jobs added since `settled()`."""
+        """Jobs added since `settled()`; kept only while nothing is unblocked (they matter
+        only then), so a driver that never settles — the simulator — keeps none."""
 
     @staticmethod
     def from_snapshot(snapshot: Snapshot) -> SchedulerModel:
@@ -82,7 +83,8 @@ class SchedulerModel:
             self.jobs[job.name] = info
             if info.pending:
                 self.waiting[job.name] = info
-                self.arrivals.append(info)
+                if not self.unblocked:
+                    self.arrivals.append(info)
         holdings.sort(key=lambda h: not h[1].gpus)
         for info, task in holdings:
             if task.node not in self.cluster.by_name:
@@ -103,7 +105,7 @@ class SchedulerModel:
         """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
         info = self.jobs.pop(name)
         self.waiting.pop(name, None)
-        self.unblocked = True  # a strict-FIFO head that leaves unblocks the jobs behind it
+        self.unblock()  # a strict-FIFO head that leaves unblocks the jobs behind it
         for task in list(info.running):
             self._release(info, task)
 
@@ -137,10 +139,10 @@ class SchedulerModel:
         if info is not None:
             info.pending.clear()
             self.waiting.pop(name, None)
-            self.unblocked = True
+            self.unblock()
 
     def _release(self, info: JobInfo, task: TaskInfo) -> None:
-        self.unblocked = True
+        self.unblock()
         request = info.job.group(task.ref.group).resources
         self.cluster.give(self.cluster.by_name[task.node], request, task.gpus)
         self.quota.refund(info.queue, request)
@@ -164,9 +166,15 @@ class SchedulerModel:
             return
         self.cluster.set_cordoned(name, False)
         self.quota.set_capacity(self.quota.capacity + state.allocatable)
-        self.unblocked = True
+        self.unblock()
 
     # ---- whether a cycle can place anything --------------------------------------------------
+
+    def unblock(self) -> None:
+        """Something may let a waiting job be placed: `cycle_may_place` says yes until the
+        next `settled()`."""
+        self.unblocked = True
+        self.arrivals.clear()
 
     def settled(self) -> None:
         """The driver ran a cycle that decided nothing: from here on, `cycle_may_place` looks
