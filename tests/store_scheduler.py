@@ -16,9 +16,15 @@ class StoreScheduler:
         self.repository = repository
         self.reasons: dict[str, PendingReason] = {}
         self.catalog_reloads = 0
+        self.wake_ups = 0
 
-    def submit(self, job: Job, idempotency_key: str | None) -> tuple[Job, bool]:
+    def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True
+               ) -> tuple[Job, bool]:
+        self.wake_ups += wake
         return self.repository.submit_job(job, idempotency_key=idempotency_key)
+
+    def wake_up(self) -> None:
+        self.wake_ups += 1
 
     def cancel(self, name: str) -> None:
         self.repository.transition_job(name, JobState.CANCELLED, "cancelled by the API")

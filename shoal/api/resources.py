@@ -16,6 +16,7 @@ under-counted.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -298,6 +299,9 @@ _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei"
 _DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 _QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
 _MIB = 2**20
+#: Parsed quantities are remembered: specs repeat the same few ('1', '500m', '4Gi'), and each
+#: submission parses several. Typed, so that `True` never hits the entry of `1`.
+_remembered = functools.lru_cache(maxsize=4096, typed=True)
 
 
 def canonical_name(name: str) -> str:
@@ -328,6 +332,7 @@ def _number(text: str | int | float, what: str) -> tuple[Decimal, str]:
         raise QuantityError(f"{what}: cannot read {text!r}") from exc
 
 
+@_remembered
 def parse_cpu(value: str | int | float) -> int:
     """CPU quantity → millicores: `2` → 2000, `500m` → 500, `1.5` → 1500."""
     number, suffix = _number(value, "cpu")
@@ -342,6 +347,7 @@ def parse_cpu(value: str | int | float) -> int:
     return int(millis)
 
 
+@_remembered
 def parse_memory(value: str | int | float) -> int:
     """Memory quantity → MiB, rounded up: `4Gi` → 4096, `1G` → 954; a bare number is bytes."""
     number, suffix = _number(value, "memory")
@@ -358,6 +364,7 @@ def parse_memory(value: str | int | float) -> int:
     return -(-exact.numerator // exact.denominator)  # exact ceiling, no float on the way
 
 
+@_remembered
 def parse_count(value: str | int | float, what: str) -> int:
     """A whole count (GPUs, extras): `2`, `"2"`."""
     number, suffix = _number(value, what)

@@ -9,7 +9,14 @@
 exceptions (all `ShoalError`).
 """
 
-from shoal.client.client import DEFAULT_SERVER, LogStream, ShoalClient, Spec, spec_text
+from shoal.client.client import (
+    DEFAULT_SERVER,
+    LogStream,
+    ShoalClient,
+    Spec,
+    spec_body,
+    spec_text,
+)
 from shoal.client.errors import (
     ErrorItem,
     ShoalApiError,
@@ -52,5 +59,6 @@ __all__ = [
     "TaskView",
     "UserView",
     "VirtualClusterView",
+    "spec_body",
     "spec_text",
 ]

@@ -12,6 +12,7 @@ token come from is the caller's business (the CLI's is `shoal.cli.config`).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -46,6 +47,7 @@ from shoal.client.models import (
 DEFAULT_SERVER = "http://127.0.0.1:8765"
 API = "/api/v1"
 YAML = "application/yaml"
+JSON = "application/json"
 
 #: A spec to send: YAML text, a file (a `Path`, or a one-line string ending in .yaml, .yml or
 #: .json), or the documents as a mapping.
@@ -155,9 +157,10 @@ class ShoalClient:
 
     def _post_spec(self, path: str, spec: Spec, headers: Mapping[str, str] | None = None,
                    *, retry: bool = False) -> Any:
+        content_type, body = spec_body(spec)
         return self._json(self._send("POST", path, retry=retry,
-                                     content=spec_text(spec).encode(),
-                                     headers={"Content-Type": YAML, **(headers or {})}))
+                                     content=body, headers={"Content-Type": content_type,
+                                                            **(headers or {})}))
 
     # ---- jobs ------------------------------------------------------------------------------
 
@@ -261,15 +264,31 @@ class ShoalClient:
         return str(self._get("/healthz").get("status", "unknown"))
 
 
+def spec_body(spec: Spec) -> tuple[str, bytes]:
+    """The content type and body that carry a spec: a mapping or a `.json` file as JSON (the
+    server reads JSON several times faster than YAML), anything else as YAML."""
+    if isinstance(spec, Mapping):
+        return JSON, json.dumps(dict(spec)).encode()
+    path = _spec_path(spec)
+    if path is None:
+        return YAML, str(spec).encode()
+    return (JSON if path.suffix == ".json" else YAML), path.read_bytes()
+
+
 def spec_text(spec: Spec) -> str:
     """The YAML text of a spec given as text, a file or a mapping."""
     if isinstance(spec, Mapping):
         return yaml.safe_dump(dict(spec), sort_keys=False)
-    if isinstance(spec, str) and "\n" not in spec and spec.endswith((".yaml", ".yml", ".json")):
-        spec = Path(spec)
+    path = _spec_path(spec)
+    return str(spec) if path is None else path.read_text(encoding="utf-8")
+
+
+def _spec_path(spec: str | os.PathLike[str]) -> Path | None:
     if isinstance(spec, os.PathLike):
-        return Path(spec).read_text(encoding="utf-8")
-    return spec
+        return Path(spec)
+    if "\n" not in spec and spec.endswith((".yaml", ".yml", ".json")):
+        return Path(spec)
+    return None
 
 
 def _clean(params: Mapping[str, Any]) -> dict[str, Any]:

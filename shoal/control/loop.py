@@ -75,7 +75,7 @@ from shoal.control.records import MasterPorts
 from shoal.control.waiting import WaitingReasons
 from shoal.executors.local import LocalExecutor, RunningTask, TaskStatus
 from shoal.executors.wrapper import STATUS_FILE
-from shoal.scheduler.actions.enqueue import admission_check
+from shoal.scheduler.actions.enqueue import AdmissionCheck
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
@@ -137,7 +137,8 @@ class ControlPlane:
         # Plugins keep no state between cycles (as in the simulator): one set serves all.
         self._hooks = Hooks(profile.plugins())
         self._clocked = any(getattr(p, "time_dependent", False) for p in profile.plugins())
-        self._admission_hooks = Hooks(profile.plugins())
+        self._admission = AdmissionCheck(self.nodes, self.virtual_clusters,
+                                         self.priority_classes, profile)
         self._admission_lock = threading.Lock()
         self._actions = profile.actions()
         self.wake = threading.Event()
@@ -156,32 +157,47 @@ class ControlPlane:
 
     # ---- the API's side (any thread) ----------------------------------------------------
 
-    def submit(self, job: Job, idempotency_key: str | None = None) -> tuple[Job, bool]:
+    def submit(self, job: Job, idempotency_key: str | None = None, *, wake: bool = True
+               ) -> tuple[Job, bool]:
         """Store the job (PENDING) and have the loop add it to the model; returns the job as
         stored and whether this call created it (False: an idempotent replay). Store errors
-        (AlreadyExistsError, IdempotencyConflict) are raised here, in the caller's thread."""
+        (AlreadyExistsError, IdempotencyConflict) are raised here, in the caller's thread.
+
+        `wake=False` leaves the loop to `wake_up()`, which the API calls once its answer
+        has been sent: a loop woken at once competes with the answer for the GIL. A wake-up
+        that never comes costs at most POLL_INTERVAL: the loop takes up queued commands on
+        every turn."""
         if not job.submitted:
             job = replace(job, submitted=self.clock())
         stored, created = self.repository.submit_job(job, idempotency_key=idempotency_key)
         if created:
-            self._command(lambda: self._admit(stored))
+            self._commands.put(lambda: self._admit(stored))
+            if wake:
+                self.wake_up()
         return stored, created
+
+    def wake_up(self) -> None:
+        """Have the loop take up what was queued for it now."""
+        self.wake.set()
 
     def feasibility(self, job: Job) -> PendingReason | None:
         """Why `job` could never run on this control plane's cluster (for the API to reject
-        it at submission); None if it could. The API's worker threads share one set of
-        plugins, built once (building them costs more than the check), hence the lock."""
+        it at submission); None if it could. The API's threads share one
+        `AdmissionCheck`, which checks one job at a time, hence the lock."""
         with self._admission_lock:
-            return admission_check(job, self.nodes, self.virtual_clusters,
-                                   self.priority_classes, hooks=self._admission_hooks)
+            return self._admission(job)
 
     def reload_catalog(self) -> None:
         """Take up the virtual clusters and priority classes the store holds now (the API
         added some): the admission check at once, the scheduler model at the loop's next
         turn — a rebuild from the store, as after an error, queued behind the commands
         already waiting so that no job submitted later is admitted into the old model."""
-        self.virtual_clusters = tuple(self.repository.list_virtual_clusters())
-        self.priority_classes = tuple(self.repository.list_priority_classes())
+        virtual_clusters = tuple(self.repository.list_virtual_clusters())
+        priority_classes = tuple(self.repository.list_priority_classes())
+        admission = AdmissionCheck(self.nodes, virtual_clusters, priority_classes, self.profile)
+        with self._admission_lock:
+            self.virtual_clusters, self.priority_classes = virtual_clusters, priority_classes
+            self._admission = admission
         self._command(self._reload_model)
 
     def cancel(self, name: str, cause: str = "cancelled by request") -> Job:
@@ -203,7 +219,7 @@ class ControlPlane:
 
     def _command(self, command: Callable[[], None]) -> None:
         self._commands.put(command)
-        self.wake.set()
+        self.wake_up()
 
     # ---- the loop -----------------------------------------------------------------------
 
@@ -229,7 +245,8 @@ class ControlPlane:
                 self.wake.clear()
                 woken = True
             try:
-                self._drain()
+                if self._drain():  # commands queued without a wake-up count as one
+                    woken = True
                 if time.monotonic() >= next_poll:
                     self.poll()
                     self._waiting.flush(self.repository)  # what skipped cycles noted
@@ -262,13 +279,16 @@ class ControlPlane:
         self.poll()
         return self.run_cycle()
 
-    def _drain(self) -> None:
+    def _drain(self) -> bool:
+        """Run the queued commands; True if there were any."""
+        ran = False
         while True:
             try:
                 command = self._commands.get_nowait()
             except queue.Empty:
-                return
+                return ran
             command()
+            ran = True
 
     # ---- reconcile ------------------------------------------------------------------------
 

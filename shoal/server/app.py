@@ -26,8 +26,9 @@ def create_app(repository: Repository, scheduler: Scheduler,
     install_error_handlers(app)
     current_user, current_admin = authenticator(repository)
 
+    # Async: a sync route costs a hop through the thread pool, many times the work here.
     @app.get("/healthz", tags=["health"])
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
     app.include_router(jobs_router(repository, scheduler, current_user))

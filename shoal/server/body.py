@@ -1,7 +1,8 @@
 """Reading a request body of `shoal/v1` documents (YAML or JSON) into `shoal.api` objects.
 
-JSON is YAML, so both go through `shoal.spec.load_text` and its validation; every issue it
-finds becomes one `{"path", "message"}` entry of a 422 answer. The content type must say
+YAML goes through `shoal.spec.load_text`, JSON through `shoal.spec.load_json` (the json
+module: faster, and JSON read as JSON), both with the same validation; every issue found
+becomes one `{"path", "message"}` entry of a 422 answer. The content type must say
 YAML or JSON (415 otherwise).
 """
 
@@ -14,7 +15,7 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
 from shoal.server.errors import ApiError, ErrorItem
-from shoal.spec import SpecBundle, SpecError, load_text
+from shoal.spec import SpecBundle, SpecError, load_json, load_text
 
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 JSON_TYPES = ("application/json",)
@@ -71,8 +72,9 @@ def load_body(body: tuple[str, bytes], *, kind: str, known_queues: Collection[st
     if not text.strip():
         raise ApiError(422, f"the body is empty; expected a {kind} document")
     try:
-        bundle = load_text(text, "request", known_queues=known_queues, known_nodes=known_nodes,
-                           known_priority_classes=known_priority_classes)
+        load = load_json if content_type in JSON_TYPES else load_text
+        bundle = load(text, "request", known_queues=known_queues, known_nodes=known_nodes,
+                      known_priority_classes=known_priority_classes)
     except SpecError as exc:
         errors = [ErrorItem(path=issue.path or None,
                             message=issue.message if issue.document <= 1

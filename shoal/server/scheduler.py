@@ -12,10 +12,16 @@ from shoal.api import Job, PendingReason
 
 
 class Scheduler(Protocol):
-    def submit(self, job: Job, idempotency_key: str | None) -> tuple[Job, bool]:
+    def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True
+               ) -> tuple[Job, bool]:
         """Store a new job (or replay an idempotent retry): the job as stored, and whether
         this call created it. Raises the store's `AlreadyExistsError` /
-        `IdempotencyConflict`."""
+        `IdempotencyConflict`. With `wake=False` the scheduler takes the job up at its next
+        turn or at `wake_up()`, whichever is first."""
+        ...
+
+    def wake_up(self) -> None:
+        """Take up what was submitted with `wake=False` now."""
         ...
 
     def cancel(self, name: str) -> object:

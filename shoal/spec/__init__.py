@@ -8,7 +8,7 @@ from shoal.spec.bundle import SpecBundle
 from shoal.spec.documents import API_VERSION
 from shoal.spec.errors import SpecError, SpecIssue
 from shoal.spec.json_schema import json_schema, schema_text, write_schema
-from shoal.spec.loader import load_file, load_files, load_text
+from shoal.spec.loader import load_file, load_files, load_json, load_text
 
 __all__ = [
     "API_VERSION",
@@ -18,6 +18,7 @@ __all__ = [
     "json_schema",
     "load_file",
     "load_files",
+    "load_json",
     "load_text",
     "schema_text",
     "write_schema",

@@ -8,8 +8,9 @@ is gathered, sorted into file and document order, and raised together in one `Sp
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,19 @@ def load_text(text: str, source: str = "<string>", *, known_queues: Collection[s
     """Load the documents of one YAML text; `source` names it in error messages."""
     return _load([(source, text)], IssueLog(),
                  Known(known_queues, known_nodes, known_priority_classes), [source])
+
+
+def load_json(text: str, source: str = "<string>", *, known_queues: Collection[str] = (),
+              known_nodes: Collection[str] = (),
+              known_priority_classes: Collection[str] = ()) -> SpecBundle:
+    """Load one document given as a JSON object (what API clients send).
+
+    Read by the json module, not as YAML (of which JSON is a subset): it is several times
+    faster, and it reads JSON as JSON, where PyYAML's YAML 1.1 would take `1e3` for a string.
+    Checked and converted exactly as a YAML document is."""
+    return _load([(source, text)], IssueLog(),
+                 Known(known_queues, known_nodes, known_priority_classes), [source],
+                 reader=_json_documents)
 
 
 def load_file(path: str | os.PathLike[str], *, known_queues: Collection[str] = (),
@@ -127,6 +141,40 @@ def _documents(source: str, text: str, log: IssueLog) -> Iterator[tuple[int, Any
                 f"{API_VERSION} document (kinds: {_KINDS})")
 
 
+def _json_documents(source: str, text: str, log: IssueLog) -> Iterator[tuple[int, Any]]:
+    """The one document of a JSON text, as `_documents` yields them."""
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        log.add(DocRef(source, 1), "", f"invalid JSON at line {exc.lineno}, column "
+                f"{exc.colno}: {exc.msg}")
+        raise _UnreadableError from exc
+    except _DuplicateKeyError as exc:
+        log.add(DocRef(source, 1), "", f"invalid JSON: found duplicate key {exc.args[0]!r}")
+        raise _UnreadableError from exc
+    if data is None:
+        log.add(DocRef(source, 0), "", "contains no document; expected one "
+                f"{API_VERSION} document (kinds: {_KINDS})")
+        return
+    yield 1, data
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """As StrictLoader for YAML: json keeps the last of two equal keys silently."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return data
+
+
 class _UnreadableError(Exception):
     """A file stopped being readable part way: its later documents are unknown."""
 
@@ -142,13 +190,16 @@ def _yaml_message(exc: yaml.YAMLError) -> str:
 
 # ---- one load -----------------------------------------------------------------------------
 
+Reader = Callable[[str, str, IssueLog], Iterator[tuple[int, Any]]]
+
+
 def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
-          sources: list[str]) -> SpecBundle:
+          sources: list[str], reader: Reader = _documents) -> SpecBundle:
     d = Declarations(unreadable=bool(log))
     jobs_seen = 0
     for source, text in texts:
         try:
-            for number, data in _documents(source, text, log):
+            for number, data in reader(source, text, log):
                 if _document(log, d, DocRef(source, number), data, jobs_seen=jobs_seen) == "Job":
                     jobs_seen += 1
         except _UnreadableError:

@@ -102,17 +102,20 @@ def row_spec(row: JobRow) -> dict[str, Any]:
     }
 
 
-def job_to_row(job: Job, *, idempotency_key: str | None, now: float) -> JobRow:
-    return JobRow(
-        name=job.name, user=job.user, queue=job.queue, priority_class=job.priority_class,
-        scheduler_name=job.scheduler_name.value, min_available=job.min_available,
-        min_resources=(None if job.min_resources is None
-                       else resources_to_json(job.min_resources)),
-        spec=[group_to_dict(g) for g in job.groups], state=job.state.value,
-        submitted=job.submitted, runtime_estimate=job.runtime_estimate,
-        attained_gpu_seconds=job.attained_gpu_seconds, min_succeeded=job.min_succeeded,
-        min_failed=job.min_failed, job_retry_count=job.job_retry_count, retries=job.retries,
-        idempotency_key=idempotency_key, created=now, updated=now)
+def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[str, Any]:
+    """The `jobs` row of a new job, by column name (for a Core insert)."""
+    return {
+        "name": job.name, "user": job.user, "queue": job.queue,
+        "priority_class": job.priority_class, "scheduler_name": job.scheduler_name.value,
+        "min_available": job.min_available,
+        "min_resources": (None if job.min_resources is None
+                          else resources_to_json(job.min_resources)),
+        "spec": [group_to_dict(g) for g in job.groups], "state": job.state.value,
+        "submitted": job.submitted, "runtime_estimate": job.runtime_estimate,
+        "attained_gpu_seconds": job.attained_gpu_seconds,
+        "min_succeeded": job.min_succeeded, "min_failed": job.min_failed,
+        "job_retry_count": job.job_retry_count, "retries": job.retries,
+        "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
 def task_from_row(job: str, row: TaskRow) -> Task:

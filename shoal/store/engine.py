@@ -80,7 +80,10 @@ def _sqlite_pragmas(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         read_only = connection.get_execution_options().get(READ_ONLY, False)
-        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        # Straight to the driver: exec_driver_sql would run the whole statement machinery
+        # (events, result set-up) for a statement that returns nothing, on every transaction.
+        connection.connection.driver_connection.execute(
+            "BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def open_store(url: str) -> Store:

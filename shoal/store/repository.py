@@ -13,10 +13,10 @@ import hashlib
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import and_, insert, inspect, or_, select, update
+from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -28,6 +28,7 @@ from shoal.api import (
     JobState,
     Node,
     PriorityClass,
+    Task,
     TaskRef,
     TaskState,
     Transition,
@@ -37,7 +38,6 @@ from shoal.store import convert
 from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
 from shoal.store.models import (
-    Base,
     EventRow,
     JobRow,
     NodeRow,
@@ -68,13 +68,6 @@ TOKEN_CACHE_TTL = 10.0
 _INSERT_JOB = insert(JobRow).returning(JobRow.id)
 _INSERT_TASK = insert(TaskRow)
 _INSERT_EVENT = insert(EventRow)
-
-
-def _columns(row: Base) -> dict[str, Any]:
-    """The column values set on a transient ORM row, by column name, for a Core insert."""
-    state = inspect(row)
-    return {a.columns[0].key: state.dict[a.key] for a in state.mapper.column_attrs
-            if a.key in state.dict}
 
 
 class StoreError(Exception):
@@ -171,27 +164,25 @@ class Repository:
         The insert is tried first and the unique constraints on the name and the key decide:
         a new job (the common case) costs one transaction with no lookups, and a clash — a
         replay, or a concurrent submit that won the race — is sorted out afterwards."""
+        now = self.clock()
+        pending = replace(job, state=JobState.PENDING, tasks=tuple(
+            Task(job.name, g.name, i) for g in job.groups for i in range(g.replicas)))
         try:
-            with self.store.sessions.begin() as s:
-                now = self.clock()
-                row = convert.job_to_row(job, idempotency_key=idempotency_key, now=now)
-                row.state = JobState.PENDING.value
-                row.tasks = [
-                    TaskRow(group_name=g.name, task_index=i, state=TaskState.PENDING.value,
-                            gpus=[], attempts=0)
-                    for g in job.groups for i in range(g.replicas)]
-                # Core inserts of the rows built above, with constant statements (compiled
-                # once): the ORM's unit of work, even its bulk mode, cost three times as
-                # much, and a submission is the API's hottest write.
-                connection = s.connection()
-                job_id = connection.execute(_INSERT_JOB, _columns(row)).scalar_one()
-                connection.execute(_INSERT_TASK, [_columns(t) | {"job_id": job_id}
-                                                  for t in row.tasks])
+            # Core inserts with constant statements (compiled once) on a bare connection:
+            # the ORM's unit of work, even its bulk mode, cost three times as much, and a
+            # submission is the API's hottest write.
+            with self.store.engine.begin() as connection:
+                job_id = connection.execute(_INSERT_JOB, convert.job_columns(
+                    pending, idempotency_key=idempotency_key, now=now)).scalar_one()
+                connection.execute(_INSERT_TASK, [
+                    {"job_id": job_id, "group_name": t.group, "task_index": t.index,
+                     "state": t.state.value, "gpus": [], "attempts": 0, "retries": 0}
+                    for t in pending.tasks])
                 connection.execute(_INSERT_EVENT, {
                     "job_id": job_id, "time": now, "kind": SUBMITTED,
                     "target_state": JobState.PENDING.value,
                     "cause": f"submitted to queue {job.queue}"})
-                return convert.job_from_row(row), True
+            return pending, True
         except IntegrityError:
             with self.store.reads.begin() as s:
                 existing = None if idempotency_key is None else self._by_key(s, idempotency_key)

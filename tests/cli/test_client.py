@@ -6,6 +6,7 @@ and logs (against a small fake route of the documented contract)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from shoal.client import (
     ShoalConnectionError,
     ShoalError,
     ShoalTimeoutError,
+    spec_body,
 )
 from shoal.server import create_app
 from shoal.server.errors import ApiError, install_error_handlers
@@ -108,6 +110,19 @@ def test_submit_accepts_a_mapping_and_a_file(api: Api, tmp_path: Path) -> None:
     other = tmp_path / "other.yml"
     other.write_text(job_yaml("from-path-string"))
     assert shoal.submit(str(other)).name == "from-path-string"
+    as_json = tmp_path / "job.json"
+    as_json.write_text(json.dumps(yaml.safe_load(job_yaml("from-json-file"))))
+    assert shoal.submit(as_json).name == "from-json-file"
+
+
+def test_specs_travel_as_json_when_they_are_json(tmp_path: Path) -> None:
+    document = {"apiVersion": "shoal/v1", "kind": "Job"}
+    assert spec_body(document) == ("application/json", json.dumps(document).encode())
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / "a.yaml").write_text("kind: Job\n")
+    assert spec_body(tmp_path / "a.json") == ("application/json", b"{}")
+    assert spec_body(str(tmp_path / "a.yaml")) == ("application/yaml", b"kind: Job\n")
+    assert spec_body("kind: Job\n") == ("application/yaml", b"kind: Job\n")
 
 
 def test_pagination_iterates_every_page_in_order(api: Api) -> None:

@@ -57,3 +57,23 @@ def test_a_full_cluster_takes_submissions_without_cycles(
     finally:
         stop.set()
         loop.join(timeout=10)
+
+
+def test_a_submission_without_a_wake_up_is_taken_up_at_the_next_turn(
+        make_plane: Callable[[], ControlPlane]) -> None:
+    """The API wakes the loop only after its answer is sent; should that wake-up never come
+    (the client went away), the loop still runs the job: queued commands count as one."""
+    plane = make_plane()
+    plane.interval = 3600.0  # no periodic cycle to hide a missing wake-up
+    stop = threading.Event()
+    loop = threading.Thread(target=plane.run_forever, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        time.sleep(0.3)  # the loop's start-up cycle is over: it waits for events
+        cycles = plane.cycles
+        plane.submit(job("quiet", "pass"), wake=False)
+        wait_for(lambda: state_of(plane, "quiet") is JobState.SUCCEEDED)
+        assert plane.cycles > cycles
+    finally:
+        stop.set()
+        loop.join(timeout=10)

@@ -64,6 +64,14 @@ def test_idempotent_retry_returns_the_same_job(api: Api) -> None:
     assert [j.name for j in api.repository.list_jobs()] == ["train"]
 
 
+def test_the_scheduler_is_woken_once_per_new_job_after_the_answer(api: Api) -> None:
+    assert api.submit(job_yaml("train"), key="k-1").status_code == 201
+    assert api.scheduler.wake_ups == 1
+    assert api.submit(job_yaml("train"), key="k-1").status_code == 200  # a replay
+    assert api.submit(job_yaml("big", gpu=64)).status_code == 422
+    assert api.scheduler.wake_ups == 1
+
+
 def test_conflicting_retry_is_409(api: Api) -> None:
     assert api.submit(job_yaml("train"), key="k-1").status_code == 201
     conflict = api.submit(job_yaml("train", replicas=3), key="k-1")

@@ -121,18 +121,34 @@ def _binding_dimension(pool: NodePool, request: Resources) -> str | None:
 
 def admission_check(job: Job, nodes: Sequence[Node], virtual_clusters: Sequence[VirtualCluster],
                     priority_classes: Sequence[PriorityClass] = (),
-                    profile: Profile | None = None, *, hooks: Hooks | None = None
-                    ) -> PendingReason | None:
+                    profile: Profile | None = None) -> PendingReason | None:
     """Why `job` could never run on this cluster, judged on an idle copy of it; None if it
-    could. For rejecting an impossible job at submission instead of leaving it waiting.
-    A caller that checks many jobs passes the profile's `hooks`, built once."""
-    from shoal.scheduler.model import SchedulerModel
-    from shoal.scheduler.profile import Profile as Profiles
+    could. For rejecting an impossible job at submission instead of leaving it waiting."""
+    return AdmissionCheck(nodes, virtual_clusters, priority_classes, profile)(job)
 
-    model = SchedulerModel(nodes, virtual_clusters, priority_classes)
-    info = model.add_job(job)
-    if info.blocker is not None:
-        return info.blocker
-    if hooks is None:
-        hooks = Hooks((profile or Profiles.default()).plugins())
-    return feasibility(Session(model, hooks), info)
+
+class AdmissionCheck:
+    """`admission_check` for many jobs against one cluster: the idle model, the plugins and
+    the per-shape replica bounds are built once and kept, and each job is added to the model
+    for its check and removed after, which leaves the model idle again. Building them cost
+    more than the check itself, and an API server checks every submission.
+
+    One check at a time: a caller with several threads serialises its calls."""
+
+    def __init__(self, nodes: Sequence[Node], virtual_clusters: Sequence[VirtualCluster],
+                 priority_classes: Sequence[PriorityClass] = (),
+                 profile: Profile | None = None) -> None:
+        from shoal.scheduler.model import SchedulerModel
+        from shoal.scheduler.profile import Profile as Profiles
+
+        self._model = SchedulerModel(nodes, virtual_clusters, priority_classes)
+        self._hooks = Hooks((profile or Profiles.default()).plugins())
+
+    def __call__(self, job: Job) -> PendingReason | None:
+        info = self._model.add_job(job)
+        try:
+            if info.blocker is not None:
+                return info.blocker
+            return feasibility(Session(self._model, self._hooks), info)
+        finally:
+            self._model.remove_job(job.name)

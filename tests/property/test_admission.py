@@ -1,0 +1,31 @@
+"""`AdmissionCheck`, the admission check the API runs on every submission, keeps one idle
+model, its plugins and its per-shape bounds between jobs. Over random worlds, a kept check
+must answer every job — in any order, each more than once — exactly as a check built afresh
+for that job alone."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shoal.api import JobState
+from shoal.scheduler.actions.enqueue import AdmissionCheck, admission_check
+
+from .strategies import World, worlds
+
+
+@settings(max_examples=150, deadline=None)
+@given(worlds(max_jobs=15), st.randoms(use_true_random=False))
+def test_a_kept_admission_check_answers_as_a_fresh_one(world: World, rng: random.Random) -> None:
+    submissions = [replace(j, state=JobState.PENDING, tasks=()) for j in world.jobs]
+    order = [*submissions, *reversed(submissions)]
+    rng.shuffle(order)
+    kept = AdmissionCheck(world.nodes, world.virtual_clusters, world.priority_classes,
+                          world.profile)
+    for job in order:
+        fresh = admission_check(job, world.nodes, world.virtual_clusters,
+                                world.priority_classes, world.profile)
+        assert kept(job) == fresh, job.name
