@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from shoal.api.lifecycle import JobState, TaskState
-from shoal.api.resources import ResourceLimit, Resources
+from shoal.api.resources import ResourceLimit, Resources, total
 
 #: The node label carrying the GPU model; jobs select it with `nodeSelector: {gpu-type: …}`.
 GPU_TYPE_LABEL = "gpu-type"
@@ -38,6 +38,18 @@ class QueueingPolicy(StrEnum):
     """Submission order only."""
     PRIORITY = "priority"
     """Priority class value, highest first; submission order among equals."""
+
+
+class PlacementPolicy(StrEnum):
+    """Where a group of fixed-size virtual nodes may be carved, relative to the parent's
+    nodes (Ray's placement-group strategies)."""
+
+    PACK = "PACK"
+    """As few parent nodes as possible."""
+    SPREAD = "SPREAD"
+    """As many parent nodes as possible, sharing one when there are more virtual nodes."""
+    STRICT_SPREAD = "STRICT_SPREAD"
+    """Every virtual node on a parent node of its own; infeasible with too few nodes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,12 +197,37 @@ class Job:
 
 
 @dataclass(frozen=True, slots=True)
-class VirtualCluster:
-    """A node of the quota tree (Volcano/Kueue queues are virtual clusters too).
+class FixedSizeNode:
+    """One fixed-size virtual node: a slice of one parent node, with labels of its own in
+    addition to those it inherits from that node."""
 
-    `min` is guaranteed: other virtual clusters never borrow it away. `max` is a ceiling on
-    the whole subtree's usage. Above `min`, a virtual cluster borrows what its ancestors have
-    idle. `weight` is its fair-share weight among siblings."""
+    resources: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FixedSizeNodes:
+    """A group of fixed-size virtual nodes placed together under one policy."""
+
+    nodes: tuple[FixedSizeNode, ...]
+    policy: PlacementPolicy = PlacementPolicy.PACK
+
+    @property
+    def resources(self) -> Resources:
+        return total(n.resources for n in self.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualCluster:
+    """A node of the quota tree (Volcano/Kueue queues are virtual clusters too), as seed 003
+    defines it: flexible resources and fixed-size virtual nodes.
+
+    `min` is the flexible minimum (`flexibleResourceMin`) and `max` the flexible ceiling
+    (`flexibleResourceMax`); `fixed_size_nodes` are reserved in full on top of the minimum.
+    What the quota tree guarantees is therefore `guaranteed` = min + every fixed-size node,
+    and its ceiling on the whole subtree's usage is `ceiling` = max + the same. Above its
+    guarantee a virtual cluster borrows what its ancestors have idle. `weight` is its
+    fair-share weight among siblings."""
 
     name: str
     parent: str = ROOT_QUEUE
@@ -198,6 +235,21 @@ class VirtualCluster:
     max: ResourceLimit = field(default_factory=ResourceLimit)
     weight: int = 1
     queueing: QueueingPolicy = QueueingPolicy.PRIORITY
+    fixed_size_nodes: tuple[FixedSizeNodes, ...] = ()
+
+    @property
+    def fixed_resources(self) -> Resources:
+        return total(g.resources for g in self.fixed_size_nodes)
+
+    @property
+    def guaranteed(self) -> Resources:
+        """The flexible minimum plus the fixed-size nodes: reserved all at once."""
+        return self.min + self.fixed_resources
+
+    @property
+    def ceiling(self) -> ResourceLimit:
+        """The flexible maximum plus the fixed-size nodes; unlimited where max is."""
+        return self.max.raised_by(self.fixed_resources)
 
 
 @dataclass(frozen=True, slots=True)

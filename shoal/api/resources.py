@@ -282,6 +282,13 @@ class ResourceLimit:
         return [name for name, value in self.limits
                 if request.get(name) > 0 and usage.get(name) + request.get(name) > value]
 
+    def raised_by(self, resources: Resources) -> ResourceLimit:
+        """Every named limit raised by `resources`; unlimited dimensions stay unlimited."""
+        if not self.limits or resources.is_zero():
+            return self
+        return ResourceLimit(tuple((name, value + resources.get(name))
+                                   for name, value in self.limits))
+
     def to_dict(self) -> dict[str, int]:
         return dict(self.limits)
 

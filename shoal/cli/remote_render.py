@@ -127,11 +127,14 @@ def nodes_table(nodes: Sequence[NodeView]) -> Table:
 
 
 def virtual_clusters_table(vcs: Sequence[VirtualClusterView]) -> Table:
-    table = _table(None, "NAME", "PARENT", "MIN", "MAX", "WEIGHT", "POLICY")
+    table = _table(None, "NAME", "PARENT", "FLEXIBLE MIN", "FLEXIBLE MAX", "FIXED NODES",
+                   "GUARANTEED", "WEIGHT", "POLICY")
     for vc in vcs:
         limits = ", ".join(f"{k}={v}" for k, v in vc.max.items()) or "unlimited"
-        table.add_row(vc.name, vc.parent, _quantities(vc.min), limits, str(vc.weight),
-                      vc.queueing_policy)
+        fixed = "; ".join(f"{len(g.get('nodes', []))} {g.get('schedulingPolicy', '')}"
+                          for g in vc.fixed_size_nodes) or "-"
+        table.add_row(vc.name, vc.parent, _quantities(vc.min), limits, fixed,
+                      _quantities(vc.guaranteed), str(vc.weight), vc.queueing_policy)
     return table
 
 

@@ -176,20 +176,28 @@ class NodeView:
 
 @dataclass(frozen=True)
 class VirtualClusterView:
+    """`min` and `max` are the flexible minimum and maximum (`flexibleResourceMin` / `Max`);
+    `guaranteed` adds the fixed-size nodes to the minimum. `fixed_size_nodes` is as the API
+    sends it: `[{"schedulingPolicy", "nodes": [{"resources", "labels"}]}]`."""
+
     name: str
     parent: str
     min: Quantities
     max: dict[str, int]
     weight: int
     queueing_policy: str
+    guaranteed: Quantities = field(default_factory=dict)
+    fixed_size_nodes: list[Json] = field(default_factory=list)
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def from_json(cls, data: Json) -> VirtualClusterView:
         return cls(name=str(data["name"]), parent=str(data["parent"]),
-                   min=dict(data.get("min") or {}), max=dict(data.get("max") or {}),
+                   min=dict(data.get("flexibleResourceMin") or {}),
+                   max=dict(data.get("flexibleResourceMax") or {}),
                    weight=int(data["weight"]), queueing_policy=str(data["queueingPolicy"]),
-                   raw=data)
+                   guaranteed=dict(data.get("guaranteed") or {}),
+                   fixed_size_nodes=list(data.get("fixedSizeNodes") or []), raw=data)
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,8 @@ class QuotaTree:
             raise ValueError(f"unknown virtual cluster {name!r}")
         parent = self._build(spec.parent, specs, (*trail, name)) if spec.parent != ROOT_QUEUE \
             else self.root
-        queue = QueueState(name, parent, spec.min, spec.max, spec.weight, spec.queueing)
+        queue = QueueState(name, parent, spec.guaranteed, spec.ceiling, spec.weight,
+                           spec.queueing)
         parent.children.append(queue)
         self.queues[name] = queue
         return queue

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from shoal.api import BUILTIN_PRIORITY_CLASSES, ROOT_QUEUE
+from shoal.core.vc_admission import vc_problem
 from shoal.server.auth import Authenticator
 from shoal.server.body import SPEC_BODY, load_body, parse_json_body, raw_body
 from shoal.server.errors import ApiError, responses
@@ -71,13 +72,22 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                                 body: Annotated[tuple[str, bytes], body_dependency]
                                 ) -> list[VirtualClusterOut]:
         """Create the virtual clusters of the `VirtualCluster` documents sent; parents may be
-        stored ones or ones in the same body."""
+        stored ones or ones in the same body. Refused with 422 and the reason when the
+        cluster could not honour them: guarantees beyond the parent's, or fixed-size
+        virtual nodes that no node (or, for STRICT_SPREAD, too few nodes) could hold."""
         existing = {vc.name for vc in repository.list_virtual_clusters()}
         bundle = load_body(body, kind="VirtualCluster", known_queues=existing)
         for vc in bundle.virtual_clusters:
             if vc.name in existing or vc.name == ROOT_QUEUE:
                 raise ApiError(409, f"virtual cluster {vc.name!r} exists already",
                                "metadata.name")
+        nodes = repository.list_nodes()
+        # With no nodes recorded yet the cluster is unknown: nothing to check against.
+        problem = nodes and vc_problem(bundle.virtual_clusters,
+                                       repository.list_virtual_clusters(), nodes)
+        if problem:
+            raise ApiError(422, f"virtual cluster {problem.name!r} cannot be honoured on this "
+                                f"cluster: {problem.message}", problem.path)
         for vc in bundle.virtual_clusters:
             repository.put_virtual_cluster(vc)
         catalog_changed()

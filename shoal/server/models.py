@@ -170,11 +170,27 @@ class NodeOut(_Out):
     unschedulable: bool
 
 
+class FixedSizeNodeOut(_Out):
+    resources: Quantities
+    labels: dict[str, str]
+
+
+class FixedSizeNodesOut(_Out):
+    nodes: list[FixedSizeNodeOut]
+    scheduling_policy: str = Field(alias="schedulingPolicy")
+
+
 class VirtualClusterOut(_Out):
     name: str
     parent: str
-    min: Quantities
-    max: dict[str, int] = Field(description="Limits in canonical units; absent = unlimited.")
+    flexible_resource_min: Quantities = Field(alias="flexibleResourceMin")
+    flexible_resource_max: dict[str, int] = Field(
+        alias="flexibleResourceMax",
+        description="Limits in canonical units; a dimension not named is unlimited.")
+    fixed_size_nodes: list[FixedSizeNodesOut] = Field(alias="fixedSizeNodes")
+    guaranteed: Quantities = Field(
+        description="What the cluster reserves for it: flexibleResourceMin plus every "
+                    "fixed-size node.")
     weight: int
     queueing_policy: str = Field(alias="queueingPolicy")
 
@@ -194,9 +210,15 @@ def node_out(node: Node) -> NodeOut:
 
 
 def vc_out(vc: VirtualCluster) -> VirtualClusterOut:
-    return VirtualClusterOut(name=vc.name, parent=vc.parent, min=_quantities(vc.min),
-                             max=vc.max.to_dict(), weight=vc.weight,
-                             queueing_policy=vc.queueing.value)
+    return VirtualClusterOut(
+        name=vc.name, parent=vc.parent, flexible_resource_min=_quantities(vc.min),
+        flexible_resource_max=vc.max.to_dict(),
+        fixed_size_nodes=[FixedSizeNodesOut(
+            nodes=[FixedSizeNodeOut(resources=_quantities(n.resources), labels=dict(n.labels))
+                   for n in group.nodes], scheduling_policy=group.policy.value)
+            for group in vc.fixed_size_nodes],
+        guaranteed=_quantities(vc.guaranteed), weight=vc.weight,
+        queueing_policy=vc.queueing.value)
 
 
 def priority_class_out(pc: PriorityClass) -> PriorityClassOut:

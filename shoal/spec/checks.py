@@ -28,6 +28,7 @@ from shoal.api import (
     VirtualCluster,
 )
 from shoal.api.resources import total
+from shoal.core.virtual_nodes import unplaceable
 from shoal.spec.convert import Declared
 from shoal.spec.errors import DocRef, IssueLog
 
@@ -51,6 +52,9 @@ class Declarations:
     """A file could not be read or parsed: no reference is checked."""
     has_nodes: bool = False
     """Some Node document was given, valid or not."""
+    min_paths: dict[str, str] = field(default_factory=dict)
+    """Per virtual cluster, where its minimum was written (`spec.flexibleResourceMin`, or
+    the older `spec.min`): the path its guarantee issues are reported under."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,12 @@ def _quota_tree(log: IssueLog, d: Declarations, known: Known) -> None:
             children.setdefault(x.value.parent, []).append(x)
     for parent, kids in children.items():
         _guarantees_fit(log, parent, kids, vcs, d)
+    if d.has_nodes and _resolvable(d, "Node"):
+        node_list = [n for x in d.nodes for n in x.value]
+        for x in vcs.values():
+            problem = unplaceable(x.value.fixed_size_nodes, node_list)
+            if problem is not None:
+                log.add(x.doc, f"spec.{problem[0]}", problem[1])
 
 
 def _cycles(log: IssueLog, vcs: Mapping[str, Declared[VirtualCluster]]) -> set[str]:
@@ -152,26 +162,32 @@ def _cycles(log: IssueLog, vcs: Mapping[str, Declared[VirtualCluster]]) -> set[s
 
 def _guarantees_fit(log: IssueLog, parent: str, kids: list[Declared[VirtualCluster]],
                     vcs: Mapping[str, Declared[VirtualCluster]], d: Declarations) -> None:
-    wanted = total(k.value.min for k in kids)
+    """The guaranteed minimums (flexible minimum plus fixed-size nodes) of a parent's
+    children must fit in the parent's own guarantee."""
+    wanted = total(k.value.guaranteed for k in kids)
     if wanted.is_zero():
         return
     names = ", ".join(repr(k.value.name) for k in kids)
+    first = kids[0]
+    first_path = d.min_paths.get(first.value.name, "spec.flexibleResourceMin")
     if parent in vcs:
         owner = vcs[parent]
-        if not wanted.fits(owner.value.min):
-            log.add(owner.doc, "spec.min",
-                    f"the min of its children ({names}) adds up to {wanted}, more than this "
-                    f"min {owner.value.min}; over in {_over(wanted, owner.value.min)}")
+        have = owner.value.guaranteed
+        if not wanted.fits(have):
+            log.add(owner.doc, d.min_paths.get(parent, "spec.flexibleResourceMin"),
+                    f"the guaranteed minimums of its children ({names}) add up to {wanted}, "
+                    f"more than this one's {have}; over in {_over(wanted, have)}")
     elif parent == DEFAULT_QUEUE:
-        log.add(kids[0].doc, "spec.min",
-                f"the min of the children of the implicit 'default' virtual cluster ({names}) "
-                f"adds up to {wanted}, but its min is zero; declare 'default' with a min")
+        log.add(first.doc, first_path,
+                f"the guaranteed minimums of the children of the implicit 'default' virtual "
+                f"cluster ({names}) add up to {wanted}, but its minimum is zero; declare "
+                f"'default' with a minimum")
     elif parent == ROOT_QUEUE and d.has_nodes and _resolvable(d, "Node"):
         capacity = total(n.allocatable_resources for x in d.nodes for n in x.value)
         if not wanted.fits(capacity):
-            log.add(kids[0].doc, "spec.min",
-                    f"the min of the virtual clusters under root ({names}) adds up to "
-                    f"{wanted}, more than the nodes' allocatable {capacity}; over in "
+            log.add(first.doc, first_path,
+                    f"the guaranteed minimums of the virtual clusters under root ({names}) add "
+                    f"up to {wanted}, more than the nodes' allocatable {capacity}; over in "
                     f"{_over(wanted, capacity)}")
 
 

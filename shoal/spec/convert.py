@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from shoal.api import (
+    FixedSizeNode,
+    FixedSizeNodes,
     Job,
     JobState,
     Node,
@@ -145,16 +147,55 @@ def nodes(log: IssueLog, doc: DocRef, model: NodeDocument) -> tuple[Node, ...] |
 def virtual_cluster(log: IssueLog, doc: DocRef,
                     model: VirtualClusterDocument) -> VirtualCluster | None:
     spec = model.spec
-    minimum = resources(log, doc, "spec.min", spec.min)
-    maximum = limit(log, doc, "spec.max", spec.max)
-    if minimum is None or maximum is None:
+    min_path, min_given = _either(log, doc, "flexibleResourceMin", spec.flexible_resource_min,
+                                  "min", spec.min)
+    max_path, max_given = _either(log, doc, "flexibleResourceMax", spec.flexible_resource_max,
+                                  "max", spec.max)
+    minimum = resources(log, doc, min_path, min_given or {})
+    maximum = limit(log, doc, max_path, max_given)
+    groups = fixed_size_nodes(log, doc, model)
+    if minimum is None or maximum is None or groups is None:
         return None
     if not maximum.admits(minimum):
         over = ", ".join(f"{dim} {minimum.get(dim)} > {maximum.get(dim)}"
                          for dim in maximum.exceeded(minimum))
-        log.add(doc, "spec.min", f"must fit in this virtual cluster's max; over in {over}")
+        log.add(doc, min_path, f"must fit in this virtual cluster's {max_path.split('.')[-1]}; "
+                f"over in {over}")
     return VirtualCluster(name=model.metadata.name, parent=spec.parent, min=minimum,
-                          max=maximum, weight=spec.weight, queueing=spec.queueing_policy)
+                          max=maximum, weight=spec.weight, queueing=spec.queueing_policy,
+                          fixed_size_nodes=groups)
+
+
+def _either(log: IssueLog, doc: DocRef, name: str, value: Mapping[str, int | float | str] | None,
+            old_name: str, old_value: Mapping[str, int | float | str] | None
+            ) -> tuple[str, Mapping[str, int | float | str] | None]:
+    """Seed 003's field or its older Shoal name: the path to report under, and the value."""
+    if value is not None and old_value is not None:
+        log.add(doc, f"spec.{old_name}", f"is the older name of {name}: give one of them")
+    if old_value is not None and value is None:
+        return f"spec.{old_name}", old_value
+    return f"spec.{name}", value
+
+
+def fixed_size_nodes(log: IssueLog, doc: DocRef, model: VirtualClusterDocument
+                     ) -> tuple[FixedSizeNodes, ...] | None:
+    groups: list[FixedSizeNodes] = []
+    ok = True
+    for g, group in enumerate(model.spec.fixed_size_nodes):
+        nodes: list[FixedSizeNode] = []
+        for n, node in enumerate(group.nodes):
+            path = f"spec.fixedSizeNodes[{g}].nodes[{n}].resources"
+            size = resources(log, doc, path, node.resources)
+            if size is None:
+                ok = False
+            elif size.is_zero():
+                log.add(doc, path, "must ask for some resource; a virtual node of size zero "
+                                   "holds nothing")
+                ok = False
+            else:
+                nodes.append(FixedSizeNode(size, dict(node.labels)))
+        groups.append(FixedSizeNodes(tuple(nodes), group.scheduling_policy))
+    return tuple(groups) if ok else None
 
 
 # ---- PriorityClass ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic.fields import ComputedFieldInfo, FieldInfo
 
-from shoal.api import QueueingPolicy
+from shoal.api import PlacementPolicy, QueueingPolicy
 from shoal.api.lifecycle import TaskState
 
 API_VERSION = "shoal/v1"
@@ -118,12 +118,41 @@ class VirtualClusterMetadata(_Model):
     name: ObjectName
 
 
+class FixedSizeNodeSpec(_Model):
+    resources: Quantities = Field(description="The virtual node's size, e.g. {gpu: 4}.")
+    labels: StringMap = Field(
+        default_factory=dict,
+        description="Labels in addition to those inherited from the parent node; a task's "
+                    "nodeSelector may name them.")
+
+
+class FixedSizeNodesSpec(_Model):
+    nodes: list[FixedSizeNodeSpec] = Field(min_length=1, max_length=512)
+    scheduling_policy: PlacementPolicy = Field(
+        default=PlacementPolicy.PACK, alias="schedulingPolicy",
+        description="PACK: as few parent nodes as possible; SPREAD: as many as possible; "
+                    "STRICT_SPREAD: one parent node per virtual node.")
+
+
 class VirtualClusterSpec(_Model):
+    """Seed 003's virtual cluster: flexible resources (`flexibleResourceMin` / `Max`) and
+    fixed-size virtual nodes, reserved all at once; plus Shoal's parent, weight and queueing.
+    `min` and `max` are the older names of the flexible fields."""
+
     parent: StrictStr = Field(
         default="root", description="'root' (the physical cluster) or a declared VirtualCluster.")
-    min: Quantities = Field(default_factory=dict, description="Guaranteed resources.")
-    max: Quantities | None = Field(
-        default=None, description="Ceiling; dimensions not named are unlimited.")
+    flexible_resource_min: Quantities | None = Field(
+        default=None, alias="flexibleResourceMin",
+        description="Guaranteed flexible resources, reserved when the cluster is created; "
+                    "default none.")
+    flexible_resource_max: Quantities | None = Field(
+        default=None, alias="flexibleResourceMax",
+        description="Ceiling on the flexible resources; dimensions not named are unlimited.")
+    min: Quantities | None = Field(default=None, description="Older name of flexibleResourceMin.")
+    max: Quantities | None = Field(default=None, description="Older name of flexibleResourceMax.")
+    fixed_size_nodes: list[FixedSizeNodesSpec] = Field(
+        default_factory=list, alias="fixedSizeNodes",
+        description="Groups of fixed-size virtual nodes, reserved in full with the minimum.")
     weight: StrictInt = Field(default=1, ge=1, description="Fair-share weight among siblings.")
     queueing_policy: QueueingPolicy = Field(
         default=QueueingPolicy.PRIORITY, alias="queueingPolicy")

@@ -278,6 +278,8 @@ def _convert(log: IssueLog, d: Declarations, doc: DocRef, data: Any, *, kind: st
             d.nodes.append(Declared(doc, nodes))
         return nodes is not None
     if isinstance(model, VirtualClusterDocument):
+        d.min_paths[model.metadata.name] = ("spec.min" if model.spec.min is not None
+                                            else "spec.flexibleResourceMin")
         vc = convert.virtual_cluster(log, doc, model)
         if vc is not None:
             d.virtual_clusters.append(Declared(doc, vc))

@@ -11,9 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from shoal.api import (
+    FixedSizeNode,
+    FixedSizeNodes,
     Job,
     JobState,
     Node,
+    PlacementPolicy,
     PriorityClass,
     QueueingPolicy,
     ResourceLimit,
@@ -162,13 +165,27 @@ def vc_to_row(vc: VirtualCluster, row: VirtualClusterRow | None = None) -> Virtu
     row.max = vc.max.to_dict()
     row.weight = vc.weight
     row.queueing = vc.queueing.value
+    row.fixed_size_nodes = fixed_groups_to_json(vc.fixed_size_nodes)
     return row
+
+
+def fixed_groups_to_json(groups: tuple[FixedSizeNodes, ...]) -> list[dict[str, Any]]:
+    return [{"policy": g.policy.value,
+             "nodes": [{"resources": resources_to_json(n.resources), "labels": dict(n.labels)}
+                       for n in g.nodes]} for g in groups]
+
+
+def fixed_groups_from_json(data: list[dict[str, Any]] | None) -> tuple[FixedSizeNodes, ...]:
+    return tuple(FixedSizeNodes(
+        tuple(FixedSizeNode(resources_from_json(n["resources"]), dict(n.get("labels", {})))
+              for n in g["nodes"]), PlacementPolicy(g["policy"])) for g in data or ())
 
 
 def vc_from_row(row: VirtualClusterRow) -> VirtualCluster:
     return VirtualCluster(name=row.name, parent=row.parent, min=resources_from_json(row.min),
                           max=ResourceLimit.of({k: int(v) for k, v in row.max.items()}),
-                          weight=row.weight, queueing=QueueingPolicy(row.queueing))
+                          weight=row.weight, queueing=QueueingPolicy(row.queueing),
+                          fixed_size_nodes=fixed_groups_from_json(row.fixed_size_nodes))
 
 
 def priority_class_to_row(pc: PriorityClass, row: PriorityClassRow | None = None

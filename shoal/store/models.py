@@ -143,6 +143,9 @@ class VirtualClusterRow(Base):
     """Only the limited dimensions; an empty dict is unlimited."""
     weight: Mapped[int] = mapped_column(Integer)
     queueing: Mapped[str] = mapped_column(String(32))
+    fixed_size_nodes: Mapped[list[dict[str, Any]]] = mapped_column(
+        JSON, default=list, server_default="[]")
+    """Groups of fixed-size virtual nodes (see `convert.fixed_groups_to_json`)."""
 
 
 class PriorityClassRow(Base):

@@ -7,7 +7,10 @@ from sqlalchemy import select
 
 from shoal.api import (
     BUILTIN_PRIORITY_CLASSES,
+    FixedSizeNode,
+    FixedSizeNodes,
     Node,
+    PlacementPolicy,
     PriorityClass,
     QueueingPolicy,
     ResourceLimit,
@@ -40,6 +43,16 @@ def test_virtual_clusters_round_trip(repo: Repository) -> None:
     assert repo.list_virtual_clusters() == vcs
     assert repo.list_virtual_clusters()[1].max.is_unlimited()
     assert repo.list_virtual_clusters()[2].max.get("gpu") == 0
+
+
+def test_fixed_size_nodes_round_trip(repo: Repository) -> None:
+    groups = (FixedSizeNodes((FixedSizeNode(Resources.of(gpu=4), {"bundle_index": "0"}),
+                              FixedSizeNode(Resources.of(gpu=1, cpu=500)))),
+              FixedSizeNodes((FixedSizeNode(Resources.of(memory=1024)),),
+                             PlacementPolicy.STRICT_SPREAD))
+    vc = VirtualCluster("pg", min=Resources.of(cpu=1000), fixed_size_nodes=groups)
+    repo.put_virtual_cluster(vc)
+    assert repo.list_virtual_clusters() == [vc]
 
 
 def test_priority_classes_round_trip(repo: Repository) -> None:

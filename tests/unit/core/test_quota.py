@@ -98,3 +98,14 @@ def test_a_child_borrowing_inside_its_parents_min_keeps_its_siblings_min_owed() 
     reason = t.check("default", gpu(1))
     assert reason is not None and reason.kind is PendingKind.GUARANTEE
     assert t.check("team-t", gpu(2)) is None
+
+
+def test_fixed_size_nodes_are_guaranteed_and_raise_the_ceiling() -> None:
+    from shoal.api import FixedSizeNode, FixedSizeNodes
+
+    fixed = FixedSizeNodes((FixedSizeNode(gpu(2)), FixedSizeNode(gpu(2))))
+    t = QuotaTree([VirtualCluster("pg", min=gpu(1), max=ResourceLimit.of({"gpu": 1}),
+                                  fixed_size_nodes=(fixed,))], gpu(16))
+    assert t.get("pg").min == gpu(5)  # flexible 1 + fixed 4
+    assert t.headroom("default").gpu == 11  # pg's 5 stay reserved
+    assert t.headroom("pg").gpu == 5  # flexible max 1 + fixed 4

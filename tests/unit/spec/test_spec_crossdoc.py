@@ -119,7 +119,7 @@ def test_children_mins_exceed_parent_min() -> None:
     text = docs(vc("org", "{min: {gpu: 8}}"), vc("a", "{parent: org, min: {gpu: 6}}"),
                 vc("b", "{parent: org, min: {gpu: 4, cpu: 1}}"))
     expect(one_issue(text), f"{SOURCE}: document 1 (VirtualCluster 'org'): spec.min: ",
-           "children ('a', 'b') adds up to {cpu=1, gpu=10}", "more than this min {gpu=8}",
+           "children ('a', 'b') add up to {cpu=1, gpu=10}", "more than this one's {gpu=8}",
            "over in cpu, gpu")
 
 
@@ -133,7 +133,7 @@ def test_root_children_mins_exceed_the_nodes_only_when_nodes_are_given() -> None
     big = vc("a", "{min: {gpu: 9}}")
     assert load_text(big).virtual_clusters[0].min.gpu == 9
     expect(one_issue(docs(NODE, big)), f"{SOURCE}: document 2 (VirtualCluster 'a'): spec.min: ",
-           "under root ('a') adds up to {gpu=9}", "nodes' allocatable", "over in gpu")
+           "under root ('a') add up to {gpu=9}", "nodes' allocatable", "over in gpu")
 
 
 def test_vc_min_above_max() -> None:

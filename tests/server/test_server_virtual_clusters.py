@@ -1,0 +1,86 @@
+"""Creating virtual clusters through the API with seed 003's fields, and the refusals of
+what this cluster (two nodes of 8 GPUs, `team-a` stored with no minimum) could not honour:
+422 with the field and the reason, and nothing stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server_helpers import Api
+
+from shoal.client import VirtualClusterView
+
+YAML = {"Content-Type": "application/yaml"}
+
+
+def vc(name: str, spec: str) -> str:
+    return f"apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+
+
+def create(api: Api, body: str) -> tuple[int, Any]:
+    answer = api.request("POST", "/api/v1/virtual-clusters", "root", content=body,
+                         headers=YAML)
+    return answer.status_code, answer.json()
+
+
+def message(body: Any) -> str:
+    [error] = body["errors"]
+    return str(error["message"])
+
+
+def names(api: Api) -> list[str]:
+    return [v["name"] for v in api.request("GET", "/api/v1/virtual-clusters", "bob").json()]
+
+
+def test_a_virtual_cluster_with_fixed_size_nodes_is_created_and_shown(api: Api) -> None:
+    status, body = create(api, vc("tune", "{flexibleResourceMin: {cpu: 2}, "
+                                  "flexibleResourceMax: {cpu: 8}, fixedSizeNodes: "
+                                  "[{schedulingPolicy: STRICT_SPREAD, nodes: "
+                                  "[{resources: {gpu: 1}, labels: {bundle_index: '0'}}, "
+                                  "{resources: {gpu: 1}}]}]}"))
+    assert status == 201, body
+    [shown] = [v for v in api.request("GET", "/api/v1/virtual-clusters", "bob").json()
+               if v["name"] == "tune"]
+    assert shown == body[0]
+    assert shown["flexibleResourceMin"] == {"cpu": "2"}
+    assert shown["flexibleResourceMax"] == {"cpu": 8000}
+    assert shown["guaranteed"] == {"cpu": "2", "gpu": 2}
+    assert shown["fixedSizeNodes"] == [{
+        "schedulingPolicy": "STRICT_SPREAD",
+        "nodes": [{"resources": {"gpu": 1}, "labels": {"bundle_index": "0"}},
+                  {"resources": {"gpu": 1}, "labels": {}}]}]
+    view = VirtualClusterView.from_json(shown)  # what shoal.client makes of it
+    assert (view.min, view.max, view.guaranteed) == ({"cpu": "2"}, {"cpu": 8000},
+                                                     {"cpu": "2", "gpu": 2})
+    assert view.fixed_size_nodes == shown["fixedSizeNodes"]
+
+
+def test_strict_spread_over_more_nodes_than_the_cluster_has_is_refused(api: Api) -> None:
+    three = "{resources: {gpu: 1}}"
+    status, body = create(api, vc("spread", "{fixedSizeNodes: [{schedulingPolicy: "
+                                  f"STRICT_SPREAD, nodes: [{three}, {three}, {three}]}}]}}"))
+    assert status == 422
+    [error] = body["errors"]
+    assert error["path"] == "spec.fixedSizeNodes[0]"
+    assert "'spread'" in message(body) and "STRICT_SPREAD needs 3 distinct nodes" in \
+        message(body)
+    assert "spread" not in names(api)
+
+
+def test_guarantees_beyond_the_cluster_or_the_parent_are_refused(api: Api) -> None:
+    status, body = create(api, vc("greedy", "{fixedSizeNodes: [{nodes: [{resources: "
+                                  "{gpu: 8}}, {resources: {gpu: 8}}]}], "
+                                  "flexibleResourceMin: {gpu: 1}}"))
+    assert status == 422, body
+    assert body["errors"][0]["path"] == "spec.flexibleResourceMin"
+    assert "more than 'root' can guarantee" in message(body)
+    # team-a (stored, no minimum) cannot promise its new child anything.
+    status, body = create(api, vc("sub", "{parent: team-a, flexibleResourceMin: {gpu: 1}}"))
+    assert status == 422, body
+    assert "more than 'team-a' can guarantee" in message(body)
+    # The same child with a parent sent in the same body that holds it: accepted.
+    status, body = create(api, vc("org", "{flexibleResourceMin: {gpu: 4}}") + "---\n"
+                          + vc("org-sub", "{parent: org, fixedSizeNodes: [{nodes: "
+                               "[{resources: {gpu: 4}}]}]}"))
+    assert status == 201, body
+    assert {"greedy", "sub"}.isdisjoint(names(api)) and {"org", "org-sub"} <= set(names(api))
