@@ -1,9 +1,11 @@
 """Fixed-size virtual nodes (seed 003) against the physical nodes they are carved from.
 
-This module owns the question "could these groups of fixed-size virtual nodes be carved out
-of these nodes at all?", asked on an idle cluster: the spec loader asks it when a load
-declares nodes, the API when a virtual cluster is created. It is pure: sizes and node
-capacities in, the first reason it cannot be done out.
+This module owns two questions, both pure (sizes and free capacities in, an answer out):
+- `unplaceable`: could these groups of fixed-size virtual nodes be carved out of these nodes
+  at all, on an idle cluster? The spec loader asks it when a load declares nodes, the API
+  when a virtual cluster is created.
+- `carve`: where to carve them now, out of what each node has free, all groups at once or
+  none (the atomic reservation of a virtual cluster's fixed part).
 
 Per group, by policy:
 - STRICT_SPREAD: every virtual node on a physical node of its own — a bipartite matching of
@@ -17,7 +19,8 @@ Per group, by policy:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from shoal.api.objects import FixedSizeNodes, Node, PlacementPolicy
 from shoal.api.resources import Resources
@@ -72,3 +75,98 @@ def spread_matching(sizes: Sequence[Resources], capacities: Sequence[Resources]
     for c, s in holder.items():
         assignment[s] = c
     return assignment
+
+
+# ---- carving --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Carving:
+    """Where each virtual node goes: `nodes[g][n]` is the physical node of virtual node n of
+    group g."""
+
+    nodes: tuple[tuple[str, ...], ...]
+
+
+def carve(groups: Sequence[FixedSizeNodes], free: Mapping[str, Resources]
+          ) -> Carving | str:
+    """Carve every group out of the nodes' `free` resources, or none: a `Carving`, or why
+    not. Deterministic (ties go to the node name).
+
+    Groups go most constrained first (STRICT_SPREAD, then larger groups), each taking what
+    the ones before it left:
+    - STRICT_SPREAD: an exact matching onto distinct nodes (`spread_matching`), trying the
+      nodes with the least room first (best fit: the roomy nodes stay whole for others);
+    - PACK: largest virtual node first, each onto a node the group already uses if one has
+      room (the tightest), else onto the node with the most free — as few nodes as it can;
+    - SPREAD: largest first, each onto a node the group does not use yet (the one with the
+      most free), else onto the one it uses least.
+    Packing across groups is greedy (bin packing is NP-hard): an answer of "no" is exact for
+    one STRICT_SPREAD group, a best effort otherwise."""
+    left = dict(free)
+    placed: dict[int, tuple[str, ...]] = {}
+    order = sorted(range(len(groups)), key=lambda g: (
+        groups[g].policy is not PlacementPolicy.STRICT_SPREAD, -len(groups[g].nodes), g))
+    for g in order:
+        group = groups[g]
+        sizes = [n.resources for n in group.nodes]
+        if group.policy is PlacementPolicy.STRICT_SPREAD:
+            names = sorted(left, key=lambda name: (_roominess(left[name], sizes), name))
+            found = spread_matching(sizes, [left[name] for name in names])
+            if found is None:
+                return (f"fixedSizeNodes[{g}]: STRICT_SPREAD needs {len(sizes)} distinct nodes "
+                        f"with room for its virtual nodes; not that many have it now")
+            chosen = [names[i] for i in found]
+        else:
+            chosen_or_reason = _greedy(g, sizes, left, group.policy)
+            if isinstance(chosen_or_reason, str):
+                return chosen_or_reason
+            chosen = chosen_or_reason
+        for name, size in zip(chosen, sizes, strict=True):
+            left[name] = left[name] - size
+        placed[g] = tuple(chosen)
+    return Carving(tuple(placed[g] for g in range(len(groups))))
+
+
+def _greedy(g: int, sizes: Sequence[Resources], left: dict[str, Resources],
+            policy: PlacementPolicy) -> list[str] | str:
+    chosen: list[str | None] = [None] * len(sizes)
+    uses: dict[str, int] = {}
+    local = dict(left)
+    for n in sorted(range(len(sizes)), key=lambda i: (_size_key(sizes[i]), i), reverse=True):
+        size = sizes[n]
+        fitting = [name for name in local if size.fits(local[name])]
+        if not fitting:
+            return (f"fixedSizeNodes[{g}].nodes[{n}]: no node has {size} free for this "
+                    f"virtual node now")
+        if policy is PlacementPolicy.PACK:
+            used = [name for name in fitting if name in uses]
+            pick = (min(used, key=lambda name: (_roominess(local[name], sizes), name)) if used
+                    else max(fitting, key=lambda name: (_roominess(local[name], sizes),
+                                                        _desc(name))))
+        else:  # SPREAD
+            pick = min(fitting, key=lambda name: (uses.get(name, 0),
+                                                  -_roominess(local[name], sizes), name))
+        chosen[n] = pick
+        uses[pick] = uses.get(pick, 0) + 1
+        local[pick] = local[pick] - size
+    return [name for name in chosen if name is not None]
+
+
+def _size_key(size: Resources) -> tuple[int, int, int]:
+    return size.gpu, size.cpu, size.memory
+
+
+def _roominess(free: Resources, sizes: Sequence[Resources]) -> float:
+    """How much room a node has for these virtual nodes: its free share of the dimension the
+    group needs most (so GPU groups look at GPUs, CPU groups at CPUs)."""
+    needed = Resources()
+    for size in sizes:
+        needed = needed + size
+    if needed.is_zero():
+        return 0.0
+    return min(free.get(d) / v for d, v in needed.items() if v > 0)
+
+
+def _desc(name: str) -> tuple[int, ...]:
+    """Sorts names in reverse, so that `max` breaks ties towards the first name."""
+    return tuple(-ord(c) for c in name)

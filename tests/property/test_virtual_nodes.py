@@ -1,6 +1,11 @@
-"""`spread_matching`, behind the STRICT_SPREAD check, against brute force: it finds an
+"""Fixed-size virtual nodes against physical nodes.
+
+`spread_matching`, behind the STRICT_SPREAD check, against brute force: it finds an
 assignment of virtual nodes to distinct nodes exactly when one exists, and what it returns
-is one (distinct nodes, each holding its virtual node)."""
+is one (distinct nodes, each holding its virtual node). `carve`, the atomic reservation of a
+virtual cluster's fixed part: no node gives more than it has free, STRICT_SPREAD groups sit
+on distinct nodes, a single STRICT_SPREAD group is carved exactly when it can be, PACK uses
+as few nodes as identical virtual nodes need and SPREAD as many as it can."""
 
 from __future__ import annotations
 
@@ -9,8 +14,8 @@ import itertools
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from shoal.api import Resources
-from shoal.core.virtual_nodes import spread_matching
+from shoal.api import FixedSizeNode, FixedSizeNodes, PlacementPolicy, Resources
+from shoal.core.virtual_nodes import Carving, carve, spread_matching
 
 sizes = st.builds(lambda c, g: Resources.of(cpu=c * 1000, gpu=g),
                   st.integers(0, 4), st.integers(0, 4))
@@ -37,3 +42,62 @@ def test_spread_matching_is_exact(wanted: list[Resources], capacities: list[Reso
     if found is not None:
         assert len(set(found)) == len(wanted)
         assert all(w.fits(capacities[c]) for w, c in zip(wanted, found, strict=True))
+
+
+# ---- carve ----------------------------------------------------------------------------------
+
+policies = st.sampled_from(list(PlacementPolicy))
+groups_strategy = st.lists(
+    st.builds(lambda ss, p: FixedSizeNodes(tuple(FixedSizeNode(s) for s in ss), p),
+              st.lists(sizes.filter(lambda r: not r.is_zero()), min_size=1, max_size=4),
+              policies), max_size=3)
+free_strategy = st.lists(sizes, min_size=1, max_size=5).map(
+    lambda rs: {f"n{i}": r for i, r in enumerate(rs)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups_strategy, free_strategy)
+def test_a_carving_never_overcommits_a_node_and_keeps_strict_spread_apart(
+        groups: list[FixedSizeNodes], free: dict[str, Resources]) -> None:
+    result = carve(groups, free)
+    if isinstance(result, str):
+        assert result.startswith("fixedSizeNodes[")
+        return
+    assert [len(p) for p in result.nodes] == [len(g.nodes) for g in groups]
+    carved = {name: Resources() for name in free}
+    for group, placement in zip(groups, result.nodes, strict=True):
+        if group.policy is PlacementPolicy.STRICT_SPREAD:
+            assert len(set(placement)) == len(placement)
+        for node, name in zip(group.nodes, placement, strict=True):
+            carved[name] = carved[name] + node.resources
+    assert all(carved[name].fits(free[name]) for name in free)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(sizes.filter(lambda r: not r.is_zero()), min_size=1, max_size=5),
+       free_strategy)
+def test_one_strict_spread_group_is_carved_exactly_when_it_can_be(
+        wanted: list[Resources], free: dict[str, Resources]) -> None:
+    group = FixedSizeNodes(tuple(FixedSizeNode(s) for s in wanted),
+                           PlacementPolicy.STRICT_SPREAD)
+    assert isinstance(carve([group], free), Carving) == exists(wanted, list(free.values()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 12), st.integers(1, 6))
+def test_pack_uses_as_few_nodes_as_identical_sizes_need_and_spread_as_many(
+        size: int, count: int, nodes: int) -> None:
+    """Identical 8-GPU nodes, `count` virtual nodes of `size` GPUs."""
+    free = {f"n{i}": cg(64, 8) for i in range(nodes)}
+    per_node = 8 // size
+    for policy in (PlacementPolicy.PACK, PlacementPolicy.SPREAD):
+        result = carve([FixedSizeNodes((FixedSizeNode(cg(0, size)),) * count, policy)], free)
+        if count > per_node * nodes:
+            assert isinstance(result, str)
+            continue
+        assert isinstance(result, Carving)
+        used = len(set(result.nodes[0]))
+        if policy is PlacementPolicy.PACK:
+            assert used == -(-count // per_node)
+        else:
+            assert used == min(count, nodes)
