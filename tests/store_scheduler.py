@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from shoal.api import Job, JobState, PendingReason
 from shoal.scheduler.actions.enqueue import admission_check
+from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
+from shoal.scheduler.model import SchedulerModel
 from shoal.store import Repository
 
 
@@ -34,6 +36,13 @@ class StoreScheduler:
 
     def reload_catalog(self) -> None:
         self.catalog_reloads += 1  # feasibility reads the store: nothing else to do
+
+    def virtual_cluster_status(self) -> dict[str, VirtualClusterStatus]:
+        model = SchedulerModel(self.repository.list_nodes(),
+                               self.repository.list_virtual_clusters(),
+                               self.repository.list_priority_classes())
+        model.add_jobs(self.repository.snapshot_jobs())
+        return virtual_cluster_status(model)
 
     def feasibility(self, job: Job) -> PendingReason | None:
         return admission_check(job, self.repository.list_nodes(),

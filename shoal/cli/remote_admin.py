@@ -1,4 +1,4 @@
-"""The client verbs about the cluster and accounts: `nodes`, `vc list|create`, `pc list`,
+"""The client verbs about the cluster and accounts: `nodes`, `vc list|tree|create`, `pc list`,
 `user add`, `login` and `whoami` (registered by `shoal.cli.remote`, whose docstring lists the
 exit codes)."""
 
@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from shoal.api import DEFAULT_QUEUE
 from shoal.cli.config import (
     ConfigError,
     ConfigFile,
@@ -30,9 +31,11 @@ from shoal.cli.remote_support import (
     remote,
     settings_of,
 )
+from shoal.cli.vc_tree import vc_tree
 from shoal.client import ShoalClient, UserView
 
-vc_app = typer.Typer(help="Virtual clusters (queues): list, create.", no_args_is_help=True)
+vc_app = typer.Typer(help="Virtual clusters (queues): list, tree, create.",
+                     no_args_is_help=True)
 pc_app = typer.Typer(help="Priority classes: list.", no_args_is_help=True)
 user_app = typer.Typer(help="Users: add (admins only).", no_args_is_help=True)
 
@@ -59,6 +62,22 @@ def vc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
             out().print(virtual_clusters_table(found))
         else:
             emit(output, [v.raw for v in found])
+    remote(server, token, action)
+
+
+@vc_app.command("tree")
+def vc_tree_command(output: OutputOption = Format.TABLE, server: ServerOption = None,
+                    token: TokenOption = None) -> None:
+    """Draw the virtual-cluster tree: per virtual cluster what it uses, is guaranteed,
+    borrows and could still take, and its jobs."""
+    def action(shoal: ShoalClient) -> None:
+        root, found = shoal.cluster(), shoal.virtual_clusters()
+        if DEFAULT_QUEUE not in {vc.name for vc in found}:  # implicit, so not listed
+            found.append(shoal.virtual_cluster(DEFAULT_QUEUE))
+        if output is Format.TABLE:
+            out().print(vc_tree(root, found))
+        else:
+            emit(output, {"cluster": root.raw, "virtualClusters": [v.raw for v in found]})
     remote(server, token, action)
 
 

@@ -35,6 +35,7 @@ from shoal.client.models import (
     TaskGroupView,
     TaskView,
     UserView,
+    VirtualClusterStatusView,
     VirtualClusterView,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "TaskGroupView",
     "TaskView",
     "UserView",
+    "VirtualClusterStatusView",
     "VirtualClusterView",
     "spec_body",
     "spec_text",

@@ -40,6 +40,7 @@ from shoal.client.models import (
     NodeView,
     PriorityClassView,
     UserView,
+    VirtualClusterStatusView,
     VirtualClusterView,
 )
 
@@ -236,7 +237,17 @@ class ShoalClient:
         return [NodeView.from_json(n) for n in self._get(f"{API}/nodes")]
 
     def virtual_clusters(self) -> list[VirtualClusterView]:
+        """Every declared virtual cluster with its spec and its status now."""
         return [VirtualClusterView.from_json(v) for v in self._get(f"{API}/virtual-clusters")]
+
+    def virtual_cluster(self, name: str) -> VirtualClusterView:
+        """One virtual cluster (`default` included) with its status."""
+        return VirtualClusterView.from_json(
+            self._get(f"{API}/virtual-clusters/{_quote(name)}"))
+
+    def cluster(self) -> VirtualClusterStatusView:
+        """The physical cluster as the root of the virtual-cluster tree."""
+        return VirtualClusterStatusView.from_json(self._get(f"{API}/cluster"))
 
     def create_virtual_clusters(self, spec: Spec) -> list[VirtualClusterView]:
         """Create the VirtualCluster documents of `spec` (admins only)."""

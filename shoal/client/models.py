@@ -175,6 +175,38 @@ class NodeView:
 
 
 @dataclass(frozen=True)
+class VirtualClusterStatusView:
+    """How a virtual cluster stands now: quantities as the API writes them (`cpu: "500m"`),
+    `ceiling` in canonical units with unlimited dimensions absent."""
+
+    name: str
+    parent: str | None
+    children: list[str]
+    guaranteed: Quantities
+    ceiling: dict[str, int]
+    used: Quantities
+    available: Quantities
+    borrowed: Quantities
+    pending_jobs: int
+    running_jobs: int
+    running_tasks: int
+    raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Json) -> VirtualClusterStatusView:
+        parent = data.get("parent")
+        return cls(name=str(data["name"]), parent=None if parent is None else str(parent),
+                   children=[str(c) for c in data.get("children") or []],
+                   guaranteed=dict(data.get("guaranteed") or {}),
+                   ceiling=dict(data.get("ceiling") or {}), used=dict(data.get("used") or {}),
+                   available=dict(data.get("available") or {}),
+                   borrowed=dict(data.get("borrowed") or {}),
+                   pending_jobs=int(data.get("pendingJobs", 0)),
+                   running_jobs=int(data.get("runningJobs", 0)),
+                   running_tasks=int(data.get("runningTasks", 0)), raw=data)
+
+
+@dataclass(frozen=True)
 class VirtualClusterView:
     """`min` and `max` are the flexible minimum and maximum (`flexibleResourceMin` / `Max`);
     `guaranteed` adds the fixed-size nodes to the minimum. `fixed_size_nodes` is as the API
@@ -188,6 +220,8 @@ class VirtualClusterView:
     queueing_policy: str
     guaranteed: Quantities = field(default_factory=dict)
     fixed_size_nodes: list[Json] = field(default_factory=list)
+    status: VirtualClusterStatusView | None = None
+    """Absent in the answer to a creation."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
@@ -197,7 +231,10 @@ class VirtualClusterView:
                    max=dict(data.get("flexibleResourceMax") or {}),
                    weight=int(data["weight"]), queueing_policy=str(data["queueingPolicy"]),
                    guaranteed=dict(data.get("guaranteed") or {}),
-                   fixed_size_nodes=list(data.get("fixedSizeNodes") or []), raw=data)
+                   fixed_size_nodes=list(data.get("fixedSizeNodes") or []),
+                   status=(None if not data.get("status")
+                           else VirtualClusterStatusView.from_json(data["status"])),
+                   raw=data)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 
 from shoal.api import (
@@ -76,6 +77,7 @@ from shoal.control.waiting import WaitingReasons
 from shoal.executors.local import LocalExecutor, RunningTask, TaskStatus
 from shoal.executors.wrapper import STATUS_FILE
 from shoal.scheduler.actions.enqueue import AdmissionCheck
+from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
@@ -86,6 +88,8 @@ log = logging.getLogger(__name__)
 
 #: How often running tasks are polled (seconds).
 POLL_INTERVAL = 0.2
+#: How long an API thread waits for the loop to answer a question about its model (s).
+STATUS_TIMEOUT = 10.0
 #: An event starts a cycle at once, but no sooner than MIN_CYCLE_GAP seconds, nor
 #: CYCLE_BACKOFF times the last cycle's scheduling time (its decisions, not the launches that
 #: follow them), after the last cycle ended. A burst of
@@ -150,6 +154,8 @@ class ControlPlane:
         self._ports = MasterPorts(executor.root / "control" / "master-ports")
         self._waiting = WaitingReasons()
         """Per waiting job, the reason last written to its history, and when."""
+        self._looping = False
+        """`run_forever` is running: the model belongs to its thread."""
         self.cycles = 0
         self.last_cycle_seconds = 0.0
         """How long the latest cycle took to decide (wall clock; launches not included)."""
@@ -217,11 +223,25 @@ class ControlPlane:
     def pending_reasons(self) -> dict[str, PendingReason]:
         return self._waiting.all()
 
+    def virtual_cluster_status(self) -> dict[str, VirtualClusterStatus]:
+        """Every virtual cluster as the model sees it now (introspection). Read in the loop's
+        thread, which owns the model, when the loop runs; here when it does not."""
+        if not self._looping:
+            return virtual_cluster_status(self.model)
+        answer: Future[dict[str, VirtualClusterStatus]] = Future()
+        self._command(lambda: answer.set_result(virtual_cluster_status(self.model)))
+        return answer.result(timeout=STATUS_TIMEOUT)
+
     def _command(self, command: Callable[[], None]) -> None:
         self._commands.put(command)
         self.wake_up()
 
     # ---- the loop -----------------------------------------------------------------------
+
+    @property
+    def looping(self) -> bool:
+        """`run_forever` is running: the model belongs to its thread."""
+        return self._looping
 
     @property
     def model(self) -> SchedulerModel:
@@ -236,6 +256,13 @@ class ControlPlane:
         tasks are left running (a restart re-adopts them)."""
         if self._model is None:
             self.start()
+        self._looping = True
+        try:
+            self._loop(stop_event)
+        finally:
+            self._looping = False
+
+    def _loop(self, stop_event: threading.Event) -> None:
         next_cycle = next_poll = earliest = 0.0
         woken = False
         while not stop_event.is_set():

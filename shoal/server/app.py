@@ -34,5 +34,6 @@ def create_app(repository: Repository, scheduler: Scheduler,
     app.include_router(jobs_router(repository, scheduler, current_user))
     app.include_router(logs_router(repository, logs, current_user))
     app.include_router(cluster_router(repository, current_user, current_admin,
-                                      scheduler.reload_catalog))
+                                      scheduler.reload_catalog,
+                                      scheduler.virtual_cluster_status))
     return app

@@ -5,13 +5,14 @@ jobs wait); changing them, and creating users, is for admins. Nodes, virtual clu
 priority classes are sent as `shoal/v1` documents, the same YAML as a cluster file.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
-from shoal.api import BUILTIN_PRIORITY_CLASSES, ROOT_QUEUE
+from shoal.api import BUILTIN_PRIORITY_CLASSES, DEFAULT_QUEUE, ROOT_QUEUE, VirtualCluster
 from shoal.core.vc_admission import vc_problem
+from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.server.auth import Authenticator
 from shoal.server.body import SPEC_BODY, load_body, parse_json_body, raw_body
 from shoal.server.errors import ApiError, responses
@@ -22,10 +23,12 @@ from shoal.server.models import (
     UserIn,
     UserOut,
     VirtualClusterOut,
+    VirtualClusterStatusOut,
     node_out,
     priority_class_out,
     user_out,
     vc_out,
+    vc_status_out,
 )
 from shoal.store import AlreadyExistsError, Repository, User
 
@@ -34,9 +37,11 @@ USER_BODY = {"requestBody": {"required": True, "content": {
 
 
 def cluster_router(repository: Repository, current_user: Authenticator,
-                   current_admin: Authenticator, catalog_changed: Callable[[], None]
+                   current_admin: Authenticator, catalog_changed: Callable[[], None],
+                   statuses: Callable[[], Mapping[str, VirtualClusterStatus]]
                    ) -> APIRouter:
-    """`catalog_changed` is called after virtual clusters or priority classes were stored."""
+    """`catalog_changed` is called after virtual clusters or priority classes were stored;
+    `statuses` says how every virtual cluster stands now (the scheduler's view)."""
     router = APIRouter(prefix="/api/v1", responses=responses(401))
     body_dependency = Depends(raw_body)
     spec_errors = responses(403, 415, 422)
@@ -60,10 +65,32 @@ def cluster_router(repository: Repository, current_user: Authenticator,
 
     # ---- virtual clusters -----------------------------------------------------------------
 
+    @router.get("/cluster", response_model=VirtualClusterStatusOut, tags=["cluster"])
+    def physical_cluster(_user: Annotated[User, Depends(current_user)]
+                         ) -> VirtualClusterStatusOut:
+        """The physical cluster as the root of the virtual-cluster tree: its capacity, what
+        is used and available, its top-level virtual clusters."""
+        return vc_status_out(statuses()[ROOT_QUEUE])
+
     @router.get("/virtual-clusters", response_model=list[VirtualClusterOut], tags=["cluster"])
     def list_virtual_clusters(_user: Annotated[User, Depends(current_user)]
                               ) -> list[VirtualClusterOut]:
-        return [vc_out(vc) for vc in repository.list_virtual_clusters()]
+        """Every declared virtual cluster with its spec and its status now."""
+        now = statuses()
+        return [vc_out(vc, now.get(vc.name)) for vc in repository.list_virtual_clusters()]
+
+    @router.get("/virtual-clusters/{name}", response_model=VirtualClusterOut,
+                tags=["cluster"], responses=responses(404))
+    def get_virtual_cluster(name: str, _user: Annotated[User, Depends(current_user)]
+                            ) -> VirtualClusterOut:
+        """One virtual cluster (`default` included) with its spec and status: resources
+        guaranteed, ceiling, used and available; parent and children; its jobs."""
+        declared = {vc.name: vc for vc in repository.list_virtual_clusters()}
+        vc = declared.get(name) or (VirtualCluster(DEFAULT_QUEUE) if name == DEFAULT_QUEUE
+                                    else None)
+        if vc is None:
+            raise ApiError(404, f"no virtual cluster {name!r}", "path.name")
+        return vc_out(vc, statuses().get(name))
 
     @router.post("/virtual-clusters", status_code=201, response_model=list[VirtualClusterOut],
                  tags=["cluster"], openapi_extra=SPEC_BODY,

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoal.api import Job, Node, PendingReason, PriorityClass, Resources, Task, VirtualCluster
+from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.spec import API_VERSION
 from shoal.store import Event, User
 
@@ -180,6 +181,27 @@ class FixedSizeNodesOut(_Out):
     scheduling_policy: str = Field(alias="schedulingPolicy")
 
 
+class VirtualClusterStatusOut(_Out):
+    """A virtual cluster as the scheduler sees it now (seed 003's introspection)."""
+
+    name: str
+    parent: str | None = Field(description="None for the root: the physical cluster.")
+    children: list[str]
+    guaranteed: Quantities = Field(
+        description="Flexible minimum plus fixed-size nodes; the root: the capacity.")
+    ceiling: dict[str, int] = Field(
+        description="Flexible maximum plus fixed-size nodes, canonical units; a dimension "
+                    "not named is unlimited.")
+    used: Quantities = Field(description="What the tasks of its whole subtree hold.")
+    available: Quantities = Field(
+        description="What its subtree could take now: what its ancestors have idle, less "
+                    "every guarantee still owed to others, within its ceiling.")
+    borrowed: Quantities = Field(description="What it uses beyond its guarantee.")
+    pending_jobs: int = Field(alias="pendingJobs", description="Its own jobs still waiting.")
+    running_jobs: int = Field(alias="runningJobs")
+    running_tasks: int = Field(alias="runningTasks")
+
+
 class VirtualClusterOut(_Out):
     name: str
     parent: str
@@ -193,6 +215,7 @@ class VirtualClusterOut(_Out):
                     "fixed-size node.")
     weight: int
     queueing_policy: str = Field(alias="queueingPolicy")
+    status: VirtualClusterStatusOut | None = None
 
 
 class PriorityClassOut(_Out):
@@ -209,7 +232,17 @@ def node_out(node: Node) -> NodeOut:
                    unschedulable=not node.schedulable)
 
 
-def vc_out(vc: VirtualCluster) -> VirtualClusterOut:
+def vc_status_out(status: VirtualClusterStatus) -> VirtualClusterStatusOut:
+    return VirtualClusterStatusOut(
+        name=status.name, parent=status.parent, children=list(status.children),
+        guaranteed=_quantities(status.guaranteed), ceiling=status.ceiling.to_dict(),
+        used=_quantities(status.used), available=_quantities(status.available),
+        borrowed=_quantities(status.borrowed), pending_jobs=status.pending_jobs,
+        running_jobs=status.running_jobs, running_tasks=status.running_tasks)
+
+
+def vc_out(vc: VirtualCluster, status: VirtualClusterStatus | None = None
+           ) -> VirtualClusterOut:
     return VirtualClusterOut(
         name=vc.name, parent=vc.parent, flexible_resource_min=_quantities(vc.min),
         flexible_resource_max=vc.max.to_dict(),
@@ -218,7 +251,8 @@ def vc_out(vc: VirtualCluster) -> VirtualClusterOut:
                    for n in group.nodes], scheduling_policy=group.policy.value)
             for group in vc.fixed_size_nodes],
         guaranteed=_quantities(vc.guaranteed), weight=vc.weight,
-        queueing_policy=vc.queueing.value)
+        queueing_policy=vc.queueing.value,
+        status=None if status is None else vc_status_out(status))
 
 
 def priority_class_out(pc: PriorityClass) -> PriorityClassOut:

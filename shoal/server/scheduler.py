@@ -6,9 +6,11 @@ methods (the live `shoal.control.ControlPlane`, or a small store-backed stand-in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from shoal.api import Job, PendingReason
+from shoal.scheduler.introspection import VirtualClusterStatus
 
 
 class Scheduler(Protocol):
@@ -36,6 +38,11 @@ class Scheduler(Protocol):
     def reload_catalog(self) -> None:
         """Virtual clusters or priority classes were added to the store: take them up, so
         that the next submission into a new virtual cluster is admitted and scheduled."""
+        ...
+
+    def virtual_cluster_status(self) -> Mapping[str, VirtualClusterStatus]:
+        """Every virtual cluster (the root and `default` included) as the scheduler sees it
+        now: guaranteed, ceiling, used, available, children, jobs."""
         ...
 
     def feasibility(self, job: Job) -> PendingReason | None:

@@ -221,6 +221,14 @@ def test_nodes_vc_and_pc(server: Server, tmp_path: Path) -> None:
     assert server.shoal("vc", "create", str(spec)).exit_code == 0
     listed = server.shoal("vc", "list", "-o", "json")
     assert {v["name"] for v in json.loads(listed.stdout)} >= {"team-a", "team-z"}
+    tree = server.shoal("vc", "tree")
+    assert tree.exit_code == 0, tree.stdout
+    lines = tree.stdout.splitlines()
+    assert lines[0].startswith("root") and "GPUs used" in lines[0]
+    assert any("team-z" in line and "guaranteed" in line for line in lines[1:])
+    as_json = json.loads(server.shoal("vc", "tree", "-o", "json").stdout)
+    assert as_json["cluster"]["name"] == "root"
+    assert "team-z" in as_json["cluster"]["children"]
     classes = server.shoal("pc", "list")
     assert classes.exit_code == 0 and "production" in classes.stdout
 

@@ -77,3 +77,23 @@ def test_a_submission_without_a_wake_up_is_taken_up_at_the_next_turn(
     finally:
         stop.set()
         loop.join(timeout=10)
+
+
+def test_introspection_is_answered_by_the_loop_while_it_runs(
+        make_plane: Callable[[], ControlPlane]) -> None:
+    plane = make_plane()
+    plane.submit(job("held", "import time; time.sleep(60)", gpu=2))
+    plane.step()
+    quiet = plane.virtual_cluster_status()  # no loop: read here
+    assert quiet["default"].running_tasks == 1 and quiet["root"].used.gpu == 2
+    stop = threading.Event()
+    loop = threading.Thread(target=plane.run_forever, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        wait_for(lambda: plane.looping)
+        assert plane.virtual_cluster_status() == quiet  # asked of the loop's thread
+        plane.cancel("held")
+        wait_for(lambda: plane.virtual_cluster_status()["root"].used.gpu == 0)
+    finally:
+        stop.set()
+        loop.join(timeout=10)

@@ -95,7 +95,9 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
     ("PUT", "/api/v1/nodes"): Row(
         admin_only(200), {"content": NODE, "headers": YAML},
         stored=lambda api: "cpu-0" in {n.name for n in api.repository.list_nodes()}),
+    ("GET", "/api/v1/cluster"): Row(ANY_USER),
     ("GET", "/api/v1/virtual-clusters"): Row(ANY_USER),
+    ("GET", "/api/v1/virtual-clusters/{name}"): Row(ANY_USER),
     ("POST", "/api/v1/virtual-clusters"): Row(
         admin_only(201), {"content": VC, "headers": YAML},
         stored=lambda api: "team-b" in {v.name for v in
@@ -112,7 +114,8 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
 
 
 def url(path: str) -> str:
-    return path.format(name=OWNED)
+    return path.format(name="team-a" if path.startswith("/api/v1/virtual-clusters/")
+                       else OWNED)
 
 
 def documented_endpoints(api: Api) -> set[tuple[str, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server_helpers import Api
+from server_helpers import Api, job_yaml
 
 from shoal.client import VirtualClusterView
 
@@ -41,7 +41,7 @@ def test_a_virtual_cluster_with_fixed_size_nodes_is_created_and_shown(api: Api) 
     assert status == 201, body
     [shown] = [v for v in api.request("GET", "/api/v1/virtual-clusters", "bob").json()
                if v["name"] == "tune"]
-    assert shown == body[0]
+    assert shown == body[0] | {"status": shown["status"]}  # a creation shows no status
     assert shown["flexibleResourceMin"] == {"cpu": "2"}
     assert shown["flexibleResourceMax"] == {"cpu": 8000}
     assert shown["guaranteed"] == {"cpu": "2", "gpu": 2}
@@ -84,3 +84,23 @@ def test_guarantees_beyond_the_cluster_or_the_parent_are_refused(api: Api) -> No
                                "[{resources: {gpu: 4}}]}]}"))
     assert status == 201, body
     assert {"greedy", "sub"}.isdisjoint(names(api)) and {"org", "org-sub"} <= set(names(api))
+
+
+def test_introspection_shows_the_tree_usage_and_jobs(api: Api) -> None:
+    assert api.submit(job_yaml("train", queue="team-a", replicas=2, gpu=2)).status_code == 201
+    root = api.request("GET", "/api/v1/cluster", "bob").json()
+    assert root["name"] == "root" and root["parent"] is None
+    assert set(root["children"]) >= {"team-a", "default"}
+    assert root["guaranteed"]["gpu"] == 16 and root["available"]["gpu"] == 16
+    listed = {v["name"]: v for v in api.request("GET", "/api/v1/virtual-clusters",
+                                                "bob").json()}
+    team = listed["team-a"]["status"]
+    assert team["parent"] == "root" and team["pendingJobs"] == 1
+    assert (team["runningJobs"], team["runningTasks"], team["used"]) == (0, 0, {})
+    one = api.request("GET", "/api/v1/virtual-clusters/team-a", "bob").json()
+    assert one == listed["team-a"]
+    default = api.request("GET", "/api/v1/virtual-clusters/default", "bob").json()
+    assert default["status"]["parent"] == "root" and default["guaranteed"] == {}
+    missing = api.request("GET", "/api/v1/virtual-clusters/nope", "bob")
+    assert missing.status_code == 404
+    assert missing.json()["errors"][0]["path"] == "path.name"
