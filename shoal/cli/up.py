@@ -25,6 +25,7 @@ from shoal.cli.errors import user_errors
 from shoal.cli.profiles import load_profile
 from shoal.control.loop import ControlPlane
 from shoal.control.ownership import InUseError, exclusive
+from shoal.control.scale_up import ScaleUpHook
 from shoal.executors.inventory import detect_local_node
 from shoal.executors.local import LocalExecutor
 from shoal.scheduler.profile import Profile
@@ -56,13 +57,21 @@ def up(
         "--interval", min=0.05, help="Seconds between cycles when nothing happens.")] = 5.0,
     grace: Annotated[float, typer.Option(
         "--grace-period", min=0.0, help="SIGTERM to SIGKILL, seconds.")] = 30.0,
+    scale_up_hook: Annotated[str | None, typer.Option(
+        "--scale-up-hook", help="A command (gets JSON on stdin) or http(s) URL (gets it "
+                                "POSTed) called with the missing resources when jobs wait "
+                                "for capacity.")] = None,
+    scale_up_cooldown: Annotated[float, typer.Option(
+        "--scale-up-cooldown", min=0.0, help="Seconds between two scale-up calls.")] = 300.0,
 ) -> None:
     """Start Shoal on this machine: API server, control loop and local executor."""
-    user_errors(lambda: _serve(data_dir, host, port, db, cluster, profile, interval, grace))
+    hook = None if scale_up_hook is None else ScaleUpHook(scale_up_hook, scale_up_cooldown)
+    user_errors(lambda: _serve(data_dir, host, port, db, cluster, profile, interval, grace,
+                               hook))
 
 
 def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path | None,
-           profile: str, interval: float, grace: float) -> None:
+           profile: str, interval: float, grace: float, hook: ScaleUpHook | None) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
     chosen = load_profile(profile)  # a bad profile or cluster file fails before anything starts
@@ -71,11 +80,12 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
     with exclusive(data_dir, store):
         listener = _listen(host, port)  # a port in use fails here, before any task is touched
         store.migrate()
-        _run(out, data_dir, store, listener, bundle, chosen, interval, grace)
+        _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook)
 
 
 def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
-         bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float) -> None:
+         bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float,
+         hook: ScaleUpHook | None) -> None:
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
@@ -94,7 +104,7 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     plane = ControlPlane(repository, executor, nodes, chosen,
                          virtual_clusters=repository.list_virtual_clusters(),
                          priority_classes=repository.list_priority_classes(),
-                         interval=interval, grace_period=grace)
+                         interval=interval, grace_period=grace, scale_up=hook)
     plane.start()
     stop = threading.Event()
     loop = threading.Thread(target=plane.run_forever, args=(stop,), name="shoal-control",

@@ -73,6 +73,7 @@ from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
 from shoal.control.launching import describe, exit_code_of, launch_spec, retry_reason
 from shoal.control.records import MasterPorts
+from shoal.control.scale_up import ScaleUpHook, shortfall
 from shoal.control.waiting import WaitingReasons
 from shoal.executors.local import LocalExecutor, RunningTask, TaskStatus
 from shoal.executors.wrapper import STATUS_FILE
@@ -123,7 +124,7 @@ class ControlPlane:
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
                  clock: Callable[[], float] = time.time, interval: float = 5.0,
-                 grace_period: float = 30.0) -> None:
+                 grace_period: float = 30.0, scale_up: ScaleUpHook | None = None) -> None:
         evicting = EVICTING_ACTIONS.intersection(profile.doc.actions)
         if evicting:
             raise UnsupportedProfileError(
@@ -131,6 +132,8 @@ class ControlPlane:
                 "loop does not apply evictions or resizes yet")
         self.repository = repository
         self.executor = executor
+        self.scale_up = scale_up
+        """Called with what is missing when jobs wait for capacity (`scale_up.py`)."""
         self.nodes = tuple(nodes)
         self.profile = profile
         self.virtual_clusters = tuple(virtual_clusters)
@@ -408,6 +411,7 @@ class ControlPlane:
             model.settled()
         self._waiting.replace(decisions.pending_by_job(), model.now)
         self._waiting.flush(self.repository)
+        self._consider_scale_up()
         if decisions.binds:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
             self.repository.record_binds(decisions.binds, cause)
@@ -430,6 +434,12 @@ class ControlPlane:
                    if info.name in self.model.waiting}
         self.model.settled()
         self._waiting.add(arrived, self.clock())
+        self._consider_scale_up()
+
+    def _consider_scale_up(self) -> None:
+        now = self.clock()
+        if self.scale_up is not None and self.scale_up.ready(now):
+            self.scale_up.consider(shortfall(self.model, self._waiting.all(), now))
 
     def _launch(self, rec: TaskRecord) -> None:
         ref = rec.ref
