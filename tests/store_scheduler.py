@@ -19,6 +19,8 @@ class StoreScheduler:
         self.reasons: dict[str, PendingReason] = {}
         self.catalog_reloads = 0
         self.wake_ups = 0
+        self.stuck = False
+        """Make `virtual_cluster_status` time out, as a control loop stuck in a step would."""
 
     def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True
                ) -> tuple[Job, bool]:
@@ -38,6 +40,8 @@ class StoreScheduler:
         self.catalog_reloads += 1  # feasibility reads the store: nothing else to do
 
     def virtual_cluster_status(self) -> dict[str, VirtualClusterStatus]:
+        if self.stuck:
+            raise TimeoutError
         model = SchedulerModel(self.repository.list_nodes(),
                                self.repository.list_virtual_clusters(),
                                self.repository.list_priority_classes())

@@ -43,6 +43,12 @@ def cluster_router(repository: Repository, current_user: Authenticator,
     """`catalog_changed` is called after virtual clusters or priority classes were stored;
     `statuses` says how every virtual cluster stands now (the scheduler's view)."""
     router = APIRouter(prefix="/api/v1", responses=responses(401))
+
+    def now() -> Mapping[str, VirtualClusterStatus]:
+        try:
+            return statuses()
+        except TimeoutError:  # the control loop is stuck in a long step
+            raise ApiError(503, "the scheduler did not answer in time; try again") from None
     body_dependency = Depends(raw_body)
     spec_errors = responses(403, 415, 422)
 
@@ -65,22 +71,24 @@ def cluster_router(repository: Repository, current_user: Authenticator,
 
     # ---- virtual clusters -----------------------------------------------------------------
 
-    @router.get("/cluster", response_model=VirtualClusterStatusOut, tags=["cluster"])
+    @router.get("/cluster", response_model=VirtualClusterStatusOut, tags=["cluster"],
+                responses=responses(503))
     def physical_cluster(_user: Annotated[User, Depends(current_user)]
                          ) -> VirtualClusterStatusOut:
         """The physical cluster as the root of the virtual-cluster tree: its capacity, what
         is used and available, its top-level virtual clusters."""
-        return vc_status_out(statuses()[ROOT_QUEUE])
+        return vc_status_out(now()[ROOT_QUEUE])
 
-    @router.get("/virtual-clusters", response_model=list[VirtualClusterOut], tags=["cluster"])
+    @router.get("/virtual-clusters", response_model=list[VirtualClusterOut], tags=["cluster"],
+                responses=responses(503))
     def list_virtual_clusters(_user: Annotated[User, Depends(current_user)]
                               ) -> list[VirtualClusterOut]:
         """Every declared virtual cluster with its spec and its status now."""
-        now = statuses()
-        return [vc_out(vc, now.get(vc.name)) for vc in repository.list_virtual_clusters()]
+        status = now()
+        return [vc_out(vc, status.get(vc.name)) for vc in repository.list_virtual_clusters()]
 
     @router.get("/virtual-clusters/{name}", response_model=VirtualClusterOut,
-                tags=["cluster"], responses=responses(404))
+                tags=["cluster"], responses=responses(404, 503))
     def get_virtual_cluster(name: str, _user: Annotated[User, Depends(current_user)]
                             ) -> VirtualClusterOut:
         """One virtual cluster (`default` included) with its spec and status: resources
@@ -90,7 +98,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                                     else None)
         if vc is None:
             raise ApiError(404, f"no virtual cluster {name!r}", "path.name")
-        return vc_out(vc, statuses().get(name))
+        return vc_out(vc, now().get(name))
 
     @router.post("/virtual-clusters", status_code=201, response_model=list[VirtualClusterOut],
                  tags=["cluster"], openapi_extra=SPEC_BODY,

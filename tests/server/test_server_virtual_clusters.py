@@ -104,3 +104,12 @@ def test_introspection_shows_the_tree_usage_and_jobs(api: Api) -> None:
     missing = api.request("GET", "/api/v1/virtual-clusters/nope", "bob")
     assert missing.status_code == 404
     assert missing.json()["errors"][0]["path"] == "path.name"
+
+
+def test_a_scheduler_that_does_not_answer_in_time_gives_503(api: Api) -> None:
+    api.scheduler.stuck = True
+    for url in ("/api/v1/cluster", "/api/v1/virtual-clusters",
+                "/api/v1/virtual-clusters/team-a"):
+        answer = api.request("GET", url, "bob")
+        assert answer.status_code == 503, url
+        assert "did not answer in time" in answer.json()["errors"][0]["message"]
