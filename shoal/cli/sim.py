@@ -22,7 +22,7 @@ from shoal.sim.inputs import (
 )
 from shoal.sim.loaders import ClusterDescription, map_queues, parse_cluster_arg
 from shoal.sim.metrics import summarize
-from shoal.sim.report import compare_table, write_outputs
+from shoal.sim.report import compare_table, queue_table, write_outputs
 from shoal.sim.simulator import SimConfig, simulate
 from shoal.sim.trace import Trace, TraceError
 from shoal.sim.work import SpeedupCurve, TableSpeedup, WorkModel
@@ -128,7 +128,12 @@ def _run_all(inputs: Inputs, profiles: list[str], out: Path | None) -> None:
             def report(now: float, done: int, _total: int, task: TaskID = task) -> None:
                 bar.update(task, completed=done, sim=now)
             results.append(simulate(trace, cluster, profile, config, report))
-    Console().print(compare_table([summarize(r) for r in results]))
+    summaries = [summarize(r) for r in results]
+    console = Console()
+    console.print(compare_table(summaries))
+    for summary in summaries:  # per virtual cluster, when the run has more than one
+        if len(summary.per_queue) > 1:
+            console.print(queue_table(summary))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for path in write_outputs(results, out):

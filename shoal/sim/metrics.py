@@ -1,10 +1,11 @@
 """The numbers a simulation run is judged by: `summarize` turns a `SimResult` into a `Summary`.
 
 This module owns every metric definition (JCT statistics, queueing delay, makespan,
-utilisation, per-queue shares, Jain's fairness index, the no-queueing lower bound) so that the
-CSV/JSON/HTML reports (`shoal.sim.report`) and `shoal sim compare` all agree. Everything is a
-pure function of the `SimResult`: no clock, no randomness, no dict-order dependence, so the same
-result always gives the same summary.
+utilisation, per-queue shares, what each virtual cluster used of its guarantee and borrowed
+above it, Jain's fairness index, the no-queueing lower bound) so that the CSV/JSON/HTML
+reports (`shoal.sim.report`) and `shoal sim compare` all agree. Everything is a pure function
+of the `SimResult`: no clock, no randomness, no dict-order dependence, so the same result
+always gives the same summary.
 
 Definitions (times in simulated seconds):
 
@@ -20,6 +21,20 @@ Definitions (times in simulated seconds):
   end]. The series split the same window into equal buckets and give each bucket's
   time-average, stamped with the bucket's start, so the mean of ``utilization_series`` is
   ``avg_utilization``. Both are None / empty when the window has zero length.
+* Per virtual cluster (VC, a job's queue), from the intervals in which its jobs held GPUs
+  (`JobRecord.held`: every run of a preempted job counts), in_use(t) = Σ GPUs its jobs hold
+  at t, exactly; min = its guaranteed GPUs (`SimResult.queue_min_gpus`, 0 when not listed):
+
+  - borrowed GPU-seconds = ∫ max(0, in_use(t) − min) dt over the whole run (all of the used
+    GPU-seconds when min is 0);
+  - borrowed share = borrowed GPU-seconds / GPU-seconds used (None when it used nothing);
+  - min utilisation = ∫ min(in_use(t), min) dt / (min × makespan), the integral over the
+    makespan window: how much of its guarantee it used (None when min is 0 or the window
+    has zero length).
+
+  A record with no intervals but GPU-seconds used (one built by hand) is read as one
+  interval of `gpus` GPUs from `first_start`, `gpu_seconds_used / gpus` seconds long. Only the
+  jobs submitted to a VC count, not those of its child VCs.
 """
 
 from __future__ import annotations
@@ -28,9 +43,10 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
+from itertools import pairwise
 from typing import Any
 
-from shoal.sim.result import JobRecord, Sample, SimResult
+from shoal.sim.result import HeldInterval, JobRecord, Sample, SimResult
 
 #: Most points in `Summary.utilization_series` and `Summary.queue_series`.
 SERIES_POINTS = 200
@@ -73,7 +89,8 @@ def jain_index(xs: Sequence[float]) -> float | None:
 
 @dataclass(frozen=True)
 class QueueShare:
-    """What one queue (virtual cluster) got in a run.
+    """What one queue (virtual cluster) got in a run: its GPU-seconds, its share, and how
+    they split between its guarantee and borrowing (see the module docstring).
 
     ``service_ratio`` = GPU-seconds used / GPU-seconds demanded. Used GPU-seconds include work
     lost to evictions, so the ratio can exceed 1 for a queue whose jobs were preempted; it is
@@ -89,6 +106,15 @@ class QueueShare:
     service_ratio: float | None
     mean_jct_s: float | None
     """Mean JCT of its finished jobs."""
+    min_gpus: int = 0
+    """GPUs guaranteed to it (its `min`), 0 when it has none."""
+    borrowed_gpu_seconds: float = 0.0
+    """∫ max(0, in_use(t) − min_gpus) dt: what it used above its guarantee."""
+    borrowed_share: float | None = None
+    """borrowed_gpu_seconds / gpu_seconds; None if it used nothing."""
+    min_utilization: float | None = None
+    """∫ min(in_use(t), min_gpus) dt / (min_gpus × makespan) over the makespan window; None
+    when min_gpus is 0 or the makespan is zero or undefined."""
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: _json_value(getattr(self, f.name)) for f in fields(self)}
@@ -178,7 +204,7 @@ def summarize(result: SimResult, *, points: int = SERIES_POINTS) -> Summary:
     if window is not None:
         queue_series = queued.bucket_means(window[0], window[1], points)
 
-    per_queue = _per_queue(jobs)
+    per_queue = _per_queue(jobs, dict(result.queue_min_gpus), window)
     weights = dict(result.queue_weights)
     xs = [share.service_ratio / weights.get(q, 1)
           for q, share in per_queue.items()
@@ -208,7 +234,8 @@ def summarize(result: SimResult, *, points: int = SERIES_POINTS) -> Summary:
     )
 
 
-def _per_queue(jobs: Iterable[JobRecord]) -> dict[str, QueueShare]:
+def _per_queue(jobs: Iterable[JobRecord], mins: dict[str, int],
+               window: tuple[float, float] | None) -> dict[str, QueueShare]:
     by_queue: dict[str, list[JobRecord]] = {}
     for j in jobs:
         by_queue.setdefault(j.queue, []).append(j)
@@ -218,14 +245,59 @@ def _per_queue(jobs: Iterable[JobRecord]) -> dict[str, QueueShare]:
         js = by_queue[q]
         used = math.fsum(j.gpu_seconds_used for j in js)
         demand = math.fsum(j.gpus * j.duration for j in js)
+        min_gpus = max(0, mins.get(q, 0))
+        borrowed, within = _split_usage([iv for j in js for iv in held_intervals(j)],
+                                        min_gpus, window)
         out[q] = QueueShare(
             gpu_seconds=used,
             share=used / total if total > 0 else None,
             demand_gpu_seconds=demand,
             service_ratio=used / demand if demand > 0 else None,
             mean_jct_s=_mean([j.end - j.submit for j in js if j.end is not None]),
+            min_gpus=min_gpus,
+            borrowed_gpu_seconds=borrowed,
+            borrowed_share=borrowed / used if used > 0 else None,
+            min_utilization=(within / (min_gpus * (window[1] - window[0]))
+                             if min_gpus > 0 and window is not None else None),
         )
     return out
+
+
+def held_intervals(job: JobRecord) -> tuple[HeldInterval, ...]:
+    """When `job` held GPUs: `job.held`, or for a record without intervals that used
+    GPU-seconds, one interval of `gpus` GPUs from `first_start`, `gpu_seconds_used / gpus` long."""
+    if job.held:
+        return job.held
+    if job.first_start is None or job.gpus <= 0 or job.gpu_seconds_used <= 0:
+        return ()
+    return (HeldInterval(job.first_start, job.first_start + job.gpu_seconds_used / job.gpus,
+                         job.gpus),)
+
+
+def _split_usage(intervals: Iterable[HeldInterval], min_gpus: int,
+                 window: tuple[float, float] | None) -> tuple[float, float]:
+    """(∫ max(0, in_use − min_gpus) dt over all time, ∫ min(in_use, min_gpus) dt over
+    `window`), where in_use(t) is the total GPUs of the intervals covering t."""
+    deltas: dict[float, int] = {}
+    for iv in intervals:
+        if iv.end > iv.start and iv.gpus > 0:
+            deltas[iv.start] = deltas.get(iv.start, 0) + iv.gpus
+            deltas[iv.end] = deltas.get(iv.end, 0) - iv.gpus
+    times = sorted(deltas)
+    borrowed: list[float] = []
+    within: list[float] = []
+    in_use = 0
+    for t, t_next in pairwise(times):
+        in_use += deltas[t]
+        if in_use <= 0:
+            continue
+        if in_use > min_gpus:
+            borrowed.append((in_use - min_gpus) * (t_next - t))
+        if window is not None and min_gpus > 0:
+            overlap = min(t_next, window[1]) - max(t, window[0])
+            if overlap > 0:
+                within.append(min(in_use, min_gpus) * overlap)
+    return math.fsum(borrowed), math.fsum(within)
 
 
 class _StepFunction:

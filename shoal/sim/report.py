@@ -7,7 +7,10 @@ plots in `shoal.sim.report_plots`):
 * ``summary-<profile>.json`` — `Summary.to_dict` (`write_summary_json`);
 * ``report.html`` — one self-contained page comparing the profiles, plots inlined as SVG
   (`write_html_report`);
-* the side-by-side table `shoal sim compare` prints (`compare_table`).
+* the side-by-side table `shoal sim compare` prints (`compare_table`), and the per-queue
+  table of one run (`queue_table`: GPU-hours used and demanded, share, service ratio, mean
+  JCT, and per virtual cluster its guaranteed GPUs, borrowed GPU-hours and share, and the
+  utilisation of its guarantee; the HTML report has the same columns).
 
 Every output is deterministic: the same results give byte-identical files (fixed float
 formats, sorted JSON keys, no timestamps, SVG ids salted with a constant).
@@ -24,7 +27,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from shoal.sim.metrics import Summary, summarize
+from shoal.sim.metrics import QueueShare, Summary, summarize
 from shoal.sim.result import SimResult
 
 #: Columns of the per-job CSV, in order.
@@ -134,6 +137,41 @@ METRIC_ROWS: tuple[tuple[str, Callable[[Summary], str]], ...] = (
 )
 
 
+#: Header of the per-queue tables (text and HTML); the first column is the queue's name.
+QUEUE_COLUMNS = ("queue", "min GPUs", "GPU-hours used", "share", "GPU-hours demanded",
+                 "service ratio", "mean JCT", "borrowed GPU-hours", "borrowed share",
+                 "min utilisation")
+
+
+def queue_cells(share: QueueShare) -> tuple[str, ...]:
+    """One queue's row of the per-queue tables, after its name (`QUEUE_COLUMNS[1:]`)."""
+    return (str(share.min_gpus), fmt_hours(share.gpu_seconds / 3600),
+            fmt_percent(share.share), fmt_hours(share.demand_gpu_seconds / 3600),
+            fmt_ratio(share.service_ratio), fmt_seconds(share.mean_jct_s),
+            fmt_hours(share.borrowed_gpu_seconds / 3600), fmt_percent(share.borrowed_share),
+            fmt_percent(share.min_utilization))
+
+
+#: The columns the terminal table shows (it must fit 80 columns); the HTML and JSON have all.
+TERMINAL_QUEUE_COLUMNS = ("queue", "min GPUs", "GPU-hours used", "mean JCT", "borrowed share",
+                          "min utilisation")
+
+
+def queue_table(summary: Summary) -> Table:
+    """The per-queue (virtual cluster) table of one run, for a terminal: its guaranteed
+    GPUs, what it used, its mean JCT, the share of its use borrowed above its guarantee and
+    how much of the guarantee it used."""
+    table = Table(title=f"per queue: {summary.profile}", title_justify="left")
+    shown = [QUEUE_COLUMNS.index(c) for c in TERMINAL_QUEUE_COLUMNS]
+    for i in shown:
+        table.add_column(QUEUE_COLUMNS[i], justify="left" if i == 0 else "right",
+                         no_wrap=i == 0)
+    for q, share in summary.per_queue.items():
+        row = (q, *queue_cells(share))
+        table.add_row(*(row[i] for i in shown))
+    return table
+
+
 def compare_table(summaries: Sequence[Summary]) -> Table:
     """Metrics as rows, one column per profile (side by side)."""
     traces = sorted({s.trace for s in summaries})
@@ -165,7 +203,9 @@ _DEFINITIONS = (
     "submit; utilisation = busy GPUs / cluster GPUs, time-averaged over the makespan. "
     "Jain's fairness is (Σx)² / (n·Σx²) over queues with demand, x = service ratio (GPU-seconds "
     "used / demanded) ÷ queue weight. The lower bound is the mean JCT if every job started on "
-    "arrival and never stopped.</p>"
+    "arrival and never stopped. Per queue, with in_use(t) the GPUs its jobs hold and min its "
+    "guaranteed GPUs: borrowed = ∫ max(0, in_use − min) dt, borrowed share = borrowed / used, "
+    "min utilisation = ∫ min(in_use, min) dt / (min × makespan).</p>"
 )
 
 
@@ -235,14 +275,11 @@ def _queue_tables(summaries: Sequence[Summary]) -> str:
     for s in summaries:
         out.append(f"<h3>{esc(s.profile)}</h3>")
         out.append("<table>")
-        out.append("<tr><th>queue</th><th>GPU-hours used</th><th>share</th>"
-                   "<th>GPU-hours demanded</th><th>service ratio</th><th>mean JCT</th></tr>")
+        out.append("<tr>" + "".join(f"<th>{esc(c)}</th>" for c in QUEUE_COLUMNS) + "</tr>")
         for q, share in s.per_queue.items():
-            cells = (fmt_hours(share.gpu_seconds / 3600), fmt_percent(share.share),
-                     fmt_hours(share.demand_gpu_seconds / 3600), fmt_ratio(share.service_ratio),
-                     fmt_seconds(share.mean_jct_s))
             out.append(f"<tr><th>{esc(q)}</th>"
-                       + "".join(f'<td class="num">{esc(c)}</td>' for c in cells) + "</tr>")
+                       + "".join(f'<td class="num">{esc(c)}</td>' for c in queue_cells(share))
+                       + "</tr>")
         out.append("</table>")
     return "\n".join(out)
 

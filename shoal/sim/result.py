@@ -2,11 +2,25 @@
 
 The engine fills these; metrics and reports read them. Nothing here depends on the wall
 clock, so the same trace, cluster and profile give byte-identical results.
+
+A job record keeps the intervals in which the job held GPUs (every run of a preempted job,
+and each size of a resized one), so the metrics can rebuild any virtual cluster's GPUs in use
+at every instant; the result keeps each virtual cluster's fair-share weight and guaranteed
+GPUs (its `min`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class HeldInterval:
+    """The job held `gpus` GPUs from `start` to `end` (simulated seconds, start < end)."""
+
+    start: float
+    end: float
+    gpus: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +44,11 @@ class JobRecord:
     """GPU-seconds the job held, lost work included."""
     gpu_seconds_lost: float = 0.0
     """GPU-seconds of work thrown away by evictions (since the last checkpoint)."""
+    held: tuple[HeldInterval, ...] = ()
+    """When the job held GPUs, in time order, not overlapping; Σ gpus × (end − start) is
+    `gpu_seconds_used`. Empty for a job that never held any (and in records built by hand,
+    which the metrics then read as one interval from `first_start`, see
+    `shoal.sim.metrics`)."""
 
     @property
     def jct(self) -> float | None:
@@ -61,3 +80,6 @@ class SimResult:
     """Events the engine processed (arrivals, completions, cycles, node changes)."""
     queue_weights: tuple[tuple[str, int], ...] = ()
     """Fair-share weight of each virtual cluster that jobs ran in."""
+    queue_min_gpus: tuple[tuple[str, int], ...] = ()
+    """Guaranteed GPUs (the `min`) of each virtual cluster, by name; a virtual cluster not
+    listed has none."""

@@ -11,6 +11,11 @@ once after an arrival or completion when `cycle_on_events` is set. A periodic cy
 skipped when nothing happened since the last one and the profile's decisions do not depend
 on time: the core is deterministic, so that cycle would decide nothing — this is what lets a
 month of a cluster replay in seconds.
+
+Each job's record keeps the intervals in which it held GPUs (one per run between evictions,
+split where a running gang changes size), and the result keeps each virtual cluster's weight
+and guaranteed GPUs, so the metrics can tell what a virtual cluster used within its `min`
+and what it borrowed above it.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.sim.engine import EventKind, EventQueue
-from shoal.sim.result import JobRecord, Sample, SimResult
+from shoal.sim.result import HeldInterval, JobRecord, Sample, SimResult
 from shoal.sim.trace import Trace, TraceJob
 from shoal.sim.work import WorkModel
 
@@ -92,15 +97,24 @@ class _JobRun:
     rate: float = 0.0
     last: float = 0.0
     version: int = 0
+    held: list[tuple[float, float, int]] = field(default_factory=list)
+    """(start, end, GPUs) intervals in which the job held GPUs, up to `last`."""
 
     def advance(self, now: float) -> None:
-        """Account for the time since the last change at the current rate."""
+        """Account for the time since the last change at the current rate (callers advance
+        a job before they change what it holds, so `held` gets every interval)."""
         elapsed = now - self.last
         if self.running and elapsed > 0:
             done = min(self.remaining, elapsed * self.rate)
             self.remaining -= done
             self.run_progress += done
         self.gpu_seconds_used += elapsed * self.held_gpus
+        if self.held_gpus > 0 and elapsed > 0:
+            held = self.held
+            if held and held[-1][1] == self.last and held[-1][2] == self.held_gpus:
+                held[-1] = (held[-1][0], now, self.held_gpus)  # same size: extend
+            else:
+                held.append((self.last, now, self.held_gpus))
         self.last = now
 
 
@@ -341,12 +355,14 @@ class Simulator:
         records = tuple(
             JobRecord(r.spec.name, r.spec.queue, r.spec.gpus, r.spec.duration,
                       r.spec.submit_time, r.first_start, r.end, r.preemptions,
-                      r.gpu_seconds_used, r.gpu_seconds_lost)
+                      r.gpu_seconds_used, r.gpu_seconds_lost,
+                      tuple(HeldInterval(*h) for h in r.held))
             for r in self.runs.values())
-        weights = tuple(sorted((q.name, q.weight) for q in self.model.quota
-                               if q.parent is not None))
+        queues = [q for q in self.model.quota if q.parent is not None]
+        weights = tuple(sorted((q.name, q.weight) for q in queues))
+        mins = tuple(sorted((q.name, q.min.gpu) for q in queues))
         return SimResult(self.profile.name, self.trace.source, self.capacity_gpus, records,
-                         tuple(self.samples), self.events.processed, weights)
+                         tuple(self.samples), self.events.processed, weights, mins)
 
 
 def simulate(trace: Trace, cluster: ClusterLike, profile: Profile,

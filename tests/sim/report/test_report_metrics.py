@@ -96,10 +96,15 @@ def test_three_jobs_per_queue_shares() -> None:
     s = summarize(three_jobs())
     assert list(s.per_queue) == ["q1", "q2"]
     q1, q2 = s.per_queue["q1"], s.per_queue["q2"]
+    # No VC has a min: everything used is borrowed, and there is no min to utilise.
     assert q1 == QueueShare(gpu_seconds=64.0, share=exact(64 / 74), demand_gpu_seconds=60.0,
-                            service_ratio=exact(64 / 60), mean_jct_s=18.5)
+                            service_ratio=exact(64 / 60), mean_jct_s=18.5,
+                            min_gpus=0, borrowed_gpu_seconds=64.0, borrowed_share=1.0,
+                            min_utilization=None)
     assert q2 == QueueShare(gpu_seconds=10.0, share=exact(10 / 74), demand_gpu_seconds=10.0,
-                            service_ratio=1.0, mean_jct_s=6.0)
+                            service_ratio=1.0, mean_jct_s=6.0,
+                            min_gpus=0, borrowed_gpu_seconds=10.0, borrowed_share=1.0,
+                            min_utilization=None)
 
 
 def test_three_jobs_jain_unweighted() -> None:
@@ -129,9 +134,13 @@ def test_to_dict_keys_rounding_and_series() -> None:
         "queue_series": [[0.0, 0.667], [9.0, 0.0], [18.0, 0.0]],
         "per_queue": {
             "q1": {"gpu_seconds": 64.0, "share": 0.865, "demand_gpu_seconds": 60.0,
-                   "service_ratio": 1.067, "mean_jct_s": 18.5},
+                   "service_ratio": 1.067, "mean_jct_s": 18.5, "min_gpus": 0,
+                   "borrowed_gpu_seconds": 64.0, "borrowed_share": 1.0,
+                   "min_utilization": None},
             "q2": {"gpu_seconds": 10.0, "share": 0.135, "demand_gpu_seconds": 10.0,
-                   "service_ratio": 1.0, "mean_jct_s": 6.0},
+                   "service_ratio": 1.0, "mean_jct_s": 6.0, "min_gpus": 0,
+                   "borrowed_gpu_seconds": 10.0, "borrowed_share": 1.0,
+                   "min_utilization": None},
         },
         "jain_fairness": 0.999, "preemptions": 1, "lost_gpu_hours": 0.001,
         "lower_bound_mean_jct_s": 11.667, "events": 11,
@@ -190,7 +199,8 @@ def test_no_finished_job() -> None:
     assert s.utilization_series == s.queue_series == ()
     assert s.per_queue == {"q1": QueueShare(gpu_seconds=20.0, share=1.0,
                                             demand_gpu_seconds=4200.0,  # 4·1000 + 4·50
-                                            service_ratio=exact(20 / 4200), mean_jct_s=None)}
+                                            service_ratio=exact(20 / 4200), mean_jct_s=None,
+                                            borrowed_gpu_seconds=20.0, borrowed_share=1.0)}
     assert s.jain_fairness == 1.0  # a single queue
     assert s.lower_bound_mean_jct_s == 525.0
     d = s.to_dict()

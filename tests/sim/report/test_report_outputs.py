@@ -71,7 +71,9 @@ def test_summary_json_keys_and_format(tmp_path: Path) -> None:
     assert list(doc) == sorted(doc)
     assert doc == summary.to_dict()
     assert set(doc["per_queue"]["q1"]) == {"gpu_seconds", "share", "demand_gpu_seconds",
-                                           "service_ratio", "mean_jct_s"}
+                                           "service_ratio", "mean_jct_s", "min_gpus",
+                                           "borrowed_gpu_seconds", "borrowed_share",
+                                           "min_utilization"}
     assert len(doc["utilization_series"]) == 200
     assert text == json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
