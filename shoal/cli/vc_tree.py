@@ -3,7 +3,8 @@ with a usage bar in the cluster's main dimension (GPUs when it has any, else CPU
 
 The bar spans what the virtual cluster could ever use (its ceiling, or the whole cluster
 where it has none): green is used within its guarantee, yellow is borrowed beyond it, and
-the dots are what it was guaranteed but does not use.
+the dots are what it was guaranteed but does not use (for the root, which owns all of its
+capacity: what is idle).
 """
 
 from __future__ import annotations
