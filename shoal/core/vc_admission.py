@@ -8,7 +8,8 @@ Two rules, on the tree that the stored virtual clusters and the new ones form to
   the root to at most the schedulable nodes' allocatable resources (the implicit `default`
   virtual cluster guarantees nothing);
 - every group of fixed-size virtual nodes could be carved out of the nodes at all
-  (`virtual_nodes.unplaceable`).
+  (`virtual_nodes.unplaceable`), and all of them together, those of the stored virtual
+  clusters included (`virtual_nodes.uncarvable`).
 
 Pure: values in, the first problem out. The spec loader checks the same rules on a file
 (`shoal.spec.checks`), where it also reports every problem at its document.
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from shoal.api.objects import ROOT_QUEUE, Node, VirtualCluster
 from shoal.api.resources import Resources, total
-from shoal.core.virtual_nodes import unplaceable
+from shoal.core.virtual_nodes import uncarvable, unplaceable
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ def vc_problem(new: Sequence[VirtualCluster], stored: Sequence[VirtualCluster],
         if placement is not None:
             return VirtualClusterProblem(vc.name, f"spec.{placement[0]}", placement[1])
     tree = {vc.name: vc for vc in (*stored, *new)}
+    together = uncarvable([(vc.name, vc.fixed_size_nodes) for vc in tree.values()], nodes)
+    if together is not None:
+        return VirtualClusterProblem(together[0], "spec.fixedSizeNodes", together[1])
     capacity = total(n.allocatable_resources for n in nodes if n.schedulable)
     for parent in dict.fromkeys(vc.parent for vc in new):
         children = [vc for vc in tree.values() if vc.parent == parent]

@@ -46,6 +46,25 @@ def unplaceable(groups: Sequence[FixedSizeNodes], nodes: Sequence[Node]
     return None
 
 
+def uncarvable(vcs: Sequence[tuple[str, Sequence[FixedSizeNodes]]], nodes: Sequence[Node]
+                ) -> tuple[str, str] | None:
+    """(virtual cluster, reason) when the fixed-size nodes of all these virtual clusters
+    could not be carved together out of the idle `nodes` by `carve` — the reservation
+    would never succeed, so the last virtual cluster to join is refused. None when they
+    could (or none has any)."""
+    owners = [name for name, groups in vcs for _ in groups]
+    groups = [g for _, gs in vcs for g in gs]
+    if not groups:
+        return None
+    free = {n.name: n.allocatable_resources for n in nodes if n.schedulable}
+    carved = carve(groups, free)
+    if not isinstance(carved, str):
+        return None
+    why = carved.split(": ", 1)[-1]
+    return owners[-1], (f"the fixed-size nodes of every virtual cluster cannot all be carved "
+                        f"out of the nodes, even idle ({why})")
+
+
 def spread_matching(sizes: Sequence[Resources], capacities: Sequence[Resources]
                     ) -> list[int] | None:
     """For each size, the index of a distinct capacity that holds it; None when no such

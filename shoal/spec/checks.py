@@ -1,6 +1,7 @@
 """Checks across the documents of one load: unique names per kind, references (queues,
 parents, priority classes, nodes of status tasks), the shape of the quota tree (reserved
-names, parent cycles, children's guarantees inside their parent's), one global-default
+names, parent cycles, children's guarantees inside their parent's, fixed-size virtual nodes
+that the declared nodes could hold, each group and all together), one global-default
 priority class, one scheduler profile, and GPUs that two status tasks both claim.
 
 Whether a job fits any node is deliberately not checked: that is the scheduler's verdict
@@ -28,7 +29,7 @@ from shoal.api import (
     VirtualCluster,
 )
 from shoal.api.resources import total
-from shoal.core.virtual_nodes import unplaceable
+from shoal.core.virtual_nodes import uncarvable, unplaceable
 from shoal.spec.convert import Declared
 from shoal.spec.errors import DocRef, IssueLog
 
@@ -134,10 +135,16 @@ def _quota_tree(log: IssueLog, d: Declarations, known: Known) -> None:
         _guarantees_fit(log, parent, kids, vcs, d)
     if d.has_nodes and _resolvable(d, "Node"):
         node_list = [n for x in d.nodes for n in x.value]
+        placeable = True
         for x in vcs.values():
             problem = unplaceable(x.value.fixed_size_nodes, node_list)
             if problem is not None:
                 log.add(x.doc, f"spec.{problem[0]}", problem[1])
+                placeable = False
+        together = placeable and uncarvable(
+            [(x.value.name, x.value.fixed_size_nodes) for x in vcs.values()], node_list)
+        if together:
+            log.add(vcs[together[0]].doc, "spec.fixedSizeNodes", together[1])
 
 
 def _cycles(log: IssueLog, vcs: Mapping[str, Declared[VirtualCluster]]) -> set[str]:

@@ -113,3 +113,15 @@ def test_a_scheduler_that_does_not_answer_in_time_gives_503(api: Api) -> None:
         answer = api.request("GET", url, "bob")
         assert answer.status_code == 503, url
         assert "did not answer in time" in answer.json()["errors"][0]["message"]
+
+
+def test_fixed_size_nodes_are_refused_when_the_stored_ones_leave_no_room(api: Api) -> None:
+    def fixed(name: str, gpus: int) -> str:
+        return vc(name, f"{{fixedSizeNodes: [{{nodes: [{{resources: {{gpu: {gpus}}}}}]}}]}}")
+    assert create(api, fixed("a", 6))[0] == 201
+    assert create(api, fixed("b", 6))[0] == 201
+    status, body = create(api, fixed("c", 3))  # 15 of 16 GPUs, but 2 left on each node
+    assert status == 422, body
+    assert body["errors"][0]["path"] == "spec.fixedSizeNodes"
+    assert "'c'" in message(body) and "cannot all be carved" in message(body)
+    assert "c" not in names(api)

@@ -111,3 +111,15 @@ def test_fixed_size_nodes_count_towards_the_guarantees_a_parent_must_hold() -> N
     [(path, message)] = issues(parent, child, other)
     assert path == "spec.flexibleResourceMin"
     assert "children ('team', 'lab') add up to {gpu=5}" in message
+
+
+def test_fixed_size_nodes_that_fit_alone_but_not_together_are_refused() -> None:
+    # 6 + 6 + 3 GPUs is within the nodes' 16, but 6 and 6 leave 2 GPUs on each node.
+    a = vc("a", "fixedSizeNodes: [{nodes: [{resources: {gpu: 6}}]}]")
+    b = vc("b", "fixedSizeNodes: [{nodes: [{resources: {gpu: 6}}]}]")
+    c = vc("c", "fixedSizeNodes: [{nodes: [{resources: {gpu: 3}}]}]")
+    assert load_text("---\n".join([TWO_NODES, a, b])).virtual_clusters
+    [(path, message)] = issues(TWO_NODES, a, b, c)
+    assert path == "spec.fixedSizeNodes"
+    assert "cannot all be carved out of the nodes, even idle" in message
+    assert "no node has {gpu=3} free" in message
