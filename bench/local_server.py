@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
+from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
 
 
@@ -28,7 +28,9 @@ def local_server(workdir: Path, *args: str, timeout: float = 60.0) -> Iterator[h
          *args], stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process, timeout, workdir / "server.log")
+        if not wait_until_healthy(url, timeout, lambda: process.poll() is None):
+            raise SystemExit(f"shoal up did not answer within {timeout} s (exit code "
+                             f"{process.poll()}); see {workdir / 'server.log'}")
         token = (data / "admin.token").read_text().strip()
         with httpx.Client(base_url=url, timeout=30,
                           headers={"Authorization": f"Bearer {token}"}) as client:
@@ -38,16 +40,3 @@ def local_server(workdir: Path, *args: str, timeout: float = 60.0) -> Iterator[h
         process.wait(timeout=30)
         log.close()
 
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float,
-                  log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"shoal up exited with {process.returncode}; see {log}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise SystemExit(f"shoal up did not answer within {timeout} s; see {log}")

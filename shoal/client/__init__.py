@@ -16,6 +16,7 @@ from shoal.client.client import (
     Spec,
     spec_body,
     spec_text,
+    wait_until_healthy,
 )
 from shoal.client.errors import (
     ErrorItem,
@@ -63,4 +64,5 @@ __all__ = [
     "VirtualClusterView",
     "spec_body",
     "spec_text",
+    "wait_until_healthy",
 ]

@@ -16,7 +16,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -273,6 +273,22 @@ class ShoalClient:
     def health(self) -> str:
         """The server's health (`ok`); needs no token."""
         return str(self._get("/healthz").get("status", "unknown"))
+
+
+def wait_until_healthy(url: str, timeout: float = 30.0,
+                       starting: Callable[[], bool] = lambda: True) -> bool:
+    """Poll `GET url/healthz` until it answers 200 (True), or `timeout` seconds pass or
+    `starting()` turns false — the server process exited — (False): for scripts and tests
+    that start `shoal up` themselves."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and starting():
+        try:
+            if httpx.get(f"{url.rstrip('/')}/healthz", timeout=1).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    return False
 
 
 def spec_body(spec: Spec) -> tuple[str, bytes]:

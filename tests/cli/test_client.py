@@ -34,7 +34,9 @@ from shoal.client import (
     ShoalError,
     ShoalTimeoutError,
     spec_body,
+    wait_until_healthy,
 )
+from shoal.executors.local import free_port
 from shoal.server import create_app
 from shoal.server.errors import ApiError, install_error_handlers
 from shoal.store import Repository, open_store
@@ -113,6 +115,12 @@ def test_submit_accepts_a_mapping_and_a_file(api: Api, tmp_path: Path) -> None:
     as_json = tmp_path / "job.json"
     as_json.write_text(json.dumps(yaml.safe_load(job_yaml("from-json-file"))))
     assert shoal.submit(as_json).name == "from-json-file"
+
+
+def test_waiting_for_a_server_that_never_answers_gives_up() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    assert wait_until_healthy(url, timeout=0.3) is False
+    assert wait_until_healthy(url, timeout=30, starting=lambda: False) is False
 
 
 def test_specs_travel_as_json_when_they_are_json(tmp_path: Path) -> None:

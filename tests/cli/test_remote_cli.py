@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner, Result
 
 from shoal.cli.main import app
+from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
 
 CLUSTER = """\
@@ -60,7 +60,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process, log)
+        if not wait_until_healthy(url, 30, lambda: process.poll() is None):
+            process.kill()
+            raise AssertionError(f"shoal up did not answer /healthz: {log.read_text()}")
         yield Server(home, url, (home / ".shoal" / "admin.token").read_text().strip())
     finally:
         process.send_signal(signal.SIGTERM)
@@ -68,18 +70,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError(f"shoal up did not answer /healthz: {log.read_text()}")
 
 
 @pytest.fixture(autouse=True)
@@ -165,21 +155,21 @@ def test_logs_follow_a_running_task_to_its_end(server: Server, tmp_path: Path) -
     assert missing.exit_code == 2 and "worker-7" in missing.stderr
 
 
+def wait_for_state(server: Server, name: str, state: str, failure: str) -> None:
+    deadline = time.monotonic() + 20
+    while json.loads(server.shoal("get", name, "-o", "json").stdout)[
+            "status"]["state"] != state:
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.2)
+
+
 def test_cancel_a_running_job(server: Server, tmp_path: Path) -> None:
     server.shoal("submit", str(job_file(tmp_path, "sleeper", "import time; time.sleep(60)")))
-    deadline = time.monotonic() + 20
-    while json.loads(server.shoal("get", "sleeper", "-o", "json").stdout)[
-            "status"]["state"] != "Running":
-        assert time.monotonic() < deadline, "sleeper never ran"
-        time.sleep(0.2)
+    wait_for_state(server, "sleeper", "Running", "sleeper never ran")
     result = server.shoal("cancel", "sleeper")
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("job sleeper ")
-    deadline = time.monotonic() + 20
-    while json.loads(server.shoal("get", "sleeper", "-o", "json").stdout)[
-            "status"]["state"] != "Cancelled":
-        assert time.monotonic() < deadline, "sleeper was never stopped"
-        time.sleep(0.2)
+    wait_for_state(server, "sleeper", "Cancelled", "sleeper was never stopped")
     again = server.shoal("cancel", "sleeper")
     clean(again)
     assert again.exit_code == 2

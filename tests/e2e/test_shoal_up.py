@@ -28,6 +28,7 @@ import httpx
 import psutil
 import pytest
 
+from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
 from shoal.executors.wrapper import PID_FILE
 
@@ -83,13 +84,8 @@ def start(tmp: Path, port: int, db: str | None = None) -> Server:
         stdout=subprocess.DEVNULL, stderr=open(tmp / "server.log", "ab"))  # noqa: SIM115
     server = Server(tmp / "data", port, process)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                if httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200:
-                    return server
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        if wait_until_healthy(server.url, 30, lambda: process.poll() is None):
+            return server
     except BaseException:
         stop(server)
         raise
