@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal.api.objects import FixedSizeNodes, Node, PlacementPolicy
-from shoal.api.resources import Resources
+from shoal.api.resources import Resources, total
 
 
 def unplaceable(groups: Sequence[FixedSizeNodes], nodes: Sequence[Node]
@@ -129,7 +129,8 @@ def carve(groups: Sequence[FixedSizeNodes], free: Mapping[str, Resources]
         group = groups[g]
         sizes = [n.resources for n in group.nodes]
         if group.policy is PlacementPolicy.STRICT_SPREAD:
-            names = sorted(left, key=lambda name: (_roominess(left[name], sizes), name))
+            needed = total(sizes)
+            names = sorted(left, key=lambda name: (_roominess(left[name], needed), name))
             found = spread_matching(sizes, [left[name] for name in names])
             if found is None:
                 return (f"fixedSizeNodes[{g}]: STRICT_SPREAD needs {len(sizes)} distinct nodes "
@@ -151,6 +152,7 @@ def _greedy(g: int, sizes: Sequence[Resources], left: dict[str, Resources],
     chosen: list[str | None] = [None] * len(sizes)
     uses: dict[str, int] = {}
     local = dict(left)
+    needed = total(sizes)
     for n in sorted(range(len(sizes)), key=lambda i: (_size_key(sizes[i]), i), reverse=True):
         size = sizes[n]
         fitting = [name for name in local if size.fits(local[name])]
@@ -159,12 +161,12 @@ def _greedy(g: int, sizes: Sequence[Resources], left: dict[str, Resources],
                     f"virtual node now")
         if policy is PlacementPolicy.PACK:
             used = [name for name in fitting if name in uses]
-            pick = (min(used, key=lambda name: (_roominess(local[name], sizes), name)) if used
-                    else max(fitting, key=lambda name: (_roominess(local[name], sizes),
+            pick = (min(used, key=lambda name: (_roominess(local[name], needed), name)) if used
+                    else max(fitting, key=lambda name: (_roominess(local[name], needed),
                                                         _desc(name))))
         else:  # SPREAD
             pick = min(fitting, key=lambda name: (uses.get(name, 0),
-                                                  -_roominess(local[name], sizes), name))
+                                                  -_roominess(local[name], needed), name))
         chosen[n] = pick
         uses[pick] = uses.get(pick, 0) + 1
         local[pick] = local[pick] - size
@@ -175,12 +177,9 @@ def _size_key(size: Resources) -> tuple[int, int, int]:
     return size.gpu, size.cpu, size.memory
 
 
-def _roominess(free: Resources, sizes: Sequence[Resources]) -> float:
-    """How much room a node has for these virtual nodes: its free share of the dimension the
-    group needs most (so GPU groups look at GPUs, CPU groups at CPUs)."""
-    needed = Resources()
-    for size in sizes:
-        needed = needed + size
+def _roominess(free: Resources, needed: Resources) -> float:
+    """How much room a node has for a group that needs `needed` in all: its free share of
+    the dimension the group needs most (so GPU groups look at GPUs, CPU groups at CPUs)."""
     if needed.is_zero():
         return 0.0
     return min(free.get(d) / v for d, v in needed.items() if v > 0)

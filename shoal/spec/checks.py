@@ -57,6 +57,9 @@ class Declarations:
     """Per virtual cluster, where its minimum was written (`spec.flexibleResourceMin`, or
     the older `spec.min`): the path its guarantee issues are reported under."""
 
+    def min_path(self, name: str) -> str:
+        return self.min_paths.get(name, "spec.flexibleResourceMin")
+
 
 @dataclass(frozen=True)
 class Known:
@@ -176,12 +179,12 @@ def _guarantees_fit(log: IssueLog, parent: str, kids: list[Declared[VirtualClust
         return
     names = ", ".join(repr(k.value.name) for k in kids)
     first = kids[0]
-    first_path = d.min_paths.get(first.value.name, "spec.flexibleResourceMin")
+    first_path = d.min_path(first.value.name)
     if parent in vcs:
         owner = vcs[parent]
         have = owner.value.guaranteed
         if not wanted.fits(have):
-            log.add(owner.doc, d.min_paths.get(parent, "spec.flexibleResourceMin"),
+            log.add(owner.doc, d.min_path(parent),
                     f"the guaranteed minimums of its children ({names}) add up to {wanted}, "
                     f"more than this one's {have}; over in {_over(wanted, have)}")
     elif parent == DEFAULT_QUEUE:
