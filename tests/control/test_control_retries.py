@@ -218,17 +218,24 @@ def _retried(plane: ControlPlane) -> bool:
     return stored is not None and stored.tasks[0].retries == 1
 
 
+def _failed_once_and_retry_recorded(make_plane: Factory, tmp_path: Path) -> ControlPlane:
+    """A plane whose job `again` failed its first attempt, with the retry recorded (by
+    polling, which runs no cycle) but not yet placed."""
+    plane = make_plane()
+    plane.start()
+    plane.submit(job("again", _code(tmp_path, "sys.exit(2 if n == 1 else 0)"),
+                     task_retry_count=1))
+    plane.step()
+    deadline = time.monotonic() + TIMEOUT
+    while not _retried(plane) and time.monotonic() < deadline:
+        plane.poll()
+        time.sleep(0.05)
+    return plane
+
+
 def test_restart_after_the_retry_is_recorded_launches_once(make_plane: Factory,
                                                            tmp_path: Path) -> None:
-    first = make_plane()
-    first.start()
-    first.submit(job("again", _code(tmp_path, "sys.exit(2 if n == 1 else 0)"),
-                     task_retry_count=1))
-    first.step()
-    deadline = time.monotonic() + TIMEOUT
-    while not _retried(first) and time.monotonic() < deadline:
-        first.poll()  # records the exit and the retry, but runs no cycle
-        time.sleep(0.05)
+    first = _failed_once_and_retry_recorded(make_plane, tmp_path)
     assert _states(first, "again")[0] is TaskState.PENDING
     del first  # crashed before the retry was placed
 
@@ -241,15 +248,7 @@ def test_restart_after_the_retry_is_recorded_launches_once(make_plane: Factory,
 
 def test_restart_between_the_retry_bind_and_its_launch(make_plane: Factory,
                                                        tmp_path: Path) -> None:
-    first = make_plane()
-    first.start()
-    first.submit(job("again", _code(tmp_path, "sys.exit(2 if n == 1 else 0)"),
-                     task_retry_count=1))
-    first.step()
-    deadline = time.monotonic() + TIMEOUT
-    while not _retried(first) and time.monotonic() < deadline:
-        first.poll()
-        time.sleep(0.05)
+    first = _failed_once_and_retry_recorded(make_plane, tmp_path)
     first._launch = lambda rec: None  # type: ignore[method-assign]  # crash before launch
     first.run_cycle()
     record = first.repository.task_records(["again"])[TaskRef("again", "worker", 0)]
