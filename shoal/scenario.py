@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from shoal.api.decisions import Bind, Decisions, Evict, Pending, Resize
+from shoal.api.decisions import Bind, Decisions, Evict, Pending, Reserve, Resize
 from shoal.api.lifecycle import JOB_LIFECYCLE, TASK_LIFECYCLE, JobState, TaskState
 from shoal.api.objects import Job, Task
 from shoal.core.snapshot import Snapshot
@@ -31,12 +31,16 @@ class CycleRecord:
     binds: list[Bind]
     evictions: list[Evict]
     resizes: list[Resize]
+    reservations: list[Reserve] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cycle": self.cycle,
-                "binds": [b.to_dict() for b in self.binds],
-                "evictions": [e.to_dict() for e in self.evictions],
-                "resizes": [r.to_dict() for r in self.resizes]}
+        out = {"cycle": self.cycle,
+               "binds": [b.to_dict() for b in self.binds],
+               "evictions": [e.to_dict() for e in self.evictions],
+               "resizes": [r.to_dict() for r in self.resizes]}
+        if self.reservations:
+            out["reservations"] = [r.to_dict() for r in self.reservations]
+        return out
 
 
 @dataclass
@@ -61,7 +65,8 @@ class ScenarioResult:
             "kind": "ScheduleResult",
             "profile": self.profile,
             "converged": self.converged,
-            "cycles": [c.to_dict() for c in self.cycles if c.binds or c.evictions or c.resizes],
+            "cycles": [c.to_dict() for c in self.cycles
+                       if c.binds or c.evictions or c.resizes or c.reservations],
             "cyclesRun": len(self.cycles),
             "pending": [p.to_dict() for p in self.pending],
             "jobs": [_job_summary(j) for j in self.jobs],
@@ -74,13 +79,20 @@ def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles:
     profile = profile or (Profile.from_dict(bundle.profile, "SchedulerProfile")
                           if bundle.profile is not None else Profile.default())
     jobs = {j.name: j for j in bundle.jobs}
+    virtual_clusters = {vc.name: vc for vc in bundle.virtual_clusters}
     result = ScenarioResult(profile.name)
     for cycle in range(1, max_cycles + 1):
-        snapshot = Snapshot(bundle.nodes, tuple(jobs.values()), bundle.virtual_clusters,
-                            bundle.priority_classes, now=float(cycle))
+        snapshot = Snapshot(bundle.nodes, tuple(jobs.values()),
+                            tuple(virtual_clusters.values()), bundle.priority_classes,
+                            now=float(cycle))
         decisions = run_cycle(snapshot, profile)
         result.cycles.append(CycleRecord(cycle, decisions.binds, decisions.evictions,
-                                         decisions.resizes))
+                                         decisions.resizes, decisions.reservations))
+        # Carvings are recorded, as the control plane stores them, so that the next cycle's
+        # fresh model restores them where they are.
+        for change in decisions.reservations:
+            virtual_clusters[change.virtual_cluster] = replace(
+                virtual_clusters[change.virtual_cluster], reservation=change.placements)
         result.pending = decisions.pending
         if not decisions.changes_anything():
             result.converged = True

@@ -8,6 +8,7 @@ from shoal.api.decisions import (
     Pending,
     PendingKind,
     PendingReason,
+    Reserve,
     Resize,
 )
 from shoal.api.lifecycle import (
@@ -35,6 +36,7 @@ from shoal.api.objects import (
     TaskGroup,
     TaskRef,
     VirtualCluster,
+    VirtualNodePlacement,
 )
 from shoal.api.resources import ZERO, QuantityError, ResourceLimit, Resources, parse_resources
 
@@ -62,6 +64,7 @@ __all__ = [
     "PriorityClass",
     "QuantityError",
     "QueueingPolicy",
+    "Reserve",
     "Resize",
     "ResourceLimit",
     "Resources",
@@ -72,5 +75,6 @@ __all__ = [
     "TaskState",
     "Transition",
     "VirtualCluster",
+    "VirtualNodePlacement",
     "parse_resources",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from shoal.api.objects import TaskRef
+from shoal.api.objects import TaskRef, VirtualNodePlacement
 from shoal.api.resources import Resources
 
 
@@ -31,6 +31,8 @@ class PendingKind(StrEnum):
     """Only part of the gang minimum fits; nothing is placed until all of it does."""
     BLOCKED = "Blocked"
     """Strict FIFO: an earlier job of the same queue is waiting."""
+    RESERVATION = "Reservation"
+    """Its virtual cluster's fixed-size nodes are not carved yet (queued, seed 003)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +61,35 @@ class Bind:
 
     task: TaskRef
     node: str
+    """The physical node."""
     gpus: tuple[int, ...]
     resources: Resources
+    virtual_node: str | None = None
+    """The virtual node of the job's virtual cluster it is placed on, carved from `node`;
+    None on the flexible part."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task": str(self.task), "job": self.task.job, "group": self.task.group,
-                "index": self.task.index, "node": self.node, "gpus": list(self.gpus),
-                "resources": self.resources.to_dict()}
+        out = {"task": str(self.task), "job": self.task.job, "group": self.task.group,
+               "index": self.task.index, "node": self.node, "gpus": list(self.gpus),
+               "resources": self.resources.to_dict()}
+        if self.virtual_node is not None:
+            out["virtualNode"] = self.virtual_node
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """A virtual cluster's fixed-size nodes were carved (`placements`), or given back and
+    queued again (`placements` None, with the reason)."""
+
+    virtual_cluster: str
+    placements: tuple[VirtualNodePlacement, ...] | None
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"virtualCluster": self.virtual_cluster, "reason": self.reason,
+                "placements": None if self.placements is None else
+                [{"node": p.node, "gpus": list(p.gpus)} for p in self.placements]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +138,10 @@ class Decisions:
     evictions: list[Evict] = field(default_factory=list)
     resizes: list[Resize] = field(default_factory=list)
     pending: list[Pending] = field(default_factory=list)
+    reservations: list[Reserve] = field(default_factory=list)
 
     def changes_anything(self) -> bool:
-        return bool(self.binds or self.evictions or self.resizes)
+        return bool(self.binds or self.evictions or self.resizes or self.reservations)
 
     def pending_by_job(self) -> dict[str, PendingReason]:
         return {p.job: p.reason for p in self.pending}
@@ -127,4 +152,5 @@ class Decisions:
             "evictions": [e.to_dict() for e in self.evictions],
             "resizes": [r.to_dict() for r in self.resizes],
             "pending": [p.to_dict() for p in self.pending],
+            "reservations": [r.to_dict() for r in self.reservations],
         }

@@ -16,6 +16,9 @@ from shoal.api.resources import ResourceLimit, Resources, total
 
 #: The node label carrying the GPU model; jobs select it with `nodeSelector: {gpu-type: …}`.
 GPU_TYPE_LABEL = "gpu-type"
+VIRTUAL_CLUSTER_LABEL = "shoal.io/virtual-cluster"
+"""Carried by every virtual node, naming the virtual cluster it belongs to (seed 003's
+`ray.io/vcluster_id`)."""
 #: The virtual cluster every job lands in when it names no queue (seed 003: min 0, max ∞).
 DEFAULT_QUEUE = "default"
 #: The root of the quota tree: the physical cluster itself.
@@ -218,6 +221,15 @@ class FixedSizeNodes:
 
 
 @dataclass(frozen=True, slots=True)
+class VirtualNodePlacement:
+    """Where one fixed-size virtual node was carved: its physical node and the GPU indices
+    it holds there (recorded, so that a restart carves it exactly where it was)."""
+
+    node: str
+    gpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class VirtualCluster:
     """A node of the quota tree (Volcano/Kueue queues are virtual clusters too), as seed 003
     defines it: flexible resources and fixed-size virtual nodes.
@@ -236,6 +248,14 @@ class VirtualCluster:
     weight: int = 1
     queueing: QueueingPolicy = QueueingPolicy.PRIORITY
     fixed_size_nodes: tuple[FixedSizeNodes, ...] = ()
+    reservation: tuple[VirtualNodePlacement, ...] | None = None
+    """Where its fixed-size nodes are carved, in group then node order; None while they are
+    not (status, written by the scheduler, never by a user)."""
+
+    @property
+    def virtual_node_specs(self) -> tuple[FixedSizeNode, ...]:
+        """Every fixed-size virtual node, in group then node order."""
+        return tuple(n for g in self.fixed_size_nodes for n in g.nodes)
 
     @property
     def fixed_resources(self) -> Resources:

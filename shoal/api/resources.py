@@ -289,6 +289,14 @@ class ResourceLimit:
         return ResourceLimit(tuple((name, value + resources.get(name))
                                    for name, value in self.limits))
 
+    def lowered_by(self, resources: Resources) -> ResourceLimit:
+        """Every named limit lowered by `resources`, not below zero; unlimited dimensions
+        stay unlimited."""
+        if not self.limits or resources.is_zero():
+            return self
+        return ResourceLimit(tuple((name, max(0, value - resources.get(name)))
+                                   for name, value in self.limits))
+
     def to_dict(self) -> dict[str, int]:
         return dict(self.limits)
 

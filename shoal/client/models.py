@@ -190,6 +190,10 @@ class VirtualClusterStatusView:
     pending_jobs: int
     running_jobs: int
     running_tasks: int
+    reservation: str = ""
+    """With fixed-size nodes: "reserved", or why it still waits for them."""
+    virtual_nodes: list[Json] = field(default_factory=list)
+    """`[{"name", "node", "labels", "total", "used", "available"}]`, as the API sends it."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
@@ -203,7 +207,9 @@ class VirtualClusterStatusView:
                    borrowed=dict(data.get("borrowed") or {}),
                    pending_jobs=int(data.get("pendingJobs", 0)),
                    running_jobs=int(data.get("runningJobs", 0)),
-                   running_tasks=int(data.get("runningTasks", 0)), raw=data)
+                   running_tasks=int(data.get("runningTasks", 0)),
+                   reservation=str(data.get("reservation") or ""),
+                   virtual_nodes=[dict(v) for v in data.get("virtualNodes") or []], raw=data)
 
 
 @dataclass(frozen=True)

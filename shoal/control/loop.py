@@ -68,7 +68,7 @@ from shoal.api import (
     TaskState,
     VirtualCluster,
 )
-from shoal.api.decisions import Decisions
+from shoal.api.decisions import Decisions, Reserve
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
 from shoal.control.launching import describe, exit_code_of, launch_spec, retry_reason
@@ -381,8 +381,8 @@ class ControlPlane:
         of virtual clusters and priority classes changed (`reload_catalog`)."""
         try:
             jobs = self.repository.snapshot_jobs()
-            model = SchedulerModel(self.nodes, self.virtual_clusters, self.priority_classes,
-                                   now=self.clock())
+            model = SchedulerModel(self.nodes, self._with_carvings(self.virtual_clusters),
+                                   self.priority_classes, now=self.clock())
             model.add_jobs(jobs)
         except Exception:
             log.exception("cannot rebuild the scheduler model from the store")
@@ -390,6 +390,20 @@ class ControlPlane:
         self._model = model
         for name in self._ending:
             self._stop_wanting(name)
+
+    def _with_carvings(self, virtual_clusters: Sequence[VirtualCluster]
+                       ) -> tuple[VirtualCluster, ...]:
+        """The virtual clusters with the carvings the current model holds, where their
+        fixed-size nodes are unchanged: a catalog read before the loop recorded a carving
+        must not make the rebuilt model carve it again elsewhere."""
+        if self._model is None:
+            return tuple(virtual_clusters)
+        held = self._model.reservations
+        return tuple(
+            replace(vc, reservation=held.placements[vc.name])
+            if vc.name in held.placements
+            and held.specs[vc.name].fixed_size_nodes == vc.fixed_size_nodes else vc
+            for vc in virtual_clusters)
 
     # ---- cycle and launch -------------------------------------------------------------------
 
@@ -409,6 +423,8 @@ class ControlPlane:
             model.unblock()  # only a cycle that decided nothing settles the model
         else:
             model.settled()
+        if decisions.reservations:
+            self._record_reservations(decisions.reservations)
         self._waiting.replace(decisions.pending_by_job(), model.now)
         self._waiting.flush(self.repository)
         self._consider_scale_up()
@@ -419,6 +435,14 @@ class ControlPlane:
             for bind in decisions.binds:
                 self._launch(records[bind.task])
         return decisions
+
+    def _record_reservations(self, changes: list[Reserve]) -> None:
+        """Store where fixed-size nodes were carved, so that a restart restores them there."""
+        self.repository.record_reservations(changes)
+        for change in changes:
+            log.info("virtual cluster %s: fixed-size nodes %s", change.virtual_cluster,
+                     "carved on " + ", ".join(p.node for p in change.placements)
+                     if change.placements is not None else f"given back ({change.reason})")
 
     def _cycle_is_moot(self) -> bool:
         """Whether the cycle an event asks for would surely place nothing (see

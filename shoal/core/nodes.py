@@ -27,10 +27,11 @@ from shoal.api.resources import Resources
 class NodeState:
     """One node's free capacity during a cycle."""
 
-    __slots__ = ("allocatable", "cpu", "extras", "gpu", "gpu_free_mask", "memory", "name",
-                 "node", "ordinal", "pools")
+    __slots__ = ("allocatable", "cpu", "extras", "gpu", "gpu_free_mask", "host", "memory",
+                 "name", "node", "ordinal", "owner", "pools")
 
-    def __init__(self, ordinal: int, node: Node) -> None:
+    def __init__(self, ordinal: int, node: Node, host: NodeState | None = None,
+                 owner: str | None = None, gpus: tuple[int, ...] = ()) -> None:
         alloc = node.allocatable_resources
         self.ordinal = ordinal
         self.name = node.name
@@ -42,6 +43,17 @@ class NodeState:
         self.extras: dict[str, int] = dict(alloc.extras)
         self.gpu_free_mask = (1 << alloc.gpu) - 1
         self.pools: list[NodePool] = []
+        self.host = host
+        """For a virtual node: the physical node it is carved from."""
+        self.owner = owner
+        """For a virtual node: the virtual cluster whose it is."""
+        if host is not None:
+            self.gpu_free_mask = sum(1 << index for index in gpus)
+
+    @property
+    def physical(self) -> NodeState:
+        """The physical node: this one, or the one a virtual node is carved from."""
+        return self.host or self
 
     def fits(self, request: Resources) -> bool:
         if request.cpu > self.cpu or request.memory > self.memory or request.gpu > self.gpu:
@@ -116,11 +128,18 @@ class NodePool:
 
 
 class ClusterState:
-    """All nodes' working state for one cycle, and the pools built from them on demand."""
+    """All nodes' working state for one cycle, and the pools built from them on demand.
+
+    `states` are the physical nodes. Virtual nodes (a virtual cluster's fixed-size nodes,
+    seed 003) are carved out of them with `carve`: the physical node's free capacity shrinks
+    by the virtual node's size, and the virtual node is a `NodeState` of its own, found by
+    name and ordinal like any other but in no pool — only its owner's tasks look at it."""
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         self.states = [NodeState(i, n) for i, n in enumerate(sorted(nodes, key=lambda n: n.name))]
         self.by_name = {s.name: s for s in self.states}
+        self.virtual: dict[str, NodeState] = {}
+        self._next_ordinal = len(self.states)
         self.pools: dict[Hashable, NodePool] = {}
         self.release_epoch = 0
         self.cordoned: set[str] = set()
@@ -136,6 +155,26 @@ class ClusterState:
                        if s.node.schedulable and s.name not in self.cordoned and admit(s.node)]
             pool = self.pools[key] = NodePool(key, members, self.states)
         return pool
+
+    def carve(self, name: str, host: NodeState, size: Resources, labels: dict[str, str],
+              owner: str, gpus: tuple[int, ...] | None = None) -> NodeState:
+        """Carve a virtual node of `size` out of `host` (which must have it free), holding
+        the GPU indices `gpus` there (the lowest free ones when None)."""
+        taken = self.take(host, size, gpus)
+        node = Node(name, size, {**host.node.labels, **labels})
+        state = NodeState(self._next_ordinal, node, host, owner, taken)
+        self._next_ordinal += 1
+        self.virtual[name] = self.by_name[name] = state
+        return state
+
+    def uncarve(self, state: NodeState) -> None:
+        """Give a virtual node (holding nothing) back to its physical node."""
+        assert state.host is not None
+        if state.free() != state.allocatable:
+            raise ValueError(f"virtual node {state.name} still holds tasks")
+        del self.virtual[state.name], self.by_name[state.name]
+        self.give(state.host, state.allocatable, _lowest_bits(state.gpu_free_mask,
+                                                              state.gpu_free_mask.bit_count()))
 
     def set_cordoned(self, name: str, cordoned: bool) -> None:
         """Take a node out of service or bring it back. Pools are rebuilt on next use (node

@@ -42,14 +42,19 @@ from shoal.api.resources import ResourceLimit, Resources, total
 class QueueState:
     """One VC's working state during a cycle."""
 
-    __slots__ = ("children", "children_reserved", "depth", "max", "min", "name", "parent",
-                 "queueing", "reserved", "usage", "weight")
+    __slots__ = ("carved", "children", "children_reserved", "depth", "max", "min", "name",
+                 "parent", "queueing", "reserved", "spec_max", "spec_min", "usage", "weight")
 
     def __init__(self, name: str, parent: QueueState | None, minimum: Resources,
                  maximum: ResourceLimit, weight: int, queueing: QueueingPolicy) -> None:
         self.name = name
         self.parent = parent
         self.children: list[QueueState] = []
+        self.spec_min = minimum
+        self.spec_max = maximum
+        self.carved = Resources()
+        """Fixed-size nodes carved for this VC and its descendants: out of the quota tree's
+        world, so `min` and `max` are the declared ones less this."""
         self.min = minimum
         self.max = maximum
         self.weight = weight
@@ -127,6 +132,18 @@ class QuotaTree:
         self.capacity = capacity
         self.root.min = capacity
         self.version += 1
+
+    def carve(self, name: str, fixed: Resources, sign: int = +1) -> None:
+        """The VC's fixed-size nodes were carved out of the physical nodes (`sign` -1: given
+        back). From then on they are the VC's own, not the quota tree's to share: they leave
+        the root's capacity, and the VC's and every ancestor's guarantee and ceiling, which
+        counted them. The guarantee still owed is the same before and after."""
+        for queue in self.get(name).path()[1:]:
+            queue.carved = queue.carved + fixed if sign > 0 else queue.carved - fixed
+            queue.min = queue.spec_min.saturating_sub(queue.carved)
+            queue.max = queue.spec_max.lowered_by(queue.carved)
+        self.set_capacity(self.capacity - fixed if sign > 0 else self.capacity + fixed)
+        self._update_path(name, Resources(), +1)
 
     def __iter__(self) -> Iterator[QueueState]:
         return iter(self.queues.values())
@@ -228,22 +245,24 @@ class QuotaTree:
 
     def never_fits(self, name: str, request: Resources) -> PendingReason | None:
         """A reason if `request` exceeds the VC's or an ancestor's max, or the whole cluster,
-        even with nothing else running."""
+        even with nothing else running. Carved fixed-size nodes count here as declared:
+        with nothing else running, a VC may use them and its flexible part."""
         for queue in self.get(name).path():
-            over = queue.max.exceeded(request)
+            over = queue.spec_max.exceeded(request)
             if over:
                 dim = over[0]
                 return PendingReason(
                     PendingKind.UNSCHEDULABLE,
                     f"needs {request.get(dim)} {dim} but virtual cluster {queue.name!r} has "
-                    f"max {dim}={queue.max.get(dim)}", resource=dim, queue=queue.name)
-        short = request.shortfall(self.capacity)
+                    f"max {dim}={queue.spec_max.get(dim)}", resource=dim, queue=queue.name)
+        physical = self.capacity + total(q.carved for q in self.root.children)
+        short = request.shortfall(physical)
         if short:
             dim = short[0]
             return PendingReason(
                 PendingKind.UNSCHEDULABLE,
                 f"needs {request.get(dim)} {dim} but the whole cluster has "
-                f"{self.capacity.get(dim)}", resource=dim)
+                f"{physical.get(dim)}", resource=dim)
         return None
 
 

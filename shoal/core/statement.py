@@ -65,7 +65,8 @@ class Statement:
                  ) -> Allocation:
         self._check_open()
         gpus = self._cluster.take(node, request)
-        self._quota.charge(queue, request)
+        if node.owner is None:  # a virtual node is its VC's own, outside the quota tree
+            self._quota.charge(queue, request)
         allocation = Allocation(task, queue, node, request, gpus)
         self._operations.append(allocation)
         self._ledger.allocated(allocation)
@@ -75,7 +76,8 @@ class Statement:
               gpus: tuple[int, ...], reason: str) -> Eviction:
         self._check_open()
         self._cluster.give(node, request, gpus)
-        self._quota.refund(queue, request)
+        if node.owner is None:
+            self._quota.refund(queue, request)
         eviction = Eviction(task, queue, node, request, gpus, reason)
         self._operations.append(eviction)
         self._ledger.evicted(eviction)
@@ -93,11 +95,13 @@ class Statement:
         for op in reversed(self._operations):
             if isinstance(op, Allocation):
                 self._cluster.give(op.node, op.request, op.gpus, undo=True)
-                self._quota.refund(op.queue, op.request)
+                if op.node.owner is None:
+                    self._quota.refund(op.queue, op.request)
                 self._ledger.unallocated(op)
             else:
                 self._cluster.take(op.node, op.request, op.gpus)
-                self._quota.charge(op.queue, op.request)
+                if op.node.owner is None:
+                    self._quota.charge(op.queue, op.request)
                 self._ledger.unevicted(op)
         self._operations.clear()
 

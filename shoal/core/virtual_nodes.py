@@ -77,6 +77,12 @@ def spread_matching(sizes: Sequence[Resources], capacities: Sequence[Resources]
     """Capacity index → the size index it holds."""
 
     def place(s: int, seen: set[int]) -> bool:
+        # A free capacity first (so that, among equals, sizes keep the given order), then
+        # an augmenting path through the held ones.
+        for c in fits[s]:
+            if c not in holder:
+                holder[c] = s
+                return True
         for c in fits[s]:
             if c in seen:
                 continue

@@ -27,8 +27,13 @@ from shoal.scheduler.session import Session
 def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: JobInfo,
                    group: TaskGroup, indices: list[int]) -> PendingReason | None:
     """Place every replica in `indices` inside `statement`, or return why not (and leave the
-    statement for the caller to discard)."""
+    statement for the caller to discard). Replicas go to the VC's own virtual nodes first,
+    the rest to the flexible part (the physical nodes, under the quota tree)."""
     request = group.resources
+    if session.model.reservations.on(job.queue):
+        indices = _onto_virtual_nodes(session, statement, job, group, indices)
+        if not indices:
+            return None
     count = len(indices)
     reason = session.allocatable(job.queue, request.scale(count))
     if reason is not None:
@@ -56,6 +61,18 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
     if trusted:
         memo.consumed(pool, request, count)
     return None
+
+
+def _onto_virtual_nodes(session: Session, statement: Statement, job: JobInfo,
+                        group: TaskGroup, indices: list[int]) -> list[int]:
+    """Place what fits of `indices` on the job's VC's virtual nodes; the indices left."""
+    for placed, index in enumerate(indices):
+        node = session.pick_virtual_node(job.queue, group, group.resources)
+        if node is None:
+            return indices[placed:]
+        statement.allocate(TaskRef(job.name, group.name, index), job.queue, node,
+                           group.resources)
+    return []
 
 
 def no_matching_node(session: Session, group: TaskGroup) -> PendingReason:

@@ -2,16 +2,38 @@
 guaranteed, its ceiling, what its subtree uses, what it could still take now, its parent and
 children, and how many of its jobs wait or run.
 
-Read off a `SchedulerModel` and its quota tree; pure. The live control plane asks it in its
-loop thread (which owns the model), the API serves it, and `shoal vc tree` draws it.
+Read off a `SchedulerModel` and its quota tree; pure. Fixed-size nodes, once carved, live
+outside the quota tree (`shoal.scheduler.reservations`): they are added back here, so that
+what a VC is shown to be guaranteed, use and have available counts them. The live control
+plane asks it in its loop thread (which owns the model), the API serves it, and
+`shoal vc tree` draws it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from shoal.api.resources import ResourceLimit, Resources
+from shoal.api.resources import ResourceLimit, Resources, total
+from shoal.core.nodes import NodeState
 from shoal.scheduler.model import SchedulerModel
+
+
+@dataclass(frozen=True)
+class VirtualNodeStatus:
+    """One fixed-size virtual node: where it is carved and how full it is."""
+
+    name: str
+    node: str
+    """The physical node it is carved from."""
+    labels: dict[str, str]
+    total: Resources
+    used: Resources
+    available: Resources
+
+    @staticmethod
+    def of(state: NodeState) -> VirtualNodeStatus:
+        return VirtualNodeStatus(state.name, state.physical.name, dict(state.node.labels),
+                                 state.allocatable, state.used(), state.free())
 
 
 @dataclass(frozen=True)
@@ -35,6 +57,9 @@ class VirtualClusterStatus:
     """Its own jobs (not its children's) with tasks still to place."""
     running_jobs: int
     running_tasks: int
+    reservation: str = ""
+    """For a VC with fixed-size nodes: "reserved", or why it is still queued."""
+    virtual_nodes: tuple[VirtualNodeStatus, ...] = field(default=())
 
 
 def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterStatus]:
@@ -49,14 +74,30 @@ def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterSta
             running_jobs[info.queue] = running_jobs.get(info.queue, 0) + 1
             running_tasks[info.queue] = running_tasks.get(info.queue, 0) + len(info.running)
     tree = model.quota
+    held = model.reservations
+    on_virtual: dict[str, Resources] = {}
+    """Per VC, what tasks hold on the virtual nodes of its subtree."""
+    for vc, states in held.nodes.items():
+        used = total(s.used() for s in states)
+        for queue in tree.get(vc).path():
+            on_virtual[queue.name] = on_virtual.get(queue.name, Resources()) + used
+    carved = total(child.carved for child in tree.root.children)
     out: dict[str, VirtualClusterStatus] = {}
     for queue in tree:  # the root and `default` included
         name = queue.name
+        mine = held.on(name)
+        is_root = queue.parent is None
+        guaranteed = queue.min + (carved if is_root else queue.carved)
+        used = queue.usage + on_virtual.get(name, Resources())
+        reservation = "" if name not in held.specs else \
+            "reserved" if name in held.nodes else held.queued[name]
         out[name] = VirtualClusterStatus(
             name=name, parent=None if queue.parent is None else queue.parent.name,
-            children=tuple(c.name for c in queue.children), guaranteed=queue.min,
-            ceiling=queue.max, used=queue.usage, available=tree.headroom(name),
-            borrowed=queue.usage.saturating_sub(queue.min),
+            children=tuple(c.name for c in queue.children), guaranteed=guaranteed,
+            ceiling=queue.max.raised_by(queue.carved), used=used,
+            available=tree.headroom(name) + total(s.free() for s in mine),
+            borrowed=used.saturating_sub(guaranteed),
             pending_jobs=pending.get(name, 0), running_jobs=running_jobs.get(name, 0),
-            running_tasks=running_tasks.get(name, 0))
+            running_tasks=running_tasks.get(name, 0), reservation=reservation,
+            virtual_nodes=tuple(VirtualNodeStatus.of(s) for s in mine))
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from shoal.api.decisions import PendingKind, PendingReason
+from shoal.api.decisions import PendingKind, PendingReason, Reserve
 from shoal.api.objects import (
     ROOT_QUEUE,
     Job,
@@ -29,6 +29,7 @@ from shoal.core.nodes import ClusterState, FitMemo, NodeState
 from shoal.core.quota import QuotaTree
 from shoal.core.snapshot import PriorityTable, Snapshot, SnapshotError
 from shoal.scheduler.jobs import JobInfo, TaskInfo
+from shoal.scheduler.reservations import FixedNodeReservations
 
 
 class SchedulerModel:
@@ -36,11 +37,15 @@ class SchedulerModel:
                  priority_classes: Iterable[PriorityClass] = (), now: float = 0.0,
                  held_on_cordoned: Resources | None = None) -> None:
         node_list = list(nodes)
+        vc_list = list(virtual_clusters)
         self.now = now
         self.priorities = PriorityTable(priority_classes)
         self.cluster = ClusterState(node_list)
         capacity = total(n.allocatable_resources for n in node_list if n.schedulable)
-        self.quota = QuotaTree(list(virtual_clusters), capacity + (held_on_cordoned or ZERO))
+        self.quota = QuotaTree(vc_list, capacity + (held_on_cordoned or ZERO))
+        self.reservations = FixedNodeReservations(self.cluster, self.quota, vc_list)
+        """Virtual clusters' fixed-size nodes: carved (restored from their recorded carving
+        before any task is counted) or queued."""
         self.fit_memo = FitMemo(self.cluster)
         """Fit bounds survive cycles: they expire only when capacity is released."""
         self.jobs: dict[str, JobInfo] = {}
@@ -91,11 +96,23 @@ class SchedulerModel:
                 raise SnapshotError(f"task {task.ref} holds resources on unknown node "
                                     f"{task.node!r}")
             request = info.job.group(task.group).resources
-            state = self.cluster.by_name[task.node]
+            state = self._home(info.queue, self.cluster.by_name[task.node], task, request)
             gpus = self.cluster.take(state, request, _claimable(state, task, request))
-            self.quota.charge(info.queue, request)
+            if state.owner is None:
+                self.quota.charge(info.queue, request)
             info.running.append(TaskInfo(task.ref, state.name, gpus, task.state, task.started))
             info.holding += 1
+
+    def _home(self, queue: str, state: NodeState, task: Task, request: Resources
+              ) -> NodeState:
+        """Where a running task recorded on physical node `state` is counted: on a virtual
+        node of its VC carved from that node, if one can hold it (its recorded GPUs among
+        that virtual node's), else on the node's flexible part."""
+        for virtual in self.reservations.on(queue):
+            if virtual.host is state and virtual.fits(request) and \
+                    _holds(virtual.gpu_free_mask, task.gpus, request.gpu):
+                return virtual
+        return state
 
     def add_job(self, job: Job) -> JobInfo:
         self.add_jobs((job,))
@@ -144,19 +161,26 @@ class SchedulerModel:
     def _release(self, info: JobInfo, task: TaskInfo) -> None:
         self.unblock()
         request = info.job.group(task.ref.group).resources
-        self.cluster.give(self.cluster.by_name[task.node], request, task.gpus)
-        self.quota.refund(info.queue, request)
+        state = self.cluster.by_name[task.node]
+        self.cluster.give(state, request, task.gpus)
+        if state.owner is None:
+            self.quota.refund(info.queue, request)
         info.running.remove(task)
         info.holding -= 1
 
     def cordon(self, name: str) -> None:
         """Take a node out of service (failed or drained). Its tasks must have been released
-        first; its capacity leaves the root of the quota tree."""
+        first (those on virtual nodes carved from it included); the reservations with a
+        virtual node on it are given back and queue again; its capacity leaves the root of
+        the quota tree."""
         state = self.cluster.by_name[name]
         if name in self.cluster.cordoned or not state.node.schedulable:
             return
-        if any(t.node == name for info in self.jobs.values() for t in info.running):
+        if any(self.cluster.by_name[t.node].physical is state
+               for info in self.jobs.values() for t in info.running):
             raise SnapshotError(f"node {name} still runs tasks; release them first")
+        if self.reservations.release_on(name):
+            self._refresh_blockers()
         self.cluster.set_cordoned(name, True)
         self.quota.set_capacity(self.quota.capacity - state.allocatable)
 
@@ -167,6 +191,23 @@ class SchedulerModel:
         self.cluster.set_cordoned(name, False)
         self.quota.set_capacity(self.quota.capacity + state.allocatable)
         self.unblock()
+
+    def reserve(self) -> list[Reserve]:
+        """Carve the queued virtual clusters that can be now (a cycle does it first, before
+        any job takes the capacity); every reservation made or given back since the last
+        call."""
+        if self.reservations.queued:
+            reserved, changed = self.reservations.reserve_queued()
+            if changed:
+                self._refresh_blockers()
+            if reserved:
+                self.unblock()
+        return self.reservations.drain_changes()
+
+    def _refresh_blockers(self) -> None:
+        for info in self.jobs.values():
+            if info.queue in self.reservations.specs:
+                info.blocker = self.reservations.blocker(info.queue)
 
     # ---- whether a cycle can place anything --------------------------------------------------
 
@@ -211,6 +252,7 @@ class SchedulerModel:
         known = job.queue in self.quota.queues and job.queue != ROOT_QUEUE
         queue = job.queue if known else ROOT_QUEUE
         info = JobInfo(job, self.priority(job), queue, self.quota.get(queue).queueing)
+        info.blocker = self.reservations.blocker(queue)
         if not known:
             info.blocker = PendingReason(
                 PendingKind.UNSCHEDULABLE, f"virtual cluster {job.queue!r} does not exist",
@@ -227,8 +269,15 @@ def _claimable(state: NodeState, task: Task, request: Resources) -> tuple[int, .
                                 f"{task.ref}")
         return None
     for index in task.gpus:
-        if index >= state.allocatable.gpu or not state.gpu_free_mask >> index & 1:
+        if not state.gpu_free_mask >> index & 1:
             raise SnapshotError(f"task {task.ref} claims GPU {index} on node {state.name}, "
                                 "which does not exist or is already held")
     return task.gpus
 
+
+
+def _holds(mask: int, gpus: tuple[int, ...], count: int) -> bool:
+    """Whether a GPU mask has the recorded indices free, or `count` free when none are."""
+    if not gpus:
+        return count <= mask.bit_count()
+    return all(mask >> index & 1 for index in gpus)

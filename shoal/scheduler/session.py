@@ -76,6 +76,7 @@ class Session:
         """Jobs the enqueue action let through to allocation this cycle."""
         self.blocked: dict[str, list[JobInfo]] = {}
         """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
+        self.decisions.reservations = model.reserve()
         for job in model.waiting.values():
             job.reason = job.blocker
         for plugin in hooks.session_opens:
@@ -161,6 +162,17 @@ class Session:
 
     # ---- placement ------------------------------------------------------------------------
 
+    def pick_virtual_node(self, queue: str, group: TaskGroup, request: Resources
+                          ) -> NodeState | None:
+        """The first of the VC's own virtual nodes that passes the group's predicates and
+        has room (seed 003: when the first matching virtual node is full, the next one)."""
+        excluded = self.excluded_nodes
+        for node in self.model.reservations.on(queue):
+            if node.fits(request) and node.ordinal not in excluded and \
+                    all(p.node_filter(group, node.node) is None for p in self.hooks.predicates):
+                return node
+        return None
+
     def pick_node(self, pool: NodePool, request: Resources) -> NodeState | None:
         """The best feasible node for `request`: the first found in search order, or the
         highest-scored of the first `candidates_to_score` feasible ones."""
@@ -210,13 +222,16 @@ class Session:
         for op in operations:
             job = self.jobs[op.task.job]
             if isinstance(op, Allocation):
-                self.decisions.binds.append(Bind(op.task, op.node.name, op.gpus, op.request))
+                virtual = op.node.name if op.node.host is not None else None
+                self.decisions.binds.append(Bind(op.task, op.node.physical.name, op.gpus,
+                                                 op.request, virtual))
                 job.running.append(TaskInfo(op.task, op.node.name, op.gpus, TaskState.BOUND,
                                             self.now))
                 if not job.pending:
                     waiting.pop(job.name, None)
             else:
-                self.decisions.evictions.append(Evict(op.task, op.node.name, op.reason))
+                self.decisions.evictions.append(Evict(op.task, op.node.physical.name,
+                                                      op.reason))
                 job.running = [t for t in job.running if t.ref != op.task]
                 job.give_back(op.task.group, op.task.index)
                 waiting[job.name] = job

@@ -181,6 +181,17 @@ class FixedSizeNodesOut(_Out):
     scheduling_policy: str = Field(alias="schedulingPolicy")
 
 
+class VirtualNodeOut(_Out):
+    """One fixed-size virtual node, carved from a physical node."""
+
+    name: str
+    node: str = Field(description="The physical node it is carved from.")
+    labels: dict[str, str]
+    total: Quantities
+    used: Quantities
+    available: Quantities
+
+
 class VirtualClusterStatusOut(_Out):
     """A virtual cluster as the scheduler sees it now (seed 003's introspection)."""
 
@@ -200,6 +211,10 @@ class VirtualClusterStatusOut(_Out):
     pending_jobs: int = Field(alias="pendingJobs", description="Its own jobs still waiting.")
     running_jobs: int = Field(alias="runningJobs")
     running_tasks: int = Field(alias="runningTasks")
+    reservation: str = Field(
+        default="", description='With fixed-size nodes: "reserved", or why it is still '
+                                "queued for them; empty without.")
+    virtual_nodes: list[VirtualNodeOut] = Field(default_factory=list, alias="virtualNodes")
 
 
 class VirtualClusterOut(_Out):
@@ -238,7 +253,12 @@ def vc_status_out(status: VirtualClusterStatus) -> VirtualClusterStatusOut:
         guaranteed=_quantities(status.guaranteed), ceiling=status.ceiling.to_dict(),
         used=_quantities(status.used), available=_quantities(status.available),
         borrowed=_quantities(status.borrowed), pending_jobs=status.pending_jobs,
-        running_jobs=status.running_jobs, running_tasks=status.running_tasks)
+        running_jobs=status.running_jobs, running_tasks=status.running_tasks,
+        reservation=status.reservation,
+        virtual_nodes=[VirtualNodeOut(name=v.name, node=v.node, labels=v.labels,
+                                      total=_quantities(v.total), used=_quantities(v.used),
+                                      available=_quantities(v.available))
+                       for v in status.virtual_nodes])
 
 
 def vc_out(vc: VirtualCluster, status: VirtualClusterStatus | None = None

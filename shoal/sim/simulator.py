@@ -319,7 +319,7 @@ class Simulator:
             self.model.uncordon(node)
         else:
             victims = {t.ref.job for info in self.model.jobs.values() for t in info.running
-                       if t.node == node}
+                       if self.model.node(t.node).physical.name == node}
             for name in sorted(victims):
                 run = self.runs[name]
                 run.advance(now)

@@ -26,6 +26,7 @@ from shoal.api import (
     TaskGroup,
     TaskState,
     VirtualCluster,
+    VirtualNodePlacement,
 )
 from shoal.api.resources import CPU, GPU, MEMORY
 from shoal.store.models import JobRow, NodeRow, PriorityClassRow, TaskRow, VirtualClusterRow
@@ -165,8 +166,27 @@ def vc_to_row(vc: VirtualCluster, row: VirtualClusterRow | None = None) -> Virtu
     row.max = vc.max.to_dict()
     row.weight = vc.weight
     row.queueing = vc.queueing.value
-    row.fixed_size_nodes = fixed_groups_to_json(vc.fixed_size_nodes)
+    groups = fixed_groups_to_json(vc.fixed_size_nodes)
+    if groups != row.fixed_size_nodes or vc.reservation is not None:
+        # New fixed-size nodes are carved anew; the same ones keep their carving.
+        row.reservation = reservation_to_json(vc.reservation)
+    row.fixed_size_nodes = groups
     return row
+
+
+def reservation_to_json(placements: tuple[VirtualNodePlacement, ...] | None
+                        ) -> list[dict[str, Any]] | None:
+    if placements is None:
+        return None
+    return [{"node": p.node, "gpus": list(p.gpus)} for p in placements]
+
+
+def reservation_from_json(data: list[dict[str, Any]] | None
+                          ) -> tuple[VirtualNodePlacement, ...] | None:
+    if data is None:
+        return None
+    return tuple(VirtualNodePlacement(str(p["node"]), tuple(int(g) for g in p["gpus"]))
+                 for p in data)
 
 
 def fixed_groups_to_json(groups: tuple[FixedSizeNodes, ...]) -> list[dict[str, Any]]:
@@ -185,7 +205,8 @@ def vc_from_row(row: VirtualClusterRow) -> VirtualCluster:
     return VirtualCluster(name=row.name, parent=row.parent, min=resources_from_json(row.min),
                           max=ResourceLimit.of({k: int(v) for k, v in row.max.items()}),
                           weight=row.weight, queueing=QueueingPolicy(row.queueing),
-                          fixed_size_nodes=fixed_groups_from_json(row.fixed_size_nodes))
+                          fixed_size_nodes=fixed_groups_from_json(row.fixed_size_nodes),
+                          reservation=reservation_from_json(row.reservation))
 
 
 def priority_class_to_row(pc: PriorityClass, row: PriorityClassRow | None = None

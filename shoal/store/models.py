@@ -146,6 +146,10 @@ class VirtualClusterRow(Base):
     fixed_size_nodes: Mapped[list[dict[str, Any]]] = mapped_column(
         JSON, default=list, server_default="[]")
     """Groups of fixed-size virtual nodes (see `convert.fixed_groups_to_json`)."""
+    reservation: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    """Where the fixed-size nodes are carved (status written by the scheduler); NULL while
+    they are not."""
+    created: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
 
 
 class PriorityClassRow(Base):

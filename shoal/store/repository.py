@@ -28,6 +28,7 @@ from shoal.api import (
     JobState,
     Node,
     PriorityClass,
+    Reserve,
     Task,
     TaskRef,
     TaskState,
@@ -535,15 +536,33 @@ class Repository:
         return list(self._catalog.get("nodes", load))
 
     def put_virtual_cluster(self, vc: VirtualCluster) -> None:
+        """Create or replace a virtual cluster. One created is stamped with the time (its
+        place in the reservation queue); one replaced keeps its carving unless its
+        fixed-size nodes changed."""
         with self.store.sessions.begin() as s:
-            s.add(convert.vc_to_row(vc, s.get(VirtualClusterRow, vc.name)))
+            row = s.get(VirtualClusterRow, vc.name)
+            if row is None:
+                row = VirtualClusterRow(name=vc.name, created=self.clock())
+            s.add(convert.vc_to_row(vc, row))
+        self._catalog.invalidate()
+
+    def record_reservations(self, changes: Iterable[Reserve]) -> None:
+        """Store where the scheduler carved virtual clusters' fixed-size nodes (or that it
+        gave them back), so that a restart restores them there."""
+        with self.store.sessions.begin() as s:
+            for change in changes:
+                row = s.get(VirtualClusterRow, change.virtual_cluster)
+                if row is not None:
+                    row.reservation = convert.reservation_to_json(change.placements)
         self._catalog.invalidate()
 
     def list_virtual_clusters(self) -> list[VirtualCluster]:
+        """Every virtual cluster, in creation order (the reservation queue's)."""
         def load() -> tuple[VirtualCluster, ...]:
             with self.store.reads.begin() as s:
                 return tuple(convert.vc_from_row(r) for r in s.scalars(
-                    select(VirtualClusterRow).order_by(VirtualClusterRow.name)))
+                    select(VirtualClusterRow).order_by(VirtualClusterRow.created,
+                                                       VirtualClusterRow.name)))
         return list(self._catalog.get("virtual-clusters", load))
 
     def put_priority_class(self, pc: PriorityClass) -> None:

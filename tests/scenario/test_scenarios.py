@@ -145,21 +145,37 @@ def _set_table(title: str, expected: set[str], actual: set[str]) -> str:
     return _table(title, rows)
 
 
-def _bind_text(node: str, gpus: tuple[int, ...], with_gpus: bool) -> str:
-    if not with_gpus:
-        return node
-    return f"{node} gpus={','.join(str(g) for g in gpus)}"
+@dataclass(frozen=True)
+class Where:
+    """A bind's place as a case writes it: `node [gpus=0,1] [vnode=vc/0]`. `gpus` and
+    `vnode`, when not written, are not compared."""
 
-
-def _parse_bind(text: str) -> tuple[str, tuple[int, ...] | None]:
-    parts = str(text).split()
-    node = parts[0]
+    node: str
     gpus: tuple[int, ...] | None = None
+    vnode: str | None = None
+
+    def text(self, like: Where | None = None) -> str:
+        """As a case would write it, with only the parts `like` writes."""
+        like = like or self
+        out = self.node
+        if like.gpus is not None:
+            out += f" gpus={','.join(str(g) for g in self.gpus or ())}"
+        if like.vnode is not None:
+            out += f" vnode={self.vnode or '-'}"
+        return out
+
+
+def _parse_bind(text: str) -> Where:
+    parts = str(text).split()
+    values: dict[str, str] = {}
     for part in parts[1:]:
         key, _, value = part.partition("=")
-        assert key == "gpus", f"bind {text!r}: expected 'node' or 'node gpus=0,1'"
-        gpus = tuple(int(g) for g in value.split(",") if g)
-    return node, gpus
+        assert key in ("gpus", "vnode"), \
+            f"bind {text!r}: expected 'node', then optionally gpus=0,1 and vnode=vc/0"
+        values[key] = value
+    gpus = None if "gpus" not in values else \
+        tuple(int(g) for g in values["gpus"].split(",") if g)
+    return Where(parts[0], gpus, values.get("vnode"))
 
 
 def compare(case: Case, result: ScenarioResult) -> list[str]:
@@ -171,7 +187,7 @@ def compare(case: Case, result: ScenarioResult) -> list[str]:
     twice = sorted(t for t, n in bound.items() if n > 1 and not expect.get("evictions"))
     if twice:
         problems.append(f"tasks bound more than once: {', '.join(twice)}")
-    actual_binds = {str(b.task): (b.node, b.gpus) for b in binds}
+    actual_binds = {str(b.task): Where(b.node, b.gpus, b.virtual_node or "-") for b in binds}
 
     if "binds" in expect:
         wanted = {str(task): _parse_bind(where) for task, where in (expect["binds"] or {}).items()}
@@ -179,9 +195,8 @@ def compare(case: Case, result: ScenarioResult) -> list[str]:
         for task in sorted(set(wanted) | set(actual_binds)):
             want = wanted.get(task)
             have = actual_binds.get(task)
-            with_gpus = want is not None and want[1] is not None
-            want_text = MISSING if want is None else _bind_text(want[0], want[1] or (), with_gpus)
-            have_text = MISSING if have is None else _bind_text(have[0], have[1], with_gpus)
+            want_text = MISSING if want is None else want.text()
+            have_text = MISSING if have is None else have.text(want or Where(""))
             rows.append((task, want_text, have_text))
         if any(r[1] != r[2] for r in rows):
             problems.append(_table("binds (task -> node)", rows))

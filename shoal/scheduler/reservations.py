@@ -1,0 +1,166 @@
+"""The atomic reservation of virtual clusters' fixed-size nodes (seed 003), kept by the
+scheduler model between cycles.
+
+A virtual cluster (VC) with `fixedSizeNodes` is *reserved* once every one of its virtual
+nodes is carved out of a physical node (`shoal.core.virtual_nodes.carve`, all or none);
+until then it is *queued*, and its jobs wait with the reason. From the moment it is
+reserved:
+- each virtual node is a node of its own in the `ClusterState` (its size taken from its
+  physical node's free capacity), labelled `shoal.io/virtual-cluster: <vc>` on top of its
+  physical node's labels and its own; only the VC's jobs are placed on it;
+- its size leaves the quota tree (`QuotaTree.carve`): tasks on virtual nodes are not charged
+  there, so the fixed part is not reserved twice (once as nodes, once as guarantee).
+
+While a VC is queued, the quota tree still counts its fixed part in its guarantee, so no
+other VC may borrow it: capacity that frees up stays idle for the carving instead of being
+taken again at once. Queued VCs are carved in the order they were declared, strictly: one
+that cannot be carved keeps those behind it waiting (so a large VC is not starved by smaller
+ones), as a strict-FIFO queue does for jobs.
+
+A carving is recorded in the VC (`VirtualCluster.reservation`): a driver that rebuilds its
+model — the control plane after a restart — restores virtual nodes exactly where they were,
+before the tasks that run on them are counted. A recorded carving that no longer fits (its
+node is gone) is dropped and the VC queued again. A VC whose physical node is cordoned
+gives all its virtual nodes back (the reservation is atomic both ways) and queues again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from shoal.api.decisions import PendingKind, PendingReason, Reserve
+from shoal.api.objects import VIRTUAL_CLUSTER_LABEL, VirtualCluster, VirtualNodePlacement
+from shoal.core.nodes import ClusterState, NodeState
+from shoal.core.quota import QuotaTree
+from shoal.core.virtual_nodes import carve
+
+NOT_YET = "not carved yet"
+
+
+def virtual_node_name(vc: str, index: int) -> str:
+    """`<vc>/<index>`: `/` is in no node's or VC's name, so no physical node shares it."""
+    return f"{vc}/{index}"
+
+
+class FixedNodeReservations:
+    """Which VCs hold their fixed-size nodes, where, and which wait for them."""
+
+    def __init__(self, cluster: ClusterState, quota: QuotaTree,
+                 virtual_clusters: Iterable[VirtualCluster]) -> None:
+        self.cluster = cluster
+        self.quota = quota
+        self.specs = {vc.name: vc for vc in virtual_clusters if vc.fixed_size_nodes}
+        self.nodes: dict[str, list[NodeState]] = {}
+        """Reserved VC → its virtual nodes, in group then node order."""
+        self.placements: dict[str, tuple[VirtualNodePlacement, ...]] = {}
+        """Reserved VC → where its virtual nodes are carved (what a driver records)."""
+        self.queued: dict[str, str] = {}
+        """Queued VC → why it is not carved yet, in the order it will be tried."""
+        self.changes: list[Reserve] = []
+        """Reservations made or given back since the last `drain_changes`."""
+        for vc in self.specs.values():
+            if vc.reservation is None or not self._restore(vc, vc.reservation):
+                self.queued[vc.name] = NOT_YET
+
+    def blocker(self, vc: str) -> PendingReason | None:
+        """Why the VC's jobs cannot be placed now, when it is queued."""
+        why = self.queued.get(vc)
+        if why is None:
+            return None
+        ahead = next(iter(self.queued))
+        wait = why if ahead == vc else f"queued behind virtual cluster {ahead!r}"
+        return PendingReason(
+            PendingKind.RESERVATION,
+            f"virtual cluster {vc!r} waits for its fixed-size nodes to be reserved: {wait}",
+            queue=vc)
+
+    def on(self, vc: str) -> list[NodeState]:
+        """The VC's virtual nodes (empty unless it is reserved with fixed-size nodes)."""
+        return self.nodes.get(vc, [])
+
+    # ---- reserving ----------------------------------------------------------------------
+
+    def reserve_queued(self) -> tuple[list[str], bool]:
+        """Carve the queued VCs, in order, while they can be: the VCs reserved, and whether
+        any queued VC's reason changed."""
+        before = dict(self.queued)
+        done: list[str] = []
+        for name in list(self.queued):
+            vc = self.specs[name]
+            free = {s.name: s.free() for s in self.cluster.states
+                    if s.node.schedulable and s.name not in self.cluster.cordoned}
+            carving = carve(vc.fixed_size_nodes, free)
+            if isinstance(carving, str):
+                self.queued[name] = carving
+                break
+            hosts = [host for group in carving.nodes for host in group]
+            placements = self._materialise(vc, [(h, None) for h in hosts])
+            del self.queued[name]
+            self.changes.append(Reserve(name, placements))
+            done.append(name)
+        return done, self.queued != before
+
+    def release_on(self, host: str) -> list[str]:
+        """Give back every reservation with a virtual node on `host` (being cordoned); the
+        VCs queue again, ahead of those that never had one. Their virtual nodes must hold
+        no task."""
+        hit = [vc for vc, states in self.nodes.items()
+               if any(s.physical.name == host for s in states)]
+        for vc in hit:
+            for state in self.nodes.pop(vc):
+                self.cluster.uncarve(state)
+            del self.placements[vc]
+            self.quota.carve(vc, self.specs[vc].fixed_resources, -1)
+            why = f"its node {host} was taken out of service"
+            self.changes.append(Reserve(vc, None, why))
+            self.queued = {vc: why, **self.queued}
+        return hit
+
+    def drain_changes(self) -> list[Reserve]:
+        out, self.changes = self.changes, []
+        return out
+
+    def _restore(self, vc: VirtualCluster, placements: tuple[VirtualNodePlacement, ...]
+                 ) -> bool:
+        specs = vc.virtual_node_specs
+        if len(placements) != len(specs):
+            return False
+        for placement, spec in zip(placements, specs, strict=True):
+            state = self.cluster.by_name.get(placement.node)
+            if state is None or state.host is not None or not state.node.schedulable or \
+                    placement.node in self.cluster.cordoned or \
+                    len(placement.gpus) != spec.resources.gpu:
+                return False
+        trial = {p.node: self.cluster.by_name[p.node].free() for p in placements}
+        masks = {p.node: self.cluster.by_name[p.node].gpu_free_mask for p in placements}
+        for placement, spec in zip(placements, specs, strict=True):
+            if not spec.resources.fits(trial[placement.node]):
+                return False
+            trial[placement.node] = trial[placement.node] - spec.resources
+            for index in placement.gpus:
+                if not masks[placement.node] >> index & 1:
+                    return False
+                masks[placement.node] &= ~(1 << index)
+        self._materialise(vc, [(p.node, p.gpus) for p in placements])
+        return True
+
+    def _materialise(self, vc: VirtualCluster,
+                     where: list[tuple[str, tuple[int, ...] | None]]
+                     ) -> tuple[VirtualNodePlacement, ...]:
+        states: list[NodeState] = []
+        for index, ((host, gpus), spec) in enumerate(zip(where, vc.virtual_node_specs,
+                                                         strict=True)):
+            labels = {**spec.labels, VIRTUAL_CLUSTER_LABEL: vc.name}
+            states.append(self.cluster.carve(virtual_node_name(vc.name, index),
+                                             self.cluster.by_name[host], spec.resources,
+                                             labels, vc.name, gpus))
+        self.nodes[vc.name] = states
+        self.quota.carve(vc.name, vc.fixed_resources)
+        placements = tuple(VirtualNodePlacement(s.physical.name, _indices(s.gpu_free_mask))
+                           for s in states)
+        self.placements[vc.name] = placements
+        return placements
+
+
+def _indices(mask: int) -> tuple[int, ...]:
+    return tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
