@@ -46,6 +46,7 @@ class StoreScheduler:
                                self.repository.list_virtual_clusters(),
                                self.repository.list_priority_classes())
         model.add_jobs(self.repository.snapshot_jobs())
+        model.reserve()  # what the control loop's next cycle would carve
         return virtual_cluster_status(model)
 
     def feasibility(self, job: Job) -> PendingReason | None:

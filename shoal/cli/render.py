@@ -14,7 +14,8 @@ def render_schedule(console: Console, result: ScenarioResult) -> None:
         binds.add_column(column, overflow="fold", no_wrap=column == "task")
     for record in result.cycles:
         for b in record.binds:
-            binds.add_row(str(record.cycle), str(b.task), b.node,
+            where = b.node if b.virtual_node is None else f"{b.node} ({b.virtual_node})"
+            binds.add_row(str(record.cycle), str(b.task), where,
                           ",".join(map(str, b.gpus)) or "-", str(b.resources))
     if binds.row_count:
         console.print(binds)

@@ -4,12 +4,14 @@ with a usage bar in the cluster's main dimension (GPUs when it has any, else CPU
 The bar spans what the virtual cluster could ever use (its ceiling, or the whole cluster
 where it has none): green is used within its guarantee, yellow is borrowed beyond it, and
 the dots are what it was guaranteed but does not use (for the root, which owns all of its
-capacity: what is idle).
+capacity: what is idle). A virtual cluster's fixed-size virtual nodes hang under it, each
+with its physical node and its own bar; one still waiting for them says why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.text import Text
 from rich.tree import Tree
@@ -36,8 +38,24 @@ def _grow(branch: Tree, children: Sequence[str],
         status = statuses.get(name)
         if status is None:  # created since the tree was read
             continue
-        _grow(branch.add(_line(status, dimension, capacity)), status.children, statuses,
-              dimension, capacity)
+        twig = branch.add(_line(status, dimension, capacity))
+        if status.reservation and status.reservation != "reserved":
+            twig.add(Text(f"waiting for its fixed-size nodes: {status.reservation}",
+                          style="red"))
+        for virtual in status.virtual_nodes:
+            twig.add(_virtual_line(virtual, dimension))
+        _grow(twig, status.children, statuses, dimension, capacity)
+
+
+def _virtual_line(virtual: Mapping[str, Any], dimension: str) -> Text:
+    size = _amount(virtual.get("total") or {}, dimension)
+    used = _amount(virtual.get("used") or {}, dimension)
+    unit = "GPUs" if dimension == GPU else "CPUs"
+    line = Text(f"{virtual.get('name', '?'):<14}", style="cyan")
+    line.append_text(_bar(used, size, max(1, size)))
+    line.append(f" {_shown(used, dimension)}/{_shown(size, dimension)} {unit} used, "
+                f"virtual node on {virtual.get('node', '?')}", style="dim")
+    return line
 
 
 def _line(status: VirtualClusterStatusView, dimension: str, capacity: int, *,

@@ -8,8 +8,8 @@ Two rules, on the tree that the stored virtual clusters and the new ones form to
   the root to at most the schedulable nodes' allocatable resources (the implicit `default`
   virtual cluster guarantees nothing);
 - every group of fixed-size virtual nodes could be carved out of the nodes at all
-  (`virtual_nodes.unplaceable`), and all of them together, those of the stored virtual
-  clusters included (`virtual_nodes.uncarvable`).
+  (`virtual_nodes.unplaceable`), and all of them together beside those already carved
+  (`virtual_nodes.uncarvable`), as the reservation will carve them.
 
 Pure: values in, the first problem out. The spec loader checks the same rules on a file
 (`shoal.spec.checks`), where it also reports every problem at its document.
@@ -42,7 +42,7 @@ def vc_problem(new: Sequence[VirtualCluster], stored: Sequence[VirtualCluster],
         if placement is not None:
             return VirtualClusterProblem(vc.name, f"spec.{placement[0]}", placement[1])
     tree = {vc.name: vc for vc in (*stored, *new)}
-    together = uncarvable([(vc.name, vc.fixed_size_nodes) for vc in tree.values()], nodes)
+    together = uncarvable(list(tree.values()), nodes)
     if together is not None:
         return VirtualClusterProblem(together[0], "spec.fixedSizeNodes", together[1])
     capacity = total(n.allocatable_resources for n in nodes if n.schedulable)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from shoal.api.objects import FixedSizeNodes, Node, PlacementPolicy
+from shoal.api.objects import FixedSizeNodes, Node, PlacementPolicy, VirtualCluster
 from shoal.api.resources import Resources, total
 
 
@@ -46,23 +46,28 @@ def unplaceable(groups: Sequence[FixedSizeNodes], nodes: Sequence[Node]
     return None
 
 
-def uncarvable(vcs: Sequence[tuple[str, Sequence[FixedSizeNodes]]], nodes: Sequence[Node]
-                ) -> tuple[str, str] | None:
-    """(virtual cluster, reason) when the fixed-size nodes of all these virtual clusters
-    could not be carved together out of the idle `nodes` by `carve` — the reservation
-    would never succeed, so the last virtual cluster to join is refused. None when they
-    could (or none has any)."""
-    owners = [name for name, groups in vcs for _ in groups]
-    groups = [g for _, gs in vcs for g in gs]
+def uncarvable(vcs: Sequence[VirtualCluster], nodes: Sequence[Node]
+               ) -> tuple[str, str] | None:
+    """(virtual cluster, reason) when the fixed-size nodes of these virtual clusters could
+    not all be carved by `carve` out of the idle `nodes` — the reservation would never
+    succeed, so the last virtual cluster to join is refused. Those already carved
+    (`reservation`) stay where they are, and the others must fit beside them. None when
+    they could (or none has any)."""
+    waiting = [vc for vc in vcs if vc.fixed_size_nodes and vc.reservation is None]
+    groups = [g for vc in waiting for g in vc.fixed_size_nodes]
     if not groups:
         return None
     free = {n.name: n.allocatable_resources for n in nodes if n.schedulable}
+    for vc in vcs:
+        for place, spec in zip(vc.reservation or (), vc.virtual_node_specs, strict=False):
+            if place.node in free:
+                free[place.node] = free[place.node].saturating_sub(spec.resources)
     carved = carve(groups, free)
     if not isinstance(carved, str):
         return None
     why = carved.split(": ", 1)[-1]
-    return owners[-1], (f"the fixed-size nodes of every virtual cluster cannot all be carved "
-                        f"out of the nodes, even idle ({why})")
+    return waiting[-1].name, (f"the fixed-size nodes of every virtual cluster cannot all be "
+                              f"carved out of the nodes, even idle ({why})")
 
 
 def spread_matching(sizes: Sequence[Resources], capacities: Sequence[Resources]

@@ -87,18 +87,53 @@ class FixedNodeReservations:
         done: list[str] = []
         for name in list(self.queued):
             vc = self.specs[name]
-            free = {s.name: s.free() for s in self.cluster.states
-                    if s.node.schedulable and s.name not in self.cluster.cordoned}
-            carving = carve(vc.fixed_size_nodes, free)
-            if isinstance(carving, str):
-                self.queued[name] = carving
+            rest = [self.specs[n] for n in self.queued if n != name]
+            hosts = self._carving_for(vc, rest)
+            if isinstance(hosts, str):
+                self.queued[name] = hosts
                 break
-            hosts = [host for group in carving.nodes for host in group]
             placements = self._materialise(vc, [(h, None) for h in hosts])
             del self.queued[name]
             self.changes.append(Reserve(name, placements))
             done.append(name)
         return done, self.queued != before
+
+    def _carving_for(self, vc: VirtualCluster, rest: list[VirtualCluster]) -> list[str] | str:
+        """Where to carve the VC's virtual nodes now (their physical nodes, in order), or
+        why not. A carving is taken only if the VCs still queued could then be carved on
+        the nodes once idle: carving one VC where it first fits could otherwise take the
+        only nodes a later STRICT_SPREAD needs, and leave it queued forever though the set
+        was checked carvable. (By induction from that check, the queue then always drains
+        once the nodes are idle.) The carving of the VC together with the rest is tried
+        first, then the VC's alone."""
+        states = [s for s in self.cluster.states
+                  if s.node.schedulable and s.name not in self.cluster.cordoned]
+        free = {s.name: s.free() for s in states}
+        idle = {s.name: s.allocatable for s in states}
+        for virtual in self.cluster.virtual.values():
+            host = virtual.physical.name
+            if host in idle:
+                idle[host] = idle[host].saturating_sub(virtual.allocatable)
+        later = [g for other in rest for g in other.fixed_size_nodes]
+        mine = len(vc.fixed_size_nodes)
+        tries: list[tuple[tuple[str, ...], ...]] = []
+        joint = carve((*vc.fixed_size_nodes, *later), free) if later else None
+        if joint is not None and not isinstance(joint, str):
+            tries.append(joint.nodes[:mine])
+        alone = carve(vc.fixed_size_nodes, free)
+        if isinstance(alone, str) and not tries:
+            return alone
+        if not isinstance(alone, str):
+            tries.append(alone.nodes)
+        for carving in tries:
+            hosts = [host for group in carving for host in group]
+            left = dict(idle)
+            for host, spec in zip(hosts, vc.virtual_node_specs, strict=True):
+                left[host] = left[host].saturating_sub(spec.resources)
+            if not later or not isinstance(carve(later, left), str):
+                return hosts
+        return ("carving it now would leave no room for the fixed-size nodes of "
+                + ", ".join(repr(other.name) for other in rest) + ", queued behind it")
 
     def release_on(self, host: str) -> list[str]:
         """Give back every reservation with a virtual node on `host` (being cordoned); the

@@ -162,14 +162,18 @@ class Session:
 
     # ---- placement ------------------------------------------------------------------------
 
+    def virtual_nodes_for(self, queue: str, group: TaskGroup) -> list[NodeState]:
+        """The VC's own virtual nodes that pass the group's predicates."""
+        return [node for node in self.model.reservations.on(queue)
+                if all(p.node_filter(group, node.node) is None for p in self.hooks.predicates)]
+
     def pick_virtual_node(self, queue: str, group: TaskGroup, request: Resources
                           ) -> NodeState | None:
         """The first of the VC's own virtual nodes that passes the group's predicates and
         has room (seed 003: when the first matching virtual node is full, the next one)."""
         excluded = self.excluded_nodes
-        for node in self.model.reservations.on(queue):
-            if node.fits(request) and node.ordinal not in excluded and \
-                    all(p.node_filter(group, node.node) is None for p in self.hooks.predicates):
+        for node in self.virtual_nodes_for(queue, group):
+            if node.fits(request) and node.ordinal not in excluded:
                 return node
         return None
 

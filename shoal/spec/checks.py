@@ -144,8 +144,7 @@ def _quota_tree(log: IssueLog, d: Declarations, known: Known) -> None:
             if problem is not None:
                 log.add(x.doc, f"spec.{problem[0]}", problem[1])
                 placeable = False
-        together = placeable and uncarvable(
-            [(x.value.name, x.value.fixed_size_nodes) for x in vcs.values()], node_list)
+        together = placeable and uncarvable([x.value for x in vcs.values()], node_list)
         if together:
             log.add(vcs[together[0]].doc, "spec.fixedSizeNodes", together[1])
 

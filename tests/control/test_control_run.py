@@ -132,3 +132,48 @@ def test_a_virtual_cluster_added_while_running_is_taken_up(plane: ControlPlane) 
     plane.submit(team)
     step_until(plane, finished(plane, "team-job"))
     assert state_of(plane, "team-job") is JobState.SUCCEEDED
+
+
+def test_fixed_size_nodes_are_carved_recorded_and_restored_after_a_restart(
+        plane: ControlPlane, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from shoal.api import (
+        FixedSizeNode,
+        FixedSizeNodes,
+        ResourceLimit,
+        Resources,
+        VirtualCluster,
+        VirtualNodePlacement,
+    )
+    from shoal.executors.local import LocalExecutor
+    from shoal.scheduler.profile import Profile
+
+    repo = plane.repository
+    size = Resources.of(cpu=1000, memory=256, gpu=2)
+    repo.put_virtual_cluster(VirtualCluster(
+        "pg", max=ResourceLimit.of({"gpu": 0}),
+        fixed_size_nodes=(FixedSizeNodes((FixedSizeNode(size),)),)))
+    plane.reload_catalog()
+    plane.submit(replace(job("pg-job", "import time; time.sleep(60)", gpu=1), queue="pg"))
+    step_until(plane, lambda: state_of(plane, "pg-job") is JobState.RUNNING)
+    carving = (VirtualNodePlacement("local", (0, 1)),)
+    assert repo.list_virtual_clusters()[0].reservation == carving
+    task = repo.get_job("pg-job").tasks[0]  # type: ignore[union-attr]
+    assert (task.node, task.gpus) == ("local", (0,))
+
+    # A control plane started afresh on the same store restores the carving where it was,
+    # and counts the running task on the virtual node, not against the quota tree.
+    again = ControlPlane(repo, LocalExecutor(tmp_path / "shoal", grace_period=0.5),
+                         plane.nodes, Profile.default(), interval=0.1, grace_period=0.5,
+                         virtual_clusters=repo.list_virtual_clusters())
+    again.start()
+    try:
+        assert again.model.reservations.placements == {"pg": carving}
+        [virtual] = again.virtual_cluster_status()["pg"].virtual_nodes
+        assert (virtual.node, virtual.used.gpu, virtual.available.gpu) == ("local", 1, 1)
+        assert again.model.quota.get("pg").usage.is_zero()
+        assert again.step().reservations == []
+    finally:
+        again.cancel("pg-job")
+        step_until(again, finished(again, "pg-job"))

@@ -125,3 +125,21 @@ def test_fixed_size_nodes_are_refused_when_the_stored_ones_leave_no_room(api: Ap
     assert body["errors"][0]["path"] == "spec.fixedSizeNodes"
     assert "'c'" in message(body) and "cannot all be carved" in message(body)
     assert "c" not in names(api)
+
+
+def test_introspection_shows_virtual_nodes_and_their_physical_node(api: Api) -> None:
+    status, body = create(api, vc("pg", "{fixedSizeNodes: [{schedulingPolicy: STRICT_SPREAD, "
+                                        "nodes: [{resources: {gpu: 4}, labels: {role: ps}}, "
+                                        "{resources: {gpu: 2}}]}]}"))
+    assert status == 201, body
+    one = api.request("GET", "/api/v1/virtual-clusters/pg", "bob").json()["status"]
+    assert one["reservation"] == "reserved"
+    nodes = one["virtualNodes"]
+    assert [(v["name"], v["total"]["gpu"], v["available"]["gpu"]) for v in nodes] == \
+        [("pg/0", 4, 4), ("pg/1", 2, 2)]
+    assert len({v["node"] for v in nodes}) == 2  # STRICT_SPREAD: two physical nodes
+    assert nodes[0]["labels"]["role"] == "ps"
+    assert nodes[0]["labels"]["shoal.io/virtual-cluster"] == "pg"
+    assert one["guaranteed"]["gpu"] == 6 and one["available"]["gpu"] >= 6
+    plain = api.request("GET", "/api/v1/virtual-clusters/team-a", "bob").json()["status"]
+    assert plain["reservation"] == "" and plain["virtualNodes"] == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from sqlalchemy import select
 
@@ -13,9 +15,11 @@ from shoal.api import (
     PlacementPolicy,
     PriorityClass,
     QueueingPolicy,
+    Reserve,
     ResourceLimit,
     Resources,
     VirtualCluster,
+    VirtualNodePlacement,
 )
 from shoal.store import AlreadyExistsError, NotFoundError, Repository, User, hash_token
 from shoal.store.models import TokenRow
@@ -53,6 +57,31 @@ def test_fixed_size_nodes_round_trip(repo: Repository) -> None:
     vc = VirtualCluster("pg", min=Resources.of(cpu=1000), fixed_size_nodes=groups)
     repo.put_virtual_cluster(vc)
     assert repo.list_virtual_clusters() == [vc]
+
+
+def test_carvings_are_recorded_and_kept_while_the_fixed_size_nodes_stay(
+        repo: Repository) -> None:
+    groups = (FixedSizeNodes((FixedSizeNode(Resources.of(gpu=2)),
+                              FixedSizeNode(Resources.of(gpu=1)))),)
+    vc = VirtualCluster("pg", fixed_size_nodes=groups)
+    repo.put_virtual_cluster(vc)
+    carving = (VirtualNodePlacement("n1", (0, 1)), VirtualNodePlacement("n2", (3,)))
+    repo.record_reservations([Reserve("pg", carving), Reserve("gone", carving)])
+    assert repo.list_virtual_clusters() == [replace(vc, reservation=carving)]
+    repo.put_virtual_cluster(replace(vc, weight=2))  # same fixed-size nodes: kept
+    assert repo.list_virtual_clusters()[0].reservation == carving
+    repo.put_virtual_cluster(replace(vc, fixed_size_nodes=groups[:0]))  # changed: dropped
+    assert repo.list_virtual_clusters()[0].reservation is None
+    repo.record_reservations([Reserve("pg", None, "node lost")])
+    assert repo.list_virtual_clusters()[0].reservation is None
+
+
+def test_virtual_clusters_are_listed_in_creation_order(repo: Repository) -> None:
+    """The order queued reservations are carved in (FIFO), whatever the names."""
+    for name in ("zeta", "alpha", "mid"):
+        repo.put_virtual_cluster(VirtualCluster(name))
+    repo.put_virtual_cluster(VirtualCluster("zeta", weight=5))  # replacing keeps its place
+    assert [vc.name for vc in repo.list_virtual_clusters()] == ["zeta", "alpha", "mid"]
 
 
 def test_priority_classes_round_trip(repo: Repository) -> None:

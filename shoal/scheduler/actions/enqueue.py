@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import Job, Node, PriorityClass, TaskGroup, VirtualCluster
 from shoal.api.resources import Resources, total
-from shoal.core.nodes import NodePool
+from shoal.core.nodes import NodePool, NodeState
 from shoal.scheduler.fitting import no_matching_node
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
@@ -67,13 +67,15 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
     demand: list[Resources] = []
     for group, indices in needed:
         pool = session.pool_for(group)
-        if not pool.nodes:
+        own = session.virtual_nodes_for(job.queue, group)
+        if not pool.nodes and not own:
             return no_matching_node(session, group)
         if not group.resources.is_zero():
             key = (pool.key, group.resources)
             most = cache.get(key)
             if most is None:
-                most = cache[key] = _replicas_when_idle(pool, group.resources)
+                most = cache[key] = _replicas_when_idle(pool.nodes, group.resources)
+            most += _replicas_when_idle(own, group.resources)
             if most < len(indices):
                 return _too_big(pool, group, len(indices), most)
         demand.append(group.resources.scale(len(indices)))
@@ -87,9 +89,9 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
     return session.admissible(job.queue, total(demand))
 
 
-def _replicas_when_idle(pool: NodePool, request: Resources) -> int:
+def _replicas_when_idle(nodes: Sequence[NodeState], request: Resources) -> int:
     count = 0
-    for state in pool.nodes:
+    for state in nodes:
         alloc = state.allocatable
         if request.fits(alloc):
             count += min(alloc.get(d) // v for d, v in request.items())
@@ -142,12 +144,14 @@ class AdmissionCheck:
         from shoal.scheduler.profile import Profile as Profiles
 
         self._model = SchedulerModel(nodes, virtual_clusters, priority_classes)
+        self._model.reserve()  # on the idle cluster, every VC's fixed-size nodes are carved
         self._hooks = Hooks((profile or Profiles.default()).plugins())
 
     def __call__(self, job: Job) -> PendingReason | None:
         info = self._model.add_job(job)
         try:
-            if info.blocker is not None:
+            # A VC waiting for its fixed-size nodes is no reason to refuse its jobs.
+            if info.blocker is not None and info.blocker.kind is not PendingKind.RESERVATION:
                 return info.blocker
             return feasibility(Session(self._model, self._hooks), info)
         finally:

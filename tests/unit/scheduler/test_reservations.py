@@ -1,0 +1,194 @@
+"""The atomic reservation of fixed-size nodes in the scheduler model: carved when capacity
+frees up (before jobs take it), restored where recorded after a rebuild, given back when a
+node goes, and seen by introspection. The scenario tables (tests/scenario/cases/
+vc-fixed-nodes-*.yaml) show the placement rules; these follow the model across cycles."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from shoal.api import (
+    FixedSizeNode,
+    FixedSizeNodes,
+    Job,
+    Node,
+    PendingKind,
+    PlacementPolicy,
+    ResourceLimit,
+    Resources,
+    SchedulerName,
+    Task,
+    TaskGroup,
+    TaskRef,
+    TaskState,
+    VirtualCluster,
+    VirtualNodePlacement,
+)
+from shoal.api.decisions import Decisions
+from shoal.api.objects import VIRTUAL_CLUSTER_LABEL
+from shoal.core import Snapshot
+from shoal.scheduler import Profile
+from shoal.scheduler.introspection import virtual_cluster_status
+from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.session import Session
+
+NODES = tuple(Node(f"n{i}", Resources.of(cpu=32_000, gpu=8)) for i in range(2))
+
+
+def gpu(n: int) -> Resources:
+    return Resources.of(cpu=1000, gpu=n)
+
+
+def fixed(*sizes: int, policy: PlacementPolicy = PlacementPolicy.STRICT_SPREAD,
+          labels: dict[str, str] | None = None) -> tuple[FixedSizeNodes, ...]:
+    return (FixedSizeNodes(tuple(FixedSizeNode(Resources.of(cpu=1000 * s, gpu=s), labels or {})
+                                 for s in sizes), policy),)
+
+
+def job(name: str, queue: str, gpus: int, replicas: int = 1, at: float = 0.0,
+        tasks: tuple[Task, ...] = (), selector: dict[str, str] | None = None) -> Job:
+    return Job(name, (TaskGroup("w", replicas, gpu(gpus), node_selector=selector or {}),),
+               queue=queue, scheduler_name=SchedulerName.DEFAULT, submitted=at, tasks=tasks)
+
+
+def cycle(model: SchedulerModel) -> Decisions:
+    profile = Profile.default()
+    session = Session(model, profile.plugins())
+    for action in profile.actions():
+        action.execute(session)
+    return session.close()
+
+
+def binds(decisions: Decisions) -> dict[str, tuple[str, str | None]]:
+    return {str(b.task): (b.node, b.virtual_node) for b in decisions.binds}
+
+
+def test_a_queued_reservation_is_carved_when_capacity_frees_before_jobs_take_it() -> None:
+    vc = VirtualCluster("late", fixed_size_nodes=fixed(8, 8))
+    model = SchedulerModel(NODES, [vc])
+    model.add_job(job("hog", "default", 4, tasks=(
+        Task("hog", "w", 0, TaskState.RUNNING, "n0", (0, 1, 2, 3), 0.0),)))
+    model.add_job(job("mine", "late", 8))
+    first = cycle(model)
+    assert first.reservations == [] and first.binds == []
+    [waiting] = [p.reason for p in first.pending if p.job == "mine"]
+    assert waiting.kind is PendingKind.RESERVATION and "STRICT_SPREAD" in waiting.message
+    assert virtual_cluster_status(model)["late"].reservation.startswith("fixedSizeNodes[0]")
+
+    # hog ends and a default job arrives that would take the freed GPUs: the carving
+    # comes first, in the same cycle, and the VC's job runs on its virtual node.
+    model.remove_job("hog")
+    model.add_job(job("grab", "default", 4, at=1.0))
+    second = cycle(model)
+    [change] = second.reservations
+    assert change.virtual_cluster == "late"
+    assert change.placements == (VirtualNodePlacement("n0", tuple(range(8))),
+                                 VirtualNodePlacement("n1", tuple(range(8))))
+    assert binds(second) == {"mine/w/0": ("n0", "late/0")}
+    [grab] = [p.reason for p in second.pending if p.job == "grab"]
+    assert grab.kind is PendingKind.INSUFFICIENT_RESOURCES
+    status = virtual_cluster_status(model)["late"]
+    assert status.reservation == "reserved"
+    assert [(v.name, v.node, v.used.gpu, v.available.gpu) for v in status.virtual_nodes] == \
+        [("late/0", "n0", 8, 0), ("late/1", "n1", 0, 8)]
+    assert status.virtual_nodes[0].labels[VIRTUAL_CLUSTER_LABEL] == "late"
+    assert status.guaranteed.gpu == 16 and status.used.gpu == 8 and status.borrowed.gpu == 0
+
+
+def test_tasks_on_virtual_nodes_are_not_charged_to_the_quota_tree() -> None:
+    # 16 GPUs, 4 carved for `tune` (max 2 flexible). default borrows 8 of the 12 left; tune
+    # runs 4 on its virtual node and 2 more on the flexible part, and no more.
+    tune = VirtualCluster("tune", max=ResourceLimit.of({"gpu": 2}), fixed_size_nodes=fixed(4))
+    model = SchedulerModel(NODES, [tune])
+    model.add_job(job("wide", "default", 4, replicas=2))
+    model.add_job(job("trials", "tune", 1, replicas=7, at=1.0))
+    decisions = cycle(model)
+    placed = binds(decisions)
+    on_virtual = [t for t, (_, v) in placed.items() if v == "tune/0"]
+    assert len(on_virtual) == 4 and all(t.startswith("trials/") for t in on_virtual)
+    assert sum(1 for t, (_, v) in placed.items() if t.startswith("trials/") and v is None) \
+        == 2
+    assert sum(1 for t in placed if t.startswith("wide/")) == 2
+    status = virtual_cluster_status(model)
+    assert status["tune"].used.gpu == 6 and status["tune"].ceiling.get("gpu") == 6
+    assert model.quota.get("tune").usage.gpu == 2  # only the flexible part
+
+
+def test_a_rebuilt_model_restores_the_carving_and_counts_its_tasks_on_it() -> None:
+    vc = VirtualCluster("tune", fixed_size_nodes=fixed(2, 2, policy=PlacementPolicy.PACK))
+    model = SchedulerModel(NODES, [vc])
+    model.add_job(job("a", "tune", 1, replicas=3))
+    decisions = cycle(model)
+    [change] = decisions.reservations
+    # What a driver stores: the carving, and the tasks on the physical nodes of the binds.
+    tasks = tuple(Task("a", "w", b.task.index, TaskState.RUNNING, b.node, b.gpus, 0.0)
+                  for b in decisions.binds)
+    rebuilt = SchedulerModel.from_snapshot(Snapshot(
+        NODES, (replace(job("a", "tune", 1, replicas=3), tasks=tasks),),
+        (replace(vc, reservation=change.placements),)))
+    assert rebuilt.reserve() == []  # nothing to carve again
+    assert rebuilt.reservations.placements["tune"] == change.placements
+    assert rebuilt.quota.get("tune").usage.is_zero()
+    before = {v.name: v.used for v in virtual_cluster_status(model)["tune"].virtual_nodes}
+    after = {v.name: v.used for v in virtual_cluster_status(rebuilt)["tune"].virtual_nodes}
+    assert before == after and sum(u.gpu for u in after.values()) == 3
+
+
+def test_a_recorded_carving_that_no_longer_fits_is_carved_again() -> None:
+    vc = VirtualCluster("tune", fixed_size_nodes=fixed(4),
+                        reservation=(VirtualNodePlacement("gone", (0, 1, 2, 3)),))
+    model = SchedulerModel(NODES, [vc])
+    assert "tune" in model.reservations.queued
+    [change] = model.reserve()
+    assert change.placements is not None and change.placements[0].node == "n0"
+
+
+def test_cordoning_a_host_gives_the_whole_reservation_back_and_queues_it_again() -> None:
+    vc = VirtualCluster("tune", fixed_size_nodes=fixed(8, 8))
+    model = SchedulerModel(NODES, [vc])
+    model.add_job(job("a", "tune", 8))
+    decisions = cycle(model)
+    assert binds(decisions) == {"a/w/0": ("n0", "tune/0")}
+    model.release_task(TaskRef("a", "w", 0))
+    model.cordon("n0")
+    [change] = model.reserve()
+    assert change.placements is None and "n0" in change.reason
+    assert "tune/1" not in model.cluster.by_name  # the n1 virtual node went back too
+    assert model.node("n1").free().gpu == 8
+    assert model.quota.capacity.gpu == 8  # n1 only: the fixed part is in the tree again
+    waiting = cycle(model)
+    assert [p.reason.kind for p in waiting.pending] == [PendingKind.RESERVATION]
+    model.uncordon("n0")
+    again = cycle(model)
+    assert [c.placements is not None for c in again.reservations] == [True]
+    assert binds(again) == {"a/w/0": ("n0", "tune/0")}
+
+
+def test_virtual_node_labels_are_matched_by_node_selectors() -> None:
+    groups = (FixedSizeNodes((FixedSizeNode(gpu(2), {"role": "ps"}),
+                              FixedSizeNode(gpu(2), {"role": "worker"})),
+                             PlacementPolicy.STRICT_SPREAD),)
+    model = SchedulerModel(NODES, [VirtualCluster("vc", fixed_size_nodes=groups,
+                                                  max=ResourceLimit.of({"gpu": 0}))])
+    model.add_job(job("w", "vc", 2, selector={"role": "worker"}))
+    model.add_job(job("x", "vc", 2, at=1.0, selector={"role": "worker"}))
+    decisions = cycle(model)
+    # No physical node has the label: only the `worker` virtual node (on n1) can take them.
+    assert binds(decisions) == {"w/w/0": ("n1", "vc/1")}
+    [(name, reason)] = [(p.job, p.reason) for p in decisions.pending]
+    assert name == "x" and reason.kind is PendingKind.QUEUE_LIMIT
+
+
+def test_a_carving_never_takes_the_room_a_vc_queued_behind_it_needs() -> None:
+    # Found by tests/property/test_fixed_nodes.py. Four 4-GPU nodes; carvable all together
+    # (the spec check), but carving `pack` where it first fits (n0) and then `pair` (4 on
+    # n1, 2 beside `pack` on n0) leaves two nodes for `three`'s STRICT_SPREAD of three.
+    nodes = [Node(f"n{i}", Resources.of(cpu=4000, gpu=4)) for i in range(4)]
+    vcs = [VirtualCluster("pack", fixed_size_nodes=fixed(1, 1, policy=PlacementPolicy.PACK)),
+           VirtualCluster("pair", fixed_size_nodes=fixed(2, 4)),
+           VirtualCluster("three", fixed_size_nodes=fixed(1, 1, 1))]
+    model = SchedulerModel(nodes, vcs)
+    changes = model.reserve()
+    assert [c.virtual_cluster for c in changes] == ["pack", "pair", "three"]
+    three = changes[2].placements
+    assert three is not None and len({p.node for p in three}) == 3
