@@ -15,7 +15,7 @@ from typing import Any
 
 from shoal.api.decisions import Bind, Decisions, Evict, Pending, Reserve, Resize
 from shoal.api.lifecycle import JOB_LIFECYCLE, TASK_LIFECYCLE, JobState, TaskState
-from shoal.api.objects import Job, Task
+from shoal.api.objects import Job, Task, job_of_virtual_cluster
 from shoal.core.snapshot import Snapshot
 from shoal.scheduler.cycle import run_cycle
 from shoal.scheduler.profile import Profile
@@ -91,8 +91,15 @@ def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles:
         # Carvings are recorded, as the control plane stores them, so that the next cycle's
         # fresh model restores them where they are.
         for change in decisions.reservations:
-            virtual_clusters[change.virtual_cluster] = replace(
-                virtual_clusters[change.virtual_cluster], reservation=change.placements)
+            owner = job_of_virtual_cluster(change.virtual_cluster)
+            if owner is None:
+                virtual_clusters[change.virtual_cluster] = replace(
+                    virtual_clusters[change.virtual_cluster], reservation=change.placements)
+            elif owner in jobs:
+                own = jobs[owner].virtual_cluster
+                if own is not None:
+                    jobs[owner] = replace(jobs[owner], virtual_cluster=replace(
+                        own, reservation=change.placements))
         result.pending = decisions.pending
         if not decisions.changes_anything():
             result.converged = True

@@ -23,6 +23,19 @@ VIRTUAL_CLUSTER_LABEL = "shoal.io/virtual-cluster"
 DEFAULT_QUEUE = "default"
 #: The root of the quota tree: the physical cluster itself.
 ROOT_QUEUE = "root"
+JOB_VIRTUAL_CLUSTER_PREFIX = "job:"
+"""Job-scoped virtual clusters are named `job:<job>`: ':' is in no declared one's name."""
+
+
+def job_virtual_cluster(job: str) -> str:
+    """The name of the job-scoped virtual cluster of job `job`."""
+    return JOB_VIRTUAL_CLUSTER_PREFIX + job
+
+
+def job_of_virtual_cluster(name: str) -> str | None:
+    """The job whose own virtual cluster `name` is; None for a declared one."""
+    return name.removeprefix(JOB_VIRTUAL_CLUSTER_PREFIX) \
+        if name.startswith(JOB_VIRTUAL_CLUSTER_PREFIX) else None
 
 
 class SchedulerName(StrEnum):
@@ -166,6 +179,9 @@ class Job:
     """How many times the whole job was restarted so far (at most `job_retry_count`)."""
     state: JobState = JobState.PENDING
     tasks: tuple[Task, ...] = ()
+    virtual_cluster: VirtualCluster | None = None
+    """Its own virtual cluster (`spec.virtualCluster`, seed 003), created inside `queue`
+    when the job is admitted and removed when it ends; named `job_virtual_cluster(name)`."""
 
     @property
     def success_threshold(self) -> int:

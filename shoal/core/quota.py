@@ -127,6 +127,34 @@ class QuotaTree:
         self.queues[name] = queue
         return queue
 
+    def add(self, vc: VirtualCluster) -> QueueState:
+        """Add a virtual cluster while the tree is in use (a job-scoped one, seed 003): its
+        guarantee is owed from now on, on its whole path."""
+        if vc.name in self.queues:
+            raise ValueError(f"virtual cluster {vc.name!r} already exists")
+        parent = self.get(vc.parent)
+        queue = QueueState(vc.name, parent, vc.guaranteed, vc.ceiling, vc.weight, vc.queueing)
+        parent.children.append(queue)
+        parent.children.sort(key=lambda q: q.name)
+        self.queues[vc.name] = queue
+        parent.children_reserved = parent.children_reserved + queue.reserved
+        self._update_path(parent.name, Resources(), +1)
+        return queue
+
+    def remove(self, name: str) -> None:
+        """Remove a virtual cluster that holds nothing and has no children; what it was
+        owed is owed no more."""
+        queue = self.get(name)
+        if queue.children or not queue.usage.is_zero() or not queue.carved.is_zero():
+            raise ValueError(f"virtual cluster {name!r} still has children, usage or "
+                             "carved nodes")
+        parent = queue.parent
+        assert parent is not None
+        parent.children.remove(queue)
+        parent.children_reserved = parent.children_reserved - queue.reserved
+        del self.queues[name]
+        self._update_path(parent.name, Resources(), +1)
+
     def set_capacity(self, capacity: Resources) -> None:
         """The physical cluster grew or shrank (a node joined, failed or was drained)."""
         self.capacity = capacity
@@ -242,6 +270,20 @@ class QuotaTree:
                     f"{request.get(dim)} needed", resource=dim, queue=queue.name)
             room = new_room
         return None
+
+    def can_grant(self, name: str, guarantee: Resources) -> PendingReason | None:
+        """None if a new child of the VC could be guaranteed `guarantee` now: the VC's
+        headroom, less what it still owes its children, holds it. Otherwise why not."""
+        queue = self.get(name)
+        room = self.headroom(name).saturating_sub(queue.children_reserved)
+        short = guarantee.shortfall(room)
+        if not short:
+            return None
+        dim = short[0]
+        return PendingReason(
+            PendingKind.GUARANTEE,
+            f"{name!r} can guarantee {room.get(dim)} {dim} more now (its headroom less what "
+            f"it owes its children), {guarantee.get(dim)} needed", resource=dim, queue=name)
 
     def never_fits(self, name: str, request: Resources) -> PendingReason | None:
         """A reason if `request` exceeds the VC's or an ancestor's max, or the whole cluster,

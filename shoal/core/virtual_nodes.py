@@ -117,10 +117,28 @@ class Carving:
     nodes: tuple[tuple[str, ...], ...]
 
 
+SEARCH_BUDGET = 20_000
+"""Most placements the exhaustive fallback of `carve` tries before it gives up."""
+
+
 def carve(groups: Sequence[FixedSizeNodes], free: Mapping[str, Resources]
           ) -> Carving | str:
     """Carve every group out of the nodes' `free` resources, or none: a `Carving`, or why
-    not. Deterministic (ties go to the node name).
+    not. The greedy carving (`_carve_greedily`) first; when it finds none, a bounded
+    exhaustive search (`_search`), so that "no" is exact on clusters of tens of nodes: a
+    greedy "no" where a carving exists would leave a virtual cluster queued for ever (the
+    property test found such cases). What the search finds honours STRICT_SPREAD; PACK and
+    SPREAD are then preferences it does not weigh."""
+    carved = _carve_greedily(groups, free)
+    if not isinstance(carved, str):
+        return carved
+    found = _search(groups, free)
+    return carved if found is None else found
+
+
+def _carve_greedily(groups: Sequence[FixedSizeNodes], free: Mapping[str, Resources]
+                    ) -> Carving | str:
+    """The greedy carving. Deterministic (ties go to the node name).
 
     Groups go most constrained first (STRICT_SPREAD, then larger groups), each taking what
     the ones before it left:
@@ -156,6 +174,54 @@ def carve(groups: Sequence[FixedSizeNodes], free: Mapping[str, Resources]
             left[name] = left[name] - size
         placed[g] = tuple(chosen)
     return Carving(tuple(placed[g] for g in range(len(groups))))
+
+
+def _search(groups: Sequence[FixedSizeNodes], free: Mapping[str, Resources]
+            ) -> Carving | None:
+    """A carving by depth-first search, largest virtual node first; None if there is none
+    or the budget runs out. Nodes with the same free resources (and the same use by the
+    group) are interchangeable: only the first of them is tried."""
+    items = sorted(((g, n, node.resources) for g, group in enumerate(groups)
+                    for n, node in enumerate(group.nodes)),
+                   key=lambda item: (_size_key(item[2]), -item[0]), reverse=True)
+    names = sorted(free)
+    left = dict(free)
+    strict = [group.policy is PlacementPolicy.STRICT_SPREAD for group in groups]
+    used: dict[int, set[str]] = {g: set() for g in range(len(groups))}
+    where: dict[tuple[int, int], str] = {}
+    budget = [SEARCH_BUDGET]
+
+    def place(i: int) -> bool:
+        if i == len(items):
+            return True
+        g, n, size = items[i]
+        tried: set[tuple[Resources, bool]] = set()
+        for name in names:
+            taken = name in used[g]
+            if (strict[g] and taken) or not size.fits(left[name]):
+                continue
+            shape = (left[name], taken)
+            if shape in tried:
+                continue
+            tried.add(shape)
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            left[name] = left[name] - size
+            if not taken:
+                used[g].add(name)
+            where[(g, n)] = name
+            if place(i + 1):
+                return True
+            left[name] = left[name] + size
+            if not taken:
+                used[g].discard(name)
+        return False
+
+    if not place(0):
+        return None
+    return Carving(tuple(tuple(where[(g, n)] for n in range(len(group.nodes)))
+                         for g, group in enumerate(groups)))
 
 
 def _greedy(g: int, sizes: Sequence[Resources], left: dict[str, Resources],

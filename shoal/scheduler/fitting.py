@@ -30,12 +30,12 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
     statement for the caller to discard). Replicas go to the VC's own virtual nodes first,
     the rest to the flexible part (the physical nodes, under the quota tree)."""
     request = group.resources
-    if session.model.reservations.on(job.queue):
+    if session.model.reservations.on(job.account):
         indices = _onto_virtual_nodes(session, statement, job, group, indices)
         if not indices:
             return None
     count = len(indices)
-    reason = session.allocatable(job.queue, request.scale(count))
+    reason = session.allocatable(job.account, request.scale(count))
     if reason is not None:
         return reason
     pool = session.pool_for(group)
@@ -57,7 +57,7 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
             # counting those, but learn no bound from it (the statement may be discarded).
             return insufficient(session, pool, group, count,
                                 memo if trusted and placed == 0 else None, already=placed)
-        statement.allocate(TaskRef(job.name, group.name, index), job.queue, node, request)
+        statement.allocate(TaskRef(job.name, group.name, index), job.account, node, request)
     if trusted:
         memo.consumed(pool, request, count)
     return None
@@ -67,10 +67,10 @@ def _onto_virtual_nodes(session: Session, statement: Statement, job: JobInfo,
                         group: TaskGroup, indices: list[int]) -> list[int]:
     """Place what fits of `indices` on the job's VC's virtual nodes; the indices left."""
     for placed, index in enumerate(indices):
-        node = session.pick_virtual_node(job.queue, group, group.resources)
+        node = session.pick_virtual_node(job.account, group, group.resources)
         if node is None:
             return indices[placed:]
-        statement.allocate(TaskRef(job.name, group.name, index), job.queue, node,
+        statement.allocate(TaskRef(job.name, group.name, index), job.account, node,
                            group.resources)
     return []
 

@@ -69,10 +69,10 @@ def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterSta
     running_tasks: dict[str, int] = {}
     for info in model.jobs.values():
         if info.pending_count():
-            pending[info.queue] = pending.get(info.queue, 0) + 1
+            pending[info.account] = pending.get(info.account, 0) + 1
         if info.running:
-            running_jobs[info.queue] = running_jobs.get(info.queue, 0) + 1
-            running_tasks[info.queue] = running_tasks.get(info.queue, 0) + len(info.running)
+            running_jobs[info.account] = running_jobs.get(info.account, 0) + 1
+            running_tasks[info.account] = running_tasks.get(info.account, 0) + len(info.running)
     tree = model.quota
     held = model.reservations
     on_virtual: dict[str, Resources] = {}

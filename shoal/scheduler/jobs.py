@@ -28,13 +28,17 @@ class TaskInfo:
 
 
 class JobInfo:
-    __slots__ = ("blocker", "gang_minimum", "holding", "job", "pending", "priority", "queue",
-                 "queueing", "reason", "running")
+    __slots__ = ("account", "blocker", "gang_minimum", "holding", "job", "pending", "priority",
+                 "queue", "queueing", "reason", "running")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
         self.priority = priority
         self.queue = queue
+        """The virtual cluster whose turn and order the job waits in."""
+        self.account = queue
+        """The virtual cluster charged for its tasks and whose virtual nodes they use: its
+        queue, or its own job-scoped virtual cluster once that exists (seed 003)."""
         self.queueing = queueing
         self.gang_minimum = job.gang_minimum
         self.running: list[TaskInfo] = []

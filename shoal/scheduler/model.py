@@ -13,6 +13,7 @@ is plain data with no I/O or clock; `from_snapshot` builds the same model from s
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from shoal.api.decisions import PendingKind, PendingReason, Reserve
 from shoal.api.objects import (
@@ -20,14 +21,17 @@ from shoal.api.objects import (
     Job,
     Node,
     PriorityClass,
+    QueueingPolicy,
     Task,
     TaskRef,
     VirtualCluster,
+    job_virtual_cluster,
 )
 from shoal.api.resources import ZERO, Resources, total
 from shoal.core.nodes import ClusterState, FitMemo, NodeState
 from shoal.core.quota import QuotaTree
 from shoal.core.snapshot import PriorityTable, Snapshot, SnapshotError
+from shoal.core.virtual_nodes import unplaceable
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.reservations import FixedNodeReservations
 
@@ -55,6 +59,8 @@ class SchedulerModel:
         self.unblocked = True
         """Since `settled()`: capacity was given back, a node came back, or a job stopped
         wanting placements — anything that may let a job that waited be placed."""
+        self.unmade: dict[str, JobInfo] = {}
+        """Jobs whose own virtual cluster is not created yet, in arrival order."""
         self.arrivals: list[JobInfo] = []
         """Jobs added since `settled()`; kept only while nothing is unblocked (they matter
         only then), so a driver that never settles — the simulator — keeps none."""
@@ -84,7 +90,16 @@ class SchedulerModel:
             if job.name in self.jobs:
                 raise SnapshotError(f"job {job.name!r} is already in the model")
             info = self._info(job)
-            holdings.extend((info, t) for t in job.tasks if t.state.holds_resources)
+            holding = [t for t in job.tasks if t.state.holds_resources]
+            if job.virtual_cluster is not None and info.queue == job.queue:
+                if holding or job.virtual_cluster.reservation is not None:
+                    # It was created before: restored before any task is counted, its tasks
+                    # charged to it.
+                    self._make_virtual_cluster(info)
+                else:
+                    self.unmade[job.name] = info
+                    info.blocker = _unmade(info, "not created yet")
+            holdings.extend((info, t) for t in holding)
             self.jobs[job.name] = info
             if info.pending:
                 self.waiting[job.name] = info
@@ -96,10 +111,10 @@ class SchedulerModel:
                 raise SnapshotError(f"task {task.ref} holds resources on unknown node "
                                     f"{task.node!r}")
             request = info.job.group(task.group).resources
-            state = self._home(info.queue, self.cluster.by_name[task.node], task, request)
+            state = self._home(info.account, self.cluster.by_name[task.node], task, request)
             gpus = self.cluster.take(state, request, _claimable(state, task, request))
             if state.owner is None:
-                self.quota.charge(info.queue, request)
+                self.quota.charge(info.account, request)
             info.running.append(TaskInfo(task.ref, state.name, gpus, task.state, task.started))
             info.holding += 1
 
@@ -122,9 +137,14 @@ class SchedulerModel:
         """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
         info = self.jobs.pop(name)
         self.waiting.pop(name, None)
+        self.unmade.pop(name, None)
         self.unblock()  # a strict-FIFO head that leaves unblocks the jobs behind it
         for task in list(info.running):
             self._release(info, task)
+        if info.account != info.queue:  # its own virtual cluster goes with it
+            self.reservations.remove(info.account)
+            self.quota.remove(info.account)
+            self._refresh_blockers()
 
     def release_task(self, ref: TaskRef) -> None:
         """A task stopped (ended or evicted): give its resources back; it wants a node
@@ -164,7 +184,7 @@ class SchedulerModel:
         state = self.cluster.by_name[task.node]
         self.cluster.give(state, request, task.gpus)
         if state.owner is None:
-            self.quota.refund(info.queue, request)
+            self.quota.refund(info.account, request)
         info.running.remove(task)
         info.holding -= 1
 
@@ -182,6 +202,7 @@ class SchedulerModel:
         if self.reservations.release_on(name):
             self._refresh_blockers()
         self.cluster.set_cordoned(name, True)
+        self.reservations.nodes_changed()
         self.quota.set_capacity(self.quota.capacity - state.allocatable)
 
     def uncordon(self, name: str) -> None:
@@ -189,13 +210,17 @@ class SchedulerModel:
         if name not in self.cluster.cordoned:
             return
         self.cluster.set_cordoned(name, False)
+        self.reservations.nodes_changed()
         self.quota.set_capacity(self.quota.capacity + state.allocatable)
         self.unblock()
 
     def reserve(self) -> list[Reserve]:
-        """Carve the queued virtual clusters that can be now (a cycle does it first, before
-        any job takes the capacity); every reservation made or given back since the last
-        call."""
+        """Create the job-scoped virtual clusters whose guarantee their queue can grant now,
+        and carve the queued virtual clusters that can be carved now (a cycle does both
+        first, before any job takes the capacity); every reservation made or given back
+        since the last call."""
+        if self.unmade:
+            self._make_virtual_clusters()
         if self.reservations.queued:
             reserved, changed = self.reservations.reserve_queued()
             if changed:
@@ -206,8 +231,55 @@ class SchedulerModel:
 
     def _refresh_blockers(self) -> None:
         for info in self.jobs.values():
-            if info.queue in self.reservations.specs:
-                info.blocker = self.reservations.blocker(info.queue)
+            # A job whose own virtual cluster does not exist keeps the reason why not.
+            own_missing = info.job.virtual_cluster is not None and info.account == info.queue
+            if info.account in self.reservations.specs and not own_missing:
+                info.blocker = self.reservations.blocker(info.account)
+
+    def _make_virtual_clusters(self) -> None:
+        """Job-scoped virtual clusters are created in their queue's order (priority, or
+        submission under FIFO) when the queue can grant their guarantee — flexible minimum
+        and fixed-size nodes — now: from then on it is owed to them, as to any virtual
+        cluster. One that cannot be granted waits; smaller ones behind it may go first (as
+        jobs do outside strict FIFO)."""
+        def order(info: JobInfo) -> tuple[float, ...]:
+            first = -info.priority if info.queueing is QueueingPolicy.PRIORITY else 0
+            return (first, info.job.submitted)
+        for info in sorted(self.unmade.values(), key=lambda i: (*order(i), i.name)):
+            vc = info.job.virtual_cluster
+            assert vc is not None
+            never = self._never(info.queue, vc)
+            if never is not None:
+                del self.unmade[info.name]
+                info.blocker = PendingReason(
+                    PendingKind.UNSCHEDULABLE, f"its own virtual cluster can never be created "
+                    f"in {info.queue!r}: {never}", queue=info.queue)
+                continue
+            reason = self.quota.can_grant(info.queue, vc.guaranteed)
+            if reason is not None:
+                info.blocker = _unmade(info, reason.message)
+                continue
+            del self.unmade[info.name]
+            self._make_virtual_cluster(info)
+            self.unblock()
+
+    def _never(self, queue: str, vc: VirtualCluster) -> str | None:
+        """Why a job's own virtual cluster could not be created even on the idle cluster."""
+        over = self.quota.never_fits(queue, vc.guaranteed)
+        if over is not None:
+            return f"its guarantee {vc.guaranteed}: {over.message}"
+        nodes = [s.node for s in self.cluster.states if s.name not in self.cluster.cordoned]
+        bad = unplaceable(vc.fixed_size_nodes, nodes)
+        return None if bad is None else f"spec.virtualCluster.{bad[0]}: {bad[1]}"
+
+    def _make_virtual_cluster(self, info: JobInfo) -> None:
+        spec = info.job.virtual_cluster
+        assert spec is not None
+        vc = replace(spec, name=job_virtual_cluster(info.name), parent=info.queue)
+        self.quota.add(vc)
+        self.reservations.add(vc)
+        info.account = vc.name
+        info.blocker = self.reservations.blocker(vc.name)
 
     # ---- whether a cycle can place anything --------------------------------------------------
 
@@ -274,6 +346,13 @@ def _claimable(state: NodeState, task: Task, request: Resources) -> tuple[int, .
                                 "which does not exist or is already held")
     return task.gpus
 
+
+
+def _unmade(info: JobInfo, why: str) -> PendingReason:
+    return PendingReason(
+        PendingKind.RESERVATION,
+        f"its own virtual cluster waits to be created in {info.queue!r}: {why}",
+        queue=info.queue)
 
 
 def _holds(mask: int, gpus: tuple[int, ...], count: int) -> bool:

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 
 from shoal.api.decisions import PendingKind, PendingReason, Reserve
 from shoal.api.objects import VIRTUAL_CLUSTER_LABEL, VirtualCluster, VirtualNodePlacement
+from shoal.api.resources import Resources
 from shoal.core.nodes import ClusterState, NodeState
 from shoal.core.quota import QuotaTree
 from shoal.core.virtual_nodes import carve
@@ -58,9 +59,44 @@ class FixedNodeReservations:
         """Queued VC → why it is not carved yet, in the order it will be tried."""
         self.changes: list[Reserve] = []
         """Reservations made or given back since the last `drain_changes`."""
+        self._plan: dict[str, list[str]] = {}
+        """Queued VC → the physical nodes it is planned on (see `_carving_for`)."""
+        self._stale = True
+        """The plan must be made again (a VC was added, or nodes changed)."""
         for vc in self.specs.values():
-            if vc.reservation is None or not self._restore(vc, vc.reservation):
-                self.queued[vc.name] = NOT_YET
+            self._take_up(vc)
+
+    def add(self, vc: VirtualCluster) -> None:
+        """A virtual cluster created while the model runs (a job-scoped one): restored where
+        recorded, else queued behind the others."""
+        if not vc.fixed_size_nodes:
+            return
+        self.specs[vc.name] = vc
+        self._take_up(vc)
+
+    def _take_up(self, vc: VirtualCluster) -> None:
+        """Restore the VC's recorded carving, or queue it; a recorded carving that no
+        longer fits is reported given back, so that the driver's record follows."""
+        if vc.reservation is not None and self._restore(vc, vc.reservation):
+            return
+        if vc.reservation is not None:
+            self.changes.append(Reserve(vc.name, None, "its recorded carving no longer fits"))
+        self.queued[vc.name] = NOT_YET
+        self._stale = True
+
+    def remove(self, vc: str) -> None:
+        """A virtual cluster goes (its job ended): its virtual nodes, which must hold
+        nothing, go back to their physical nodes."""
+        self.queued.pop(vc, None)
+        self._plan.pop(vc, None)
+        spec = self.specs.pop(vc, None)
+        states = self.nodes.pop(vc, None)
+        if spec is None or states is None:
+            return
+        for state in states:
+            self.cluster.uncarve(state)
+        del self.placements[vc]
+        self.quota.carve(vc, spec.fixed_resources, -1)
 
     def blocker(self, vc: str) -> PendingReason | None:
         """Why the VC's jobs cannot be placed now, when it is queued."""
@@ -87,39 +123,39 @@ class FixedNodeReservations:
         done: list[str] = []
         for name in list(self.queued):
             vc = self.specs[name]
-            rest = [self.specs[n] for n in self.queued if n != name]
-            hosts = self._carving_for(vc, rest)
+            hosts = self._carving_for(vc)
             if isinstance(hosts, str):
                 self.queued[name] = hosts
                 break
             placements = self._materialise(vc, [(h, None) for h in hosts])
             del self.queued[name]
+            self._plan.pop(name, None)
             self.changes.append(Reserve(name, placements))
             done.append(name)
         return done, self.queued != before
 
-    def _carving_for(self, vc: VirtualCluster, rest: list[VirtualCluster]) -> list[str] | str:
+    def _carving_for(self, vc: VirtualCluster) -> list[str] | str:
         """Where to carve the VC's virtual nodes now (their physical nodes, in order), or
-        why not. A carving is taken only if the VCs still queued could then be carved on
-        the nodes once idle: carving one VC where it first fits could otherwise take the
-        only nodes a later STRICT_SPREAD needs, and leave it queued forever though the set
-        was checked carvable. (By induction from that check, the queue then always drains
-        once the nodes are idle.) The carving of the VC together with the rest is tried
-        first, then the VC's alone."""
-        states = [s for s in self.cluster.states
-                  if s.node.schedulable and s.name not in self.cluster.cordoned]
-        free = {s.name: s.free() for s in states}
-        idle = {s.name: s.allocatable for s in states}
-        for virtual in self.cluster.virtual.values():
-            host = virtual.physical.name
-            if host in idle:
-                idle[host] = idle[host].saturating_sub(virtual.allocatable)
+        why not.
+
+        Carving each VC where it first fits could take the only nodes a VC queued behind it
+        needs, and leave that one queued forever though the set was checked carvable (the
+        property test found two such cases). So the queued VCs always have a *plan*: a
+        carving of all of them together out of the nodes once idle (less what is carved).
+        The spec check makes sure one exists; each step keeps one: a VC is carved either
+        where the plan puts it, when that has room now, or elsewhere only if the VCs behind
+        it can then be planned anew. When the nodes are idle, the plan's place has room, so
+        the queue always drains."""
+        rest = [self.specs[n] for n in self.queued if n != vc.name]
+        planned = self._planned().get(vc.name)
+        if planned is not None and self._fits_now(vc, planned):
+            return planned
+        free = self._free(idle=False)
         later = [g for other in rest for g in other.fixed_size_nodes]
-        mine = len(vc.fixed_size_nodes)
         tries: list[tuple[tuple[str, ...], ...]] = []
         joint = carve((*vc.fixed_size_nodes, *later), free) if later else None
         if joint is not None and not isinstance(joint, str):
-            tries.append(joint.nodes[:mine])
+            tries.append(joint.nodes[:len(vc.fixed_size_nodes)])
         alone = carve(vc.fixed_size_nodes, free)
         if isinstance(alone, str) and not tries:
             return alone
@@ -127,13 +163,62 @@ class FixedNodeReservations:
             tries.append(alone.nodes)
         for carving in tries:
             hosts = [host for group in carving for host in group]
-            left = dict(idle)
+            left = self._free(idle=True)
             for host, spec in zip(hosts, vc.virtual_node_specs, strict=True):
                 left[host] = left[host].saturating_sub(spec.resources)
-            if not later or not isinstance(carve(later, left), str):
+            plan = self._plan_for(rest, left)
+            if plan is not None:
+                self._plan = plan
                 return hosts
-        return ("carving it now would leave no room for the fixed-size nodes of "
-                + ", ".join(repr(other.name) for other in rest) + ", queued behind it")
+        return ("carving it now where there is room would leave none for the fixed-size nodes "
+                "of " + ", ".join(repr(other.name) for other in rest) + ", queued behind it; "
+                "it waits for the nodes it is planned on")
+
+    def _planned(self) -> dict[str, list[str]]:
+        if self._stale:
+            self._plan = self._plan_for([self.specs[n] for n in self.queued],
+                                        self._free(idle=True)) or {}
+            self._stale = False
+        return self._plan
+
+    @staticmethod
+    def _plan_for(vcs: list[VirtualCluster], free: dict[str, Resources]
+                  ) -> dict[str, list[str]] | None:
+        """Where each of `vcs` would go, carved together out of `free`; None if they
+        cannot all be."""
+        groups = [g for vc in vcs for g in vc.fixed_size_nodes]
+        carving = carve(groups, free)
+        if isinstance(carving, str):
+            return None
+        plan: dict[str, list[str]] = {}
+        start = 0
+        for vc in vcs:
+            count = len(vc.fixed_size_nodes)
+            plan[vc.name] = [h for group in carving.nodes[start:start + count] for h in group]
+            start += count
+        return plan
+
+    def _fits_now(self, vc: VirtualCluster, hosts: list[str]) -> bool:
+        left = self._free(idle=False)
+        for host, spec in zip(hosts, vc.virtual_node_specs, strict=True):
+            if host not in left or not spec.resources.fits(left[host]):
+                return False
+            left[host] = left[host] - spec.resources
+        return True
+
+    def _free(self, idle: bool) -> dict[str, Resources]:
+        """Per schedulable physical node, what is free now, or (`idle`) what would be with
+        no task running: its allocatable less the virtual nodes carved from it."""
+        states = [s for s in self.cluster.states
+                  if s.node.schedulable and s.name not in self.cluster.cordoned]
+        if not idle:
+            return {s.name: s.free() for s in states}
+        out = {s.name: s.allocatable for s in states}
+        for virtual in self.cluster.virtual.values():
+            host = virtual.physical.name
+            if host in out:
+                out[host] = out[host].saturating_sub(virtual.allocatable)
+        return out
 
     def release_on(self, host: str) -> list[str]:
         """Give back every reservation with a virtual node on `host` (being cordoned); the
@@ -149,7 +234,12 @@ class FixedNodeReservations:
             why = f"its node {host} was taken out of service"
             self.changes.append(Reserve(vc, None, why))
             self.queued = {vc: why, **self.queued}
+        self._stale = True
         return hit
+
+    def nodes_changed(self) -> None:
+        """A node left or came back: the plan is made again."""
+        self._stale = True
 
     def drain_changes(self) -> list[Reserve]:
         out, self.changes = self.changes, []

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from shoal.api import BUILTIN_PRIORITY_CLASSES, DEFAULT_QUEUE, ROOT_QUEUE, VirtualCluster
+from shoal.api.objects import job_of_virtual_cluster
 from shoal.core.vc_admission import vc_problem
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.server.auth import Authenticator
@@ -83,9 +84,11 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                 responses=responses(503))
     def list_virtual_clusters(_user: Annotated[User, Depends(current_user)]
                               ) -> list[VirtualClusterOut]:
-        """Every declared virtual cluster with its spec and its status now."""
+        """Every declared virtual cluster with its spec and its status now, then the
+        job-scoped ones that exist now (`job:<job>`)."""
         status = now()
-        return [vc_out(vc, status.get(vc.name)) for vc in repository.list_virtual_clusters()]
+        declared = [vc_out(vc, status.get(vc.name)) for vc in repository.list_virtual_clusters()]
+        return declared + [vc_out(vc, status.get(vc.name)) for vc in _job_scoped(status)]
 
     @router.get("/virtual-clusters/{name}", response_model=VirtualClusterOut,
                 tags=["cluster"], responses=responses(404, 503))
@@ -94,11 +97,25 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         """One virtual cluster (`default` included) with its spec and status: resources
         guaranteed, ceiling, used and available; parent and children; its jobs."""
         declared = {vc.name: vc for vc in repository.list_virtual_clusters()}
+        status = now()
         vc = declared.get(name) or (VirtualCluster(DEFAULT_QUEUE) if name == DEFAULT_QUEUE
                                     else None)
+        if vc is None and name in status:
+            vc = next((v for v in _job_scoped({name: status[name]})), None)
         if vc is None:
             raise ApiError(404, f"no virtual cluster {name!r}", "path.name")
-        return vc_out(vc, now().get(name))
+        return vc_out(vc, status.get(name))
+
+    def _job_scoped(status: Mapping[str, VirtualClusterStatus]) -> list[VirtualCluster]:
+        """The job-scoped virtual clusters among those the scheduler has now, with the
+        spec their job carries."""
+        out: list[VirtualCluster] = []
+        for name in status:
+            owner = job_of_virtual_cluster(name)
+            job = None if owner is None else repository.get_job(owner)
+            if job is not None and job.virtual_cluster is not None:
+                out.append(job.virtual_cluster)
+        return out
 
     @router.post("/virtual-clusters", status_code=201, response_model=list[VirtualClusterOut],
                  tags=["cluster"], openapi_extra=SPEC_BODY,

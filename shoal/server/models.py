@@ -52,6 +52,15 @@ class JobMetadataOut(_Out):
     creation_timestamp: float = Field(alias="creationTimestamp")
 
 
+class JobVirtualClusterOut(_Out):
+    """A job's own virtual cluster, `job:<job>`, inside its queue."""
+
+    name: str
+    flexible_resource_min: Quantities = Field(alias="flexibleResourceMin")
+    flexible_resource_max: dict[str, int] = Field(alias="flexibleResourceMax")
+    fixed_size_nodes: list[FixedSizeNodesOut] = Field(alias="fixedSizeNodes")
+
+
 class JobSpecOut(_Out):
     scheduler_name: str = Field(alias="schedulerName")
     min_available: int | None = Field(alias="minAvailable")
@@ -61,6 +70,7 @@ class JobSpecOut(_Out):
     completion: CompletionOut | None = None
     job_retry_count: int = Field(alias="jobRetryCount")
     task_groups: list[TaskGroupOut] = Field(alias="taskGroups")
+    virtual_cluster: JobVirtualClusterOut | None = Field(default=None, alias="virtualCluster")
 
 
 class TaskOut(_Out):
@@ -154,7 +164,8 @@ def job_out(job: Job, reason: PendingReason | None = None,
                                        else _quantities(job.min_resources)),
                         priority_class_name=job.priority_class,
                         completion=_completion(job.min_succeeded, job.min_failed),
-                        job_retry_count=job.job_retry_count, task_groups=groups),
+                        job_retry_count=job.job_retry_count, task_groups=groups,
+                        virtual_cluster=_job_vc_out(job.virtual_cluster)),
         status=JobStatusOut(state=job.state.value, retries=job.retries,
                             tasks=[_task_out(t) for t in job.tasks],
                             pending_reason=reason_out(reason),
@@ -261,15 +272,26 @@ def vc_status_out(status: VirtualClusterStatus) -> VirtualClusterStatusOut:
                        for v in status.virtual_nodes])
 
 
+def _fixed_out(vc: VirtualCluster) -> list[FixedSizeNodesOut]:
+    return [FixedSizeNodesOut(
+        nodes=[FixedSizeNodeOut(resources=_quantities(n.resources), labels=dict(n.labels))
+               for n in group.nodes], scheduling_policy=group.policy.value)
+        for group in vc.fixed_size_nodes]
+
+
+def _job_vc_out(vc: VirtualCluster | None) -> JobVirtualClusterOut | None:
+    if vc is None:
+        return None
+    return JobVirtualClusterOut(name=vc.name, flexible_resource_min=_quantities(vc.min),
+                                flexible_resource_max=vc.max.to_dict(),
+                                fixed_size_nodes=_fixed_out(vc))
+
+
 def vc_out(vc: VirtualCluster, status: VirtualClusterStatus | None = None
            ) -> VirtualClusterOut:
     return VirtualClusterOut(
         name=vc.name, parent=vc.parent, flexible_resource_min=_quantities(vc.min),
-        flexible_resource_max=vc.max.to_dict(),
-        fixed_size_nodes=[FixedSizeNodesOut(
-            nodes=[FixedSizeNodeOut(resources=_quantities(n.resources), labels=dict(n.labels))
-                   for n in group.nodes], scheduling_policy=group.policy.value)
-            for group in vc.fixed_size_nodes],
+        flexible_resource_max=vc.max.to_dict(), fixed_size_nodes=_fixed_out(vc),
         guaranteed=_quantities(vc.guaranteed), weight=vc.weight,
         queueing_policy=vc.queueing.value,
         status=None if status is None else vc_status_out(status))

@@ -36,8 +36,10 @@ from shoal.api import (
     VirtualCluster,
     parse_resources,
 )
+from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
 from shoal.api.resources import ZERO, canonical_name, parse_quantity
 from shoal.spec.documents import (
+    FixedSizeNodesSpec,
     JobDocument,
     NodeDocument,
     PriorityClassDocument,
@@ -151,9 +153,48 @@ def virtual_cluster(log: IssueLog, doc: DocRef,
                                   "min", spec.min)
     max_path, max_given = _either(log, doc, "flexibleResourceMax", spec.flexible_resource_max,
                                   "max", spec.max)
-    minimum = resources(log, doc, min_path, min_given or {})
-    maximum = limit(log, doc, max_path, max_given)
-    groups = fixed_size_nodes(log, doc, model)
+    found = _flexible_and_fixed(log, doc, (min_path, min_given), (max_path, max_given),
+                                "spec.fixedSizeNodes", spec.fixed_size_nodes)
+    if found is None:
+        return None
+    minimum, maximum, groups = found
+    return VirtualCluster(name=model.metadata.name, parent=spec.parent, min=minimum,
+                          max=maximum, weight=spec.weight, queueing=spec.queueing_policy,
+                          fixed_size_nodes=groups)
+
+
+def job_virtual_cluster(log: IssueLog, doc: DocRef, model: JobDocument
+                        ) -> VirtualCluster | None:
+    """The job's own virtual cluster, named for the job and placed in its queue."""
+    spec = model.spec.virtual_cluster
+    if spec is None:
+        return None
+    path = "spec.virtualCluster"
+    found = _flexible_and_fixed(
+        log, doc, (f"{path}.flexibleResourceMin", spec.flexible_resource_min),
+        (f"{path}.flexibleResourceMax", spec.flexible_resource_max),
+        f"{path}.fixedSizeNodes", spec.fixed_size_nodes)
+    if found is None:
+        return None
+    minimum, maximum, groups = found
+    return VirtualCluster(name=job_virtual_cluster_name(model.metadata.name),
+                          parent=model.spec.queue, min=minimum, max=maximum,
+                          fixed_size_nodes=groups)
+
+
+Given = tuple[str, Mapping[str, int | float | str] | None]
+"""A field's path and its value as written (None: not given)."""
+
+
+def _flexible_and_fixed(log: IssueLog, doc: DocRef, min_given: Given, max_given: Given,
+                        fixed_path: str, fixed: list[FixedSizeNodesSpec]
+                        ) -> tuple[Resources, ResourceLimit, tuple[FixedSizeNodes, ...]] | None:
+    """A virtual cluster's flexible minimum and maximum and its fixed-size nodes, checked
+    (the minimum within the maximum); None, with the problems logged, if any is wrong."""
+    min_path, max_path = min_given[0], max_given[0]
+    minimum = resources(log, doc, min_path, min_given[1] or {})
+    maximum = limit(log, doc, max_path, max_given[1])
+    groups = fixed_size_nodes(log, doc, fixed_path, fixed)
     if minimum is None or maximum is None or groups is None:
         return None
     if not maximum.admits(minimum):
@@ -161,9 +202,7 @@ def virtual_cluster(log: IssueLog, doc: DocRef,
                          for dim in maximum.exceeded(minimum))
         log.add(doc, min_path, f"must fit in this virtual cluster's {max_path.split('.')[-1]}; "
                 f"over in {over}")
-    return VirtualCluster(name=model.metadata.name, parent=spec.parent, min=minimum,
-                          max=maximum, weight=spec.weight, queueing=spec.queueing_policy,
-                          fixed_size_nodes=groups)
+    return minimum, maximum, groups
 
 
 def _either(log: IssueLog, doc: DocRef, name: str, value: Mapping[str, int | float | str] | None,
@@ -177,14 +216,14 @@ def _either(log: IssueLog, doc: DocRef, name: str, value: Mapping[str, int | flo
     return f"spec.{name}", value
 
 
-def fixed_size_nodes(log: IssueLog, doc: DocRef, model: VirtualClusterDocument
+def fixed_size_nodes(log: IssueLog, doc: DocRef, at: str, specs: list[FixedSizeNodesSpec]
                      ) -> tuple[FixedSizeNodes, ...] | None:
     groups: list[FixedSizeNodes] = []
     ok = True
-    for g, group in enumerate(model.spec.fixed_size_nodes):
+    for g, group in enumerate(specs):
         nodes: list[FixedSizeNode] = []
         for n, node in enumerate(group.nodes):
-            path = f"spec.fixedSizeNodes[{g}].nodes[{n}].resources"
+            path = f"{at}[{g}].nodes[{n}].resources"
             size = resources(log, doc, path, node.resources)
             if size is None:
                 ok = False
@@ -258,7 +297,8 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
         submitted=float(position) if meta.creation_timestamp is None else meta.creation_timestamp,
         min_succeeded=None if completion is None else completion.min_succeeded,
         min_failed=None if completion is None else completion.min_failed,
-        job_retry_count=spec.job_retry_count, tasks=tasks)
+        job_retry_count=spec.job_retry_count, tasks=tasks,
+        virtual_cluster=job_virtual_cluster(log, doc, model))
     # Running means the gang minimum is bound or running (JobState.RUNNING); a task that is
     # releasing is on its way out and does not count.
     return job if running < job.gang_minimum or running == 0 else \

@@ -228,6 +228,23 @@ class CompletionSpec(_Model):
                     "(at most the total replicas).")
 
 
+class JobVirtualClusterSpec(_Model):
+    """A job's own virtual cluster (seed 003's job-scoped cluster): created inside the job's
+    queue when the job is admitted, removed with it. Its parent is always that queue."""
+
+    flexible_resource_min: Quantities | None = Field(
+        default=None, alias="flexibleResourceMin",
+        description="Guaranteed flexible resources, granted by the queue before the job "
+                    "starts; default none.")
+    flexible_resource_max: Quantities | None = Field(
+        default=None, alias="flexibleResourceMax",
+        description="Ceiling on the flexible resources; dimensions not named are unlimited.")
+    fixed_size_nodes: list[FixedSizeNodesSpec] = Field(
+        default_factory=list, alias="fixedSizeNodes",
+        description="Groups of fixed-size virtual nodes (placement-group bundles), carved "
+                    "all at once before the job starts.")
+
+
 class JobSpec(_Model):
     scheduler_name: Literal["default", "shoal", "volcano"] | None = Field(
         default=None, alias="schedulerName",
@@ -244,6 +261,9 @@ class JobSpec(_Model):
         default=0, ge=0, alias="jobRetryCount",
         description="When the job would fail, stop all its tasks and schedule it again from "
                     "scratch, up to this many times.")
+    virtual_cluster: JobVirtualClusterSpec | None = Field(
+        default=None, alias="virtualCluster",
+        description="The job's own virtual cluster, inside its queue (seed 003).")
 
 
 class TaskStatus(_Model):

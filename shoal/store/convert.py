@@ -28,6 +28,7 @@ from shoal.api import (
     VirtualCluster,
     VirtualNodePlacement,
 )
+from shoal.api.objects import job_virtual_cluster
 from shoal.api.resources import CPU, GPU, MEMORY
 from shoal.store.models import JobRow, NodeRow, PriorityClassRow, TaskRow, VirtualClusterRow
 
@@ -119,7 +120,28 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "attained_gpu_seconds": job.attained_gpu_seconds,
         "min_succeeded": job.min_succeeded, "min_failed": job.min_failed,
         "job_retry_count": job.job_retry_count, "retries": job.retries,
+        "virtual_cluster": job_vc_to_json(job.virtual_cluster),
         "idempotency_key": idempotency_key, "created": now, "updated": now}
+
+
+def job_vc_to_json(vc: VirtualCluster | None) -> dict[str, Any] | None:
+    """A job's own virtual cluster; its name and parent follow from the job's."""
+    if vc is None:
+        return None
+    return {"min": resources_to_json(vc.min), "max": vc.max.to_dict(),
+            "fixedSizeNodes": fixed_groups_to_json(vc.fixed_size_nodes),
+            "reservation": reservation_to_json(vc.reservation)}
+
+
+def job_vc_from_json(job: str, queue: str, data: dict[str, Any] | None
+                     ) -> VirtualCluster | None:
+    if data is None:
+        return None
+    return VirtualCluster(
+        name=job_virtual_cluster(job), parent=queue, min=resources_from_json(data["min"]),
+        max=ResourceLimit.of({k: int(v) for k, v in data["max"].items()}),
+        fixed_size_nodes=fixed_groups_from_json(data["fixedSizeNodes"]),
+        reservation=reservation_from_json(data.get("reservation")))
 
 
 def task_from_row(job: str, row: TaskRow) -> Task:
@@ -139,7 +161,8 @@ def job_from_row(row: JobRow) -> Job:
         runtime_estimate=row.runtime_estimate, attained_gpu_seconds=row.attained_gpu_seconds,
         min_succeeded=row.min_succeeded, min_failed=row.min_failed,
         job_retry_count=row.job_retry_count or 0, retries=row.retries or 0,
-        state=JobState(row.state), tasks=tuple(task_from_row(row.name, t) for t in row.tasks))
+        state=JobState(row.state), tasks=tuple(task_from_row(row.name, t) for t in row.tasks),
+        virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster))
 
 
 def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:

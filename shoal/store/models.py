@@ -70,6 +70,8 @@ class JobRow(Base):
     job_retry_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """How many times the whole job was restarted (job retries done)."""
+    virtual_cluster: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    """Its own virtual cluster (`convert.job_vc_to_json`), carving included; NULL: none."""
     stopping: Mapped[str | None] = mapped_column(String(32))
     """While the job's tasks are being stopped: the job state it gets once they all have
     (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""

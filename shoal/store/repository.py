@@ -35,6 +35,7 @@ from shoal.api import (
     Transition,
     VirtualCluster,
 )
+from shoal.api.objects import job_of_virtual_cluster
 from shoal.store import convert
 from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
@@ -551,9 +552,17 @@ class Repository:
         gave them back), so that a restart restores them there."""
         with self.store.sessions.begin() as s:
             for change in changes:
-                row = s.get(VirtualClusterRow, change.virtual_cluster)
-                if row is not None:
-                    row.reservation = convert.reservation_to_json(change.placements)
+                carving = convert.reservation_to_json(change.placements)
+                job = job_of_virtual_cluster(change.virtual_cluster)
+                if job is None:
+                    row = s.get(VirtualClusterRow, change.virtual_cluster)
+                    if row is not None:
+                        row.reservation = carving
+                    continue
+                found = s.scalars(select(JobRow).where(JobRow.name == job)).first()
+                if found is not None and found.virtual_cluster is not None:
+                    # A new dict: the JSON column notices assignment, not mutation.
+                    found.virtual_cluster = {**found.virtual_cluster, "reservation": carving}
         self._catalog.invalidate()
 
     def list_virtual_clusters(self) -> list[VirtualCluster]:

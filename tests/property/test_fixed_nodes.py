@@ -2,7 +2,8 @@
 
 A world is 1–4 nodes, 1–3 virtual clusters with a group of fixed-size nodes each (any
 policy; the set must be carvable on the idle cluster, as the spec checks demand), and jobs
-in those VCs and in `default`, some running before the VCs are carved. Cycles run on fresh
+in those VCs and in `default`, some running before the VCs are carved, some with their own
+virtual cluster of bundles (a job-scoped one, created and removed with the job). Cycles run on fresh
 snapshots that carry the recorded carvings, as the control plane rebuilds its model after a
 restart, and jobs finish between cycles. After every cycle, against oracles computed here
 from the API objects alone:
@@ -32,6 +33,7 @@ from shoal.api import (
     Job,
     Node,
     PlacementPolicy,
+    Reserve,
     ResourceLimit,
     Resources,
     SchedulerName,
@@ -39,6 +41,7 @@ from shoal.api import (
     VirtualCluster,
     VirtualNodePlacement,
 )
+from shoal.api.objects import job_of_virtual_cluster, job_virtual_cluster
 from shoal.api.resources import total
 from shoal.core import Snapshot
 from shoal.core.virtual_nodes import uncarvable
@@ -77,18 +80,55 @@ def clusters(draw: st.DrawFn) -> tuple[tuple[Node, ...], tuple[VirtualCluster, .
 
 @st.composite
 def job_lists(draw: st.DrawFn, queues: list[str]) -> list[Job]:
+    """Jobs in the queues; some with their own virtual cluster (bundles of 1–2 GPUs)."""
     out = []
     for j in range(draw(st.integers(0, 12))):
         gpus = draw(st.integers(0, 4))
+        queue = draw(st.sampled_from(queues))
+        own = None
+        if draw(st.integers(0, 3)) == 0:
+            sizes = draw(st.lists(st.integers(1, 2), min_size=1, max_size=2))
+            flexible = draw(st.sampled_from([None, 0]))
+            own = VirtualCluster(
+                job_virtual_cluster(f"j{j}"), parent=queue,
+                fixed_size_nodes=(FixedSizeNodes(tuple(FixedSizeNode(slot(n)) for n in sizes),
+                                                 draw(st.sampled_from(list(PlacementPolicy)))),),
+                max=ResourceLimit() if flexible is None else ResourceLimit.of({"gpu": 0}))
         out.append(Job(f"j{j}", (TaskGroup("w", draw(st.integers(1, 4)), slot(gpus)),),
-                       queue=draw(st.sampled_from(queues)), submitted=float(j),
+                       queue=queue, submitted=float(j), virtual_cluster=own,
                        scheduler_name=draw(st.sampled_from(list(SchedulerName)))))
     return out
 
 
-def problems(nodes: tuple[Node, ...], vcs: dict[str, VirtualCluster], jobs: list[Job],
+def record(changes: list[Reserve], vcs: dict[str, VirtualCluster], jobs: dict[str, Job]
+           ) -> None:
+    """Keep the carvings, as the control plane stores them: a declared VC's in the VC, a
+    job's own in the job."""
+    for change in changes:
+        owner = job_of_virtual_cluster(change.virtual_cluster)
+        if owner is None:
+            vcs[change.virtual_cluster] = replace(vcs[change.virtual_cluster],
+                                                  reservation=change.placements)
+        else:
+            own = jobs[owner].virtual_cluster
+            assert own is not None
+            jobs[owner] = replace(jobs[owner], virtual_cluster=replace(
+                own, reservation=change.placements))
+
+
+def every_vc(vcs: dict[str, VirtualCluster], jobs: list[Job]) -> dict[str, VirtualCluster]:
+    return {**vcs, **{j.virtual_cluster.name: j.virtual_cluster for j in jobs
+                      if j.virtual_cluster is not None}}
+
+
+def account(job: Job) -> str:
+    return job.queue if job.virtual_cluster is None else job.virtual_cluster.name
+
+
+def problems(nodes: tuple[Node, ...], declared: dict[str, VirtualCluster], jobs: list[Job],
              decisions: Decisions) -> list[str]:
     found = node_problems(nodes, jobs)
+    vcs = every_vc(declared, jobs)
     carved: dict[str, list[tuple[str, Resources, frozenset[int]]]] = {n.name: [] for n in nodes}
     for vc in vcs.values():
         if vc.reservation is None:
@@ -116,13 +156,14 @@ def problems(nodes: tuple[Node, ...], vcs: dict[str, VirtualCluster], jobs: list
                 if not task.state.holds_resources or task.node != node.name:
                     continue
                 request = job.group(task.group).resources
-                if any(owner == job.queue for owner, _, _ in mine):
-                    per_vc[job.queue] = per_vc.get(job.queue, Resources()) + request
+                charged = account(job)
+                if any(owner == charged for owner, _, _ in mine):
+                    per_vc[charged] = per_vc.get(charged, Resources()) + request
                 else:
                     outside = outside + request
                 for owner, _, gpus in mine:
-                    if owner != job.queue and gpus & set(task.gpus):
-                        found.append(f"task {task.ref} of {job.queue} holds GPUs {task.gpus}"
+                    if owner != charged and gpus & set(task.gpus):
+                        found.append(f"task {task.ref} of {charged} holds GPUs {task.gpus}"
                                      f" carved for {owner} on {node.name}")
         for vc_name, used in per_vc.items():
             own = total(r for owner, r, _ in mine if owner == vc_name)
@@ -137,14 +178,14 @@ def problems(nodes: tuple[Node, ...], vcs: dict[str, VirtualCluster], jobs: list
         owner, _, index = bind.virtual_node.rpartition("/")
         job = by_job[bind.task.job]
         reservation = vcs[owner].reservation if owner in vcs else None
-        if owner != job.queue or reservation is None:
-            found.append(f"{bind.task} of {job.queue} bound onto {bind.virtual_node}")
+        if owner != account(job) or reservation is None:
+            found.append(f"{bind.task} of {account(job)} bound onto {bind.virtual_node}")
             continue
         place: VirtualNodePlacement = reservation[int(index)]
         if place.node != bind.node or not set(bind.gpus) <= set(place.gpus):
             found.append(f"{bind.task} bound to {bind.node} GPUs {bind.gpus}, but "
                          f"{bind.virtual_node} is {place}")
-    usage = queue_usage(jobs)
+    usage = queue_usage(replace(j, queue=account(j)) for j in jobs)
     for vc in vcs.values():
         used = usage.get(vc.name, Resources())
         if not vc.ceiling.admits(used):
@@ -165,22 +206,19 @@ def test_fixed_size_nodes_hold_their_invariants(
     early = {n: jobs[n] for n in sorted(jobs) if data.draw(st.booleans())}
     if early:
         decisions = run_cycle(Snapshot(nodes, tuple(early.values())), PROFILE)
+        record(decisions.reservations, {}, early)
         early = apply(early, decisions, now=0.0)
         jobs.update(early)
     for cycle in range(1, 6):
         decisions = run_cycle(Snapshot(nodes, tuple(jobs.values()), tuple(vcs.values()),
                                        now=float(cycle)), PROFILE)
-        for change in decisions.reservations:
-            vcs[change.virtual_cluster] = replace(vcs[change.virtual_cluster],
-                                                  reservation=change.placements)
+        record(decisions.reservations, vcs, jobs)
         jobs = apply(jobs, decisions, now=float(cycle))
         found = problems(nodes, vcs, list(jobs.values()), decisions)
         assert not found, "\n".join(found)
         ending = data.draw(st.lists(st.sampled_from(sorted(jobs)), max_size=3)) if jobs else []
         jobs = {n: j for n, j in jobs.items() if n not in set(ending)}
     decisions = run_cycle(Snapshot(nodes, (), tuple(vcs.values()), now=10.0), PROFILE)
-    for change in decisions.reservations:
-        vcs[change.virtual_cluster] = replace(vcs[change.virtual_cluster],
-                                              reservation=change.placements)
+    record(decisions.reservations, vcs, {})
     assert all(vc.reservation is not None for vc in vcs.values()), \
         [p.reason for p in decisions.pending]

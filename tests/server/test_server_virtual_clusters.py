@@ -143,3 +143,34 @@ def test_introspection_shows_virtual_nodes_and_their_physical_node(api: Api) -> 
     assert one["guaranteed"]["gpu"] == 6 and one["available"]["gpu"] >= 6
     plain = api.request("GET", "/api/v1/virtual-clusters/team-a", "bob").json()["status"]
     assert plain["reservation"] == "" and plain["virtualNodes"] == []
+
+
+def test_a_job_with_its_own_virtual_cluster_is_stored_shown_and_checked(api: Api) -> None:
+    bundles = ("\n  virtualCluster:\n    flexibleResourceMax: {gpu: 0}\n"
+               "    fixedSizeNodes:\n      - schedulingPolicy: STRICT_SPREAD\n"
+               "        nodes: [{resources: {gpu: 2}}, {resources: {gpu: 2}}]")
+    created = api.submit(job_yaml("pg", gpu=2, extra_spec=bundles))
+    assert created.status_code == 201, created.text
+    own = created.json()["spec"]["virtualCluster"]
+    assert own["name"] == "job:pg" and own["flexibleResourceMax"] == {"gpu": 0}
+    assert own["fixedSizeNodes"][0]["schedulingPolicy"] == "STRICT_SPREAD"
+    # While the job lives its cluster is in the tree, with its bundles carved.
+    listed = {v["name"]: v for v in api.request("GET", "/api/v1/virtual-clusters",
+                                                "bob").json()}
+    assert listed["job:pg"]["parent"] == "default"
+    one = api.request("GET", "/api/v1/virtual-clusters/job:pg", "bob").json()
+    assert one["status"]["reservation"] == "reserved"
+    assert [v["name"] for v in one["status"]["virtualNodes"]] == ["job:pg/0", "job:pg/1"]
+    assert "job:pg" in api.request("GET", "/api/v1/virtual-clusters/default",
+                                   "bob").json()["status"]["children"]
+    # Two nodes of 8 GPUs: three bundles of 9 can never be carved; refused with the reason.
+    huge = ("\n  virtualCluster:\n    fixedSizeNodes:\n"
+            "      - nodes: [{resources: {gpu: 9}}]")
+    refused = api.submit(job_yaml("huge", extra_spec=huge))
+    assert refused.status_code == 422, refused.text
+    assert "spec.virtualCluster.fixedSizeNodes[0].nodes[0].resources" in refused.text
+    bad = api.submit(job_yaml("bad", extra_spec="\n  virtualCluster:\n"
+                                                "    flexibleResourceMin: {gpu: 4}\n"
+                                                "    flexibleResourceMax: {gpu: 2}"))
+    assert bad.status_code == 422, bad.text
+    assert bad.json()["errors"][0]["path"] == "spec.virtualCluster.flexibleResourceMin"

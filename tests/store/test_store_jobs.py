@@ -134,3 +134,36 @@ def test_waiting_reasons_join_the_history(repo: Repository) -> None:
         (5001.0, "Waiting", "InsufficientResources: 0 of 8 GPUs free")]
     assert [e.kind for e in repo.job_events("b")] == ["Submitted", "Waiting"]
     repo.record_waiting([])  # nothing to write is not an error
+
+
+def test_a_jobs_own_virtual_cluster_and_its_carving_round_trip(repo: Repository) -> None:
+    from dataclasses import replace
+
+    from shoal.api import (
+        FixedSizeNode,
+        FixedSizeNodes,
+        PlacementPolicy,
+        Reserve,
+        ResourceLimit,
+        Resources,
+        VirtualCluster,
+        VirtualNodePlacement,
+    )
+
+    vc = VirtualCluster("job:pg", parent="team", min=Resources.of(cpu=1000),
+                        max=ResourceLimit.of({"gpu": 2}), fixed_size_nodes=(FixedSizeNodes(
+                            (FixedSizeNode(Resources.of(gpu=2), {"role": "head"}),),
+                            PlacementPolicy.STRICT_SPREAD),))
+    job = replace(make_job("pg", queue="team"), virtual_cluster=vc)
+    repo.submit_job(job, idempotency_key=None)
+    got = repo.get_job("pg")
+    assert got is not None and got.virtual_cluster == vc
+    carving = (VirtualNodePlacement("n3", (2, 3)),)
+    repo.record_reservations([Reserve("job:pg", carving)])
+    again = repo.get_job("pg")
+    assert again is not None and again.virtual_cluster == replace(vc, reservation=carving)
+    [snap] = [j for j in repo.snapshot_jobs() if j.name == "pg"]
+    assert snap.virtual_cluster == replace(vc, reservation=carving)
+    plain = make_job("plain")
+    repo.submit_job(plain, idempotency_key=None)
+    assert repo.get_job("plain").virtual_cluster is None  # type: ignore[union-attr]

@@ -42,7 +42,7 @@ class Enqueue:
             if job.reason is not None:
                 continue
             if job.holding == 0:
-                shape = (job.queue, session.is_gang(job), job.gang_minimum,
+                shape = (job.account, session.is_gang(job), job.gang_minimum,
                          *((g.name, session.pool_key(g), g.resources, len(job.pending[g.name]))
                            for g in job.groups_with_pending()))
                 if shape in verdicts:
@@ -50,7 +50,7 @@ class Enqueue:
                 else:
                     reason = verdicts[shape] = feasibility(session, job)
                 if reason is None and job.job.min_resources is not None:
-                    reason = session.allocatable(job.queue, job.job.min_resources)
+                    reason = session.allocatable(job.account, job.job.min_resources)
                 if reason is not None:
                     job.reason = reason
                     continue
@@ -67,7 +67,7 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
     demand: list[Resources] = []
     for group, indices in needed:
         pool = session.pool_for(group)
-        own = session.virtual_nodes_for(job.queue, group)
+        own = session.virtual_nodes_for(job.account, group)
         if not pool.nodes and not own:
             return no_matching_node(session, group)
         if not group.resources.is_zero():
@@ -82,11 +82,11 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
     if not session.is_gang(job):
         # Tasks go one by one: each must be grantable alone, not all of them together.
         for one in demand:
-            reason = session.admissible(job.queue, one)
+            reason = session.admissible(job.account, one)
             if reason is not None:
                 return reason
         return None
-    return session.admissible(job.queue, total(demand))
+    return session.admissible(job.account, total(demand))
 
 
 def _replicas_when_idle(nodes: Sequence[NodeState], request: Resources) -> int:
@@ -150,9 +150,15 @@ class AdmissionCheck:
     def __call__(self, job: Job) -> PendingReason | None:
         info = self._model.add_job(job)
         try:
-            # A VC waiting for its fixed-size nodes is no reason to refuse its jobs.
             if info.blocker is not None and info.blocker.kind is not PendingKind.RESERVATION:
                 return info.blocker
-            return feasibility(Session(self._model, self._hooks), info)
+            # The session creates the job's own virtual cluster and carves its fixed-size
+            # nodes on this idle copy; what cannot be done here can never be done.
+            session = Session(self._model, self._hooks)
+            if info.blocker is not None:
+                return PendingReason(PendingKind.UNSCHEDULABLE,
+                                     f"{info.blocker.message}, even on the idle cluster",
+                                     queue=info.blocker.queue)
+            return feasibility(session, info)
         finally:
             self._model.remove_job(job.name)

@@ -183,7 +183,7 @@ class _Preemption:
             statement.discard()
 
         quota_bound = session.allocatable(
-            preemptor.queue, total(g.resources.scale(len(ix)) for g, ix in wanted)) is not None
+            preemptor.account, total(g.resources.scale(len(ix)) for g, ix in wanted)) is not None
         useful: list[tuple[JobInfo, int]] = []
         for job in self.candidates(preemptor):
             states = [cluster.by_name[t.node] for t in job.running]
@@ -289,5 +289,5 @@ class _Preemption:
         reason = (f"preempted by job {preemptor.name!r}, which ranks ahead of it in virtual "
                   f"cluster {preemptor.queue!r}")
         for task in victim.running:
-            statement.evict(task.ref, victim.queue, cluster.by_name[task.node],
+            statement.evict(task.ref, victim.account, cluster.by_name[task.node],
                             victim.job.group(task.ref.group).resources, task.gpus, reason)

@@ -139,7 +139,9 @@ def test_a_recorded_carving_that_no_longer_fits_is_carved_again() -> None:
                         reservation=(VirtualNodePlacement("gone", (0, 1, 2, 3)),))
     model = SchedulerModel(NODES, [vc])
     assert "tune" in model.reservations.queued
-    [change] = model.reserve()
+    # The driver hears that its record is void, then where the carving is now.
+    gone, change = model.reserve()
+    assert gone.placements is None and "no longer fits" in gone.reason
     assert change.placements is not None and change.placements[0].node == "n0"
 
 
@@ -192,3 +194,83 @@ def test_a_carving_never_takes_the_room_a_vc_queued_behind_it_needs() -> None:
     assert [c.virtual_cluster for c in changes] == ["pack", "pair", "three"]
     three = changes[2].placements
     assert three is not None and len({p.node for p in three}) == 3
+
+
+def test_a_vc_whose_place_now_would_strand_the_others_is_carved_where_it_is_planned() -> None:
+    # Found by tests/property/test_fixed_nodes.py: carved where it first fits (alone, or as
+    # part of a carving of all three), `one` leaves the 4-GPU virtual node of `big` no whole
+    # node. Carved where the plan of all three puts it, it does not.
+    nodes = [Node(f"n{i}", Resources.of(cpu=4000, gpu=4)) for i in range(4)]
+    vcs = [VirtualCluster("one", fixed_size_nodes=fixed(1, policy=PlacementPolicy.PACK)),
+           VirtualCluster("three", fixed_size_nodes=fixed(1, 1, 1,
+                                                          policy=PlacementPolicy.SPREAD)),
+           VirtualCluster("big", fixed_size_nodes=fixed(1, 4, policy=PlacementPolicy.PACK))]
+    model = SchedulerModel(nodes, vcs)
+    changes = model.reserve()
+    assert [c.virtual_cluster for c in changes] == ["one", "three", "big"]
+    assert all(c.placements is not None for c in changes)
+
+
+# ---- job-scoped virtual clusters ----------------------------------------------------------
+
+def own(job_: Job, vc: VirtualCluster) -> Job:
+    return replace(job_, virtual_cluster=vc)
+
+
+def test_a_jobs_own_virtual_cluster_is_created_charged_and_removed_with_it() -> None:
+    team = VirtualCluster("team", min=gpu(8))
+    model = SchedulerModel(NODES, [team])
+    pg = own(job("pg", "team", 2, replicas=3), VirtualCluster(
+        "ignored", min=gpu(2), fixed_size_nodes=fixed(2, 2, policy=PlacementPolicy.SPREAD)))
+    model.add_job(pg)
+    assert "job:pg" not in model.quota.queues  # created by the cycle, not on arrival
+    decisions = cycle(model)
+    assert [c.virtual_cluster for c in decisions.reservations] == ["job:pg"]
+    placed = binds(decisions)
+    assert sorted(v or "-" for _, v in placed.values()) == ["-", "job:pg/0", "job:pg/1"]
+    vc = model.quota.get("job:pg")
+    assert vc.parent is not None and vc.parent.name == "team"
+    assert vc.usage.gpu == 2  # the third task, on the flexible part; two on its bundles
+    status = virtual_cluster_status(model)
+    assert status["job:pg"].running_tasks == 3 and "job:pg" in status["team"].children
+    assert status["team"].used.gpu == 6
+
+    model.remove_job("pg")  # the job ended: its virtual cluster goes, all given back
+    assert "job:pg" not in model.quota.queues and "job:pg/0" not in model.cluster.by_name
+    assert model.quota.get("team").children == [] and model.quota.get("team").usage.is_zero()
+    assert all(model.node(n.name).free() == n.allocatable_resources for n in NODES)
+    assert model.quota.capacity.gpu == 16
+
+
+def test_a_restarted_model_charges_a_running_job_to_its_own_cluster() -> None:
+    vc = VirtualCluster("x", fixed_size_nodes=fixed(4))
+    model = SchedulerModel(NODES)
+    model.add_job(own(job("pg", "default", 4, replicas=2), vc))
+    decisions = cycle(model)
+    [change] = decisions.reservations
+    tasks = tuple(Task("pg", "w", b.task.index, TaskState.RUNNING, b.node, b.gpus, 0.0)
+                  for b in decisions.binds)
+    stored = own(replace(job("pg", "default", 4, replicas=2), tasks=tasks),
+                 replace(vc, reservation=change.placements))
+    rebuilt = SchedulerModel.from_snapshot(Snapshot(NODES, (stored,)))
+    assert rebuilt.reserve() == []
+    assert rebuilt.jobs["pg"].account == "job:pg"
+    assert rebuilt.reservations.placements["job:pg"] == change.placements
+    # One task on its bundle (outside the quota tree), one on the flexible part.
+    assert rebuilt.quota.get("job:pg").usage.gpu == 4
+    assert rebuilt.quota.get("default").usage.gpu == 4
+
+
+def test_the_admission_check_refuses_a_job_whose_cluster_could_never_be_created() -> None:
+    from shoal.scheduler.actions.enqueue import admission_check
+
+    team = VirtualCluster("team", max=ResourceLimit.of({"gpu": 4}))
+    too_big = own(job("a", "team", 1), VirtualCluster("a", min=gpu(8)))
+    reason = admission_check(too_big, NODES, [team])
+    assert reason is not None and reason.kind is PendingKind.UNSCHEDULABLE
+    assert "can never be created in 'team'" in reason.message
+    spread = own(job("b", "default", 1), VirtualCluster("b", fixed_size_nodes=fixed(1, 1, 1)))
+    reason = admission_check(spread, NODES, [team])
+    assert reason is not None and "STRICT_SPREAD needs 3 distinct nodes" in reason.message
+    fine = own(job("c", "team", 1), VirtualCluster("c", min=gpu(4)))
+    assert admission_check(fine, NODES, [team]) is None

@@ -2,7 +2,8 @@
 (`[{"node": "n1", "gpus": [0, 1]}, ...]`, NULL while they are not), and when the virtual
 cluster was created (queued reservations are carved in that order). Existing virtual
 clusters get no carving (the scheduler carves them) and creation time 0, so they keep their
-name order among themselves and come before any created later.
+name order among themselves and come before any created later. And a job's own virtual
+cluster (`spec.virtualCluster`), with its carving; existing jobs have none.
 
 Revision ID: 0004
 Revises: 0003
@@ -25,9 +26,13 @@ def upgrade() -> None:
         batch.add_column(sa.Column("reservation", sa.JSON(), nullable=True))
         batch.add_column(sa.Column("created", sa.Double(), nullable=False,
                                    server_default="0"))
+    with op.batch_alter_table("jobs") as batch:
+        batch.add_column(sa.Column("virtual_cluster", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("jobs") as batch:
+        batch.drop_column("virtual_cluster")
     with op.batch_alter_table("virtual_clusters") as batch:
         batch.drop_column("created")
         batch.drop_column("reservation")
