@@ -194,6 +194,8 @@ class VirtualClusterStatusView:
     """With fixed-size nodes: "reserved", or why it still waits for them."""
     virtual_nodes: list[Json] = field(default_factory=list)
     """`[{"name", "node", "labels", "total", "used", "available"}]`, as the API sends it."""
+    flexible_nodes: list[Json] = field(default_factory=list)
+    """`[{"name", "node", "used"}]`: at most one per physical node."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
@@ -209,7 +211,8 @@ class VirtualClusterStatusView:
                    running_jobs=int(data.get("runningJobs", 0)),
                    running_tasks=int(data.get("runningTasks", 0)),
                    reservation=str(data.get("reservation") or ""),
-                   virtual_nodes=[dict(v) for v in data.get("virtualNodes") or []], raw=data)
+                   virtual_nodes=[dict(v) for v in data.get("virtualNodes") or []],
+                   flexible_nodes=[dict(f) for f in data.get("flexibleNodes") or []], raw=data)
 
 
 @dataclass(frozen=True)

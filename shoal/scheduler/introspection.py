@@ -37,6 +37,18 @@ class VirtualNodeStatus:
 
 
 @dataclass(frozen=True)
+class FlexibleNodeStatus:
+    """A virtual cluster's flexible virtual node on one physical node: what its own tasks
+    outside its fixed-size nodes hold there. There is at most one per physical node (seed
+    003): the flexible part on a node is one slice, grown and shrunk with its tasks."""
+
+    name: str
+    """`<vc>/flexible/<node>`."""
+    node: str
+    used: Resources
+
+
+@dataclass(frozen=True)
 class VirtualClusterStatus:
     name: str
     parent: str | None
@@ -60,6 +72,8 @@ class VirtualClusterStatus:
     reservation: str = ""
     """For a VC with fixed-size nodes: "reserved", or why it is still queued."""
     virtual_nodes: tuple[VirtualNodeStatus, ...] = field(default=())
+    flexible_nodes: tuple[FlexibleNodeStatus, ...] = field(default=())
+    """Its own tasks' share of each physical node outside its fixed-size nodes."""
 
 
 def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterStatus]:
@@ -73,6 +87,15 @@ def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterSta
         if info.running:
             running_jobs[info.account] = running_jobs.get(info.account, 0) + 1
             running_tasks[info.account] = running_tasks.get(info.account, 0) + len(info.running)
+    flexible: dict[str, dict[str, Resources]] = {}
+    """Per VC, per physical node, what its own tasks hold there outside virtual nodes."""
+    for info in model.jobs.values():
+        for task in info.running:
+            state = model.node(task.node)
+            if state.host is None:
+                here = flexible.setdefault(info.account, {})
+                here[state.name] = here.get(state.name, Resources()) + \
+                    info.job.group(task.ref.group).resources
     tree = model.quota
     held = model.reservations
     on_virtual: dict[str, Resources] = {}
@@ -99,5 +122,7 @@ def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterSta
             borrowed=used.saturating_sub(guaranteed),
             pending_jobs=pending.get(name, 0), running_jobs=running_jobs.get(name, 0),
             running_tasks=running_tasks.get(name, 0), reservation=reservation,
-            virtual_nodes=tuple(VirtualNodeStatus.of(s) for s in mine))
+            virtual_nodes=tuple(VirtualNodeStatus.of(s) for s in mine),
+            flexible_nodes=tuple(FlexibleNodeStatus(f"{name}/flexible/{node}", node, used)
+                                 for node, used in sorted(flexible.get(name, {}).items())))
     return out

@@ -203,6 +203,14 @@ class VirtualNodeOut(_Out):
     available: Quantities
 
 
+class FlexibleNodeOut(_Out):
+    """A virtual cluster's flexible virtual node: its share of one physical node."""
+
+    name: str
+    node: str
+    used: Quantities
+
+
 class VirtualClusterStatusOut(_Out):
     """A virtual cluster as the scheduler sees it now (seed 003's introspection)."""
 
@@ -226,6 +234,10 @@ class VirtualClusterStatusOut(_Out):
         default="", description='With fixed-size nodes: "reserved", or why it is still '
                                 "queued for them; empty without.")
     virtual_nodes: list[VirtualNodeOut] = Field(default_factory=list, alias="virtualNodes")
+    flexible_nodes: list[FlexibleNodeOut] = Field(
+        default_factory=list, alias="flexibleNodes",
+        description="At most one per physical node: what its own tasks hold there outside "
+                    "its fixed-size nodes.")
 
 
 class VirtualClusterOut(_Out):
@@ -269,7 +281,9 @@ def vc_status_out(status: VirtualClusterStatus) -> VirtualClusterStatusOut:
         virtual_nodes=[VirtualNodeOut(name=v.name, node=v.node, labels=v.labels,
                                       total=_quantities(v.total), used=_quantities(v.used),
                                       available=_quantities(v.available))
-                       for v in status.virtual_nodes])
+                       for v in status.virtual_nodes],
+        flexible_nodes=[FlexibleNodeOut(name=f.name, node=f.node, used=_quantities(f.used))
+                        for f in status.flexible_nodes])
 
 
 def _fixed_out(vc: VirtualCluster) -> list[FixedSizeNodesOut]:

@@ -177,3 +177,35 @@ def test_fixed_size_nodes_are_carved_recorded_and_restored_after_a_restart(
     finally:
         again.cancel("pg-job")
         step_until(again, finished(again, "pg-job"))
+
+
+def test_a_jobs_own_virtual_cluster_lives_and_goes_with_it(plane: ControlPlane) -> None:
+    from dataclasses import replace
+
+    from shoal.api import (
+        FixedSizeNode,
+        FixedSizeNodes,
+        ResourceLimit,
+        Resources,
+        VirtualCluster,
+    )
+
+    bundle = Resources.of(cpu=500, memory=128, gpu=1)
+    own = VirtualCluster("job:pg", max=ResourceLimit.of({"gpu": 0}),
+                         fixed_size_nodes=(FixedSizeNodes((FixedSizeNode(bundle),
+                                                           FixedSizeNode(bundle))),))
+    pg = replace(job("pg", "import time; time.sleep(1)", replicas=2, gpu=1),
+                 virtual_cluster=own)
+    plane.submit(pg)
+    step_until(plane, lambda: state_of(plane, "pg") is JobState.RUNNING)
+    assert "job:pg" in plane.model.quota.queues
+    status = plane.virtual_cluster_status()["job:pg"]
+    assert [v.used.gpu for v in status.virtual_nodes] == [1, 1]
+    stored = plane.repository.get_job("pg")
+    assert stored is not None and stored.virtual_cluster is not None
+    assert stored.virtual_cluster.reservation is not None  # recorded for a restart
+    step_until(plane, finished(plane, "pg"))
+    assert state_of(plane, "pg") is JobState.SUCCEEDED
+    assert "job:pg" not in plane.model.quota.queues
+    assert all(s.host is None for s in plane.model.cluster.by_name.values())
+    assert plane.model.node("local").free().gpu == 4

@@ -143,6 +143,7 @@ def test_introspection_shows_virtual_nodes_and_their_physical_node(api: Api) -> 
     assert one["guaranteed"]["gpu"] == 6 and one["available"]["gpu"] >= 6
     plain = api.request("GET", "/api/v1/virtual-clusters/team-a", "bob").json()["status"]
     assert plain["reservation"] == "" and plain["virtualNodes"] == []
+    assert plain["flexibleNodes"] == []  # nothing of team-a runs
 
 
 def test_a_job_with_its_own_virtual_cluster_is_stored_shown_and_checked(api: Api) -> None:

@@ -274,3 +274,25 @@ def test_the_admission_check_refuses_a_job_whose_cluster_could_never_be_created(
     assert reason is not None and "STRICT_SPREAD needs 3 distinct nodes" in reason.message
     fine = own(job("c", "team", 1), VirtualCluster("c", min=gpu(4)))
     assert admission_check(fine, NODES, [team]) is None
+
+
+def test_a_vc_holds_one_flexible_virtual_node_per_physical_node() -> None:
+    # tune: one 2-GPU fixed-size node; five 1-GPU tasks, bin-packed. Two go to the virtual
+    # node; the other three, on the flexible part, make one flexible node per physical node
+    # they are on, each the sum of what its tasks hold there.
+    model = SchedulerModel(NODES, [VirtualCluster("tune", fixed_size_nodes=fixed(2))])
+    model.add_job(job("a", "tune", 1, replicas=3))
+    model.add_job(job("b", "tune", 1, replicas=2, at=1.0))
+    decisions = cycle(model)
+    placed = binds(decisions)
+    assert sum(1 for _, v in placed.values() if v == "tune/0") == 2
+    flexible = virtual_cluster_status(model)["tune"].flexible_nodes
+    per_node: dict[str, int] = {}
+    for _, (node, virtual) in placed.items():
+        if virtual is None:
+            per_node[node] = per_node.get(node, 0) + 1
+    assert [(f.name, f.node, f.used.gpu) for f in flexible] == \
+        [(f"tune/flexible/{n}", n, g) for n, g in sorted(per_node.items())]
+    assert len({f.node for f in flexible}) == len(flexible)
+    assert sum(f.used.gpu for f in flexible) == 3
+    assert virtual_cluster_status(model)["default"].flexible_nodes == ()
