@@ -134,13 +134,10 @@ class FixedSizeNodesSpec(_Model):
                     "STRICT_SPREAD: one parent node per virtual node.")
 
 
-class VirtualClusterSpec(_Model):
-    """Seed 003's virtual cluster: flexible resources (`flexibleResourceMin` / `Max`) and
-    fixed-size virtual nodes, reserved all at once; plus Shoal's parent, weight and queueing.
-    `min` and `max` are the older names of the flexible fields."""
+class ClusterResourcesSpec(_Model):
+    """What a virtual cluster holds (seed 003): flexible resources and fixed-size virtual
+    nodes, reserved all at once."""
 
-    parent: StrictStr = Field(
-        default="root", description="'root' (the physical cluster) or a declared VirtualCluster.")
     flexible_resource_min: Quantities | None = Field(
         default=None, alias="flexibleResourceMin",
         description="Guaranteed flexible resources, reserved when the cluster is created; "
@@ -148,11 +145,19 @@ class VirtualClusterSpec(_Model):
     flexible_resource_max: Quantities | None = Field(
         default=None, alias="flexibleResourceMax",
         description="Ceiling on the flexible resources; dimensions not named are unlimited.")
-    min: Quantities | None = Field(default=None, description="Older name of flexibleResourceMin.")
-    max: Quantities | None = Field(default=None, description="Older name of flexibleResourceMax.")
     fixed_size_nodes: list[FixedSizeNodesSpec] = Field(
         default_factory=list, alias="fixedSizeNodes",
         description="Groups of fixed-size virtual nodes, reserved in full with the minimum.")
+
+
+class VirtualClusterSpec(ClusterResourcesSpec):
+    """Seed 003's virtual cluster, plus Shoal's parent, weight and queueing. `min` and `max`
+    are the older names of the flexible fields."""
+
+    parent: StrictStr = Field(
+        default="root", description="'root' (the physical cluster) or a declared VirtualCluster.")
+    min: Quantities | None = Field(default=None, description="Older name of flexibleResourceMin.")
+    max: Quantities | None = Field(default=None, description="Older name of flexibleResourceMax.")
     weight: StrictInt = Field(default=1, ge=1, description="Fair-share weight among siblings.")
     queueing_policy: QueueingPolicy = Field(
         default=QueueingPolicy.PRIORITY, alias="queueingPolicy")
@@ -228,21 +233,10 @@ class CompletionSpec(_Model):
                     "(at most the total replicas).")
 
 
-class JobVirtualClusterSpec(_Model):
+class JobVirtualClusterSpec(ClusterResourcesSpec):
     """A job's own virtual cluster (seed 003's job-scoped cluster): created inside the job's
-    queue when the job is admitted, removed with it. Its parent is always that queue."""
-
-    flexible_resource_min: Quantities | None = Field(
-        default=None, alias="flexibleResourceMin",
-        description="Guaranteed flexible resources, granted by the queue before the job "
-                    "starts; default none.")
-    flexible_resource_max: Quantities | None = Field(
-        default=None, alias="flexibleResourceMax",
-        description="Ceiling on the flexible resources; dimensions not named are unlimited.")
-    fixed_size_nodes: list[FixedSizeNodesSpec] = Field(
-        default_factory=list, alias="fixedSizeNodes",
-        description="Groups of fixed-size virtual nodes (placement-group bundles), carved "
-                    "all at once before the job starts.")
+    queue when the queue can guarantee it, removed with the job. Its parent is always that
+    queue."""
 
 
 class JobSpec(_Model):
