@@ -347,7 +347,6 @@ def _claimable(state: NodeState, task: Task, request: Resources) -> tuple[int, .
     return task.gpus
 
 
-
 def _unmade(info: JobInfo, why: str) -> PendingReason:
     return PendingReason(
         PendingKind.RESERVATION,

@@ -13,9 +13,11 @@ reserved:
 
 While a VC is queued, the quota tree still counts its fixed part in its guarantee, so no
 other VC may borrow it: capacity that frees up stays idle for the carving instead of being
-taken again at once. Queued VCs are carved in the order they were declared, strictly: one
-that cannot be carved keeps those behind it waiting (so a large VC is not starved by smaller
-ones), as a strict-FIFO queue does for jobs.
+taken again at once. Queued VCs are carved in the order they were created (declared ones,
+then job-scoped ones as their jobs are admitted), strictly: one that cannot be carved keeps
+those behind it waiting (so a large VC is not starved by smaller ones), as a strict-FIFO
+queue does for jobs; and one is carved only where it leaves the others room (see
+`_carving_for`).
 
 A carving is recorded in the VC (`VirtualCluster.reservation`): a driver that rebuilds its
 model — the control plane after a restart — restores virtual nodes exactly where they were,

@@ -296,3 +296,24 @@ def test_a_vc_holds_one_flexible_virtual_node_per_physical_node() -> None:
     assert len({f.node for f in flexible}) == len(flexible)
     assert sum(f.used.gpu for f in flexible) == 3
     assert virtual_cluster_status(model)["default"].flexible_nodes == ()
+
+
+def test_job_clusters_are_created_by_priority_in_a_priority_queue_and_in_order_in_fifo(
+        ) -> None:
+    from shoal.api import QueueingPolicy
+
+    def first_created(queueing: QueueingPolicy) -> str:
+        team = VirtualCluster("team", min=gpu(8), max=ResourceLimit.of({"gpu": 8}),
+                              queueing=queueing)
+        model = SchedulerModel(NODES, [team])
+        low = own(job("low", "team", 1), VirtualCluster("x", min=gpu(8)))
+        high = own(replace(job("high", "team", 1, at=1.0), priority_class="production"),
+                   VirtualCluster("x", min=gpu(8)))
+        model.add_jobs([low, high])
+        model.reserve()
+        made = [n for n in model.quota.queues if n.startswith("job:")]
+        assert len(made) == 1  # team can guarantee one of them only
+        return made[0]
+
+    assert first_created(QueueingPolicy.PRIORITY) == "job:high"
+    assert first_created(QueueingPolicy.FIFO) == "job:low"
