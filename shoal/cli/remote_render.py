@@ -133,6 +133,8 @@ def virtual_clusters_table(vcs: Sequence[VirtualClusterView]) -> Table:
         limits = ", ".join(f"{k}={v}" for k, v in vc.max.items()) or "unlimited"
         fixed = "; ".join(f"{len(g.get('nodes', []))} {g.get('schedulingPolicy', '')}"
                           for g in vc.fixed_size_nodes) or "-"
+        if vc.fixed_size_nodes and vc.status is not None:
+            fixed += " (reserved)" if vc.status.reservation == "reserved" else " (queued)"
         table.add_row(vc.name, vc.parent, _quantities(vc.min), limits, fixed,
                       _quantities(vc.guaranteed), str(vc.weight), vc.queueing_policy)
     return table

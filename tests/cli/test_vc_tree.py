@@ -51,3 +51,19 @@ def test_virtual_nodes_hang_under_their_cluster_with_their_physical_node() -> No
     tune_at = next(i for i, line in enumerate(lines) if "tune " in line)
     assert all(i > tune_at for i, line in enumerate(lines) if "virtual node on" in line)
     assert "reserved" not in text
+
+
+def test_vc_list_says_whether_fixed_size_nodes_are_reserved() -> None:
+    from shoal.cli.remote_render import virtual_clusters_table
+
+    def listed(reservation: str) -> VirtualClusterView:
+        view = vc("pg", status("pg", "root", [], 0, reservation=reservation))
+        return VirtualClusterView.from_json({**view.raw, "fixedSizeNodes": [
+            {"schedulingPolicy": "STRICT_SPREAD", "nodes": [{"resources": {"gpu": 1}}] * 2}]})
+
+    console = Console(width=200, color_system=None)
+    with console.capture() as captured:
+        console.print(virtual_clusters_table([listed("reserved")]))
+        console.print(virtual_clusters_table([listed("fixedSizeNodes[0]: not now")]))
+    text = captured.get()
+    assert "2 STRICT_SPREAD (reserved)" in text and "2 STRICT_SPREAD (queued)" in text
