@@ -264,6 +264,9 @@ class VirtualCluster:
     weight: int = 1
     queueing: QueueingPolicy = QueueingPolicy.PRIORITY
     fixed_size_nodes: tuple[FixedSizeNodes, ...] = ()
+    idle_timeout: float = 0.0
+    """Seconds its flexible part on a node stays its own after its last task there ends
+    (`flexibleIdleTimeout`, seed 003's return on idle); 0: given back at once."""
     reservation: tuple[VirtualNodePlacement, ...] | None = None
     """Where its fixed-size nodes are carved, in group then node order; None while they are
     not (status, written by the scheduler, never by a user)."""

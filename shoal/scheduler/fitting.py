@@ -30,7 +30,7 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
     statement for the caller to discard). Replicas go to the VC's own virtual nodes first,
     the rest to the flexible part (the physical nodes, under the quota tree)."""
     request = group.resources
-    if session.model.reservations.on(job.account):
+    if session.model.reservations.on(job.account) or session.model.holds.on(job.account):
         indices = _onto_virtual_nodes(session, statement, job, group, indices)
         if not indices:
             return None

@@ -46,6 +46,8 @@ class FlexibleNodeStatus:
     """`<vc>/flexible/<node>`."""
     node: str
     used: Resources
+    kept: Resources = field(default_factory=Resources)
+    """Idle, kept for its next tasks (`flexibleIdleTimeout`); goes back when that is up."""
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,14 @@ def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterSta
     for info in model.jobs.values():
         for task in info.running:
             state = model.node(task.node)
-            if state.host is None:
+            if state.host is None or state in model.holds.kept.values():
                 here = flexible.setdefault(info.account, {})
-                here[state.name] = here.get(state.name, Resources()) + \
+                host = state.physical.name
+                here[host] = here.get(host, Resources()) + \
                     info.job.group(task.ref.group).resources
+    kept = {key: state.free() for key, state in model.holds.kept.items()}
+    for vc, host in kept:
+        flexible.setdefault(vc, {}).setdefault(host, Resources())
     tree = model.quota
     held = model.reservations
     on_virtual: dict[str, Resources] = {}
@@ -123,6 +129,8 @@ def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterSta
             pending_jobs=pending.get(name, 0), running_jobs=running_jobs.get(name, 0),
             running_tasks=running_tasks.get(name, 0), reservation=reservation,
             virtual_nodes=tuple(VirtualNodeStatus.of(s) for s in mine),
-            flexible_nodes=tuple(FlexibleNodeStatus(f"{name}/flexible/{node}", node, used)
-                                 for node, used in sorted(flexible.get(name, {}).items())))
+            flexible_nodes=tuple(
+                FlexibleNodeStatus(f"{name}/flexible/{node}", node, used,
+                                   kept.get((name, node), Resources()))
+                for node, used in sorted(flexible.get(name, {}).items())))
     return out

@@ -32,6 +32,7 @@ from shoal.core.nodes import ClusterState, FitMemo, NodeState
 from shoal.core.quota import QuotaTree
 from shoal.core.snapshot import PriorityTable, Snapshot, SnapshotError
 from shoal.core.virtual_nodes import unplaceable
+from shoal.scheduler.flexible import FlexibleHolds
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.reservations import FixedNodeReservations
 
@@ -50,6 +51,10 @@ class SchedulerModel:
         self.reservations = FixedNodeReservations(self.cluster, self.quota, vc_list)
         """Virtual clusters' fixed-size nodes: carved (restored from their recorded carving
         before any task is counted) or queued."""
+        self.holds = FlexibleHolds(self.cluster, self.quota)
+        """Flexible parts kept for their virtual cluster after its tasks there ended."""
+        for vc in vc_list:
+            self.holds.set_timeout(vc.name, vc.idle_timeout)
         self.fit_memo = FitMemo(self.cluster)
         """Fit bounds survive cycles: they expire only when capacity is released."""
         self.jobs: dict[str, JobInfo] = {}
@@ -142,6 +147,7 @@ class SchedulerModel:
         for task in list(info.running):
             self._release(info, task)
         if info.account != info.queue:  # its own virtual cluster goes with it
+            self.holds.remove(info.account)
             self.reservations.remove(info.account)
             self.quota.remove(info.account)
             self._refresh_blockers()
@@ -182,9 +188,15 @@ class SchedulerModel:
         self.unblock()
         request = info.job.group(task.ref.group).resources
         state = self.cluster.by_name[task.node]
-        self.cluster.give(state, request, task.gpus)
-        if state.owner is None:
-            self.quota.refund(info.account, request)
+        if state.owner is None and self.holds.keep(info.account, state, request, task.gpus,
+                                                   self.now):
+            pass  # kept for its virtual cluster's next tasks, still charged to it
+        else:
+            self.cluster.give(state, request, task.gpus)
+            if state.owner is None:
+                self.quota.refund(info.account, request)
+            else:
+                self.holds.touched(state, self.now)
         info.running.remove(task)
         info.holding -= 1
 
@@ -199,6 +211,7 @@ class SchedulerModel:
         if any(self.cluster.by_name[t.node].physical is state
                for info in self.jobs.values() for t in info.running):
             raise SnapshotError(f"node {name} still runs tasks; release them first")
+        self.holds.release_on(name)
         if self.reservations.release_on(name):
             self._refresh_blockers()
         self.cluster.set_cordoned(name, True)
@@ -218,7 +231,9 @@ class SchedulerModel:
         """Create the job-scoped virtual clusters whose guarantee their queue can grant now,
         and carve the queued virtual clusters that can be carved now (a cycle does both
         first, before any job takes the capacity); every reservation made or given back
-        since the last call."""
+        since the last call. Kept flexible parts whose idle time is up go back first."""
+        if self.holds.expiry and self.holds.expire(self.now):
+            self.unblock()
         if self.unmade:
             self._make_virtual_clusters()
         if self.reservations.queued:
@@ -278,6 +293,7 @@ class SchedulerModel:
         vc = replace(spec, name=job_virtual_cluster(info.name), parent=info.queue)
         self.quota.add(vc)
         self.reservations.add(vc)
+        self.holds.set_timeout(vc.name, vc.idle_timeout)
         info.account = vc.name
         info.blocker = self.reservations.blocker(vc.name)
 
@@ -316,6 +332,18 @@ class SchedulerModel:
 
     def priority(self, job: Job) -> int:
         return self.priorities.priority(job)
+
+    def held_by_tasks(self) -> Resources:
+        """What running tasks hold, over the whole cluster. The quota tree's usage, plus
+        what tasks hold on fixed-size nodes (outside the tree), less the idle parts kept for
+        a virtual cluster (charged to it, but held by no task). O(virtual nodes)."""
+        usage = self.quota.root.usage
+        if not self.cluster.virtual:
+            return usage
+        kept = set(map(id, self.holds.kept.values()))
+        on_fixed = total(v.used() for v in self.cluster.virtual.values() if id(v) not in kept)
+        idle = total(v.free() for v in self.holds.kept.values())
+        return (usage + on_fixed).saturating_sub(idle)
 
     def node(self, name: str) -> NodeState:
         return self.cluster.by_name[name]

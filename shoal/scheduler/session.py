@@ -163,8 +163,10 @@ class Session:
     # ---- placement ------------------------------------------------------------------------
 
     def virtual_nodes_for(self, queue: str, group: TaskGroup) -> list[NodeState]:
-        """The VC's own virtual nodes that pass the group's predicates."""
-        return [node for node in self.model.reservations.on(queue)
+        """The VC's own virtual nodes that pass the group's predicates: its fixed-size
+        nodes, then the flexible parts it keeps."""
+        mine = [*self.model.reservations.on(queue), *self.model.holds.on(queue)]
+        return [node for node in mine
                 if all(p.node_filter(group, node.node) is None for p in self.hooks.predicates)]
 
     def pick_virtual_node(self, queue: str, group: TaskGroup, request: Resources

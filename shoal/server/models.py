@@ -59,6 +59,7 @@ class JobVirtualClusterOut(_Out):
     flexible_resource_min: Quantities = Field(alias="flexibleResourceMin")
     flexible_resource_max: dict[str, int] = Field(alias="flexibleResourceMax")
     fixed_size_nodes: list[FixedSizeNodesOut] = Field(alias="fixedSizeNodes")
+    flexible_idle_timeout: float = Field(alias="flexibleIdleTimeout")
 
 
 class JobSpecOut(_Out):
@@ -209,6 +210,9 @@ class FlexibleNodeOut(_Out):
     name: str
     node: str
     used: Quantities
+    kept: Quantities = Field(
+        default_factory=dict, description="Idle, kept for its next tasks until its "
+                                          "flexibleIdleTimeout is up.")
 
 
 class VirtualClusterStatusOut(_Out):
@@ -253,6 +257,9 @@ class VirtualClusterOut(_Out):
                     "fixed-size node.")
     weight: int
     queueing_policy: str = Field(alias="queueingPolicy")
+    flexible_idle_timeout: float = Field(
+        default=0.0, alias="flexibleIdleTimeout",
+        description="Seconds its idle flexible resources on a node stay its own.")
     status: VirtualClusterStatusOut | None = None
 
 
@@ -282,7 +289,8 @@ def vc_status_out(status: VirtualClusterStatus) -> VirtualClusterStatusOut:
                                       total=_quantities(v.total), used=_quantities(v.used),
                                       available=_quantities(v.available))
                        for v in status.virtual_nodes],
-        flexible_nodes=[FlexibleNodeOut(name=f.name, node=f.node, used=_quantities(f.used))
+        flexible_nodes=[FlexibleNodeOut(name=f.name, node=f.node, used=_quantities(f.used),
+                                        kept=_quantities(f.kept))
                         for f in status.flexible_nodes])
 
 
@@ -298,7 +306,8 @@ def _job_vc_out(vc: VirtualCluster | None) -> JobVirtualClusterOut | None:
         return None
     return JobVirtualClusterOut(name=vc.name, flexible_resource_min=_quantities(vc.min),
                                 flexible_resource_max=vc.max.to_dict(),
-                                fixed_size_nodes=_fixed_out(vc))
+                                fixed_size_nodes=_fixed_out(vc),
+                                flexible_idle_timeout=vc.idle_timeout)
 
 
 def vc_out(vc: VirtualCluster, status: VirtualClusterStatus | None = None
@@ -307,7 +316,7 @@ def vc_out(vc: VirtualCluster, status: VirtualClusterStatus | None = None
         name=vc.name, parent=vc.parent, flexible_resource_min=_quantities(vc.min),
         flexible_resource_max=vc.max.to_dict(), fixed_size_nodes=_fixed_out(vc),
         guaranteed=_quantities(vc.guaranteed), weight=vc.weight,
-        queueing_policy=vc.queueing.value,
+        queueing_policy=vc.queueing.value, flexible_idle_timeout=vc.idle_timeout,
         status=None if status is None else vc_status_out(status))
 
 

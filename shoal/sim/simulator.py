@@ -164,6 +164,7 @@ class Simulator:
         while self.events:
             event = self.events.pop()
             now = event.time
+            self.model.now = now  # what the model does between cycles is stamped too
             if event.kind is EventKind.ARRIVAL:
                 self._arrive(event.subject, now)
             elif event.kind is EventKind.COMPLETION:
@@ -208,11 +209,14 @@ class Simulator:
         if not self._dirty and not (self._time_dependent and self.model.waiting):
             return
         self._dirty = False
-        self.model.now = now
         session = Session(self.model, self._hooks)
         for action in self._actions:
             action.execute(session)
         self._apply(session.close(), now)
+        if self.model.holds.expiry:
+            # Kept flexible parts go back when their idle time is up: a cycle then.
+            self._dirty = True
+            self._schedule_tick(min(self.model.holds.expiry.values()))
         if self._time_dependent and self.model.waiting:
             self._wake_for_time(session, now)
 
@@ -336,14 +340,14 @@ class Simulator:
                 raise InvariantError(f"t={now}: node {state.name} has {state.gpu} free GPUs "
                                      f"but {state.gpu_free_mask.bit_count()} free indices")
         held = sum(r.held_gpus for r in self.runs.values())
-        if held != self.model.quota.root.usage.gpu:
-            raise InvariantError(f"t={now}: jobs hold {held} GPUs, the model counts "
-                                 f"{self.model.quota.root.usage.gpu}")
+        counted = self.model.held_by_tasks().gpu
+        if held != counted:
+            raise InvariantError(f"t={now}: jobs hold {held} GPUs, the model counts {counted}")
 
     # ---- results ----------------------------------------------------------------------------
 
     def _sample(self, now: float) -> None:
-        busy = self.model.quota.root.usage.gpu
+        busy = self.model.held_by_tasks().gpu
         running = self.running
         sample = Sample(now, busy, len(self.model.waiting), running)
         last = self.samples[-1] if self.samples else None

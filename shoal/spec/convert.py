@@ -160,7 +160,8 @@ def virtual_cluster(log: IssueLog, doc: DocRef,
     minimum, maximum, groups = found
     return VirtualCluster(name=model.metadata.name, parent=spec.parent, min=minimum,
                           max=maximum, weight=spec.weight, queueing=spec.queueing_policy,
-                          fixed_size_nodes=groups)
+                          fixed_size_nodes=groups,
+                          idle_timeout=float(spec.flexible_idle_timeout))
 
 
 def job_virtual_cluster(log: IssueLog, doc: DocRef, model: JobDocument
@@ -179,7 +180,8 @@ def job_virtual_cluster(log: IssueLog, doc: DocRef, model: JobDocument
     minimum, maximum, groups = found
     return VirtualCluster(name=job_virtual_cluster_name(model.metadata.name),
                           parent=model.spec.queue, min=minimum, max=maximum,
-                          fixed_size_nodes=groups)
+                          fixed_size_nodes=groups,
+                          idle_timeout=float(spec.flexible_idle_timeout))
 
 
 Given = tuple[str, Mapping[str, int | float | str] | None]

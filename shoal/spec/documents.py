@@ -148,6 +148,11 @@ class ClusterResourcesSpec(_Model):
     fixed_size_nodes: list[FixedSizeNodesSpec] = Field(
         default_factory=list, alias="fixedSizeNodes",
         description="Groups of fixed-size virtual nodes, reserved in full with the minimum.")
+    flexible_idle_timeout: Number = Field(
+        default=0, ge=0, alias="flexibleIdleTimeout",
+        description="Seconds the flexible resources its tasks held on a node stay its own "
+                    "after they end, for its next tasks; then they go back to the parent. "
+                    "Default 0: at once.")
 
 
 class VirtualClusterSpec(ClusterResourcesSpec):

@@ -130,6 +130,7 @@ def job_vc_to_json(vc: VirtualCluster | None) -> dict[str, Any] | None:
         return None
     return {"min": resources_to_json(vc.min), "max": vc.max.to_dict(),
             "fixedSizeNodes": fixed_groups_to_json(vc.fixed_size_nodes),
+            "idleTimeout": vc.idle_timeout,
             "reservation": reservation_to_json(vc.reservation)}
 
 
@@ -141,6 +142,7 @@ def job_vc_from_json(job: str, queue: str, data: dict[str, Any] | None
         name=job_virtual_cluster(job), parent=queue, min=resources_from_json(data["min"]),
         max=ResourceLimit.of({k: int(v) for k, v in data["max"].items()}),
         fixed_size_nodes=fixed_groups_from_json(data["fixedSizeNodes"]),
+        idle_timeout=float(data.get("idleTimeout", 0.0)),
         reservation=reservation_from_json(data.get("reservation")))
 
 
@@ -189,6 +191,7 @@ def vc_to_row(vc: VirtualCluster, row: VirtualClusterRow | None = None) -> Virtu
     row.max = vc.max.to_dict()
     row.weight = vc.weight
     row.queueing = vc.queueing.value
+    row.idle_timeout = vc.idle_timeout
     groups = fixed_groups_to_json(vc.fixed_size_nodes)
     if groups != row.fixed_size_nodes or vc.reservation is not None:
         # New fixed-size nodes are carved anew; the same ones keep their carving.
@@ -229,6 +232,7 @@ def vc_from_row(row: VirtualClusterRow) -> VirtualCluster:
                           max=ResourceLimit.of({k: int(v) for k, v in row.max.items()}),
                           weight=row.weight, queueing=QueueingPolicy(row.queueing),
                           fixed_size_nodes=fixed_groups_from_json(row.fixed_size_nodes),
+                          idle_timeout=row.idle_timeout or 0.0,
                           reservation=reservation_from_json(row.reservation))
 
 

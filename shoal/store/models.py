@@ -152,6 +152,8 @@ class VirtualClusterRow(Base):
     """Where the fixed-size nodes are carved (status written by the scheduler); NULL while
     they are not."""
     created: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
+    idle_timeout: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
+    """`flexibleIdleTimeout`, seconds."""
 
 
 class PriorityClassRow(Base):

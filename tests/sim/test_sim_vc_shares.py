@@ -226,3 +226,35 @@ def test_text_and_html_per_queue_tables_show_the_new_columns(tmp_path: Path) -> 
     page = write_html_report([two_teams()], tmp_path / "report.html").read_text()
     assert "<th>borrowed GPU-hours</th>" in page and "0.06 GPU-h" in page  # 200 GPU-s
     assert "<th>borrowed share</th>" in page and "<th>min utilisation</th>" in page
+
+
+# --- a flexible part kept for its virtual cluster's idle time -------------------------------
+
+@pytest.mark.parametrize(("timeout", "starts"), [
+    # tune's first trial ends at 100. Without an idle timeout `other` starts then, and tune's
+    # second trial (150) waits for it; with 600 s the 8 GPUs stay tune's: its second trial
+    # starts at once, and `other` only 600 s after they last fell idle (250 + 600).
+    (0.0, {"trial-1": 0.0, "other": 100.0, "trial-2": 200.0}),
+    (600.0, {"trial-1": 0.0, "trial-2": 150.0, "other": 850.0}),
+])
+def test_a_kept_flexible_part_serves_its_vcs_next_job_first(
+        timeout: float, starts: dict[str, float]) -> None:
+    tune = VirtualCluster("tune", idle_timeout=timeout)
+    result = simulated([job("trial-1", "tune", 0.0, 8, 100.0),
+                        job("other", "default", 10.0, 8, 100.0),
+                        job("trial-2", "tune", 150.0, 8, 100.0)],
+                       Cluster(nodes(1, 8), [tune]), "default")
+    assert {r.name: r.first_start for r in result.jobs} == starts
+
+
+def test_tasks_on_fixed_size_nodes_count_as_busy_gpus() -> None:
+    # tune's 4 fixed GPUs hold its trial; the quota tree does not see it, the samples must.
+    from shoal.api import FixedSizeNode, FixedSizeNodes
+
+    tune = VirtualCluster("tune", fixed_size_nodes=(FixedSizeNodes(
+        (FixedSizeNode(Resources.of(cpu=4000, gpu=4)),)),))
+    result = simulated([job("trial", "tune", 0.0, 4, 100.0),
+                        job("other", "default", 0.0, 4, 100.0)],
+                       Cluster(nodes(1, 8), [tune]), "default")  # invariants checked
+    assert {r.name: r.first_start for r in result.jobs} == {"trial": 0.0, "other": 0.0}
+    assert max(s.busy_gpus for s in result.samples) == 8

@@ -317,3 +317,65 @@ def test_job_clusters_are_created_by_priority_in_a_priority_queue_and_in_order_i
 
     assert first_created(QueueingPolicy.PRIORITY) == "job:high"
     assert first_created(QueueingPolicy.FIFO) == "job:low"
+
+
+# ---- flexible parts kept for an idle time --------------------------------------------------
+
+def test_a_vcs_flexible_part_is_kept_for_its_idle_time_then_given_back() -> None:
+    # One 8-GPU node. tune (idle timeout 60 s) ran a 4-GPU trial that just ended; other's
+    # job waits for 8 GPUs. For 60 s the 4 GPUs stay tune's: other cannot start, and tune's
+    # next trial reuses them; after 60 s of idleness they go back and other starts.
+    node = [Node("n0", Resources.of(cpu=32_000, gpu=8))]
+    tune = VirtualCluster("tune", idle_timeout=60.0)
+    model = SchedulerModel(node, [tune])
+    model.add_job(job("t1", "tune", 4))
+    assert binds(cycle(model)) == {"t1/w/0": ("n0", None)}
+    model.now = 10.0
+    model.remove_job("t1")  # ended
+    status = virtual_cluster_status(model)["tune"]
+    assert [(f.node, f.used.gpu, f.kept.gpu) for f in status.flexible_nodes] == [("n0", 0, 4)]
+    assert status.used.gpu == 4  # still charged to tune: nobody else takes it
+    model.add_job(job("other", "default", 8, at=11.0))
+    model.now = 20.0
+    decisions = cycle(model)
+    assert decisions.binds == [] and [p.job for p in decisions.pending] == ["other"]
+    model.add_job(job("t2", "tune", 2, at=21.0))
+    model.now = 30.0
+    assert binds(cycle(model)) == {"t2/w/0": ("n0", "tune/flexible/n0")}
+    model.now = 40.0
+    model.remove_job("t2")  # the kept part is whole again; its idle time starts anew
+    model.now = 99.0
+    assert cycle(model).binds == []  # 59 s idle: still kept
+    model.now = 100.0
+    assert binds(cycle(model)) == {"other/w/0": ("n0", None)}
+    assert virtual_cluster_status(model)["tune"].used.is_zero()
+    assert "tune/flexible/n0" not in model.cluster.by_name
+
+
+def test_without_an_idle_timeout_the_flexible_part_goes_back_at_once() -> None:
+    node = [Node("n0", Resources.of(cpu=32_000, gpu=8))]
+    model = SchedulerModel(node, [VirtualCluster("tune")])
+    model.add_job(job("t1", "tune", 4))
+    cycle(model)
+    model.remove_job("t1")
+    assert model.quota.get("tune").usage.is_zero() and model.node("n0").free().gpu == 8
+    assert model.holds.kept == {}
+
+
+def test_kept_parts_count_against_the_vcs_max_and_go_with_a_cordoned_node() -> None:
+    tune = VirtualCluster("tune", idle_timeout=60.0, max=ResourceLimit.of({"gpu": 4}))
+    model = SchedulerModel(NODES, [tune])
+    model.add_job(job("t1", "tune", 4))
+    cycle(model)
+    [task] = model.jobs["t1"].running
+    model.remove_job("t1")
+    model.add_job(job("t2", "tune", 2, at=1.0))  # fits only in the kept part (max 4)
+    assert binds(cycle(model)) == {"t2/w/0": (task.node, f"tune/flexible/{task.node}")}
+    model.add_job(job("t3", "tune", 4, at=2.0))
+    waiting = cycle(model)
+    assert [(p.job, p.reason.kind) for p in waiting.pending] == \
+        [("t3", PendingKind.QUEUE_LIMIT)]
+    model.release_task(TaskRef("t2", "w", 0))
+    model.withdraw("t2")
+    model.cordon(task.node)
+    assert model.holds.kept == {} and model.quota.get("tune").usage.is_zero()

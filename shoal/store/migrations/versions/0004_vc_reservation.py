@@ -3,7 +3,8 @@
 cluster was created (queued reservations are carved in that order). Existing virtual
 clusters get no carving (the scheduler carves them) and creation time 0, so they keep their
 name order among themselves and come before any created later. And a job's own virtual
-cluster (`spec.virtualCluster`), with its carving; existing jobs have none.
+cluster (`spec.virtualCluster`), with its carving; existing jobs have none. And how long a
+virtual cluster keeps its idle flexible resources (`flexibleIdleTimeout`; existing: 0).
 
 Revision ID: 0004
 Revises: 0003
@@ -26,6 +27,8 @@ def upgrade() -> None:
         batch.add_column(sa.Column("reservation", sa.JSON(), nullable=True))
         batch.add_column(sa.Column("created", sa.Double(), nullable=False,
                                    server_default="0"))
+        batch.add_column(sa.Column("idle_timeout", sa.Double(), nullable=False,
+                                   server_default="0"))
     with op.batch_alter_table("jobs") as batch:
         batch.add_column(sa.Column("virtual_cluster", sa.JSON(), nullable=True))
 
@@ -34,5 +37,6 @@ def downgrade() -> None:
     with op.batch_alter_table("jobs") as batch:
         batch.drop_column("virtual_cluster")
     with op.batch_alter_table("virtual_clusters") as batch:
+        batch.drop_column("idle_timeout")
         batch.drop_column("created")
         batch.drop_column("reservation")
