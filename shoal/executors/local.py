@@ -40,6 +40,8 @@ from shoal.executors.wrapper import PID_FILE, STATUS_FILE, write_json_atomic
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
 LAUNCH_FILE = "launch.json"
+RELAUNCH_FILE = "relaunch.json"
+"""The second, last claim of an attempt whose first claimant never started it."""
 DEFAULT_GRACE_PERIOD = 30.0
 #: How long `stop` waits for the group to vanish after SIGKILL before giving up (a process in
 #: uninterruptible sleep cannot be killed any faster; the caller must not block forever).
@@ -228,8 +230,14 @@ class LocalExecutor:
                   "command": list(spec.command), "stdout": str(out_path),
                   "stderr": str(err_path), "claimed_at": time.time()}
         if not self._claim(task_dir / LAUNCH_FILE, record):
-            return self._existing(task_dir)
+            return self._existing(task_dir, spec, record)
+        return self._start(spec, task_dir, record_pid=True)
 
+    def _start(self, spec: TaskLaunch, task_dir: Path, *, record_pid: bool) -> RunningTask:
+        """Start the wrapper for a claimed attempt. `record_pid`: write its pid record here
+        too, right after starting it (a relaunch leaves that to the wrapper, whose exclusive
+        record decides between it and a late first wrapper)."""
+        out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
         handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                              out_path, err_path, task_dir / STATUS_FILE)
         argv = [sys.executable, "-I", str(WRAPPER), str(task_dir), "--", *spec.command]
@@ -249,6 +257,8 @@ class LocalExecutor:
             return handle
         self._children[proc.pid] = proc
         start = _start_time(proc.pid)
+        if not record_pid:
+            return self._existing(task_dir, None, {})
         write_json_atomic(task_dir / PID_FILE, {"pid": proc.pid, "start_time": start})
         return RunningTask(spec.job, spec.group, spec.index, spec.attempt, proc.pid, start,
                            out_path, err_path, task_dir / STATUS_FILE)
@@ -267,16 +277,25 @@ class LocalExecutor:
         finally:
             tmp.unlink(missing_ok=True)
 
-    def _existing(self, task_dir: Path) -> RunningTask:
+    def _existing(self, task_dir: Path, spec: TaskLaunch | None, record: dict[str, Any]
+                  ) -> RunningTask:
         """The handle of an attempt claimed earlier. Its pid record may lag the claim by the
-        time the process takes to start; if it never appears, the claimant died before
-        starting anything, and the handle (pid 0) polls as LOST — never as a second start."""
+        time the process takes to start. If it never appears, the claimant died before
+        starting anything (killed between its claim and its start): given `spec`, the
+        attempt is started now, under a second exclusive claim; and should the first
+        wrapper start after all, the wrappers' exclusive pid record lets only one of them
+        run the command — never a second start. Without `spec` (or when the second claim is
+        someone else's), the handle (pid 0) polls as LOST."""
         deadline = time.monotonic() + CLAIM_WAIT
         pid_record = _read_json(task_dir / PID_FILE)
         while pid_record is None and time.monotonic() < deadline \
                 and not (task_dir / STATUS_FILE).exists():
             time.sleep(_POLL_INTERVAL)
             pid_record = _read_json(task_dir / PID_FILE)
+        if pid_record is None and spec is not None \
+                and not (task_dir / STATUS_FILE).exists() \
+                and self._claim(task_dir / RELAUNCH_FILE, record):
+            return self._start(spec, task_dir, record_pid=False)
         pid = int(pid_record["pid"]) if pid_record else 0
         start = float(pid_record["start_time"]) if pid_record else 0.0
         return self._handle(task_dir, pid, start)

@@ -1,10 +1,12 @@
 """The tiny process that sits between the local executor and a task's command.
 
-It owns one thing: making a task's outcome durable. It records its own pid and start time,
-runs the command as its child, waits, and writes the exit code (or the terminating signal)
-atomically to `<task-dir>/status.json`. Because the record is a file and not a `wait()` in
-the control plane, a task that ends while the control plane is down still has a known exit
-status when the control plane comes back (issue item 4, reconciliation).
+It owns one thing: making a task's outcome durable. It records its own pid and start time
+(creating the record exclusively: a second wrapper for the same attempt exits without
+running the command), runs the command as its child, waits, and writes the exit code (or the
+terminating signal) atomically to `<task-dir>/status.json`. Because the record is a file
+and not a `wait()` in the control plane, a task that ends while the control plane is down
+still has a known exit status when the control plane comes back (issue item 4,
+reconciliation).
 
 Usage: `python -I wrapper.py <task-dir> -- <command> [args…]`
 
@@ -44,6 +46,25 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _own_attempt(path: Path, record: dict[str, Any]) -> bool:
+    """Create the pid record if there is none (link of a complete temp file: atomic, and it
+    fails on an existing target). True when this process owns the attempt: it created the
+    record, or the record names it (its executor wrote it first)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.own.tmp")
+    tmp.write_text(json.dumps(record), encoding="utf-8")
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        try:
+            owner = json.loads(path.read_text(encoding="utf-8")).get("pid")
+        except (OSError, ValueError):
+            return False
+        return bool(owner == os.getpid())
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _process_start_time() -> float:
     import psutil  # only here: the executor reads the same clock for the same pid
 
@@ -66,8 +87,11 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, _keep_running)
     # The executor writes the same record after Popen returns; writing it here too closes
     # the window where the control plane dies between starting the process and noting it.
-    write_json_atomic(task_dir / PID_FILE,
-                      {"pid": os.getpid(), "start_time": _process_start_time()})
+    # Created exclusively: of two wrappers started for one attempt (a relaunch after the
+    # first claimant seemed never to have started one), only the first runs the command.
+    if not _own_attempt(task_dir / PID_FILE,
+                        {"pid": os.getpid(), "start_time": _process_start_time()}):
+        return 0
     outcome: dict[str, Any]
     try:
         child = subprocess.Popen(command)  # inherits env, cwd, stdio and the process group

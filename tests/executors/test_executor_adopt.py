@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from executor_support import spec, wait_exit, wait_until
 
 from shoal.executors.local import LocalExecutor, TaskPhase
@@ -60,3 +61,41 @@ def test_adopting_a_vanished_process_without_record_fails(tmp_path: Path) -> Non
     status_path = tmp_path / "shoal" / "tasks" / "j" / "g-0" / "attempt-0" / "status.json"
     status_path.parent.mkdir(parents=True)
     assert LocalExecutor(tmp_path / "shoal").adopt(gone.pid, 1.0, status_path) is None
+
+
+def test_an_attempt_claimed_but_never_started_is_started_after_a_restart(
+        executor: LocalExecutor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A control plane killed between its claim and its start left a claim and nothing
+    else: the restarted one starts the attempt (once), rather than calling it lost."""
+    from shoal.executors import local
+
+    monkeypatch.setattr(local, "CLAIM_WAIT", 0.3)
+    counter = tmp_path / "launches"
+    code = f"open({str(counter)!r}, 'a').write('x\\n')"
+    task_dir = executor.task_dir("job1", "worker", 0, 0)
+    task_dir.mkdir(parents=True)
+    (task_dir / local.LAUNCH_FILE).write_text("{}")  # the dead claimant's claim
+    restarted = LocalExecutor(executor.root)
+    handle = restarted.launch(spec(code))
+    assert handle.pid > 0
+    assert wait_exit(restarted, handle).exit_code == 0
+    assert counter.read_text() == "x\n"
+    # A third instance finds both claims taken and adopts the same process.
+    assert LocalExecutor(executor.root).launch(spec(code)).pid == handle.pid
+    assert counter.read_text() == "x\n"
+
+
+def test_of_two_wrappers_started_for_one_attempt_only_one_runs_the_command(
+        tmp_path: Path) -> None:
+    from shoal.executors.local import WRAPPER
+
+    task_dir = tmp_path / "attempt-0"
+    task_dir.mkdir()
+    counter = tmp_path / "runs"
+    command = [sys.executable, "-c",
+               f"import time; open({str(counter)!r}, 'a').write('x\\n'); time.sleep(0.3)"]
+    wrappers = [subprocess.Popen([sys.executable, "-I", str(WRAPPER), str(task_dir), "--",
+                                  *command]) for _ in range(2)]
+    assert sorted(w.wait(timeout=10) for w in wrappers) == [0, 0]
+    assert counter.read_text() == "x\n"
+    assert (task_dir / "status.json").exists()
