@@ -257,10 +257,7 @@ class SchedulerModel:
         and fixed-size nodes — now: from then on it is owed to them, as to any virtual
         cluster. One that cannot be granted waits; smaller ones behind it may go first (as
         jobs do outside strict FIFO)."""
-        def order(info: JobInfo) -> tuple[float, ...]:
-            first = -info.priority if info.queueing is QueueingPolicy.PRIORITY else 0
-            return (first, info.job.submitted)
-        for info in sorted(self.unmade.values(), key=lambda i: (*order(i), i.name)):
+        for info in sorted(self.unmade.values(), key=lambda i: (*_rank(i), i.name)):
             vc = info.job.virtual_cluster
             assert vc is not None
             never = self._never(info.queue, vc)
@@ -292,7 +289,7 @@ class SchedulerModel:
         assert spec is not None
         vc = replace(spec, name=job_virtual_cluster(info.name), parent=info.queue)
         self.quota.add(vc)
-        self.reservations.add(vc)
+        self.reservations.add(vc, _rank(info))
         self.holds.set_timeout(vc.name, vc.idle_timeout)
         info.account = vc.name
         info.blocker = self.reservations.blocker(vc.name)
@@ -373,6 +370,13 @@ def _claimable(state: NodeState, task: Task, request: Resources) -> tuple[int, .
             raise SnapshotError(f"task {task.ref} claims GPU {index} on node {state.name}, "
                                 "which does not exist or is already held")
     return task.gpus
+
+
+def _rank(info: JobInfo) -> tuple[float, ...]:
+    """A job-scoped virtual cluster's place in line: its job's priority first in a priority
+    queue, then its submission."""
+    first = -info.priority if info.queueing is QueueingPolicy.PRIORITY else 0
+    return (first, info.job.submitted)
 
 
 def _unmade(info: JobInfo, why: str) -> PendingReason:

@@ -13,11 +13,11 @@ reserved:
 
 While a VC is queued, the quota tree still counts its fixed part in its guarantee, so no
 other VC may borrow it: capacity that frees up stays idle for the carving instead of being
-taken again at once. Queued VCs are carved in the order they were created (declared ones,
-then job-scoped ones as their jobs are admitted), strictly: one that cannot be carved keeps
-those behind it waiting (so a large VC is not starved by smaller ones), as a strict-FIFO
-queue does for jobs; and one is carved only where it leaves the others room (see
-`_carving_for`).
+taken again at once. Queued VCs are carved in line — declared ones in the order they were
+created, then job-scoped ones in their queue's order (priority, or submission) — strictly:
+one that cannot be carved keeps those behind it waiting (so a large VC is not starved by
+smaller ones), as a strict-FIFO queue does for jobs; and one is carved only where it leaves
+the others room (see `_carving_for`).
 
 A carving is recorded in the VC (`VirtualCluster.reservation`): a driver that rebuilds its
 model — the control plane after a restart — restores virtual nodes exactly where they were,
@@ -65,16 +65,23 @@ class FixedNodeReservations:
         """Queued VC → the physical nodes it is planned on (see `_carving_for`)."""
         self._stale = True
         """The plan must be made again (a VC was added, or nodes changed)."""
+        self._ranks: dict[str, tuple[float, ...]] = {}
+        """Job-scoped VC → its place among the job-scoped ones in the queue."""
         for vc in self.specs.values():
             self._take_up(vc)
 
-    def add(self, vc: VirtualCluster) -> None:
+    def add(self, vc: VirtualCluster, rank: tuple[float, ...] = ()) -> None:
         """A virtual cluster created while the model runs (a job-scoped one): restored where
-        recorded, else queued behind the others."""
+        recorded, else queued after the declared ones and before every job-scoped one of a
+        greater `rank` (its job's: priority first in a priority queue, then submission)."""
         if not vc.fixed_size_nodes:
             return
         self.specs[vc.name] = vc
+        self._ranks[vc.name] = rank
         self._take_up(vc)
+        if vc.name in self.queued:
+            self.queued = dict(sorted(self.queued.items(), key=lambda item: (
+                item[0] in self._ranks, self._ranks.get(item[0], ()))))
 
     def _take_up(self, vc: VirtualCluster) -> None:
         """Restore the VC's recorded carving, or queue it; a recorded carving that no
@@ -91,6 +98,7 @@ class FixedNodeReservations:
         nothing, go back to their physical nodes."""
         self.queued.pop(vc, None)
         self._plan.pop(vc, None)
+        self._ranks.pop(vc, None)
         spec = self.specs.pop(vc, None)
         states = self.nodes.pop(vc, None)
         if spec is None or states is None:

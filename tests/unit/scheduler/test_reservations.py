@@ -379,3 +379,26 @@ def test_kept_parts_count_against_the_vcs_max_and_go_with_a_cordoned_node() -> N
     model.withdraw("t2")
     model.cordon(task.node)
     assert model.holds.kept == {} and model.quota.get("tune").usage.is_zero()
+
+
+def test_a_higher_priority_jobs_cluster_is_carved_before_one_queued_earlier() -> None:
+    from shoal.api import QueueingPolicy
+
+    def carved(queueing: QueueingPolicy) -> list[str]:
+        # Two 4-GPU nodes, one GPU of each busy: 6 free, 3 per node. `low` asks one 4-GPU
+        # bundle (granted, but no node has 4 free: it queues for its carving); `high`, later,
+        # a 2-GPU bundle.
+        team = VirtualCluster("team", queueing=queueing)
+        nodes = [Node(f"n{i}", Resources.of(cpu=8000, gpu=4)) for i in range(2)]
+        model = SchedulerModel(nodes, [team])
+        model.add_job(job("hog", "default", 1, replicas=2, tasks=tuple(
+            Task("hog", "w", i, TaskState.RUNNING, f"n{i}", (0,), 0.0) for i in range(2))))
+        model.add_job(own(job("low", "team", 1), VirtualCluster(
+            "x", fixed_size_nodes=fixed(4, policy=PlacementPolicy.PACK))))
+        assert model.reserve() == [] and "job:low" in model.reservations.queued
+        model.add_job(own(replace(job("high", "team", 1, at=1.0), priority_class="production"),
+                          VirtualCluster("x", fixed_size_nodes=fixed(2))))
+        return [c.virtual_cluster for c in model.reserve()]
+
+    assert carved(QueueingPolicy.PRIORITY) == ["job:high"]  # ahead of low in the line
+    assert carved(QueueingPolicy.FIFO) == []  # behind low, which cannot be carved yet
