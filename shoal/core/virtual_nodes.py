@@ -230,7 +230,8 @@ def _greedy(g: int, sizes: Sequence[Resources], left: dict[str, Resources],
     uses: dict[str, int] = {}
     local = dict(left)
     needed = total(sizes)
-    for n in sorted(range(len(sizes)), key=lambda i: (_size_key(sizes[i]), i), reverse=True):
+    # Largest first; among equals, in the order given.
+    for n in sorted(range(len(sizes)), key=lambda i: (_size_key(sizes[i]), -i), reverse=True):
         size = sizes[n]
         fitting = [name for name in local if size.fits(local[name])]
         if not fitting:
