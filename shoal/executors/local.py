@@ -36,7 +36,12 @@ from typing import Any
 import psutil
 
 from shoal.api.lifecycle import TaskState
-from shoal.executors.wrapper import PID_FILE, STATUS_FILE, write_json_atomic
+from shoal.executors.wrapper import (
+    PID_FILE,
+    STATUS_FILE,
+    create_json_exclusive,
+    write_json_atomic,
+)
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
 LAUNCH_FILE = "launch.json"
@@ -229,7 +234,7 @@ class LocalExecutor:
                   "attempt": spec.attempt, "gpus": list(spec.gpus),
                   "command": list(spec.command), "stdout": str(out_path),
                   "stderr": str(err_path), "claimed_at": time.time()}
-        if not self._claim(task_dir / LAUNCH_FILE, record):
+        if not create_json_exclusive(task_dir / LAUNCH_FILE, record):
             return self._existing(task_dir, spec, record)
         return self._start(spec, task_dir, record_pid=True)
 
@@ -263,20 +268,6 @@ class LocalExecutor:
         return RunningTask(spec.job, spec.group, spec.index, spec.attempt, proc.pid, start,
                            out_path, err_path, task_dir / STATUS_FILE)
 
-    @staticmethod
-    def _claim(path: Path, record: dict[str, Any]) -> bool:
-        """Create `path` with `record` iff it does not exist. link() of a complete temp file
-        is atomic and fails on an existing target: no torn or doubled claim."""
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        try:
-            os.link(tmp, path)
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            tmp.unlink(missing_ok=True)
-
     def _existing(self, task_dir: Path, spec: TaskLaunch | None, record: dict[str, Any]
                   ) -> RunningTask:
         """The handle of an attempt claimed earlier. Its pid record may lag the claim by the
@@ -294,7 +285,7 @@ class LocalExecutor:
             pid_record = _read_json(task_dir / PID_FILE)
         if pid_record is None and spec is not None \
                 and not (task_dir / STATUS_FILE).exists() \
-                and self._claim(task_dir / RELAUNCH_FILE, record):
+                and create_json_exclusive(task_dir / RELAUNCH_FILE, record):
             return self._start(spec, task_dir, record_pid=False)
         pid = int(pid_record["pid"]) if pid_record else 0
         start = float(pid_record["start_time"]) if pid_record else 0.0

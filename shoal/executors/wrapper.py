@@ -46,23 +46,31 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _own_attempt(path: Path, record: dict[str, Any]) -> bool:
-    """Create the pid record if there is none (link of a complete temp file: atomic, and it
-    fails on an existing target). True when this process owns the attempt: it created the
-    record, or the record names it (its executor wrote it first)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.own.tmp")
-    tmp.write_text(json.dumps(record), encoding="utf-8")
+def create_json_exclusive(path: Path, payload: dict[str, Any]) -> bool:
+    """Create `path` with `payload` iff it does not exist. link() of a complete temp file is
+    atomic and fails on an existing target: no torn or doubled record. The executor's launch
+    claims use it too."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    tmp.write_text(json.dumps(payload), encoding="utf-8")
     try:
         os.link(tmp, path)
         return True
     except FileExistsError:
-        try:
-            owner = json.loads(path.read_text(encoding="utf-8")).get("pid")
-        except (OSError, ValueError):
-            return False
-        return bool(owner == os.getpid())
+        return False
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _own_attempt(path: Path, record: dict[str, Any]) -> bool:
+    """Create the pid record if there is none. True when this process owns the attempt: it
+    created the record, or the record names it (its executor wrote it first)."""
+    if create_json_exclusive(path, record):
+        return True
+    try:
+        owner = json.loads(path.read_text(encoding="utf-8")).get("pid")
+    except (OSError, ValueError):
+        return False
+    return bool(owner == os.getpid())
 
 
 def _process_start_time() -> float:
