@@ -173,8 +173,7 @@ class ClusterState:
         if state.free() != state.allocatable:
             raise ValueError(f"virtual node {state.name} still holds tasks")
         del self.virtual[state.name], self.by_name[state.name]
-        self.give(state.host, state.allocatable, _lowest_bits(state.gpu_free_mask,
-                                                              state.gpu_free_mask.bit_count()))
+        self.give(state.host, state.allocatable, self.free_gpu_indices(state))
 
     def set_cordoned(self, name: str, cordoned: bool) -> None:
         """Take a node out of service or bring it back. Pools are rebuilt on next use (node

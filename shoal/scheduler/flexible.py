@@ -66,11 +66,10 @@ class FlexibleHolds:
         return True
 
     def touched(self, state: NodeState, now: float) -> None:
-        """A task on a kept node ended: its idle time starts again."""
-        for key, kept in self.kept.items():
-            if kept is state:
-                self.expiry[key] = now + self.timeouts[key[0]]
-                return
+        """A task on a virtual node ended: if it is a kept one, its idle time starts again."""
+        key = (state.owner or "", state.physical.name)
+        if self.kept.get(key) is state:
+            self.expiry[key] = now + self.timeouts[key[0]]
 
     def expire(self, now: float) -> bool:
         """Give back every kept node's idle part whose time is up; whether any was."""
@@ -97,7 +96,7 @@ class FlexibleHolds:
         if idle.is_zero():
             self.expiry.pop(key, None)  # all in use: its idle time starts when a task ends
             return False
-        gpus = _indices(state.gpu_free_mask)
+        gpus = self.cluster.free_gpu_indices(state)
         assert state.host is not None
         self.cluster.take(state, idle, gpus)
         state.allocatable = state.allocatable - idle
@@ -110,6 +109,3 @@ class FlexibleHolds:
             self.expiry.pop(key, None)
         return True
 
-
-def _indices(mask: int) -> tuple[int, ...]:
-    return tuple(i for i in range(mask.bit_length()) if mask >> i & 1)

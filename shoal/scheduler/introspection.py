@@ -91,10 +91,11 @@ def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterSta
             running_tasks[info.account] = running_tasks.get(info.account, 0) + len(info.running)
     flexible: dict[str, dict[str, Resources]] = {}
     """Per VC, per physical node, what its own tasks hold there outside virtual nodes."""
+    kept_nodes = {state.name for state in model.holds.kept.values()}
     for info in model.jobs.values():
         for task in info.running:
             state = model.node(task.node)
-            if state.host is None or state in model.holds.kept.values():
+            if state.host is None or state.name in kept_nodes:
                 here = flexible.setdefault(info.account, {})
                 host = state.physical.name
                 here[host] = here.get(host, Resources()) + \

@@ -337,8 +337,8 @@ class SchedulerModel:
         usage = self.quota.root.usage
         if not self.cluster.virtual:
             return usage
-        kept = set(map(id, self.holds.kept.values()))
-        on_fixed = total(v.used() for v in self.cluster.virtual.values() if id(v) not in kept)
+        kept = {state.name for state in self.holds.kept.values()}
+        on_fixed = total(v.used() for v in self.cluster.virtual.values() if v.name not in kept)
         idle = total(v.free() for v in self.holds.kept.values())
         return (usage + on_fixed).saturating_sub(idle)
 

@@ -291,11 +291,9 @@ class FixedNodeReservations:
                                              labels, vc.name, gpus))
         self.nodes[vc.name] = states
         self.quota.carve(vc.name, vc.fixed_resources)
-        placements = tuple(VirtualNodePlacement(s.physical.name, _indices(s.gpu_free_mask))
+        placements = tuple(VirtualNodePlacement(s.physical.name,
+                                                self.cluster.free_gpu_indices(s))
                            for s in states)
         self.placements[vc.name] = placements
         return placements
 
-
-def _indices(mask: int) -> tuple[int, ...]:
-    return tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
