@@ -10,12 +10,13 @@ The clock is the cycle number. Its JSON output is a stable, documented interface
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shoal.api.decisions import Bind, Decisions, Evict, Pending, Reserve, Resize
 from shoal.api.lifecycle import JOB_LIFECYCLE, TASK_LIFECYCLE, JobState, TaskState
-from shoal.api.objects import Job, Task, job_of_virtual_cluster
+from shoal.api.objects import Job, Task, VirtualCluster, job_of_virtual_cluster
 from shoal.core.snapshot import Snapshot
 from shoal.scheduler.cycle import run_cycle
 from shoal.scheduler.profile import Profile
@@ -90,16 +91,7 @@ def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles:
                                          decisions.resizes, decisions.reservations))
         # Carvings are recorded, as the control plane stores them, so that the next cycle's
         # fresh model restores them where they are.
-        for change in decisions.reservations:
-            owner = job_of_virtual_cluster(change.virtual_cluster)
-            if owner is None:
-                virtual_clusters[change.virtual_cluster] = replace(
-                    virtual_clusters[change.virtual_cluster], reservation=change.placements)
-            elif owner in jobs:
-                own = jobs[owner].virtual_cluster
-                if own is not None:
-                    jobs[owner] = replace(jobs[owner], virtual_cluster=replace(
-                        own, reservation=change.placements))
+        record_reservations(decisions.reservations, virtual_clusters, jobs)
         result.pending = decisions.pending
         if not decisions.changes_anything():
             result.converged = True
@@ -107,6 +99,23 @@ def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles:
         jobs = apply(jobs, decisions, now=float(cycle))
     result.jobs = list(jobs.values())
     return result
+
+
+def record_reservations(changes: Iterable[Reserve], virtual_clusters: dict[str, VirtualCluster],
+                        jobs: dict[str, Job]) -> None:
+    """Keep the carvings as the control plane stores them — a declared virtual cluster's in
+    it, a job's own in the job — so that a model rebuilt from them restores them."""
+    for change in changes:
+        owner = job_of_virtual_cluster(change.virtual_cluster)
+        if owner is None:
+            if change.virtual_cluster in virtual_clusters:
+                virtual_clusters[change.virtual_cluster] = replace(
+                    virtual_clusters[change.virtual_cluster], reservation=change.placements)
+        elif owner in jobs:
+            own = jobs[owner].virtual_cluster
+            if own is not None:
+                jobs[owner] = replace(jobs[owner], virtual_cluster=replace(
+                    own, reservation=change.placements))
 
 
 def apply(jobs: dict[str, Job], decisions: Decisions, now: float) -> dict[str, Job]:

@@ -33,7 +33,6 @@ from shoal.api import (
     Job,
     Node,
     PlacementPolicy,
-    Reserve,
     ResourceLimit,
     Resources,
     SchedulerName,
@@ -41,11 +40,11 @@ from shoal.api import (
     VirtualCluster,
     VirtualNodePlacement,
 )
-from shoal.api.objects import job_of_virtual_cluster, job_virtual_cluster
+from shoal.api.objects import job_virtual_cluster
 from shoal.api.resources import total
 from shoal.core import Snapshot
 from shoal.core.virtual_nodes import uncarvable
-from shoal.scenario import apply
+from shoal.scenario import apply, record_reservations
 from shoal.scheduler import Profile, run_cycle
 
 from .oracles import node_problems, queue_usage
@@ -98,22 +97,6 @@ def job_lists(draw: st.DrawFn, queues: list[str]) -> list[Job]:
                        queue=queue, submitted=float(j), virtual_cluster=own,
                        scheduler_name=draw(st.sampled_from(list(SchedulerName)))))
     return out
-
-
-def record(changes: list[Reserve], vcs: dict[str, VirtualCluster], jobs: dict[str, Job]
-           ) -> None:
-    """Keep the carvings, as the control plane stores them: a declared VC's in the VC, a
-    job's own in the job."""
-    for change in changes:
-        owner = job_of_virtual_cluster(change.virtual_cluster)
-        if owner is None:
-            vcs[change.virtual_cluster] = replace(vcs[change.virtual_cluster],
-                                                  reservation=change.placements)
-        else:
-            own = jobs[owner].virtual_cluster
-            assert own is not None
-            jobs[owner] = replace(jobs[owner], virtual_cluster=replace(
-                own, reservation=change.placements))
 
 
 def every_vc(vcs: dict[str, VirtualCluster], jobs: list[Job]) -> dict[str, VirtualCluster]:
@@ -206,19 +189,19 @@ def test_fixed_size_nodes_hold_their_invariants(
     early = {n: jobs[n] for n in sorted(jobs) if data.draw(st.booleans())}
     if early:
         decisions = run_cycle(Snapshot(nodes, tuple(early.values())), PROFILE)
-        record(decisions.reservations, {}, early)
+        record_reservations(decisions.reservations, {}, early)
         early = apply(early, decisions, now=0.0)
         jobs.update(early)
     for cycle in range(1, 6):
         decisions = run_cycle(Snapshot(nodes, tuple(jobs.values()), tuple(vcs.values()),
                                        now=float(cycle)), PROFILE)
-        record(decisions.reservations, vcs, jobs)
+        record_reservations(decisions.reservations, vcs, jobs)
         jobs = apply(jobs, decisions, now=float(cycle))
         found = problems(nodes, vcs, list(jobs.values()), decisions)
         assert not found, "\n".join(found)
         ending = data.draw(st.lists(st.sampled_from(sorted(jobs)), max_size=3)) if jobs else []
         jobs = {n: j for n, j in jobs.items() if n not in set(ending)}
     decisions = run_cycle(Snapshot(nodes, (), tuple(vcs.values()), now=10.0), PROFILE)
-    record(decisions.reservations, vcs, {})
+    record_reservations(decisions.reservations, vcs, {})
     assert all(vc.reservation is not None for vc in vcs.values()), \
         [p.reason for p in decisions.pending]
