@@ -4,7 +4,10 @@ control loop. (Beside the root conftest, so that every suite can import it.)"""
 
 from __future__ import annotations
 
-from shoal.api import Job, JobState, PendingReason
+from collections.abc import Sequence
+
+from shoal.api import Job, JobState, PendingReason, VirtualCluster
+from shoal.api.objects import job_of_virtual_cluster
 from shoal.scheduler.actions.enqueue import admission_check
 from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel
@@ -49,7 +52,12 @@ class StoreScheduler:
         model.reserve()  # what the control loop's next cycle would carve
         return virtual_cluster_status(model)
 
+    def add_sub_clusters(self, job: str, sub_clusters: Sequence[VirtualCluster]) -> Job:
+        return self.repository.add_sub_clusters(job, sub_clusters)
+
     def feasibility(self, job: Job) -> PendingReason | None:
+        owner = job_of_virtual_cluster(job.queue)
+        scoped = () if owner is None else self.repository.job_virtual_clusters(owner)
         return admission_check(job, self.repository.list_nodes(),
                                self.repository.list_virtual_clusters(),
-                               self.repository.list_priority_classes())
+                               self.repository.list_priority_classes(), scoped=scoped)

@@ -32,10 +32,28 @@ def job_virtual_cluster(job: str) -> str:
     return JOB_VIRTUAL_CLUSTER_PREFIX + job
 
 
+def sub_cluster_name(job: str, child: str) -> str:
+    """The name of the sub-cluster `child` that job `job` created inside its own virtual
+    cluster: `job:<job>/<child>` ('/' is in no job's nor declared cluster's name)."""
+    return f"{job_virtual_cluster(job)}/{child}"
+
+
 def job_of_virtual_cluster(name: str) -> str | None:
-    """The job whose own virtual cluster `name` is; None for a declared one."""
-    return name.removeprefix(JOB_VIRTUAL_CLUSTER_PREFIX) \
-        if name.startswith(JOB_VIRTUAL_CLUSTER_PREFIX) else None
+    """The job that owns virtual cluster `name` — its own (`job:<job>`) or one of its
+    sub-clusters (`job:<job>/<child>`); None for a declared one."""
+    if not name.startswith(JOB_VIRTUAL_CLUSTER_PREFIX):
+        return None
+    return name.removeprefix(JOB_VIRTUAL_CLUSTER_PREFIX).split("/", 1)[0]
+
+
+def job_cluster(job: Job) -> str:
+    """The virtual cluster a job's tasks run in: its own, or its queue."""
+    return job.queue if job.virtual_cluster is None else job_virtual_cluster(job.name)
+
+
+def is_sub_cluster(name: str) -> bool:
+    """Whether `name` is a sub-cluster a job created inside its own virtual cluster."""
+    return name.startswith(JOB_VIRTUAL_CLUSTER_PREFIX) and "/" in name
 
 
 class SchedulerName(StrEnum):
@@ -182,6 +200,9 @@ class Job:
     virtual_cluster: VirtualCluster | None = None
     """Its own virtual cluster (`spec.virtualCluster`, seed 003), created inside `queue`
     when the job is admitted and removed when it ends; named `job_virtual_cluster(name)`."""
+    sub_clusters: tuple[VirtualCluster, ...] = ()
+    """Virtual clusters its running tasks created inside its own (seed 003's nested
+    clusters), in creation order, named `sub_cluster_name(name, child)`; removed with it."""
 
     @property
     def success_threshold(self) -> int:

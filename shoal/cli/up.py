@@ -101,10 +101,13 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
         repository.put_priority_class(pc)
 
     executor = LocalExecutor(data_dir / "executor", grace_period=grace)
+    host, port = listener.getsockname()[:2]
+    url = _url(host, port)
     plane = ControlPlane(repository, executor, nodes, chosen,
                          virtual_clusters=repository.list_virtual_clusters(),
                          priority_classes=repository.list_priority_classes(),
-                         interval=interval, grace_period=grace, scale_up=hook)
+                         interval=interval, grace_period=grace, scale_up=hook,
+                         server_url=_url(_LOOPBACK.get(host, host), port))
     plane.start()
     stop = threading.Event()
     loop = threading.Thread(target=plane.run_forever, args=(stop,), name="shoal-control",
@@ -113,8 +116,6 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
 
     app = create_app(repository, plane, _log_source(executor))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    host, port = listener.getsockname()[:2]
-    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
     try:
@@ -122,6 +123,14 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     finally:
         stop.set()
         loop.join(timeout=10)
+
+
+#: Where a task reaches a server listening on every address (tasks run on this machine).
+_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1"}
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -246,13 +246,27 @@ class ShoalClient:
             self._get(f"{API}/virtual-clusters/{_quote(name)}"))
 
     def cluster(self) -> VirtualClusterStatusView:
-        """The physical cluster as the root of the virtual-cluster tree."""
+        """The physical cluster as the root of the virtual-cluster tree; with a job's token,
+        the job's own virtual cluster (or its queue)."""
         return VirtualClusterStatusView.from_json(self._get(f"{API}/cluster"))
 
     def create_virtual_clusters(self, spec: Spec) -> list[VirtualClusterView]:
         """Create the VirtualCluster documents of `spec` (admins only)."""
         return [VirtualClusterView.from_json(v)
                 for v in self._post_spec(f"{API}/virtual-clusters", spec)]
+
+    def create_sub_clusters(self, job: str, spec: Spec) -> list[VirtualClusterView]:
+        """Create the VirtualCluster documents of `spec` as sub-clusters of `job`'s own
+        virtual cluster (its token, its owner, or an admin): `metadata.name` is the name
+        within the job, `spec.parent` `root` (the job's own) or another of its
+        sub-clusters. The answer names them as they are submitted into: `job:<job>/<name>`."""
+        return [VirtualClusterView.from_json(v)
+                for v in self._post_spec(f"{API}/jobs/{_quote(job)}/virtual-clusters", spec)]
+
+    def job_virtual_clusters(self, job: str) -> list[VirtualClusterView]:
+        """`job`'s own virtual cluster and its sub-clusters, with their status now."""
+        return [VirtualClusterView.from_json(v)
+                for v in self._get(f"{API}/jobs/{_quote(job)}/virtual-clusters")]
 
     def priority_classes(self) -> list[PriorityClassView]:
         return [PriorityClassView.from_json(p) for p in self._get(f"{API}/priority-classes")]

@@ -7,6 +7,8 @@ here), and the port is the job's one MASTER_PORT (see `records.MasterPorts`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from shoal.api import Job
 from shoal.executors.local import TaskLaunch, TaskPhase, TaskStatus
 from shoal.store.repository import TaskRecord
@@ -23,15 +25,17 @@ def rank_of(job: Job, group: str, index: int) -> int:
     raise KeyError(f"job {job.name} has no task group {group!r}")
 
 
-def launch_spec(job: Job, rec: TaskRecord, master_port: int) -> TaskLaunch:
-    """The launch of `rec`'s current attempt (its bind count in the store)."""
+def launch_spec(job: Job, rec: TaskRecord, master_port: int,
+                shoal_env: Mapping[str, str] | None = None) -> TaskLaunch:
+    """The launch of `rec`'s current attempt (its bind count in the store); `shoal_env`:
+    Shoal's variables beyond the launch's own (`job_scope.TaskCredentials`)."""
     ref = rec.ref
     group = job.group(ref.group)
     return TaskLaunch(
         job=ref.job, group=ref.group, index=ref.index, world_size=job.replicas,
         rank=rank_of(job, ref.group, ref.index), master_addr=MASTER_ADDR,
         master_port=master_port, gpus=rec.gpus, command=group.command, env=group.env,
-        working_dir=group.working_dir, attempt=rec.attempts)
+        working_dir=group.working_dir, attempt=rec.attempts, shoal_env=shoal_env or {})
 
 
 def describe(status: TaskStatus) -> str:

@@ -34,17 +34,9 @@ instead retried whole while `jobRetryCount` allows: its tasks are stopped, then 
 (finished ones included) go back to PENDING, the job to PENDING, its `retries` count grows,
 and it is scheduled again as a gang.
 
-Stopping. Whatever ends a job (success, failure, job retry, `cancel`) is first stored in one
-transaction (`Repository.stop_job`: the failed task, pending tasks CANCELLED — kept for a
-retry —, running ones RELEASING, the state the job will get); only then are processes
-signalled (SIGTERM, then SIGKILL after `grace_period`, by the executor). Stopped tasks end
-CANCELLED (PENDING for a job retry) and keep their resources in the model until their
-process group is gone; the job goes terminal (or back to PENDING) only then
-(`Repository.finish_stop`). A `cancel` during a job retry's stop turns it into a
-cancellation; other stops already end the job. A restart in between reads the stop under
-way from the store and finishes it; a restart in the middle of a retry finds the task
-PENDING (placed again as a new attempt) or its old attempt's exit status (retried then),
-never both.
+Stopping a job is `shoal.control.stopping`'s: stored first, processes signalled after. When a
+job ends, the work its tasks submitted into its own virtual cluster is stopped with it, and
+its tasks' token revoked (`shoal.control.job_scope`).
 """
 
 from __future__ import annotations
@@ -55,7 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from shoal.api import (
     Job,
@@ -69,12 +61,16 @@ from shoal.api import (
     VirtualCluster,
 )
 from shoal.api.decisions import Decisions, Reserve
+from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
+from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
 from shoal.control.launching import describe, exit_code_of, launch_spec, retry_reason
 from shoal.control.records import MasterPorts
 from shoal.control.scale_up import ScaleUpHook, shortfall
+from shoal.control.stopping import Stopping, Tracked
 from shoal.control.waiting import WaitingReasons
+from shoal.core.snapshot import SnapshotError
 from shoal.executors.local import LocalExecutor, RunningTask, TaskStatus
 from shoal.executors.wrapper import STATUS_FILE
 from shoal.scheduler.actions.enqueue import AdmissionCheck
@@ -110,21 +106,15 @@ class UnsupportedProfileError(ValueError):
     """The profile asks for something the control loop cannot apply yet."""
 
 
-@dataclass(slots=True)
-class _Tracked:
-    """A task with a process (or a launch attempt) the loop watches."""
-
-    handle: RunningTask
-    state: TaskState
-    """Its state in the store, kept here so that no read is needed per poll."""
-
-
-class ControlPlane:
+class ControlPlane(Stopping):
     def __init__(self, repository: Repository, executor: LocalExecutor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
                  clock: Callable[[], float] = time.time, interval: float = 5.0,
-                 grace_period: float = 30.0, scale_up: ScaleUpHook | None = None) -> None:
+                 grace_period: float = 30.0, scale_up: ScaleUpHook | None = None,
+                 server_url: str | None = None) -> None:
+        """`server_url`: where the API this control plane serves listens, given to tasks
+        with a job token (`shoal.control.job_scope`); None: tasks get no token."""
         evicting = EVICTING_ACTIONS.intersection(profile.doc.actions)
         if evicting:
             raise UnsupportedProfileError(
@@ -139,6 +129,7 @@ class ControlPlane:
         self.virtual_clusters = tuple(virtual_clusters)
         self.priority_classes = tuple(priority_classes)
         self.clock = clock
+        self._credentials = TaskCredentials(repository, server_url)
         self.interval = interval
         self.grace_period = grace_period
         # Plugins keep no state between cycles (as in the simulator): one set serves all.
@@ -151,7 +142,7 @@ class ControlPlane:
         self.wake = threading.Event()
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._model: SchedulerModel | None = None
-        self._tasks: dict[TaskRef, _Tracked] = {}
+        self._tasks: dict[TaskRef, Tracked] = {}
         self._ending: dict[str, tuple[JobState, str]] = {}
         """Jobs being stopped → the terminal state and cause they get when all have stopped."""
         self._ports = MasterPorts(executor.root / "control" / "master-ports")
@@ -192,9 +183,27 @@ class ControlPlane:
     def feasibility(self, job: Job) -> PendingReason | None:
         """Why `job` could never run on this control plane's cluster (for the API to reject
         it at submission); None if it could. The API's threads share one
-        `AdmissionCheck`, which checks one job at a time, hence the lock."""
+        `AdmissionCheck`, which checks one job at a time, hence the lock. A job submitted
+        into a job's own virtual cluster (or a sub-cluster of it) is checked against
+        those."""
+        owner = job_of_virtual_cluster(job.queue)
+        scoped = () if owner is None else tuple(self.repository.job_virtual_clusters(owner))
         with self._admission_lock:
-            return self._admission(job)
+            return self._admission(job, scoped)
+
+    def add_sub_clusters(self, job: str, sub_clusters: Sequence[VirtualCluster]) -> Job:
+        """Store sub-clusters of a running job's own virtual cluster (store errors are raised
+        here, in the caller's thread) and have the loop add them to the model; returns the
+        job as stored now."""
+        stored = self.repository.add_sub_clusters(job, sub_clusters)
+        self._command(lambda: self._add_sub_clusters(job, sub_clusters))
+        return stored
+
+    def _add_sub_clusters(self, job: str, sub_clusters: Sequence[VirtualCluster]) -> None:
+        try:
+            self.model.add_sub_clusters(job, sub_clusters)
+        except SnapshotError:  # the job ended or was retried since: the store says what is
+            self._reload_model()
 
     def reload_catalog(self) -> None:
         """Take up the virtual clusters and priority classes the store holds now (the API
@@ -350,6 +359,9 @@ class ControlPlane:
                 self._maybe_end(job.name)
             elif not any(ref.job == job.name for ref in self._tasks):
                 self._settle(job.name)
+        self.repository.revoke_job_tokens()  # of jobs that ended while we were down
+        for name, cause in orphaned(self._model).items():
+            self._cancel(name, cause)
 
     def _take_over(self, rec: TaskRecord) -> None:
         ref = rec.ref
@@ -362,7 +374,7 @@ class ControlPlane:
                 out, err = self.executor.log_paths(ref.job, ref.group, ref.index)
                 handle = RunningTask(ref.job, ref.group, ref.index, rec.attempts, rec.pid,
                                      rec.pid_start_time or 0.0, out, err, status_path)
-            self._tasks[ref] = _Tracked(handle, rec.state)
+            self._tasks[ref] = Tracked(handle, rec.state)
         elif rec.state is TaskState.RELEASING:
             self._stopped(ref, "before it was launched", None)
         else:
@@ -468,12 +480,14 @@ class ControlPlane:
     def _launch(self, rec: TaskRecord) -> None:
         ref = rec.ref
         try:
-            spec = launch_spec(self.model.jobs[ref.job].job, rec, self._ports.get(ref.job))
+            info = self.model.jobs[ref.job]
+            spec = launch_spec(info.job, rec, self._ports.get(ref.job),
+                               self._credentials.env(info.job, info.account))
             handle = self.executor.launch(spec)
         except (ValueError, OSError) as exc:
             self._task_failed(ref, f"cannot launch: {exc}", None, "a failed launch")
             return
-        tracked = _Tracked(handle, rec.state)
+        tracked = Tracked(handle, rec.state)
         self._tasks[ref] = tracked
         if handle.pid > 0 and rec.state is TaskState.BOUND:
             self.repository.transition_task(
@@ -498,7 +512,7 @@ class ControlPlane:
             self.wake.set()
         return ended
 
-    def _task_ended(self, ref: TaskRef, tracked: _Tracked, status: TaskStatus) -> None:
+    def _task_ended(self, ref: TaskRef, tracked: Tracked, status: TaskStatus) -> None:
         how, code = describe(status), exit_code_of(status)
         if ref.job in self._ending or tracked.state is TaskState.RELEASING:
             self._stopped(ref, how, code)
@@ -555,65 +569,19 @@ class ControlPlane:
         read is needed; a cancel that followed it is a later command on the same queue."""
         if job.name not in self.model.jobs:  # else start() loaded it: the submit raced it
             self.model.add_job(job)
-
-    def _cancel(self, name: str, cause: str) -> None:
-        job = self.repository.get_job(name)
-        if job is None or job.state.terminal:
-            return
-        # A cancel overrides a job retry under way; any other stop already ends the job.
-        if self._ending.get(name, (JobState.PENDING, ""))[0] is JobState.PENDING:
-            self._teardown(name, JobState.CANCELLED, cause)
-
-    def _stop_wanting(self, name: str) -> None:
-        self.model.withdraw(name)
-
-    def _teardown(self, name: str, final: JobState, cause: str,
-                  failed: FailedTask | None = None) -> None:
-        """End a job as `final` (PENDING: retry it whole): store the decision and the
-        tasks' moves first, then signal the processes; the job ends once none is left."""
-        job = self.repository.stop_job(name, final, cause, failed=failed)
-        if failed is not None:
-            self._finish_task(failed.ref)
-        self._stop_wanting(name)
-        releasing = [t.ref for t in job.tasks if t.state is TaskState.RELEASING]
-        if not releasing:
-            self._ending.pop(name, None)
-            self._job_done(job)
-            return
-        self._ending[name] = (final, cause)
-        for ref in releasing:
-            if ref in self._tasks:
-                self._tasks[ref].state = TaskState.RELEASING
-            else:  # bound but never launched: nothing to wait for
-                self._stopped(ref, "before it was launched", None)
-        self._signal(name)
-        self._maybe_end(name)
-
-    def _signal(self, name: str) -> None:
-        for ref, tracked in self._tasks.items():
-            if ref.job == name:
-                self.executor.request_stop(tracked.handle, self.grace_period)
-
-    def _stopped(self, ref: TaskRef, how: str, code: int | None) -> None:
-        """A task of a job being stopped has no process left: CANCELLED, or back to
-        PENDING when the job is being retried."""
-        final, cause = self._ending.get(ref.job, (JobState.CANCELLED, "stop requested"))
-        target = TaskState.PENDING if final is JobState.PENDING else TaskState.CANCELLED
-        self.repository.transition_task(ref, target, f"stopped ({how}): {cause}",
-                                        exit_code=code)
-        self._finish_task(ref)
-
-    def _maybe_end(self, name: str) -> None:
-        if name in self._ending and not any(ref.job == name for ref in self._tasks):
-            del self._ending[name]
-            self._job_done(self.repository.finish_stop(name))
+        owner = job_of_virtual_cluster(job.queue)
+        if owner is not None and owner not in self.model.jobs:
+            self._cancel(job.name, ended_with(job.queue, owner))
 
     def _job_done(self, job: Job) -> None:
         """The store ended the job, or put it back to PENDING whole (a job retry)."""
         name = job.name
+        for inside in work_inside(self.model, name):
+            self._cancel(inside, ended_with(self.model.jobs[inside].job.queue, name))
         if name in self.model.jobs:
             self.model.remove_job(name)
         if job.state.terminal:
+            self._credentials.revoke(name)
             self._ports.forget(name)
             self._waiting.forget(name)
         else:

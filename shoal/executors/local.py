@@ -111,6 +111,9 @@ class TaskLaunch:
     working_dir: str | None = None
     attempt: int = 0
     """Which start of this task this is; a restarted task (after eviction) is a new attempt."""
+    shoal_env: Mapping[str, str] = field(default_factory=dict)
+    """More of Shoal's own variables (the API's address, the job's token, its virtual
+    cluster: `shoal.control.job_scope`), which the job cannot override either."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +169,7 @@ def task_env(spec: TaskLaunch, base: Mapping[str, str]) -> dict[str, str]:
         "MASTER_PORT": str(spec.master_port),
         "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in spec.gpus),
     })
+    env.update(spec.shoal_env)
     return env
 
 

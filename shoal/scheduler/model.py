@@ -25,6 +25,7 @@ from shoal.api.objects import (
     Task,
     TaskRef,
     VirtualCluster,
+    job_of_virtual_cluster,
     job_virtual_cluster,
 )
 from shoal.api.resources import ZERO, Resources, total
@@ -66,6 +67,10 @@ class SchedulerModel:
         wanting placements — anything that may let a job that waited be placed."""
         self.unmade: dict[str, JobInfo] = {}
         """Jobs whose own virtual cluster is not created yet, in arrival order."""
+        self.sub_clusters: dict[str, list[str]] = {}
+        """A job's own virtual cluster → the sub-clusters its tasks created in it, in order."""
+        self.retiring: set[str] = set()
+        """Own virtual clusters of jobs that left while jobs still live in their trees."""
         self.arrivals: list[JobInfo] = []
         """Jobs added since `settled()`; kept only while nothing is unblocked (they matter
         only then), so a driver that never settles — the simulator — keeps none."""
@@ -97,7 +102,9 @@ class SchedulerModel:
             info = self._info(job)
             holding = [t for t in job.tasks if t.state.holds_resources]
             if job.virtual_cluster is not None and info.queue == job.queue:
-                if holding or job.virtual_cluster.reservation is not None:
+                if job_virtual_cluster(job.name) not in self.retiring and (
+                        holding or job.virtual_cluster.reservation is not None
+                        or job.sub_clusters):
                     # It was created before: restored before any task is counted, its tasks
                     # charged to it.
                     self._make_virtual_cluster(info)
@@ -147,10 +154,45 @@ class SchedulerModel:
         for task in list(info.running):
             self._release(info, task)
         if info.account != info.queue:  # its own virtual cluster goes with it
-            self.holds.remove(info.account)
-            self.reservations.remove(info.account)
-            self.quota.remove(info.account)
-            self._refresh_blockers()
+            self._retire(info.account)
+        owner = job_of_virtual_cluster(info.queue)
+        if owner is not None and job_virtual_cluster(owner) in self.retiring:
+            self._retire(job_virtual_cluster(owner))
+
+    def add_sub_clusters(self, job: str, sub_clusters: Iterable[VirtualCluster]) -> None:
+        """Sub-clusters a running job's tasks created inside its own virtual cluster (seed
+        003's nesting), each under that one or an earlier sub-cluster: they join the quota
+        tree, owed their guarantee out of their parent's. The API checked that the
+        guarantees fit (`shoal.server.sub_clusters`)."""
+        own = job_virtual_cluster(job)
+        info = self.jobs.get(job)
+        if info is None or info.account != own:
+            raise SnapshotError(f"job {job!r} has no virtual cluster of its own now")
+        for vc in sub_clusters:
+            self._add_sub_cluster(own, vc)
+
+    def _add_sub_cluster(self, own: str, vc: VirtualCluster) -> None:
+        self.quota.add(vc)
+        self.holds.set_timeout(vc.name, vc.idle_timeout)
+        self.sub_clusters.setdefault(own, []).append(vc.name)
+        self.unblock()  # jobs that waited for it (submitted in the same breath) may go
+
+    def _retire(self, own: str) -> None:
+        """Remove a departed job's own virtual cluster with its sub-clusters — unless a live
+        job is still in one of them (work its tasks submitted, being stopped): then when the
+        last of those leaves."""
+        tree = {own, *self.sub_clusters.get(own, ())}
+        if any(info.queue in tree for info in self.jobs.values()):
+            self.retiring.add(own)
+            return
+        self.retiring.discard(own)
+        for name in reversed(self.sub_clusters.pop(own, [])):
+            self.holds.remove(name)
+            self.quota.remove(name)
+        self.holds.remove(own)
+        self.reservations.remove(own)
+        self.quota.remove(own)
+        self._refresh_blockers()
 
     def release_task(self, ref: TaskRef) -> None:
         """A task stopped (ended or evicted): give its resources back; it wants a node
@@ -260,6 +302,9 @@ class SchedulerModel:
         for info in sorted(self.unmade.values(), key=lambda i: (*_rank(i), i.name)):
             vc = info.job.virtual_cluster
             assert vc is not None
+            if job_virtual_cluster(info.name) in self.retiring:  # a job retry's, emptying
+                info.blocker = _unmade(info, "its previous one still holds jobs being stopped")
+                continue
             never = self._never(info.queue, vc)
             if never is not None:
                 del self.unmade[info.name]
@@ -293,6 +338,8 @@ class SchedulerModel:
         self.holds.set_timeout(vc.name, vc.idle_timeout)
         info.account = vc.name
         info.blocker = self.reservations.blocker(vc.name)
+        for sub in info.job.sub_clusters:
+            self._add_sub_cluster(vc.name, sub)
 
     # ---- whether a cycle can place anything --------------------------------------------------
 

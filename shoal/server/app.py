@@ -1,14 +1,18 @@
 """The FastAPI application: `create_app(repository, scheduler, logs)` wires the routers, the
 auth dependencies and the error handlers together, and serves `GET /healthz` without auth."""
 
+from collections.abc import Mapping
+
 from fastapi import FastAPI
 
+from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
-from shoal.server.errors import install_error_handlers
+from shoal.server.errors import ApiError, install_error_handlers
 from shoal.server.jobs import jobs_router
 from shoal.server.logs import LogSource, logs_router
 from shoal.server.scheduler import Scheduler
+from shoal.server.sub_clusters import sub_clusters_router
 from shoal.store import Repository
 
 API_TITLE = "Shoal"
@@ -33,7 +37,13 @@ def create_app(repository: Repository, scheduler: Scheduler,
 
     app.include_router(jobs_router(repository, scheduler, current_user))
     app.include_router(logs_router(repository, logs, current_user))
+    def statuses() -> Mapping[str, VirtualClusterStatus]:
+        try:
+            return scheduler.virtual_cluster_status()
+        except TimeoutError:  # the control loop is stuck in a long step
+            raise ApiError(503, "the scheduler did not answer in time; try again") from None
+
     app.include_router(cluster_router(repository, current_user, current_admin,
-                                      scheduler.reload_catalog,
-                                      scheduler.virtual_cluster_status))
+                                      scheduler.reload_catalog, statuses))
+    app.include_router(sub_clusters_router(repository, scheduler, current_user, statuses))
     return app

@@ -2,7 +2,10 @@
 store to a `User`; no or unknown token → 401, a user without the right → 403.
 
 The rules: admins may do everything; a user submits into the queues listed for them
-(`User.queues`), reads every job, and cancels only their own.
+(`User.queues`), reads every job, and cancels only their own. A job's token (its tasks',
+`shoal.store.accounts`) acts as the job's user without admin rights, and may also submit
+into the job's own virtual cluster and its sub-clusters and create sub-clusters there; no
+other job's.
 """
 
 from collections.abc import Awaitable, Callable
@@ -12,6 +15,7 @@ from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from shoal.api import Job
+from shoal.api.objects import job_of_virtual_cluster
 from shoal.server.errors import ApiError
 from shoal.store import Repository, User
 
@@ -47,10 +51,22 @@ def authenticator(repository: Repository) -> tuple[Authenticator, Authenticator]
 
 
 def check_queue(user: User, queue: str) -> None:
+    if user.job is not None and job_of_virtual_cluster(queue) == user.job:
+        return
     if not user.admin and queue not in user.queues:
         allowed = ", ".join(user.queues) or "none"
         raise ApiError(403, f"user {user.name!r} may not submit to queue {queue!r} "
                             f"(allowed: {allowed})", "spec.queue")
+
+
+def check_job_scope(user: User, job: Job) -> None:
+    """May `user` manage `job`'s own virtual cluster: its token, its owner, an admin."""
+    if user.job is not None:
+        if user.job != job.name:
+            raise ApiError(403, f"the token of job {user.job!r} may not manage job "
+                                f"{job.name!r}'s virtual cluster")
+        return
+    check_owner(user, job)
 
 
 def check_owner(user: User, job: Job) -> None:

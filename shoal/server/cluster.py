@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from shoal.api import BUILTIN_PRIORITY_CLASSES, DEFAULT_QUEUE, ROOT_QUEUE, VirtualCluster
-from shoal.api.objects import job_of_virtual_cluster
+from shoal.api.objects import job_cluster
 from shoal.core.vc_admission import vc_problem
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.server.auth import Authenticator
@@ -42,14 +42,10 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                    statuses: Callable[[], Mapping[str, VirtualClusterStatus]]
                    ) -> APIRouter:
     """`catalog_changed` is called after virtual clusters or priority classes were stored;
-    `statuses` says how every virtual cluster stands now (the scheduler's view)."""
+    `statuses` says how every virtual cluster stands now (the scheduler's view; 503 when it
+    does not answer in time)."""
     router = APIRouter(prefix="/api/v1", responses=responses(401))
-
-    def now() -> Mapping[str, VirtualClusterStatus]:
-        try:
-            return statuses()
-        except TimeoutError:  # the control loop is stuck in a long step
-            raise ApiError(503, "the scheduler did not answer in time; try again") from None
+    now = statuses
     body_dependency = Depends(raw_body)
     spec_errors = responses(403, 415, 422)
 
@@ -74,11 +70,20 @@ def cluster_router(repository: Repository, current_user: Authenticator,
 
     @router.get("/cluster", response_model=VirtualClusterStatusOut, tags=["cluster"],
                 responses=responses(503))
-    def physical_cluster(_user: Annotated[User, Depends(current_user)]
+    def physical_cluster(user: Annotated[User, Depends(current_user)]
                          ) -> VirtualClusterStatusOut:
         """The physical cluster as the root of the virtual-cluster tree: its capacity, what
-        is used and available, its top-level virtual clusters."""
-        return vc_status_out(now()[ROOT_QUEUE])
+        is used and available, its top-level virtual clusters. Asked with a job's token (from
+        a task), the cluster is the job's own virtual cluster — or its queue, for a job with
+        none: seed 003's illusion of a cluster of its own."""
+        status = now()
+        if user.job is None:
+            return vc_status_out(status[ROOT_QUEUE])
+        job = repository.get_job(user.job)
+        name = job_cluster(job) if job is not None else None
+        if name is None or name not in status:
+            raise ApiError(404, f"job {user.job!r} runs in no virtual cluster now")
+        return vc_status_out(status[name])
 
     @router.get("/virtual-clusters", response_model=list[VirtualClusterOut], tags=["cluster"],
                 responses=responses(503))
@@ -90,12 +95,13 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         declared = [vc_out(vc, status.get(vc.name)) for vc in repository.list_virtual_clusters()]
         return declared + [vc_out(vc, status.get(vc.name)) for vc in _job_scoped(status)]
 
-    @router.get("/virtual-clusters/{name}", response_model=VirtualClusterOut,
+    @router.get("/virtual-clusters/{name:path}", response_model=VirtualClusterOut,
                 tags=["cluster"], responses=responses(404, 503))
     def get_virtual_cluster(name: str, _user: Annotated[User, Depends(current_user)]
                             ) -> VirtualClusterOut:
-        """One virtual cluster (`default` included) with its spec and status: resources
-        guaranteed, ceiling, used and available; parent and children; its jobs."""
+        """One virtual cluster (`default` and job-scoped ones included) with its spec and
+        status: resources guaranteed, ceiling, used and available; parent and children; its
+        virtual nodes; its jobs."""
         declared = {vc.name: vc for vc in repository.list_virtual_clusters()}
         status = now()
         vc = declared.get(name) or (VirtualCluster(DEFAULT_QUEUE) if name == DEFAULT_QUEUE
@@ -107,15 +113,9 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         return vc_out(vc, status.get(name))
 
     def _job_scoped(status: Mapping[str, VirtualClusterStatus]) -> list[VirtualCluster]:
-        """The job-scoped virtual clusters among those the scheduler has now, with the
-        spec their job carries."""
-        out: list[VirtualCluster] = []
-        for name in status:
-            owner = job_of_virtual_cluster(name)
-            job = None if owner is None else repository.get_job(owner)
-            if job is not None and job.virtual_cluster is not None:
-                out.append(job.virtual_cluster)
-        return out
+        """The job-scoped virtual clusters (jobs' own and their sub-clusters) among those
+        the scheduler has now, with the spec their job carries."""
+        return [vc for vc in repository.job_virtual_clusters() if vc.name in status]
 
     @router.post("/virtual-clusters", status_code=201, response_model=list[VirtualClusterOut],
                  tags=["cluster"], openapi_extra=SPEC_BODY,

@@ -6,10 +6,10 @@ methods (the live `shoal.control.ControlPlane`, or a small store-backed stand-in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from shoal.api import Job, PendingReason
+from shoal.api import Job, PendingReason, VirtualCluster
 from shoal.scheduler.introspection import VirtualClusterStatus
 
 
@@ -43,6 +43,13 @@ class Scheduler(Protocol):
     def virtual_cluster_status(self) -> Mapping[str, VirtualClusterStatus]:
         """Every virtual cluster (the root and `default` included) as the scheduler sees it
         now: guaranteed, ceiling, used, available, children, jobs."""
+        ...
+
+    def add_sub_clusters(self, job: str, sub_clusters: Sequence[VirtualCluster]) -> Job:
+        """Store sub-clusters of a running job's own virtual cluster and take them up;
+        returns the job as stored now. Raises the store's `NotFoundError`,
+        `AlreadyExistsError` (a name taken) or `StoreError` (the job ended, or has no
+        virtual cluster of its own)."""
         ...
 
     def feasibility(self, job: Job) -> PendingReason | None:

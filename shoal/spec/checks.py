@@ -28,6 +28,7 @@ from shoal.api import (
     Resources,
     VirtualCluster,
 )
+from shoal.api.objects import JOB_VIRTUAL_CLUSTER_PREFIX
 from shoal.api.resources import total
 from shoal.core.virtual_nodes import uncarvable, unplaceable
 from shoal.spec.convert import Declared
@@ -216,7 +217,10 @@ def _job_references(log: IssueLog, d: Declarations, known: Known) -> None:
     check_nodes = _resolvable(d, "Node") and (d.has_nodes or bool(known.nodes))
     for x in d.jobs:
         job = x.value
-        if _resolvable(d, "VirtualCluster") and job.queue not in queues:
+        # A job-scoped virtual cluster exists only while its job runs: the scheduler, not
+        # the spec, says whether it does (at submission).
+        if _resolvable(d, "VirtualCluster") and job.queue not in queues \
+                and not job.queue.startswith(JOB_VIRTUAL_CLUSTER_PREFIX):
             log.add(x.doc, "spec.queue",
                     f"unknown queue {job.queue!r}; expected 'default' or a declared "
                     f"VirtualCluster (declared: {_listing(queues - {DEFAULT_QUEUE})})")

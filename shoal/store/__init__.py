@@ -1,17 +1,15 @@
 """Shoal's persistent store: SQLAlchemy models, Alembic migrations, and the typed repository
 the control plane uses. SQLite by default (`sqlite:///path`), PostgreSQL by URL."""
 
+from shoal.store.accounts import User, hash_token
 from shoal.store.engine import Store, open_store
-from shoal.store.repository import (
+from shoal.store.errors import (
     AlreadyExistsError,
-    Event,
     IdempotencyConflict,
     NotFoundError,
-    Repository,
     StoreError,
-    User,
-    hash_token,
 )
+from shoal.store.repository import Event, Repository
 
 __all__ = [
     "AlreadyExistsError",

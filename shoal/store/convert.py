@@ -7,7 +7,7 @@ canonical dicts) and the rebuilding of `Job`, `Task`, `Node`, `VirtualCluster` a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shoal.api import (
@@ -120,18 +120,41 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "attained_gpu_seconds": job.attained_gpu_seconds,
         "min_succeeded": job.min_succeeded, "min_failed": job.min_failed,
         "job_retry_count": job.job_retry_count, "retries": job.retries,
-        "virtual_cluster": job_vc_to_json(job.virtual_cluster),
+        "virtual_cluster": job_vc_to_json(job.virtual_cluster, job.sub_clusters),
         "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
-def job_vc_to_json(vc: VirtualCluster | None) -> dict[str, Any] | None:
-    """A job's own virtual cluster; its name and parent follow from the job's."""
+def job_vc_to_json(vc: VirtualCluster | None, sub_clusters: Sequence[VirtualCluster] = ()
+                   ) -> dict[str, Any] | None:
+    """A job's own virtual cluster, with the sub-clusters its tasks created inside it; its
+    name and parent follow from the job's."""
     if vc is None:
         return None
     return {"min": resources_to_json(vc.min), "max": vc.max.to_dict(),
             "fixedSizeNodes": fixed_groups_to_json(vc.fixed_size_nodes),
             "idleTimeout": vc.idle_timeout,
-            "reservation": reservation_to_json(vc.reservation)}
+            "reservation": reservation_to_json(vc.reservation),
+            "subClusters": [sub_cluster_to_json(sub) for sub in sub_clusters]}
+
+
+def sub_cluster_to_json(vc: VirtualCluster) -> dict[str, Any]:
+    """A sub-cluster: flexible resources only (see `shoal.server.sub_clusters`)."""
+    return {"name": vc.name, "parent": vc.parent, "min": resources_to_json(vc.min),
+            "max": vc.max.to_dict(), "weight": vc.weight, "queueing": vc.queueing.value,
+            "idleTimeout": vc.idle_timeout}
+
+
+def sub_clusters_from_json(data: dict[str, Any] | None) -> tuple[VirtualCluster, ...]:
+    return tuple(
+        VirtualCluster(name=str(sub["name"]), parent=str(sub["parent"]),
+                       min=resources_from_json(sub["min"]), max=_limit(sub["max"]),
+                       weight=int(sub["weight"]), queueing=QueueingPolicy(sub["queueing"]),
+                       idle_timeout=float(sub["idleTimeout"]))
+        for sub in (data or {}).get("subClusters", ()))
+
+
+def _limit(data: dict[str, Any]) -> ResourceLimit:
+    return ResourceLimit.of({k: int(v) for k, v in data.items()})
 
 
 def job_vc_from_json(job: str, queue: str, data: dict[str, Any] | None
@@ -140,7 +163,7 @@ def job_vc_from_json(job: str, queue: str, data: dict[str, Any] | None
         return None
     return VirtualCluster(
         name=job_virtual_cluster(job), parent=queue, min=resources_from_json(data["min"]),
-        max=ResourceLimit.of({k: int(v) for k, v in data["max"].items()}),
+        max=_limit(data["max"]),
         fixed_size_nodes=fixed_groups_from_json(data["fixedSizeNodes"]),
         idle_timeout=float(data.get("idleTimeout", 0.0)),
         reservation=reservation_from_json(data.get("reservation")))
@@ -164,7 +187,8 @@ def job_from_row(row: JobRow) -> Job:
         min_succeeded=row.min_succeeded, min_failed=row.min_failed,
         job_retry_count=row.job_retry_count or 0, retries=row.retries or 0,
         state=JobState(row.state), tasks=tuple(task_from_row(row.name, t) for t in row.tasks),
-        virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster))
+        virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster),
+        sub_clusters=sub_clusters_from_json(row.virtual_cluster))
 
 
 def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:
@@ -229,7 +253,7 @@ def fixed_groups_from_json(data: list[dict[str, Any]] | None) -> tuple[FixedSize
 
 def vc_from_row(row: VirtualClusterRow) -> VirtualCluster:
     return VirtualCluster(name=row.name, parent=row.parent, min=resources_from_json(row.min),
-                          max=ResourceLimit.of({k: int(v) for k, v in row.max.items()}),
+                          max=_limit(row.max),
                           weight=row.weight, queueing=QueueingPolicy(row.queueing),
                           fixed_size_nodes=fixed_groups_from_json(row.fixed_size_nodes),
                           idle_timeout=row.idle_timeout or 0.0,

@@ -185,5 +185,7 @@ class TokenRow(Base):
     user_id: Mapped[int] = mapped_column(
         ForeignKey("users.id", ondelete="CASCADE"), index=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    job: Mapped[str | None] = mapped_column(String(NAME), index=True)
+    """Set for a job's token (its tasks'), revoked when the job ends."""
     created: Mapped[float] = mapped_column(Double)
     last_used: Mapped[float | None] = mapped_column(Double)

@@ -4,19 +4,17 @@ Every public method is all-or-nothing: it runs in one transaction and, on any er
 nothing. State changes go through the lifecycle tables of `shoal.api.lifecycle` and leave an
 event with their cause. `record_binds` persists a whole cycle's binds at once: the control
 plane calls it *before* launching anything, so a crash never loses a decision nor launches a
-task twice. Bearer tokens are stored only as their sha256 digest.
+task twice. Users and tokens are `shoal.store.accounts`' (a base class of `Repository`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy import and_, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -35,18 +33,23 @@ from shoal.api import (
     Transition,
     VirtualCluster,
 )
-from shoal.api.objects import job_of_virtual_cluster
+from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster
 from shoal.store import convert
+from shoal.store.accounts import TOKEN_CACHE_TTL, Accounts, User
 from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
+from shoal.store.errors import (
+    AlreadyExistsError,
+    IdempotencyConflict,
+    NotFoundError,
+    StoreError,
+)
 from shoal.store.models import (
     EventRow,
     JobRow,
     NodeRow,
     PriorityClassRow,
     TaskRow,
-    TokenRow,
-    UserRow,
     VirtualClusterRow,
 )
 
@@ -60,35 +63,11 @@ WAITING = "Waiting"
 JOB_RETRIED = "JobRetried"
 """The whole job was put back to be scheduled again (`jobRetryCount`)."""
 TERMINAL_JOB_STATES = tuple(s.value for s in JobState if s.terminal)
-#: How stale a token's `last_used` may get before a request updates it (seconds).
-TOKEN_USE_RESOLUTION = 60.0
-#: How long a token's user is remembered; a token revoked by another process works at most
-#: this much longer (one revoked through this process stops at once).
-TOKEN_CACHE_TTL = 10.0
 
 
 _INSERT_JOB = insert(JobRow).returning(JobRow.id)
 _INSERT_TASK = insert(TaskRow)
 _INSERT_EVENT = insert(EventRow)
-
-
-class StoreError(Exception):
-    """A request the store refuses; nothing of it was stored."""
-
-
-class NotFoundError(StoreError, KeyError):
-    """The named job, task or user does not exist."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "not found"
-
-
-class AlreadyExistsError(StoreError):
-    """A job or user of that name exists already."""
-
-
-class IdempotencyConflict(StoreError):  # noqa: N818 (the name the API documents)
-    """The idempotency key was used before for a different request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,18 +116,7 @@ class Waiting:
     cause: str
 
 
-@dataclass(frozen=True, slots=True)
-class User:
-    name: str
-    admin: bool = False
-    queues: tuple[str, ...] = ()
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-class Repository:
+class Repository(Accounts):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
@@ -387,6 +355,10 @@ class Repository:
                 self._move_task(s, task, ref, TaskState.PENDING, cause)
             task.retries = 0
         row.retries = (row.retries or 0) + 1
+        if row.virtual_cluster and row.virtual_cluster.get("subClusters"):
+            # Its tasks start over, and so does what they built: the work they submitted
+            # into sub-clusters is stopped with the job (`shoal.control.job_scope`).
+            row.virtual_cluster = {**row.virtual_cluster, "subClusters": []}
         s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_RETRIED, cause=cause))
         if JobState(row.state) is not JobState.PENDING:
             self._move_job(s, row, JobState.PENDING, cause)
@@ -457,71 +429,6 @@ class Repository:
                        source_state=move.source.value, target_state=target.value, cause=cause))
         return move
 
-    # ---- users and tokens ----------------------------------------------------------------
-
-    def create_user(self, name: str, admin: bool = False, queues: Iterable[str] = ()) -> User:
-        user = User(name=name, admin=admin, queues=tuple(queues))
-        try:
-            with self.store.sessions.begin() as s:
-                if s.scalar(select(UserRow.id).where(UserRow.name == name)) is not None:
-                    raise AlreadyExistsError(f"user {name!r} exists already")
-                s.add(UserRow(name=name, admin=admin, queues=list(user.queues),
-                              created=self.clock()))
-        except IntegrityError:
-            raise AlreadyExistsError(f"user {name!r} exists already") from None
-        return user
-
-    def get_user(self, name: str) -> User | None:
-        with self.store.reads.begin() as s:
-            row = s.scalar(select(UserRow).where(UserRow.name == name))
-            return None if row is None else _user(row)
-
-    def issue_token(self, user: str) -> str:
-        """A new bearer token for `user`: the text is returned once and never stored."""
-        token = secrets.token_urlsafe(32)
-        with self.store.sessions.begin() as s:
-            user_id = s.scalar(select(UserRow.id).where(UserRow.name == user))
-            if user_id is None:
-                raise NotFoundError(f"no user {user!r}")
-            s.add(TokenRow(user_id=user_id, token_hash=hash_token(token), created=self.clock()))
-        self._tokens.invalidate()  # a miss on this token may be cached
-        return token
-
-    def authenticate(self, token: str) -> User | None:
-        """The user a bearer token belongs to, or None; cached (see `shoal.store.cache`) for
-        up to TOKEN_CACHE_TTL seconds. When a token was last used is recorded at most every
-        `TOKEN_USE_RESOLUTION` seconds: a write per request would queue every API call behind
-        the store's write lock for a timestamp nobody needs to the second."""
-        if not token:
-            return None
-        digest = hash_token(token)
-        return self._tokens.get(digest, lambda: self._authenticate(digest))
-
-    def _authenticate(self, digest: str) -> User | None:
-        with self.store.reads.begin() as s:
-            found = s.execute(select(TokenRow.id, TokenRow.last_used, UserRow)
-                              .join(UserRow, UserRow.id == TokenRow.user_id)
-                              .where(TokenRow.token_hash == digest)).first()
-            if found is None:
-                return None
-            token_id, last_used, user_row = found
-            user = _user(user_row)
-        now = self.clock()
-        if last_used is None or now - last_used >= TOKEN_USE_RESOLUTION:
-            with self.store.sessions.begin() as s:
-                s.execute(update(TokenRow).where(TokenRow.id == token_id)
-                          .values(last_used=now))
-        return user
-
-    def revoke_token(self, token: str) -> bool:
-        with self.store.sessions.begin() as s:
-            row = s.scalar(select(TokenRow).where(TokenRow.token_hash == hash_token(token)))
-            if row is None:
-                return False
-            s.delete(row)
-        self._tokens.invalidate()
-        return True
-
     # ---- nodes, virtual clusters, priority classes ---------------------------------------
 
     def put_node(self, node: Node) -> None:
@@ -554,7 +461,7 @@ class Repository:
             for change in changes:
                 carving = convert.reservation_to_json(change.placements)
                 job = job_of_virtual_cluster(change.virtual_cluster)
-                if job is None:
+                if job is None or is_sub_cluster(change.virtual_cluster):
                     row = s.get(VirtualClusterRow, change.virtual_cluster)
                     if row is not None:
                         row.reservation = carving
@@ -564,6 +471,51 @@ class Repository:
                     # A new dict: the JSON column notices assignment, not mutation.
                     found.virtual_cluster = {**found.virtual_cluster, "reservation": carving}
         self._catalog.invalidate()
+
+    def add_sub_clusters(self, job: str, sub_clusters: Sequence[VirtualCluster]) -> Job:
+        """Add sub-clusters to a live job's own virtual cluster, all or none: refused when
+        the job has ended, has no virtual cluster of its own, or has a sub-cluster of one of
+        these names already. Returns the job as stored now."""
+        with self.store.sessions.begin() as s:
+            row = s.scalars(select(JobRow).where(JobRow.name == job)
+                            .with_for_update()).first()
+            if row is None:
+                raise NotFoundError(f"no job {job!r}")
+            if row.state in TERMINAL_JOB_STATES:
+                raise StoreError(f"job {job!r} has ended ({row.state}): its virtual cluster "
+                                 "is gone")
+            if row.virtual_cluster is None:
+                raise StoreError(f"job {job!r} has no virtual cluster of its own "
+                                 "(spec.virtualCluster)")
+            existing = convert.sub_clusters_from_json(row.virtual_cluster)
+            taken = {vc.name for vc in existing}
+            for vc in sub_clusters:
+                if vc.name in taken:
+                    raise AlreadyExistsError(f"virtual cluster {vc.name!r} exists already")
+                taken.add(vc.name)
+            row.virtual_cluster = {**row.virtual_cluster, "subClusters": [
+                convert.sub_cluster_to_json(vc) for vc in (*existing, *sub_clusters)]}
+            row.updated = self.clock()
+            return convert.job_from_row(row)
+
+    def job_virtual_clusters(self, job: str | None = None) -> list[VirtualCluster]:
+        """The virtual clusters live jobs carry — their own and the sub-clusters their tasks
+        created inside it — of every live job, or of `job` only. Whether each exists in the
+        scheduler now is the scheduler's to say (a job's own is created when its queue can
+        guarantee it)."""
+        with self.store.reads.begin() as s:
+            query = select(JobRow.name, JobRow.queue, JobRow.virtual_cluster).where(
+                JobRow.state.not_in(TERMINAL_JOB_STATES), JobRow.virtual_cluster.is_not(None))
+            if job is not None:
+                query = query.where(JobRow.name == job)
+            rows = s.execute(query.order_by(JobRow.submitted, JobRow.name)).all()
+        out: list[VirtualCluster] = []
+        for name, queue, data in rows:
+            own = convert.job_vc_from_json(name, queue, data)
+            if own is not None:
+                out.append(own)
+            out.extend(convert.sub_clusters_from_json(data))
+        return out
 
     def list_virtual_clusters(self) -> list[VirtualCluster]:
         """Every virtual cluster, in creation order (the reservation queue's)."""
@@ -587,6 +539,3 @@ class Repository:
                                                       PriorityClassRow.name)))
         return list(self._catalog.get("priority-classes", load))
 
-
-def _user(row: UserRow) -> User:
-    return User(name=row.name, admin=row.admin, queues=tuple(row.queues))

@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -393,3 +394,41 @@ def test_one_control_plane_per_data_directory_store_and_port(
         job = client.get("/api/v1/jobs/steady").json()
         assert job["status"]["state"] == "Running"
         assert [t["state"] for t in job["status"]["tasks"]] == ["Running"]
+
+
+def test_a_task_creates_sub_clusters_and_runs_work_in_each(server: Server) -> None:
+    """Seed 003's nested clusters, through `shoal up`, with `examples/sub-clusters.yaml` as
+    shipped: its driver sees only its job's virtual cluster, creates two sub-clusters in it
+    with its job's token, runs a job in each (each sees only its sub-cluster), and when the
+    job ends its sub-clusters and its token are gone."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "sub-clusters.yaml"
+    with server.client() as client:
+        submit(client, example.read_text())
+        job = wait_for(client, "datasets", {"Succeeded", "Failed"}, 120)
+        logs = server.data / "executor" / "logs"
+        driver = (logs / "datasets" / "driver-0.out").read_text()
+        assert job["status"]["state"] == "Succeeded", (  # type: ignore[index]
+            driver + (logs / "datasets" / "driver-0.err").read_text())
+        before, after, ended = (json.loads(line) for line in driver.splitlines())
+        assert before["cluster"] == "job:datasets" and before["children"] == []
+        assert before["resources"]["cpu"] == "1"  # its maximum: 200m used + 800m available
+        assert before["available"]["cpu"] == "800m"
+        assert after["children"] == ["job:datasets/train-data", "job:datasets/validation-data"]
+        assert ended == {"datasets-train": "Succeeded", "datasets-validation": "Succeeded"}
+        for part, cpu in (("train", "400m"), ("validation", "400m")):
+            sub = client.get(f"/api/v1/jobs/datasets-{part}").json()
+            assert sub["spec"]["queue"] == f"job:datasets/{part}-data"
+            [seen] = [json.loads(line) for line in
+                      (logs / f"datasets-{part}" / "worker-0.out").read_text().splitlines()]
+            assert seen["cluster"] == f"job:datasets/{part}-data"
+            assert seen["resources"]["cpu"] == cpu
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+                v["name"].startswith("job:datasets")
+                for v in client.get("/api/v1/virtual-clusters").json()):
+            time.sleep(0.1)
+        assert not [v["name"] for v in client.get("/api/v1/virtual-clusters").json()
+                    if v["name"].startswith("job:")]
+    with sqlite3.connect(server.data / "shoal.db") as db:
+        assert db.execute("SELECT count(*) FROM tokens WHERE job IS NOT NULL").fetchone() \
+            == (0,)

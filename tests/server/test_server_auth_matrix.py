@@ -9,7 +9,9 @@ role must get:
 - anonymous: no `Authorization` header;
 - owner: alice, who owns `OWNED` and may submit to `default` and `team-a`;
 - other: bob, another user, who may submit to `default` only;
-- admin: root.
+- admin: root;
+- task: the token of `OWNED`'s tasks (a job token: alice without admin rights, and the
+  right to manage `OWNED`'s own virtual cluster) — everywhere what alice gets.
 
 A refused request (401/403) must have stored nothing: the store's contents are compared
 before and after. An allowed write must have stored what it was asked to (`stored`). Unknown,
@@ -39,7 +41,7 @@ VC = "apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: team-b}\n"
 PC = "apiVersion: shoal/v1\nkind: PriorityClass\nmetadata: {name: vip}\nvalue: 50000\n"
 
 ROLES: dict[str, str | None] = {"anonymous": None, "owner": "alice", "other": "bob",
-                                "admin": "root"}
+                                "admin": "root", "task": "task"}
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 # Routes FastAPI serves outside the OpenAPI document, open to everyone.
@@ -48,7 +50,8 @@ DOCS_ROUTES = {("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/docs/oauth2
 
 
 def expect(anonymous: int, owner: int, other: int, admin: int) -> dict[str, int]:
-    return {"anonymous": anonymous, "owner": owner, "other": other, "admin": admin}
+    return {"anonymous": anonymous, "owner": owner, "other": other, "admin": admin,
+            "task": owner}
 
 
 PUBLIC = expect(200, 200, 200, 200)
@@ -91,6 +94,11 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
         OWNER_OR_ADMIN,
         stored=lambda api: _job_state(api, OWNED) is JobState.CANCELLED),
     ("GET", "/api/v1/jobs/{name}/logs"): Row(OWNER_OR_ADMIN),
+    ("GET", "/api/v1/jobs/{name}/virtual-clusters"): Row(ANY_USER),
+    # OWNED has no virtual cluster of its own: whoever may manage it is told so (409);
+    # tests/server/test_server_sub_clusters.py has the creations that succeed.
+    ("POST", "/api/v1/jobs/{name}/virtual-clusters"): Row(
+        expect(401, 409, 403, 409), {"content": VC, "headers": YAML}),
     ("GET", "/api/v1/nodes"): Row(ANY_USER),
     ("PUT", "/api/v1/nodes"): Row(
         admin_only(200), {"content": NODE, "headers": YAML},
@@ -148,6 +156,7 @@ def owned(api: Api) -> Api:
     assert api.log_dir is not None
     api.log_dir.mkdir(parents=True, exist_ok=True)
     (api.log_dir / f"{OWNED}.worker-0.out").write_text(OWNED_LOG)
+    api.tokens["task"] = api.repository.issue_token("alice", job=OWNED)
     return api
 
 

@@ -10,6 +10,7 @@ cluster could grant them now, as Volcano's enqueue gates a PodGroup.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from shoal.api.decisions import PendingKind, PendingReason
@@ -123,10 +124,12 @@ def _binding_dimension(pool: NodePool, request: Resources) -> str | None:
 
 def admission_check(job: Job, nodes: Sequence[Node], virtual_clusters: Sequence[VirtualCluster],
                     priority_classes: Sequence[PriorityClass] = (),
-                    profile: Profile | None = None) -> PendingReason | None:
+                    profile: Profile | None = None,
+                    scoped: Sequence[VirtualCluster] = ()) -> PendingReason | None:
     """Why `job` could never run on this cluster, judged on an idle copy of it; None if it
-    could. For rejecting an impossible job at submission instead of leaving it waiting."""
-    return AdmissionCheck(nodes, virtual_clusters, priority_classes, profile)(job)
+    could. For rejecting an impossible job at submission instead of leaving it waiting.
+    `scoped`: as for `AdmissionCheck.__call__`."""
+    return AdmissionCheck(nodes, virtual_clusters, priority_classes, profile)(job, scoped)
 
 
 class AdmissionCheck:
@@ -147,7 +150,22 @@ class AdmissionCheck:
         self._model.reserve()  # on the idle cluster, every VC's fixed-size nodes are carved
         self._hooks = Hooks((profile or Profiles.default()).plugins())
 
-    def __call__(self, job: Job) -> PendingReason | None:
+    def __call__(self, job: Job, scoped: Sequence[VirtualCluster] = ()) -> PendingReason | None:
+        """`scoped`: the job-scoped virtual clusters on the path to the job's queue (a job
+        submitted into another job's own virtual cluster or one of its sub-clusters),
+        parents first; they join the idle model for this check only. Their fixed-size nodes
+        are left out: a job in them is judged on their flexible resources."""
+        added = [vc.name for vc in scoped if vc.name not in self._model.quota.queues]
+        for vc in scoped:
+            if vc.name in added:
+                self._model.quota.add(replace(vc, fixed_size_nodes=()))
+        try:
+            return self._check(job)
+        finally:
+            for name in reversed(added):
+                self._model.quota.remove(name)
+
+    def _check(self, job: Job) -> PendingReason | None:
         info = self._model.add_job(job)
         try:
             if info.blocker is not None and info.blocker.kind is not PendingKind.RESERVATION:

@@ -4,9 +4,8 @@ rebuilt from a snapshot."""
 from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup, TaskRef
 from shoal.core import Snapshot
 from shoal.scenario import apply
-from shoal.scheduler import Profile, run_cycle
+from shoal.scheduler import run_cycle
 from shoal.scheduler.model import SchedulerModel
-from shoal.scheduler.session import Session
 
 NODES = tuple(Node(f"n{i}", Resources.of(cpu=8000, gpu=4)) for i in range(2))
 
@@ -17,11 +16,7 @@ def gang(name: str, tasks: int, gpu: int, at: float) -> Job:
 
 
 def cycle(model: SchedulerModel) -> list[str]:
-    profile = Profile.default()
-    session = Session(model, profile.plugins())
-    for action in profile.actions():
-        action.execute(session)
-    decisions = session.close()
+    decisions = run_cycle(model)
     return sorted(f"{b.task}@{b.node}:{b.gpus}" for b in decisions.binds)
 
 

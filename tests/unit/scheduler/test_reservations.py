@@ -27,10 +27,9 @@ from shoal.api import (
 from shoal.api.decisions import Decisions
 from shoal.api.objects import VIRTUAL_CLUSTER_LABEL
 from shoal.core import Snapshot
-from shoal.scheduler import Profile
+from shoal.scheduler import run_cycle
 from shoal.scheduler.introspection import virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel
-from shoal.scheduler.session import Session
 
 NODES = tuple(Node(f"n{i}", Resources.of(cpu=32_000, gpu=8)) for i in range(2))
 
@@ -51,13 +50,6 @@ def job(name: str, queue: str, gpus: int, replicas: int = 1, at: float = 0.0,
                queue=queue, scheduler_name=SchedulerName.DEFAULT, submitted=at, tasks=tasks)
 
 
-def cycle(model: SchedulerModel) -> Decisions:
-    profile = Profile.default()
-    session = Session(model, profile.plugins())
-    for action in profile.actions():
-        action.execute(session)
-    return session.close()
-
 
 def binds(decisions: Decisions) -> dict[str, tuple[str, str | None]]:
     return {str(b.task): (b.node, b.virtual_node) for b in decisions.binds}
@@ -69,7 +61,7 @@ def test_a_queued_reservation_is_carved_when_capacity_frees_before_jobs_take_it(
     model.add_job(job("hog", "default", 4, tasks=(
         Task("hog", "w", 0, TaskState.RUNNING, "n0", (0, 1, 2, 3), 0.0),)))
     model.add_job(job("mine", "late", 8))
-    first = cycle(model)
+    first = run_cycle(model)
     assert first.reservations == [] and first.binds == []
     [waiting] = [p.reason for p in first.pending if p.job == "mine"]
     assert waiting.kind is PendingKind.RESERVATION and "STRICT_SPREAD" in waiting.message
@@ -79,7 +71,7 @@ def test_a_queued_reservation_is_carved_when_capacity_frees_before_jobs_take_it(
     # comes first, in the same cycle, and the VC's job runs on its virtual node.
     model.remove_job("hog")
     model.add_job(job("grab", "default", 4, at=1.0))
-    second = cycle(model)
+    second = run_cycle(model)
     [change] = second.reservations
     assert change.virtual_cluster == "late"
     assert change.placements == (VirtualNodePlacement("n0", tuple(range(8))),
@@ -102,7 +94,7 @@ def test_tasks_on_virtual_nodes_are_not_charged_to_the_quota_tree() -> None:
     model = SchedulerModel(NODES, [tune])
     model.add_job(job("wide", "default", 4, replicas=2))
     model.add_job(job("trials", "tune", 1, replicas=7, at=1.0))
-    decisions = cycle(model)
+    decisions = run_cycle(model)
     placed = binds(decisions)
     on_virtual = [t for t, (_, v) in placed.items() if v == "tune/0"]
     assert len(on_virtual) == 4 and all(t.startswith("trials/") for t in on_virtual)
@@ -118,7 +110,7 @@ def test_a_rebuilt_model_restores_the_carving_and_counts_its_tasks_on_it() -> No
     vc = VirtualCluster("tune", fixed_size_nodes=fixed(2, 2, policy=PlacementPolicy.PACK))
     model = SchedulerModel(NODES, [vc])
     model.add_job(job("a", "tune", 1, replicas=3))
-    decisions = cycle(model)
+    decisions = run_cycle(model)
     [change] = decisions.reservations
     # What a driver stores: the carving, and the tasks on the physical nodes of the binds.
     tasks = tuple(Task("a", "w", b.task.index, TaskState.RUNNING, b.node, b.gpus, 0.0)
@@ -149,7 +141,7 @@ def test_cordoning_a_host_gives_the_whole_reservation_back_and_queues_it_again()
     vc = VirtualCluster("tune", fixed_size_nodes=fixed(8, 8))
     model = SchedulerModel(NODES, [vc])
     model.add_job(job("a", "tune", 8))
-    decisions = cycle(model)
+    decisions = run_cycle(model)
     assert binds(decisions) == {"a/w/0": ("n0", "tune/0")}
     model.release_task(TaskRef("a", "w", 0))
     model.cordon("n0")
@@ -158,10 +150,10 @@ def test_cordoning_a_host_gives_the_whole_reservation_back_and_queues_it_again()
     assert "tune/1" not in model.cluster.by_name  # the n1 virtual node went back too
     assert model.node("n1").free().gpu == 8
     assert model.quota.capacity.gpu == 8  # n1 only: the fixed part is in the tree again
-    waiting = cycle(model)
+    waiting = run_cycle(model)
     assert [p.reason.kind for p in waiting.pending] == [PendingKind.RESERVATION]
     model.uncordon("n0")
-    again = cycle(model)
+    again = run_cycle(model)
     assert [c.placements is not None for c in again.reservations] == [True]
     assert binds(again) == {"a/w/0": ("n0", "tune/0")}
 
@@ -174,7 +166,7 @@ def test_virtual_node_labels_are_matched_by_node_selectors() -> None:
                                                   max=ResourceLimit.of({"gpu": 0}))])
     model.add_job(job("w", "vc", 2, selector={"role": "worker"}))
     model.add_job(job("x", "vc", 2, at=1.0, selector={"role": "worker"}))
-    decisions = cycle(model)
+    decisions = run_cycle(model)
     # No physical node has the label: only the `worker` virtual node (on n1) can take them.
     assert binds(decisions) == {"w/w/0": ("n1", "vc/1")}
     [(name, reason)] = [(p.job, p.reason) for p in decisions.pending]
@@ -224,7 +216,7 @@ def test_a_jobs_own_virtual_cluster_is_created_charged_and_removed_with_it() -> 
         "ignored", min=gpu(2), fixed_size_nodes=fixed(2, 2, policy=PlacementPolicy.SPREAD)))
     model.add_job(pg)
     assert "job:pg" not in model.quota.queues  # created by the cycle, not on arrival
-    decisions = cycle(model)
+    decisions = run_cycle(model)
     assert [c.virtual_cluster for c in decisions.reservations] == ["job:pg"]
     placed = binds(decisions)
     assert sorted(v or "-" for _, v in placed.values()) == ["-", "job:pg/0", "job:pg/1"]
@@ -246,7 +238,7 @@ def test_a_restarted_model_charges_a_running_job_to_its_own_cluster() -> None:
     vc = VirtualCluster("x", fixed_size_nodes=fixed(4))
     model = SchedulerModel(NODES)
     model.add_job(own(job("pg", "default", 4, replicas=2), vc))
-    decisions = cycle(model)
+    decisions = run_cycle(model)
     [change] = decisions.reservations
     tasks = tuple(Task("pg", "w", b.task.index, TaskState.RUNNING, b.node, b.gpus, 0.0)
                   for b in decisions.binds)
@@ -283,7 +275,7 @@ def test_a_vc_holds_one_flexible_virtual_node_per_physical_node() -> None:
     model = SchedulerModel(NODES, [VirtualCluster("tune", fixed_size_nodes=fixed(2))])
     model.add_job(job("a", "tune", 1, replicas=3))
     model.add_job(job("b", "tune", 1, replicas=2, at=1.0))
-    decisions = cycle(model)
+    decisions = run_cycle(model)
     placed = binds(decisions)
     assert sum(1 for _, v in placed.values() if v == "tune/0") == 2
     flexible = virtual_cluster_status(model)["tune"].flexible_nodes
@@ -329,7 +321,7 @@ def test_a_vcs_flexible_part_is_kept_for_its_idle_time_then_given_back() -> None
     tune = VirtualCluster("tune", idle_timeout=60.0)
     model = SchedulerModel(node, [tune])
     model.add_job(job("t1", "tune", 4))
-    assert binds(cycle(model)) == {"t1/w/0": ("n0", None)}
+    assert binds(run_cycle(model)) == {"t1/w/0": ("n0", None)}
     model.now = 10.0
     model.remove_job("t1")  # ended
     status = virtual_cluster_status(model)["tune"]
@@ -337,17 +329,17 @@ def test_a_vcs_flexible_part_is_kept_for_its_idle_time_then_given_back() -> None
     assert status.used.gpu == 4  # still charged to tune: nobody else takes it
     model.add_job(job("other", "default", 8, at=11.0))
     model.now = 20.0
-    decisions = cycle(model)
+    decisions = run_cycle(model)
     assert decisions.binds == [] and [p.job for p in decisions.pending] == ["other"]
     model.add_job(job("t2", "tune", 2, at=21.0))
     model.now = 30.0
-    assert binds(cycle(model)) == {"t2/w/0": ("n0", "tune/flexible/n0")}
+    assert binds(run_cycle(model)) == {"t2/w/0": ("n0", "tune/flexible/n0")}
     model.now = 40.0
     model.remove_job("t2")  # the kept part is whole again; its idle time starts anew
     model.now = 99.0
-    assert cycle(model).binds == []  # 59 s idle: still kept
+    assert run_cycle(model).binds == []  # 59 s idle: still kept
     model.now = 100.0
-    assert binds(cycle(model)) == {"other/w/0": ("n0", None)}
+    assert binds(run_cycle(model)) == {"other/w/0": ("n0", None)}
     assert virtual_cluster_status(model)["tune"].used.is_zero()
     assert "tune/flexible/n0" not in model.cluster.by_name
 
@@ -356,7 +348,7 @@ def test_without_an_idle_timeout_the_flexible_part_goes_back_at_once() -> None:
     node = [Node("n0", Resources.of(cpu=32_000, gpu=8))]
     model = SchedulerModel(node, [VirtualCluster("tune")])
     model.add_job(job("t1", "tune", 4))
-    cycle(model)
+    run_cycle(model)
     model.remove_job("t1")
     assert model.quota.get("tune").usage.is_zero() and model.node("n0").free().gpu == 8
     assert model.holds.kept == {}
@@ -366,13 +358,13 @@ def test_kept_parts_count_against_the_vcs_max_and_go_with_a_cordoned_node() -> N
     tune = VirtualCluster("tune", idle_timeout=60.0, max=ResourceLimit.of({"gpu": 4}))
     model = SchedulerModel(NODES, [tune])
     model.add_job(job("t1", "tune", 4))
-    cycle(model)
+    run_cycle(model)
     [task] = model.jobs["t1"].running
     model.remove_job("t1")
     model.add_job(job("t2", "tune", 2, at=1.0))  # fits only in the kept part (max 4)
-    assert binds(cycle(model)) == {"t2/w/0": (task.node, f"tune/flexible/{task.node}")}
+    assert binds(run_cycle(model)) == {"t2/w/0": (task.node, f"tune/flexible/{task.node}")}
     model.add_job(job("t3", "tune", 4, at=2.0))
-    waiting = cycle(model)
+    waiting = run_cycle(model)
     assert [(p.job, p.reason.kind) for p in waiting.pending] == \
         [("t3", PendingKind.QUEUE_LIMIT)]
     model.release_task(TaskRef("t2", "w", 0))
