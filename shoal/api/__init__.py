@@ -11,6 +11,7 @@ from shoal.api.decisions import (
     Reserve,
     Resize,
 )
+from shoal.api.elastic import Elasticity, ScaleStep, parse_duration
 from shoal.api.lifecycle import (
     JOB_LIFECYCLE,
     TASK_LIFECYCLE,
@@ -50,6 +51,7 @@ __all__ = [
     "ZERO",
     "Bind",
     "Decisions",
+    "Elasticity",
     "Evict",
     "FixedSizeNode",
     "FixedSizeNodes",
@@ -68,6 +70,7 @@ __all__ = [
     "Resize",
     "ResourceLimit",
     "Resources",
+    "ScaleStep",
     "SchedulerName",
     "Task",
     "TaskGroup",
@@ -76,5 +79,6 @@ __all__ = [
     "Transition",
     "VirtualCluster",
     "VirtualNodePlacement",
+    "parse_duration",
     "parse_resources",
 ]

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from shoal.api.elastic import Elasticity
 from shoal.api.lifecycle import JobState, TaskState
 from shoal.api.resources import ResourceLimit, Resources, total
 
@@ -200,6 +201,11 @@ class Job:
     virtual_cluster: VirtualCluster | None = None
     """Its own virtual cluster (`spec.virtualCluster`, seed 003), created inside `queue`
     when the job is admitted and removed when it ends; named `job_virtual_cluster(name)`."""
+    elastic: Elasticity | None = None
+    """Seed 001: the job's elastic task group and how it may be scaled; None: rigid."""
+    protect_for: float = 0.0
+    """Seconds after a task starts during which it is neither preempted nor reclaimed
+    (Volcano's `volcano.sh/cooldown-time`); 0: no protection."""
     sub_clusters: tuple[VirtualCluster, ...] = ()
     """Virtual clusters its running tasks created inside its own (seed 003's nested
     clusters), in creation order, named `sub_cluster_name(name, child)`; removed with it."""
@@ -224,10 +230,19 @@ class Job:
 
     @property
     def gang_minimum(self) -> int:
-        """How many tasks must run together for the job to run at all."""
+        """How many tasks must run together for the job to run at all: `minAvailable`, or
+        every task but the elastic surplus."""
         if not self.gang:
             return 1
-        return self.replicas if self.min_available is None else self.min_available
+        if self.min_available is not None:
+            return self.min_available
+        return self.replicas - self.elastic_surplus
+
+    @property
+    def elastic_surplus(self) -> int:
+        """How many of its tasks are elastic surplus: above its elastic group's minimum."""
+        return 0 if self.elastic is None else \
+            self.elastic.max_replicas - self.elastic.min_replicas
 
     def group(self, name: str) -> TaskGroup:
         for g in self.groups:

@@ -66,8 +66,9 @@ def jobs_table(jobs: Sequence[JobView]) -> Table:
 
 def _task_row(task: TaskView) -> tuple[str, ...]:
     exit_code = "-" if task.exit_code is None else str(task.exit_code)
-    return (task.name, task.state.value, task.node or "-",
-            ",".join(map(str, task.gpus)) or "-", _when(task.start_time), exit_code)
+    return (task.name, task.state.value, "elastic" if task.elastic else "guaranteed",
+            task.node or "-", ",".join(map(str, task.gpus)) or "-", _when(task.start_time),
+            exit_code)
 
 
 def _clock(timestamp: float) -> str:
@@ -104,13 +105,13 @@ def job_detail(job: JobView) -> RenderableType:
     if job.pending_reason is not None:
         head.add_row("Waiting", f"{job.pending_reason.kind}: {job.pending_reason.message}")
     parts: list[RenderableType] = [head, Text()]
-    tasks = _table("Tasks", "TASK", "STATE", "NODE", "GPUS", "STARTED", "EXIT")
+    tasks = _table("Tasks", "TASK", "STATE", "KIND", "NODE", "GPUS", "STARTED", "EXIT")
     for task in job.tasks:
         tasks.add_row(*_task_row(task))
     if not job.tasks:
         groups = ", ".join(f"{g.name} × {g.replicas} ({_quantities(g.resources)})"
                            for g in job.groups)
-        tasks.add_row(f"(none placed yet: {groups})", "", "", "", "", "")
+        tasks.add_row(f"(none placed yet: {groups})", "", "", "", "", "", "")
     parts += [tasks, Text()]
     if job.events:
         parts.append(_events_table(job.events, job.name))

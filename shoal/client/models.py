@@ -44,6 +44,8 @@ class TaskView:
     gpus: tuple[int, ...]
     start_time: float | None = None
     exit_code: int | None = None
+    elastic: bool = False
+    """Elastic surplus (above its group's minReplicas): what the job gives up first."""
 
     @property
     def name(self) -> str:
@@ -56,7 +58,8 @@ class TaskView:
                    state=TaskState(data["state"]), node=_opt_str(data.get("node")),
                    gpus=tuple(int(g) for g in data.get("gpus") or ()),
                    start_time=_opt_float(data.get("startTime")),
-                   exit_code=_opt_int(data.get("exitCode")))
+                   exit_code=_opt_int(data.get("exitCode")),
+                   elastic=bool(data.get("elastic", False)))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
 """A job's working state during one cycle: its priority, what it holds, what it still wants.
 
 Pending tasks are kept as index ranges per task group, not as objects: a 64-task job that
-cannot start costs the cycle one entry per group, however many replicas it has.
+cannot start costs the cycle one entry per group, however many replicas it has. An elastic
+job's surplus tasks (seed 001: its elastic group's indices from `minReplicas` up) that do not
+run are kept apart, in `surplus`: allocation never places them; the elastic action does, a
+whole step at a time.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ class TaskInfo:
 
 class JobInfo:
     __slots__ = ("account", "blocker", "gang_minimum", "holding", "job", "pending", "priority",
-                 "queue", "queueing", "reason", "running")
+                 "queue", "queueing", "reason", "resized", "running", "surplus")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
@@ -53,10 +56,19 @@ class JobInfo:
             if task.state is not TaskState.PENDING:
                 occupied.setdefault(task.group, set()).add(task.index)
         self.pending: dict[str, deque[int]] = {}
+        self.surplus: deque[int] = deque()
+        """The elastic group's surplus indices that do not run, lowest first."""
+        self.resized: float | None = None
+        """When the elastic action last changed its size, if it did since the job was added
+        (starts of its tasks count too: `shoal.scheduler.actions.elastic`)."""
+        elastic = job.elastic
         for group in job.groups:
             taken = occupied.get(group.name)
             indices = range(group.replicas) if not taken else \
                 [i for i in range(group.replicas) if i not in taken]
+            if elastic is not None and group.name == elastic.group:
+                self.surplus = deque(i for i in indices if i >= elastic.min_replicas)
+                indices = [i for i in indices if i < elastic.min_replicas]
             if indices:
                 self.pending[group.name] = deque(indices)
 
@@ -93,14 +105,30 @@ class JobInfo:
             by_group.setdefault(group.name, (group, []))[1].append(index)
         return list(by_group.values())
 
+    def is_surplus(self, group: str, index: int) -> bool:
+        elastic = self.job.elastic
+        return elastic is not None and elastic.is_surplus(group, index)
+
     def take(self, group: str, index: int) -> None:
+        if self.is_surplus(group, index):
+            self.surplus.remove(index)
+            return
         queue = self.pending[group]
         queue.remove(index)
         if not queue:
             del self.pending[group]  # `pending` is empty exactly when nothing is left
 
     def give_back(self, group: str, index: int) -> None:
+        if self.is_surplus(group, index):
+            self.surplus = deque(sorted((*self.surplus, index)))
+            return
         queue = self.pending.setdefault(group, deque())
         queue.appendleft(index)
         if len(queue) > 1 and queue[0] > queue[1]:
             self.pending[group] = deque(sorted(queue))
+
+    def elastic_size(self) -> int:
+        """How many tasks of its elastic group hold resources now."""
+        elastic = self.job.elastic
+        return 0 if elastic is None else \
+            sum(1 for t in self.running if t.ref.group == elastic.group)

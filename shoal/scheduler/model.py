@@ -202,7 +202,8 @@ class SchedulerModel:
             if task.ref == ref:
                 self._release(info, task)
                 info.give_back(ref.group, ref.index)
-                self.waiting[ref.job] = info
+                if info.pending:  # an elastic surplus task is the elastic action's
+                    self.waiting[ref.job] = info
                 return
         raise KeyError(f"task {ref} holds nothing in the model")
 
@@ -223,6 +224,7 @@ class SchedulerModel:
         info = self.jobs.get(name)
         if info is not None:
             info.pending.clear()
+            info.surplus.clear()
             self.waiting.pop(name, None)
             self.unblock()
 

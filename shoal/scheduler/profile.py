@@ -191,6 +191,14 @@ tiers:
   - plugins: [{name: predicates}, {name: capacity},
               {name: placement, arguments: {strategy: spread}}]
 """,
+    "elastic": """
+name: elastic
+description: Like default, then elastic jobs grow step by step into what is idle (seed 001).
+actions: "enqueue, allocate, backfill, elastic"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""",
     # ---- baselines, for comparisons in the simulator -------------------------------------
     "fifo": """
 name: fifo
@@ -252,6 +260,7 @@ def _register_builtins() -> None:
     _registered = True
     from shoal.scheduler.actions.allocate import Allocate, AllocateArguments
     from shoal.scheduler.actions.backfill import Backfill, BackfillArguments
+    from shoal.scheduler.actions.elastic import Elastic, ElasticArguments
     from shoal.scheduler.actions.enqueue import Enqueue, EnqueueArguments
     from shoal.scheduler.plugins.capacity import Capacity, CapacityArguments
     from shoal.scheduler.plugins.gang import Gang, GangArguments
@@ -263,6 +272,7 @@ def _register_builtins() -> None:
     ACTIONS.register("enqueue", EnqueueArguments, Enqueue)
     ACTIONS.register("allocate", AllocateArguments, Allocate)
     ACTIONS.register("backfill", BackfillArguments, Backfill)
+    ACTIONS.register("elastic", ElasticArguments, Elastic)
     PLUGINS.register("gang", GangArguments, Gang)
     PLUGINS.register("priority", PriorityArguments, Priority)
     PLUGINS.register("predicates", PredicatesArguments, Predicates)

@@ -240,7 +240,8 @@ class Session:
                                                       op.reason))
                 job.running = [t for t in job.running if t.ref != op.task]
                 job.give_back(op.task.group, op.task.index)
-                waiting[job.name] = job
+                if job.pending:  # an elastic surplus task is not waited for
+                    waiting[job.name] = job
 
     # ---- closing ---------------------------------------------------------------------------
 

@@ -12,8 +12,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoal.api import Job, Node, PendingReason, PriorityClass, Resources, Task, VirtualCluster
+from shoal.api.elastic import Elasticity, ScaleStep
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.spec import API_VERSION
+from shoal.spec.elastic import PROTECT
 from shoal.store import Event, User
 
 Quantities = dict[str, str | int]
@@ -50,6 +52,10 @@ class JobMetadataOut(_Out):
     name: str
     user: str | None
     creation_timestamp: float = Field(alias="creationTimestamp")
+    annotations: dict[str, str] = Field(
+        default_factory=dict, description="Those Shoal reads: a rigid job's protection "
+                                          "(volcano.sh/cooldown-time); an elastic job's is "
+                                          "spec.elastic.protectFor.")
 
 
 class JobVirtualClusterOut(_Out):
@@ -62,6 +68,19 @@ class JobVirtualClusterOut(_Out):
     flexible_idle_timeout: float = Field(alias="flexibleIdleTimeout")
 
 
+class ElasticOut(_Out):
+    """Seed 001's elastic job: its elastic task group ranges over [minReplicas,
+    maxReplicas], in the sizes `step` allows, scaled at most every `scaleCooldown` s."""
+
+    task_group: str = Field(alias="taskGroup")
+    min_replicas: int = Field(alias="minReplicas")
+    max_replicas: int = Field(alias="maxReplicas")
+    step: int | str | dict[str, int] = Field(
+        description="1 (any size), \"powerOfTwo\", or {\"factor\": k}: as submitted.")
+    scale_cooldown: float = Field(alias="scaleCooldown")
+    protect_for: float = Field(alias="protectFor")
+
+
 class JobSpecOut(_Out):
     scheduler_name: str = Field(alias="schedulerName")
     min_available: int | None = Field(alias="minAvailable")
@@ -72,6 +91,7 @@ class JobSpecOut(_Out):
     job_retry_count: int = Field(alias="jobRetryCount")
     task_groups: list[TaskGroupOut] = Field(alias="taskGroups")
     virtual_cluster: JobVirtualClusterOut | None = Field(default=None, alias="virtualCluster")
+    elastic: ElasticOut | None = None
 
 
 class TaskOut(_Out):
@@ -86,6 +106,10 @@ class TaskOut(_Out):
                                       "the signal that killed it; null while it has not ended.")
     retries: int = Field(description="Restarts in place since the job (re)started "
                                      "(`taskRetryCount`).")
+    elastic: bool = Field(
+        default=False, description="Elastic surplus: above its elastic group's minReplicas, "
+                                   "the first a job gives up when others need room; false: "
+                                   "guaranteed while the job runs.")
 
 
 class PendingReasonOut(_Out):
@@ -137,10 +161,25 @@ def event_out(event: Event) -> EventOut:
                     source=event.source, target=event.target)
 
 
-def _task_out(task: Task) -> TaskOut:
+def _task_out(task: Task, elastic: Elasticity | None) -> TaskOut:
     return TaskOut(group=task.group, index=task.index, state=task.state.value, node=task.node,
                    gpus=list(task.gpus), start_time=task.started,
-                   exit_code=task.exit_code, retries=task.retries)
+                   exit_code=task.exit_code, retries=task.retries,
+                   elastic=elastic is not None and elastic.is_surplus(task.group, task.index))
+
+
+def _elastic_out(job: Job) -> ElasticOut | None:
+    elastic = job.elastic
+    if elastic is None:
+        return None
+    step: int | str | dict[str, int] = 1
+    if elastic.step is ScaleStep.POWER_OF_TWO:
+        step = "powerOfTwo"
+    elif elastic.step is ScaleStep.FACTOR:
+        step = {"factor": elastic.factor}
+    return ElasticOut(task_group=elastic.group, min_replicas=elastic.min_replicas,
+                      max_replicas=elastic.max_replicas, step=step,
+                      scale_cooldown=elastic.scale_cooldown, protect_for=job.protect_for)
 
 
 def _completion(min_succeeded: int | None, min_failed: int | None) -> CompletionOut | None:
@@ -158,7 +197,10 @@ def job_out(job: Job, reason: PendingReason | None = None,
                            completion=_completion(g.min_succeeded, None))
               for g in job.groups]
     return JobOut(
-        metadata=JobMetadataOut(name=job.name, user=job.user, creation_timestamp=job.submitted),
+        metadata=JobMetadataOut(
+            name=job.name, user=job.user, creation_timestamp=job.submitted,
+            annotations={PROTECT: f"{job.protect_for:g}s"}
+            if job.protect_for and job.elastic is None else {}),
         spec=JobSpecOut(scheduler_name=job.scheduler_name.value,
                         min_available=job.min_available, queue=job.queue,
                         min_resources=(None if job.min_resources is None
@@ -166,9 +208,10 @@ def job_out(job: Job, reason: PendingReason | None = None,
                         priority_class_name=job.priority_class,
                         completion=_completion(job.min_succeeded, job.min_failed),
                         job_retry_count=job.job_retry_count, task_groups=groups,
-                        virtual_cluster=_job_vc_out(job.virtual_cluster)),
+                        virtual_cluster=_job_vc_out(job.virtual_cluster),
+                        elastic=_elastic_out(job)),
         status=JobStatusOut(state=job.state.value, retries=job.retries,
-                            tasks=[_task_out(t) for t in job.tasks],
+                            tasks=[_task_out(t, job.elastic) for t in job.tasks],
                             pending_reason=reason_out(reason),
                             events=None if events is None else [event_out(e) for e in events]))
 

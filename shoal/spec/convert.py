@@ -45,6 +45,7 @@ from shoal.spec.documents import (
     PriorityClassDocument,
     VirtualClusterDocument,
 )
+from shoal.spec.elastic import elasticity
 from shoal.spec.errors import DocRef, IssueLog, join_path
 
 _SCHEDULERS = {
@@ -290,6 +291,7 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
             log.add(doc, f"spec.completion.{key}",
                     f"must be at most the job's total replicas ({total}), got {value}")
     tasks = _tasks(log, doc, model)
+    elastic, protect_for = elasticity(log, doc, model, groups)
     meta = model.metadata
     running = sum(1 for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))
     job = Job(
@@ -300,7 +302,8 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
         min_succeeded=None if completion is None else completion.min_succeeded,
         min_failed=None if completion is None else completion.min_failed,
         job_retry_count=spec.job_retry_count, tasks=tasks,
-        virtual_cluster=job_virtual_cluster(log, doc, model))
+        virtual_cluster=job_virtual_cluster(log, doc, model), elastic=elastic,
+        protect_for=protect_for)
     # Running means the gang minimum is bound or running (JobState.RUNNING); a task that is
     # releasing is on its way out and does not count.
     return job if running < job.gang_minimum or running == 0 else \

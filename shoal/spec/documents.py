@@ -201,6 +201,12 @@ class JobMetadata(_Model):
         description="Submission time on the scheduler clock; defaults to the job's position "
                     "among the Job documents of the load, so FIFO follows file order.")
     user: StrictStr | None = None
+    annotations: StringMap = Field(
+        default_factory=dict,
+        description="Free-form; seed 001's volcano.sh/elastic-train, "
+                    "volcano.sh/elastic-train-power-of-two, volcano.sh/elastic-train-factor, "
+                    "volcano.sh/elastic-cooldown-time and volcano.sh/cooldown-time mean what "
+                    "spec.elastic says.")
 
 
 class GroupCompletionSpec(_Model):
@@ -244,6 +250,36 @@ class JobVirtualClusterSpec(ClusterResourcesSpec):
     queue."""
 
 
+class ScaleFactorSpec(_Model):
+    factor: StrictInt = Field(ge=1, description="Sizes are multiples of it.")
+
+
+Duration = Number | StrictStr
+"""Seconds, or a Go duration as Kubernetes annotations write them (`10m0s`)."""
+
+
+class ElasticSpec(_Model):
+    """Seed 001's elastic job: one task group whose size ranges over [min, max] replicas."""
+
+    task_group: StrictStr | None = Field(
+        default=None, alias="taskGroup",
+        description="The elastic task group; default: the job's only one.")
+    min_replicas: StrictInt = Field(ge=1, alias="minReplicas")
+    max_replicas: StrictInt | None = Field(
+        default=None, ge=1, alias="maxReplicas",
+        description="The group's replicas (its largest size); if given, must equal them.")
+    step: Literal[1, "powerOfTwo"] | ScaleFactorSpec = Field(
+        default=1, description="1: any size; powerOfTwo; or {factor: k}: multiples of k.")
+    scale_cooldown: Duration = Field(
+        default=0, alias="scaleCooldown",
+        description="Least time between two scaling operations (seed 001's "
+                    "elastic-cooldown-time).")
+    protect_for: Duration = Field(
+        default=0, alias="protectFor",
+        description="A task is neither preempted nor reclaimed until it has run this long "
+                    "(Volcano's volcano.sh/cooldown-time).")
+
+
 class JobSpec(_Model):
     scheduler_name: Literal["default", "shoal", "volcano"] | None = Field(
         default=None, alias="schedulerName",
@@ -263,6 +299,9 @@ class JobSpec(_Model):
     virtual_cluster: JobVirtualClusterSpec | None = Field(
         default=None, alias="virtualCluster",
         description="The job's own virtual cluster, inside its queue (seed 003).")
+    elastic: ElasticSpec | None = Field(
+        default=None, description="An elastic job (seed 001): one task group scaled in "
+                                  "steps between its min and max replicas.")
 
 
 class TaskStatus(_Model):

@@ -28,6 +28,7 @@ from shoal.api import (
     VirtualCluster,
     VirtualNodePlacement,
 )
+from shoal.api.elastic import Elasticity, ScaleStep
 from shoal.api.objects import job_virtual_cluster
 from shoal.api.resources import CPU, GPU, MEMORY
 from shoal.store.models import JobRow, NodeRow, PriorityClassRow, TaskRow, VirtualClusterRow
@@ -85,7 +86,25 @@ def job_spec(job: Job) -> dict[str, Any]:
         "min_succeeded": job.min_succeeded,
         "min_failed": job.min_failed,
         "job_retry_count": job.job_retry_count,
+        "elastic": elastic_to_json(job.elastic),
+        "protect_for": job.protect_for,
     }
+
+
+def elastic_to_json(elastic: Elasticity | None) -> dict[str, Any] | None:
+    if elastic is None:
+        return None
+    return {"group": elastic.group, "minReplicas": elastic.min_replicas,
+            "maxReplicas": elastic.max_replicas, "step": elastic.step.value,
+            "factor": elastic.factor, "scaleCooldown": elastic.scale_cooldown}
+
+
+def elastic_from_json(data: Mapping[str, Any] | None) -> Elasticity | None:
+    if data is None:
+        return None
+    return Elasticity(str(data["group"]), int(data["minReplicas"]), int(data["maxReplicas"]),
+                      ScaleStep(data["step"]), int(data["factor"]),
+                      float(data["scaleCooldown"]))
 
 
 def row_spec(row: JobRow) -> dict[str, Any]:
@@ -104,6 +123,8 @@ def row_spec(row: JobRow) -> dict[str, Any]:
         "min_succeeded": row.min_succeeded,
         "min_failed": row.min_failed,
         "job_retry_count": row.job_retry_count,
+        "elastic": row.elastic,
+        "protect_for": row.protect_for or 0.0,
     }
 
 
@@ -121,6 +142,7 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "min_succeeded": job.min_succeeded, "min_failed": job.min_failed,
         "job_retry_count": job.job_retry_count, "retries": job.retries,
         "virtual_cluster": job_vc_to_json(job.virtual_cluster, job.sub_clusters),
+        "elastic": elastic_to_json(job.elastic), "protect_for": job.protect_for,
         "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
@@ -188,7 +210,8 @@ def job_from_row(row: JobRow) -> Job:
         job_retry_count=row.job_retry_count or 0, retries=row.retries or 0,
         state=JobState(row.state), tasks=tuple(task_from_row(row.name, t) for t in row.tasks),
         virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster),
-        sub_clusters=sub_clusters_from_json(row.virtual_cluster))
+        sub_clusters=sub_clusters_from_json(row.virtual_cluster),
+        elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0)
 
 
 def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:

@@ -72,6 +72,9 @@ class JobRow(Base):
     """How many times the whole job was restarted (job retries done)."""
     virtual_cluster: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     """Its own virtual cluster (`convert.job_vc_to_json`), carving included; NULL: none."""
+    elastic: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    """Its elasticity (`convert.elastic_to_json`); NULL: a rigid job."""
+    protect_for: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
     stopping: Mapped[str | None] = mapped_column(String(32))
     """While the job's tasks are being stopped: the job state it gets once they all have
     (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""

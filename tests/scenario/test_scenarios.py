@@ -14,6 +14,7 @@ Every `cases/*.yaml` file is one test (its id is the file stem). A case is one Y
       binds_count: {job: 4}               # tasks bound per listed job
       no_binds: [job]                     # jobs that must get nothing
       evictions: [job/group/0]            # exact: every eviction, task ids
+      resizes: {job: [2, 4]}              # exact: every elastic job's sizes, in order
       pending:                            # exact: the jobs still waiting at the end
         job: {kind: Gang, contains: [...], resource: gpu, queue: vc, predicate: p}
       running: [job]                      # exact: the jobs in state Running at the end
@@ -49,8 +50,8 @@ CASES_DIR = Path(__file__).parent / "cases"
 CASE_FILES = sorted(CASES_DIR.glob("*.yaml"))
 
 CASE_KEYS = {"description", "profile", "profileSpec", "cycles", "documents", "expect"}
-EXPECT_KEYS = {"binds", "binds_count", "no_binds", "evictions", "pending", "running",
-               "converged", "cycles_run"}
+EXPECT_KEYS = {"binds", "binds_count", "no_binds", "evictions", "resizes", "pending",
+               "running", "converged", "cycles_run"}
 PENDING_KEYS = {"kind", "contains", "resource", "queue", "predicate"}
 
 #: Cases also run through the CLI; their JSON must equal the in-process result.
@@ -218,6 +219,15 @@ def compare(case: Case, result: ScenarioResult) -> list[str]:
         actual_ev = {str(e.task) for e in result.evictions}
         if wanted_ev != actual_ev:
             problems.append(_set_table("evictions", wanted_ev, actual_ev))
+
+    if "resizes" in expect:
+        wanted_sizes = {job: list(sizes) for job, sizes in (expect["resizes"] or {}).items()}
+        actual_sizes: dict[str, list[int]] = {}
+        for cycle in result.cycles:
+            for resize in cycle.resizes:
+                actual_sizes.setdefault(resize.job, []).append(resize.replicas)
+        if wanted_sizes != actual_sizes:
+            problems.append(f"resizes: expected {wanted_sizes}, got {actual_sizes}")
 
     if "pending" in expect:
         problems.extend(_compare_pending(expect["pending"] or {}, result))

@@ -145,3 +145,24 @@ def test_admin_submits_for_a_user_and_users_may_not(api: Api) -> None:
     assert refused.status_code == 403
     assert refused.json()["errors"][0]["path"] == "metadata.user"
     assert api.repository.get_job("as-bob") is None
+
+
+def test_an_elastic_job_shows_its_range_and_which_tasks_are_surplus(api: Api) -> None:
+    """Seed 001's story 3: users see which of their tasks may be taken away."""
+    elastic = ("\n  elastic: {minReplicas: 2, step: powerOfTwo, scaleCooldown: 10m0s, "
+               "protectFor: 5s}")
+    answer = api.submit(job_yaml("stretchy", replicas=4, gpu=1, extra_spec=elastic))
+    assert answer.status_code == 201, answer.text
+    job = api.request("GET", "/api/v1/jobs/stretchy", "bob").json()
+    assert job["spec"]["elastic"] == {"taskGroup": "worker", "minReplicas": 2,
+                                      "maxReplicas": 4, "step": "powerOfTwo",
+                                      "scaleCooldown": 600.0, "protectFor": 5.0}
+    assert [(t["index"], t["elastic"]) for t in job["status"]["tasks"]] == [
+        (0, False), (1, False), (2, True), (3, True)]
+    rigid = api.request("GET", "/api/v1/jobs", "bob").json()["items"]
+    assert all(t["elastic"] is False for j in rigid if j["metadata"]["name"] != "stretchy"
+               for t in j["status"]["tasks"])
+    bad = api.submit(job_yaml("bad", replicas=4, extra_spec="\n  elastic: {minReplicas: 3, "
+                                                            "step: powerOfTwo}"))
+    assert bad.status_code == 422
+    assert bad.json()["errors"][0]["path"] == "spec.elastic.minReplicas"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from sqlalchemy import func, select
 from store_helpers import make_job
 
-from shoal.api import JobState, TaskState
+from shoal.api import Elasticity, JobState, ScaleStep, TaskState
 from shoal.store import AlreadyExistsError, IdempotencyConflict, NotFoundError, Repository
 from shoal.store.models import EventRow, JobRow, TaskRow
 from shoal.store.repository import Waiting
@@ -167,3 +169,17 @@ def test_a_jobs_own_virtual_cluster_and_its_carving_round_trip(repo: Repository)
     plain = make_job("plain")
     repo.submit_job(plain, idempotency_key=None)
     assert repo.get_job("plain").virtual_cluster is None  # type: ignore[union-attr]
+
+
+def test_an_elastic_job_round_trips_and_is_part_of_its_spec(repo: Repository) -> None:
+    elastic = Elasticity("worker", 1, 2, ScaleStep.POWER_OF_TWO, 1, 600.0)
+    job = replace(make_job("elastic"), elastic=elastic, protect_for=30.0)
+    stored, _ = repo.submit_job(job, idempotency_key="k")
+    got = repo.get_job("elastic")
+    assert got == stored and got is not None
+    assert (got.elastic, got.protect_for, got.gang_minimum) == (elastic, 30.0, 2)
+    assert repo.submit_job(job, idempotency_key="k")[1] is False  # the same spec: a replay
+    for changed in (replace(job, elastic=replace(elastic, scale_cooldown=60.0)),
+                    replace(job, protect_for=0.0), replace(job, elastic=None)):
+        with pytest.raises(IdempotencyConflict):
+            repo.submit_job(changed, idempotency_key="k")

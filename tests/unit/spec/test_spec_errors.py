@@ -77,10 +77,10 @@ def test_min_available_below_one_and_unknown_scheduler() -> None:
     ("kind: Job\n", "kind: Job\nstatuss: {}\n", "statuss",
      "apiVersion, kind, metadata, spec, status"),
     ("{name: train-a}", "{name: train-a, namespace: x}", "metadata.namespace",
-     "creationTimestamp, name, user"),
+     "annotations, creationTimestamp, name, user"),
     ("spec:\n", "spec:\n  replicas: 3\n", "spec.replicas",
-     "completion, jobRetryCount, minAvailable, minResources, priorityClassName, queue, "
-     "schedulerName, taskGroups"),
+     "completion, elastic, jobRetryCount, minAvailable, minResources, priorityClassName, "
+     "queue, schedulerName, taskGroups, virtualCluster"),
     ("replicas: 4\n", "replicas: 4\n      image: pytorch\n", "spec.taskGroups[0].image",
      "command, completion, env, name, nodeSelector, replicas, resources, taskRetryCount, "
      "workingDir"),

@@ -1,0 +1,118 @@
+"""The elastic action (seed 001): last in a cycle, elastic jobs grow into what every other
+action left idle, one allowed size at a time.
+
+Which jobs: every elastic job whose guaranteed part is placed (its tasks below `minReplicas`,
+and its other groups: nothing left in `pending`) and which has surplus left to place. In
+order: the job running at the smallest fraction of its maximum first — the least served —,
+then the session's job order (priority, then submission).
+
+Growth. A job at size `n` grows to `Elasticity.grown(n)` — the next size its step rule
+allows, so powers of two go 1 → 2 → 4 → 8 — in one statement: every task of the step is
+placed or none is (a half-grown job would sit at a size it does not allow). It grows at most
+once per cycle, and only once `scaleCooldown` seconds have passed since it last changed size.
+A start counts as a change of size: its latest task start, or the elastic action's own
+last resize of it (`JobInfo.resized`), whichever is later. Growth uses free capacity within
+the quota tree only: its virtual cluster's ceiling bounds it as it bounds any task, and
+nothing is evicted to make room.
+
+Repair. A job whose surplus tasks ended or were evicted may run at a size its step rule does
+not allow (a power-of-two job at 3). It is brought back at once, cooldown or not: up to the
+next allowed size if the missing tasks fit now, else down to the allowed size below, by
+evicting its highest-indexed surplus tasks.
+
+Every size change is a `Resize` decision (the job's new size and why) beside the binds and
+evictions it takes. Taking surplus back for other jobs is reclaim's and preempt's.
+"""
+
+from __future__ import annotations
+
+from shoal.api.decisions import Resize
+from shoal.api.elastic import Elasticity
+from shoal.scheduler.fitting import place_replicas
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.registry import Arguments
+from shoal.scheduler.session import Session
+
+
+class ElasticArguments(Arguments):
+    pass
+
+
+class Elastic:
+    name = "elastic"
+
+    def __init__(self, arguments: ElasticArguments) -> None:
+        del arguments
+
+    def execute(self, session: Session) -> None:
+        jobs = [info for info in session.jobs.values()
+                if info.job.elastic is not None and not info.pending and info.running]
+        jobs.sort(key=lambda info: (_served(info), session.job_order_key(info)))
+        for info in jobs:
+            elastic = info.job.elastic
+            assert elastic is not None
+            size = info.elastic_size()
+            if not elastic.allows(size):
+                _repair(session, info, elastic, size)
+            elif info.surplus and _cooled_down(session, info, elastic):
+                target = elastic.grown(size)
+                if target is not None and _grow(session, info, elastic, target):
+                    _resized(session, info, elastic, target,
+                             f"grown from {size} into idle capacity")
+
+
+def _served(info: JobInfo) -> float:
+    elastic = info.job.elastic
+    assert elastic is not None
+    return info.elastic_size() / elastic.max_replicas
+
+
+def _cooled_down(session: Session, info: JobInfo, elastic: Elasticity) -> bool:
+    if elastic.scale_cooldown <= 0:
+        return True
+    starts = [t.started for t in info.running if t.started is not None]
+    last = max([*starts, *([] if info.resized is None else [info.resized])], default=None)
+    return last is None or session.now - last >= elastic.scale_cooldown
+
+
+def _grow(session: Session, info: JobInfo, elastic: Elasticity, target: int) -> bool:
+    """Place the surplus tasks that bring the job to `target`, all or none."""
+    size = info.elastic_size()
+    indices = list(info.surplus)[:target - size]
+    if len(indices) < target - size:
+        return False
+    group = info.job.group(elastic.group)
+    statement = session.statement()
+    if place_replicas(session, session.fit_memo, statement, info, group, indices) is not None:
+        statement.discard()
+        return False
+    statement.commit()
+    return True
+
+
+def _repair(session: Session, info: JobInfo, elastic: Elasticity, size: int) -> None:
+    up = elastic.grown(size)
+    if up is not None and _grow(session, info, elastic, up):
+        _resized(session, info, elastic, up, f"restored from {size}: its step rule does not "
+                                             f"allow {size} tasks")
+        return
+    down = elastic.shrunk(size)
+    if down is None:  # below its minimum: its guaranteed part is allocate's to restore
+        return
+    group = info.job.group(elastic.group)
+    statement = session.statement()
+    surplus = sorted((t for t in info.running if info.is_surplus(t.ref.group, t.ref.index)),
+                     key=lambda t: t.ref.index, reverse=True)
+    reason = (f"shrunk from {size} to {down}: its step rule does not allow {size} tasks and "
+              "the missing ones do not fit")
+    for task in surplus[:size - down]:
+        statement.evict(task.ref, info.account, session.cluster.by_name[task.node],
+                        group.resources, task.gpus, reason)
+    statement.commit()
+    _resized(session, info, elastic, down, reason)
+
+
+def _resized(session: Session, info: JobInfo, elastic: Elasticity, size: int,
+             why: str) -> None:
+    info.resized = session.now
+    session.decisions.resizes.append(Resize(info.name, elastic.group, size, why))
