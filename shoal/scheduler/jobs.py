@@ -32,7 +32,7 @@ class TaskInfo:
 
 class JobInfo:
     __slots__ = ("account", "blocker", "gang_minimum", "holding", "job", "pending", "priority",
-                 "queue", "queueing", "reason", "resized", "running", "surplus")
+                 "queue", "queueing", "reason", "resized", "running", "stopping", "surplus")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
@@ -58,6 +58,8 @@ class JobInfo:
         self.pending: dict[str, deque[int]] = {}
         self.surplus: deque[int] = deque()
         """The elastic group's surplus indices that do not run, lowest first."""
+        self.stopping = False
+        """Withdrawn: it is being stopped and wants nothing placed, nor resized."""
         self.resized: float | None = None
         """When the elastic action last changed its size, if it did since the job was added
         (starts of its tasks count too: `shoal.scheduler.actions.elastic`)."""

@@ -225,6 +225,7 @@ class SchedulerModel:
         if info is not None:
             info.pending.clear()
             info.surplus.clear()
+            info.stopping = True
             self.waiting.pop(name, None)
             self.unblock()
 

@@ -2,7 +2,7 @@
 action left idle, one allowed size at a time.
 
 Which jobs: every elastic job whose guaranteed part is placed (its tasks below `minReplicas`,
-and its other groups: nothing left in `pending`) and which has surplus left to place. In
+and its other groups: nothing left in `pending`), not being stopped. In
 order: the job running at the smallest fraction of its maximum first — the least served —,
 then the session's job order (priority, then submission).
 
@@ -46,7 +46,8 @@ class Elastic:
 
     def execute(self, session: Session) -> None:
         jobs = [info for info in session.jobs.values()
-                if info.job.elastic is not None and not info.pending and info.running]
+                if info.job.elastic is not None and not info.pending and info.running
+                and not info.stopping]
         jobs.sort(key=lambda info: (_served(info), session.job_order_key(info)))
         for info in jobs:
             elastic = info.job.elastic

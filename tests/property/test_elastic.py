@@ -1,0 +1,86 @@
+"""Elastic jobs over random clusters, random step rules and random task endings, under the
+`elastic` profile: after every cycle, every elastic job whose guaranteed part is placed runs
+at a size its step rule allows, within [min, max]; no node gives out more than it has; a
+gang job never holds fewer tasks than its minimum unless it holds none."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shoal.api import (
+    Elasticity,
+    Job,
+    Node,
+    Resources,
+    ScaleStep,
+    SchedulerName,
+    TaskGroup,
+)
+from shoal.api.elastic import step_allows
+from shoal.scheduler import Profile, run_cycle
+from shoal.scheduler.model import SchedulerModel
+
+ELASTIC = Profile.load("elastic")
+
+
+@st.composite
+def elasticities(draw: st.DrawFn, name: str) -> Elasticity:
+    step = draw(st.sampled_from(list(ScaleStep)))
+    factor = draw(st.integers(2, 3)) if step is ScaleStep.FACTOR else 1
+    allowed = [n for n in range(1, 17) if step_allows(step, factor, n)]
+    low, high = sorted(draw(st.lists(st.sampled_from(allowed), min_size=2, max_size=2)))
+    return Elasticity("w", low, high, step, factor, draw(st.sampled_from([0.0, 2.0])))
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[list[Node], list[Job]]:
+    nodes = [Node(f"n{i}", Resources.of(cpu=64_000, memory=256_000, gpu=draw(st.integers(1, 8))))
+             for i in range(draw(st.integers(1, 3)))]
+    jobs = []
+    for i in range(draw(st.integers(1, 5))):
+        gpu = draw(st.integers(1, 2))
+        if draw(st.booleans()):
+            elastic = draw(elasticities(f"e{i}"))
+            jobs.append(Job(f"e{i}", (TaskGroup("w", elastic.max_replicas,
+                                                 Resources.of(cpu=1000, gpu=gpu)),),
+                            scheduler_name=draw(st.sampled_from(list(SchedulerName))),
+                            submitted=float(i), elastic=elastic))
+        else:
+            jobs.append(Job(f"r{i}", (TaskGroup("w", draw(st.integers(1, 4)),
+                                                 Resources.of(cpu=1000, gpu=gpu)),),
+                            scheduler_name=SchedulerName.SHOAL, submitted=float(i)))
+    return nodes, jobs
+
+
+def check(model: SchedulerModel, nodes: list[Node]) -> None:
+    for info in model.jobs.values():
+        elastic = info.job.elastic
+        if elastic is not None and info.running and not info.pending:
+            size = info.elastic_size()
+            assert elastic.allows(size), f"{info.name} runs {size} tasks under {elastic}"
+        if info.job.gang and info.holding:
+            assert info.holding >= info.gang_minimum, info.name
+    for physical in nodes:
+        state = model.node(physical.name)
+        assert min(state.cpu, state.gpu) >= 0, physical.name
+
+
+@settings(max_examples=80, deadline=None)
+@given(world=worlds(), data=st.data())
+def test_elastic_jobs_run_only_at_allowed_sizes(world: tuple[list[Node], list[Job]],
+                                                data: st.DataObject) -> None:
+    nodes, jobs = world
+    model = SchedulerModel(nodes)
+    model.add_jobs(jobs)
+    for now in range(data.draw(st.integers(1, 8), label="cycles")):
+        model.now = float(now)
+        run_cycle(model, ELASTIC)
+        check(model, nodes)
+        # A task ends badly and is retried: a guaranteed one waits for allocation again, a
+        # surplus one leaves its job at a size the next cycle may have to repair.
+        running = sorted((t.ref for info in model.jobs.values() for t in info.running),
+                         key=str)
+        ended = data.draw(st.sampled_from([None, *running]), label="ends")
+        if ended is not None:
+            model.release_task(ended)
