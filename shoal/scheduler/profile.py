@@ -193,8 +193,9 @@ tiers:
 """,
     "elastic": """
 name: elastic
-description: Like default, then elastic jobs grow step by step into what is idle (seed 001).
-actions: "enqueue, allocate, backfill, elastic"
+description: Like default, with job-level preemption that takes elastic surplus first, then
+  elastic jobs grow step by step into what is idle (seed 001).
+actions: "enqueue, allocate, backfill, preempt, elastic"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity}, {name: placement}]

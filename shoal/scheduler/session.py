@@ -74,6 +74,8 @@ class Session:
         self.decisions = Decisions()
         self.candidates: list[JobInfo] = []
         """Jobs the enqueue action let through to allocation this cycle."""
+        self.preempted: set[str] = set()
+        """Jobs that gave up tasks to others in this cycle: not grown back in it."""
         self.blocked: dict[str, list[JobInfo]] = {}
         """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
         self.decisions.reservations = model.reserve()

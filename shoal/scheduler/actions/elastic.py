@@ -2,7 +2,8 @@
 action left idle, one allowed size at a time.
 
 Which jobs: every elastic job whose guaranteed part is placed (its tasks below `minReplicas`,
-and its other groups: nothing left in `pending`), not being stopped. In
+and its other groups: nothing left in `pending`), not being stopped, and that gave nothing up
+to another job in this cycle (`Session.preempted`: what it gave up is that job's now). In
 order: the job running at the smallest fraction of its maximum first — the least served —,
 then the session's job order (priority, then submission).
 
@@ -47,7 +48,7 @@ class Elastic:
     def execute(self, session: Session) -> None:
         jobs = [info for info in session.jobs.values()
                 if info.job.elastic is not None and not info.pending and info.running
-                and not info.stopping]
+                and not info.stopping and info.name not in session.preempted]
         jobs.sort(key=lambda info: (_served(info), session.job_order_key(info)))
         for info in jobs:
             elastic = info.job.elastic

@@ -7,25 +7,30 @@ ready after allocation (holding nothing, or a gang below its minimum; not `Unsch
 not `Blocked` behind the head of a strictly ordered queue), in job order:
 
 - *Candidates* are jobs V of P's virtual cluster (across virtual clusters it would be
-  reclaim, another action) that hold tasks placed before this cycle, that every victim-
-  selection plugin lets go whole, and that rank strictly behind P. Ranking compares the keys
-  of the job-order plugins *except* those that also decide readiness (gang): the gang key
-  ranks a job by how far its placement got, which would put every waiting job ahead of every
-  running one; and the session's final tie-breaks (submission, name) are left out too, so
-  equal keys never preempt each other. Candidates are taken worst first (reverse rank; ties:
-  the most recently started first), and only those that free something P can use: a task on
-  a node of P's node pools, or — when P's virtual cluster is at a quota limit — anything.
-- In one statement, whole victims are evicted one at a time (every task each holds). Once
-  the free GPUs of P's pools could cover the gang's demand, and every task group could fit
-  node by node, P's missing tasks (`min_tasks`, as allocate takes them) are placed in the
-  same statement. If P fits, victims that turn out not to be needed are spared (tried best
-  ranked first), and the statement is committed; if P does not fit even with every
-  candidate evicted, nothing is evicted.
+  reclaim, another action) that hold tasks placed before this cycle and rank strictly
+  behind P. Ranking compares the keys of the job-order plugins *except* those that also
+  decide readiness (gang): the gang key ranks a job by how far its placement got, which
+  would put every waiting job ahead of every running one; and the session's final
+  tie-breaks (submission, name) are left out too, so equal keys never preempt each other.
+- What a candidate gives up comes in *units* (`shoal.scheduler.victims`): an elastic job's
+  surplus one allowed size at a time, then the job whole; never a protected task
+  (`protectFor`), never a task a victim-selection plugin keeps. Units are taken in the
+  order of the victims' score — lowest rank first, elastic surplus before guaranteed tasks,
+  least work lost, most recently started — and only those that free something P can use: a
+  task on a node of P's node pools, or — when P's virtual cluster is at a quota limit —
+  anything.
+- In one statement, units are evicted one at a time. Once the free GPUs of P's pools could
+  cover the gang's demand, and every task group could fit node by node, P's missing tasks
+  (`min_tasks`, as allocate takes them) are placed in the same statement. If P fits, units
+  that turn out not to be needed are spared (tried best ranked first; a job's later unit
+  before its earlier one), and the statement is committed; if P does not fit even with every
+  unit evicted, nothing is evicted.
 
 A committed statement becomes `Evict` and `Bind` decisions through the session's ledger, and
-the model requeues the victims' tasks (they are waiting again, pending). A victim is not
-placed again, nor used as a preemptor, in the same cycle; a job placed in this cycle is never
-a victim. Trial placements use a private `FitMemo`: evictions release capacity, so the
+the model requeues the victims' tasks (an evicted job waits again; a shrunk one keeps
+running, its surplus back with the elastic action, and a `Resize` says so). A victim is not
+placed again, grown, nor used as a preemptor, in the same cycle; a job placed in this cycle
+is never a victim. Trial placements use a private `FitMemo`: evictions release capacity, so the
 cycle's bounds do not describe them.
 
 This module owns the action and its arguments. Drivers own what an eviction costs the victim
@@ -39,7 +44,7 @@ from typing import Any
 
 from pydantic import Field
 
-from shoal.api.decisions import PendingKind, PendingReason
+from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
 from shoal.api.objects import TaskGroup
 from shoal.api.resources import total
@@ -50,6 +55,7 @@ from shoal.scheduler.framework import JobOrder
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+from shoal.scheduler.victims import VictimUnit, ordered, units_of
 
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
 #: ordered queue holds it behind its head.
@@ -136,10 +142,18 @@ class _Preemption:
                 for q, entries in by_queue.items()}
         return self._running.get(queue, [])
 
-    def candidates(self, preemptor: JobInfo) -> Iterator[JobInfo]:
-        """Victim candidates for the preemptor, worst first."""
+    def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
+        """What the preemptor may take, in the order of the victims' score."""
         rank = self.rank(preemptor)
         selections = self.session.hooks.victim_selections
+        units: list[VictimUnit] = []
+        for job in self._candidate_jobs(preemptor, rank):
+            units.extend(units_of(job, self.session.now, lambda tasks: all(
+                len(s.victims(preemptor, tasks)) == len(tasks) for s in selections)))
+        return ordered(units, self.rank, self.session.job_order_key, self.session.now)
+
+    def _candidate_jobs(self, preemptor: JobInfo, rank: tuple[Any, ...]
+                        ) -> Iterator[JobInfo]:
         for job in self.running(preemptor.queue):
             if self.rank(job) <= rank:
                 break  # the list is worst first: no later job ranks behind the preemptor
@@ -148,9 +162,6 @@ class _Preemption:
                 continue
             if any(t.state is TaskState.RELEASING for t in job.running):
                 continue  # already stopping: its resources come back without an eviction
-            if any(len(s.victims(preemptor, job.running)) != len(job.running)
-                   for s in selections):
-                continue  # whole jobs only: a job with a protected task is no candidate
             yield job
 
     # ---- how ------------------------------------------------------------------------------
@@ -184,24 +195,23 @@ class _Preemption:
 
         quota_bound = session.allocatable(
             preemptor.account, total(g.resources.scale(len(ix)) for g, ix in wanted)) is not None
-        useful: list[tuple[JobInfo, int]] = []
-        for job in self.candidates(preemptor):
-            states = [cluster.by_name[t.node] for t in job.running]
-            if quota_bound or any(s.ordinal in nodes for s in states):
-                gain = sum(job.job.group(t.ref.group).resources.gpu
-                           for t, s in zip(job.running, states, strict=True)
-                           if s.ordinal in nodes)
-                useful.append((job, gain))
-        if not useful or free + sum(g for _, g in useful) < demand:
+        # A job is useful if any of its tasks frees something the preemptor can use; then all
+        # its units are (a later unit needs the earlier ones taken).
+        units = self.candidates(preemptor)
+        helps = {u.job.name for u in units if quota_bound or any(
+            cluster.by_name[t.node].ordinal in nodes for t in u.tasks)}
+        useful = [u for u in units if u.job.name in helps]
+        gains = {id(u): sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
+                            if cluster.by_name[t.node].ordinal in nodes) for u in useful}
+        if not useful or free + sum(gains.values()) < demand:
             return False
-        gains = {job.name: gain for job, gain in useful}
 
-        chosen: list[JobInfo] = []
+        chosen: list[VictimUnit] = []
         statement = session.statement()
         fits = False
-        for job, _ in useful:
-            self._evict(statement, job, preemptor)
-            chosen.append(job)
+        for unit in useful:
+            self._evict(statement, unit, preemptor)
+            chosen.append(unit)
             if not self._worth_trying(free, gains, chosen, demand, wanted):
                 continue
             if self._place(statement, preemptor, wanted):
@@ -228,21 +238,44 @@ class _Preemption:
                 return False
         statement.commit()
         self.fresh.add(preemptor.name)
-        for victim in chosen:
-            self.evicted.add(victim.name)
-            victim.reason = PendingReason(
-                PendingKind.INSUFFICIENT_RESOURCES,
-                f"preempted in this cycle by job {preemptor.name!r}, which ranks ahead of it "
-                f"in virtual cluster {preemptor.queue!r}", queue=preemptor.queue)
+        self._record(preemptor, chosen)
         return True
 
-    def _spare(self, preemptor: JobInfo, wanted: Wanted, free: int, gains: dict[str, int],
-               demand: int, chosen: list[JobInfo]) -> list[JobInfo]:
-        """Drop the victims the preemptor does not need, trying the best ranked first. The
+    def _record(self, preemptor: JobInfo, chosen: list[VictimUnit]) -> None:
+        """Victims are neither placed, grown nor preemptors again in this cycle; an evicted
+        one is told why it waits, a shrunk one gets a `Resize`."""
+        session = self.session
+        last = {u.job.name: u for u in chosen}  # a job's last unit is where it ends up
+        for name, unit in last.items():
+            self.evicted.add(name)
+            session.preempted.add(name)
+            victim = unit.job
+            if unit.shrink_to is None:
+                victim.reason = PendingReason(
+                    PendingKind.INSUFFICIENT_RESOURCES,
+                    f"preempted in this cycle by job {preemptor.name!r}, which ranks ahead of "
+                    f"it in virtual cluster {preemptor.queue!r}", queue=preemptor.queue)
+                continue
+            elastic = victim.job.elastic
+            assert elastic is not None
+            victim.resized = session.now
+            session.decisions.resizes.append(Resize(
+                name, elastic.group, unit.shrink_to,
+                f"shrunk for job {preemptor.name!r}, which ranks ahead of it"))
+
+    def _spare(self, preemptor: JobInfo, wanted: Wanted, free: int, gains: dict[int, int],
+               demand: int, chosen: list[VictimUnit]) -> list[VictimUnit]:
+        """Drop the units the preemptor does not need, trying the best ranked first — of a
+        job, its latest unit before its earlier ones, and none before a later one is dropped
+        (a shrink from 4 to 2 without the one from 8 to 4 would leave the job at 6). The
         last one chosen is needed: without it the others were tried and did not do."""
         keep = list(chosen)
+        locked: set[str] = {chosen[-1].job.name}
         for spared in reversed(chosen[:-1]):
-            trial = [j for j in keep if j is not spared]
+            name = spared.job.name
+            if name in locked:
+                continue
+            trial = [u for u in keep if u is not spared]
             statement = self.session.statement()
             for victim in trial:
                 self._evict(statement, victim, preemptor)
@@ -251,11 +284,13 @@ class _Preemption:
             statement.discard()
             if ok:
                 keep = trial
+            else:
+                locked.add(name)  # this unit stays, and so do the job's earlier ones
         return keep
 
-    def _worth_trying(self, free: int, gains: dict[str, int], victims: list[JobInfo],
+    def _worth_trying(self, free: int, gains: dict[int, int], victims: list[VictimUnit],
                       demand: int, wanted: Wanted) -> bool:
-        return free + sum(gains[j.name] for j in victims) >= demand and \
+        return free + sum(gains[id(u)] for u in victims) >= demand and \
             self._could_fit(wanted)
 
     def _could_fit(self, wanted: Wanted) -> bool:
@@ -284,10 +319,13 @@ class _Preemption:
                 return False
         return True
 
-    def _evict(self, statement: Statement, victim: JobInfo, preemptor: JobInfo) -> None:
+    def _evict(self, statement: Statement, unit: VictimUnit, preemptor: JobInfo) -> None:
         cluster = self.session.cluster
-        reason = (f"preempted by job {preemptor.name!r}, which ranks ahead of it in virtual "
+        victim = unit.job
+        what = "preempted" if unit.shrink_to is None else \
+            f"elastic surplus taken (down to {unit.shrink_to})"
+        reason = (f"{what} by job {preemptor.name!r}, which ranks ahead of it in virtual "
                   f"cluster {preemptor.queue!r}")
-        for task in victim.running:
+        for task in unit.tasks:
             statement.evict(task.ref, victim.account, cluster.by_name[task.node],
                             victim.job.group(task.ref.group).resources, task.gpus, reason)

@@ -1,0 +1,109 @@
+"""What may be taken from a running job for another, and in which order (seed 001's
+job-level preemption).
+
+A job is never cut at random: it gives up a *unit* at a time.
+
+- An elastic job first gives up its elastic surplus, one allowed size at a time: from 8 to 4,
+  then from 4 to 2 for powers of two, its highest-indexed tasks first. A shrink never goes
+  below `minReplicas`, so it never breaks the gang.
+- Then it is evicted whole: every task it still holds. A gang is never left running below
+  its minimum.
+
+Protection: no task is taken before it has run `protectFor` seconds (Volcano's
+`volcano.sh/cooldown-time`). A unit that would take a protected task is not offered, nor any
+unit of that job after it.
+
+Order of units across the candidate jobs (the score; the preemptor takes the first ones
+until it fits):
+1. the lowest-ranked job first (the preempt action's rank: priority, and the order plugins);
+2. elastic surplus before any guaranteed task;
+3. the least work lost first: the GPU-seconds its tasks ran since they started;
+4. the most recently started first;
+5. the job that comes last in the session's job order first.
+
+A job's own units keep their order (a job is shrunk 8 → 4 before 4 → 2, and evicted whole
+only after). Victim-selection plugins may veto tasks: a unit with a vetoed task is not
+offered either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.scheduler.jobs import JobInfo, TaskInfo
+
+
+@dataclass(frozen=True, slots=True)
+class VictimUnit:
+    job: JobInfo
+    tasks: tuple[TaskInfo, ...]
+    shrink_to: int | None
+    """The elastic size the job is left at; None: the job is evicted whole."""
+    seq: int
+    """Its place among its job's units."""
+
+    @property
+    def gpus(self) -> int:
+        return sum(self.job.job.group(t.ref.group).resources.gpu for t in self.tasks)
+
+
+def units_of(job: JobInfo, now: float,
+             allowed: Callable[[Sequence[TaskInfo]], bool] = lambda _: True) -> list[VictimUnit]:
+    """The units `job` may give up, in its own order (see the module's text). `allowed`
+    says whether a set of tasks may be taken (the victim-selection plugins)."""
+    out: list[VictimUnit] = []
+    left = list(job.running)
+    elastic = job.job.elastic
+    if elastic is not None:
+        size = job.elastic_size()
+        surplus = sorted((t for t in left if job.is_surplus(t.ref.group, t.ref.index)),
+                         key=lambda t: t.ref.index, reverse=True)
+        smaller = elastic.shrunk(size) if elastic.allows(size) else None
+        while smaller is not None:
+            taken = tuple(surplus[:size - smaller])
+            if len(taken) < size - smaller or not _free(job, taken, now) or \
+                    not allowed(taken):
+                return out  # the job's later units need this one
+            out.append(VictimUnit(job, taken, smaller, len(out)))
+            surplus = surplus[len(taken):]
+            left = [t for t in left if t not in taken]
+            size = smaller
+            smaller = elastic.shrunk(size)
+    if left and _free(job, left, now) and allowed(left):
+        out.append(VictimUnit(job, tuple(left), None, len(out)))
+    return out
+
+
+def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
+            order: Callable[[JobInfo], tuple[Any, ...]], now: float) -> list[VictimUnit]:
+    """Every candidate job's units in the order of the score (the module's text). The keys
+    below rank and kind are the same for all of a job's units of one kind (its first one's
+    loss; its latest start), so each job's units keep their own order. Last tie-break: the
+    job that comes last in the session's full `order`, first."""
+    lost: dict[tuple[str, bool], float] = {}
+    for unit in units:
+        lost.setdefault((unit.job.name, unit.shrink_to is None), _lost(unit, now))
+    latest = {u.job.name: max((now if t.started is None else t.started)
+                              for t in u.job.running) for u in units}
+    out = sorted(units, key=lambda u: u.seq)
+    out.sort(key=lambda u: order(u.job), reverse=True)
+    out.sort(key=lambda u: -latest[u.job.name])
+    out.sort(key=lambda u: lost[(u.job.name, u.shrink_to is None)])
+    out.sort(key=lambda u: u.shrink_to is None)
+    out.sort(key=lambda u: rank(u.job), reverse=True)  # stable: the primary key last
+    return out
+
+
+def _free(job: JobInfo, tasks: Sequence[TaskInfo], now: float) -> bool:
+    """No task of `tasks` is still protected."""
+    protect = job.job.protect_for
+    return protect <= 0 or all(t.started is None or now - t.started >= protect
+                               for t in tasks)
+
+
+def _lost(unit: VictimUnit, now: float) -> float:
+    return sum(unit.job.job.group(t.ref.group).resources.gpu
+               * max(0.0, now - (now if t.started is None else t.started))
+               for t in unit.tasks)
