@@ -24,6 +24,11 @@ lost, a guarantee raised), reclaim takes borrowed resources back. (The first ver
 rule used `min − usage` alone; the property test
 `tests/property/test_guarantees.py` found the child-borrowing counterexample.)
 
+Lending. Asked with `lend=True`, `check` lets the request use guarantees owed to other
+subtrees too (only capacity and ceilings bound it): what the capacity plugin's `reclaim` mode
+allows every task, and its `elastic` mode elastic surplus only. What is lent that way is
+taken back by the reclaim action when its owner needs it (`shoal.scheduler.actions.reclaim`).
+
 Why the sibling guarantees are subtracted at every level rather than once at the root:
 a guarantee is a promise made by the parent to its child, so a borrower in another subtree
 must see every promise on its path, and only those. This is Kueue's hierarchical cohort
@@ -107,7 +112,8 @@ class QuotaTree:
         self.version = 0
         """Moves on every charge and refund; answers cached under an older version are
         stale."""
-        self._checked: dict[tuple[str, Resources], tuple[int, PendingReason | None]] = {}
+        self._checked: dict[tuple[str, Resources, bool],
+                            tuple[int, PendingReason | None]] = {}
 
     def _build(self, name: str, specs: dict[str, VirtualCluster], trail: tuple[str, ...]
                ) -> QueueState:
@@ -216,26 +222,27 @@ class QuotaTree:
             room = self._step(queue, room)
         return room
 
-    def _step(self, queue: QueueState, parent_room: Resources) -> Resources:
+    def _step(self, queue: QueueState, parent_room: Resources, lend: bool = False
+              ) -> Resources:
         if queue.parent is None:
             return self.capacity.saturating_sub(queue.usage)
         siblings_owed = queue.parent.children_reserved - queue.reserved
-        room = parent_room.saturating_sub(siblings_owed)
+        room = parent_room if lend else parent_room.saturating_sub(siblings_owed)
         return room if queue.max.is_unlimited() else _cap(room, queue.max, queue.usage)
 
-    def check(self, name: str, request: Resources) -> PendingReason | None:
+    def check(self, name: str, request: Resources, lend: bool = False) -> PendingReason | None:
         """None if the VC may take `request` now; otherwise the first limit, from the root
         down, that stands in the way. Answers are cached until usage next changes: a full
         cluster turns down many jobs of the same shape between two allocations."""
-        key = (name, request)
+        key = (name, request, lend)
         cached = self._checked.get(key)
         if cached is not None and cached[0] == self.version:
             return cached[1]
-        reason = self._check(name, request)
+        reason = self._check(name, request, lend)
         self._checked[key] = (self.version, reason)
         return reason
 
-    def _check(self, name: str, request: Resources) -> PendingReason | None:
+    def _check(self, name: str, request: Resources, lend: bool) -> PendingReason | None:
         room = Resources()
         for queue in self.get(name).path():
             if queue.parent is None:
@@ -255,7 +262,7 @@ class QuotaTree:
                     f"virtual cluster {queue.name!r} would exceed its max {dim}="
                     f"{queue.max.get(dim)} (uses {queue.usage.get(dim)}, "
                     f"{request.get(dim)} more needed)", resource=dim, queue=queue.name)
-            new_room = self._step(queue, room)
+            new_room = self._step(queue, room, lend)
             short = request.shortfall(new_room)
             if short:
                 dim = short[0]

@@ -35,7 +35,8 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
         if not indices:
             return None
     count = len(indices)
-    reason = session.allocatable(job.account, request.scale(count))
+    surplus = all(job.is_surplus(group.name, i) for i in indices)
+    reason = session.allocatable(job.account, request.scale(count), surplus)
     if reason is not None:
         return reason
     pool = session.pool_for(group)

@@ -106,7 +106,11 @@ class Allocatable(Protocol):
     this per-request question on purpose: a queue at its GPU max must still admit CPU-only
     work, which a queue-wide verdict would wrongly turn away."""
 
-    def allocatable(self, queue: QueueState, request: Resources) -> PendingReason | None: ...
+    def allocatable(self, queue: QueueState, request: Resources, surplus: bool = False
+                    ) -> PendingReason | None:
+        """`surplus`: the request is elastic surplus (seed 001), which a quota may treat
+        apart (the capacity plugin's `elastic` mode lends it others' guarantees)."""
+        ...
 
     def admissible(self, queue: QueueState, request: Resources) -> PendingReason | None:
         """A reason if `request` could never be granted, even on an idle cluster."""

@@ -193,12 +193,14 @@ tiers:
 """,
     "elastic": """
 name: elastic
-description: Like default, with job-level preemption that takes elastic surplus first, then
-  elastic jobs grow step by step into what is idle (seed 001).
-actions: "enqueue, allocate, backfill, preempt, elastic"
+description: Like default, with job-level preemption and reclaim that take elastic surplus
+  first, then elastic jobs grow step by step into what is idle; only elastic surplus borrows
+  other virtual clusters' guarantees (capacity reclaimMode elastic, seed 001).
+actions: "enqueue, allocate, backfill, preempt, reclaim, elastic"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+  - plugins: [{name: predicates}, {name: capacity, arguments: {reclaimMode: elastic}},
+              {name: placement}]
 """,
     # ---- baselines, for comparisons in the simulator -------------------------------------
     "fifo": """
@@ -282,8 +284,10 @@ def _register_builtins() -> None:
     PLUGINS.register("sjf", SjfArguments, ShortestJobFirst)
     # ---- las: least-attained-service and the preempt action -------------------------------
     from shoal.scheduler.actions.preempt import Preempt, PreemptArguments
+    from shoal.scheduler.actions.reclaim import Reclaim, ReclaimArguments
     from shoal.scheduler.plugins.las import LasArguments, LeastAttainedService
 
     ACTIONS.register("preempt", PreemptArguments, Preempt)
+    ACTIONS.register("reclaim", ReclaimArguments, Reclaim)
     PLUGINS.register("las", LasArguments, LeastAttainedService)
     # ---- end las ---------------------------------------------------------------------------

@@ -120,10 +120,11 @@ class Session:
     def job_ready(self, job: JobInfo) -> bool:
         return all(p.job_ready(job) for p in self.hooks.job_readies) and job.holding > 0
 
-    def allocatable(self, queue: str, request: Resources) -> PendingReason | None:
+    def allocatable(self, queue: str, request: Resources, surplus: bool = False
+                    ) -> PendingReason | None:
         state = self.quota.get(queue)
         for plugin in self.hooks.allocatables:
-            reason = plugin.allocatable(state, request)
+            reason = plugin.allocatable(state, request, surplus)
             if reason is not None:
                 return reason
         return None

@@ -1,5 +1,6 @@
 """Elastic jobs over random clusters, step rules, priorities and task endings, under the
-`elastic` profile (job-level preemption, then growth): after every cycle, every elastic job
+`elastic` profile (job-level preemption and reclaim in elastic mode, then growth), with a
+team guaranteed part of the GPUs and one that borrows: after every cycle, every elastic job
 whose guaranteed part is placed runs at a size its step rule allows, within [min, max]; no
 node gives out more than it has; a job that loses tasks loses only elastic surplus or
 everything (a gang is never cut below its minimum); and evictions for another job happen
@@ -18,6 +19,7 @@ from shoal.api import (
     ScaleStep,
     SchedulerName,
     TaskGroup,
+    VirtualCluster,
 )
 from shoal.api.elastic import step_allows
 from shoal.scheduler import Profile, run_cycle
@@ -37,10 +39,14 @@ def elasticities(draw: st.DrawFn, name: str) -> Elasticity:
 
 
 @st.composite
-def worlds(draw: st.DrawFn) -> tuple[list[Node], list[Job]]:
+def worlds(draw: st.DrawFn) -> tuple[list[Node], list[VirtualCluster], list[Job]]:
     nodes = [Node(f"n{i}", Resources.of(cpu=64_000, memory=256_000,
                                         gpu=draw(st.integers(2, 8))))
              for i in range(draw(st.integers(1, 2)))]
+    # Two teams: `owed` is guaranteed part of the GPUs, `lent` nothing (it borrows).
+    owed = draw(st.integers(0, sum(n.capacity.gpu for n in nodes)))
+    vcs = [VirtualCluster("owed", min=Resources.of(gpu=owed)), VirtualCluster("lent")]
+    queues = st.sampled_from(["owed", "lent", "default"])
     jobs = []
     for i in range(draw(st.integers(2, 6))):
         gpu = draw(st.integers(1, 2))
@@ -49,14 +55,14 @@ def worlds(draw: st.DrawFn) -> tuple[list[Node], list[Job]]:
             jobs.append(Job(f"e{i}", (TaskGroup("w", elastic.max_replicas,
                                                  Resources.of(cpu=1000, gpu=gpu)),),
                             scheduler_name=draw(st.sampled_from(list(SchedulerName))),
-                            submitted=float(i), elastic=elastic,
+                            submitted=float(i), elastic=elastic, queue=draw(queues),
                             priority_class=draw(PRIORITIES)))
         else:
             jobs.append(Job(f"r{i}", (TaskGroup("w", draw(st.integers(1, 4)),
                                                  Resources.of(cpu=1000, gpu=gpu)),),
                             scheduler_name=SchedulerName.SHOAL, submitted=float(i),
-                            priority_class=draw(PRIORITIES)))
-    return nodes, jobs
+                            queue=draw(queues), priority_class=draw(PRIORITIES)))
+    return nodes, vcs, jobs
 
 
 def check(model: SchedulerModel, nodes: list[Node]) -> None:
@@ -72,10 +78,10 @@ def check(model: SchedulerModel, nodes: list[Node]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(world=worlds(), data=st.data())
-def test_elastic_jobs_run_only_at_allowed_sizes(world: tuple[list[Node], list[Job]],
-                                                data: st.DataObject) -> None:
-    nodes, jobs = world
-    model = SchedulerModel(nodes)
+def test_elastic_jobs_run_only_at_allowed_sizes(
+        world: tuple[list[Node], list[VirtualCluster], list[Job]], data: st.DataObject) -> None:
+    nodes, vcs, jobs = world
+    model = SchedulerModel(nodes, vcs)
     cycles = data.draw(st.integers(1, 8), label="cycles")
     # Jobs arrive over the cycles: a later, higher-priority one finds the cluster taken.
     arrivals = [data.draw(st.integers(0, cycles - 1), label="arrives") for _ in jobs]
@@ -86,6 +92,7 @@ def test_elastic_jobs_run_only_at_allowed_sizes(world: tuple[list[Node], list[Jo
         check(model, nodes)
         event("a cycle evicted" if decisions.evictions else "a cycle evicted nothing")
         for evict in decisions.evictions:
+            event(f"an eviction: {evict.reason.split(' for ')[0].split(' (')[0]}")
             if not evict.reason.startswith("shrunk from"):  # not an elastic repair
                 assert any(b.task.job != evict.task.job for b in decisions.binds), evict
             victim = model.jobs[evict.task.job]
@@ -98,3 +105,48 @@ def test_elastic_jobs_run_only_at_allowed_sizes(world: tuple[list[Node], list[Jo
         ended = data.draw(st.sampled_from([None, *running]), label="ends")
         if ended is not None:
             model.release_task(ended)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_reclaim_takes_back_only_surplus_and_only_when_the_owner_starts(
+        data: st.DataObject) -> None:
+    """A borrower's elastic job grows into a lender's idle guarantee; the lender's jobs then
+    arrive. Whatever is evicted is elastic surplus, for a job placed in the same cycle, and
+    the lender is never kept from what it is owed by surplus that could be taken."""
+    gpus = data.draw(st.integers(2, 8), label="gpus")
+    nodes = [Node("n0", Resources.of(cpu=64_000, memory=256_000, gpu=gpus))]
+    owed = data.draw(st.integers(1, gpus), label="owed")
+    vcs = [VirtualCluster("owed", min=Resources.of(gpu=owed)), VirtualCluster("lent")]
+    elastic = data.draw(elasticities("e"), label="elastic")
+    model = SchedulerModel(nodes, vcs)
+    model.add_job(Job("grower", (TaskGroup("w", elastic.max_replicas,
+                                           Resources.of(cpu=1000, gpu=1)),),
+                      queue="lent", scheduler_name=SchedulerName.SHOAL, elastic=elastic))
+    arrivals = {data.draw(st.integers(1, 6), label="arrives"): data.draw(
+        st.integers(1, owed), label="asks") for _ in range(data.draw(st.integers(1, 3)))}
+    for now in range(8):
+        if now in arrivals:
+            model.add_job(Job(f"owner{now}", (TaskGroup("w", arrivals[now],
+                                                        Resources.of(cpu=1000, gpu=1)),),
+                              queue="owed", scheduler_name=SchedulerName.SHOAL,
+                              submitted=float(now)))
+        model.now = float(now)
+        decisions = run_cycle(model, ELASTIC)
+        check(model, nodes)
+        for evict in decisions.evictions:
+            event(f"an eviction: {evict.reason.split(' (')[0].split(' for ')[0]}")
+            assert evict.task.job == "grower", evict
+            assert model.jobs["grower"].is_surplus(evict.task.group, evict.task.index)
+            assert any(b.task.job.startswith("owner") for b in decisions.binds), evict
+        grower = model.jobs["grower"]
+        freeable = max(0, grower.elastic_size() - elastic.min_replicas) \
+            if grower.running and not grower.pending else 0
+        free = model.node("n0").gpu
+        idle = model.quota.get("owed").idle.gpu
+        for info in model.jobs.values():
+            if info.name.startswith("owner") and not info.running:
+                need = info.job.replicas
+                assert need > min(idle, free + freeable), (
+                    f"{info.name} waits for {need} GPUs with {free} free, {freeable} "
+                    f"surplus and {idle} owed")

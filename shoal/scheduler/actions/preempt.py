@@ -76,7 +76,7 @@ class Preempt:
         self.max_preemptors = arguments.max_preemptors
 
     def execute(self, session: Session) -> None:
-        cycle = _Preemption(session)
+        cycle = Preemption(session)
         started = 0
         for job in sorted(session.candidates, key=session.job_order_key):
             if self.max_preemptors is not None and started >= self.max_preemptors:
@@ -88,8 +88,13 @@ class Preempt:
 Wanted = list[tuple[TaskGroup, list[int]]]
 
 
-class _Preemption:
-    """One execution of the action: what it has evicted and placed so far."""
+class Preemption:
+    """One execution of the action: what it has evicted and placed so far. The reclaim
+    action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
+    it overrides `candidates`, `quota_bound` and the wording of its reasons."""
+
+    verb = "preempted"
+    """How an evicted victim's reason says it was taken."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -193,8 +198,7 @@ class _Preemption:
                 return False
             statement.discard()
 
-        quota_bound = session.allocatable(
-            preemptor.account, total(g.resources.scale(len(ix)) for g, ix in wanted)) is not None
+        quota_bound = self.quota_bound(preemptor, wanted)
         # A job is useful if any of its tasks frees something the preemptor can use; then all
         # its units are (a later unit needs the earlier ones taken).
         units = self.candidates(preemptor)
@@ -241,6 +245,17 @@ class _Preemption:
         self._record(preemptor, chosen)
         return True
 
+    def quota_bound(self, preemptor: JobInfo, wanted: Wanted) -> bool:
+        """Whether the preemptor is held by its virtual cluster's quota rather than by room
+        on its nodes: then any eviction in that virtual cluster helps it."""
+        request = total(g.resources.scale(len(ix)) for g, ix in wanted)
+        return self.session.allocatable(preemptor.account, request) is not None
+
+    def why(self, preemptor: JobInfo) -> str:
+        """Why a victim gave something up, after the verb."""
+        return (f"job {preemptor.name!r}, which ranks ahead of it in virtual cluster "
+                f"{preemptor.queue!r}")
+
     def _record(self, preemptor: JobInfo, chosen: list[VictimUnit]) -> None:
         """Victims are neither placed, grown nor preemptors again in this cycle; an evicted
         one is told why it waits, a shrunk one gets a `Resize`."""
@@ -253,15 +268,14 @@ class _Preemption:
             if unit.shrink_to is None:
                 victim.reason = PendingReason(
                     PendingKind.INSUFFICIENT_RESOURCES,
-                    f"preempted in this cycle by job {preemptor.name!r}, which ranks ahead of "
-                    f"it in virtual cluster {preemptor.queue!r}", queue=preemptor.queue)
+                    f"{self.verb} in this cycle for {self.why(preemptor)}",
+                    queue=preemptor.queue)
                 continue
             elastic = victim.job.elastic
             assert elastic is not None
             victim.resized = session.now
             session.decisions.resizes.append(Resize(
-                name, elastic.group, unit.shrink_to,
-                f"shrunk for job {preemptor.name!r}, which ranks ahead of it"))
+                name, elastic.group, unit.shrink_to, f"shrunk for {self.why(preemptor)}"))
 
     def _spare(self, preemptor: JobInfo, wanted: Wanted, free: int, gains: dict[int, int],
                demand: int, chosen: list[VictimUnit]) -> list[VictimUnit]:
@@ -322,10 +336,9 @@ class _Preemption:
     def _evict(self, statement: Statement, unit: VictimUnit, preemptor: JobInfo) -> None:
         cluster = self.session.cluster
         victim = unit.job
-        what = "preempted" if unit.shrink_to is None else \
+        what = self.verb if unit.shrink_to is None else \
             f"elastic surplus taken (down to {unit.shrink_to})"
-        reason = (f"{what} by job {preemptor.name!r}, which ranks ahead of it in virtual "
-                  f"cluster {preemptor.queue!r}")
+        reason = f"{what} for {self.why(preemptor)}"
         for task in unit.tasks:
             statement.evict(task.ref, victim.account, cluster.by_name[task.node],
                             victim.job.group(task.ref.group).resources, task.gpus, reason)
