@@ -13,6 +13,9 @@ Pure functions of a job as stored (its policy, its tasks' states and retry count
   tasks are then stopped.
 - When every task has ended and neither threshold was reached (some failed, but fewer than
   `minFailed`), the job succeeds: FrameworkController's rule for a finished attempt.
+- An elastic job's surplus tasks that are not running (never grown into, or given up) are
+  not waited for: the job has ended when every other task has. A job that trained at four
+  of its eight allowed workers succeeds when those four have.
 
 Failure is checked before success, so a state that meets both (only reachable by editing
 the store by hand) fails. The functions read no clock and do no I/O; the control loop
@@ -79,6 +82,10 @@ def judge(job: Job, states: Mapping[TaskRef, TaskState] | None = None,
     """What the tasks' states (by default the job's own) decide for the job: never
     RETRY_TASK. `failure` describes the latest failure, for the cause."""
     states = task_states(job) if states is None else states
+    elastic = job.elastic
+    if elastic is not None:
+        states = {ref: s for ref, s in states.items()
+                  if s is not TaskState.PENDING or not elastic.is_surplus(ref.group, ref.index)}
     counts = {s: 0 for s in TaskState}
     for state in states.values():
         counts[state] += 1

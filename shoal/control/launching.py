@@ -3,6 +3,9 @@
 Pure functions: the task's rank is its index over the job's groups in order, world size is
 the job's replica count, MASTER_ADDR is this machine (the local executor runs every task
 here), and the port is the job's one MASTER_PORT (see `records.MasterPorts`).
+
+An elastic job (seed 001) runs at its minimum under this control loop — which does not
+resize jobs yet —, so its elastic group counts `minReplicas` tasks in ranks and world size.
 """
 
 from __future__ import annotations
@@ -21,8 +24,17 @@ def rank_of(job: Job, group: str, index: int) -> int:
     for g in job.groups:
         if g.name == group:
             return offset + index
-        offset += g.replicas
+        offset += _size(job, g.name, g.replicas)
     raise KeyError(f"job {job.name} has no task group {group!r}")
+
+
+def world_size(job: Job) -> int:
+    return sum(_size(job, g.name, g.replicas) for g in job.groups)
+
+
+def _size(job: Job, group: str, replicas: int) -> int:
+    elastic = job.elastic
+    return elastic.min_replicas if elastic is not None and elastic.group == group else replicas
 
 
 def launch_spec(job: Job, rec: TaskRecord, master_port: int,
@@ -32,7 +44,7 @@ def launch_spec(job: Job, rec: TaskRecord, master_port: int,
     ref = rec.ref
     group = job.group(ref.group)
     return TaskLaunch(
-        job=ref.job, group=ref.group, index=ref.index, world_size=job.replicas,
+        job=ref.job, group=ref.group, index=ref.index, world_size=world_size(job),
         rank=rank_of(job, ref.group, ref.index), master_addr=MASTER_ADDR,
         master_port=master_port, gpus=rec.gpus, command=group.command, env=group.env,
         working_dir=group.working_dir, attempt=rec.attempts, shoal_env=shoal_env or {})

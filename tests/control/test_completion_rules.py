@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shoal.api import Job, Resources, Task, TaskGroup, TaskRef, TaskState
+from shoal.api import Elasticity, Job, Resources, Task, TaskGroup, TaskRef, TaskState
 from shoal.control.completion import Verdict, judge, on_failure, task_states
 
 S, F, R, P, C = (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.RUNNING,
@@ -167,3 +167,21 @@ def test_without_a_policy_the_old_rule_holds(states: list[TaskState]) -> None:
 @given(st.lists(st.sampled_from([S, F, C]), min_size=1, max_size=8))
 def test_a_job_whose_tasks_all_ended_is_decided(states: list[TaskState]) -> None:
     assert judge(job(states, min_failed=len(states))).verdict is not Verdict.NOTHING
+
+
+def test_an_elastic_job_does_not_wait_for_surplus_it_never_ran() -> None:
+    """Seed 001: a job that trained at 2 of its 4 allowed workers ends when those 2 have."""
+    elastic = replace(job([S, R, P, P]), elastic=Elasticity("worker", 2, 4))
+    assert judge(elastic).verdict is Verdict.NOTHING  # worker 1 still runs
+    done = replace(job([S, S, P, P]), elastic=Elasticity("worker", 2, 4))
+    decision = judge(done)
+    assert decision.verdict is Verdict.SUCCEED
+    assert decision.cause.startswith("every task ended: 2 succeeded")
+    # A guaranteed task that is pending is waited for; a rigid job waits for every task.
+    assert judge(replace(job([S, P, P, P]), elastic=Elasticity("worker", 2, 4))).verdict \
+        is Verdict.NOTHING
+    assert judge(job([S, S, P, P])).verdict is Verdict.NOTHING
+    # A grown surplus task that runs is waited for, and its failure counts.
+    grown = replace(job([S, S, R, P]), elastic=Elasticity("worker", 2, 4))
+    assert judge(grown).verdict is Verdict.NOTHING
+    assert on_failure(grown, TaskRef("j", "worker", 2), "exit code 1").verdict is Verdict.FAIL
