@@ -12,6 +12,8 @@ then cannot start, reclaim takes the borrowed resources back for it:
   guarantee in GPUs (or, for a job that needs none, in a dimension it needs) — outside W's
   line (neither W's virtual cluster, nor an ancestor, nor a descendant of it). Rank does not
   matter across virtual clusters: a guarantee is owed whatever the borrower's priority.
+- A borrower gives back only what it borrowed: units that would take it below its own
+  guarantee in GPUs are not offered.
 - What they give up, in which order, and all or nothing, is the preempt action's
   (`shoal.scheduler.actions.preempt`, `shoal.scheduler.victims`): elastic surplus one
   allowed size at a time, then whole jobs; never a protected task; evicted only if W then
@@ -86,7 +88,28 @@ class Reclamation(Preemption):
                 if self.surplus_only and unit.shrink_to is None:
                     break
                 units.append(unit)
-        return ordered(units, self.rank, session.job_order_key, session.now)
+        return self._within_excess(ordered(units, self.rank, session.job_order_key,
+                                           session.now))
+
+    def _within_excess(self, units: list[VictimUnit]) -> list[VictimUnit]:
+        """The units, in order, as long as taking them keeps each borrower at or above its
+        own guarantee in GPUs: reclaim takes back what was borrowed, not what is owed to
+        the borrower. A job whose next unit would cut into its guarantee gives nothing more."""
+        quota = self.session.quota
+        excess: dict[str, int] = {}
+        stopped: set[str] = set()
+        out: list[VictimUnit] = []
+        for unit in units:
+            if unit.job.name in stopped:
+                continue
+            queue = quota.get(unit.job.account)
+            left = excess.setdefault(queue.name, queue.usage.gpu - queue.min.gpu)
+            if unit.gpus > left:
+                stopped.add(unit.job.name)
+                continue
+            excess[queue.name] = left - unit.gpus
+            out.append(unit)
+        return out
 
     def _entitled(self, preemptor: JobInfo, request: Resources, dims: set[str]) -> bool:
         """The request fits in the unused guarantee of its virtual cluster and of every
