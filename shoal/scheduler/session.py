@@ -74,6 +74,9 @@ class Session:
         self.decisions = Decisions()
         self.candidates: list[JobInfo] = []
         """Jobs the enqueue action let through to allocation this cycle."""
+        self.regrow_at: float | None = None
+        """When the elastic action may next grow a job (set by it; None: only when something
+        changes): a driver that skips quiet cycles wakes up then (the simulator)."""
         self.preempted: set[str] = set()
         """Jobs that gave up tasks to others in this cycle: not grown back in it."""
         self.blocked: dict[str, list[JobInfo]] = {}

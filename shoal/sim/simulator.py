@@ -213,6 +213,10 @@ class Simulator:
         for action in self._actions:
             action.execute(session)
         self._apply(session.close(), now)
+        if session.regrow_at is not None:
+            # Elastic jobs grow a step per cycle, after their cooldown: a cycle then.
+            self._dirty = True
+            self._schedule_tick(max(session.regrow_at, now + self.config.cycle_interval))
         if self.model.holds.expiry:
             # Kept flexible parts go back when their idle time is up: a cycle then.
             self._dirty = True

@@ -27,7 +27,11 @@ Each task gets `cpu_per_gpu` millicores and `memory_per_gpu` MiB per GPU it hold
 of 1 CPU (1000 millicores) and 1 GiB (1024 MiB).
 
 Every trace job becomes a gang (`schedulerName: shoal`) whose minimum is all its tasks: the
-traces record jobs that ran at their full size, so they start whole or not at all.
+traces record jobs that ran at their full size, so they start whole or not at all — unless
+it is made elastic (`TraceJob.elastic`, seed 001): then its gang minimum is the elastic
+minimum, it runs at any size its step rule allows up to its requested replicas, and its
+progress rate follows the GPUs it holds through the speed-up curve (`shoal.sim.work`). A
+resize costs no work in this model.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from shoal.api import DEFAULT_QUEUE, Job, Resources, SchedulerName, TaskGroup
+from shoal.api import DEFAULT_QUEUE, Elasticity, Job, Resources, SchedulerName, TaskGroup
 
 #: The name of the one task group of every trace job.
 WORKER_GROUP = "worker"
@@ -104,6 +108,8 @@ class TraceJob:
     """Application or model name, for per-model scalability tables."""
     node_selector: Mapping[str, str] = field(default_factory=dict, hash=False)
     """Labels a node must carry (e.g. `{gpu-type: T4}`); must not be mutated."""
+    elastic: Elasticity | None = None
+    """Its task group `worker` ranges over [min, replicas] (seed 001); None: rigid."""
 
     def __post_init__(self) -> None:
         if not 0 < self.duration < math.inf:
@@ -115,6 +121,14 @@ class TraceJob:
         if self.replicas < 1:
             raise ValueError(f"job {self.name}: replicas must be at least 1, "
                              f"got {self.replicas}")
+        elastic = self.elastic
+        if elastic is not None and (elastic.group != WORKER_GROUP
+                                    or elastic.max_replicas != self.replicas
+                                    or not elastic.allows(elastic.min_replicas)
+                                    or not elastic.allows(elastic.max_replicas)):
+            raise ValueError(f"job {self.name}: an elastic trace job ranges over its group "
+                             f"{WORKER_GROUP!r} from an allowed minimum up to its replicas "
+                             f"({self.replicas}), got {elastic}")
 
     @property
     def gpus(self) -> int:
@@ -135,7 +149,7 @@ class TraceJob:
         return Job(name=self.name, groups=(group,), queue=self.queue,
                    scheduler_name=SchedulerName.SHOAL, min_available=None,
                    priority_class=self.priority_class, user=self.user,
-                   submitted=self.submit_time)
+                   submitted=self.submit_time, elastic=self.elastic)
 
 
 _set = object.__setattr__
@@ -157,6 +171,7 @@ def prechecked_job(name: str, submit_time: float, duration: float, replicas: int
     _set(job, "priority_class", None)
     _set(job, "model", None)
     _set(job, "node_selector", {})
+    _set(job, "elastic", None)
     return job
 
 

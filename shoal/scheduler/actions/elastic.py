@@ -56,11 +56,19 @@ class Elastic:
             size = info.elastic_size()
             if not elastic.allows(size):
                 _repair(session, info, elastic, size)
-            elif info.surplus and _cooled_down(session, info, elastic):
-                target = elastic.grown(size)
-                if target is not None and _grow(session, info, elastic, target):
-                    _resized(session, info, elastic, target,
-                             f"grown from {size} into idle capacity")
+                continue
+            if not info.surplus:
+                continue
+            ready = _ready_at(session, info, elastic)
+            if ready > session.now:
+                _regrow_at(session, ready)  # its cooldown holds it back until then
+                continue
+            target = elastic.grown(size)
+            if target is not None and _grow(session, info, elastic, target):
+                _resized(session, info, elastic, target,
+                         f"grown from {size} into idle capacity")
+                if info.surplus:  # one step per cycle: the next may follow
+                    _regrow_at(session, session.now + elastic.scale_cooldown)
 
 
 def _served(info: JobInfo) -> float:
@@ -69,12 +77,17 @@ def _served(info: JobInfo) -> float:
     return info.elastic_size() / elastic.max_replicas
 
 
-def _cooled_down(session: Session, info: JobInfo, elastic: Elasticity) -> bool:
+def _ready_at(session: Session, info: JobInfo, elastic: Elasticity) -> float:
+    """When the job's scale cooldown lets it change size again."""
     if elastic.scale_cooldown <= 0:
-        return True
+        return session.now
     starts = [t.started for t in info.running if t.started is not None]
     last = max([*starts, *([] if info.resized is None else [info.resized])], default=None)
-    return last is None or session.now - last >= elastic.scale_cooldown
+    return session.now if last is None else last + elastic.scale_cooldown
+
+
+def _regrow_at(session: Session, at: float) -> None:
+    session.regrow_at = at if session.regrow_at is None else min(session.regrow_at, at)
 
 
 def _grow(session: Session, info: JobInfo, elastic: Elasticity, target: int) -> bool:
