@@ -29,6 +29,15 @@ def render_schedule(console: Console, result: ScenarioResult) -> None:
     if evictions.row_count:
         console.print(evictions)
 
+    resizes = Table(title="Resizes (elastic jobs)", title_justify="left")
+    for column in ("cycle", "job", "group", "size", "reason"):
+        resizes.add_column(column, overflow="fold", no_wrap=column == "job")
+    for record in result.cycles:
+        for r in record.resizes:
+            resizes.add_row(str(record.cycle), r.job, r.group, str(r.replicas), r.reason)
+    if resizes.row_count:
+        console.print(resizes)
+
     if result.pending:
         pending = Table(title="Waiting jobs", title_justify="left")
         for column in ("job", "kind", "reason"):

@@ -38,6 +38,21 @@ def test_schedule_table_output() -> None:
     assert "Waiting jobs" in result.stdout and "converged" in result.stdout
 
 
+def test_schedule_table_shows_resizes(tmp_path: Path) -> None:
+    """An elastic job's size changes get their own table (seed 001's story 3)."""
+    cluster = tmp_path / "elastic.yaml"
+    cluster.write_text(
+        "apiVersion: shoal/v1\nkind: Node\nmetadata: {name: n}\n"
+        "spec: {capacity: {cpu: 8, memory: 8Gi, gpu: 4}}\n---\n"
+        "apiVersion: shoal/v1\nkind: Job\nmetadata: {name: stretchy}\nspec:\n"
+        "  schedulerName: shoal\n  elastic: {minReplicas: 1, step: powerOfTwo}\n"
+        "  taskGroups: [{name: w, replicas: 4, resources: {cpu: 1, gpu: 1}}]\n")
+    result = runner.invoke(app, ["schedule", str(cluster), "--profile", "elastic"])
+    assert result.exit_code == 0, result.output
+    assert "Resizes (elastic jobs)" in result.stdout
+    assert "grown from 2 into idle" in result.stdout  # 1 → 2 in cycle 1, 2 → 4 in cycle 2
+
+
 def test_cycle_limit() -> None:
     result = runner.invoke(app, ["schedule", str(EXAMPLE), "-o", "json", "--cycles", "1"])
     out = json.loads(result.stdout)
