@@ -32,3 +32,4 @@ bench: uv
 	$(UV) run python bench/cycle.py
 	$(UV) run python bench/sim.py
 	$(UV) run python bench/api.py
+	$(UV) run python bench/elastic.py
