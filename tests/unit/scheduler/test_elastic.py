@@ -89,3 +89,20 @@ def test_a_surplus_task_that_ends_is_repaired_and_a_stopping_job_never_grows() -
     model.finish_task(TaskRef("train", "w", 3))
     decisions = cycle(model, 4)
     assert decisions.binds == [] and sizes(model) == {"train": 3}
+
+
+def test_the_job_with_the_least_attained_service_grows_first() -> None:
+    """On 5 GPUs at time 0: `veteran` (2 to 8) and `newcomer` (1 to 2) start beside a 1-GPU
+    `blocker`, and veteran takes the last GPU. At time 100 the blocker ends: veteran has
+    attained 300 GPU-seconds, newcomer 100, so the freed GPU goes to newcomer — although it
+    runs the larger fraction of its maximum (1/2 against 3/8)."""
+    model = SchedulerModel([node(5)])
+    model.add_job(elastic_job("veteran", 2, 8, step=ScaleStep.ANY))
+    model.add_job(Job("blocker", (TaskGroup("w", 1, Resources.of(cpu=1000, gpu=1)),),
+                      submitted=1))
+    model.add_job(elastic_job("newcomer", 1, 2, step=ScaleStep.ANY, at=2))
+    first = cycle(model, 0)
+    assert [(r.job, r.replicas) for r in first.resizes] == [("veteran", 3)]
+    model.finish_task(TaskRef("blocker", "w", 0))
+    decisions = cycle(model, 100)
+    assert [(r.job, r.replicas) for r in decisions.resizes] == [("newcomer", 2)]
