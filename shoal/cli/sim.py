@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -15,6 +15,8 @@ from shoal.cli.profiles import load_profile
 from shoal.scheduler.profile import ProfileError
 from shoal.sim.inputs import (
     TraceFormat,
+    detect_format,
+    load_pollux_workload,
     load_trace,
     read_node_events,
     read_queue_map,
@@ -62,6 +64,9 @@ QueueMapOpt = Annotated[Path | None, typer.Option(
 MapByOpt = Annotated[MapBy, typer.Option("--map-by", help="What --queue-map reads.")]
 NodeEventsOpt = Annotated[Path | None, typer.Option(
     "--node-events", help="CSV time,node,state (down|up): node failures and recoveries.")]
+ElasticOpt = Annotated[bool, typer.Option(
+    "--elastic", help="Pollux workloads: every job elastic from 1 replica to its requested "
+                      "count (seed 001; grown by profiles with the elastic action).")]
 SingleOpt = Annotated[bool, typer.Option("--single-queue", help="Ignore the trace's "
                                          "queue column: every job in `default`.")]
 
@@ -95,18 +100,29 @@ class Inputs:
     queue_map: Path | None
     map_by: MapBy
     node_events: Path | None
+    elastic: bool = False
 
 
 def _prepare(inputs: Inputs) -> tuple[Trace, ClusterDescription, SimConfig]:
     declared = parse_cluster_arg(inputs.cluster)
-    # The gang shape of a trace job depends on the GPUs per node.
-    trace = load_trace(inputs.trace, inputs.fmt, gpus_per_node=declared.gpus_per_node or 8,
-                       limit=inputs.limit, single_queue=inputs.single_queue)
+    fmt = detect_format(inputs.trace) if inputs.fmt is TraceFormat.AUTO else inputs.fmt
+    work = _work_model(inputs.speedups, inputs.checkpoint)
+    if fmt is TraceFormat.POLLUX:
+        trace, pollux = load_pollux_workload(inputs.trace, elastic=inputs.elastic,
+                                             limit=inputs.limit)
+        # The applications' curves, unless --speedup names a model itself.
+        work = replace(work, per_model={**(pollux.per_model or {}), **(work.per_model or {})})
+    elif inputs.elastic:
+        raise ValueError("--elastic applies to Pollux workloads only")
+    else:
+        # The gang shape of a trace job depends on the GPUs per node.
+        trace = load_trace(inputs.trace, fmt, gpus_per_node=declared.gpus_per_node or 8,
+                           limit=inputs.limit, single_queue=inputs.single_queue)
     if inputs.queue_map is not None:
         trace = map_queues(trace, read_queue_map(inputs.queue_map), by=inputs.map_by.value)
     config = SimConfig(
         cycle_interval=inputs.cycle_interval, cycle_on_events=inputs.cycle_on_events,
-        work=_work_model(inputs.speedups, inputs.checkpoint),
+        work=work,
         node_events=read_node_events(inputs.node_events) if inputs.node_events else ())
     return trace, with_trace_queues(declared, trace), config
 
@@ -149,10 +165,12 @@ def run(trace: TraceOpt, cluster: ClusterOpt,
         cycle_interval: IntervalOpt = 5.0, cycle_on_events: EventsOpt = False,
         checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False,
         speedup: SpeedupOpt = None, queue_map: QueueMapOpt = None,
-        map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None) -> None:
+        map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None,
+        elastic: ElasticOpt = False) -> None:
     """Replay a trace with one profile and print its summary."""
     _run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
-                    single_queue, speedup, queue_map, map_by, node_events), [profile], out)
+                    single_queue, speedup, queue_map, map_by, node_events, elastic),
+             [profile], out)
 
 
 @sim_app.command("compare")
@@ -164,11 +182,13 @@ def compare(trace: TraceOpt, cluster: ClusterOpt,
             cycle_interval: IntervalOpt = 5.0, cycle_on_events: EventsOpt = False,
             checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False,
             speedup: SpeedupOpt = None, queue_map: QueueMapOpt = None,
-            map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None) -> None:
+            map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None,
+            elastic: ElasticOpt = False) -> None:
     """Replay one trace with several profiles and print them side by side."""
     names = [p.strip() for p in profiles.split(",") if p.strip()]
     if not names:
         err.print("[bold red]error:[/] --profiles names no profile")
         raise typer.Exit(2)
     _run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
-                    single_queue, speedup, queue_map, map_by, node_events), names, out)
+                    single_queue, speedup, queue_map, map_by, node_events, elastic),
+             names, out)

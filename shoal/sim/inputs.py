@@ -1,6 +1,10 @@
 """What a simulation runs on, from command-line words: a trace file of any supported format
 (told apart by its extension and header) and a cluster (a file or `125x8`), with the trace's
-queues turned into virtual clusters when the cluster does not declare them."""
+queues turned into virtual clusters when the cluster does not declare them.
+
+A Pollux workload (`name,time,application,num_replicas,batch_size`) also brings its work
+model: its applications are read from the `traces/` directory beside its `workloads/`
+directory, as the Pollux artifact lays them out (`load_pollux_workload`)."""
 
 from __future__ import annotations
 
@@ -20,8 +24,11 @@ from shoal.sim.loaders import (
     load_philly,
     queues_as_virtual_clusters,
 )
+from shoal.sim.loaders.pollux import load_pollux
+from shoal.sim.pollux import load_applications
 from shoal.sim.simulator import NodeEvent
 from shoal.sim.trace import Trace, TraceError
+from shoal.sim.work import WorkModel
 
 
 class TraceFormat(StrEnum):
@@ -30,12 +37,14 @@ class TraceFormat(StrEnum):
     ITP = "itp"
     ALIBABA = "alibaba"
     NATIVE = "native"
+    POLLUX = "pollux"
 
 
 _HEADERS = {
     TraceFormat.PHILLY: {"timestamp", "duration", "num_gpus"},
     TraceFormat.ITP: {"job_id", "submission_time", "duration", "num_gpu"},
     TraceFormat.ALIBABA: {"name", "cpu_milli", "num_gpu", "gpu_milli", "creation_time"},
+    TraceFormat.POLLUX: {"name", "time", "application", "num_replicas", "batch_size"},
 }
 
 
@@ -52,8 +61,8 @@ def detect_format(path: Path) -> TraceFormat:
             return fmt
     raise TraceError(str(path), 1, None, "unknown trace format: the header matches none of "
                      "philly (timestamp,duration,num_gpus,…), itp (job_id,submission_time,"
-                     "duration,num_gpu) or alibaba openb pods (name,cpu_milli,…); "
-                     "or pass --format")
+                     "duration,num_gpu), alibaba openb pods (name,cpu_milli,…) or pollux "
+                     "(name,time,application,num_replicas,batch_size); or pass --format")
 
 
 def load_trace(path: str | Path, fmt: TraceFormat = TraceFormat.AUTO, *, gpus_per_node: int,
@@ -69,11 +78,25 @@ def load_trace(path: str | Path, fmt: TraceFormat = TraceFormat.AUTO, *, gpus_pe
         trace = load_itp(path, gpus_per_node=gpus_per_node, limit=limit)
     elif fmt is TraceFormat.ALIBABA:
         trace = load_alibaba(path, limit=limit)
+    elif fmt is TraceFormat.POLLUX:
+        trace = load_pollux_workload(path, limit=limit)[0]
     else:
         trace = load_native(path, limit=limit)
     if single_queue:
         trace = replace(trace, jobs=tuple(replace(j, queue=DEFAULT_QUEUE) for j in trace.jobs))
     return trace
+
+
+def load_pollux_workload(path: str | Path, *, elastic: bool = False,
+                         limit: int | None = None) -> tuple[Trace, WorkModel]:
+    """A Pollux workload and its work model (see the module's text); `elastic`: every job
+    elastic from 1 replica to its requested count."""
+    path = Path(path)
+    traces = path.resolve().parent.parent / "traces"
+    if not traces.is_dir():
+        raise TraceError(str(path), None, None, f"no application traces at {traces} (the "
+                         "Pollux artifact keeps them in traces/ beside workloads/)")
+    return load_pollux(path, load_applications(traces), elastic=elastic, limit=limit)
 
 
 def with_trace_queues(description: ClusterDescription, trace: Trace) -> ClusterDescription:

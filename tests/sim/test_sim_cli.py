@@ -106,3 +106,29 @@ def test_queue_map_and_node_events(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
                               "-c", "2x8", "--node-events", str(events)])
     assert bad.exit_code == 2 and "events.csv:2" in bad.output and "time" in bad.output
+
+
+POLLUX_WORKLOAD = ROOT.parent / "shared" / "traces" / "pollux" / "workloads" / "workload-1.csv"
+
+
+def test_a_pollux_workload_is_recognised_and_brings_its_work_model(tmp_path: Path) -> None:
+    """The header tells the format; the applications come from the artifact's traces/; with
+    --elastic every job is elastic and the elastic profile grows them."""
+    result = runner.invoke(app, ["sim", "compare", "-t", str(POLLUX_WORKLOAD), "-c", "16x4",
+                                 "-p", "las,elastic", "--elastic", "--checkpoint", "60",
+                                 "--limit", "20", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    las = json.loads((tmp_path / "summary-las.json").read_text())
+    elastic = json.loads((tmp_path / "summary-elastic.json").read_text())
+    assert las["jobs"] == elastic["jobs"] == 20
+    assert las["finished"] == elastic["finished"] == 20
+    # Under `las` (no elastic action) every elastic job runs at its minimum of 1 GPU;
+    # the elastic profile grows them into the idle GPUs.
+    assert elastic["mean_jct_s"] < las["mean_jct_s"]
+
+
+def test_elastic_is_refused_for_other_formats() -> None:
+    result = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
+                                 "-c", "4x8", "--elastic"])
+    assert result.exit_code == 2
+    assert "--elastic applies to Pollux workloads only" in result.output

@@ -37,8 +37,9 @@ REPLICA = Resources.of(cpu=DEFAULT_CPU_PER_GPU, memory=DEFAULT_MEMORY_PER_GPU, g
 
 
 def load_pollux(path: str | os.PathLike[str], applications: Mapping[str, Application], *,
-                elastic: bool = False) -> tuple[Trace, WorkModel]:
-    """The workload's jobs, and the work model that gives each its application's speed-up."""
+                elastic: bool = False, limit: int | None = None) -> tuple[Trace, WorkModel]:
+    """The workload's jobs (the first `limit`), and the work model that gives each its
+    application's speed-up."""
     table = read_table(path, COLUMNS)
     source = table.source
     col = {name: table.columns[name] for name in COLUMNS}
@@ -69,4 +70,4 @@ def load_pollux(path: str | os.PathLike[str], applications: Mapping[str, Applica
         jobs.append(TraceJob(
             name, at, app.run_time(replicas, batch), replicas, REPLICA, model=key,
             elastic=Elasticity(WORKER_GROUP, 1, replicas) if elastic else None))
-    return finish(jobs, source, None), WorkModel(per_model=curves)
+    return finish(jobs, source, limit), WorkModel(per_model=curves)
