@@ -10,7 +10,7 @@ whole step at a time.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,6 +128,23 @@ class JobInfo:
         queue.appendleft(index)
         if len(queue) > 1 and queue[0] > queue[1]:
             self.pending[group] = deque(sorted(queue))
+
+    def run_service(self, now: float, tasks: Iterable[TaskInfo] | None = None) -> float:
+        """GPU-seconds its running tasks — or `tasks`, some of them — have had since they
+        started (a task not started yet has had none)."""
+        return sum((self.job.group(t.ref.group).resources.gpu * (now - t.started)
+                    for t in (self.running if tasks is None else tasks)
+                    if t.started is not None and t.started < now), 0.0)
+
+    def attained(self, now: float) -> float:
+        """GPU-seconds of service in all its runs: earlier ones, and this one up to `now`."""
+        return self.job.attained_gpu_seconds + self.run_service(now)
+
+    def latest_start(self, now: float) -> float:
+        """When its most recently started running task started (`now` for one not yet
+        started, or when nothing runs)."""
+        return max((now if t.started is None else t.started for t in self.running),
+                   default=now)
 
     def elastic_size(self) -> int:
         """How many tasks of its elastic group hold resources now."""

@@ -84,9 +84,9 @@ def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
     job that comes last in the session's full `order`, first."""
     lost: dict[tuple[str, bool], float] = {}
     for unit in units:
-        lost.setdefault((unit.job.name, unit.shrink_to is None), _lost(unit, now))
-    latest = {u.job.name: max((now if t.started is None else t.started)
-                              for t in u.job.running) for u in units}
+        lost.setdefault((unit.job.name, unit.shrink_to is None),
+                        unit.job.run_service(now, unit.tasks))
+    latest = {u.job.name: u.job.latest_start(now) for u in units}
     out = sorted(units, key=lambda u: u.seq)
     out.sort(key=lambda u: order(u.job), reverse=True)
     out.sort(key=lambda u: -latest[u.job.name])
@@ -101,9 +101,3 @@ def _free(job: JobInfo, tasks: Sequence[TaskInfo], now: float) -> bool:
     protect = job.job.protect_for
     return protect <= 0 or all(t.started is None or now - t.started >= protect
                                for t in tasks)
-
-
-def _lost(unit: VictimUnit, now: float) -> float:
-    return sum(unit.job.job.group(t.ref.group).resources.gpu
-               * max(0.0, now - (now if t.started is None else t.started))
-               for t in unit.tasks)

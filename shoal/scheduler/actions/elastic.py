@@ -52,7 +52,7 @@ class Elastic:
         jobs = [info for info in session.jobs.values()
                 if info.job.elastic is not None and not info.pending and info.running
                 and not info.stopping and info.name not in session.preempted]
-        jobs.sort(key=lambda info: (_attained(info, session.now), _served(info),
+        jobs.sort(key=lambda info: (info.attained(session.now), _served(info),
                                     session.job_order_key(info)))
         for info in jobs:
             elastic = info.job.elastic
@@ -73,13 +73,6 @@ class Elastic:
                          f"grown from {size} into idle capacity")
                 if info.surplus:  # one step per cycle: the next may follow
                     _regrow_at(session, session.now + elastic.scale_cooldown)
-
-
-def _attained(info: JobInfo, now: float) -> float:
-    return info.job.attained_gpu_seconds + sum(
-        info.job.group(t.ref.group).resources.gpu
-        * max(0.0, now - (now if t.started is None else t.started))
-        for t in info.running)
 
 
 def _served(info: JobInfo) -> float:

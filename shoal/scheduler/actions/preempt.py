@@ -39,7 +39,6 @@ This module owns the action and its arguments. Drivers own what an eviction cost
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from pydantic import Field
@@ -139,7 +138,7 @@ class Preemption:
             for job in session.jobs.values():
                 if not job.running or job.name in self.fresh:
                     continue
-                latest = max(now if t.started is None else t.started for t in job.running)
+                latest = job.latest_start(now)
                 by_queue.setdefault(job.queue, []).append(
                     ((self.rank(job), latest, session.job_order_key(job)), job))
             self._running = {
@@ -150,24 +149,28 @@ class Preemption:
     def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
         """What the preemptor may take, in the order of the victims' score."""
         rank = self.rank(preemptor)
-        selections = self.session.hooks.victim_selections
         units: list[VictimUnit] = []
-        for job in self._candidate_jobs(preemptor, rank):
-            units.extend(units_of(job, self.session.now, lambda tasks: all(
-                len(s.victims(preemptor, tasks)) == len(tasks) for s in selections)))
-        return ordered(units, self.rank, self.session.job_order_key, self.session.now)
-
-    def _candidate_jobs(self, preemptor: JobInfo, rank: tuple[Any, ...]
-                        ) -> Iterator[JobInfo]:
         for job in self.running(preemptor.queue):
             if self.rank(job) <= rank:
                 break  # the list is worst first: no later job ranks behind the preemptor
-            if job is preemptor or not job.running or job.name in self.evicted \
-                    or job.name in self.fresh:
-                continue
-            if any(t.state is TaskState.RELEASING for t in job.running):
-                continue  # already stopping: its resources come back without an eviction
-            yield job
+            if self.takeable(job, preemptor):
+                units.extend(self.units(job, preemptor))
+        return ordered(units, self.rank, self.session.job_order_key, self.session.now)
+
+    def takeable(self, job: JobInfo, preemptor: JobInfo) -> bool:
+        """Whether `job` may give anything up in this execution: it runs tasks placed before
+        it, was not taken from yet, and is not already stopping (its resources then come
+        back without an eviction)."""
+        return job is not preemptor and bool(job.running) and job.name not in self.evicted \
+            and job.name not in self.fresh \
+            and not any(t.state is TaskState.RELEASING for t in job.running)
+
+    def units(self, job: JobInfo, preemptor: JobInfo) -> list[VictimUnit]:
+        """What `job` may give up for `preemptor`, in its own order: the victim-selection
+        plugins keep any task they do not list."""
+        selections = self.session.hooks.victim_selections
+        return units_of(job, self.session.now, lambda tasks: all(
+            len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))
 
     # ---- how ------------------------------------------------------------------------------
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shoal.api.lifecycle import TaskState
 from shoal.api.resources import Resources, total
 from shoal.core.quota import QueueState
 from shoal.scheduler.actions.preempt import Preemption, Wanted
@@ -33,7 +32,7 @@ from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.capacity import Capacity, ReclaimMode
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
-from shoal.scheduler.victims import VictimUnit, ordered, units_of
+from shoal.scheduler.victims import VictimUnit, ordered
 
 
 class ReclaimArguments(Arguments):
@@ -80,11 +79,9 @@ class Reclamation(Preemption):
         dims = {"gpu"} if request.gpu else request.dimensions()
         if request.is_zero() or not self._entitled(preemptor, request, dims):
             return []  # it would borrow itself
-        selections = session.hooks.victim_selections
         units: list[VictimUnit] = []
         for job in self._borrowers(preemptor, dims):
-            for unit in units_of(job, session.now, lambda tasks: all(
-                    len(s.victims(preemptor, tasks)) == len(tasks) for s in selections)):
+            for unit in self.units(job, preemptor):
                 if self.surplus_only and unit.shrink_to is None:
                     break
                 units.append(unit)
@@ -121,10 +118,7 @@ class Reclamation(Preemption):
         quota = self.session.quota
         line = quota.get(preemptor.account)
         for job in self.session.jobs.values():
-            if not job.running or job.name in self.evicted or job.name in self.fresh \
-                    or job is preemptor:
-                continue
-            if any(t.state is TaskState.RELEASING for t in job.running):
+            if not self.takeable(job, preemptor):
                 continue
             queue = quota.get(job.account)
             if _related(queue, line) or not any(

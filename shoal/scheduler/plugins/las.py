@@ -79,8 +79,7 @@ class LeastAttainedService:
         per job per cycle, so the order stays fixed within a cycle as tasks come and go."""
         value = self._attained.get(job.name)
         if value is None:
-            value = self._attained[job.name] = job.job.attained_gpu_seconds + \
-                self._current_rate_and_service(job)[1]
+            value = self._attained[job.name] = job.attained(self._now())
         return value
 
     # ---- for drivers ----------------------------------------------------------------------
@@ -96,7 +95,7 @@ class LeastAttainedService:
         for job in session.jobs.values():
             if not job.running:
                 continue
-            rate = self._current_rate_and_service(job)[0]
+            rate = sum(job.job.group(t.ref.group).resources.gpu for t in job.running)
             if rate <= 0:
                 continue
             attained = self.attained(job)
@@ -107,18 +106,6 @@ class LeastAttainedService:
             if best is None or at < best:
                 best = at
         return best
-
-    def _current_rate_and_service(self, job: JobInfo) -> tuple[int, float]:
-        """GPUs the job holds now, and the GPU-seconds its current run has attained."""
-        now = self._now()
-        rate = 0
-        service = 0.0
-        for task in job.running:
-            gpus = job.job.group(task.ref.group).resources.gpu
-            rate += gpus
-            if task.started is not None and task.started < now:
-                service += (now - task.started) * gpus
-        return rate, service
 
     def _now(self) -> float:
         if self._session is None:
