@@ -7,7 +7,7 @@ end. It is the live twin of `shoal.sim.simulator`. It owns no HTTP: the API call
 `cancel` and reads `pending_reason`.
 """
 
-from shoal.control.loop import ControlPlane, UnsupportedProfileError
+from shoal.control.loop import ControlPlane
 from shoal.control.records import MasterPorts
 
-__all__ = ["ControlPlane", "MasterPorts", "UnsupportedProfileError"]
+__all__ = ["ControlPlane", "MasterPorts"]

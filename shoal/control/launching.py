@@ -4,8 +4,12 @@ Pure functions: the task's rank is its index over the job's groups in order, wor
 the job's replica count, MASTER_ADDR is this machine (the local executor runs every task
 here), and the port is the job's one MASTER_PORT (see `records.MasterPorts`).
 
-An elastic job (seed 001) runs at its minimum under this control loop — which does not
-resize jobs yet —, so its elastic group counts `minReplicas` tasks in ranks and world size.
+An elastic job's (seed 001) elastic group counts the tasks it has placed when the task is
+launched: a task started as the job grows to four learns WORLD_SIZE 4. The job's shrinks
+stop its highest-indexed tasks and its growth starts the lowest-indexed ones left, so the
+placed tasks are always indices 0..n-1 and ranks stay dense. Later changes reach running
+tasks through the membership file (`shoal.control.membership`) or the framework's own
+rendezvous.
 """
 
 from __future__ import annotations
@@ -19,33 +23,39 @@ from shoal.store.repository import TaskRecord
 MASTER_ADDR = "127.0.0.1"
 
 
-def rank_of(job: Job, group: str, index: int) -> int:
+def rank_of(job: Job, group: str, index: int, elastic_size: int | None = None) -> int:
     offset = 0
     for g in job.groups:
         if g.name == group:
             return offset + index
-        offset += _size(job, g.name, g.replicas)
+        offset += _size(job, g.name, g.replicas, elastic_size)
     raise KeyError(f"job {job.name} has no task group {group!r}")
 
 
-def world_size(job: Job) -> int:
-    return sum(_size(job, g.name, g.replicas) for g in job.groups)
+def world_size(job: Job, elastic_size: int | None = None) -> int:
+    return sum(_size(job, g.name, g.replicas, elastic_size) for g in job.groups)
 
 
-def _size(job: Job, group: str, replicas: int) -> int:
+def _size(job: Job, group: str, replicas: int, elastic_size: int | None) -> int:
     elastic = job.elastic
-    return elastic.min_replicas if elastic is not None and elastic.group == group else replicas
+    if elastic is None or elastic.group != group:
+        return replicas
+    return elastic.min_replicas if elastic_size is None else elastic_size
 
 
 def launch_spec(job: Job, rec: TaskRecord, master_port: int,
-                shoal_env: Mapping[str, str] | None = None) -> TaskLaunch:
+                shoal_env: Mapping[str, str] | None = None,
+                elastic_size: int | None = None) -> TaskLaunch:
     """The launch of `rec`'s current attempt (its bind count in the store); `shoal_env`:
-    Shoal's variables beyond the launch's own (`job_scope.TaskCredentials`)."""
+    Shoal's variables beyond the launch's own (`job_scope.TaskCredentials`, the membership
+    file); `elastic_size`: how many tasks of an elastic job's elastic group are placed now
+    (None: its minimum)."""
     ref = rec.ref
     group = job.group(ref.group)
     return TaskLaunch(
-        job=ref.job, group=ref.group, index=ref.index, world_size=world_size(job),
-        rank=rank_of(job, ref.group, ref.index), master_addr=MASTER_ADDR,
+        job=ref.job, group=ref.group, index=ref.index,
+        world_size=world_size(job, elastic_size),
+        rank=rank_of(job, ref.group, ref.index, elastic_size), master_addr=MASTER_ADDR,
         master_port=master_port, gpus=rec.gpus, command=group.command, env=group.env,
         working_dir=group.working_dir, attempt=rec.attempts, shoal_env=shoal_env or {})
 

@@ -36,7 +36,11 @@ and it is scheduled again as a gang.
 
 Stopping a job is `shoal.control.stopping`'s: stored first, processes signalled after. When a
 job ends, the work its tasks submitted into its own virtual cluster is stopped with it, and
-its tasks' token revoked (`shoal.control.job_scope`).
+its tasks' token revoked (`shoal.control.job_scope`). A cycle's evictions (preempt, reclaim,
+an elastic job shrunk) are stored with its binds and applied by `shoal.control.evicting`:
+the evicted processes are stopped and the tasks bound in their place start once they are
+gone (`shoal.control.handover`). An elastic job's tasks learn its size from their
+environment and its membership file (`shoal.control.membership`).
 """
 
 from __future__ import annotations
@@ -64,15 +68,17 @@ from shoal.api.decisions import Decisions, Reserve
 from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
+from shoal.control.evicting import Evicting
+from shoal.control.handover import Handover
 from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
 from shoal.control.launching import describe, exit_code_of, launch_spec, retry_reason
+from shoal.control.membership import Membership
 from shoal.control.records import MasterPorts
 from shoal.control.scale_up import ScaleUpHook, shortfall
-from shoal.control.stopping import Stopping, Tracked
+from shoal.control.stopping import Tracked
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
-from shoal.executors.local import LocalExecutor, RunningTask, TaskStatus
-from shoal.executors.wrapper import STATUS_FILE
+from shoal.executors.local import LocalExecutor, TaskStatus
 from shoal.scheduler.actions.enqueue import AdmissionCheck
 from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel
@@ -94,19 +100,18 @@ STATUS_TIMEOUT = 10.0
 #: job), and the loop spends at most a fifth of its time cycling, leaving the GIL to the API.
 MIN_CYCLE_GAP = 0.005
 CYCLE_BACKOFF = 4.0
-#: Actions whose evictions/resizes this loop does not apply yet.
-EVICTING_ACTIONS = frozenset({"preempt", "reclaim", "elastic"})
+#: Actions that may place a job that fits nowhere by evicting others: a profile with one of
+#: them cycles on every event (no cycle is proven moot). The elastic action needs no such
+#: care: it grows jobs only into idle capacity, which a moot cycle proves there is none of
+#: for what arrived, and its cooldowns wake the loop themselves (`regrow_at`).
+PREEMPTING_ACTIONS = frozenset({"preempt", "reclaim"})
 #: Why a job that arrived on a full cluster waits, when no cycle was run for it.
 UNPLACEABLE_NOW = PendingReason(
     PendingKind.INSUFFICIENT_RESOURCES,
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class UnsupportedProfileError(ValueError):
-    """The profile asks for something the control loop cannot apply yet."""
-
-
-class ControlPlane(Stopping):
+class ControlPlane(Evicting):
     def __init__(self, repository: Repository, executor: LocalExecutor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -115,11 +120,6 @@ class ControlPlane(Stopping):
                  server_url: str | None = None) -> None:
         """`server_url`: where the API this control plane serves listens, given to tasks
         with a job token (`shoal.control.job_scope`); None: tasks get no token."""
-        evicting = EVICTING_ACTIONS.intersection(profile.doc.actions)
-        if evicting:
-            raise UnsupportedProfileError(
-                f"profile {profile.name!r} uses {', '.join(sorted(evicting))}: the control "
-                "loop does not apply evictions or resizes yet")
         self.repository = repository
         self.executor = executor
         self.scale_up = scale_up
@@ -134,7 +134,8 @@ class ControlPlane(Stopping):
         self.grace_period = grace_period
         # Plugins keep no state between cycles (as in the simulator): one set serves all.
         self._hooks = Hooks(profile.plugins())
-        self._clocked = any(getattr(p, "time_dependent", False) for p in profile.plugins())
+        self._clocked = any(getattr(p, "time_dependent", False) for p in profile.plugins()) \
+            or bool(PREEMPTING_ACTIONS.intersection(profile.doc.actions))
         self._admission = AdmissionCheck(self.nodes, self.virtual_clusters,
                                          self.priority_classes, profile)
         self._admission_lock = threading.Lock()
@@ -146,6 +147,11 @@ class ControlPlane(Stopping):
         self._ending: dict[str, tuple[JobState, str]] = {}
         """Jobs being stopped → the terminal state and cause they get when all have stopped."""
         self._ports = MasterPorts(executor.root / "control" / "master-ports")
+        self._handover = Handover()
+        """Evicted tasks still stopping, and the bound tasks that wait for them."""
+        self._membership = Membership(executor.root / "control" / "membership")
+        self.regrow_at: float | None = None
+        """When the latest cycle's elastic action can grow a job next (the clock's time)."""
         self._waiting = WaitingReasons()
         """Per waiting job, the reason last written to its history, and when."""
         self._looping = False
@@ -299,6 +305,9 @@ class ControlPlane(Stopping):
                     self.run_cycle()
                     ended = time.monotonic()
                     next_cycle = ended + self.interval
+                    if self.regrow_at is not None:  # an elastic job may grow sooner
+                        next_cycle = min(next_cycle, ended + max(
+                            MIN_CYCLE_GAP, self.regrow_at - self.clock()))
                     earliest = ended + max(MIN_CYCLE_GAP,
                                            CYCLE_BACKOFF * self.last_cycle_seconds)
             except Exception:  # keep serving: a store hiccup must not kill the loop
@@ -334,27 +343,22 @@ class ControlPlane(Stopping):
     def start(self) -> None:
         """Rebuild the model from the store and take charge of every task that holds
         resources: adopt live processes, collect outcomes recorded while we were down,
-        launch bound tasks never launched, and finish stops that were under way."""
+        finish stops and evictions that were under way, and launch bound tasks never
+        launched (once the evicted tasks on their node have stopped)."""
         jobs = self.repository.snapshot_jobs()
-        self._model = SchedulerModel(self.nodes, self.virtual_clusters,
-                                     self.priority_classes, now=self.clock())
-        self._model.add_jobs(jobs)
         self._ending = self.repository.stopping_jobs()
+        self._model, evicted = self._model_of(jobs, self.virtual_clusters)
         records = self.repository.task_records(j.name for j in jobs)
+        for ref in evicted:  # first: bound tasks on their nodes wait for them
+            self._resume_eviction(records[ref])
         for job in jobs:
             stopping = job.name in self._ending
-            # RELEASING with no stop recorded: a stop stored before stops had outcomes.
-            legacy = not stopping and any(t.state is TaskState.RELEASING for t in job.tasks)
             if stopping:
                 self._stop_wanting(job.name)
             for task in job.tasks:
-                if task.state.holds_resources:
+                if task.state.holds_resources and task.ref not in evicted:
                     self._take_over(records[task.ref])
-            if legacy:
-                failed = any(t.state is TaskState.FAILED for t in job.tasks)
-                self._teardown(job.name, JobState.FAILED if failed else JobState.CANCELLED,
-                               "stop resumed after a control-plane restart")
-            elif stopping:
+            if stopping:
                 self._signal(job.name)
                 self._maybe_end(job.name)
             elif not any(ref.job == job.name for ref in self._tasks):
@@ -362,23 +366,16 @@ class ControlPlane(Stopping):
         self.repository.revoke_job_tokens()  # of jobs that ended while we were down
         for name, cause in orphaned(self._model).items():
             self._cancel(name, cause)
+        self._membership.refresh(self._model)
 
     def _take_over(self, rec: TaskRecord) -> None:
         ref = rec.ref
         if rec.pid:
-            status_path = self.executor.task_dir(ref.job, ref.group, ref.index,
-                                                 rec.attempts) / STATUS_FILE
-            handle = self.executor.adopt(rec.pid, rec.pid_start_time or 0.0, status_path)
-            if handle is None:
-                # Gone with no recorded outcome: a handle on it polls as LOST.
-                out, err = self.executor.log_paths(ref.job, ref.group, ref.index)
-                handle = RunningTask(ref.job, ref.group, ref.index, rec.attempts, rec.pid,
-                                     rec.pid_start_time or 0.0, out, err, status_path)
-            self._tasks[ref] = Tracked(handle, rec.state)
+            self._tasks[ref] = Tracked(self._adopt(rec), rec.state)
         elif rec.state is TaskState.RELEASING:
             self._stopped(ref, "before it was launched", None)
-        else:
-            self._launch(rec)  # idempotent: a claimed attempt is re-adopted, not restarted
+        else:  # idempotent: a claimed attempt is re-adopted, not restarted
+            self._launch_when_free(rec)
 
     def _settle(self, name: str) -> None:
         """Apply what the job's recorded task states decide (after a task succeeded, or at
@@ -393,9 +390,7 @@ class ControlPlane(Stopping):
         of virtual clusters and priority classes changed (`reload_catalog`)."""
         try:
             jobs = self.repository.snapshot_jobs()
-            model = SchedulerModel(self.nodes, self._with_carvings(self.virtual_clusters),
-                                   self.priority_classes, now=self.clock())
-            model.add_jobs(jobs)
+            model, _ = self._model_of(jobs, self._with_carvings(self.virtual_clusters))
         except Exception:
             log.exception("cannot rebuild the scheduler model from the store")
             return
@@ -428,6 +423,7 @@ class ControlPlane(Stopping):
         for action in self._actions:
             action.execute(session)
         decisions = session.close()
+        self.regrow_at = session.regrow_at
         self.last_cycle_seconds = time.perf_counter() - started
         self.cycles += 1
         self.last_decisions = decisions
@@ -440,12 +436,18 @@ class ControlPlane(Stopping):
         self._waiting.replace(decisions.pending_by_job(), model.now)
         self._waiting.flush(self.repository)
         self._consider_scale_up()
-        if decisions.binds:
+        if decisions.binds or decisions.evictions:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
-            self.repository.record_binds(decisions.binds, cause)
+            self.repository.record_binds(decisions.binds, cause, decisions.evictions)
+            for evict in decisions.evictions:
+                self._evict(evict)
             records = self.repository.task_records({b.task.job for b in decisions.binds})
             for bind in decisions.binds:
-                self._launch(records[bind.task])
+                self._launch_when_free(records[bind.task])
+        for resize in decisions.resizes:
+            log.info("job %s: %s resized to %d (%s)", resize.job, resize.group,
+                     resize.replicas, resize.reason)
+        self._membership.refresh(model)
         return decisions
 
     def _record_reservations(self, changes: list[Reserve]) -> None:
@@ -459,7 +461,7 @@ class ControlPlane(Stopping):
     def _cycle_is_moot(self) -> bool:
         """Whether the cycle an event asks for would surely place nothing (see
         `SchedulerModel.cycle_may_place`): then it is skipped, and the periodic cycle still
-        runs. This loop never evicts; a profile whose order moves with the clock always
+        runs. A profile whose order moves with the clock, or that preempts, always
         cycles."""
         return not self._clocked and not self.model.cycle_may_place()
 
@@ -481,8 +483,10 @@ class ControlPlane(Stopping):
         ref = rec.ref
         try:
             info = self.model.jobs[ref.job]
-            spec = launch_spec(info.job, rec, self._ports.get(ref.job),
-                               self._credentials.env(info.job, info.account))
+            env = {**self._credentials.env(info.job, info.account),
+                   **self._membership.env(info)}
+            spec = launch_spec(info.job, rec, self._ports.get(ref.job), env,
+                               info.elastic_size() if info.job.elastic is not None else None)
             handle = self.executor.launch(spec)
         except (ValueError, OSError) as exc:
             self._task_failed(ref, f"cannot launch: {exc}", None, "a failed launch")
@@ -509,18 +513,27 @@ class ControlPlane(Stopping):
             ended = True
             self._task_ended(ref, tracked, status)
         if ended:
+            self._membership.refresh(self.model)
             self.wake.set()
         return ended
 
     def _task_ended(self, ref: TaskRef, tracked: Tracked, status: TaskStatus) -> None:
         how, code = describe(status), exit_code_of(status)
-        if ref.job in self._ending or tracked.state is TaskState.RELEASING:
+        if self._handover.is_evicting(ref):
+            ready = self._handover.stopped(ref)
+            if ref.job in self._ending:
+                self._stopped(ref, how, code)
+                self._maybe_end(ref.job)
+            else:
+                self._evicted_stopped(ref, how, code)
+            self._launch_ready(ready)
+        elif ref.job in self._ending or tracked.state is TaskState.RELEASING:
             self._stopped(ref, how, code)
             self._maybe_end(ref.job)
         elif status.task_state() is TaskState.SUCCEEDED:
             self.repository.transition_task(ref, TaskState.SUCCEEDED, f"process {how}",
                                             exit_code=code)
-            self._finish_task(ref)
+            self.model.task_succeeded(ref)
             self._settle(ref.job)
         else:
             self._task_failed(ref, f"process {how}", code, retry_reason(status))
@@ -563,6 +576,10 @@ class ControlPlane(Stopping):
             self._teardown(name, final, decision.cause, failed)
 
     # ---- stopping jobs ----------------------------------------------------------------------
+
+    def _stop_wanting(self, name: str) -> None:
+        super()._stop_wanting(name)
+        self._handover.forget_job(name)
 
     def _admit(self, job: Job) -> None:
         """Add a just-stored job to the model. It is the job as the store returned it, so no

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from shoal.api import Job, JobState, TaskRef, TaskState
 from shoal.executors.local import LocalExecutor, RunningTask
+from shoal.executors.wrapper import STATUS_FILE
 from shoal.scheduler.model import SchedulerModel
 from shoal.store import Repository
-from shoal.store.repository import FailedTask
+from shoal.store.repository import FailedTask, TaskRecord
 
 
 @dataclass(slots=True)
@@ -54,6 +55,23 @@ class Stopping:
 
     def _job_done(self, job: Job) -> None:
         raise NotImplementedError
+
+    def _launch(self, rec: TaskRecord) -> None:
+        raise NotImplementedError
+
+    def _adopt(self, rec: TaskRecord) -> RunningTask:
+        """A handle on the recorded process of `rec` (one that polls LOST if it is gone)."""
+        ref = rec.ref
+        assert rec.pid
+        status_path = self.executor.task_dir(ref.job, ref.group, ref.index,
+                                             rec.attempts) / STATUS_FILE
+        handle = self.executor.adopt(rec.pid, rec.pid_start_time or 0.0, status_path)
+        if handle is None:
+            # Gone with no recorded outcome: a handle on it polls as LOST.
+            out, err = self.executor.log_paths(ref.job, ref.group, ref.index)
+            handle = RunningTask(ref.job, ref.group, ref.index, rec.attempts, rec.pid,
+                                 rec.pid_start_time or 0.0, out, err, status_path)
+        return handle
 
     def _cancel(self, name: str, cause: str) -> None:
         job = self.repository.get_job(name)

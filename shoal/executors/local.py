@@ -159,6 +159,7 @@ def task_env(spec: TaskLaunch, base: Mapping[str, str]) -> dict[str, str]:
         "SHOAL_JOB": spec.job,
         "SHOAL_TASK_GROUP": spec.group,
         "SHOAL_TASK_INDEX": str(spec.index),
+        "SHOAL_ATTEMPT": str(spec.attempt),
         "SHOAL_WORLD_SIZE": str(spec.world_size),
         "SHOAL_RANK": str(spec.rank),
         "RANK": str(spec.rank),

@@ -31,8 +31,9 @@ class TaskInfo:
 
 
 class JobInfo:
-    __slots__ = ("account", "blocker", "gang_minimum", "holding", "job", "pending", "priority",
-                 "queue", "queueing", "reason", "resized", "running", "stopping", "surplus")
+    __slots__ = ("account", "blocker", "finishing", "gang_minimum", "holding", "job", "pending",
+                 "priority", "queue", "queueing", "reason", "resized", "running", "stopping",
+                 "surplus")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
@@ -60,6 +61,10 @@ class JobInfo:
         """The elastic group's surplus indices that do not run, lowest first."""
         self.stopping = False
         """Withdrawn: it is being stopped and wants nothing placed, nor resized."""
+        self.finishing = any(t.state is TaskState.SUCCEEDED for t in job.tasks)
+        """One of its tasks has succeeded: its work is ending, its other tasks follow. The
+        elastic action neither grows nor repairs it (live, tasks end one by one; putting
+        a finishing job back to an allowed size would stop healthy tasks)."""
         self.resized: float | None = None
         """When the elastic action last changed its size, if it did since the job was added
         (starts of its tasks count too: `shoal.scheduler.actions.elastic`)."""
@@ -110,6 +115,12 @@ class JobInfo:
     def is_surplus(self, group: str, index: int) -> bool:
         elastic = self.job.elastic
         return elastic is not None and elastic.is_surplus(group, index)
+
+    def wants(self, group: str, index: int) -> bool:
+        """Whether the task waits to be placed (pending, or surplus not running)."""
+        if self.is_surplus(group, index):
+            return index in self.surplus
+        return index in self.pending.get(group, ())
 
     def take(self, group: str, index: int) -> None:
         if self.is_surplus(group, index):

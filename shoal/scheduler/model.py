@@ -218,6 +218,35 @@ class SchedulerModel:
                 self._release(info, task)
                 return
 
+    def task_succeeded(self, ref: TaskRef) -> None:
+        """A task ended successfully: as `finish_task`, and its job is finishing."""
+        self.finish_task(ref)
+        info = self.jobs.get(ref.job)
+        if info is not None:
+            info.finishing = True
+
+    def hold_back(self, ref: TaskRef) -> None:
+        """Evicted task `ref` still has a process that is stopping: it is not placed again
+        until `task_stopped` (the control loop's handover, `shoal.control.handover`). A
+        cycle's eviction already gave its resources to others and wanted it again."""
+        info = self.jobs.get(ref.job)
+        if info is None or not info.wants(ref.group, ref.index):
+            return
+        info.take(ref.group, ref.index)
+        if not info.pending:
+            self.waiting.pop(ref.job, None)
+
+    def task_stopped(self, ref: TaskRef) -> None:
+        """A held-back task's process is gone: it wants a node again."""
+        info = self.jobs.get(ref.job)
+        if info is None or info.stopping or info.wants(ref.group, ref.index) \
+                or any(t.ref == ref for t in info.running):
+            return
+        info.give_back(ref.group, ref.index)
+        if info.pending:
+            self.waiting[ref.job] = info
+        self.unblock()
+
     def withdraw(self, name: str) -> None:
         """The job wants no more tasks placed (it is being stopped); what its tasks hold
         stays held until each one is finished or released."""

@@ -165,8 +165,9 @@ def _builtin(name: str) -> Profile:
 BUILTIN_PROFILES = {
     "default": """
 name: default
-description: Gang scheduling with priorities, virtual-cluster quotas and bin-packing.
-actions: "enqueue, allocate, backfill"
+description: Gang scheduling with priorities, virtual-cluster quotas and bin-packing; elastic
+  jobs grow step by step into what is idle.
+actions: "enqueue, allocate, backfill, elastic"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity}, {name: placement}]

@@ -120,6 +120,12 @@ class Session:
     def min_tasks(self, job: JobInfo) -> int:
         return max((p.min_tasks(job) for p in self.hooks.job_readies), default=1)
 
+    def startable(self, job: JobInfo) -> bool:
+        """Whether enough of the job's tasks wait to be placed to make it ready: not so
+        while some of a gang's tasks are held back because their evicted processes are
+        still stopping (`SchedulerModel.hold_back`)."""
+        return job.pending_count() >= self.min_tasks(job)
+
     def job_ready(self, job: JobInfo) -> bool:
         return all(p.job_ready(job) for p in self.hooks.job_readies) and job.holding > 0
 

@@ -2,9 +2,10 @@
 
 Every public method is all-or-nothing: it runs in one transaction and, on any error, stores
 nothing. State changes go through the lifecycle tables of `shoal.api.lifecycle` and leave an
-event with their cause. `record_binds` persists a whole cycle's binds at once: the control
-plane calls it *before* launching anything, so a crash never loses a decision nor launches a
-task twice. Users and tokens are `shoal.store.accounts`' (a base class of `Repository`).
+event with their cause. `record_binds` persists a whole cycle's evictions and binds at
+once: the control plane calls it *before* stopping or launching anything, so a crash never
+loses a decision nor launches a task twice. Users and tokens are `shoal.store.accounts`' (a
+base class of `Repository`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from shoal.api import (
     JOB_LIFECYCLE,
     TASK_LIFECYCLE,
     Bind,
+    Evict,
     Job,
     JobState,
     Node,
@@ -363,25 +365,55 @@ class Repository(Accounts):
         if JobState(row.state) is not JobState.PENDING:
             self._move_job(s, row, JobState.PENDING, cause)
 
-    def record_binds(self, binds: Sequence[Bind], cause: str) -> None:
-        """Persist one cycle's binds together: tasks → BOUND on their node and GPUs, and each
-        job whose gang minimum is now held → RUNNING. Any bad bind stores none of them."""
+    def record_binds(self, binds: Sequence[Bind], cause: str,
+                     evictions: Sequence[Evict] = ()) -> None:
+        """Persist one cycle's evictions and binds together. An evicted task that has a
+        process goes RELEASING (its node and pid kept: it is stopped, then PENDING,
+        `evicted_task_stopped`); one that never started goes straight back to PENDING. A job
+        left holding none of its tasks goes back to PENDING. Bound tasks → BOUND on their
+        node and GPUs, and each job whose gang minimum is now held → RUNNING. Any bad move
+        stores none of them."""
         with self.store.sessions.begin() as s:
             jobs: dict[str, JobRow] = {}
+
+            def job_of(name: str) -> JobRow:
+                if name not in jobs:
+                    jobs[name] = self._job_row(s, name, lock=True)
+                return jobs[name]
+
+            for evict in evictions:
+                row = self._task_in(job_of(evict.task.job), evict.task)
+                self._move_task(s, row, evict.task, TaskState.RELEASING,
+                                f"evicted: {evict.reason}")
+                if not row.pid:
+                    self._move_task(s, row, evict.task, TaskState.PENDING,
+                                    "stopped before it was launched")
             for bind in binds:
-                if bind.task.job not in jobs:
-                    jobs[bind.task.job] = self._job_row(s, bind.task.job, lock=True)
-                row = self._task_in(jobs[bind.task.job], bind.task)
+                row = self._task_in(job_of(bind.task.job), bind.task)
                 self._move_task(s, row, bind.task, TaskState.BOUND, cause)
                 row.node = bind.node
                 row.gpus = list(bind.gpus)
+            evicted = {e.task.job: e.reason for e in evictions}
             for job_row in jobs.values():
                 job = convert.job_from_row(job_row)
-                held = sum(1 for t in job.tasks if t.state.holds_resources)
+                held = sum(1 for t in job.tasks
+                           if t.state in (TaskState.BOUND, TaskState.RUNNING))
                 if job.state is JobState.PENDING and held >= job.gang_minimum:
                     self._move_job(s, job_row, JobState.RUNNING,
                                    f"{held} of {job.replicas} tasks bound "
                                    f"(gang minimum {job.gang_minimum}): {cause}")
+                elif job.state is JobState.RUNNING and held == 0 and job.name in evicted:
+                    self._move_job(s, job_row, JobState.PENDING,
+                                   f"evicted whole: {evicted[job.name]}")
+
+    def evicted_task_stopped(self, ref: TaskRef, how: str, exit_code: int | None) -> None:
+        """An evicted task's process is gone: RELEASING → PENDING, to be placed again as a
+        new attempt. However its process ended, this is no failure and costs no retry."""
+        with self.store.sessions.begin() as s:
+            row = self._task_row(s, ref)
+            if exit_code is not None:
+                row.exit_code = exit_code
+            self._move_task(s, row, ref, TaskState.PENDING, f"stopped after eviction ({how})")
 
     def _job_row(self, s: Session, name: str, *, lock: bool = False) -> JobRow:
         query = select(JobRow).where(JobRow.name == name).options(selectinload(JobRow.tasks))

@@ -4,12 +4,12 @@ executor root stand for a control plane before and after a crash)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from shoal.api import Node, Resources
+from shoal.api import Node, PriorityClass, Resources
 from shoal.control import ControlPlane
 from shoal.executors.local import LocalExecutor
 from shoal.scheduler.profile import Profile
@@ -38,14 +38,20 @@ def node() -> Node:
 
 @pytest.fixture
 def make_plane(repo: Repository, node: Node, tmp_path: Path
-               ) -> Iterator[Callable[[], ControlPlane]]:
-    """Each call is a fresh control plane (and executor instance) on the same state."""
+               ) -> Iterator[Callable[..., ControlPlane]]:
+    """Each call is a fresh control plane (and executor instance) on the same state; its
+    arguments: a profile (default: the default one), priority classes (stored too), and
+    the grace period."""
     planes: list[ControlPlane] = []
 
-    def make() -> ControlPlane:
-        executor = LocalExecutor(tmp_path / "shoal", grace_period=GRACE)
-        plane = ControlPlane(repo, executor, [node], Profile.default(), interval=0.1,
-                             grace_period=GRACE)
+    def make(profile: Profile | None = None, priority_classes: Sequence[PriorityClass] = (),
+             grace_period: float = GRACE) -> ControlPlane:
+        for pc in priority_classes:
+            repo.put_priority_class(pc)
+        executor = LocalExecutor(tmp_path / "shoal", grace_period=grace_period)
+        plane = ControlPlane(repo, executor, [node], profile or Profile.default(),
+                             priority_classes=priority_classes, interval=0.1,
+                             grace_period=grace_period)
         planes.append(plane)
         return plane
 

@@ -1,44 +1,237 @@
-"""An elastic job under the live control loop, which does not resize jobs yet: it runs at its
-minimum, its tasks see that world size and their ranks, and it succeeds once they have —
-the surplus it never ran is not waited for. A profile that would resize is refused."""
+"""Elastic jobs and evictions under the live control loop, with real processes (seed 001).
+
+An elastic job grows into idle GPUs one allowed step at a time: each new task learns the
+size it starts into, and the membership file follows every change. A higher-priority job
+takes surplus back: the evicted tasks get SIGTERM and their grace, the preemptor's tasks
+start only once they have exited (no GPU used twice), the evicted tasks go back to PENDING
+without a failure, and the job grows again when the GPUs are free. A gang evicted whole
+goes back to PENDING and runs again later. A restart in the middle of an eviction finishes
+it."""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from control_support import finished, job, state_of, step_until
+from control_support import PY, finished, job, state_of, step_until
 
-from shoal.api import Elasticity, JobState, Node, ScaleStep, TaskState
+from shoal.api import (
+    Elasticity,
+    Job,
+    JobState,
+    PriorityClass,
+    Resources,
+    ScaleStep,
+    SchedulerName,
+    TaskGroup,
+    TaskState,
+)
 from shoal.control import ControlPlane
-from shoal.control.loop import UnsupportedProfileError
-from shoal.executors.local import LocalExecutor
 from shoal.scheduler.profile import Profile
-from shoal.store import Repository
+
+CLASSES = (PriorityClass("high", 1000), PriorityClass("low", 10))
+
+#: A task that records what it was told and when it started, then runs until `release`
+#: exists. On SIGTERM it takes 0.3 s (a checkpoint), records when it stopped, and exits 143.
+WORKER = """
+import json, os, signal, sys, time
+out = sys.argv[1]
+me = f"{os.environ['SHOAL_JOB']}-{os.environ['SHOAL_TASK_INDEX']}-{os.environ['SHOAL_ATTEMPT']}"
+def stop(*_):
+    time.sleep(0.3)
+    open(os.path.join(out, me + '.stopped'), 'w').write(repr(time.time()))
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+seen = {k: os.environ.get(k) for k in ('RANK', 'WORLD_SIZE', 'CUDA_VISIBLE_DEVICES',
+                                       'SHOAL_MEMBERSHIP_FILE')}
+seen['started'] = time.time()
+json.dump(seen, open(os.path.join(out, me + '.started'), 'w'))
+while not os.path.exists(os.path.join(out, 'release')):
+    time.sleep(0.05)
+"""
 
 
-def test_an_elastic_job_runs_at_its_minimum_and_ends_with_it(plane: ControlPlane,
-                                                             tmp_path: Path) -> None:
+@pytest.fixture
+def make_elastic_plane(make_plane: Callable[..., ControlPlane]) -> Callable[[], ControlPlane]:
+    """Control planes under the `elastic` profile (preempt, reclaim, elastic), with a grace
+    period long enough for the tasks' SIGTERM handler."""
+    return lambda: make_plane(Profile.load("elastic"), CLASSES, 5.0)
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    made = tmp_path / "out"
+    made.mkdir()
+    return made
+
+
+def worker_job(name: str, out: Path, *, replicas: int, priority: str,
+               elastic: Elasticity | None = None) -> Job:
+    group = TaskGroup("worker", replicas, Resources.of(cpu=500, memory=128, gpu=1),
+                      command=(PY, "-c", WORKER, str(out)))
+    return Job(name, (group,), scheduler_name=SchedulerName.SHOAL, priority_class=priority,
+               elastic=elastic, submitted=time.time())
+
+
+def started(out: Path, name: str, index: int, attempt: int = 1) -> dict[str, object] | None:
+    path = out / f"{name}-{index}-{attempt}.started"
+    if not path.exists():
+        return None
+    try:
+        loaded: dict[str, object] = json.loads(path.read_text())
+    except json.JSONDecodeError:  # being written
+        return None
+    return loaded
+
+
+def stopped_at(out: Path, name: str, index: int, attempt: int = 1) -> float:
+    return float((out / f"{name}-{index}-{attempt}.stopped").read_text())
+
+
+def task_states(plane: ControlPlane, name: str) -> list[TaskState]:
+    stored = plane.repository.get_job(name)
+    assert stored is not None
+    return [t.state for t in sorted(stored.tasks, key=lambda t: t.index)]
+
+
+def membership(plane: ControlPlane, name: str) -> dict[str, object]:
+    path = plane.executor.root / "control" / "membership" / f"{name}.json"
+    loaded: dict[str, object] = json.loads(path.read_text())
+    return loaded
+
+
+#: 1 → 4 by powers of two; the cooldown makes each step a cycle of its own (a job's start
+#: counts as a size change).
+STRETCHY = Elasticity("worker", 1, 4, ScaleStep.POWER_OF_TWO, scale_cooldown=0.3)
+
+
+def grown_to_four(plane: ControlPlane, out: Path) -> None:
+    plane.submit(worker_job("stretchy", out, replicas=4, priority="low", elastic=STRETCHY))
+    step_until(plane, lambda: all(started(out, "stretchy", i) for i in range(4)))
+
+
+def test_an_elastic_job_grows_step_by_step_and_its_tasks_learn_the_size(
+        make_elastic_plane: Callable[[], ControlPlane], out: Path) -> None:
+    plane = make_elastic_plane()
+    plane.start()
+    grown_to_four(plane, out)
+    told = {i: started(out, "stretchy", i) for i in range(4)}
+    # 1 → 2 → 4: each task starts into the size its step made.
+    assert [(t or {})["WORLD_SIZE"] for t in told.values()] == ["1", "2", "4", "4"]
+    assert [(t or {})["RANK"] for t in told.values()] == ["0", "1", "2", "3"]
+    assert sorted((t or {})["CUDA_VISIBLE_DEVICES"] for t in told.values()) == \
+        ["0", "1", "2", "3"]
+    member_file = str(plane.executor.root / "control" / "membership" / "stretchy.json")
+    assert {(t or {})["SHOAL_MEMBERSHIP_FILE"] for t in told.values()} == {member_file}
+    now = membership(plane, "stretchy")
+    assert (now["version"], now["worldSize"], now["replicas"]) == (3, 4, {"worker": 4})
+    assert [(m["index"], m["rank"]) for m in now["members"]] == \
+        [(0, 0), (1, 1), (2, 2), (3, 3)]  # type: ignore[index, union-attr]
+    assert [r.replicas for r in (plane.last_decisions.resizes if plane.last_decisions
+                                 else [])] in ([], [4])
+    (out / "release").touch()
+    step_until(plane, finished(plane, "stretchy"))
+    assert state_of(plane, "stretchy") is JobState.SUCCEEDED
+    assert not (plane.executor.root / "control" / "membership" / "stretchy.json").exists()
+
+
+def test_a_preemptor_waits_for_the_surplus_it_takes_to_stop(
+        make_elastic_plane: Callable[[], ControlPlane], out: Path) -> None:
+    plane = make_elastic_plane()
+    plane.start()
+    grown_to_four(plane, out)
+    plane.submit(worker_job("urgent", out, replicas=2, priority="high"))
+    plane.step()
+    # The surplus 2 and 3 are being stopped; the urgent tasks are bound, not started.
+    assert task_states(plane, "stretchy") == [TaskState.RUNNING, TaskState.RUNNING,
+                                              TaskState.RELEASING, TaskState.RELEASING]
+    assert task_states(plane, "urgent") == [TaskState.BOUND, TaskState.BOUND]
+    assert membership(plane, "stretchy")["worldSize"] == 2
+    step_until(plane, lambda: all(started(out, "urgent", i) for i in range(2)))
+    last_victim = max(stopped_at(out, "stretchy", i) for i in (2, 3))
+    first_start = min(float((started(out, "urgent", i) or {})["started"])  # type: ignore[arg-type]
+                      for i in range(2))
+    assert first_start >= last_victim  # no GPU was used by two processes at once
+    stored = plane.repository.get_job("stretchy")
+    assert stored is not None and stored.state is JobState.RUNNING
+    surplus = sorted(stored.tasks, key=lambda t: t.index)[2:]
+    assert [(t.state, t.retries) for t in surplus] == [(TaskState.PENDING, 0)] * 2
+    events = [e.cause for e in plane.repository.job_events("stretchy")]
+    assert any(c.startswith("evicted:") for c in events)
+    assert any(c.startswith("stopped after eviction (exited with code 143") for c in events)
+    # The urgent job leaves: the GPUs come back and the job grows again, as new attempts.
+    plane.cancel("urgent")
+    step_until(plane, lambda: all(started(out, "stretchy", i, attempt=2) for i in (2, 3)))
+    assert [(started(out, "stretchy", i, attempt=2) or {})["WORLD_SIZE"] for i in (2, 3)] \
+        == ["4", "4"]
+    assert membership(plane, "stretchy")["worldSize"] == 4
+    (out / "release").touch()
+    step_until(plane, finished(plane, "stretchy"))
+    assert state_of(plane, "stretchy") is JobState.SUCCEEDED
+
+
+def test_a_gang_evicted_whole_waits_and_runs_again(
+        make_elastic_plane: Callable[[], ControlPlane], out: Path) -> None:
+    plane = make_elastic_plane()
+    plane.start()
+    plane.submit(worker_job("batch", out, replicas=3, priority="low"))
+    step_until(plane, lambda: all(started(out, "batch", i) for i in range(3)))
+    plane.submit(worker_job("urgent", out, replicas=2, priority="high"))
+    plane.step()
+    # Two GPUs free would not do: the gang of three is evicted whole, never left at one.
+    assert task_states(plane, "batch") == [TaskState.RELEASING] * 3
+    assert state_of(plane, "batch") is JobState.PENDING
+    step_until(plane, lambda: all(started(out, "urgent", i) for i in range(2)))
+    assert task_states(plane, "batch") == [TaskState.PENDING] * 3
+    plane.cancel("urgent")
+    step_until(plane, lambda: all(started(out, "batch", i, attempt=2) for i in range(3)))
+    assert state_of(plane, "batch") is JobState.RUNNING
+    (out / "release").touch()
+    step_until(plane, finished(plane, "batch"))
+    assert state_of(plane, "batch") is JobState.SUCCEEDED
+
+
+def test_a_restart_in_the_middle_of_an_eviction_finishes_it(
+        make_elastic_plane: Callable[[], ControlPlane], out: Path) -> None:
+    first = make_elastic_plane()
+    first.start()
+    grown_to_four(first, out)
+    first.submit(worker_job("urgent", out, replicas=2, priority="high"))
+    first.step()
+    assert task_states(first, "stretchy")[2:] == [TaskState.RELEASING] * 2
+    # The control plane dies here; its successor finds the eviction under way.
+    second = make_elastic_plane()
+    second.start()
+    assert task_states(second, "urgent") == [TaskState.BOUND, TaskState.BOUND]
+    step_until(second, lambda: all(started(out, "urgent", i) for i in range(2)))
+    last_victim = max(stopped_at(out, "stretchy", i) for i in (2, 3))
+    assert min(float((started(out, "urgent", i) or {})["started"])  # type: ignore[arg-type]
+               for i in range(2)) >= last_victim
+    assert task_states(second, "stretchy") == [TaskState.RUNNING, TaskState.RUNNING,
+                                               TaskState.PENDING, TaskState.PENDING]
+    assert not any(started(out, "stretchy", i, attempt=2) for i in (2, 3))
+    (out / "release").touch()
+    step_until(second, lambda: finished(second, "urgent")() and finished(second, "stretchy")())
+
+
+def test_without_the_elastic_action_a_job_runs_at_its_minimum(
+        make_plane: Callable[..., ControlPlane], tmp_path: Path) -> None:
+    """A profile without the elastic action never grows it: it runs at its minimum and ends
+    without waiting for the surplus it never ran."""
+    plane = make_plane(Profile.load("strict-fifo"))
+    plane.start()
     code = (f"import json, os; json.dump({{k: os.environ[k] for k in ('RANK', 'WORLD_SIZE')}}, "
             f"open(os.path.join({str(tmp_path)!r}, 'rank-' + os.environ['RANK']), 'w'))")
-    elastic = replace(job("stretchy", code, replicas=4),
-                      elastic=Elasticity("worker", 2, 4, ScaleStep.POWER_OF_TWO))
-    plane.submit(elastic)
+    stretchy = replace(job("stretchy", code, replicas=4),
+                       elastic=Elasticity("worker", 2, 4, ScaleStep.POWER_OF_TWO))
+    plane.submit(stretchy)
     step_until(plane, finished(plane, "stretchy"))
     assert state_of(plane, "stretchy") is JobState.SUCCEEDED
     seen = sorted(sorted(json.loads(p.read_text()).items()) for p in tmp_path.glob("rank-*"))
     assert seen == [[("RANK", "0"), ("WORLD_SIZE", "2")], [("RANK", "1"), ("WORLD_SIZE", "2")]]
-    stored = plane.repository.get_job("stretchy")
-    assert stored is not None
-    assert [t.state for t in stored.tasks] == [TaskState.SUCCEEDED, TaskState.SUCCEEDED,
-                                               TaskState.CANCELLED, TaskState.CANCELLED]
-
-
-def test_a_profile_that_resizes_is_refused(repo: Repository, node: Node,
-                                          tmp_path: Path) -> None:
-    executor = LocalExecutor(tmp_path / "shoal")
-    with pytest.raises(UnsupportedProfileError,
-                       match="uses elastic, preempt, reclaim: the control loop does not"):
-        ControlPlane(repo, executor, [node], Profile.load("elastic"))
+    assert task_states(plane, "stretchy") == [TaskState.SUCCEEDED, TaskState.SUCCEEDED,
+                                              TaskState.CANCELLED, TaskState.CANCELLED]

@@ -43,12 +43,13 @@ def jct(result: SimResult, name: str) -> float:
 
 
 def test_an_elastic_job_grows_into_idle_gpus_and_finishes_sooner() -> None:
-    # 8 GPUs of work for 800 s. At its minimum (the default profile never grows it): 2
+    # 8 GPUs of work for 800 s. At its minimum (strict-fifo has no elastic action): 2
     # GPUs, 4 times slower. Elastic: placed at 2 and grown to 4 in the same cycle (no
     # cooldown), to 8 in the next one, 5 s later.
     stretchy = job("stretchy", 0.0, 8, 800.0, low=2)
-    at_minimum = jct(run([stretchy], "default"), "stretchy")
+    at_minimum = jct(run([stretchy], "strict-fifo"), "stretchy")
     grown = jct(run([stretchy], "elastic"), "stretchy")
+    assert jct(run([stretchy], "default"), "stretchy") == pytest.approx(grown)
     assert at_minimum == pytest.approx(3200.0)
     # 5 s at 4 GPUs (half the rate), then full speed for the rest.
     assert grown == pytest.approx(5.0 + (800.0 - 5 * 0.5), rel=1e-6)

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 from store_helpers import make_job
 
-from shoal.api import Bind, IllegalTransitionError, JobState, Resources, TaskRef, TaskState
+from shoal.api import (
+    Bind,
+    Evict,
+    IllegalTransitionError,
+    JobState,
+    Resources,
+    TaskRef,
+    TaskState,
+)
 from shoal.store import NotFoundError, Repository
 
 
@@ -112,3 +120,41 @@ def test_task_records_carry_the_process_fields(repo: Repository) -> None:
             record.attempts, record.exit_code) == (TaskState.RUNNING, "n1", (1,), 99, 5.5, 1,
                                                    None)
     assert repo.task_records([]) == {}
+
+
+def test_evictions_are_stored_with_the_binds_they_make_room_for(repo: Repository) -> None:
+    repo.submit_job(make_job("low", replicas=2, min_available=3), idempotency_key=None)
+    repo.submit_job(make_job("high", replicas=1, min_available=2), idempotency_key=None)
+    repo.record_binds([bind("low", "master", 0, gpus=()), bind("low", "worker", 0, gpus=(0,)),
+                       bind("low", "worker", 1, gpus=(1,))], "cycle 1")
+    for index, pid in ((0, 101), (1, 102)):  # the master never started
+        repo.transition_task(TaskRef("low", "worker", index), TaskState.RUNNING, "started",
+                             pid=pid)
+    evicted = [Evict(TaskRef("low", g, i), "n1", "taken for high")
+               for g, i in (("master", 0), ("worker", 0), ("worker", 1))]
+    repo.record_binds([bind("high", "master", 0, gpus=()), bind("high", "worker", 0)],
+                      "cycle 2", evicted)
+    low, high = repo.get_job("low"), repo.get_job("high")
+    assert low is not None and high is not None
+    # Started tasks keep their node and pid until they have stopped; the master goes back.
+    assert {str(t.ref): (t.state, t.node) for t in low.tasks} == {
+        "low/master/0": (TaskState.PENDING, None),
+        "low/worker/0": (TaskState.RELEASING, "n1"),
+        "low/worker/1": (TaskState.RELEASING, "n1")}
+    assert low.state is JobState.PENDING  # evicted whole
+    assert high.state is JobState.RUNNING
+    assert repo.job_events("low")[-1].cause == "evicted whole: taken for high"
+    repo.evicted_task_stopped(TaskRef("low", "worker", 0), "exited with code 143", 143)
+    task = next(t for t in repo.get_job("low").tasks  # type: ignore[union-attr]
+                if t.ref == TaskRef("low", "worker", 0))
+    assert (task.state, task.node, task.retries) == (TaskState.PENDING, None, 0)
+    assert repo.job_events("low")[-1].cause == "stopped after eviction (exited with code 143)"
+
+
+def test_a_bad_eviction_stores_nothing_of_its_cycle(repo: Repository) -> None:
+    repo.submit_job(make_job("a", gang=False), idempotency_key=None)
+    before = (repo.get_job("a"), repo.job_events("a"))
+    with pytest.raises(IllegalTransitionError):  # a pending task cannot be evicted
+        repo.record_binds([bind("a", "worker", 0)], "cycle",
+                          [Evict(TaskRef("a", "worker", 1), "n1", "why")])
+    assert (repo.get_job("a"), repo.job_events("a")) == before

@@ -97,6 +97,12 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
     need = session.min_tasks(job)
     if need <= 0:
         return False  # ready: its surplus waits for the surplus pass
+    if not session.startable(job):
+        job.reason = PendingReason(
+            PendingKind.GANG, f"gang of {need} task{'s' if need != 1 else ''} (minAvailable "
+            f"{job.gang_minimum}): {need - job.pending_count()} of them are still stopping "
+            "after an eviction")
+        return False
     statement = session.statement()
     for group, indices in job.first_pending(need, session.task_order()):
         reason = place_replicas(session, memo, statement, job, group, indices)

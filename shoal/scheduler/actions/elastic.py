@@ -2,8 +2,9 @@
 action left idle, one allowed size at a time.
 
 Which jobs: every elastic job whose guaranteed part is placed (its tasks below `minReplicas`,
-and its other groups: nothing left in `pending`), not being stopped, and that gave nothing up
-to another job in this cycle (`Session.preempted`: what it gave up is that job's now). In
+and its other groups: nothing left in `pending`), not being stopped nor finishing (one of its
+tasks has succeeded: `JobInfo.finishing`), and that gave nothing up to another job in this
+cycle (`Session.preempted`: what it gave up is that job's now). In
 order, the least served first: the fewest GPU-seconds attained (this run and earlier ones,
 as least-attained-service counts them), then the smallest fraction of its maximum, then the
 session's job order (priority, then submission). Attained service first because it is what
@@ -51,7 +52,8 @@ class Elastic:
     def execute(self, session: Session) -> None:
         jobs = [info for info in session.jobs.values()
                 if info.job.elastic is not None and not info.pending and info.running
-                and not info.stopping and info.name not in session.preempted]
+                and not info.stopping and not info.finishing
+                and info.name not in session.preempted]
         jobs.sort(key=lambda info: (info.attained(session.now), _served(info),
                                     session.job_order_key(info)))
         for info in jobs:

@@ -118,7 +118,7 @@ class Preemption:
             return False
         if job.reason is not None and job.reason.kind in _NOT_PREEMPTING:
             return False
-        return session.min_tasks(job) > 0
+        return session.min_tasks(job) > 0 and session.startable(job)
 
     def rank(self, job: JobInfo) -> tuple[Any, ...]:
         key = self._ranks.get(job.name)

@@ -91,6 +91,29 @@ def test_a_surplus_task_that_ends_is_repaired_and_a_stopping_job_never_grows() -
     assert decisions.binds == [] and sizes(model) == {"train": 3}
 
 
+def test_a_finishing_job_is_neither_repaired_nor_grown() -> None:
+    """Live, a job's tasks end one by one: once one has succeeded the job is finishing, and
+    stopping its healthy tasks to restore an allowed size would only lose their work. A
+    task that failed for good leaves the job to be repaired."""
+    for name in ("done", "broken"):
+        model = SchedulerModel([node(4)])
+        model.add_job(elastic_job(name, 1, 4))
+        for now in range(3):
+            cycle(model, now)
+        assert sizes(model) == {name: 4}
+        if name == "done":
+            model.task_succeeded(TaskRef(name, "w", 3))
+            decisions = cycle(model, 3)
+            assert decisions.evictions == [] and decisions.resizes == []
+            assert sizes(model) == {name: 3}
+        else:
+            model.finish_task(TaskRef(name, "w", 3))  # failed, past its retries
+            decisions = cycle(model, 3)
+            assert [(r.replicas, r.reason.split(" ")[0]) for r in decisions.resizes] == [
+                (2, "shrunk")]
+            assert [e.task.index for e in decisions.evictions] == [2]
+
+
 def test_the_job_with_the_least_attained_service_grows_first() -> None:
     """On 5 GPUs at time 0: `veteran` (2 to 8) and `newcomer` (1 to 2) start beside a 1-GPU
     `blocker`, and veteran takes the last GPU. At time 100 the blocker ends: veteran has

@@ -1,10 +1,11 @@
 """The persistent scheduler model: deltas between cycles give the same decisions as a model
-rebuilt from a snapshot."""
+rebuilt from a snapshot; tasks held back while their evicted processes stop."""
 
 from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup, TaskRef
+from shoal.api.decisions import PendingKind
 from shoal.core import Snapshot
 from shoal.scenario import apply
-from shoal.scheduler import run_cycle
+from shoal.scheduler import Profile, run_cycle
 from shoal.scheduler.model import SchedulerModel
 
 NODES = tuple(Node(f"n{i}", Resources.of(cpu=8000, gpu=4)) for i in range(2))
@@ -88,3 +89,25 @@ def test_finish_task_frees_without_requeueing_and_withdraw_stops_wanting() -> No
     model.withdraw("b")
     assert "b" not in model.waiting and not model.jobs["b"].pending
     assert cycle(model) == []
+
+
+def test_a_gang_waits_while_its_held_back_tasks_are_stopping() -> None:
+    """Tasks held back after an eviction (their processes still stopping) are not placed,
+    and a gang is not started from the rest: it waits whole, then starts whole."""
+    model = SchedulerModel([Node("n0", Resources.of(cpu=64_000, memory=512_000, gpu=4))])
+    model.add_job(Job("gang", (TaskGroup("w", 3, Resources.of(cpu=1000, gpu=1)),),
+                      scheduler_name=SchedulerName.SHOAL))
+    for index in (0, 1):
+        model.hold_back(TaskRef("gang", "w", index))
+    for profile in ("default", "elastic"):
+        decided = run_cycle(model, Profile.load(profile))
+        assert decided.binds == [] and decided.evictions == []
+        (reason,) = [p.reason for p in decided.pending]
+        assert reason.kind is PendingKind.GANG and "2 of them are still stopping" in \
+            reason.message
+    model.task_stopped(TaskRef("gang", "w", 0))
+    assert run_cycle(model, Profile.load("default")).binds == []
+    model.task_stopped(TaskRef("gang", "w", 1))
+    model.task_stopped(TaskRef("gang", "w", 1))  # twice: no harm
+    assert sorted(b.task.index for b in run_cycle(model, Profile.load("default")).binds) \
+        == [0, 1, 2]

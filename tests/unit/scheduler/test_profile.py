@@ -10,10 +10,11 @@ from shoal.scheduler.registry import DuplicateNameError
 
 
 def test_builtin_profiles_load() -> None:
-    for name in ("default", "strict-fifo", "spread"):
+    for name, last in (("default", ["elastic"]), ("strict-fifo", []), ("spread", [])):
         profile = Profile.load(name)
         assert profile.name == name
-        assert [a.name for a in profile.actions()] == ["enqueue", "allocate", "backfill"]
+        assert [a.name for a in profile.actions()] == ["enqueue", "allocate", "backfill",
+                                                       *last]
 
 
 def test_registry_refuses_duplicate_names() -> None:

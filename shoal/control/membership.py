@@ -1,0 +1,87 @@
+"""An elastic job's membership file: which of its tasks run now, and its world size.
+
+Seed 001's elastic jobs change size while they run. A task learns the world size through its
+environment when it (re)starts (`WORLD_SIZE`, `SHOAL_WORLD_SIZE`: the size the job has with
+it placed), and while it runs through this file, whose path every task of an elastic job
+gets as `SHOAL_MEMBERSHIP_FILE`. The file is rewritten atomically (write, then rename)
+whenever the job's set of placed tasks changes, with a `version` that grows by one each
+time; a task that polls it sees every size the job passes through. A framework with its own
+rendezvous (torchrun's c10d backend, Horovod's elastic driver) needs no file: its agents
+meet in the rendezvous. The file serves scripts that scale their own way (a data loader
+resharding, a parameter server).
+
+The document (JSON)::
+
+    {"job": "bert", "version": 3, "worldSize": 4,
+     "elasticGroup": "worker", "replicas": {"worker": 4},
+     "members": [{"group": "worker", "index": 0, "rank": 0, "node": "local"}, ...]}
+
+`members` are the tasks placed now (bound or running), ranked as their launch is
+(`shoal.control.launching.rank_of`); tasks being stopped after an eviction are not members.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from shoal.control.launching import rank_of, world_size
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.model import SchedulerModel
+
+#: The variable that tells an elastic job's tasks where their job's membership file is.
+MEMBERSHIP_ENV = "SHOAL_MEMBERSHIP_FILE"
+
+
+class Membership:
+    """The membership files of the elastic jobs of one control plane, under `root`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._written: dict[str, tuple[int, tuple[tuple[str, int, str], ...]]] = {}
+        """Per job: the version last written and the members it listed."""
+
+    def path(self, job: str) -> Path:
+        return self.root / f"{job}.json"
+
+    def env(self, info: JobInfo) -> dict[str, str]:
+        """What an elastic job's task is told about the file (nothing for a rigid job)."""
+        return {} if info.job.elastic is None else {MEMBERSHIP_ENV: str(self.path(info.name))}
+
+    def refresh(self, model: SchedulerModel) -> None:
+        """Rewrite the file of every elastic job whose placed tasks changed since the last
+        write, and remove those of jobs that left the model."""
+        for name, info in model.jobs.items():
+            if info.job.elastic is None:
+                continue
+            members = tuple(sorted((t.ref.group, t.ref.index, model.node(t.node).physical.name)
+                                   for t in info.running))
+            version, last = self._written.get(name, (0, None))
+            if members != last:
+                self._write(info, members, version + 1)
+        for name in [n for n in self._written if n not in model.jobs]:
+            self.forget(name)
+
+    def forget(self, job: str) -> None:
+        self._written.pop(job, None)
+        self.path(job).unlink(missing_ok=True)
+
+    def _write(self, info: JobInfo, members: tuple[tuple[str, int, str], ...],
+               version: int) -> None:
+        job, elastic = info.job, info.job.elastic
+        assert elastic is not None
+        size = info.elastic_size()
+        replicas = {g.name: size if g.name == elastic.group else g.replicas for g in job.groups}
+        document: dict[str, Any] = {
+            "job": job.name, "version": version, "worldSize": world_size(job, size),
+            "elasticGroup": elastic.group, "replicas": replicas,
+            "members": [{"group": g, "index": i, "rank": rank_of(job, g, i, size), "node": n}
+                        for g, i, n in members]}
+        self.root.mkdir(parents=True, exist_ok=True)
+        target = self.path(job.name)
+        temporary = target.with_suffix(".tmp")
+        temporary.write_text(json.dumps(document, indent=1) + "\n")
+        os.replace(temporary, target)
+        self._written[job.name] = (version, members)
