@@ -5,17 +5,21 @@ The 8 workloads of the Pollux OSDI'21 artifact (`../shared/traces/pollux/workloa
 its cluster of 16 nodes × 4 GPUs, through Shoal's simulator with the Pollux application
 model (`shoal/sim/pollux.py`): `fifo` (rigid), `default` (rigid: priority order with
 backfill), `las` (rigid, Tiresias-style least attained service with preemption),
-`elastic` (every job elastic from 1 replica to its requested count) and `las-elastic`
-(elastic jobs under least attained service: `las` with the `elastic` action after it,
-`LAS_ELASTIC` below). Preempted jobs keep their work up to their last checkpoint
+`elastic` and `las-elastic` (every job elastic from 1 replica to its requested count).
+A name may say how its jobs behave after a `+`: `rigid`, `elastic`, or `adaptive` — elastic
+jobs that also adapt their batch size to the replicas they get, as AdaptDL jobs do under
+Pollux (`Application.adaptive_run_time`: the job's choice, not the scheduler's). Without
+one, jobs are elastic under the profiles named for it and rigid under the others, so
+`default` is Shoal's rigid default and `default+elastic` the same profile with its
+`elastic` action at work. Preempted jobs keep their work up to their last checkpoint
 (`--checkpoint`, 60 s by default), as the artifact's jobs checkpoint and restart. Prints one
-JSON object per profile, averaged over the workloads: `profile`, `mean_jct_s`, `makespan_s`,
-`utilization`, `preemptions`, the per-workload mean JCTs, the ratio of its mean JCT to the
-`fifo` run of the same process (`vs_fifo`), and to each published figure (`vs_published`:
-Tiresias 4,038 s, Optimus 5,682 s, Pollux 2,751 s mean JCT over the 8 workloads).
+JSON object per run, averaged over the workloads: `profile`, `jobs` (the mode),
+`mean_jct_s`, `makespan_s`, `utilization`, `preemptions`, the per-workload mean JCTs, the
+ratio of its mean JCT to the `fifo` run of the same process (`vs_fifo`), and to each
+published figure (`vs_published`: Tiresias 4,038 s, Optimus 5,682 s, Pollux 2,751 s mean JCT
+over the 8 workloads).
 
-    uv run python bench/elastic.py [--workloads 1-8]
-                                   [--profiles fifo,default,las,elastic,las-elastic]
+    uv run python bench/elastic.py [--workloads 1-8] [--profiles fifo,las,las-elastic+adaptive]
 """
 
 from __future__ import annotations
@@ -41,15 +45,9 @@ POLLUX = ROOT.parent / "shared" / "traces" / "pollux"
 #: artifact's simulator: Tiresias and Optimus (rigid), and Pollux (goodput-adaptive).
 PUBLISHED = {"tiresias": 4038.0, "optimus": 5682.0, "pollux": 2751.0}
 CLUSTER = "16x4"
-#: Least attained service over elastic jobs: the `las` profile, then the `elastic` action.
-LAS_ELASTIC = {
-    "name": "las-elastic",
-    "actions": "enqueue, allocate, preempt, elastic",
-    "configurations": [{"name": "allocate", "arguments": {"ordering": "global"}}],
-    "tiers": [{"plugins": [{"name": "las"}, {"name": "gang"}]},
-              {"plugins": [{"name": "predicates"}, {"name": "capacity"},
-                           {"name": "placement"}]}]}
-ELASTIC_PROFILES = ("elastic", "las-elastic")
+#: How a run's jobs behave, after a `+` in its name.
+JOB_MODES = ("rigid", "elastic", "adaptive")
+DEFAULT_PROFILES = "fifo,default,las,elastic,las-elastic,default+elastic,las-elastic+adaptive"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pollux", type=Path, default=POLLUX,
                         help="the artifact's directory: traces/ and workloads/")
     parser.add_argument("--workloads", default="1-8", help="e.g. 1-8 or 1,3")
-    parser.add_argument("--profiles", default="fifo,default,las,elastic,las-elastic")
+    parser.add_argument("--profiles", default=DEFAULT_PROFILES)
     parser.add_argument("--checkpoint", type=float, default=60.0,
                         help="seconds between checkpoints: a preempted job keeps its work "
                              "up to the last one (the artifact's jobs checkpoint and "
@@ -68,19 +66,25 @@ def main(argv: list[str] | None = None) -> int:
     cluster = parse_cluster_arg(CLUSTER)
     rows: list[dict[str, object]] = []
     for name in (p.strip() for p in args.profiles.split(",") if p.strip()):
-        profile = Profile.from_dict(LAS_ELASTIC) if name == "las-elastic" \
-            else Profile.load(name)
+        profile_name, _, mode = name.partition("+")
+        mode = mode or ("elastic" if "elastic" in profile_name else "rigid")
+        if mode not in JOB_MODES:
+            parser.error(f"--profiles: {name!r}: the jobs' mode after '+' is one of "
+                         f"{', '.join(JOB_MODES)}")
+        profile = Profile.load(profile_name)
         summaries = []
         start = time.perf_counter()
         for number in workloads:
             path = args.pollux / "workloads" / f"workload-{number}.csv"
-            trace, work = load_pollux(path, applications, elastic=name in ELASTIC_PROFILES)
+            trace, work = load_pollux(path, applications, elastic=mode != "rigid",
+                                      adaptive=mode == "adaptive")
             work = replace(work, checkpoint_interval=args.checkpoint)
             summaries.append(summarize(simulate(trace, cluster, profile,
                                                 SimConfig(work=work))))
         rows.append({
             "benchmark": "elastic",
             "profile": name,
+            "jobs": mode,
             "workloads": workloads,
             "cluster": CLUSTER,
             "mean_jct_s": round(fmean(s.mean_jct_s or 0.0 for s in summaries), 1),

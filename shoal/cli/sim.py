@@ -67,6 +67,9 @@ NodeEventsOpt = Annotated[Path | None, typer.Option(
 ElasticOpt = Annotated[bool, typer.Option(
     "--elastic", help="Pollux workloads: every job elastic from 1 replica to its requested "
                       "count (seed 001; grown by profiles with the elastic action).")]
+AdaptiveOpt = Annotated[bool, typer.Option(
+    "--adaptive-batch", help="Pollux workloads: every job elastic, and adapting its batch size "
+                             "to the replicas it gets, as AdaptDL jobs do under Pollux.")]
 SingleOpt = Annotated[bool, typer.Option("--single-queue", help="Ignore the trace's "
                                          "queue column: every job in `default`.")]
 
@@ -101,6 +104,7 @@ class Inputs:
     map_by: MapBy
     node_events: Path | None
     elastic: bool = False
+    adaptive: bool = False
 
 
 def _prepare(inputs: Inputs) -> tuple[Trace, ClusterDescription, SimConfig]:
@@ -109,11 +113,12 @@ def _prepare(inputs: Inputs) -> tuple[Trace, ClusterDescription, SimConfig]:
     work = _work_model(inputs.speedups, inputs.checkpoint)
     if fmt is TraceFormat.POLLUX:
         trace, pollux = load_pollux_workload(inputs.trace, elastic=inputs.elastic,
-                                             limit=inputs.limit)
+                                             adaptive=inputs.adaptive, limit=inputs.limit)
         # The applications' curves, unless --speedup names a model itself.
         work = replace(work, per_model={**(pollux.per_model or {}), **(work.per_model or {})})
-    elif inputs.elastic:
-        raise ValueError("--elastic applies to Pollux workloads only")
+    elif inputs.elastic or inputs.adaptive:
+        raise ValueError(f"{'--elastic' if inputs.elastic else '--adaptive-batch'} applies to "
+                         "Pollux workloads only")
     else:
         # The gang shape of a trace job depends on the GPUs per node.
         trace = load_trace(inputs.trace, fmt, gpus_per_node=declared.gpus_per_node or 8,
@@ -166,10 +171,11 @@ def run(trace: TraceOpt, cluster: ClusterOpt,
         checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False,
         speedup: SpeedupOpt = None, queue_map: QueueMapOpt = None,
         map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None,
-        elastic: ElasticOpt = False) -> None:
+        elastic: ElasticOpt = False, adaptive_batch: AdaptiveOpt = False) -> None:
     """Replay a trace with one profile and print its summary."""
     _run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
-                    single_queue, speedup, queue_map, map_by, node_events, elastic),
+                    single_queue, speedup, queue_map, map_by, node_events, elastic,
+                    adaptive_batch),
              [profile], out)
 
 
@@ -183,12 +189,12 @@ def compare(trace: TraceOpt, cluster: ClusterOpt,
             checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False,
             speedup: SpeedupOpt = None, queue_map: QueueMapOpt = None,
             map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None,
-            elastic: ElasticOpt = False) -> None:
+            elastic: ElasticOpt = False, adaptive_batch: AdaptiveOpt = False) -> None:
     """Replay one trace with several profiles and print them side by side."""
     names = [p.strip() for p in profiles.split(",") if p.strip()]
     if not names:
         err.print("[bold red]error:[/] --profiles names no profile")
         raise typer.Exit(2)
     _run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
-                    single_queue, speedup, queue_map, map_by, node_events, elastic),
-             names, out)
+                    single_queue, speedup, queue_map, map_by, node_events, elastic,
+                    adaptive_batch), names, out)

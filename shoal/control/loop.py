@@ -134,8 +134,10 @@ class ControlPlane(Evicting):
         self.grace_period = grace_period
         # Plugins keep no state between cycles (as in the simulator): one set serves all.
         self._hooks = Hooks(profile.plugins())
-        self._clocked = any(getattr(p, "time_dependent", False) for p in profile.plugins()) \
-            or bool(PREEMPTING_ACTIONS.intersection(profile.doc.actions))
+        self._always_cycles = bool(PREEMPTING_ACTIONS.intersection(profile.doc.actions)) \
+            or any(getattr(p, "time_dependent", False) for p in profile.plugins())
+        """No event cycle is ever proven moot: the profile's order moves with the clock, or
+        it may evict to place what fits nowhere."""
         self._admission = AdmissionCheck(self.nodes, self.virtual_clusters,
                                          self.priority_classes, profile)
         self._admission_lock = threading.Lock()
@@ -463,7 +465,7 @@ class ControlPlane(Evicting):
         `SchedulerModel.cycle_may_place`): then it is skipped, and the periodic cycle still
         runs. A profile whose order moves with the clock, or that preempts, always
         cycles."""
-        return not self._clocked and not self.model.cycle_may_place()
+        return not self._always_cycles and not self.model.cycle_may_place()
 
     def _note_unplaceable_arrivals(self) -> None:
         """Jobs that arrived on a full cluster wait without a cycle: give them the reason a

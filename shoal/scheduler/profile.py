@@ -251,6 +251,18 @@ tiers:
   - plugins: [{name: las}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
 """,
+    "las-elastic": """
+name: las-elastic
+description: Least attained service over elastic jobs - las, then the elastic action grows
+  jobs into what is idle, the least served first; preemption takes elastic surplus first.
+actions: "enqueue, allocate, preempt, elastic"
+configurations:
+  - name: allocate
+    arguments: {ordering: global}
+tiers:
+  - plugins: [{name: las}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""",
     # ---- end las ---------------------------------------------------------------------------
 }
 

@@ -87,16 +87,18 @@ def load_trace(path: str | Path, fmt: TraceFormat = TraceFormat.AUTO, *, gpus_pe
     return trace
 
 
-def load_pollux_workload(path: str | Path, *, elastic: bool = False,
+def load_pollux_workload(path: str | Path, *, elastic: bool = False, adaptive: bool = False,
                          limit: int | None = None) -> tuple[Trace, WorkModel]:
     """A Pollux workload and its work model (see the module's text); `elastic`: every job
-    elastic from 1 replica to its requested count."""
+    elastic from 1 replica to its requested count; `adaptive`: elastic, and adapting its
+    batch size to the replicas it gets (`shoal.sim.pollux`)."""
     path = Path(path)
     traces = path.resolve().parent.parent / "traces"
     if not traces.is_dir():
         raise TraceError(str(path), None, None, f"no application traces at {traces} (the "
                          "Pollux artifact keeps them in traces/ beside workloads/)")
-    return load_pollux(path, load_applications(traces), elastic=elastic, limit=limit)
+    return load_pollux(path, load_applications(traces), elastic=elastic or adaptive,
+                       adaptive=adaptive, limit=limit)
 
 
 def with_trace_queues(description: ClusterDescription, trace: Trace) -> ClusterDescription:

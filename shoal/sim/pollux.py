@@ -1,5 +1,5 @@
 """The Pollux application model (OSDI'21 artifact, `../shared/traces/pollux/traces/<app>/`),
-for jobs that keep the batch size they were submitted with.
+for jobs that keep the batch size they were submitted with, and for jobs that adapt it.
 
 Each application directory holds measurements on a cluster of 4-GPU nodes:
 
@@ -21,10 +21,22 @@ time on `r` GPUs is `steps × step time`, and its speed-up curve is the inverse 
 time (`shoal.sim.work.TableSpeedup`), for every `r` whose per-replica batch is at least A's
 smallest measured one.
 
+Jobs that adapt their batch size (`adaptive_run_time`, `adaptive_speedup`). Under Pollux,
+each job's AdaptDL library picks its batch size for the GPUs it is given, trading throughput
+against statistical efficiency. The validation files measure that trade: at a larger batch a
+job needs more samples (`iteration × batch` grows) to reach the same `progress`. A job that
+adapts runs, on `r` replicas, with the validated batch size that finishes soonest,
+`min_b steps(b) × step_time(r, b)`, and its speed-up curve is the inverse of that envelope.
+AdaptDL starts a job at the application's initial batch size and may raise it to its
+largest; here every validated batch size is in its range. The choice is the job's, not the
+scheduler's: Shoal's policies see only the speed-up it yields.
+
 Differences from the artifact's model, on purpose:
-- The batch size is the job's own throughout. Pollux's own policy also adapts it
-  (goodput, statistical efficiency from `grad_sqr`/`grad_var`); Shoal's policies do not, so
-  the model does not either.
+- A job that keeps its batch size keeps it throughout. One that adapts switches at once
+  to the best batch size for its replica count, and a batch size's efficiency is the one
+  measured over the whole training (its step count to the target epoch), where the
+  artifact evolves it with the gradient statistics (`grad_sqr`, `grad_var`) along the
+  training. Never more replicas than it asked for (Pollux may give it more).
 - Step times are interpolated linearly in the per-replica batch size within one measured
   placement (packed placements, as the scheduler's binpack produces), or within one
   `(num_nodes, num_replicas)` row set of `scalability.csv`; a replica count measured in
@@ -138,6 +150,21 @@ class Application:
         top = min(up_to, self.max_replicas(batch))
         return TableSpeedup(tuple((r, 1.0 / self.step_time(r, batch))
                                   for r in range(1, top + 1)))
+
+    def adaptive_speedup(self, up_to: int) -> TableSpeedup:
+        """Relative throughput on 1 … `up_to` replicas of a job that adapts its batch size
+        as AdaptDL does under Pollux (`adaptive_run_time`)."""
+        return TableSpeedup(tuple((r, 1.0 / self.adaptive_run_time(r))
+                                  for r in range(1, up_to + 1)))
+
+    def adaptive_run_time(self, replicas: int) -> float:
+        """The run time on `replicas` replicas of a job that picks its batch size for them:
+        the fewest `steps(b) × step_time(replicas, b)` over the validated batch sizes `b`
+        that can be split over `replicas`. A batch size's statistical efficiency is in its
+        step count: the larger the batch, the more samples the training needs to reach the
+        same progress (`validation-<b>.csv`)."""
+        return min(self.run_time(replicas, b) for b in self.iterations
+                   if replicas <= self.max_replicas(b))
 
     def _measured(self, replicas: int, local: float) -> tuple[float, float]:
         curve = self._curve(replicas)

@@ -127,8 +127,25 @@ def test_a_pollux_workload_is_recognised_and_brings_its_work_model(tmp_path: Pat
     assert elastic["mean_jct_s"] < las["mean_jct_s"]
 
 
-def test_elastic_is_refused_for_other_formats() -> None:
+def test_adaptive_batch_jobs_run_on_the_applications_best_batch(tmp_path: Path) -> None:
+    """--adaptive-batch: elastic jobs that pick their batch size for their replicas (as
+    AdaptDL does); on a workload's first jobs they finish sooner than with the batch they
+    were submitted with."""
+    runs = {}
+    for flag in ("--elastic", "--adaptive-batch"):
+        out = tmp_path / flag.strip("-")
+        result = runner.invoke(app, ["sim", "run", "-t", str(POLLUX_WORKLOAD), "-c", "16x4",
+                                     "-p", "las-elastic", flag, "--limit", "30",
+                                     "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        runs[flag] = json.loads((out / "summary-las-elastic.json").read_text())
+    assert runs["--adaptive-batch"]["finished"] == runs["--elastic"]["finished"] == 30
+    assert runs["--adaptive-batch"]["mean_jct_s"] < runs["--elastic"]["mean_jct_s"]
+
+
+@pytest.mark.parametrize("flag", ["--elastic", "--adaptive-batch"])
+def test_elastic_is_refused_for_other_formats(flag: str) -> None:
     result = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
-                                 "-c", "4x8", "--elastic"])
+                                 "-c", "4x8", flag])
     assert result.exit_code == 2
-    assert "--elastic applies to Pollux workloads only" in result.output
+    assert f"{flag} applies to Pollux workloads only" in result.output

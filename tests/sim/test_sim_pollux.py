@@ -86,6 +86,32 @@ def test_a_workload_becomes_gangs_of_one_gpu_replicas(apps: dict[str, Applicatio
         Elasticity("worker", 1, 6)
 
 
+def test_a_job_that_adapts_its_batch_runs_at_the_best_one_for_its_replicas(
+        apps: dict[str, Application]) -> None:
+    """AdaptDL's choice under Pollux: on each replica count, the validated batch size that
+    finishes soonest; larger batches need more samples (their step counts say so), so the
+    best batch grows with the replicas rather than always being the largest."""
+    cifar = apps["cifar10"]
+    assert cifar.steps(4096) * 4096 > cifar.steps(128) * 128  # statistical efficiency
+    best = {}
+    for replicas in (1, 2, 4, 8, 16):
+        options = {b: cifar.run_time(replicas, b) for b in cifar.iterations
+                   if replicas <= cifar.max_replicas(b)}
+        assert cifar.adaptive_run_time(replicas) == min(options.values())
+        best[replicas] = min(options, key=lambda b: options[b])
+    assert best[1] < best[16]
+    curve = cifar.adaptive_speedup(16)
+    assert curve.speedup(16) / curve.speedup(1) == pytest.approx(
+        cifar.adaptive_run_time(1) / cifar.adaptive_run_time(16))
+    adaptive, work = load_pollux(POLLUX / "workloads" / "workload-1.csv", apps,
+                                 elastic=True, adaptive=True)
+    first = next(j for j in adaptive.jobs if j.name == "cifar10-0")
+    assert first.model == "cifar10+"
+    assert first.duration == pytest.approx(cifar.adaptive_run_time(6))
+    assert work.rate("cifar10+", 6, 3) == pytest.approx(
+        cifar.adaptive_run_time(6) / cifar.adaptive_run_time(3))
+
+
 @pytest.mark.parametrize(("row", "column", "reason"), [
     ("a,0,nope,1,32", "application", "unknown application 'nope'"),
     ("a,0,cifar10,1,100", "batch_size", "not validated at batch size 100"),
@@ -107,12 +133,13 @@ def test_a_bad_row_is_refused_with_its_line_and_column(
 def test_the_bench_prints_one_object_per_profile(capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "argv", ["elastic.py", "--workloads", "3",
-                                      "--profiles", "fifo,elastic"])
+                                      "--profiles", "fifo,elastic,las+adaptive"])
     with pytest.raises(SystemExit) as done:
         runpy.run_path(str(ROOT / "bench" / "elastic.py"), run_name="__main__")
     assert done.value.code == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["profile"] for r in rows] == ["fifo", "elastic"]
+    assert [(r["profile"], r["jobs"]) for r in rows] == [
+        ("fifo", "rigid"), ("elastic", "elastic"), ("las+adaptive", "adaptive")]
     for row in rows:
         assert {"profile", "mean_jct_s", "makespan_s", "utilization", "preemptions",
                 "vs_fifo", "vs_published", "published_mean_jct_s"} <= set(row)

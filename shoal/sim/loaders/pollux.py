@@ -9,7 +9,11 @@ each) whose work is its run time on that many packed replicas under the applicat
 model's (keyed `<application>@<batch_size>` in the returned `WorkModel`).
 
 With `elastic=True` every job is elastic from 1 replica to `num_replicas` (any size, no
-cooldown): Shoal's `elastic` profile starts it on what is free and grows it.
+cooldown): Shoal's `elastic` profile starts it on what is free and grows it. With
+`adaptive=True` every job adapts its batch size to the replicas it runs on, as AdaptDL jobs
+do under Pollux (`Application.adaptive_run_time`; its `batch_size` is then unused): its work
+is its run time on `num_replicas` replicas at the best batch size for them, and its curve is
+keyed `<application>+`.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ REPLICA = Resources.of(cpu=DEFAULT_CPU_PER_GPU, memory=DEFAULT_MEMORY_PER_GPU, g
 
 
 def load_pollux(path: str | os.PathLike[str], applications: Mapping[str, Application], *,
-                elastic: bool = False, limit: int | None = None) -> tuple[Trace, WorkModel]:
+                elastic: bool = False, adaptive: bool = False, limit: int | None = None
+                ) -> tuple[Trace, WorkModel]:
     """The workload's jobs (the first `limit`), and the work model that gives each its
     application's speed-up."""
     table = read_table(path, COLUMNS)
@@ -64,10 +69,15 @@ def load_pollux(path: str | os.PathLike[str], applications: Mapping[str, Applica
             raise TraceError(source, line, "num_replicas",
                              f"{replicas} replicas would give each fewer than {app.min_local:g} "
                              f"of the batch of {batch}, the least {app_name} was measured at")
-        key = f"{app_name}@{batch}"
-        if key not in curves:
-            curves[key] = app.speedup(batch, app.max_replicas(batch))
+        if adaptive:
+            key, work = f"{app_name}+", app.adaptive_run_time(replicas)
+            if key not in curves:
+                curves[key] = app.adaptive_speedup(max(map(app.max_replicas, app.iterations)))
+        else:
+            key, work = f"{app_name}@{batch}", app.run_time(replicas, batch)
+            if key not in curves:
+                curves[key] = app.speedup(batch, app.max_replicas(batch))
         jobs.append(TraceJob(
-            name, at, app.run_time(replicas, batch), replicas, REPLICA, model=key,
+            name, at, work, replicas, REPLICA, model=key,
             elastic=Elasticity(WORKER_GROUP, 1, replicas) if elastic else None))
     return finish(jobs, source, limit), WorkModel(per_model=curves)
