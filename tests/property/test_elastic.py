@@ -4,7 +4,8 @@ team guaranteed part of the GPUs and one that borrows: after every cycle, every 
 whose guaranteed part is placed runs at a size its step rule allows, within [min, max]; no
 node gives out more than it has; a job that loses tasks loses only elastic surplus or
 everything (a gang is never cut below its minimum); and evictions for another job happen
-only in a cycle where that job was placed (all or nothing)."""
+only in a cycle where that job was placed (all or nothing). Evicted tasks that take cycles to
+stop, as under `shoal up`, are never placed meanwhile and never let a gang start in part."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from shoal.api import (
     ScaleStep,
     SchedulerName,
     TaskGroup,
+    TaskRef,
     VirtualCluster,
 )
 from shoal.api.elastic import step_allows
@@ -150,3 +152,36 @@ def test_reclaim_takes_back_only_surplus_and_only_when_the_owner_starts(
                 assert need > min(idle, free + freeable), (
                     f"{info.name} waits for {need} GPUs with {free} free, {freeable} "
                     f"surplus and {idle} owed")
+
+
+@settings(max_examples=200, deadline=None)
+@given(world=worlds(), data=st.data())
+def test_evicted_tasks_stopping_slowly_never_start_a_gang_in_part(
+        world: tuple[list[Node], list[VirtualCluster], list[Job]], data: st.DataObject) -> None:
+    """As under `shoal up`: an evicted task is held back until its process has stopped, which
+    takes a random number of cycles. A held-back task is never placed, and no job ever runs
+    with fewer tasks than its gang minimum while some of its tasks are still stopping."""
+    nodes, vcs, jobs = world
+    model = SchedulerModel(nodes, vcs)
+    cycles = data.draw(st.integers(2, 10), label="cycles")
+    arrivals = [data.draw(st.integers(0, cycles - 1), label="arrives") for _ in jobs]
+    stopping: set[TaskRef] = set()
+    for now in range(cycles):
+        model.add_jobs([job for job, at in zip(jobs, arrivals, strict=True) if at == now])
+        for ref in sorted(stopping, key=str):
+            if data.draw(st.booleans(), label=f"{ref} stopped"):
+                stopping.discard(ref)
+                model.task_stopped(ref)
+        model.now = float(now)
+        decisions = run_cycle(model, ELASTIC)
+        check(model, nodes)
+        assert not stopping & {b.task for b in decisions.binds}, "a stopping task placed"
+        for evict in decisions.evictions:
+            model.hold_back(evict.task)
+            stopping.add(evict.task)
+        event("tasks still stopping" if stopping else "nothing stopping")
+        for info in model.jobs.values():
+            if info.running and info.job.gang:
+                assert len(info.running) >= info.gang_minimum, (
+                    f"{info.name} runs {len(info.running)} of its minimum "
+                    f"{info.gang_minimum}")
