@@ -40,6 +40,9 @@ class Evicting(Stopping):
     clock: Callable[[], float]
     _handover: Handover
 
+    def _settle(self, name: str) -> None:
+        raise NotImplementedError
+
     def _model_of(self, jobs: Sequence[Job], virtual_clusters: Sequence[VirtualCluster]
                   ) -> tuple[SchedulerModel, list[TaskRef]]:
         """The model of the stored jobs, and the evicted tasks whose processes may still be
@@ -106,6 +109,10 @@ class Evicting(Stopping):
                 self._launch(rec)
 
     def _evicted_stopped(self, ref: TaskRef, how: str, code: int | None) -> None:
+        """An evicted task's process is gone: it waits to be placed again. Its job may have
+        finished meanwhile (its other tasks succeeded while this one stopped): surplus that
+        does not run is not waited for, so the job's end is judged again."""
         self.repository.evicted_task_stopped(ref, how, code)
         self.model.task_stopped(ref)
         log.info("task %s: stopped after eviction (%s)", ref, how)
+        self._settle(ref.job)

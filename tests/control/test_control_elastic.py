@@ -174,6 +174,24 @@ def test_a_preemptor_waits_for_the_surplus_it_takes_to_stop(
     assert state_of(plane, "stretchy") is JobState.SUCCEEDED
 
 
+def test_a_job_that_finishes_while_its_surplus_stops_ends(
+        make_elastic_plane: Callable[[], ControlPlane], out: Path) -> None:
+    """Its guaranteed tasks succeed while its evicted surplus is still in its SIGTERM
+    handler: once that has stopped, the job succeeds — surplus that does not run is not
+    waited for."""
+    plane = make_elastic_plane()
+    plane.start()
+    grown_to_four(plane, out)
+    plane.submit(worker_job("urgent", out, replicas=2, priority="high"))
+    plane.step()
+    assert task_states(plane, "stretchy")[2:] == [TaskState.RELEASING] * 2
+    (out / "release").touch()
+    step_until(plane, lambda: finished(plane, "stretchy")() and finished(plane, "urgent")())
+    assert state_of(plane, "stretchy") is JobState.SUCCEEDED
+    assert task_states(plane, "stretchy") == [TaskState.SUCCEEDED] * 2 + \
+        [TaskState.CANCELLED] * 2
+
+
 def test_a_gang_evicted_whole_waits_and_runs_again(
         make_elastic_plane: Callable[[], ControlPlane], out: Path) -> None:
     plane = make_elastic_plane()
