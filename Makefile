@@ -33,3 +33,4 @@ bench: uv
 	$(UV) run python bench/sim.py
 	$(UV) run python bench/api.py
 	$(UV) run python bench/elastic.py
+	$(UV) run python bench/preempt.py

@@ -2,7 +2,8 @@
 
 This is Volcano's `Statement`: each operation changes the cycle's working state at once, so
 later operations see it, and is recorded; `discard` undoes the record in reverse order,
-`commit` hands it to the `Ledger` as decisions. Gang scheduling ("all of minAvailable or
+`roll_back` undoes it back to a `savepoint` (a tried placement, keeping the evictions
+before it), `commit` hands it to the `Ledger` as decisions. Gang scheduling ("all of minAvailable or
 nothing") and "evict only if the preemptor then fits" are both a statement that is committed
 only when its goal is met.
 """
@@ -89,10 +90,27 @@ class Statement:
         self._ledger.committed(self._operations)
         return self._operations
 
+    def savepoint(self) -> int:
+        """A mark `roll_back` can return to."""
+        return len(self._operations)
+
+    def operations_since(self, savepoint: int) -> list[Allocation | Eviction]:
+        return self._operations[savepoint:]
+
+    def roll_back(self, savepoint: int) -> None:
+        """Undo the operations since `savepoint`, newest first; the statement stays open."""
+        self._check_open()
+        self._undo(self._operations[savepoint:])
+        del self._operations[savepoint:]
+
     def discard(self) -> None:
         self._check_open()
         self._open = False
-        for op in reversed(self._operations):
+        self._undo(self._operations)
+        self._operations.clear()
+
+    def _undo(self, operations: list[Allocation | Eviction]) -> None:
+        for op in reversed(operations):
             if isinstance(op, Allocation):
                 self._cluster.give(op.node, op.request, op.gpus, undo=True)
                 if op.node.owner is None:
@@ -103,7 +121,6 @@ class Statement:
                 if op.node.owner is None:
                     self._quota.charge(op.queue, op.request)
                 self._ledger.unevicted(op)
-        self._operations.clear()
 
     def _check_open(self) -> None:
         if not self._open:

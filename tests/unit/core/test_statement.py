@@ -47,3 +47,20 @@ def test_statement_cannot_be_reused() -> None:
     stmt.commit()
     with pytest.raises(RuntimeError):
         stmt.discard()
+
+
+def test_roll_back_undoes_only_what_followed_its_savepoint() -> None:
+    s = session()
+    node = s.cluster.by_name["n0"]
+    request = Resources.of(cpu=1000, gpu=2)
+    stmt = s.statement()
+    stmt.allocate(TaskRef("j", "w", 0), "default", node, request)
+    mark = stmt.savepoint()
+    stmt.allocate(TaskRef("j", "w", 1), "default", node, request)
+    assert [op.task.index for op in stmt.operations_since(mark)] == [1]
+    stmt.roll_back(mark)
+    assert (node.gpu, node.gpu_free_mask) == (2, 0b1100)
+    assert s.quota.get("default").usage.gpu == 2
+    assert list(s.jobs["j"].pending["w"]) == [1]
+    stmt.commit()  # still open: what came before the savepoint is decided
+    assert [str(b.task) for b in s.decisions.binds] == ["j/w/0"]
