@@ -26,7 +26,7 @@ from shoal.core import Snapshot
 from shoal.scheduler import Profile, run_cycle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
-from calibration import calibration
+from calibration import calibration, cycle_ratios
 
 GPUS_PER_NODE = 8
 TEAMS = ("vision", "speech", "nlp", "rl")
@@ -89,11 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         "placements": placements,
         "cycle_seconds": round(cycle_s, 4),
         "placements_per_second": round(placements / cycle_s, 1) if cycle_s else None,
-        "calibration_seconds": round(calibration_s, 4),
-        "cycle_vs_calibration": round(cycle_s / calibration_s, 3),
-        "tenth_size_cycle_seconds": round(small_s, 4),
-        "scaling_ratio": round(cycle_s / small_s, 2) if small_s else None,
-        "python": sys.version.split()[0],
+        **cycle_ratios(cycle_s, calibration_s, small_s),
     }))
     return 0
 

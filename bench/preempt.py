@@ -9,7 +9,7 @@ capacity in elastic mode) and, on the same snapshot, under `default` (which evic
 so its cycle is the cost of finding that nothing fits).
 
 Prints one JSON object. The machines are shared and noisy: compare the ratios
-(`vs_default`, `vs_calibration`, `scaling_ratio` against a tenth of the size), timed in the
+(`vs_default`, `cycle_vs_calibration`, `scaling_ratio` against a tenth of the size), timed in the
 same process, rather than the seconds.
 
     uv run python bench/preempt.py [--nodes 200] [--waiting 200] [--seed 1] [--repeat 3]
@@ -43,7 +43,7 @@ from shoal.core import Snapshot
 from shoal.scheduler import Profile, run_cycle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
-from calibration import calibration
+from calibration import calibration, cycle_ratios
 
 GPUS_PER_NODE = 8
 CLASSES = (PriorityClass("low", 10), PriorityClass("production", 1000))
@@ -128,11 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "cycle_seconds": round(cycle_s, 4),
         "default_cycle_seconds": round(default_s, 4),
         "vs_default": round(cycle_s / default_s, 2) if default_s else None,
-        "calibration_seconds": round(calibration_s, 4),
-        "vs_calibration": round(cycle_s / calibration_s, 3),
-        "tenth_size_cycle_seconds": round(small_s, 4),
-        "scaling_ratio": round(cycle_s / small_s, 2) if small_s else None,
-        "python": sys.version.split()[0],
+        **cycle_ratios(cycle_s, calibration_s, small_s),
     }))
     return 0
 

@@ -18,7 +18,7 @@ def test_preempt_bench_prints_one_json_object(capsys: pytest.CaptureFixture[str]
     assert module["main"](["--nodes", "20", "--waiting", "20", "--repeat", "1"]) == 0
     out = json.loads(capsys.readouterr().out)
     for key in ("nodes", "waiting_jobs", "placements", "evictions", "surplus_evictions",
-                "cycle_seconds", "default_cycle_seconds", "vs_default", "vs_calibration",
+                "cycle_seconds", "default_cycle_seconds", "vs_default", "cycle_vs_calibration",
                 "scaling_ratio"):
         assert key in out
     assert out["nodes"] == 20 and out["waiting_jobs"] == 20
