@@ -126,6 +126,8 @@ class JobView:
     tasks: tuple[TaskView, ...]
     pending_reason: PendingReasonView | None = None
     events: tuple[EventView, ...] | None = None
+    elastic_size: int | None = None
+    """An elastic job's size now (its elastic group's tasks bound or running); None: rigid."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -144,7 +146,8 @@ class JobView:
             tasks=tuple(TaskView.from_json(t) for t in status.get("tasks") or ()),
             pending_reason=None if reason is None else PendingReasonView.from_json(reason),
             events=None if events is None else tuple(EventView.from_json(e) for e in events),
-            raw=data)
+            elastic_size=None if status.get("elasticSize") is None
+            else int(status["elasticSize"]), raw=data)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shoal.api import Job, Node, PendingReason, PriorityClass, Resources, Task, VirtualCluster
+from shoal.api import (
+    Job,
+    Node,
+    PendingReason,
+    PriorityClass,
+    Resources,
+    Task,
+    TaskState,
+    VirtualCluster,
+)
 from shoal.api.elastic import Elasticity, ScaleStep
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.spec import API_VERSION
@@ -133,6 +142,10 @@ class JobStatusOut(_Out):
     state: str
     retries: int = Field(description="Restarts of the whole job so far (`jobRetryCount`).")
     tasks: list[TaskOut]
+    elastic_size: int | None = Field(
+        default=None, alias="elasticSize",
+        description="An elastic job's size now: the tasks of its elastic group that are bound "
+                    "or running; null for a rigid job.")
     pending_reason: PendingReasonOut | None = Field(alias="pendingReason")
     events: list[EventOut] | None = Field(
         default=None, description="The job's history; only on `GET /api/v1/jobs/{name}`.")
@@ -212,8 +225,17 @@ def job_out(job: Job, reason: PendingReason | None = None,
                         elastic=_elastic_out(job)),
         status=JobStatusOut(state=job.state.value, retries=job.retries,
                             tasks=[_task_out(t, job.elastic) for t in job.tasks],
+                            elastic_size=_elastic_size(job),
                             pending_reason=reason_out(reason),
                             events=None if events is None else [event_out(e) for e in events]))
+
+
+def _elastic_size(job: Job) -> int | None:
+    elastic = job.elastic
+    if elastic is None:
+        return None
+    return sum(1 for t in job.tasks if t.group == elastic.group
+               and t.state in (TaskState.BOUND, TaskState.RUNNING))
 
 
 # ---- cluster objects ----------------------------------------------------------------------

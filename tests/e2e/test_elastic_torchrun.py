@@ -25,7 +25,7 @@ import pytest
 import yaml
 from test_shoal_up import kill_leftover_tasks, submit, wait_for
 
-from shoal.client import wait_until_healthy
+from shoal.client import ShoalClient, wait_until_healthy
 from shoal.executors.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,6 +144,9 @@ def test_torchrun_scales_with_shoal_and_finishes_training(
         submit(client, urgent_job(release))
         wait_for(client, "urgent", {"Running"}, seconds=60)
         wait_for_worlds(checkpoints, [1, 2, 4, 2], seconds=90)
+        # While `urgent` holds two GPUs the job stays at 2, as the API and client say.
+        with ShoalClient(url, token=token) as shoal_client:
+            assert shoal_client.get_job("elastic-linear").elastic_size == 2
         release.touch()
         assert wait_for(client, "urgent", {"Succeeded", "Failed"}, 30)["status"][  # type: ignore[index]
             "state"] == "Succeeded"

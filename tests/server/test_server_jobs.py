@@ -159,9 +159,13 @@ def test_an_elastic_job_shows_its_range_and_which_tasks_are_surplus(api: Api) ->
                                       "scaleCooldown": 600.0, "protectFor": 5.0}
     assert [(t["index"], t["elastic"]) for t in job["status"]["tasks"]] == [
         (0, False), (1, False), (2, True), (3, True)]
+    assert job["status"]["elasticSize"] == sum(
+        t["state"] in ("Bound", "Running") for t in job["status"]["tasks"])
     rigid = api.request("GET", "/api/v1/jobs", "bob").json()["items"]
     assert all(t["elastic"] is False for j in rigid if j["metadata"]["name"] != "stretchy"
                for t in j["status"]["tasks"])
+    assert all(j["status"]["elasticSize"] is None for j in rigid
+               if j["metadata"]["name"] != "stretchy")
     bad = api.submit(job_yaml("bad", replicas=4, extra_spec="\n  elastic: {minReplicas: 3, "
                                                             "step: powerOfTwo}"))
     assert bad.status_code == 422
