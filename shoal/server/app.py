@@ -10,7 +10,7 @@ from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
 from shoal.server.errors import ApiError, install_error_handlers
 from shoal.server.jobs import jobs_router
-from shoal.server.logs import LogSource, logs_router
+from shoal.server.logs import FOLLOWS_PER_USER, FollowSlots, LogSource, logs_router
 from shoal.server.scheduler import Scheduler
 from shoal.server.sub_clusters import sub_clusters_router
 from shoal.store import Repository
@@ -20,9 +20,11 @@ API_VERSION = "v1"
 
 
 def create_app(repository: Repository, scheduler: Scheduler,
-               logs: LogSource | None = None) -> FastAPI:
+               logs: LogSource | None = None, *,
+               follows_per_user: int = FOLLOWS_PER_USER) -> FastAPI:
     """`logs` says where a task's output is written (the executor's `log_paths`); without
-    it the log route answers 404."""
+    it the log route answers 404. `follows_per_user`: how many `logs?follow=true` streams
+    one user may hold open at once; `app.state.follows` counts those open."""
     app = FastAPI(title=API_TITLE, version=API_VERSION,
                   description="Shoal's REST API: submit and follow deep-learning jobs; "
                               "manage nodes, virtual clusters, priority classes and users. "
@@ -36,7 +38,8 @@ def create_app(repository: Repository, scheduler: Scheduler,
         return {"status": "ok"}
 
     app.include_router(jobs_router(repository, scheduler, current_user))
-    app.include_router(logs_router(repository, logs, current_user))
+    app.state.follows = FollowSlots(follows_per_user)
+    app.include_router(logs_router(repository, logs, current_user, app.state.follows))
     def statuses() -> Mapping[str, VirtualClusterStatus]:
         try:
             return scheduler.virtual_cluster_status()

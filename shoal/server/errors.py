@@ -3,10 +3,18 @@
 `ApiError` is raised by the routes; the handlers installed by `install_error_handlers` turn
 it, FastAPI's request validation errors and bare HTTP errors into that one JSON shape, so a
 client always finds the field path (when there is one) in the same place.
+
+Anything else a route raises is a bug, and is answered in the same shape too: a 500 whose
+message is `internal error, id <id>`, and one server log line carrying that id and the
+traceback (`InternalErrors`). The body never holds the exception's text, which may quote
+what another user stored. Every answer is bounded: at most `MAX_ERRORS` items, each message
+and path cut to `MAX_MESSAGE` / `MAX_PATH` characters.
 """
 
 from __future__ import annotations
 
+import logging
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +23,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("shoal.server")
+
+MAX_ERRORS = 50
+MAX_MESSAGE = 1000
+MAX_PATH = 300
 
 
 class ErrorItem(BaseModel):
@@ -42,8 +57,24 @@ class ApiError(Exception):
         self.headers = headers
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _bounded(errors: list[ErrorItem]) -> list[ErrorItem]:
+    """The first `MAX_ERRORS` items, each cut short: an answer's size never grows with the
+    request's (a document with a million faults, a message quoting a huge value)."""
+    out = [ErrorItem(path=None if e.path is None else _cut(e.path, MAX_PATH),
+                     message=_cut(e.message, MAX_MESSAGE)) for e in errors[:MAX_ERRORS]]
+    if len(errors) > MAX_ERRORS:
+        out.append(ErrorItem(path=None,
+                             message=f"… and {len(errors) - MAX_ERRORS} more errors"))
+    return out
+
+
 def _response(status: int, errors: list[ErrorItem], reason: dict[str, Any] | None = None,
               headers: dict[str, str] | None = None) -> JSONResponse:
+    errors = _bounded(errors)
     body = ErrorBody(errors=errors, reason=reason).model_dump(exclude_none=True)
     body["errors"] = [e.model_dump() for e in errors]
     return JSONResponse(body, status_code=status, headers=headers)
@@ -77,10 +108,51 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
                      headers=dict(exc.headers) if exc.headers else None)
 
 
+def internal_error_message(error_id: str) -> str:
+    return f"internal error, id {error_id}"
+
+
+class InternalErrors:
+    """ASGI middleware: an exception no handler took becomes a JSON 500 and one log line.
+
+    Not an exception handler for `Exception`: Starlette runs those in its outermost
+    `ServerErrorMiddleware`, which re-raises after answering, and the ASGI server then logs a
+    second traceback and closes the connection. Here the exception stops: the client gets
+    the JSON body and keeps its keep-alive connection. Only when the answer had already
+    started (a streamed log) is it re-raised, since the server must then cut the stream."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            error_id = secrets.token_hex(6)
+            log.error("internal error, id %s, in %s %s", error_id, scope.get("method", ""),
+                      scope.get("path", ""), exc_info=exc)
+            if started:
+                raise
+            response = _response(500, [ErrorItem(path="",
+                                                 message=internal_error_message(error_id))])
+            await response(scope, receive, send)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_middleware(InternalErrors)
 
 
 #: For route declarations: the error responses, documented in the OpenAPI document.

@@ -1,22 +1,38 @@
 """The task-log route: `GET /api/v1/jobs/{name}/logs`, a task's stdout or stderr as text.
 
 The server does not know where logs live; it is handed a `LogSource` (the local executor's
-`log_paths` under `shoal up`). With `follow=true` the response is streamed: what the file
-holds from `offset`, then whatever is appended, until the task has ended and the file is
-drained — like `kubectl logs -f`. A task's logs are its owner's and the admins' to read: a
-job's output may hold what its command line does not show (tokens, data paths).
+`log_paths` under `shoal up`). Without `follow`, one bounded read: at most `limit` bytes
+from `offset` (`MAX_READ` at most), and the `X-Shoal-Next-Offset` header says where the next
+read starts. With `follow=true` the response is streamed: what the file holds from
+`offset`, then whatever is appended, until the task has ended and the file is drained —
+like `kubectl logs -f`. A task's logs are its owner's and the admins' to read: a job's
+output may hold what its command line does not show (tokens, data paths).
+
+A followed log may be silent for hours, so a follow must cost the server nothing while it
+waits: it is an async generator on the event loop, never a worker thread of the pool that
+the other routes share. Between polls it sleeps on the loop; it reads the file in small
+chunks (a regular file, from the page cache: microseconds, so on the loop); it learns that
+the task ended through `TaskEnds`, which asks the store at most once per `END_CHECK`
+seconds per job for all of that job's followers together, on a thread of its own small
+pool. It stops when the client leaves. And each user may hold at most
+`FollowSlots.per_user` follows open at once (429 beyond), so that no one fills the server
+with them.
 """
 
 # No `from __future__ import annotations`: FastAPI must resolve `Depends(current_user)`, a
 # closure variable, from the live annotations.
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from shoal.api import Job, TaskRef
 from shoal.server.auth import Authenticator, check_owner
@@ -26,10 +42,20 @@ from shoal.store import Repository, User
 #: Where a task's (stdout, stderr) are written.
 LogSource = Callable[[TaskRef], tuple[Path, Path]]
 
-#: How often a followed log is checked for more output and its task for an end (seconds).
+#: How often a followed log is checked for more output and for a client that left (seconds).
 FOLLOW_POLL = 0.2
+#: How old the store's word on whether a followed task has ended may be (seconds).
+END_CHECK = 0.5
+#: Threads that ask the store whether followed tasks ended: their own, not the route pool's.
+END_CHECK_THREADS = 2
+#: Follows one user may hold open at once, unless `shoal up` is told otherwise.
+FOLLOWS_PER_USER = 8
 CHUNK = 64 * 1024
+#: The most a read without `follow` returns; its default.
+MAX_READ = 8 * 1024 * 1024
+DEFAULT_READ = 1024 * 1024
 TASK_HEADER = "X-Shoal-Task"
+NEXT_OFFSET_HEADER = "X-Shoal-Next-Offset"
 
 
 class Stream(StrEnum):
@@ -42,6 +68,96 @@ def task_name(ref: TaskRef) -> str:
     return f"{ref.group}-{ref.index}"
 
 
+class FollowSlots:
+    """How many follows each user holds open, capped at `per_user`.
+
+    Taken by the route (a worker thread), given back by the stream's end on the event loop:
+    hence the lock."""
+
+    def __init__(self, per_user: int = FOLLOWS_PER_USER) -> None:
+        if per_user < 1:
+            raise ValueError(f"follows per user must be at least 1, not {per_user}")
+        self.per_user = per_user
+        self._open: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def open(self, user: str | None = None) -> int:
+        """Follows open now: `user`'s, or everyone's."""
+        with self._lock:
+            return sum(self._open.values()) if user is None else self._open.get(user, 0)
+
+    def take(self, user: str) -> None:
+        with self._lock:
+            held = self._open.get(user, 0)
+            if held >= self.per_user:
+                raise ApiError(429, f"user {user!r} already follows {held} logs, the most "
+                                    "one user may at once; close one, or read without "
+                                    "`follow`", "query.follow")
+            self._open[user] = held + 1
+
+    def give_back(self, user: str) -> None:
+        with self._lock:
+            left = self._open.get(user, 0) - 1
+            if left > 0:
+                self._open[user] = left
+            else:
+                self._open.pop(user, None)
+
+
+class TaskEnds:
+    """Whether a followed task has ended, from a store read shared by every follower of its
+    job and at most `max_age` seconds old. A hundred followers of one silent job cost one
+    query per `max_age`, not five hundred a second, and never a thread of the route pool."""
+
+    def __init__(self, repository: Repository, max_age: float = END_CHECK) -> None:
+        self.repository = repository
+        self.max_age = max_age
+        self._seen: dict[str, tuple[float, Job | None]] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+        self._threads = anyio.CapacityLimiter(END_CHECK_THREADS)
+
+    async def ended(self, ref: TaskRef) -> bool:
+        lock = self._locks.setdefault(ref.job, anyio.Lock())
+        async with lock:  # one query in flight per job; the others wait for its answer
+            seen = self._seen.get(ref.job)
+            if seen is None or time.monotonic() - seen[0] >= self.max_age:
+                job = await anyio.to_thread.run_sync(self.repository.get_job, ref.job,
+                                                     limiter=self._threads)
+                seen = self._seen[ref.job] = (time.monotonic(), job)
+                self._forget_old(seen[0])
+        job = seen[1]
+        if job is None or job.state.terminal:
+            return True
+        task = next((t for t in job.tasks if t.ref == ref), None)
+        return task is not None and task.state.terminal
+
+    def _forget_old(self, now: float) -> None:
+        """Drop what no follower asked about for a while, so the cache does not grow with
+        every job ever followed."""
+        stale = [job for job, (at, _) in self._seen.items() if now - at > 60 * self.max_age]
+        for job in stale:
+            del self._seen[job]
+            lock = self._locks.get(job)
+            if lock is not None and not lock.locked():
+                del self._locks[job]
+
+
+class _FollowResponse(StreamingResponse):
+    """A streamed log that gives its follow slot back however the stream ends: the task
+    ended, the client left, or the server is shutting down."""
+
+    def __init__(self, content: AsyncIterator[bytes], headers: dict[str, str],
+                 release: Callable[[], None]) -> None:
+        super().__init__(content, media_type="text/plain", headers=headers)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
 def _find_task(job: Job, name: str | None) -> TaskRef:
     refs = [TaskRef(job.name, g.name, i) for g in job.groups for i in range(g.replicas)]
     if name is None:
@@ -50,49 +166,53 @@ def _find_task(job: Job, name: str | None) -> TaskRef:
         if name in (task_name(ref), f"{ref.group}/{ref.index}"):
             return ref
     known = ", ".join(task_name(r) for r in refs[:10])
-    raise ApiError(404, f"job {job.name!r} has no task {name!r} (tasks: {known})",
+    raise ApiError(404, f"job {job.name!r} has no task {name[:100]!r} (tasks: {known})",
                    "query.task")
 
 
 def logs_router(repository: Repository, logs: LogSource | None,
-                current_user: Authenticator) -> APIRouter:
+                current_user: Authenticator, slots: FollowSlots | None = None
+                ) -> APIRouter:
+    """`slots`: the per-user cap on open follows (default `FOLLOWS_PER_USER`)."""
     router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=responses(401))
+    follows = slots or FollowSlots()
+    ends = TaskEnds(repository)
 
-    def ended(ref: TaskRef) -> bool:
-        job = repository.get_job(ref.job)
-        if job is None or job.state.terminal:
-            return True
-        task = next((t for t in job.tasks if t.ref == ref), None)
-        return task is not None and task.state.terminal
-
-    def follow(path: Path, ref: TaskRef, offset: int) -> Iterator[bytes]:
+    async def follow(request: Request, path: Path, ref: TaskRef, offset: int
+                     ) -> AsyncIterator[bytes]:
         while True:
             # Check for the end *before* reading so that output written just before the task
             # ended is still sent.
-            done = ended(ref)
-            chunk = _read(path, offset)
+            done = await ends.ended(ref)
+            chunk = _read(path, offset, CHUNK)
             while chunk:
                 offset += len(chunk)
                 yield chunk
-                chunk = _read(path, offset)
-            if done:
+                chunk = _read(path, offset, CHUNK)
+            if done or await request.is_disconnected():
                 return
-            time.sleep(FOLLOW_POLL)
+            await anyio.sleep(FOLLOW_POLL)
 
     @router.get("/{name}/logs", response_class=PlainTextResponse,
                 responses={200: {"content": {"text/plain": {}},
                                  "description": "The log from `offset` (streamed with "
                                                 "`follow`); the task served is named in the "
-                                                f"`{TASK_HEADER}` header."},
-                           **responses(403, 404)})
-    def task_logs(name: str, user: Annotated[User, Depends(current_user)],
+                                                f"`{TASK_HEADER}` header, and where a read "
+                                                "without `follow` stopped in the "
+                                                f"`{NEXT_OFFSET_HEADER}` header."},
+                           **responses(403, 404, 429)})
+    def task_logs(name: str, user: Annotated[User, Depends(current_user)], request: Request,
                   task: Annotated[str | None, Query(
                       description="`GROUP-INDEX`, e.g. `worker-1`; default the first task")]
                   = None,
                   stream: Stream = Stream.STDOUT, follow_: Annotated[bool, Query(
-                      alias="follow", description="Keep streaming until the task ends")]
+                      alias="follow", description="Keep streaming until the task ends "
+                                                  "(a few open at once per user)")]
                   = False,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> Response:
+                  offset: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+                  limit: Annotated[int, Query(
+                      ge=1, le=MAX_READ, description="Without `follow`: the most bytes "
+                                                     "returned")] = DEFAULT_READ) -> Response:
         """A task's stdout or stderr from `offset` bytes on: its owner or an admin."""
         job = repository.get_job(name)
         if job is None:
@@ -105,19 +225,21 @@ def logs_router(repository: Repository, logs: LogSource | None,
         path = out if stream is Stream.STDOUT else err
         headers = {TASK_HEADER: task_name(ref)}
         if follow_:
-            return StreamingResponse(follow(path, ref, offset), media_type="text/plain",
-                                     headers=headers)
-        return Response(_read(path, offset, limit=None), media_type="text/plain",
-                        headers=headers)
+            follows.take(user.name)
+            return _FollowResponse(follow(request, path, ref, offset), headers,
+                                   lambda: follows.give_back(user.name))
+        content = _read(path, offset, limit)
+        headers[NEXT_OFFSET_HEADER] = str(offset + len(content))
+        return Response(content, media_type="text/plain", headers=headers)
 
     return router
 
 
-def _read(path: Path, offset: int, limit: int | None = CHUNK) -> bytes:
-    """Bytes of `path` from `offset`; nothing when it does not exist (yet)."""
+def _read(path: Path, offset: int, limit: int) -> bytes:
+    """At most `limit` bytes of `path` from `offset`; nothing when it does not exist (yet)."""
     try:
         with path.open("rb") as handle:
             handle.seek(offset)
-            return handle.read(-1 if limit is None else limit)
+            return handle.read(limit)
     except FileNotFoundError:
         return b""

@@ -1,11 +1,22 @@
-"""Reading and following a task's log over the REST API."""
+"""Reading and following a task's log over the REST API: bounded reads, follows that end
+with the task or with their client, the per-user cap on open follows, and 100 follows open
+at once without starving the other routes (over real sockets: `live_server`)."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
+from collections.abc import Callable
 
+import httpx
+import pytest
+from live_server import live_server, log_paths
 from server_helpers import Api, job_yaml
+
+from shoal.server import create_app
+from shoal.server.errors import ApiError
+from shoal.server.logs import MAX_READ, FollowSlots
 
 
 def write(api: Api, name: str, text: str, stream: str = "out") -> None:
@@ -73,3 +84,104 @@ def test_follow_streams_until_the_job_ends(api: Api) -> None:
     writer.join()
     assert received == "step 1\nstep 2\ndone\n"
     assert time.monotonic() - started >= 0.9  # it waited for the job's end, not the file's
+
+
+def test_read_without_follow_is_bounded(api: Api) -> None:
+    assert api.submit(job_yaml("train", replicas=1)).status_code == 201
+    write(api, "train.worker-0", "0123456789" * 10)
+    first = api.request("GET", "/api/v1/jobs/train/logs?limit=30", "alice")
+    assert (first.text, first.headers["X-Shoal-Next-Offset"]) == ("0123456789" * 3, "30")
+    rest = api.request("GET", "/api/v1/jobs/train/logs?offset=30", "alice")
+    assert (len(rest.text), rest.headers["X-Shoal-Next-Offset"]) == (70, "100")
+    too_much = api.request("GET", f"/api/v1/jobs/train/logs?limit={MAX_READ + 1}", "alice")
+    assert (too_much.status_code, too_much.json()["errors"][0]["path"]) == (422, "query.limit")
+
+
+def test_follow_slots_are_counted_per_user() -> None:
+    slots = FollowSlots(per_user=2)
+    slots.take("alice")
+    slots.take("alice")
+    slots.take("bob")
+    with pytest.raises(ApiError) as refused:
+        slots.take("alice")
+    assert (refused.value.status, refused.value.errors[0].path) == (429, "query.follow")
+    assert (slots.open("alice"), slots.open("bob"), slots.open()) == (2, 1, 3)
+    slots.give_back("alice")
+    slots.take("alice")  # a slot given back can be taken again
+    assert slots.open() == 3
+
+
+DEADLINE = 60.0  # a safety net on a loaded machine, not a timing assertion
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {DEADLINE} s: {what}"
+        time.sleep(0.02)
+
+
+def open_follow(url: str, token: str, job: str) -> tuple[socket.socket, bytes]:
+    """A raw `logs?follow=true` request; returns the socket and the answer's head."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=DEADLINE)
+    sock.sendall(f"GET /api/v1/jobs/{job}/logs?follow=true HTTP/1.1\r\nHost: {host}\r\n"
+                 f"Authorization: Bearer {token}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        data = sock.recv(4096)
+        assert data, f"connection closed before the answer's head: {head!r}"
+        head += data
+    return sock, head
+
+
+def test_open_follows_do_not_starve_the_api(api: Api) -> None:
+    """100 follows of a silent task over real sockets: every other route still answers, the
+    101st follow of the same user is refused, a client that leaves frees its slot, and the
+    cancel ends every stream. The old follow held a worker thread each (there are 40), so
+    `GET /jobs`, `/users/me` and cancel waited until the task wrote."""
+    assert api.log_dir is not None
+    app = create_app(api.repository, api.scheduler, log_paths(api.log_dir),
+                     follows_per_user=100)
+    follows: FollowSlots = app.state.follows
+    assert api.submit(job_yaml("quiet", replicas=1)).status_code == 201
+    sockets: list[socket.socket] = []
+    with live_server(app) as url, httpx.Client(base_url=url, timeout=DEADLINE) as client:
+        try:
+            for _ in range(100):
+                sock, head = open_follow(url, api.tokens["alice"], "quiet")
+                sockets.append(sock)
+                assert head.startswith(b"HTTP/1.1 200"), head
+            assert follows.open("alice") == 100
+
+            alice = api.headers("alice")
+            listed = client.get("/api/v1/jobs", headers=alice)
+            assert listed.status_code == 200, listed.text
+            assert [j["metadata"]["name"] for j in listed.json()["items"]] == ["quiet"]
+            me = client.get("/api/v1/users/me", headers=alice)
+            assert (me.status_code, me.json()["name"]) == (200, "alice")
+
+            over = client.get("/api/v1/jobs/quiet/logs?follow=true", headers=alice)
+            assert over.status_code == 429, over.text
+            assert over.json()["errors"][0]["path"] == "query.follow"
+            assert follows.open("alice") == 100  # a refused follow holds no slot
+            with client.stream("GET", "/api/v1/jobs/quiet/logs?follow=true",
+                               headers=api.headers("root")) as admin:
+                assert admin.status_code == 200  # the cap is per user
+                wait_until(lambda: follows.open("root") == 1, "root's follow counted")
+            wait_until(lambda: follows.open("root") == 0, "root's closed follow freed")
+
+            sockets.pop().close()
+            wait_until(lambda: follows.open("alice") == 99, "a client that left freed")
+
+            cancelled = client.post("/api/v1/jobs/quiet/cancel", headers=alice)
+            assert cancelled.status_code == 200, cancelled.text
+            wait_until(lambda: follows.open() == 0, "every stream ended with the job")
+            for sock in sockets:
+                tail = b""
+                while data := sock.recv(4096):
+                    tail += data
+                assert tail.endswith(b"0\r\n\r\n")  # the chunked stream's proper end
+        finally:
+            for sock in sockets:
+                sock.close()
