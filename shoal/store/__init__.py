@@ -9,12 +9,14 @@ from shoal.store.errors import (
     NotFoundError,
     StoreError,
 )
-from shoal.store.repository import Event, Repository
+from shoal.store.job_queries import Event, JobSummary
+from shoal.store.repository import Repository
 
 __all__ = [
     "AlreadyExistsError",
     "Event",
     "IdempotencyConflict",
+    "JobSummary",
     "NotFoundError",
     "Repository",
     "Store",

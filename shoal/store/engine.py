@@ -53,11 +53,24 @@ class Store:
         return config
 
     def migrate(self, revision: str = "head") -> None:
-        """Upgrade the schema to `revision` (the newest by default)."""
+        """Upgrade the schema to `revision` (the newest by default).
+
+        On SQLite, foreign keys are off while it runs: a migration that changes a
+        constraint rebuilds the table (Alembic's batch mode: copy, drop, rename), and
+        dropping `jobs` with foreign keys on would cascade to every task and event."""
         config = self.alembic_config()
-        with self.engine.begin() as connection:
-            config.attributes["connection"] = connection
-            command.upgrade(config, revision)
+        sqlite = self.engine.dialect.name == "sqlite"
+        with self.engine.connect() as connection:
+            driver: Any = connection.connection.driver_connection
+            if sqlite:  # outside any transaction, where SQLite ignores the pragma
+                driver.execute("PRAGMA foreign_keys=OFF")
+            try:
+                with connection.begin():
+                    config.attributes["connection"] = connection
+                    command.upgrade(config, revision)
+            finally:
+                if sqlite:
+                    driver.execute("PRAGMA foreign_keys=ON")
 
     def close(self) -> None:
         self.engine.dispose()

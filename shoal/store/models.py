@@ -22,6 +22,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -47,6 +48,9 @@ class JobRow(Base):
     __table_args__ = (
         Index("ix_jobs_submitted_name", "submitted", "name"),
         Index("ix_jobs_state", "state"),
+        Index("ix_jobs_ended", "ended"),
+        # Per user: another user's key is another key (and must not reveal this job).
+        UniqueConstraint("user", "idempotency_key"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -79,9 +83,16 @@ class JobRow(Base):
     """While the job's tasks are being stopped: the job state it gets once they all have
     (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""
     stop_cause: Mapped[str | None] = mapped_column(Text)
-    idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    """Unique per user (`uq_jobs_user_idempotency_key`)."""
     created: Mapped[float] = mapped_column(Double)
     updated: Mapped[float] = mapped_column(Double)
+    ended: Mapped[float | None] = mapped_column(Double)
+    """When the job reached its terminal state (what `--job-ttl` counts from); None while
+    it has not."""
+    delete_requested: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                   server_default=false())
+    """`DELETE` was asked while it ran: it is removed once its tasks have stopped."""
 
     tasks: Mapped[list[TaskRow]] = relationship(
         back_populates="job", order_by="TaskRow.id", cascade="all, delete-orphan")
