@@ -13,6 +13,7 @@ from shoal.server.jobs import jobs_router
 from shoal.server.logs import FOLLOWS_PER_USER, FollowSlots, LogSource, logs_router
 from shoal.server.scheduler import Scheduler
 from shoal.server.sub_clusters import sub_clusters_router
+from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store import Repository
 
 API_TITLE = "Shoal"
@@ -21,15 +22,18 @@ API_VERSION = "v1"
 
 def create_app(repository: Repository, scheduler: Scheduler,
                logs: LogSource | None = None, *,
-               follows_per_user: int = FOLLOWS_PER_USER) -> FastAPI:
+               follows_per_user: int = FOLLOWS_PER_USER,
+               limits: Limits = DEFAULT_LIMITS) -> FastAPI:
     """`logs` says where a task's output is written (the executor's `log_paths`); without
     it the log route answers 404. `follows_per_user`: how many `logs?follow=true` streams
-    one user may hold open at once; `app.state.follows` counts those open."""
+    one user may hold open at once; `app.state.follows` counts those open. `limits`: what
+    one request body may be and hold (`app.state.limits`, read by `shoal.server.body`)."""
     app = FastAPI(title=API_TITLE, version=API_VERSION,
                   description="Shoal's REST API: submit and follow deep-learning jobs; "
                               "manage nodes, virtual clusters, priority classes and users. "
                               "Authenticate with `Authorization: Bearer <token>`.")
     install_error_handlers(app)
+    app.state.limits = limits
     current_user, current_admin = authenticator(repository)
 
     # Async: a sync route costs a hop through the thread pool, many times the work here.

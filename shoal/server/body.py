@@ -1,14 +1,24 @@
 """Reading a request body of `shoal/v1` documents (YAML or JSON) into `shoal.api` objects.
 
 YAML goes through `shoal.spec.load_text`, JSON through `shoal.spec.load_json` (the json
-module: faster, and JSON read as JSON), both with the same validation; every issue found
-becomes one `{"path", "message"}` entry of a 422 answer. The content type must say
-YAML or JSON (415 otherwise).
+module: faster, and JSON read as JSON), both with the same validation and the app's
+`Limits` (`app.state.limits`); every issue found becomes one `{"path", "message"}` entry of
+a 422 answer, the first `Limits.max_issues` of them. The content type must say YAML or JSON
+(415 otherwise). A submitted job must be one that could be launched (`shoal.spec.launch`).
+
+The body is read by `raw_body`, at most `Limits.max_body_bytes` of it: a larger one is
+refused with 413 from its `Content-Length` before a byte is read, or, sent without one
+(chunked), as soon as the bytes read pass the limit.
+
+Every error names a path: a field's, `kind`, `header.Content-Type`, or `body` for the body
+as a whole (its size, its encoding, a YAML or JSON syntax error: the line and column are in
+the message; a document beyond the limits on depth or entries).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TypeVar
 
 from fastapi import Request
@@ -16,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from shoal.server.errors import ApiError, ErrorItem
 from shoal.spec import SpecBundle, SpecError, load_json, load_text
+from shoal.spec.limits import DEFAULT_LIMITS, Limits
 
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 JSON_TYPES = ("application/json",)
@@ -35,32 +46,83 @@ SPEC_BODY = {
 }
 
 
-def parse_json_body(body: tuple[str, bytes], model: type[Model]) -> Model:
+#: The path of an error about the body as a whole.
+BODY = "body"
+#: The longest path and message of one error item: an answer never grows with the input.
+MAX_PATH = 200
+MAX_MESSAGE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class RawBody:
+    """A request's body as `raw_body` read it, with the limits it is to be loaded under."""
+
+    content_type: str
+    """Without parameters, lower case; empty when the request had none."""
+    data: bytes
+    limits: Limits
+
+
+def app_limits(request: Request) -> Limits:
+    """The limits `create_app` was given (the defaults for an app built without)."""
+    limits = getattr(request.app.state, "limits", None)
+    return limits if isinstance(limits, Limits) else DEFAULT_LIMITS
+
+
+def parse_json_body(body: RawBody, model: type[Model]) -> Model:
     """A JSON body validated into `model`: 415 for another content type, 422 with one
     `body.<field>` entry per problem."""
-    content_type, data = body
-    if content_type not in JSON_TYPES:
-        raise ApiError(415, f"expected application/json, got {content_type or 'none'}",
+    if body.content_type not in JSON_TYPES:
+        raise ApiError(415, f"expected application/json, got {body.content_type or 'none'}",
                        "header.Content-Type")
     try:
-        return model.model_validate_json(data)
+        return model.model_validate_json(body.data)
     except ValidationError as exc:
         raise ApiError(422, "invalid request body", errors=[
-            ErrorItem(path=".".join(["body", *(str(p) for p in e["loc"])]), message=e["msg"])
-            for e in exc.errors()]) from None
+            _item(".".join([BODY, *(str(p) for p in e["loc"])]), e["msg"])
+            for e in exc.errors()[:body.limits.max_issues]]) from None
 
 
-async def raw_body(request: Request) -> tuple[str, bytes]:
-    """The content type (without parameters) and the body bytes; a dependency, so that the
-    routes themselves can stay synchronous."""
+async def raw_body(request: Request) -> RawBody:
+    """The content type (without parameters) and the body bytes, at most
+    `Limits.max_body_bytes` of them (413 past that); a dependency, so that the routes
+    themselves can stay synchronous."""
+    limits = app_limits(request)
+    most = limits.max_body_bytes
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    return content_type, await request.body()
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            raise ApiError(400, f"Content-Length must be a number of bytes, got "
+                                f"{declared[:40]!r}", "header.Content-Length")
+        if int(declared) > most:
+            raise _too_large(most, f"{int(declared)} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > most:
+            raise _too_large(most, "more")
+        chunks.append(chunk)
+    return RawBody(content_type, b"".join(chunks), limits)
 
 
-def load_body(body: tuple[str, bytes], *, kind: str, known_queues: Collection[str] = (),
+def _too_large(most: int, given: str) -> ApiError:
+    return ApiError(413, f"the body is larger than this server's limit of {most} bytes "
+                         f"(got {given})", BODY)
+
+
+def _item(path: str, message: str) -> ErrorItem:
+    return ErrorItem(path=path if len(path) <= MAX_PATH else path[:MAX_PATH - 3] + "...",
+                     message=message if len(message) <= MAX_MESSAGE
+                     else message[:MAX_MESSAGE - 3] + "...")
+
+
+def load_body(body: RawBody, *, kind: str, known_queues: Collection[str] = (),
               known_nodes: Collection[str] = (),
               known_priority_classes: Collection[str] = ()) -> SpecBundle:
-    content_type, data = body
+    """The documents of `body`, all of `kind` (422 otherwise). Jobs must be launchable."""
+    content_type, data, limits = body.content_type, body.data, body.limits
     if content_type not in YAML_TYPES + JSON_TYPES:
         raise ApiError(415, f"unsupported content type {content_type or '(none)'!r}; send "
                             "application/yaml, text/yaml or application/json",
@@ -68,18 +130,22 @@ def load_body(body: tuple[str, bytes], *, kind: str, known_queues: Collection[st
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ApiError(400, f"the body is not UTF-8: {exc}") from None
+        raise ApiError(400, f"the body is not UTF-8: {exc}", BODY) from None
     if not text.strip():
-        raise ApiError(422, f"the body is empty; expected a {kind} document")
+        raise ApiError(422, f"the body is empty; expected a {kind} document", BODY)
     try:
         load = load_json if content_type in JSON_TYPES else load_text
         bundle = load(text, "request", known_queues=known_queues, known_nodes=known_nodes,
-                      known_priority_classes=known_priority_classes)
+                      known_priority_classes=known_priority_classes, limits=limits,
+                      launchable=kind == "Job")
     except SpecError as exc:
-        errors = [ErrorItem(path=issue.path or None,
-                            message=issue.message if issue.document <= 1
-                            else f"document {issue.document}: {issue.message}")
-                  for issue in exc.issues]
+        shown = exc.issues[:limits.max_issues]
+        errors = [_item(issue.path or BODY,
+                        issue.message if issue.document <= 1
+                        else f"document {issue.document}: {issue.message}")
+                  for issue in shown]
+        if len(exc.issues) > len(shown):
+            errors.append(_item(BODY, f"and {len(exc.issues) - len(shown)} more issues"))
         raise ApiError(422, "invalid spec", errors=errors) from None
     others = {"Job": len(bundle.jobs), "Node": len(bundle.nodes),
               "VirtualCluster": len(bundle.virtual_clusters),

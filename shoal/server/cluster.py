@@ -15,7 +15,7 @@ from shoal.api.objects import job_cluster
 from shoal.core.vc_admission import vc_problem
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.server.auth import Authenticator
-from shoal.server.body import SPEC_BODY, load_body, parse_json_body, raw_body
+from shoal.server.body import SPEC_BODY, RawBody, load_body, parse_json_body, raw_body
 from shoal.server.errors import ApiError, responses
 from shoal.server.models import (
     NewUserOut,
@@ -58,7 +58,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
     @router.put("/nodes", response_model=list[NodeOut], tags=["cluster"],
                 openapi_extra=SPEC_BODY, responses=spec_errors)
     def put_nodes(_admin: Annotated[User, Depends(current_admin)],
-                  body: Annotated[tuple[str, bytes], body_dependency]) -> list[NodeOut]:
+                  body: Annotated[RawBody, body_dependency]) -> list[NodeOut]:
         """Create or replace the nodes of the `Node` documents sent (`count` expands). A
         running `shoal up` keeps scheduling onto the nodes it was started with."""
         bundle = load_body(body, kind="Node")
@@ -121,7 +121,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                  tags=["cluster"], openapi_extra=SPEC_BODY,
                  responses={**spec_errors, **responses(409)})
     def create_virtual_clusters(_admin: Annotated[User, Depends(current_admin)],
-                                body: Annotated[tuple[str, bytes], body_dependency]
+                                body: Annotated[RawBody, body_dependency]
                                 ) -> list[VirtualClusterOut]:
         """Create the virtual clusters of the `VirtualCluster` documents sent; parents may be
         stored ones or ones in the same body. Refused with 422 and the reason when the
@@ -161,7 +161,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                  tags=["cluster"], openapi_extra=SPEC_BODY,
                  responses={**spec_errors, **responses(409)})
     def create_priority_classes(_admin: Annotated[User, Depends(current_admin)],
-                                body: Annotated[tuple[str, bytes], body_dependency]
+                                body: Annotated[RawBody, body_dependency]
                                 ) -> list[PriorityClassOut]:
         existing = {pc.name for pc in repository.list_priority_classes()}
         bundle = load_body(body, kind="PriorityClass")
@@ -179,7 +179,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
     @router.post("/users", status_code=201, response_model=NewUserOut, tags=["users"],
                  responses=responses(403, 409, 415, 422), openapi_extra=USER_BODY)
     def create_user(_admin: Annotated[User, Depends(current_admin)],
-                    body: Annotated[tuple[str, bytes], Depends(raw_body)]) -> NewUserOut:
+                    body: Annotated[RawBody, Depends(raw_body)]) -> NewUserOut:
         """Create a user and issue their first token (returned here only)."""
         # The body is read raw and validated here, after the admin check: a declared body
         # model is decoded before any dependency runs, so a stranger's malformed JSON would

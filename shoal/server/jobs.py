@@ -31,7 +31,7 @@ from shoal.api import (
     PendingKind,
 )
 from shoal.server.auth import Authenticator, check_owner, check_queue
-from shoal.server.body import SPEC_BODY, load_body, raw_body
+from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
 from shoal.server.models import EventOut, JobOut, JobPage, event_out, job_out
 from shoal.server.scheduler import Scheduler
@@ -61,7 +61,7 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
             raise ApiError(404, f"no job {name!r}", "path.name")
         return job
 
-    def parse(body: tuple[str, bytes], user: User) -> Job:
+    def parse(body: RawBody, user: User) -> Job:
         bundle = load_body(
             body, kind="Job",
             known_queues=[vc.name for vc in repository.list_virtual_clusters()],
@@ -84,7 +84,7 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                             **responses(403, 409, 415, 422)})
     async def submit_job(response: Response, after: BackgroundTasks,
                          user: Annotated[User, Depends(current_user)],
-                         body: Annotated[tuple[str, bytes], body_dependency],
+                         body: Annotated[RawBody, body_dependency],
                          idempotency_key: Annotated[str | None, Header(max_length=255)] = None
                          ) -> JobOut:
         """Submit one `shoal/v1` Job document."""

@@ -35,7 +35,7 @@ from shoal.api.objects import job_virtual_cluster, sub_cluster_name
 from shoal.core.vc_admission import vc_problem
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.server.auth import Authenticator, check_job_scope
-from shoal.server.body import SPEC_BODY, load_body, raw_body
+from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
 from shoal.server.models import VirtualClusterOut, vc_out
 from shoal.server.scheduler import Scheduler
@@ -69,7 +69,7 @@ def sub_clusters_router(repository: Repository, scheduler: Scheduler,
                  response_model=list[VirtualClusterOut], openapi_extra=SPEC_BODY,
                  responses=responses(403, 409, 415, 422))
     def create_sub_clusters(name: str, user: Annotated[User, Depends(current_user)],
-                            body: Annotated[tuple[str, bytes], Depends(raw_body)]
+                            body: Annotated[RawBody, Depends(raw_body)]
                             ) -> list[VirtualClusterOut]:
         """Create sub-clusters of the job's own virtual cluster; see the module's text."""
         job = name

@@ -54,6 +54,8 @@ class Declarations:
     """A file could not be read or parsed: no reference is checked."""
     has_nodes: bool = False
     """Some Node document was given, valid or not."""
+    node_count: int = 0
+    """Nodes the valid Node documents declared so far (their counts added up)."""
     min_paths: dict[str, str] = field(default_factory=dict)
     """Per virtual cluster, where its minimum was written (`spec.flexibleResourceMin`, or
     the older `spec.min`): the path its guarantee issues are reported under."""

@@ -39,6 +39,7 @@ from shoal.api import (
 from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
 from shoal.api.resources import ZERO, canonical_name, parse_quantity
 from shoal.spec.documents import (
+    INT64_MAX,
     FixedSizeNodesSpec,
     JobDocument,
     NodeDocument,
@@ -81,6 +82,11 @@ def _parse_each(log: IssueLog, doc: DocRef, path: str,
             amount = parse_quantity(name, value)
         except QuantityError as exc:
             log.add(doc, where, _without_subject(str(exc), key))
+            ok = False
+            continue
+        if amount > INT64_MAX:
+            log.add(doc, where, f"is too large: {amount.bit_length()} bits in its unit, more "
+                                f"than the 63 any quantity may have")
             ok = False
             continue
         if name in parsed:

@@ -26,6 +26,7 @@ from pydantic.fields import ComputedFieldInfo, FieldInfo
 
 from shoal.api import PlacementPolicy, QueueingPolicy
 from shoal.api.lifecycle import TaskState
+from shoal.spec.errors import quote
 
 API_VERSION = "shoal/v1"
 
@@ -46,19 +47,38 @@ PATTERN_DESCRIPTIONS = {
 }
 
 
+#: Every integer a document holds fits in 64 bits, as the store's columns and the scheduling
+#: core assume: larger ones are refused here, under their field, whatever the limits say.
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+#: The longest quantity string (`'500m'`, `'4Gi'`): a quantity is a number and a unit.
+MAX_QUANTITY_LENGTH = 64
+
+
 def _quantity(value: Any) -> int | float | str:
     # bool is an int to Python but `true` is never a quantity someone meant to write.
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError(
-            f"must be a number or a quantity string like '500m' or '4Gi', got {value!r}")
+            f"must be a number or a quantity string like '500m' or '4Gi', got {quote(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"must be a finite number, got {quote(value)}")
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"must be below 2**63, got {quote(value)}")
+    if isinstance(value, str) and len(value) > MAX_QUANTITY_LENGTH:
+        raise ValueError(f"must be at most {MAX_QUANTITY_LENGTH} characters long, got "
+                         f"{len(value)} ({quote(value)})")
     return value
 
 
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"must be a finite number, got {value!r}")
+        raise ValueError(f"must be a number, got {quote(value)}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
+        raise ValueError(f"must be a finite number, got {quote(value)}")
     return float(value)
 
 
@@ -72,6 +92,8 @@ Quantity = Annotated[
     }),
 ]
 Number = Annotated[float, PlainValidator(_number), WithJsonSchema({"type": "number"})]
+# Only the upper bound here: a field's own Field(ge=...) would replace a lower one.
+Int64 = Annotated[StrictInt, Field(le=INT64_MAX)]
 Quantities = dict[StrictStr, Quantity]
 StringMap = dict[StrictStr, StrictStr]
 ObjectName = Annotated[StrictStr, Field(pattern=OBJECT_NAME_PATTERN, max_length=253)]
@@ -100,7 +122,7 @@ class NodeSpec(_Model):
     allocatable: Quantities | None = Field(
         default=None, description="What the scheduler may hand out; defaults to capacity.")
     unschedulable: StrictBool = False
-    count: StrictInt = Field(
+    count: Int64 = Field(
         default=1, ge=1,
         description="More than 1 declares identical nodes named <name>-0 … <name>-(count-1).")
 
@@ -163,7 +185,7 @@ class VirtualClusterSpec(ClusterResourcesSpec):
         default="root", description="'root' (the physical cluster) or a declared VirtualCluster.")
     min: Quantities | None = Field(default=None, description="Older name of flexibleResourceMin.")
     max: Quantities | None = Field(default=None, description="Older name of flexibleResourceMax.")
-    weight: StrictInt = Field(default=1, ge=1, description="Fair-share weight among siblings.")
+    weight: Int64 = Field(default=1, ge=1, description="Fair-share weight among siblings.")
     queueing_policy: QueueingPolicy = Field(
         default=QueueingPolicy.PRIORITY, alias="queueingPolicy")
 
@@ -187,7 +209,7 @@ class PriorityClassDocument(_Model):
     api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
     kind: Literal["PriorityClass"]
     metadata: PriorityClassMetadata
-    value: StrictInt = Field(description="Higher values are served first.")
+    value: Int64 = Field(ge=INT64_MIN, description="Higher values are served first.")
     global_default: StrictBool = Field(default=False, alias="globalDefault")
     description: StrictStr = ""
 
@@ -210,7 +232,7 @@ class JobMetadata(_Model):
 
 
 class GroupCompletionSpec(_Model):
-    min_succeeded: StrictInt | None = Field(
+    min_succeeded: Int64 | None = Field(
         default=None, ge=1, alias="minSucceeded",
         description="The job succeeds as soon as this many tasks of this group have "
                     "succeeded (at most the group's replicas); absent: no rule of its own.")
@@ -218,13 +240,13 @@ class GroupCompletionSpec(_Model):
 
 class TaskGroupSpec(_Model):
     name: Annotated[StrictStr, Field(pattern=GROUP_NAME_PATTERN, max_length=63)]
-    replicas: StrictInt = Field(ge=1)
+    replicas: Int64 = Field(ge=1)
     resources: Quantities = Field(description="Per replica.")
     command: list[StrictStr] = Field(default_factory=list)
     env: StringMap = Field(default_factory=dict)
     node_selector: StringMap = Field(default_factory=dict, alias="nodeSelector")
     working_dir: StrictStr | None = Field(default=None, alias="workingDir")
-    task_retry_count: StrictInt = Field(
+    task_retry_count: Int64 = Field(
         default=0, ge=0, alias="taskRetryCount",
         description="How many times a failed task (non-zero exit, signal, lost process) is "
                     "restarted in place before it counts as failed.")
@@ -234,11 +256,11 @@ class TaskGroupSpec(_Model):
 class CompletionSpec(_Model):
     """OpenPAI's completion policy; tasks count once their retries are exhausted."""
 
-    min_succeeded: StrictInt | None = Field(
+    min_succeeded: Int64 | None = Field(
         default=None, ge=1, alias="minSucceeded",
         description="The job succeeds as soon as this many tasks have succeeded; the rest are "
                     "stopped. Absent or null: every task (at most the total replicas).")
-    min_failed: StrictInt | None = Field(
+    min_failed: Int64 | None = Field(
         default=None, ge=1, alias="minFailed",
         description="The job fails as soon as this many tasks have failed. Absent or null: 1 "
                     "(at most the total replicas).")
@@ -251,7 +273,7 @@ class JobVirtualClusterSpec(ClusterResourcesSpec):
 
 
 class ScaleFactorSpec(_Model):
-    factor: StrictInt = Field(ge=1, description="Sizes are multiples of it.")
+    factor: Int64 = Field(ge=1, description="Sizes are multiples of it.")
 
 
 Duration = Number | StrictStr
@@ -264,8 +286,8 @@ class ElasticSpec(_Model):
     task_group: StrictStr | None = Field(
         default=None, alias="taskGroup",
         description="The elastic task group; default: the job's only one.")
-    min_replicas: StrictInt = Field(ge=1, alias="minReplicas")
-    max_replicas: StrictInt | None = Field(
+    min_replicas: Int64 = Field(ge=1, alias="minReplicas")
+    max_replicas: Int64 | None = Field(
         default=None, ge=1, alias="maxReplicas",
         description="The group's replicas (its largest size); if given, must equal them.")
     step: Literal[1, "powerOfTwo"] | ScaleFactorSpec = Field(
@@ -284,7 +306,7 @@ class JobSpec(_Model):
     scheduler_name: Literal["default", "shoal", "volcano"] | None = Field(
         default=None, alias="schedulerName",
         description="default: tasks placed one by one; shoal (alias volcano): gang scheduling.")
-    min_available: StrictInt | None = Field(
+    min_available: Int64 | None = Field(
         default=None, ge=1, alias="minAvailable",
         description="Gang minimum; only with schedulerName shoal or volcano.")
     queue: StrictStr = Field(default="default", description="The job's virtual cluster.")
@@ -292,7 +314,7 @@ class JobSpec(_Model):
     priority_class_name: StrictStr | None = Field(default=None, alias="priorityClassName")
     task_groups: list[TaskGroupSpec] = Field(alias="taskGroups", min_length=1)
     completion: CompletionSpec | None = None
-    job_retry_count: StrictInt = Field(
+    job_retry_count: Int64 = Field(
         default=0, ge=0, alias="jobRetryCount",
         description="When the job would fail, stop all its tasks and schedule it again from "
                     "scratch, up to this many times.")
@@ -306,9 +328,9 @@ class JobSpec(_Model):
 
 class TaskStatus(_Model):
     group: StrictStr
-    index: StrictInt = Field(ge=0)
+    index: Int64 = Field(ge=0)
     node: StrictStr | None = None
-    gpus: list[Annotated[StrictInt, Field(ge=0)]] | None = Field(
+    gpus: list[Annotated[Int64, Field(ge=0)]] | None = Field(
         default=None, description="GPU indices on the node.")
     state: TaskState = TaskState.RUNNING
     start_time: Number | None = Field(default=None, alias="startTime")

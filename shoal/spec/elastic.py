@@ -16,12 +16,13 @@ annotations, not both.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from shoal.api import TaskGroup
 from shoal.api.elastic import Elasticity, ScaleStep, parse_duration, step_allows
 from shoal.spec.documents import Duration, ElasticSpec, JobDocument
-from shoal.spec.errors import DocRef, IssueLog
+from shoal.spec.errors import DocRef, IssueLog, quote
 
 ELASTIC_TRAIN = "volcano.sh/elastic-train"
 POWER_OF_TWO = "volcano.sh/elastic-train-power-of-two"
@@ -160,10 +161,14 @@ def _flag(log: IssueLog, doc: DocRef, notes: Mapping[str, str], key: str) -> boo
 
 def _seconds(log: IssueLog, doc: DocRef, path: str, value: Duration) -> float:
     try:
-        return parse_duration(value)
-    except ValueError as exc:
+        seconds = parse_duration(value)
+    except (ValueError, OverflowError) as exc:
         log.add(doc, path, str(exc))
         return 0.0
+    if not math.isfinite(seconds):  # 'inf', 'nan', '1e999' read as floats
+        log.add(doc, path, f"must be a finite number of seconds, got {quote(value)}")
+        return 0.0
+    return seconds
 
 
 def _note(key: str) -> str:

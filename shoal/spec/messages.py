@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from shoal.spec.documents import PATTERN_DESCRIPTIONS
-from shoal.spec.errors import join_path
+from shoal.spec.errors import join_path, quote
 
 #: Messages whose pydantic wording does not read well after a field path.
 _REWORDED = {
@@ -57,7 +57,7 @@ def _message(model: type[BaseModel], error: ErrorDetails) -> str:
         field = error["loc"][-1] if error["loc"] else "?"
         allowed = allowed_fields(model, error["loc"][:-1])
         hint = f"; allowed here: {', '.join(allowed)}" if allowed else ""
-        return f"unknown field {field!r}{hint}"
+        return f"unknown field {quote(field)}{hint}"
     if kind == "value_error" and "error" in ctx:
         # Our own validators phrase the whole message; drop pydantic's "Value error, ".
         return str(ctx["error"])
@@ -65,17 +65,17 @@ def _message(model: type[BaseModel], error: ErrorDetails) -> str:
         pattern = str(ctx.get("pattern", ""))
         meaning = PATTERN_DESCRIPTIONS.get(pattern)
         wanted = f"{pattern} ({meaning})" if meaning else pattern
-        return f"must match {wanted}, got {given!r}"
+        return f"must match {wanted}, got {quote(given)}"
     if kind == "missing":
         return _REWORDED[kind]
     bound = _bound(kind, ctx)
     if bound:
-        return f"{bound}, got {given!r}"
+        return f"{bound}, got {quote(given)}"
     text = _REWORDED.get(kind)
     if text is None:
         msg = error["msg"]
         text = msg[:1].lower() + msg[1:]
-    return f"{text}, got {given!r}"
+    return f"{text}, got {quote(given)}"
 
 
 def _bound(kind: str, ctx: dict[str, Any]) -> str | None:

@@ -40,7 +40,8 @@ def test_submit_yaml_then_get(api: Api) -> None:
 def test_submit_json(api: Api) -> None:
     document = {"apiVersion": "shoal/v1", "kind": "Job", "metadata": {"name": "j1"},
                 "spec": {"queue": "team-a", "taskGroups": [
-                    {"name": "main", "replicas": 1, "resources": {"cpu": 1, "gpu": 2}}]}}
+                    {"name": "main", "replicas": 1, "resources": {"cpu": 1, "gpu": 2},
+                     "command": ["true"]}]}}
     answer = api.submit(json.dumps(document), content_type="application/json")
     assert answer.status_code == 201, answer.text
     assert answer.json()["spec"]["queue"] == "team-a"

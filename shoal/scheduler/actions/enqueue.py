@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import Job, Node, PriorityClass, TaskGroup, VirtualCluster
-from shoal.api.resources import Resources, total
+from shoal.api.resources import ZERO, Resources, total
 from shoal.core.nodes import NodePool, NodeState
 from shoal.scheduler.fitting import no_matching_node
 from shoal.scheduler.jobs import JobInfo
@@ -78,7 +78,7 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
                 most = cache[key] = _replicas_when_idle(pool.nodes, group.resources)
             most += _replicas_when_idle(own, group.resources)
             if most < len(indices):
-                return _too_big(pool, group, len(indices), most)
+                return _too_big(pool, own, group, len(indices), most)
         demand.append(group.resources.scale(len(indices)))
     if not session.is_gang(job):
         # Tasks go one by one: each must be grantable alone, not all of them together.
@@ -99,26 +99,30 @@ def _replicas_when_idle(nodes: Sequence[NodeState], request: Resources) -> int:
     return count
 
 
-def _too_big(pool: NodePool, group: TaskGroup, wanted: int, most: int) -> PendingReason:
+def _too_big(pool: NodePool, own: Sequence[NodeState], group: TaskGroup, wanted: int,
+             most: int) -> PendingReason:
+    """`own`: the job's virtual nodes that match the group, which may be the only ones."""
     request = group.resources
-    where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"
+    states = [*pool.nodes, *own]
+    count = len(states)
+    where = f"{count} matching node{'s' if count != 1 else ''}"
     if most == 0:
-        largest = max((s.allocatable for s in pool.nodes),
-                      key=lambda a: tuple(a.get(d) for d, _ in request.items()))
-        dim = request.shortfall(largest)[0] if request.shortfall(largest) else None
+        largest = max((s.allocatable for s in states),
+                      key=lambda a: tuple(a.get(d) for d, _ in request.items()), default=ZERO)
+        shortfall = request.shortfall(largest)
         return PendingReason(
             PendingKind.UNSCHEDULABLE,
             f"task group {group.name!r} asks {request} per task, more than any of the {where} "
-            f"has (largest allocatable: {largest})", resource=dim)
+            f"has (largest allocatable: {largest})", resource=shortfall[0] if shortfall else None)
     return PendingReason(
         PendingKind.UNSCHEDULABLE,
         f"task group {group.name!r} needs {wanted} × {request} at once, but its {where} "
-        f"hold at most {most} even when idle", resource=_binding_dimension(pool, request))
+        f"hold at most {most} even when idle", resource=_binding_dimension(states, request))
 
 
-def _binding_dimension(pool: NodePool, request: Resources) -> str | None:
-    """The dimension that limits the replica count most across the pool."""
-    counts = {d: sum(s.allocatable.get(d) // v for s in pool.nodes) for d, v in request.items()}
+def _binding_dimension(states: Sequence[NodeState], request: Resources) -> str | None:
+    """The dimension that limits the replica count most across the nodes."""
+    counts = {d: sum(s.allocatable.get(d) // v for s in states) for d, v in request.items()}
     return min(counts, key=lambda d: (counts[d], d)) if counts else None
 
 

@@ -18,7 +18,7 @@ import yaml
 
 from shoal.sim.trace import TraceError
 from shoal.spec import SpecError
-from shoal.spec.loader import StrictLoader
+from shoal.spec.reading import StrictLoader
 
 
 def read_text(path: str | os.PathLike[str]) -> tuple[str, str]:

@@ -394,3 +394,17 @@ def test_a_higher_priority_jobs_cluster_is_carved_before_one_queued_earlier() ->
 
     assert carved(QueueingPolicy.PRIORITY) == ["job:high"]  # ahead of low in the line
     assert carved(QueueingPolicy.FIFO) == []  # behind low, which cannot be carved yet
+
+
+def test_a_selector_matching_only_a_too_small_virtual_node_is_refused_with_a_reason() -> None:
+    # The job's own cluster has one 2-GPU virtual node labelled pool=mine; its task asks
+    # 4 GPUs and selects that label, so no physical node matches and the virtual node is
+    # too small: a verdict, not `max()` of no nodes.
+    from shoal.scheduler.actions.enqueue import admission_check
+
+    tight = own(job("t", "default", 4, selector={"pool": "mine"}),
+                VirtualCluster("t", fixed_size_nodes=fixed(2, labels={"pool": "mine"})))
+    reason = admission_check(tight, NODES, [])
+    assert reason is not None and reason.kind is PendingKind.UNSCHEDULABLE
+    assert "more than any of the 1 matching node" in reason.message
+    assert reason.resource == "gpu"

@@ -130,7 +130,14 @@ def test_yaml_syntax_error_names_line_and_column() -> None:
 def test_yaml_duplicate_key() -> None:
     text = "apiVersion: shoal/v1\nkind: PriorityClass\nmetadata: {name: u}\nvalue: 1\n"
     assert one_issue(text + "value: 20\n") == (
-        f"{SOURCE}: document 1: invalid YAML at line 5, column 1: found duplicate key 'value'")
+        f"{SOURCE}: document 1: value: invalid YAML at line 5, column 1: found duplicate key "
+        "'value'")
+
+
+def test_yaml_duplicate_key_deep_inside_is_named_by_its_path() -> None:
+    text = JOB + "      env: {A: '1', B: '2', A: '3'}\n"
+    assert one_issue(text).startswith(
+        f"{SOURCE}: document 1: spec.taskGroups[0].env.A: invalid YAML at line ")
 
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n---\n"])
