@@ -153,6 +153,47 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(InternalErrors)
+    _document_errors(app)
+
+
+ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorBody"}
+BODY_ERRORS = {"400": "The body cannot be read (not UTF-8, not JSON)",
+               "413": "The body is larger than this server accepts"}
+
+
+def _document_errors(app: FastAPI) -> None:
+    """Make the OpenAPI document say what the handlers above do: every 4xx and 5xx answer of
+    every operation is an `ErrorBody` in JSON, and an operation that takes a body may answer
+    400 (unreadable) and 413 (too large). FastAPI would otherwise document its own
+    422 shape (`HTTPValidationError`) on routes that declare no 422, and a text/plain route's
+    errors as text/plain; clients generated from the document, and the schema fuzz test,
+    would then expect what the server never sends."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            for operations in document.get("paths", {}).values():
+                for operation in operations.values():
+                    if "requestBody" in operation:  # any body may be unreadable or too big
+                        for status, why in BODY_ERRORS.items():
+                            operation.setdefault("responses", {}).setdefault(
+                                status, {"description": why})
+                    for status, answer in operation.get("responses", {}).items():
+                        if str(status)[:1] in ("4", "5"):
+                            answer["content"] = {"application/json": {"schema": ERROR_SCHEMA}}
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            for unused in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(unused, None)
+            if "ErrorBody" not in schemas:
+                body = ErrorBody.model_json_schema(
+                    ref_template="#/components/schemas/{model}", mode="serialization")
+                schemas.update(body.pop("$defs", {}))
+                schemas["ErrorBody"] = body
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 #: For route declarations: the error responses, documented in the OpenAPI document.

@@ -108,3 +108,20 @@ def test_error_answers_are_bounded() -> None:
     assert len(errors) == MAX_ERRORS + 1 and "9950 more" in errors[-1]["message"]
     assert all(len(e["message"]) <= MAX_MESSAGE + 1 for e in errors)
     assert len(response.content) < 100_000
+
+
+def test_the_document_gives_every_error_answer_the_error_shape(api: Api) -> None:
+    document = api.client.get("/openapi.json").json()
+    assert "HTTPValidationError" not in json.dumps(document)
+    errors = [(path, method, status, answer)
+              for path, operations in document["paths"].items()
+              for method, operation in operations.items()
+              for status, answer in operation["responses"].items() if status[0] in "45"]
+    assert errors
+    for path, method, status, answer in errors:
+        assert answer["content"] == {
+            "application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}
+        }, (path, method, status)
+    logs = document["paths"]["/api/v1/jobs/{name}/logs"]["get"]["responses"]
+    assert set(logs["200"]["content"]) == {"text/plain"}
+    assert {"400", "413"} <= set(document["paths"]["/api/v1/jobs"]["post"]["responses"])
