@@ -34,3 +34,4 @@ bench: uv
 	$(UV) run python bench/api.py
 	$(UV) run python bench/elastic.py
 	$(UV) run python bench/preempt.py
+	$(UV) run python bench/soak.py
