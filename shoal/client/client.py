@@ -12,6 +12,7 @@ token come from is the caller's business (the CLI's is `shoal.cli.config`).
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import time
@@ -47,6 +48,9 @@ from shoal.client.models import (
 #: Where `shoal up` listens by default.
 DEFAULT_SERVER = "http://127.0.0.1:8765"
 API = "/api/v1"
+#: Bytes of a log asked for in one request without `follow` (the server's default).
+LOG_PAGE = 1024 * 1024
+NEXT_OFFSET = "X-Shoal-Next-Offset"
 YAML = "application/yaml"
 JSON = "application/json"
 
@@ -58,13 +62,37 @@ Spec = str | os.PathLike[str] | Mapping[str, Any]
 class LogStream(Iterator[str]):
     """A task's log as text chunks, as they arrive (join them for the whole log). `task`
     names the task the server chose (`worker-0`). Close it, or use it as a context manager,
-    to stop following early."""
+    to stop following early.
 
-    def __init__(self, response: httpx.Response, url: str) -> None:
+    A read without `follow` is answered a page at a time (at most `LOG_PAGE` bytes); after
+    a full page the next is asked for from the server's `X-Shoal-Next-Offset`, so the
+    stream still holds the whole log. The bytes are decoded as one UTF-8 text, so a
+    character split between two pages or chunks comes out whole."""
+
+    def __init__(self, response: httpx.Response, url: str,
+                 next_page: Callable[[int], httpx.Response] | None = None) -> None:
         self._response = response
-        self._chunks = response.iter_text()
+        self._next_page = next_page
+        self._chunks = self._texts()
         self._url = url
         self.task: str | None = response.headers.get("X-Shoal-Task")
+
+    def _texts(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while True:
+            for data in self._response.iter_bytes():
+                if text := decoder.decode(data):
+                    yield text
+            offset = self._response.headers.get(NEXT_OFFSET)
+            page = self._response.request.url.params.get("limit")
+            start = self._response.request.url.params.get("offset", "0")
+            if (self._next_page is None or offset is None or page is None
+                    or int(offset) - int(start) < int(page)):
+                break
+            self._response.close()
+            self._response = self._next_page(int(offset))
+        if tail := decoder.decode(b"", final=True):
+            yield tail
 
     def __next__(self) -> str:
         try:
@@ -209,13 +237,16 @@ class ShoalClient:
         """A task's stdout or stderr (`task` is `GROUP-INDEX`; default: the first task), from
         byte `offset`; with `follow`, until the task ends. The request is made now, so an
         unknown job or task raises here, not on the first read."""
-        params = _clean({"task": task, "stream": stream, "follow": str(follow).lower(),
-                         "offset": offset})
         # A followed task may print nothing for a long time: no read timeout then.
         timeout = httpx.Timeout(self.timeout, read=None) if follow else None
-        response = self._send("GET", f"{API}/jobs/{_quote(name)}/logs", retry=True,
+
+        def read(start: int) -> httpx.Response:
+            params = _clean({"task": task, "stream": stream, "follow": str(follow).lower(),
+                             "offset": start, "limit": None if follow else LOG_PAGE})
+            return self._send("GET", f"{API}/jobs/{_quote(name)}/logs", retry=True,
                               stream=True, timeout=timeout, params=params)
-        return LogStream(response, self.url)
+
+        return LogStream(read(offset), self.url, None if follow else read)
 
     def wait(self, name: str, states: Collection[JobState | str] = TERMINAL_STATES,
              timeout: float | None = None, interval: float = 0.5) -> JobView:

@@ -14,6 +14,8 @@ import pytest
 from live_server import live_server, log_paths
 from server_helpers import Api, job_yaml
 
+from shoal.client import ShoalClient
+from shoal.client.client import LOG_PAGE
 from shoal.server import create_app
 from shoal.server.errors import ApiError
 from shoal.server.logs import MAX_READ, FollowSlots
@@ -185,3 +187,17 @@ def test_open_follows_do_not_starve_the_api(api: Api) -> None:
         finally:
             for sock in sockets:
                 sock.close()
+
+
+def test_the_client_reads_a_long_log_page_by_page(api: Api) -> None:
+    """Without `follow` the server answers at most a page; `ShoalClient.logs` asks for the
+    next from `X-Shoal-Next-Offset` until the log is read, and a character that a page
+    boundary splits still comes out whole."""
+    assert api.submit(job_yaml("train", replicas=1)).status_code == 201
+    text = "x" * (LOG_PAGE - 1) + "é" + "step\n" * 300_000  # é straddles the first page's end
+    write(api, "train.worker-0", text)
+    shoal = ShoalClient(http=api.client, token=api.tokens["alice"])
+    with shoal.logs("train") as stream:
+        assert "".join(stream) == text
+    with shoal.logs("train", offset=LOG_PAGE + 1) as stream:
+        assert "".join(stream) == text[LOG_PAGE:]
