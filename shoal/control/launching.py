@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from shoal.api import Job
+from shoal.executors.cgroups import TaskLimits
 from shoal.executors.local import TaskLaunch, TaskPhase, TaskStatus
 from shoal.store.repository import TaskRecord
 
@@ -57,13 +58,18 @@ def launch_spec(job: Job, rec: TaskRecord, master_port: int,
         world_size=world_size(job, elastic_size),
         rank=rank_of(job, ref.group, ref.index, elastic_size), master_addr=MASTER_ADDR,
         master_port=master_port, gpus=rec.gpus, command=group.command, env=group.env,
-        working_dir=group.working_dir, attempt=rec.attempts, shoal_env=shoal_env or {})
+        working_dir=group.working_dir, attempt=rec.attempts, shoal_env=shoal_env or {},
+        user=job.user, limits=TaskLimits(cpu_millis=group.resources.cpu,
+                                          memory_mib=group.resources.memory))
 
 
 def describe(status: TaskStatus) -> str:
     """How a process ended, for event causes."""
     if status.phase is TaskPhase.LOST:
         return f"was lost ({status.detail})" if status.detail else "was lost"
+    if status.reason:  # the kernel's word for it comes first: "OOMKilled"
+        return f"ended {status.reason} ({status.detail})" if status.detail \
+            else f"ended {status.reason}"
     if status.signal:
         return f"was killed by signal {status.signal}"
     detail = f" ({status.detail})" if status.detail else ""
@@ -75,6 +81,8 @@ def retry_reason(status: TaskStatus) -> str:
     process"."""
     if status.phase is TaskPhase.LOST:
         return "a lost process"
+    if status.reason:
+        return status.reason
     if status.signal:
         return f"signal {status.signal}"
     return f"exit code {status.exit_code}"

@@ -11,7 +11,12 @@ plane needs to find its processes again:
     <root>/logs/<job>/<group>-<index>.out|.err                  stdout / stderr (appended)
 
 Every task runs under `wrapper.py` in its own session, so the wrapper's pid is the process
-group id: stopping a task signals the whole group (the command and anything it spawned).
+group id: stopping a task signals the whole group (the command and anything it spawned),
+and everything in the task's cgroups when it has some (what left the group by `setsid`).
+How tasks are kept apart from the server and from each other (OS users, working
+directories, limits) is `Isolation`, whose contract `shoal.executors.isolation` states; the
+executor's default, for tests that drive it directly, runs tasks as its own user. Everything
+under `root` is the server's only (directories 0700, files 0600).
 A process is identified by pid *and* start time, so a pid reused by an unrelated process
 after a restart is never mistaken for a task, and never signalled.
 """
@@ -22,12 +27,13 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -36,10 +42,23 @@ from typing import Any
 import psutil
 
 from shoal.api.lifecycle import TaskState
+from shoal.executors.cgroups import TaskCgroups, TaskLimits
+from shoal.executors.isolation import (
+    Accounts,
+    Identity,
+    Mode,
+    Policy,
+    base_env,
+    home_env,
+    task_work_dir,
+)
 from shoal.executors.wrapper import (
     PID_FILE,
     STATUS_FILE,
+    cgroup_pids,
     create_json_exclusive,
+    drain_cgroups,
+    signal_cgroups,
     write_json_atomic,
 )
 
@@ -75,6 +94,8 @@ class TaskStatus:
     exit_code: int | None = None
     signal: int | None = None
     detail: str = ""
+    reason: str = ""
+    """Why it ended, when the kernel said: "OOMKilled" (`wrapper.OOM_KILLED`)."""
 
     @property
     def running(self) -> bool:
@@ -114,6 +135,10 @@ class TaskLaunch:
     shoal_env: Mapping[str, str] = field(default_factory=dict)
     """More of Shoal's own variables (the API's address, the job's token, its virtual
     cluster: `shoal.control.job_scope`), which the job cannot override either."""
+    user: str | None = None
+    """The Shoal user whose job this is: who the task runs as (`Isolation`)."""
+    limits: TaskLimits = field(default_factory=TaskLimits)
+    """Its requests, which become its limits where the executor has cgroups."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +155,8 @@ class RunningTask:
     stdout_path: Path
     stderr_path: Path
     status_path: Path
+    cgroups: tuple[Path, ...] = ()
+    """The attempt's cgroups (none without `Isolation.cgroups`)."""
 
     @property
     def task_dir(self) -> Path:
@@ -189,7 +216,21 @@ def read_status(status_path: Path) -> TaskStatus | None:
     if data is None:
         return None
     return TaskStatus(TaskPhase.EXITED, exit_code=data.get("exit_code"),
-                      signal=data.get("signal"), detail=str(data.get("error", "")))
+                      signal=data.get("signal"), detail=str(data.get("error", "")),
+                      reason=str(data.get("reason", "")))
+
+
+@dataclass(frozen=True, slots=True)
+class Isolation:
+    """How the executor keeps tasks apart (`shoal.executors.isolation` states the contract).
+    The default runs tasks as the executor's own user without limits: what tests that drive
+    the executor directly use; `shoal up` decides the real one at start."""
+
+    policy: Policy = field(default_factory=lambda: Policy(Mode.SAME_USER))
+    work_root: Path | None = None
+    """Where tasks that switch user get their working directories (required then)."""
+    cgroups: TaskCgroups | None = None
+    """Where task cgroups are made; None: no limits, no cgroup tracking."""
 
 
 def _check_name(what: str, value: str) -> None:
@@ -202,10 +243,16 @@ class LocalExecutor:
     """Starts, polls, stops and re-adopts task processes on this machine."""
 
     def __init__(self, root: Path, *, grace_period: float = DEFAULT_GRACE_PERIOD,
-                 base_env: Mapping[str, str] | None = None) -> None:
-        self.root = Path(root)
+                 base_env: Mapping[str, str] | None = None,
+                 isolation: Isolation | None = None) -> None:
+        # Absolute: the wrapper starts in the task's working directory, not ours.
+        self.root = Path(root).absolute()
         self.grace_period = grace_period
         self._base_env = base_env
+        self.isolation = isolation or Isolation()
+        if self.isolation.policy.switches_user and self.isolation.work_root is None:
+            raise ValueError("an executor that switches users needs a work root")
+        self._accounts = Accounts(self.isolation.policy)
         # Our own children, so that we reap them (a zombie would otherwise look alive).
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         # Stops in progress: status path → monotonic deadline for SIGKILL.
@@ -222,6 +269,14 @@ class LocalExecutor:
         base = self.root / "logs" / job
         return base / f"{group}-{index}.out", base / f"{group}-{index}.err"
 
+    def forget_job(self, job: str) -> None:
+        """Remove what the executor keeps of a job that was deleted (it runs nothing): its
+        attempts' records and its logs. A job of the same name submitted later starts
+        from attempt 1 again, which must not find the old one's claim and status."""
+        _check_name("job", job)
+        for base in (self.root / "tasks" / job, self.root / "logs" / job):
+            shutil.rmtree(base, ignore_errors=True)
+
     # ---- launch -----------------------------------------------------------------------------
 
     def launch(self, spec: TaskLaunch) -> RunningTask:
@@ -231,14 +286,19 @@ class LocalExecutor:
         _check_name("group", spec.group)
         if not spec.command:
             raise ValueError(f"task {spec.job}/{spec.group}/{spec.index} has no command")
+        # Who it runs as is settled before the claim: a task refused here leaves no claim.
+        self._accounts.identity(spec.user)
         task_dir = self.task_dir(spec.job, spec.group, spec.index, spec.attempt)
-        task_dir.mkdir(parents=True, exist_ok=True)
+        _private_dirs(self.root, task_dir)
         out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
-        out_path.parent.mkdir(parents=True, exist_ok=True)
+        _private_dirs(self.root, out_path.parent)
+        cgroups = () if self.isolation.cgroups is None \
+            else self.isolation.cgroups.paths(str(task_dir))
         record = {"job": spec.job, "group": spec.group, "index": spec.index,
                   "attempt": spec.attempt, "gpus": list(spec.gpus),
                   "command": list(spec.command), "stdout": str(out_path),
-                  "stderr": str(err_path), "claimed_at": time.time()}
+                  "stderr": str(err_path), "cgroups": [str(c) for c in cgroups],
+                  "claimed_at": time.time()}
         if not create_json_exclusive(task_dir / LAUNCH_FILE, record):
             return self._existing(task_dir, spec, record)
         return self._start(spec, task_dir, record_pid=True)
@@ -250,20 +310,32 @@ class LocalExecutor:
         out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
         handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                              out_path, err_path, task_dir / STATUS_FILE)
-        argv = [sys.executable, "-I", str(WRAPPER), str(task_dir), "--", *spec.command]
         base = os.environ if self._base_env is None else self._base_env
+        env, cwd = task_env(spec, base), spec.working_dir
+        options: list[str] = []
         try:
-            with open(out_path, "ab", buffering=0) as out, \
-                 open(err_path, "ab", buffering=0) as err:
+            identity = self._accounts.identity(spec.user)
+            if identity is not None:
+                env, cwd, options = self._as_user(spec, identity, base, env)
+            cgroups = self.isolation.cgroups
+            if cgroups is not None:
+                made = cgroups.create(str(task_dir), spec.limits)
+                options += [arg for path in made for arg in ("--cgroup", str(path))]
+                handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
+                                     out_path, err_path, task_dir / STATUS_FILE, made)
+            argv = [sys.executable, "-I", str(WRAPPER), str(task_dir), *options, "--",
+                    *spec.command]
+            # Opened here, as the server: the task gets descriptors, never the files' paths.
+            with _log(out_path) as out, _log(err_path) as err:
                 proc = subprocess.Popen(
-                    argv, cwd=spec.working_dir, env=task_env(spec, base),
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                     start_new_session=True)  # own session ⇒ own process group
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             # Typically a missing working directory: nothing runs, and the record says why.
             write_json_atomic(handle.status_path, {"exit_code": 127, "signal": None,
                                                    "error": f"cannot start: {exc}",
                                                    "finished_at": time.time()})
+            _release(handle)
             return handle
         self._children[proc.pid] = proc
         start = _start_time(proc.pid)
@@ -271,7 +343,19 @@ class LocalExecutor:
             return self._existing(task_dir, None, {})
         write_json_atomic(task_dir / PID_FILE, {"pid": proc.pid, "start_time": start})
         return RunningTask(spec.job, spec.group, spec.index, spec.attempt, proc.pid, start,
-                           out_path, err_path, task_dir / STATUS_FILE)
+                           out_path, err_path, task_dir / STATUS_FILE, handle.cgroups)
+
+    def _as_user(self, spec: TaskLaunch, identity: Identity, base: Mapping[str, str],
+                 env: dict[str, str]) -> tuple[dict[str, str], str, list[str]]:
+        """The environment, working directory and wrapper options of a task that runs as
+        `identity`: only `isolation.BASE_ENV` of the server's environment, a working
+        directory of its own (also its HOME) unless the spec names one."""
+        assert self.isolation.work_root is not None
+        home = task_work_dir(self.isolation.work_root, identity,
+                             (spec.job, f"{spec.group}-{spec.index}"))
+        env = task_env(spec, {**base_env(base), **home_env(identity, home)})
+        options = ["--uid", str(identity.uid), "--gid", str(identity.gid)]
+        return env, spec.working_dir or str(home), options
 
     def _existing(self, task_dir: Path, spec: TaskLaunch | None, record: dict[str, Any]
                   ) -> RunningTask:
@@ -307,7 +391,8 @@ class LocalExecutor:
         return RunningTask(job, group, index, attempt, pid, start,
                            Path(record.get("stdout", out_default)),
                            Path(record.get("stderr", err_default)),
-                           task_dir / STATUS_FILE)
+                           task_dir / STATUS_FILE,
+                           tuple(Path(c) for c in record.get("cgroups", ())))
 
     # ---- adopt ------------------------------------------------------------------------------
 
@@ -331,7 +416,7 @@ class LocalExecutor:
         self._reap(task.pid)
         key = task.status_path
         if key in self._stopping:
-            if self._group_alive(task.pid):
+            if self._group_alive(task):
                 if time.monotonic() >= self._stopping[key]:
                     self._kill_group(task)
                 return RUNNING
@@ -339,13 +424,17 @@ class LocalExecutor:
         status = read_status(task.status_path)
         if status is not None:
             self._killed.discard(key)
+            _release(task)
             return status
         if _same_process(task.pid, task.pid_start_time):
             return RUNNING
         # The wrapper may have written its record and exited between the two checks.
         status = read_status(task.status_path)
         if status is not None:
+            _release(task)
             return status
+        # The wrapper is gone without a record: nothing of the task may outlive it.
+        _release(task)
         if key in self._killed:
             # SIGKILL took the wrapper down with the command: we know the outcome, record it.
             write_json_atomic(task.status_path, {
@@ -370,6 +459,7 @@ class LocalExecutor:
             return False
         with contextlib.suppress(ProcessLookupError):
             os.killpg(task.pid, signal.SIGTERM)
+        signal_cgroups(list(task.cgroups), signal.SIGTERM)
         # Keep the earlier deadline if a stop is already under way: asking twice must not
         # extend the grace period.
         deadline = time.monotonic() + grace
@@ -402,11 +492,16 @@ class LocalExecutor:
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(task.pid, signal.SIGKILL)
+        signal_cgroups(list(task.cgroups), signal.SIGKILL)
         self._killed.add(task.status_path)
 
-    def _group_alive(self, pgid: int) -> bool:
-        """True while any non-zombie process is in the group. Zombies are skipped: they hold
-        no resources, and where nothing reaps orphans they would never go away."""
+    def _group_alive(self, task: RunningTask) -> bool:
+        """True while any non-zombie process is in the task's process group or its
+        cgroups. Zombies are skipped: they hold no resources, and where nothing reaps
+        orphans they would never go away."""
+        if any(_alive(pid) for cgroup in task.cgroups for pid in cgroup_pids(cgroup)):
+            return True
+        pgid = task.pid
         if pgid <= 1:
             return False
         self._reap(pgid)
@@ -422,6 +517,40 @@ class LocalExecutor:
                     return True
             except (ProcessLookupError, psutil.Error):
                 continue
+        return False
+
+
+def _private_dirs(root: Path, path: Path) -> None:
+    """`path` and its parents up to `root` made if missing, 0700 (root itself included)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # the mode applies to `path` only
+    for directory in (path, *path.parents):
+        if directory.stat().st_mode & 0o077:
+            directory.chmod(0o700)
+        if directory == root or root not in directory.parents:
+            break
+
+
+@contextlib.contextmanager
+def _log(path: Path) -> Iterator[int]:
+    """A log opened for appending, created 0600."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        yield descriptor
+    finally:
+        os.close(descriptor)
+
+
+def _release(task: RunningTask) -> None:
+    """The attempt is over: kill what is left in its cgroups and remove them (the wrapper
+    does it before recording the outcome; this covers a wrapper that died first)."""
+    if task.cgroups:
+        drain_cgroups(list(task.cgroups), time.monotonic() + KILL_WAIT)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
 
 

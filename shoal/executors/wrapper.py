@@ -8,7 +8,16 @@ and not a `wait()` in the control plane, a task that ends while the control plan
 still has a known exit status when the control plane comes back (issue item 4,
 reconciliation).
 
-Usage: `python -I wrapper.py <task-dir> -- <command> [args…]`
+It also applies the task's isolation (`shoal.executors.isolation`) to the command, and only
+to the command: the wrapper itself keeps the executor's user, so a task can neither forge
+its status record (the task directory is the executor's, 0700) nor signal its wrapper.
+Between fork and exec the child joins the task's cgroups (so everything it ever spawns is
+counted and limited there), drops every group, switches to the task's gid and uid and sets
+a umask of 0o077. When the command ends, the wrapper kills whatever it left in its cgroups,
+notes whether the kernel's OOM killer struck (`"reason": "OOMKilled"` in the record) and
+removes the cgroups, before it records the outcome.
+
+Usage: `python -I wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> [args…]`
 
 The executor runs this file by path with `-I` (isolated mode) rather than `-m
 shoal.executors.wrapper`: the task's environment (PYTHONPATH, PYTHONHOME, a working directory
@@ -26,24 +35,35 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO
 
 PID_FILE = "pid.json"
 STATUS_FILE = "status.json"
 #: What a shell reports for a command it cannot find or cannot execute.
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
+#: The reason recorded for a command the kernel's OOM killer ended (Kubernetes' word for it).
+OOM_KILLED = "OOMKilled"
+CGROUP_PROCS = "cgroup.procs"
+#: How long the wrapper waits for its cgroups to empty after killing what is left in them.
+CGROUP_DRAIN = 5.0
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Write temp + fsync + rename: a reader sees the old file or the whole new one, never a
     torn write, even if this process is killed half-way."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with _private(tmp) as f:
         json.dump(payload, f)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def _private(path: Path) -> TextIO:
+    """`path` opened for writing, created 0600 whatever the umask: records are the server's."""
+    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                encoding="utf-8")
 
 
 def create_json_exclusive(path: Path, payload: dict[str, Any]) -> bool:
@@ -51,7 +71,8 @@ def create_json_exclusive(path: Path, payload: dict[str, Any]) -> bool:
     atomic and fails on an existing target: no torn or doubled record. The executor's launch
     claims use it too."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    tmp.write_text(json.dumps(payload), encoding="utf-8")
+    with _private(tmp) as f:
+        f.write(json.dumps(payload))
     try:
         os.link(tmp, path)
         return True
@@ -85,12 +106,122 @@ def _keep_running(signum: int, frame: FrameType | None) -> None:
     (unlike SIG_IGN) is reset to the default by exec, so the command is not affected."""
 
 
+# ---- cgroups: the primitives the executor shares (the wrapper may import nothing of shoal) --
+
+def cgroup_pids(cgroup: Path) -> list[int]:
+    """The processes in a cgroup now (none when it is gone)."""
+    try:
+        text = (cgroup / CGROUP_PROCS).read_text(encoding="ascii")
+    except OSError:
+        return []
+    return [int(line) for line in text.split()]
+
+
+def signal_cgroups(cgroups: list[Path], signum: int) -> int:
+    """Signal every process in `cgroups`; how many were there. A process that forks while it
+    is being signalled lands in the same cgroup: callers loop until the cgroups are empty."""
+    count = 0
+    for cgroup in cgroups:
+        for pid in cgroup_pids(cgroup):
+            try:
+                os.kill(pid, signum)
+                count += 1
+            except ProcessLookupError:
+                continue
+    return count
+
+
+def oom_killed(cgroup: Path, *, sigkilled: bool) -> bool:
+    """Whether the OOM killer killed a process of this cgroup: cgroup v2's memory.events and
+    v1's memory.oom_control count it (`oom_kill`). An older v1 kernel only counts the times
+    the limit was hit (memory.failcnt): trusted only when the command died of SIGKILL."""
+    for name in ("memory.events", "memory.oom_control"):
+        try:
+            lines = (cgroup / name).read_text(encoding="ascii").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value) > 0
+    if not sigkilled:
+        return False
+    try:
+        return int((cgroup / "memory.failcnt").read_text(encoding="ascii")) > 0
+    except (OSError, ValueError):
+        return False
+
+
+def drain_cgroups(cgroups: list[Path], deadline: float) -> bool:
+    """SIGKILL everything in `cgroups` until they are empty or `deadline` (monotonic) passes,
+    then remove them. True when every one of them is gone."""
+    while signal_cgroups(cgroups, signal.SIGKILL) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    gone = True
+    for cgroup in cgroups:
+        while True:
+            try:
+                cgroup.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                # A killed process leaves its cgroup a moment after it dies.
+                if time.monotonic() >= deadline:
+                    gone = False
+                    break
+                time.sleep(0.01)
+    return gone
+
+
+# ---- the task's side of the fork --------------------------------------------------------
+
+def _isolate(uid: int | None, gid: int | None, cgroups: list[Path]) -> None:
+    """Run in the child between fork and exec (the wrapper is single-threaded, so
+    `preexec_fn` is safe here). Joins the cgroups first: it must, as the executor's user,
+    and a process that joined before exec takes every descendant with it. subprocess's own
+    `user=`/`group=` would switch users *before* `preexec_fn` runs, too early for that."""
+    for cgroup in cgroups:
+        with open(cgroup / CGROUP_PROCS, "w", encoding="ascii") as procs:
+            procs.write("0")  # 0: the writing process
+    if gid is not None:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+    if uid is not None:
+        os.setresuid(uid, uid, uid)
+    os.umask(0o077)
+
+
+def _parse(argv: list[str]) -> tuple[Path, int | None, int | None, list[Path], list[str]
+                                     ] | None:
+    if "--" not in argv or argv.index("--") < 1:
+        return None
+    split = argv.index("--")
+    options, command = argv[1:split], argv[split + 1:]
+    uid: int | None = None
+    gid: int | None = None
+    cgroups: list[Path] = []
+    if len(options) % 2 or not command:
+        return None
+    for flag, value in zip(options[::2], options[1::2], strict=True):
+        if flag == "--uid":
+            uid = int(value)
+        elif flag == "--gid":
+            gid = int(value)
+        elif flag == "--cgroup":
+            cgroups.append(Path(value))
+        else:
+            return None
+    return Path(argv[0]), uid, gid, cgroups, command
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) < 3 or argv[1] != "--":
-        print("usage: wrapper.py <task-dir> -- <command> [args…]", file=sys.stderr)
+    parsed = _parse(argv)
+    if parsed is None:
+        print("usage: wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> "
+              "[args…]", file=sys.stderr)
         return 2
-    task_dir = Path(argv[0])
-    command = argv[2:]
+    task_dir, uid, gid, cgroups, command = parsed
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _keep_running)
     # The executor writes the same record after Popen returns; writing it here too closes
@@ -101,9 +232,14 @@ def main(argv: list[str]) -> int:
                         {"pid": os.getpid(), "start_time": _process_start_time()}):
         return 0
     outcome: dict[str, Any]
+    isolated = uid is not None or gid is not None or bool(cgroups)
     try:
-        child = subprocess.Popen(command)  # inherits env, cwd, stdio and the process group
-    except OSError as exc:
+        # Inherits env, cwd, stdio and the process group. preexec_fn is safe: the wrapper
+        # never starts a thread.
+        child = subprocess.Popen(
+            command,
+            preexec_fn=(lambda: _isolate(uid, gid, cgroups)) if isolated else None)  # noqa: PLW1509
+    except (OSError, subprocess.SubprocessError) as exc:
         code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
         print(f"shoal: cannot start {command[0]!r}: {exc}", file=sys.stderr)
         outcome = {"exit_code": code, "signal": None, "error": str(exc)}
@@ -113,6 +249,13 @@ def main(argv: list[str]) -> int:
             outcome = {"exit_code": None, "signal": -returncode}
         else:
             outcome = {"exit_code": returncode, "signal": None}
+        # A shell reports its OOM-killed child as 137: any failure counts, not only SIGKILL.
+        if returncode != 0 and any(oom_killed(c, sigkilled=returncode == -signal.SIGKILL)
+                                   for c in cgroups):
+            outcome["reason"] = OOM_KILLED
+            outcome["error"] = "killed by the OOM killer: memory above the task's request"
+    # The command is over: what it left behind (double forks, setsid daemons) goes with it.
+    drain_cgroups(cgroups, time.monotonic() + CGROUP_DRAIN)
     outcome["finished_at"] = time.time()
     write_json_atomic(task_dir / STATUS_FILE, outcome)
     if outcome["signal"] is not None:
