@@ -271,10 +271,15 @@ class LocalExecutor:
 
     def forget_job(self, job: str) -> None:
         """Remove what the executor keeps of a job that was deleted (it runs nothing): its
-        attempts' records and its logs. A job of the same name submitted later starts
-        from attempt 1 again, which must not find the old one's claim and status."""
+        attempts' records and its logs, and its tasks' working directories. A job of the
+        same name submitted later starts from attempt 1 again, which must not find the old
+        one's claim and status."""
         _check_name("job", job)
-        for base in (self.root / "tasks" / job, self.root / "logs" / job):
+        bases = [self.root / "tasks" / job, self.root / "logs" / job]
+        if self.isolation.work_root is not None:
+            # rmtree never follows a link a task planted in its own directory.
+            bases += self.isolation.work_root.glob(f"*/{job}")
+        for base in bases:
             shutil.rmtree(base, ignore_errors=True)
 
     # ---- launch -----------------------------------------------------------------------------

@@ -291,3 +291,13 @@ def test_cgroup_v2_limits_and_delegation(tmp_path: Path) -> None:
 def test_no_writable_hierarchy_is_said() -> None:
     found = cgroups.detect("t", mountinfo="", proc_cgroup="0::/\n")
     assert isinstance(found, cgroups.Unavailable) and found.reason
+
+
+@as_root
+def test_forgetting_a_job_removes_its_working_directories(
+        tmp_path: Path, scratch: Scratch) -> None:
+    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER))
+    cwd = Path(str(run_report(executor, user="alice", job="gone")["cwd"]))
+    kept = Path(str(run_report(executor, user="alice", job="kept")["cwd"]))
+    executor.forget_job("gone")
+    assert not cwd.parent.exists() and kept.exists()
