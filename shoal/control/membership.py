@@ -18,12 +18,17 @@ The document (JSON)::
 
 `members` are the tasks placed now (bound or running), ranked as their launch is
 (`shoal.control.launching.rank_of`); tasks being stopped after an eviction are not members.
+
+Where the file lives is the executor's call (`place`, e.g. `LocalExecutor.job_file`): tasks
+that run as their own OS user cannot enter the server's data directory, so theirs is where
+only their job's OS user can read it. The file itself is 0644: its directory is the gate.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +43,27 @@ MEMBERSHIP_ENV = "SHOAL_MEMBERSHIP_FILE"
 class Membership:
     """The membership files of the elastic jobs of one control plane, under `root`."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path,
+                 place: Callable[[str, str | None], Path] | None = None) -> None:
+        """`place(job, user)`: the file of a job of that user (default `root/<job>.json`)."""
         self.root = root
+        self._place = place
+        self._paths: dict[str, Path] = {}
         self._written: dict[str, tuple[int, tuple[tuple[str, int, str], ...]]] = {}
         """Per job: the version last written and the members it listed."""
 
-    def path(self, job: str) -> Path:
-        return self.root / f"{job}.json"
+    def path(self, job: str, user: str | None = None) -> Path:
+        known = self._paths.get(job)
+        if known is None:
+            known = self.root / f"{job}.json" if self._place is None \
+                else self._place(job, user)
+            self._paths[job] = known
+        return known
 
     def env(self, info: JobInfo) -> dict[str, str]:
         """What an elastic job's task is told about the file (nothing for a rigid job)."""
-        return {} if info.job.elastic is None else {MEMBERSHIP_ENV: str(self.path(info.name))}
+        return {} if info.job.elastic is None \
+            else {MEMBERSHIP_ENV: str(self.path(info.name, info.job.user))}
 
     def refresh(self, model: SchedulerModel) -> None:
         """Rewrite the file of every elastic job whose placed tasks changed since the last
@@ -66,7 +81,8 @@ class Membership:
 
     def forget(self, job: str) -> None:
         self._written.pop(job, None)
-        self.path(job).unlink(missing_ok=True)
+        path = self._paths.pop(job, None) or self.root / f"{job}.json"
+        path.unlink(missing_ok=True)
 
     def _write(self, info: JobInfo, members: tuple[tuple[str, int, str], ...],
                version: int) -> None:
@@ -79,9 +95,10 @@ class Membership:
             "elasticGroup": elastic.group, "replicas": replicas,
             "members": [{"group": g, "index": i, "rank": rank_of(job, g, i, size), "node": n}
                         for g, i, n in members]}
-        self.root.mkdir(parents=True, exist_ok=True)
-        target = self.path(job.name)
+        target = self.path(job.name, job.user)
+        target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_suffix(".tmp")
         temporary.write_text(json.dumps(document, indent=1) + "\n")
+        temporary.chmod(0o644)
         os.replace(temporary, target)
         self._written[job.name] = (version, members)

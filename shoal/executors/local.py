@@ -269,6 +269,30 @@ class LocalExecutor:
         base = self.root / "logs" / job
         return base / f"{group}-{index}.out", base / f"{group}-{index}.err"
 
+    def job_file(self, kind: str, job: str, user: str | None) -> Path:
+        """Where the control plane keeps a file that every task of `job` (of Shoal user
+        `user`) reads and no other tenant's may: its membership file, for one. Running as
+        the server's user: `<root>/control/<kind>/<job>.json`. Switching users:
+        `<work root>/.jobs/<job>/<kind>.json`, in a directory of the server's (so a task
+        can plant no link there) that only the job's OS group may enter (0750); the file
+        must then be readable by others (0644): its directory is the gate."""
+        _check_name("job", job)
+        work_root = self.isolation.work_root
+        if work_root is None or not self.isolation.policy.switches_user:
+            return self.root / "control" / kind / f"{job}.json"
+        try:
+            identity = self._accounts.identity(user)
+        except ValueError:  # its tasks cannot run either: nothing will read the file
+            return self.root / "control" / kind / f"{job}.json"
+        assert identity is not None
+        jobs = work_root / ".jobs"
+        jobs.mkdir(mode=0o711, exist_ok=True)
+        directory = jobs / job
+        directory.mkdir(mode=0o750, exist_ok=True)
+        os.chown(directory, os.geteuid(), identity.gid, follow_symlinks=False)
+        directory.chmod(0o750)
+        return directory / f"{kind}.json"
+
     def forget_job(self, job: str) -> None:
         """Remove what the executor keeps of a job that was deleted (it runs nothing): its
         attempts' records and its logs, and its tasks' working directories. A job of the
@@ -278,7 +302,8 @@ class LocalExecutor:
         bases = [self.root / "tasks" / job, self.root / "logs" / job]
         if self.isolation.work_root is not None:
             # rmtree never follows a link a task planted in its own directory.
-            bases += self.isolation.work_root.glob(f"*/{job}")
+            bases += [*self.isolation.work_root.glob(f"*/{job}"),
+                      self.isolation.work_root / ".jobs" / job]
         for base in bases:
             shutil.rmtree(base, ignore_errors=True)
 

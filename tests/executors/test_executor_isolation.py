@@ -301,3 +301,22 @@ def test_forgetting_a_job_removes_its_working_directories(
     kept = Path(str(run_report(executor, user="alice", job="kept")["cwd"]))
     executor.forget_job("gone")
     assert not cwd.parent.exists() and kept.exists()
+
+
+@as_root
+def test_a_jobs_shared_file_is_readable_by_its_tasks_only(
+        tmp_path: Path, scratch: Scratch) -> None:
+    """Where the control plane puts a job's membership file: alice's tasks read it, bob's
+    cannot, and the directory is the server's (no link of a task's is followed)."""
+    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER))
+    path = executor.job_file("membership", "elastic", "alice")
+    path.write_text('{"worldSize": 2}\n')
+    path.chmod(0o644)
+    assert path.parent.stat().st_uid == os.geteuid()
+    read = f"import sys; print(open({str(path)!r}).read().strip())"
+    own = executor.launch(_spec(read, user="alice", job="elastic"))
+    assert wait_exit(executor, own).exit_code == 0
+    assert own.stdout_path.read_text() == '{"worldSize": 2}\n'
+    other = executor.launch(_spec(read, user="bob", job="snoop"))
+    assert wait_exit(executor, other).exit_code == 1
+    assert "PermissionError" in other.stderr_path.read_text()
