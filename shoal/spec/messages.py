@@ -41,7 +41,7 @@ def describe(model: type[BaseModel], error: ValidationError) -> list[tuple[str, 
     """Every error of `error` as `(path, message)`, in the order pydantic found them."""
     out: list[tuple[str, str]] = []
     for e in error.errors():
-        loc, message = e["loc"], _message(model, e)
+        loc, message = _without_union_tags(model, e["loc"]), _message(model, e)
         if loc and loc[-1] == "[key]":
             # pydantic marks a bad mapping key with a pseudo-field; say it in words instead.
             loc, message = loc[:-1], f"key {message}"
@@ -88,6 +88,22 @@ def _bound(kind: str, ctx: dict[str, Any]) -> str | None:
     if kind == "string_too_long":
         return f"must be at most {ctx['max_length']} characters long"
     return None
+
+
+def _without_union_tags(model: type[BaseModel], loc: Sequence[str | int]) -> list[str | int]:
+    """`loc` without the member names pydantic puts after a union field
+    (`step.ScaleFactorSpec.factor` → `step.factor`): they are no part of the document."""
+    out: list[str | int] = []
+    current: Any = model
+    for part in loc:
+        union = _unwrap_optional(current)
+        if get_origin(union) in (Union, types.UnionType) and isinstance(part, str):
+            current = next((m for m in get_args(union)
+                            if isinstance(m, type) and m.__name__ == part), None)
+            continue
+        out.append(part)
+        current = _step(current, part) if current is not None else None
+    return out
 
 
 def allowed_fields(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:

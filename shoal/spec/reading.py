@@ -107,7 +107,8 @@ def _yaml_refusal(text: str, limits: Limits) -> _Refusal | None:
     """The first thing in `text` beyond the limits, found from the parser's events alone;
     None if there is none (or the text does not parse: the load says why)."""
     document = 0
-    counts: list[int] = []
+    counts: list[list[int]] = []
+    """Per open collection: [nodes read in it, the most it may hold]."""
     try:
         for event in yaml.parse(text, Loader=_SafeLoader):
             if isinstance(event, yaml.DocumentStartEvent):
@@ -122,21 +123,24 @@ def _yaml_refusal(text: str, limits: Limits) -> _Refusal | None:
             if problem is not None:
                 return _Refusal(document, f"{problem}{_at(event.start_mark)}")
             if isinstance(event, yaml.CollectionStartEvent):
-                counts.append(0)
+                # A mapping's keys and values both count: twice the entries.
+                mapping = isinstance(event, yaml.MappingStartEvent)
+                counts.append([0, limits.max_items * (2 if mapping else 1)])
     except yaml.YAMLError:
         return None
     return None
 
 
-def _node_problem(event: yaml.NodeEvent, counts: list[int], limits: Limits) -> str | None:
+def _node_problem(event: yaml.NodeEvent, counts: list[list[int]], limits: Limits
+                  ) -> str | None:
     if isinstance(event, yaml.AliasEvent):
         return "aliases (*name) are not allowed"
     if event.anchor is not None:
         return "anchors (&name) are not allowed"
     if counts:
-        counts[-1] += 1
-        # A mapping's keys and values both count: twice the entries.
-        if counts[-1] > 2 * limits.max_items:
+        top = counts[-1]
+        top[0] += 1
+        if top[0] > top[1]:
             return f"a mapping or list has more than {limits.max_items} entries"
     if isinstance(event, yaml.CollectionStartEvent):
         if len(counts) >= limits.max_depth:
