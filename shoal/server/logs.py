@@ -159,13 +159,20 @@ class _FollowResponse(StreamingResponse):
 
 
 def _find_task(job: Job, name: str | None) -> TaskRef:
-    refs = [TaskRef(job.name, g.name, i) for g in job.groups for i in range(g.replicas)]
+    """The task `GROUP-INDEX` (or `GROUP/INDEX`) of the job's spec, without listing every
+    task of a large job."""
     if name is None:
-        return refs[0]
-    for ref in refs:
-        if name in (task_name(ref), f"{ref.group}/{ref.index}"):
-            return ref
-    known = ", ".join(task_name(r) for r in refs[:10])
+        return TaskRef(job.name, job.groups[0].name, 0)
+    for group in job.groups:
+        for separator in ("-", "/"):
+            prefix = group.name + separator
+            index = name[len(prefix):]
+            if (name.startswith(prefix) and 0 < len(index) <= 18 and index.isdigit()
+                    and index == str(int(index))
+                    and int(index) < group.replicas):
+                return TaskRef(job.name, group.name, int(index))
+    known = ", ".join(task_name(TaskRef(job.name, g.name, i)) for g in job.groups
+                      for i in range(min(g.replicas, 10)))[:300]
     raise ApiError(404, f"job {job.name!r} has no task {name[:100]!r} (tasks: {known})",
                    "query.task")
 
@@ -214,11 +221,11 @@ def logs_router(repository: Repository, logs: LogSource | None,
                       ge=1, le=MAX_READ, description="Without `follow`: the most bytes "
                                                      "returned")] = DEFAULT_READ) -> Response:
         """A task's stdout or stderr from `offset` bytes on: its owner or an admin."""
-        job = repository.get_job(name)
-        if job is None:
+        summary = repository.job_summary(name)  # the spec names its tasks: none are read
+        if summary is None:
             raise ApiError(404, f"no job {name!r}", "path.name")
-        check_owner(user, job)
-        ref = _find_task(job, task)
+        check_owner(user, summary.job)
+        ref = _find_task(summary.job, task)
         if logs is None:
             raise ApiError(404, "this server keeps no task logs", "path.name")
         out, err = logs(ref)

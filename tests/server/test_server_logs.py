@@ -201,3 +201,14 @@ def test_the_client_reads_a_long_log_page_by_page(api: Api) -> None:
         assert "".join(stream) == text
     with shoal.logs("train", offset=LOG_PAGE + 1) as stream:
         assert "".join(stream) == text[LOG_PAGE:]
+
+
+def test_task_names_are_matched_exactly(api: Api) -> None:
+    assert api.submit(job_yaml("train", replicas=2)).status_code == 201
+    write(api, "train.worker-1", "one\n")
+    assert api.request("GET", "/api/v1/jobs/train/logs?task=worker/1", "alice").text == "one\n"
+    for wrong in ("worker-01", "worker-2", "worker-", "worker-1x", "worker--1", "worker-٣",
+                  "worker-" + "9" * 5000, "other-0"):
+        answer = api.request("GET", "/api/v1/jobs/train/logs", "alice",
+                             params={"task": wrong})
+        assert (answer.status_code, answer.json()["errors"][0]["path"]) == (404, "query.task")
