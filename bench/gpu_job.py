@@ -65,7 +65,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="shoal-gpu-", ignore_cleanup_errors=True) as tmp, \
-            local_server(Path(tmp), "--interval", "1", "--grace-period", "5") as client:
+            local_server(Path(tmp), "--interval", "1", "--grace-period", "5",
+                         # The examples' `python` (with torch) is the server's own.
+                         "--insecure-same-user") as client:
         out: dict[str, Any] = {"nodes": client.get("/api/v1/nodes").json()}
         for name in JOBS:
             answer = client.post("/api/v1/jobs", content=(EXAMPLES / f"{name}.yaml").read_text(),

@@ -1,9 +1,14 @@
 """A `shoal up` subprocess for the benchmarks: a temporary data directory, a free port, and a
 client holding the admin token. Started as `python -m shoal` so that it also runs where the
-`shoal` entry point is not installed (the GPU machine, with wheels on PYTHONPATH)."""
+`shoal` entry point is not installed (the GPU machine, with wheels on PYTHONPATH).
+
+As root, `shoal up` runs tasks as their own OS users, in `WORKDIR/work` (WORKDIR is made
+traversable for them); not as root, it would refuse tasks, so a benchmark, whose commands are
+its own, passes `--insecure-same-user` then."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,10 +27,13 @@ def local_server(workdir: Path, *args: str, timeout: float = 60.0) -> Iterator[h
     client. The server's stderr goes to WORKDIR/server.log."""
     data = workdir / "data"
     port = free_port()
+    workdir.chmod(0o711)  # the tasks' users reach their directories under WORKDIR/work
+    if os.geteuid() != 0 and "--insecure-same-user" not in args:
+        args = (*args, "--insecure-same-user")
     log = (workdir / "server.log").open("ab")
     process = subprocess.Popen(
         [sys.executable, "-m", "shoal", "up", "--data-dir", str(data), "--port", str(port),
-         *args], stdout=subprocess.DEVNULL, stderr=log)
+         "--work-dir", str(workdir / "work"), *args], stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
         if not wait_until_healthy(url, timeout, lambda: process.poll() is None):

@@ -6,10 +6,17 @@ control plane from the store (adopting tasks that survived a crash), and only th
 requests. The control loop runs on its own thread; the API server on the main one. On
 SIGINT/SIGTERM the loop stops and running tasks are left alive on purpose: the next
 `shoal up` adopts them.
+
+It also decides, once, how tasks are isolated (`shoal.executors.isolation`): as root, each
+task runs as an unprivileged OS user (one per Shoal user, or `--task-user`) in a working
+directory under `--work-dir`; not as root, tasks are refused unless `--insecure-same-user`.
+The data directory is made 0700 and everything the server creates in it private (umask
+0o077), and a writable cgroup hierarchy, if any, turns requests into limits.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import threading
@@ -21,13 +28,23 @@ import uvicorn
 from rich.console import Console
 
 from shoal.api import TaskRef
-from shoal.cli.errors import user_errors
+from shoal.cli.errors import USAGE_ERROR, user_errors
 from shoal.cli.profiles import load_profile
 from shoal.control.loop import ControlPlane
 from shoal.control.ownership import InUseError, exclusive
 from shoal.control.scale_up import ScaleUpHook
+from shoal.executors import cgroups
 from shoal.executors.inventory import detect_local_node
-from shoal.executors.local import LocalExecutor
+from shoal.executors.isolation import (
+    DEFAULT_PREFIX,
+    DEFAULT_WORK_DIR,
+    IsolationError,
+    Mode,
+    Policy,
+    check_work_root,
+    decide,
+)
+from shoal.executors.local import Isolation, LocalExecutor
 from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
 from shoal.server.logs import LogSource
@@ -63,29 +80,84 @@ def up(
                                 "for capacity.")] = None,
     scale_up_cooldown: Annotated[float, typer.Option(
         "--scale-up-cooldown", min=0.0, help="Seconds between two scale-up calls.")] = 300.0,
+    task_user_prefix: Annotated[str, typer.Option(
+        "--task-user-prefix", help="As root: each Shoal user's tasks run as OS user PREFIX"
+                                   "<name>, created on demand.")] = DEFAULT_PREFIX,
+    task_user: Annotated[str | None, typer.Option(
+        "--task-user", help="As root: run every task as this one OS user instead (tasks of "
+                            "different users can then read each other's files).")] = None,
+    insecure_same_user: Annotated[bool, typer.Option(
+        "--insecure-same-user", help="INSECURE: run tasks as this server's own user; they "
+                                     "can read its store and admin token.")] = False,
+    work_dir: Annotated[Path, typer.Option(
+        "--work-dir", help="Where tasks that run as their own OS user get their working "
+                           "directories (<work-dir>/<os user>/<job>/<group>-<index>).")]
+    = DEFAULT_WORK_DIR,
 ) -> None:
     """Start Shoal on this machine: API server, control loop and local executor."""
     hook = None if scale_up_hook is None else ScaleUpHook(scale_up_hook, scale_up_cooldown)
-    user_errors(lambda: _serve(data_dir, host, port, db, cluster, profile, interval, grace,
-                               hook))
+
+    def serve() -> None:
+        try:
+            policy = decide(os.geteuid(), insecure_same_user=insecure_same_user,
+                            task_user=task_user, prefix=task_user_prefix)
+            _serve(data_dir, host, port, db, cluster, profile, interval, grace, hook,
+                   _Tasks(policy, work_dir))
+        except IsolationError as exc:  # bad flags or work root: nothing has started yet
+            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(USAGE_ERROR) from None
+    user_errors(serve)
+
+
+class _Tasks:
+    """How `shoal up` runs tasks: the isolation policy and the work root, from the flags."""
+
+    def __init__(self, policy: Policy, work_dir: Path) -> None:
+        self.policy = policy
+        self.work_dir = work_dir
+
+    def isolation(self, out: Console, executor_root: Path) -> Isolation:
+        """Check what the policy needs, say once how tasks will run, and detect cgroups."""
+        work_root = check_work_root(self.work_dir) if self.policy.switches_user else None
+        warn = Console(stderr=True)
+        if self.policy.mode in (Mode.REFUSED, Mode.SAME_USER):
+            warn.print(f"WARNING: {self.policy.reason}", style="bold red", highlight=False,
+                       soft_wrap=True)
+        else:
+            out.print(f"{self.policy.reason}; working directories under {work_root}",
+                      highlight=False, soft_wrap=True)
+        tag = hashlib.sha256(str(executor_root.resolve()).encode()).hexdigest()[:12]
+        found = cgroups.detect(tag)
+        if isinstance(found, cgroups.Unavailable):
+            warn.print(f"no writable cgroup hierarchy ({found.reason}): tasks run without "
+                       f"CPU and memory limits", highlight=False, soft_wrap=True)
+            return Isolation(self.policy, work_root, None)
+        out.print(found.describe(), highlight=False, soft_wrap=True)
+        return Isolation(self.policy, work_root, found)
 
 
 def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path | None,
-           profile: str, interval: float, grace: float, hook: ScaleUpHook | None) -> None:
+           profile: str, interval: float, grace: float, hook: ScaleUpHook | None,
+           tasks: _Tasks) -> None:
     out = Console()
+    # Everything the server creates is its own: the store, tokens, task records and logs.
+    os.umask(0o077)
     data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.chmod(0o700)  # also when it exists from an older, 0755 start
     chosen = load_profile(profile)  # a bad profile or cluster file fails before anything starts
     bundle = load_file(cluster) if cluster is not None else None
     store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
     with exclusive(data_dir, store):
         listener = _listen(host, port)  # a port in use fails here, before any task is touched
         store.migrate()
-        _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook)
+        for private in data_dir.glob("shoal.db*"):  # the store, its journal or WAL
+            private.chmod(0o600)
+        _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks)
 
 
 def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
          bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float,
-         hook: ScaleUpHook | None) -> None:
+         hook: ScaleUpHook | None, tasks: _Tasks) -> None:
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
@@ -100,7 +172,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     for pc in pcs:
         repository.put_priority_class(pc)
 
-    executor = LocalExecutor(data_dir / "executor", grace_period=grace)
+    root = data_dir / "executor"
+    executor = LocalExecutor(root, grace_period=grace, isolation=tasks.isolation(out, root))
     host, port = listener.getsockname()[:2]
     url = _url(host, port)
     plane = ControlPlane(repository, executor, nodes, chosen,
@@ -158,6 +231,8 @@ def _admin_token(repository: Repository, data_dir: Path) -> Path:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             handle.write(token + "\n")
+    if path.exists():
+        path.chmod(0o600)  # a token file from an older start may be 0644
     return path
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from task_users import Scratch, task_python
 from typer.testing import CliRunner, Result
 
 from shoal.cli.main import app
@@ -54,9 +55,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     home = tmp_path_factory.mktemp("up")
     (home / "cluster.yaml").write_text(CLUSTER)
     port, log = free_port(), home / "server.log"
+    scratch = Scratch()  # as root, tasks run as their own OS user: their --work-dir
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
-         "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1"],
+         "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1",
+         "--work-dir", str(scratch.work)],
         cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
     url = f"http://127.0.0.1:{port}"
     try:
@@ -70,6 +73,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+        scratch.close()
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +99,7 @@ spec:
     - name: worker
       replicas: 1
       resources: {{cpu: 1, memory: 1Gi, gpu: 1}}
-      command: [{sys.executable!r}, -c, {code!r}]
+      command: [{task_python()!r}, -c, {code!r}]
 """)
     return path
 

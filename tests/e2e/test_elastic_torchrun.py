@@ -8,7 +8,10 @@ on through every change, resuming from its checkpoint, and ends having learned i
 
 The example needs torch: the CPU build of torch 2.13.0 that this machine's pip installs
 goes into a virtual environment of its own under `.cache/` (made once, then reused), whose
-`bin` leads the PATH of `shoal up` and so of its tasks."""
+`bin` leads the PATH of `shoal up` and so of its tasks. That environment's interpreter is
+the tests' own: where it lives beyond other users' reach (a 0700 home), tasks run as the
+server's user (`--insecure-same-user`; this test is about elasticity, not isolation), and
+otherwise as their own OS user, as `shoal up` does as root."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from task_users import Scratch, reachable_by_others
 from test_shoal_up import kill_leftover_tasks, submit, wait_for
 
 from shoal.client import ShoalClient, wait_until_healthy
@@ -48,22 +52,26 @@ def torch_bin() -> Path:
 
 
 @pytest.fixture
-def elastic_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """`shoal up --profile elastic` on the example's cluster; yields its URL and data dir."""
+def elastic_server(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+    """`shoal up --profile elastic` on the example's cluster; yields its URL, data dir and a
+    directory its tasks may write to (`task_users.Scratch.shared`)."""
     data, port = tmp_path / "data", free_port()
-    env = {**os.environ, "PATH": f"{torch_bin()}{os.pathsep}{os.environ['PATH']}"}
+    bin_dir = torch_bin()
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     shoal = Path(sys.executable).parent / "shoal"
+    scratch = Scratch()
+    same_user = [] if reachable_by_others(bin_dir / "python") else ["--insecure-same-user"]
     with open(tmp_path / "server.log", "ab") as log:
         process = subprocess.Popen(
             [str(shoal), "up", "--data-dir", str(data), "--port", str(port), "--profile",
              "elastic", "--cluster", str(EXAMPLE / "cluster.yaml"), "--interval", "0.5",
-             "--grace-period", "10"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-            stderr=log)
+             "--grace-period", "10", "--work-dir", str(scratch.work), *same_user],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
         assert wait_until_healthy(url, 30, lambda: process.poll() is None), \
             (tmp_path / "server.log").read_text()
-        yield url, data
+        yield url, data, scratch.shared
     finally:
         process.terminate()
         try:
@@ -72,6 +80,7 @@ def elastic_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             process.kill()
             process.wait()
         kill_leftover_tasks(data)
+        scratch.close()
 
 
 def example_job(checkpoints: Path) -> str:
@@ -133,9 +142,9 @@ def wait_for_worlds(checkpoints: Path, expected: list[int], seconds: float) -> N
 
 
 def test_torchrun_scales_with_shoal_and_finishes_training(
-        elastic_server: tuple[str, Path], tmp_path: Path) -> None:
-    url, data = elastic_server
-    checkpoints, release = tmp_path / "checkpoints", tmp_path / "release"
+        elastic_server: tuple[str, Path, Path]) -> None:
+    url, data, shared = elastic_server
+    checkpoints, release = shared / "checkpoints", shared / "release"
     token = (data / "admin.token").read_text().strip()
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"},
                       timeout=10) as client:

@@ -8,7 +8,11 @@ the middle of a burst of submissions: clients retry with their idempotency keys,
 ends Succeeded and every task ran exactly once.
 
 Every server a test starts, and every task process it left behind (tasks run in their own
-sessions and outlive a killed server), is stopped at teardown, pass or fail (`Servers`)."""
+sessions and outlive a killed server), is stopped at teardown, pass or fail (`Servers`).
+
+As root (CI), `shoal up` runs each task as an unprivileged OS user (`shoal-admin` for the
+admin's jobs): tasks run `task_python()`, work under the servers' own `--work-dir`, and
+write what a test reads into `Servers.shared` (`task_users.Scratch`)."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from task_users import Scratch, reachable_by_others, task_python
 
 from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
@@ -54,7 +59,7 @@ spec:
     - name: worker
       replicas: {replicas}
       resources: {{cpu: {cpu}, memory: {memory}, gpu: {gpu}}}
-      command: [{sys.executable!r}, -c, {code!r}]
+      command: [{task_python()!r}, -c, {code!r}]
 """
 
 
@@ -75,13 +80,14 @@ class Server:
 
 
 
-def start(tmp: Path, port: int, db: str | None = None) -> Server:
+def start(tmp: Path, port: int, db: str | None = None, *args: str) -> Server:
+    """`shoal up` on `tmp/data` with `args` more (e.g. `--work-dir`)."""
     (tmp / "cluster.yaml").write_text(CLUSTER)
     shoal = Path(sys.executable).parent / "shoal"
     process = subprocess.Popen(
         [str(shoal), "up", "--data-dir", str(tmp / "data"), "--port", str(port),
          "--cluster", str(tmp / "cluster.yaml"), "--interval", "0.2", "--grace-period", "1",
-         *(["--db", db] if db else [])],
+         *(["--db", db] if db else []), *args],
         stdout=subprocess.DEVNULL, stderr=open(tmp / "server.log", "ab"))  # noqa: SIM115
     server = Server(tmp / "data", port, process)
     try:
@@ -131,9 +137,18 @@ class Servers:
     started: list[Server] = field(default_factory=list)
     db: str | None = None
     """The store's URL (`--db`); None: SQLite in the data directory."""
+    args: tuple[str, ...] = ()
+    """More flags for every `shoal up` (`--work-dir` is always given)."""
+    scratch: Scratch = field(default_factory=Scratch)
+
+    @property
+    def shared(self) -> Path:
+        """A directory every task may write to and the test reads."""
+        return self.scratch.shared
 
     def start(self, port: int | None = None) -> Server:
-        server = start(self.tmp, free_port() if port is None else port, self.db)
+        server = start(self.tmp, free_port() if port is None else port, self.db,
+                       "--work-dir", str(self.scratch.work), *self.args)
         self.started.append(server)
         return server
 
@@ -142,6 +157,7 @@ class Servers:
             with contextlib.suppress(Exception):  # keep cleaning up the others
                 stop(server)
         kill_leftover_tasks(self.tmp / "data")
+        self.scratch.close()
 
 
 def wait_for(client: httpx.Client, name: str, states: set[str], seconds: float = 20
@@ -234,7 +250,7 @@ def test_kill_9_loses_nothing_and_runs_nothing_twice(servers: Servers, tmp_path:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{database}"')
         servers.db = postgres.url(database)
-    counter, go = tmp_path / "launches", tmp_path / "go"
+    counter, go = servers.shared / "launches", servers.shared / "go"
     port = free_port()
     first = servers.start(port)
     with first.client() as client:
@@ -266,11 +282,11 @@ def poll_until(condition: Callable[[], bool], what: str, seconds: float = 30) ->
     raise AssertionError(f"timed out after {seconds} s waiting for {what}")
 
 
-def test_kill_9_during_a_submission_burst(servers: Servers, tmp_path: Path) -> None:
+def test_kill_9_during_a_submission_burst(servers: Servers) -> None:
     """kill -9 while a task runs and submissions are in flight; the clients retry every
     submission with its idempotency key against the restarted server: each is created (201)
     or replayed (200), every job succeeds, and every task ran exactly once."""
-    counter, go, ran = tmp_path / "launches", tmp_path / "go", tmp_path / "ran"
+    counter, go, ran = (servers.shared / name for name in ("launches", "go", "ran"))
     names = [f"burst-{i:02d}" for i in range(BURST)]
     texts = {name: job_yaml(name, f"open({str(ran)!r}, 'a').write({name!r} + '\\n')",
                             cpu="250m", memory="256Mi")
@@ -396,11 +412,18 @@ def test_one_control_plane_per_data_directory_store_and_port(
         assert [t["state"] for t in job["status"]["tasks"]] == ["Running"]
 
 
-def test_a_task_creates_sub_clusters_and_runs_work_in_each(server: Server) -> None:
+def test_a_task_creates_sub_clusters_and_runs_work_in_each(servers: Servers) -> None:
     """Seed 003's nested clusters, through `shoal up`, with `examples/sub-clusters.yaml` as
     shipped: its driver sees only its job's virtual cluster, creates two sub-clusters in it
     with its job's token, runs a job in each (each sees only its sub-cluster), and when the
-    job ends its sub-clusters and its token are gone."""
+    job ends its sub-clusters and its token are gone.
+
+    The example runs `python` with Shoal installed, the tests' own interpreter: where that
+    lives beyond other users' reach (a 0700 home), the tasks must run as the server's user
+    (`--insecure-same-user`); this test is about nested clusters, not isolation."""
+    if not reachable_by_others(Path(sys.executable)):
+        servers.args = ("--insecure-same-user",)
+    server = servers.start()
     example = Path(__file__).resolve().parents[2] / "examples" / "sub-clusters.yaml"
     with server.client() as client:
         submit(client, example.read_text())
