@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 
 from shoal.spec.documents import (
     Document,
+    FixedSizeNodesSpec,
     JobDocument,
     NodeDocument,
     PriorityClassDocument,
@@ -86,13 +87,19 @@ def document_problems(model: Document, limits: Limits) -> list[Problem]:
     if isinstance(model, NodeDocument):
         return list(_string_map(limits, "metadata.labels", model.metadata.labels))
     if isinstance(model, VirtualClusterDocument):
-        return [problem for g, group in enumerate(model.spec.fixed_size_nodes)
-                for n, node in enumerate(group.nodes)
-                for problem in _string_map(
-                    limits, f"spec.fixedSizeNodes[{g}].nodes[{n}].labels", node.labels)]
+        return [*_string(limits, "spec.parent", model.spec.parent, limits.max_key_length),
+                *_virtual_node_labels(limits, "spec", model.spec.fixed_size_nodes)]
     if isinstance(model, PriorityClassDocument):
         return list(_string(limits, "description", model.description))
     return []
+
+
+def _virtual_node_labels(limits: Limits, path: str, groups: list[FixedSizeNodesSpec]
+                         ) -> Iterator[Problem]:
+    for g, group in enumerate(groups):
+        for n, node in enumerate(group.nodes):
+            yield from _string_map(limits, f"{path}.fixedSizeNodes[{g}].nodes[{n}].labels",
+                                   node.labels)
 
 
 def node_count_problem(count: int, declared_before: int, limits: Limits) -> Problem | None:
@@ -115,6 +122,9 @@ def _job(model: JobDocument, limits: Limits) -> Iterator[Problem]:
     if spec.priority_class_name is not None:
         yield from _string(limits, "spec.priorityClassName", spec.priority_class_name,
                            limits.max_key_length)
+    if spec.virtual_cluster is not None:
+        yield from _virtual_node_labels(limits, "spec.virtualCluster",
+                                        spec.virtual_cluster.fixed_size_nodes)
     groups = spec.task_groups
     if len(groups) > limits.max_task_groups:
         yield ("spec.taskGroups", f"must have at most {limits.max_task_groups} task groups, "

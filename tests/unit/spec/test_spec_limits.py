@@ -237,6 +237,14 @@ def test_strings_env_args_labels_and_groups_are_bounded() -> None:
     data["metadata"]["annotations"] = {"a": "x" * 11}
     [issue] = refused(json.dumps(data), json_text=True, limits=small)
     assert issue.path == "metadata.annotations.a"
+    data = json.loads(job_json())
+    data["spec"]["virtualCluster"] = {"fixedSizeNodes": [
+        {"nodes": [{"resources": {"gpu": 1}, "labels": {"a": "1", "b": "2"}}]}]}
+    [issue] = refused(json.dumps(data), json_text=True, limits=small)
+    assert issue.path == "spec.virtualCluster.fixedSizeNodes[0].nodes[0].labels"
+    vc = "apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: v}\nspec: {parent: %s}\n"
+    [issue] = refused(vc % ("p" * 300))
+    assert issue.path == "spec.parent" and "at most 253 characters" in issue.message
 
 
 def test_node_counts_add_up_across_a_load() -> None:
