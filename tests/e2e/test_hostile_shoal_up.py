@@ -83,14 +83,37 @@ def test_a_100_mb_body_is_refused_before_it_is_sent(server: Server) -> None:
         assert client.get("/healthz").status_code == 200
 
 
-@pytest.mark.parametrize(("cluster", "expected"), [
-    (DEEP_YAML, "nested more than 32 deep"),
-    ("apiVersion: shoal/v1\nkind: Node\nmetadata: {name: n}\n"
-     "spec: {capacity: {cpu: 1}, count: 100000}\n", "spec.count: must be at most 10000"),
+NODES = "apiVersion: shoal/v1\nkind: Node\nmetadata: {name: n}\nspec: {capacity: {cpu: 1}, "
+
+
+@pytest.mark.parametrize(("cluster", "flags", "expected"), [
+    (DEEP_YAML, (), "nested more than 32 deep"),
+    (NODES + "count: 100000}\n", (), "spec.count: must be at most 10000"),
+    (NODES + "count: 6}\n", ("--max-nodes", "5"), "spec.count: must be at most 5"),
 ])
-def test_a_hostile_cluster_file_stops_shoal_up_with_a_message(tmp_path: Path, cluster: str,
-                                                             expected: str) -> None:
+def test_a_hostile_cluster_file_stops_shoal_up_with_a_message(
+        tmp_path: Path, cluster: str, flags: tuple[str, ...], expected: str) -> None:
     (tmp_path / "cluster.yaml").write_text(cluster)
-    done = refused_start(tmp_path / "data", tmp_path)
+    done = refused_start(tmp_path / "data", tmp_path, *flags)
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     assert expected in done.stderr, done.stderr[-2000:]
+
+
+def test_the_limits_follow_shoal_ups_flags(tmp_path: Path) -> None:
+    started = Servers(tmp_path, args=("--max-body-bytes", "100000",
+                                      "--max-tasks-per-job", "3"))
+    try:
+        server = started.start()
+        with server.client() as client:
+            big = client.post("/api/v1/jobs", content=job(1) + " " * 100_000,
+                              headers={"Content-Type": "application/json"})
+            assert big.status_code == 413 and "limit of 100000 bytes" in big.text
+            wide = client.post("/api/v1/jobs", content=job(4),
+                               headers={"Content-Type": "application/json"})
+            bounded_4xx(wide, "spec.taskGroups[0].replicas")
+            assert "must be at most 3" in wide.text
+            fits = client.post("/api/v1/jobs", content=job(3),
+                               headers={"Content-Type": "application/json"})
+            assert fits.status_code == 201, fits.text
+    finally:
+        started.close()
