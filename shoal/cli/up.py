@@ -155,12 +155,12 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
            profile: str, interval: float, grace: float, hook: ScaleUpHook | None,
            tasks: _Tasks, *, limits: Limits = DEFAULT_LIMITS) -> None:
     out = Console()
-    # Everything the server creates is its own: the store, tokens, task records and logs.
-    os.umask(0o077)
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # also when it exists from an older, 0755 start
     chosen = load_profile(profile)  # a bad profile or cluster file fails before anything starts
     bundle = load_file(cluster, limits=limits) if cluster is not None else None
+    # Everything the server creates is its own: the store, tokens, task records and logs.
+    os.umask(0o077)
     store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
     with exclusive(data_dir, store):
         listener = _listen(host, port)  # a port in use fails here, before any task is touched
