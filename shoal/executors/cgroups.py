@@ -73,6 +73,14 @@ class TaskCgroups:
         return (f"cgroup {self.version}: tasks get {' and '.join(limits)} limits from their "
                 f"requests, under {', '.join(parents)}")
 
+    def release(self) -> None:
+        """Remove the parents if no task cgroup is left in them (the server stops; tasks
+        still running keep theirs, and the next start adopts them)."""
+        for parent in {self.memory_parent, self.cpu_parent} - {None}:
+            assert parent is not None
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+
     def paths(self, key: str) -> tuple[Path, ...]:
         """The cgroups of the task attempt named by `key` (its task directory): one per
         hierarchy used, memory's first."""

@@ -198,9 +198,8 @@ def task_cgroups() -> Iterator[TaskCgroups]:
     # This machine kind (CI's) has writable hierarchies: no skip here.
     assert isinstance(found, TaskCgroups), found
     yield found
-    for parent in {found.memory_parent, found.cpu_parent} - {None}:
-        assert parent is not None
-        parent.rmdir()
+    found.release()  # every test's task cgroups are gone by now: so are the parents
+    assert not any(p.exists() for p in (found.memory_parent, found.cpu_parent) if p)
 
 
 @as_root
