@@ -41,7 +41,7 @@ def wait(client: httpx.Client, name: str, timeout: float) -> dict[str, Any]:
 
 def report(client: httpx.Client, job: dict[str, Any]) -> dict[str, Any]:
     name = job["metadata"]["name"]
-    tasks = job["status"]["tasks"]
+    tasks = client.get(f"/api/v1/jobs/{name}/tasks", params={"limit": 1000}).json()["items"]
     logs = {}
     for task in tasks:
         label = f"{task['group']}-{task['index']}"

@@ -36,6 +36,19 @@ class StoreScheduler:
     def cancel(self, name: str) -> None:
         self.repository.transition_job(name, JobState.CANCELLED, "cancelled by the API")
 
+    def delete(self, name: str) -> bool:
+        """As the control plane: an ended job goes now; one that runs is stopped (its tasks
+        that hold resources go Releasing, as the loop would record them) and removed by
+        `sweep` once a test has finished its stop (`repository.finish_stop`)."""
+        summary = self.repository.request_delete(name)
+        if not summary.job.state.terminal:
+            self.repository.stop_job(name, JobState.CANCELLED, "deleted by request")
+        return bool(self.repository.delete_jobs([name]))
+
+    def sweep(self) -> list[str]:
+        """What the control loop's next expiry tick removes (with no TTL)."""
+        return self.repository.delete_expired(None)
+
     def pending_reason(self, name: str) -> PendingReason | None:
         return self.reasons.get(name)
 

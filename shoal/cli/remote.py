@@ -1,5 +1,5 @@
 """The `shoal` verbs that talk to a running server (`shoal up`) through `shoal.client`: the
-job verbs live here (`submit`, `jobs`, `get`, `cancel`, `logs`), the cluster and account
+job verbs live here (`submit`, `jobs`, `get`, `cancel`, `delete`, `logs`), the cluster and account
 verbs in `remote_admin.py`; `register` adds them all to the `shoal` app.
 
 Where the server and token come from: `shoal.cli.config` (flags, environment, the file
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -41,8 +41,10 @@ from shoal.cli.remote_support import (
     out,
     remote,
 )
-from shoal.client import JobView, ShoalClient
+from shoal.client import JobView, ShoalClient, TaskView
 
+#: How many of a job's tasks `shoal get` shows by default.
+SHOWN_TASKS = 100
 #: Seconds between refreshes of `jobs --watch` and polls of `submit --wait`.
 REFRESH = 1.0
 POLL = 0.5
@@ -50,16 +52,16 @@ POLL = 0.5
 
 def register(app: typer.Typer) -> None:
     """Add the client verbs to the `shoal` app."""
-    for command in (submit, jobs, get, cancel, logs, nodes, login, whoami):
+    for command in (submit, jobs, get, cancel, delete, logs, nodes, login, whoami):
         app.command(rich_help_panel="Talking to a server")(command)
     app.add_typer(vc_app, name="vc", rich_help_panel="Talking to a server")
     app.add_typer(pc_app, name="pc", rich_help_panel="Talking to a server")
     app.add_typer(user_app, name="user", rich_help_panel="Talking to a server")
 
 
-def _print_job(fmt: Format, job: JobView) -> None:
+def _print_job(fmt: Format, job: JobView, tasks: Sequence[TaskView] = ()) -> None:
     if fmt is Format.TABLE:
-        out().print(job_detail(job))
+        out().print(job_detail(job, tasks))
     else:
         emit(fmt, job.raw)
 
@@ -144,12 +146,23 @@ def _watch(fetch: Callable[[], list[JobView]]) -> None:
 
 def get(
     name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    tasks: Annotated[int, typer.Option(
+        "--tasks", min=0, help="Show this many of its tasks (0: all).")] = SHOWN_TASKS,
     output: OutputOption = Format.TABLE,
     server: ServerOption = None,
     token: TokenOption = None,
 ) -> None:
-    """One job: its tasks (node, GPUs, state), why it waits, and its event history."""
-    remote(server, token, lambda shoal: _print_job(output, shoal.get_job(name)))
+    """One job: its tasks (node, GPUs, state), why it waits, and its latest events."""
+    def action(shoal: ShoalClient) -> None:
+        job = shoal.get_job(name)
+        shown: list[TaskView] = []
+        if output is Format.TABLE:
+            for task in shoal.iter_tasks(name, page_size=min(tasks or 1000, 1000)):
+                shown.append(task)
+                if tasks and len(shown) >= tasks:
+                    break
+        _print_job(output, job, shown)
+    remote(server, token, action)
 
 
 def cancel(
@@ -168,6 +181,18 @@ def cancel(
                         "SIGKILL after the grace period")
         else:
             _print_job(output, job)
+    remote(server, token, action)
+
+
+def delete(
+    name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Delete a job (yours, or any job as an admin) with its tasks, events and logs; one
+    still running is cancelled first and removed once its tasks have stopped."""
+    def action(shoal: ShoalClient) -> None:
+        out().print(shoal.delete_job(name).message, highlight=False)
     remote(server, token, action)
 
 

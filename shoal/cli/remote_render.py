@@ -48,19 +48,18 @@ def _when(timestamp: float | None) -> str:
 
 
 def _tasks_summary(job: JobView) -> str:
-    total = sum(g.replicas for g in job.groups)
-    running = sum(1 for t in job.tasks if t.state is TaskState.RUNNING)
-    return f"{running}/{total}"
+    return f"{job.task_counts.get(TaskState.RUNNING, 0)}/{job.task_total}"
 
 
 def jobs_table(jobs: Sequence[JobView]) -> Table:
-    table = _table(None, "NAME", "USER", "QUEUE", "STATE", "RUNNING", "NODES", "SUBMITTED",
+    table = _table(None, "NAME", "USER", "QUEUE", "STATE", "RUNNING", "SUBMITTED",
                    "WAITING BECAUSE")
     for job in jobs:
-        nodes = sorted({t.node for t in job.tasks if t.node})
         reason = job.pending_reason.message if job.pending_reason else ""
+        if job.deleting:
+            reason = "being deleted"
         table.add_row(job.name, job.user or "-", job.queue, _state(job.state),
-                      _tasks_summary(job), ",".join(nodes) or "-", _when(job.created), reason)
+                      _tasks_summary(job), _when(job.created), reason)
     return table
 
 
@@ -94,7 +93,9 @@ def _events_table(events: Sequence[EventView], job: str) -> Table:
     return table
 
 
-def job_detail(job: JobView) -> RenderableType:
+def job_detail(job: JobView, tasks: Sequence[TaskView]) -> RenderableType:
+    """The job, `tasks` (its first ones: a large job's are not all shown) and its latest
+    events."""
     head = _table(None, "", "")
     head.show_header = False
     for key, value in (("Name", job.name), ("User", job.user or "-"), ("Queue", job.queue),
@@ -104,15 +105,23 @@ def job_detail(job: JobView) -> RenderableType:
     head.add_row("State", _state(job.state))
     if job.pending_reason is not None:
         head.add_row("Waiting", f"{job.pending_reason.kind}: {job.pending_reason.message}")
+    head.add_row("Tasks", ", ".join(f"{n} {state.value}" for state, n in
+                                    sorted(job.task_counts.items(), key=lambda c: c[0].value))
+                 or "-")
+    if job.deleting:
+        head.add_row("Deleting", "removed once its tasks have stopped")
     parts: list[RenderableType] = [head, Text()]
-    tasks = _table("Tasks", "TASK", "STATE", "KIND", "NODE", "GPUS", "STARTED", "EXIT")
-    for task in job.tasks:
-        tasks.add_row(*_task_row(task))
-    if not job.tasks:
+    table = _table("Tasks", "TASK", "STATE", "KIND", "NODE", "GPUS", "STARTED", "EXIT")
+    for task in tasks:
+        table.add_row(*_task_row(task))
+    if not tasks:
         groups = ", ".join(f"{g.name} × {g.replicas} ({_quantities(g.resources)})"
                            for g in job.groups)
-        tasks.add_row(f"(none placed yet: {groups})", "", "", "", "", "", "")
-    parts += [tasks, Text()]
+        table.add_row(f"(none placed yet: {groups})", "", "", "", "", "", "")
+    elif len(tasks) < job.task_total:
+        table.add_row(f"… and {job.task_total - len(tasks)} more (--tasks)", "", "", "", "",
+                      "", "")
+    parts += [table, Text()]
     if job.events:
         parts.append(_events_table(job.events, job.name))
     return Group(*parts)

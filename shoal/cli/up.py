@@ -17,6 +17,7 @@ The data directory is made 0700 and everything the server creates in it private 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import socket
 import threading
@@ -28,6 +29,7 @@ import uvicorn
 from rich.console import Console
 
 from shoal.api import TaskRef
+from shoal.api.elastic import parse_duration
 from shoal.cli.errors import USAGE_ERROR, user_errors
 from shoal.cli.profiles import load_profile
 from shoal.control.loop import ControlPlane
@@ -49,7 +51,6 @@ from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
 from shoal.server.logs import LogSource
 from shoal.spec import SpecBundle, load_file
-from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store.engine import Store, open_store
 from shoal.store.repository import Repository
 
@@ -70,18 +71,6 @@ def up(
         "--cluster", help="shoal/v1 YAML with the Nodes (slices of this host; GPUs may be "
                           "declared that are not present), VirtualClusters and "
                           "PriorityClasses. Default: this machine as one node.")] = None,
-    max_body_bytes: Annotated[int, typer.Option(
-        "--max-body-bytes", min=1, help="The largest request body the API reads; larger "
-                                        "ones are refused with 413.")]
-    = DEFAULT_LIMITS.max_body_bytes,
-    max_tasks_per_job: Annotated[int, typer.Option(
-        "--max-tasks-per-job", min=1, help="The most replicas one job (and one task group) "
-                                           "may have.")]
-    = DEFAULT_LIMITS.max_tasks_per_job,
-    max_nodes: Annotated[int, typer.Option(
-        "--max-nodes", min=1, help="The most nodes one --cluster file or PUT /nodes may "
-                                   "declare (a Node's count included).")]
-    = DEFAULT_LIMITS.max_nodes,
     profile: Annotated[str, typer.Option("--profile", "-p")] = "default",
     interval: Annotated[float, typer.Option(
         "--interval", min=0.05, help="Seconds between cycles when nothing happens.")] = 5.0,
@@ -106,22 +95,36 @@ def up(
         "--work-dir", help="Where tasks that run as their own OS user get their working "
                            "directories (<work-dir>/<os user>/<job>/<group>-<index>).")]
     = DEFAULT_WORK_DIR,
+    job_ttl: Annotated[str, typer.Option(
+        "--job-ttl", help="How long a job that ended is kept (seconds or a duration: 168h, "
+                          "90m); then it is deleted with its tasks, events and logs. "
+                          "0: never.")] = "168h",
 ) -> None:
     """Start Shoal on this machine: API server, control loop and local executor."""
     hook = None if scale_up_hook is None else ScaleUpHook(scale_up_hook, scale_up_cooldown)
+    ttl = _ttl(job_ttl)
 
     def serve() -> None:
         try:
             policy = decide(os.geteuid(), insecure_same_user=insecure_same_user,
                             task_user=task_user, prefix=task_user_prefix)
-            limits = Limits(max_body_bytes=max_body_bytes, max_tasks_per_job=max_tasks_per_job,
-                            max_replicas=max_tasks_per_job, max_nodes=max_nodes)
             _serve(data_dir, host, port, db, cluster, profile, interval, grace, hook,
-                   _Tasks(policy, work_dir), limits=limits)
+                   _Tasks(policy, work_dir), job_ttl=ttl)
         except IsolationError as exc:  # bad flags or work root: nothing has started yet
             Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
             raise typer.Exit(USAGE_ERROR) from None
     user_errors(serve)
+
+
+def _ttl(text: str) -> float:
+    """`--job-ttl` in seconds; a bad value is a usage error naming the flag."""
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--job-ttl") from None
+    if not math.isfinite(seconds):
+        raise typer.BadParameter(f"must be finite, got {text!r}", param_hint="--job-ttl")
+    return seconds
 
 
 class _Tasks:
@@ -153,12 +156,12 @@ class _Tasks:
 
 def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path | None,
            profile: str, interval: float, grace: float, hook: ScaleUpHook | None,
-           tasks: _Tasks, *, limits: Limits = DEFAULT_LIMITS) -> None:
+           tasks: _Tasks, *, job_ttl: float) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # also when it exists from an older, 0755 start
     chosen = load_profile(profile)  # a bad profile or cluster file fails before anything starts
-    bundle = load_file(cluster, limits=limits) if cluster is not None else None
+    bundle = load_file(cluster) if cluster is not None else None
     # Everything the server creates is its own: the store, tokens, task records and logs.
     os.umask(0o077)
     store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
@@ -168,13 +171,12 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
         for private in data_dir.glob("shoal.db*"):  # the store, its journal or WAL
             private.chmod(0o600)
         _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks,
-             limits=limits)
+             job_ttl=job_ttl)
 
 
 def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
          bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float,
-         hook: ScaleUpHook | None, tasks: _Tasks, *,
-         limits: Limits = DEFAULT_LIMITS) -> None:
+         hook: ScaleUpHook | None, tasks: _Tasks, *, job_ttl: float) -> None:
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
@@ -197,14 +199,14 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
                          virtual_clusters=repository.list_virtual_clusters(),
                          priority_classes=repository.list_priority_classes(),
                          interval=interval, grace_period=grace, scale_up=hook,
-                         server_url=_url(_LOOPBACK.get(host, host), port))
+                         server_url=_url(_LOOPBACK.get(host, host), port), job_ttl=job_ttl)
     plane.start()
     stop = threading.Event()
     loop = threading.Thread(target=plane.run_forever, args=(stop,), name="shoal-control",
                             daemon=True)
     loop.start()
 
-    app = create_app(repository, plane, _log_source(executor), limits=limits)
+    app = create_app(repository, plane, _log_source(executor))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
@@ -213,8 +215,6 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     finally:
         stop.set()
         loop.join(timeout=10)
-        if executor.isolation.cgroups is not None:
-            executor.isolation.cgroups.release()
 
 
 #: Where a task reaches a server listening on every address (tasks run on this machine).

@@ -36,10 +36,14 @@ from shoal.client.errors import (
 from shoal.client.models import (
     TERMINAL_STATES,
     EventView,
+    JobDeletion,
     JobPage,
     JobView,
+    Json,
     NodeView,
     PriorityClassView,
+    TaskPage,
+    TaskView,
     UserView,
     VirtualClusterStatusView,
     VirtualClusterView,
@@ -48,6 +52,8 @@ from shoal.client.models import (
 #: Where `shoal up` listens by default.
 DEFAULT_SERVER = "http://127.0.0.1:8765"
 API = "/api/v1"
+#: Items asked for per request of a catalog list (the server's maximum, `MAX_LIST`).
+LIST_PAGE = 1000
 #: Bytes of a log asked for in one request without `follow` (the server's default).
 LOG_PAGE = 1024 * 1024
 NEXT_OFFSET = "X-Shoal-Next-Offset"
@@ -220,17 +226,49 @@ class ShoalClient:
             after = page.next
 
     def get_job(self, name: str) -> JobView:
-        """The job with its tasks, why it waits, and its event history."""
+        """The job: its spec, its task counts, why it waits, and its latest events."""
         return JobView.from_json(self._get(f"{API}/jobs/{_quote(name)}"))
+
+    def tasks(self, name: str, *, limit: int = 100, after: str | None = None) -> TaskPage:
+        """One page of the job's tasks in task order; `after` is the previous page's
+        `next` (a task's name)."""
+        return TaskPage.from_json(self._get(f"{API}/jobs/{_quote(name)}/tasks",
+                                            {"limit": limit, "after": after}))
+
+    def iter_tasks(self, name: str, *, page_size: int = 500) -> Iterator[TaskView]:
+        """Every task of the job, page after page."""
+        after: str | None = None
+        while True:
+            page = self.tasks(name, limit=page_size, after=after)
+            yield from page.items
+            if page.next is None:
+                return
+            after = page.next
+
+    def delete_job(self, name: str) -> JobDeletion:
+        """Delete a job (yours, or any as an admin): one that has ended is removed now;
+        one still running is cancelled and removed once its tasks have stopped."""
+        # Retried: a second DELETE of a job being removed answers the same, and of one
+        # already removed a 404, which says as much.
+        data = self._json(self._send("DELETE", f"{API}/jobs/{_quote(name)}", retry=True))
+        return JobDeletion.from_json(data)
 
     def cancel(self, name: str) -> JobView:
         # Not retried: had the first attempt landed, the retry would fail with 409.
         data = self._json(self._send("POST", f"{API}/jobs/{_quote(name)}/cancel", retry=False))
         return JobView.from_json(data)
 
-    def events(self, name: str) -> list[EventView]:
-        data = self._get(f"{API}/jobs/{_quote(name)}/events")
-        return [EventView.from_json(e) for e in data]
+    def events(self, name: str, *, page_size: int = 500) -> list[EventView]:
+        """The job's whole history, oldest first (read a page at a time)."""
+        out: list[EventView] = []
+        after: int | None = None
+        while True:
+            data = self._get(f"{API}/jobs/{_quote(name)}/events",
+                             {"limit": page_size, "after": after})
+            out += [EventView.from_json(e) for e in data["items"]]
+            if data.get("next") is None:
+                return out
+            after = int(data["next"])
 
     def logs(self, name: str, task: str | None = None, stream: str = "stdout",
              follow: bool = False, offset: int = 0) -> LogStream:
@@ -264,12 +302,23 @@ class ShoalClient:
 
     # ---- cluster ---------------------------------------------------------------------------
 
+    def _all(self, path: str) -> list[Json]:
+        """Every item of a catalog list, which answers at most LIST_PAGE at a time."""
+        out: list[Json] = []
+        after: str | None = None
+        while True:
+            page = self._get(path, {"limit": LIST_PAGE, "after": after})
+            out += page
+            if len(page) < LIST_PAGE:
+                return out
+            after = str(page[-1]["name"])
+
     def nodes(self) -> list[NodeView]:
-        return [NodeView.from_json(n) for n in self._get(f"{API}/nodes")]
+        return [NodeView.from_json(n) for n in self._all(f"{API}/nodes")]
 
     def virtual_clusters(self) -> list[VirtualClusterView]:
         """Every declared virtual cluster with its spec and its status now."""
-        return [VirtualClusterView.from_json(v) for v in self._get(f"{API}/virtual-clusters")]
+        return [VirtualClusterView.from_json(v) for v in self._all(f"{API}/virtual-clusters")]
 
     def virtual_cluster(self, name: str) -> VirtualClusterView:
         """One virtual cluster (`default` included) with its status."""
@@ -297,10 +346,10 @@ class ShoalClient:
     def job_virtual_clusters(self, job: str) -> list[VirtualClusterView]:
         """`job`'s own virtual cluster and its sub-clusters, with their status now."""
         return [VirtualClusterView.from_json(v)
-                for v in self._get(f"{API}/jobs/{_quote(job)}/virtual-clusters")]
+                for v in self._all(f"{API}/jobs/{_quote(job)}/virtual-clusters")]
 
     def priority_classes(self) -> list[PriorityClassView]:
-        return [PriorityClassView.from_json(p) for p in self._get(f"{API}/priority-classes")]
+        return [PriorityClassView.from_json(p) for p in self._all(f"{API}/priority-classes")]
 
     # ---- users -----------------------------------------------------------------------------
 

@@ -80,8 +80,21 @@ class PendingReasonView:
 
 
 @dataclass(frozen=True)
+class TaskPage:
+    """One page of `ShoalClient.tasks`; pass `next` as `after` for the following page."""
+
+    items: tuple[TaskView, ...]
+    next: str | None
+
+    @classmethod
+    def from_json(cls, data: Json) -> TaskPage:
+        return cls(items=tuple(TaskView.from_json(t) for t in data["items"]),
+                   next=_opt_str(data.get("next")))
+
+
+@dataclass(frozen=True)
 class EventView:
-    """One state change of a job or task, and its cause."""
+    """One state change of a job or task, and its cause; `id` orders a job's history."""
 
     time: float
     kind: str
@@ -89,12 +102,28 @@ class EventView:
     task: str | None = None
     source: str | None = None
     target: str | None = None
+    id: int = 0
 
     @classmethod
     def from_json(cls, data: Json) -> EventView:
         return cls(time=float(data["time"]), kind=str(data["kind"]), cause=str(data["cause"]),
                    task=_opt_str(data.get("task")), source=_opt_str(data.get("source")),
-                   target=_opt_str(data.get("target")))
+                   target=_opt_str(data.get("target")), id=int(data.get("id") or 0))
+
+
+@dataclass(frozen=True)
+class JobDeletion:
+    """The answer to `delete_job`: `deleted` — removed now; otherwise it is being stopped
+    and is removed once it has."""
+
+    name: str
+    deleted: bool
+    message: str
+
+    @classmethod
+    def from_json(cls, data: Json) -> JobDeletion:
+        return cls(name=str(data["name"]), deleted=bool(data["deleted"]),
+                   message=str(data.get("message", "")))
 
 
 @dataclass(frozen=True)
@@ -113,8 +142,10 @@ class TaskGroupView:
 
 @dataclass(frozen=True)
 class JobView:
-    """A job as the server reports it. `events` is None unless the job was read on its own
-    (`get_job`), which is the only answer that carries the history."""
+    """A job as the server reports it: never its tasks (`ShoalClient.tasks` pages them), but
+    how many are in each state. `groups` is empty in a listing (`list_jobs` answers
+    summaries); `events` is None unless the job was read on its own (`get_job`), which
+    carries its latest events."""
 
     name: str
     user: str | None
@@ -123,16 +154,23 @@ class JobView:
     created: float
     priority_class: str | None
     groups: tuple[TaskGroupView, ...]
-    tasks: tuple[TaskView, ...]
+    task_counts: dict[TaskState, int] = field(default_factory=dict)
     pending_reason: PendingReasonView | None = None
     events: tuple[EventView, ...] | None = None
     elastic_size: int | None = None
     """An elastic job's size now (its elastic group's tasks bound or running); None: rigid."""
+    end_time: float | None = None
+    deleting: bool = False
+    """A deletion was asked: it is removed once it has stopped."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def terminal(self) -> bool:
         return self.state.terminal
+
+    @property
+    def task_total(self) -> int:
+        return sum(self.task_counts.values())
 
     @classmethod
     def from_json(cls, data: Json) -> JobView:
@@ -143,11 +181,13 @@ class JobView:
             state=JobState(status["state"]), created=float(meta.get("creationTimestamp", 0)),
             priority_class=_opt_str(spec.get("priorityClassName")),
             groups=tuple(TaskGroupView.from_json(g) for g in spec.get("taskGroups") or ()),
-            tasks=tuple(TaskView.from_json(t) for t in status.get("tasks") or ()),
+            task_counts={TaskState(k): int(v)
+                         for k, v in (status.get("taskCounts") or {}).items()},
             pending_reason=None if reason is None else PendingReasonView.from_json(reason),
             events=None if events is None else tuple(EventView.from_json(e) for e in events),
             elastic_size=None if status.get("elasticSize") is None
-            else int(status["elasticSize"]), raw=data)
+            else int(status["elasticSize"]), end_time=_opt_float(status.get("endTime")),
+            deleting=bool(status.get("deleting", False)), raw=data)
 
 
 @dataclass(frozen=True)

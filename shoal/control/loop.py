@@ -69,6 +69,7 @@ from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
 from shoal.control.evicting import Evicting
+from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
 from shoal.control.handover import Handover
 from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
 from shoal.control.launching import describe, exit_code_of, launch_spec, retry_reason
@@ -117,9 +118,10 @@ class ControlPlane(Evicting):
                  priority_classes: Sequence[PriorityClass] = (),
                  clock: Callable[[], float] = time.time, interval: float = 5.0,
                  grace_period: float = 30.0, scale_up: ScaleUpHook | None = None,
-                 server_url: str | None = None) -> None:
+                 server_url: str | None = None, job_ttl: float = DEFAULT_JOB_TTL) -> None:
         """`server_url`: where the API this control plane serves listens, given to tasks
-        with a job token (`shoal.control.job_scope`); None: tasks get no token."""
+        with a job token (`shoal.control.job_scope`); None: tasks get no token. `job_ttl`:
+        seconds after its end that a job is removed (0: never; `shoal.control.expiry`)."""
         self.repository = repository
         self.executor = executor
         self.scale_up = scale_up
@@ -130,6 +132,7 @@ class ControlPlane(Evicting):
         self.priority_classes = tuple(priority_classes)
         self.clock = clock
         self._credentials = TaskCredentials(repository, server_url)
+        self._expiry = JobExpiry(repository, job_ttl, forget=executor.forget_job)
         self.interval = interval
         self.grace_period = grace_period
         # Plugins keep no state between cycles (as in the simulator): one set serves all.
@@ -228,6 +231,17 @@ class ControlPlane(Evicting):
             self._admission = admission
         self._command(self._reload_model)
 
+    def delete(self, name: str) -> bool:
+        """Delete a job (see `shoal.control.expiry`): one that has ended is removed now
+        (True); one that has not is marked, cancelled by the loop, and removed once its
+        tasks have stopped (False). Raises NotFoundError."""
+        summary = self.repository.request_delete(name)
+        if summary.job.state.terminal and self._expiry.removed_now(name):
+            return True
+        self._expiry.watch(name)
+        self._command(lambda: self._cancel(name, "deleted by request"))
+        return False
+
     def cancel(self, name: str, cause: str = "cancelled by request") -> Job:
         """Ask the loop to stop the job; returns the job as stored now. Cancelling a
         finished job changes nothing; an unknown one raises NotFoundError."""
@@ -299,6 +313,7 @@ class ControlPlane(Evicting):
                 if time.monotonic() >= next_poll:
                     self.poll()
                     self._waiting.flush(self.repository)  # what skipped cycles noted
+                    self._expiry.tick(self.clock())
                     next_poll = time.monotonic() + POLL_INTERVAL
                 now = time.monotonic()
                 if woken and now >= earliest and now < next_cycle and self._cycle_is_moot():
@@ -329,6 +344,7 @@ class ControlPlane(Evicting):
             self.start()
         self._drain()
         self.poll()
+        self._expiry.tick(self.clock())
         return self.run_cycle()
 
     def _drain(self) -> bool:

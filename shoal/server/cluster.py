@@ -31,6 +31,7 @@ from shoal.server.models import (
     vc_out,
     vc_status_out,
 )
+from shoal.server.paging import MAX_LIST, After, Limit, page
 from shoal.store import AlreadyExistsError, Repository, User
 
 USER_BODY = {"requestBody": {"required": True, "content": {
@@ -51,9 +52,13 @@ def cluster_router(repository: Repository, current_user: Authenticator,
 
     # ---- nodes ----------------------------------------------------------------------------
 
-    @router.get("/nodes", response_model=list[NodeOut], tags=["cluster"])
-    def list_nodes(_user: Annotated[User, Depends(current_user)]) -> list[NodeOut]:
-        return [node_out(n) for n in repository.list_nodes()]
+    @router.get("/nodes", response_model=list[NodeOut], tags=["cluster"],
+                responses=responses(422))
+    def list_nodes(_user: Annotated[User, Depends(current_user)], limit: Limit = MAX_LIST,
+                   after: After = None) -> list[NodeOut]:
+        """The nodes by name, at most `limit` (`shoal.server.paging`)."""
+        return [node_out(n) for n in page(repository.list_nodes(), lambda n: n.name,
+                                          limit, after)]
 
     @router.put("/nodes", response_model=list[NodeOut], tags=["cluster"],
                 openapi_extra=SPEC_BODY, responses=spec_errors)
@@ -86,14 +91,16 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         return vc_status_out(status[name])
 
     @router.get("/virtual-clusters", response_model=list[VirtualClusterOut], tags=["cluster"],
-                responses=responses(503))
-    def list_virtual_clusters(_user: Annotated[User, Depends(current_user)]
+                responses=responses(422, 503))
+    def list_virtual_clusters(_user: Annotated[User, Depends(current_user)],
+                              limit: Limit = MAX_LIST, after: After = None
                               ) -> list[VirtualClusterOut]:
         """Every declared virtual cluster with its spec and its status now, then the
-        job-scoped ones that exist now (`job:<job>`)."""
+        job-scoped ones that exist now (`job:<job>`); at most `limit`."""
         status = now()
-        declared = [vc_out(vc, status.get(vc.name)) for vc in repository.list_virtual_clusters()]
-        return declared + [vc_out(vc, status.get(vc.name)) for vc in _job_scoped(status)]
+        chosen = page([*repository.list_virtual_clusters(), *_job_scoped(status)],
+                      lambda vc: vc.name, limit, after)
+        return [vc_out(vc, status.get(vc.name)) for vc in chosen]
 
     @router.get("/virtual-clusters/{name:path}", response_model=VirtualClusterOut,
                 tags=["cluster"], responses=responses(404, 503))
@@ -147,15 +154,19 @@ def cluster_router(repository: Repository, current_user: Authenticator,
 
     # ---- priority classes -----------------------------------------------------------------
 
-    @router.get("/priority-classes", response_model=list[PriorityClassOut], tags=["cluster"])
-    def list_priority_classes(_user: Annotated[User, Depends(current_user)]
+    @router.get("/priority-classes", response_model=list[PriorityClassOut], tags=["cluster"],
+                responses=responses(422))
+    def list_priority_classes(_user: Annotated[User, Depends(current_user)],
+                              limit: Limit = MAX_LIST, after: After = None
                               ) -> list[PriorityClassOut]:
-        """The stored classes; the built-in ones apply where none of that name is stored."""
+        """The stored classes; the built-in ones apply where none of that name is stored.
+        By value, at most `limit`."""
         stored = repository.list_priority_classes()
         names = {pc.name for pc in stored}
         effective = [*stored, *(pc for pc in BUILTIN_PRIORITY_CLASSES if pc.name not in names)]
         effective.sort(key=lambda pc: (pc.value, pc.name))
-        return [priority_class_out(pc) for pc in effective]
+        return [priority_class_out(pc) for pc in page(effective, lambda pc: pc.name, limit,
+                                                      after)]
 
     @router.post("/priority-classes", status_code=201, response_model=list[PriorityClassOut],
                  tags=["cluster"], openapi_extra=SPEC_BODY,

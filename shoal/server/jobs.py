@@ -1,4 +1,4 @@
-"""The job routes: submit, list, read, cancel and the event history.
+"""The job routes: submit, list, read, cancel, delete, the tasks and the event history.
 
 A submission is checked completely before anything is stored: the spec (422 with field
 paths), the caller's right to the queue (403), and the scheduler's verdict on whether the job
@@ -12,6 +12,17 @@ worker thread and back cost about as much again — 0.3 ms of CPU and six contex
 request on a 2-core machine — and submitting is the API's hottest path. What it gives up:
 while a submission waits for SQLite's write lock (held by the control loop for the length
 of one of its transactions) or for PostgreSQL's answer, other requests wait too.
+
+Every answer is bounded whatever a job's size: jobs are listed and shown as summaries that
+count their tasks per state (`shoal.store.job_queries`); the tasks and the history are read
+a page at a time, each list with a maximum `limit` (422, `query.limit`, beyond it). A
+submission's work is O(task groups): its answer lists no task, and the store writes each
+group's task rows in one statement.
+
+Deleting (`DELETE /api/v1/jobs/{name}`, the owner or an admin) removes a job that has ended
+at once (200) with its tasks, events, job tokens and idempotency key, and its name can be
+used again; a job that still runs is cancelled and removed by the control loop once its
+processes have stopped (202, `status.deleting` true meanwhile).
 
 The control loop is woken only once the answer has been sent (a background task): woken at
 once, its thread competed with the answer for the GIL, which cost every submission another
@@ -33,17 +44,34 @@ from shoal.api import (
 from shoal.server.auth import Authenticator, check_owner, check_queue
 from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
-from shoal.server.models import EventOut, JobOut, JobPage, event_out, job_out
+from shoal.server.models import (
+    EventPage,
+    JobDeletionOut,
+    JobOut,
+    JobPage,
+    TaskPage,
+    event_out,
+    job_out,
+    job_summary_out,
+    new_job_summary,
+    task_out,
+)
 from shoal.server.scheduler import Scheduler
 from shoal.store import (
     AlreadyExistsError,
     IdempotencyConflict,
+    JobSummary,
     NotFoundError,
     Repository,
     User,
 )
 
 MAX_PAGE = 500
+"""The most jobs one page of `GET /api/v1/jobs` holds."""
+MAX_TASK_PAGE = 1000
+"""The most tasks (events) one page of a job's tasks (events) holds."""
+JOB_EVENTS = 50
+"""How many of its latest events `GET /api/v1/jobs/{name}` carries."""
 
 
 def jobs_router(repository: Repository, scheduler: Scheduler,
@@ -55,11 +83,11 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
     async def wake_up() -> None:  # async: a sync task would go through the thread pool
         scheduler.wake_up()
 
-    def stored(name: str) -> Job:
-        job = repository.get_job(name)
-        if job is None:
+    def stored(name: str) -> JobSummary:
+        summary = repository.job_summary(name)
+        if summary is None:
             raise ApiError(404, f"no job {name!r}", "path.name")
-        return job
+        return summary
 
     def parse(body: RawBody, user: User) -> Job:
         bundle = load_body(
@@ -104,7 +132,9 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
             after.add_task(wake_up)  # once the answer is out: see the module's docstring
         response.status_code = 201 if created else 200
         response.headers["Location"] = f"/api/v1/jobs/{saved.name}"
-        return job_out(saved, scheduler.pending_reason(saved.name))
+        # A replay answers with the job as it is now; a new job's tasks are all pending.
+        summary = new_job_summary(saved) if created else repository.job_summary(saved.name)
+        return job_out(summary or new_job_summary(saved), scheduler.pending_reason(saved.name))
 
     @router.get("", response_model=JobPage, responses=responses(422))
     def list_jobs(_user: Annotated[User, Depends(current_user)],
@@ -112,34 +142,62 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                   user: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
                   after: str | None = None) -> JobPage:
-        """Jobs in submission order, filtered; `after` is the `next` of the previous page."""
+        """Jobs in submission order, filtered, as summaries (task counts per state, never
+        the tasks); `after` is the `next` of the previous page."""
         try:
-            jobs = repository.list_jobs(state=state, queue=queue, user=user, limit=limit,
-                                        after=after)
+            jobs = repository.list_job_summaries(state=state, queue=queue, user=user,
+                                                 limit=limit, after=after)
         except NotFoundError as exc:
             raise ApiError(422, str(exc), "query.after") from None
-        return JobPage(items=[job_out(j, scheduler.pending_reason(j.name)) for j in jobs],
-                       next=jobs[-1].name if len(jobs) == limit else None)
+        return JobPage(items=[job_summary_out(j, scheduler.pending_reason(j.job.name))
+                              for j in jobs],
+                       next=jobs[-1].job.name if len(jobs) == limit else None)
 
     @router.get("/{name}", response_model=JobOut, responses=responses(404))
     def get_job(name: str, _user: Annotated[User, Depends(current_user)]) -> JobOut:
-        """One job with its tasks (node, GPUs, state), why it waits, and its history."""
+        """One job: its spec, its task counts per state, why it waits, and its latest
+        JOB_EVENTS events (its tasks and whole history: the routes below)."""
         job = stored(name)
-        return job_out(job, scheduler.pending_reason(name), repository.job_events(name))
-
-    @router.get("/{name}/events", response_model=list[EventOut], responses=responses(404))
-    def job_events(name: str, _user: Annotated[User, Depends(current_user)]
-                   ) -> list[EventOut]:
-        """The job's state changes and their causes, oldest first."""
         try:
-            return [event_out(e) for e in repository.job_events(name)]
+            events = repository.event_page(name, limit=JOB_EVENTS, latest=True)
+        except NotFoundError:  # deleted in between
+            raise ApiError(404, f"no job {name!r}", "path.name") from None
+        return job_out(job, scheduler.pending_reason(name), events)
+
+    @router.get("/{name}/tasks", response_model=TaskPage, responses=responses(404, 422))
+    def job_tasks(name: str, _user: Annotated[User, Depends(current_user)],
+                  limit: Annotated[int, Query(ge=1, le=MAX_TASK_PAGE)] = 100,
+                  after: Annotated[str | None, Query(max_length=600)] = None) -> TaskPage:
+        """The job's tasks in task order (node, GPUs, state, exit code), a page at a time;
+        `after` is the `next` of the previous page (a task's name, `GROUP-INDEX`)."""
+        summary = stored(name)
+        mark = None if after is None else _task_mark(after)
+        try:
+            tasks = repository.task_page(name, limit=limit, after=mark)
+        except NotFoundError as exc:
+            if repository.job_summary(name) is None:
+                raise ApiError(404, f"no job {name!r}", "path.name") from None
+            raise ApiError(422, str(exc), "query.after") from None
+        items = [task_out(t, summary.job.elastic) for t in tasks]
+        return TaskPage(items=items, next=items[-1].name if len(items) == limit else None)
+
+    @router.get("/{name}/events", response_model=EventPage, responses=responses(404, 422))
+    def job_events(name: str, _user: Annotated[User, Depends(current_user)],
+                   limit: Annotated[int, Query(ge=1, le=MAX_TASK_PAGE)] = 500,
+                   after: Annotated[int | None, Query(ge=0)] = None) -> EventPage:
+        """The job's state changes and their causes, oldest first, a page at a time; `after`
+        is the `next` of the previous page (an event's id)."""
+        try:
+            events = repository.event_page(name, limit=limit, after=after)
         except NotFoundError:
             raise ApiError(404, f"no job {name!r}", "path.name") from None
+        return EventPage(items=[event_out(e) for e in events],
+                         next=events[-1].id if len(events) == limit else None)
 
     @router.post("/{name}/cancel", response_model=JobOut, responses=responses(403, 404, 409))
     def cancel_job(name: str, user: Annotated[User, Depends(current_user)]) -> JobOut:
         """Cancel a job: its owner or an admin. A job that has already ended → 409."""
-        job = stored(name)
+        job = stored(name).job
         check_owner(user, job)
         if job.state.terminal:
             raise ApiError(409, f"job {name!r} has already ended: {job.state.value}",
@@ -152,4 +210,36 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
             raise ApiError(409, f"cannot cancel job {name!r}: {exc}") from None
         return job_out(stored(name), scheduler.pending_reason(name))
 
+    @router.delete("/{name}", response_model=JobDeletionOut,
+                   responses={202: {"model": JobDeletionOut,
+                                    "description": "Cancelled; removed once it has stopped"},
+                              **responses(403, 404, 503)})
+    def delete_job(name: str, response: Response,
+                   user: Annotated[User, Depends(current_user)]) -> JobDeletionOut:
+        """Delete a job: its owner or an admin. One that has ended is removed at once, with
+        its tasks, events, tokens and idempotency key (200); one still running is
+        cancelled and removed once its processes have stopped (202)."""
+        check_owner(user, stored(name).job)
+        try:
+            removed = scheduler.delete(name)
+        except NotFoundError:
+            raise ApiError(404, f"no job {name!r}", "path.name") from None
+        except TimeoutError:
+            raise ApiError(503, "the scheduler did not answer in time; try again") from None
+        if removed:
+            return JobDeletionOut(name=name, deleted=True, message=f"job {name!r} deleted")
+        response.status_code = 202
+        return JobDeletionOut(name=name, deleted=False,
+                              message=f"job {name!r} is being stopped; it is deleted once "
+                                      "its tasks have stopped")
+
     return router
+
+
+def _task_mark(after: str) -> tuple[str, int]:
+    """`GROUP-INDEX` (or `GROUP/INDEX`) → (group, index); 422 on `query.after` otherwise."""
+    group, sep, index = after.replace("/", "-").rpartition("-")
+    if not sep or not group or not index.isdigit() or len(index) > 18:
+        raise ApiError(422, "expected a task's name, GROUP-INDEX (the `next` of the previous "
+                            "page)", "query.after")
+    return group, int(index)

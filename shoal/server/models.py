@@ -25,7 +25,7 @@ from shoal.api.elastic import Elasticity, ScaleStep
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.spec import API_VERSION
 from shoal.spec.elastic import PROTECT
-from shoal.store import Event, User
+from shoal.store import Event, JobSummary, User
 
 Quantities = dict[str, str | int]
 
@@ -104,6 +104,7 @@ class JobSpecOut(_Out):
 
 
 class TaskOut(_Out):
+    name: str = Field(description="`GROUP-INDEX`: what the logs route's `task` takes.")
     group: str
     index: int
     state: str
@@ -130,6 +131,7 @@ class PendingReasonOut(_Out):
 
 
 class EventOut(_Out):
+    id: int = Field(description="Orders the history; pass as `after` for the next page.")
     time: float
     kind: str
     cause: str
@@ -141,14 +143,27 @@ class EventOut(_Out):
 class JobStatusOut(_Out):
     state: str
     retries: int = Field(description="Restarts of the whole job so far (`jobRetryCount`).")
-    tasks: list[TaskOut]
+    task_counts: dict[str, int] = Field(
+        alias="taskCounts",
+        description="How many of its tasks are in each state (states with none left out). "
+                    "The tasks themselves: `GET /api/v1/jobs/{name}/tasks`, a page at a time.")
+    update_time: float = Field(alias="updateTime",
+                               description="When the job or one of its tasks last changed.")
+    end_time: float | None = Field(
+        default=None, alias="endTime",
+        description="When it ended; `shoal up --job-ttl` removes it that long after.")
+    deleting: bool = Field(
+        default=False, description="A DELETE was asked: it is removed once it has stopped.")
     elastic_size: int | None = Field(
         default=None, alias="elasticSize",
         description="An elastic job's size now: the tasks of its elastic group that are bound "
                     "or running; null for a rigid job.")
     pending_reason: PendingReasonOut | None = Field(alias="pendingReason")
     events: list[EventOut] | None = Field(
-        default=None, description="The job's history; only on `GET /api/v1/jobs/{name}`.")
+        default=None, description="The latest entries of the job's history (at most "
+                                  "JOB_EVENTS), oldest first; only on `GET "
+                                  "/api/v1/jobs/{name}`. The whole history: its events "
+                                  "route, a page at a time.")
 
 
 class JobOut(_Out):
@@ -159,9 +174,43 @@ class JobOut(_Out):
     status: JobStatusOut
 
 
+class JobSummarySpecOut(_Out):
+    queue: str
+    scheduler_name: str = Field(alias="schedulerName")
+    priority_class_name: str | None = Field(alias="priorityClassName")
+
+
+class JobSummaryOut(_Out):
+    """A job as `GET /api/v1/jobs` lists it: its spec's queue and priority, its status with
+    task counts, never its tasks nor its task groups."""
+
+    api_version: str = Field(default=API_VERSION, alias="apiVersion")
+    kind: str = "Job"
+    metadata: JobMetadataOut
+    spec: JobSummarySpecOut
+    status: JobStatusOut
+
+
 class JobPage(_Out):
-    items: list[JobOut]
+    items: list[JobSummaryOut]
     next: str | None = Field(description="Pass as `after` for the next page; null on the last.")
+
+
+class TaskPage(_Out):
+    items: list[TaskOut]
+    next: str | None = Field(description="Pass as `after` for the next page; null on the last.")
+
+
+class EventPage(_Out):
+    items: list[EventOut]
+    next: int | None = Field(description="Pass as `after` for the next page; null on the last.")
+
+
+class JobDeletionOut(_Out):
+    name: str
+    deleted: bool = Field(description="true: removed now (200); false: it is being stopped "
+                                      "and is removed once it has (202).")
+    message: str
 
 
 def reason_out(reason: PendingReason | None) -> PendingReasonOut | None:
@@ -169,13 +218,14 @@ def reason_out(reason: PendingReason | None) -> PendingReasonOut | None:
 
 
 def event_out(event: Event) -> EventOut:
-    return EventOut(time=event.time, kind=event.kind, cause=event.cause,
+    return EventOut(id=event.id, time=event.time, kind=event.kind, cause=event.cause,
                     task=None if event.task is None else str(event.task),
                     source=event.source, target=event.target)
 
 
-def _task_out(task: Task, elastic: Elasticity | None) -> TaskOut:
-    return TaskOut(group=task.group, index=task.index, state=task.state.value, node=task.node,
+def task_out(task: Task, elastic: Elasticity | None) -> TaskOut:
+    return TaskOut(name=f"{task.group}-{task.index}", group=task.group, index=task.index,
+                   state=task.state.value, node=task.node,
                    gpus=list(task.gpus), start_time=task.started,
                    exit_code=task.exit_code, retries=task.retries,
                    elastic=elastic is not None and elastic.is_surplus(task.group, task.index))
@@ -201,8 +251,35 @@ def _completion(min_succeeded: int | None, min_failed: int | None) -> Completion
     return CompletionOut(min_succeeded=min_succeeded, min_failed=min_failed)
 
 
-def job_out(job: Job, reason: PendingReason | None = None,
+def _metadata(job: Job) -> JobMetadataOut:
+    return JobMetadataOut(
+        name=job.name, user=job.user, creation_timestamp=job.submitted,
+        annotations={PROTECT: f"{job.protect_for:g}s"}
+        if job.protect_for and job.elastic is None else {})
+
+
+def _status(summary: JobSummary, reason: PendingReason | None,
+            events: list[Event] | None = None) -> JobStatusOut:
+    job = summary.job
+    return JobStatusOut(state=job.state.value, retries=job.retries,
+                        task_counts={s.value: n for s, n in summary.task_counts.items()},
+                        update_time=summary.updated, end_time=summary.ended,
+                        deleting=summary.delete_requested,
+                        elastic_size=summary.elastic_size, pending_reason=reason_out(reason),
+                        events=None if events is None else [event_out(e) for e in events])
+
+
+def new_job_summary(job: Job) -> JobSummary:
+    """The summary of a job just stored: every task PENDING."""
+    return JobSummary(job=job, task_counts={TaskState.PENDING: job.replicas} if job.replicas
+                      else {}, elastic_size=None if job.elastic is None else 0,
+                      updated=job.submitted, ended=None, delete_requested=False)
+
+
+def job_out(summary: JobSummary, reason: PendingReason | None = None,
             events: list[Event] | None = None) -> JobOut:
+    """A job in full (its spec, its status with task counts), never its tasks."""
+    job = summary.job
     groups = [TaskGroupOut(name=g.name, replicas=g.replicas, resources=_quantities(g.resources),
                            command=list(g.command), env=dict(g.env),
                            node_selector=dict(g.node_selector), working_dir=g.working_dir,
@@ -210,10 +287,7 @@ def job_out(job: Job, reason: PendingReason | None = None,
                            completion=_completion(g.min_succeeded, None))
               for g in job.groups]
     return JobOut(
-        metadata=JobMetadataOut(
-            name=job.name, user=job.user, creation_timestamp=job.submitted,
-            annotations={PROTECT: f"{job.protect_for:g}s"}
-            if job.protect_for and job.elastic is None else {}),
+        metadata=_metadata(job),
         spec=JobSpecOut(scheduler_name=job.scheduler_name.value,
                         min_available=job.min_available, queue=job.queue,
                         min_resources=(None if job.min_resources is None
@@ -223,19 +297,16 @@ def job_out(job: Job, reason: PendingReason | None = None,
                         job_retry_count=job.job_retry_count, task_groups=groups,
                         virtual_cluster=_job_vc_out(job.virtual_cluster),
                         elastic=_elastic_out(job)),
-        status=JobStatusOut(state=job.state.value, retries=job.retries,
-                            tasks=[_task_out(t, job.elastic) for t in job.tasks],
-                            elastic_size=_elastic_size(job),
-                            pending_reason=reason_out(reason),
-                            events=None if events is None else [event_out(e) for e in events]))
+        status=_status(summary, reason, events))
 
 
-def _elastic_size(job: Job) -> int | None:
-    elastic = job.elastic
-    if elastic is None:
-        return None
-    return sum(1 for t in job.tasks if t.group == elastic.group
-               and t.state in (TaskState.BOUND, TaskState.RUNNING))
+def job_summary_out(summary: JobSummary, reason: PendingReason | None) -> JobSummaryOut:
+    job = summary.job
+    return JobSummaryOut(
+        metadata=_metadata(job),
+        spec=JobSummarySpecOut(queue=job.queue, scheduler_name=job.scheduler_name.value,
+                               priority_class_name=job.priority_class),
+        status=_status(summary, reason))
 
 
 # ---- cluster objects ----------------------------------------------------------------------

@@ -31,6 +31,12 @@ class Scheduler(Protocol):
         already finished."""
         ...
 
+    def delete(self, name: str) -> bool:
+        """Delete a job: one that has ended is removed now (True); one that has not is
+        cancelled, marked, and removed once its tasks have stopped (False). Raises
+        `NotFoundError`; `TimeoutError` when the scheduler did not answer in time."""
+        ...
+
     def pending_reason(self, name: str) -> PendingReason | None:
         """Why the job waits, as of the latest cycle; None when it does not (or is unknown)."""
         ...

@@ -38,6 +38,7 @@ from shoal.server.auth import Authenticator, check_job_scope
 from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
 from shoal.server.models import VirtualClusterOut, vc_out
+from shoal.server.paging import MAX_LIST, After, Limit, page
 from shoal.server.scheduler import Scheduler
 from shoal.store import AlreadyExistsError, NotFoundError, Repository, StoreError, User
 
@@ -56,14 +57,17 @@ def sub_clusters_router(repository: Repository, scheduler: Scheduler,
             raise ApiError(404, f"no job {name!r}", "path.name")
         return job
 
-    @router.get("/{name}/virtual-clusters", response_model=list[VirtualClusterOut])
-    def list_job_virtual_clusters(name: str, _user: Annotated[User, Depends(current_user)]
+    @router.get("/{name}/virtual-clusters", response_model=list[VirtualClusterOut],
+                responses=responses(422))
+    def list_job_virtual_clusters(name: str, _user: Annotated[User, Depends(current_user)],
+                                  limit: Limit = MAX_LIST, after: After = None
                                   ) -> list[VirtualClusterOut]:
         """The job's own virtual cluster, then its sub-clusters, with their status now
-        (none for a job that has ended: they are gone)."""
+        (none for a job that has ended: they are gone); at most `limit`."""
         live_job(name)
         status = statuses()
-        return [vc_out(vc, status.get(vc.name)) for vc in repository.job_virtual_clusters(name)]
+        return [vc_out(vc, status.get(vc.name)) for vc in page(
+            repository.job_virtual_clusters(name), lambda vc: vc.name, limit, after)]
 
     @router.post("/{name}/virtual-clusters", status_code=201,
                  response_model=list[VirtualClusterOut], openapi_extra=SPEC_BODY,

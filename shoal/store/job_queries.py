@@ -141,6 +141,16 @@ class JobQueries:
                 rows = list(s.scalars(query.order_by(EventRow.id).limit(limit)))
             return [_event(name, r) for r in rows]
 
+    def existing(self, names: Iterable[str]) -> set[str]:
+        """Those of the names that are jobs in the store."""
+        wanted = sorted(set(names))
+        found: set[str] = set()
+        with self.store.reads.begin() as s:
+            for start in range(0, len(wanted), CHUNK):
+                found.update(s.scalars(select(JobRow.name).where(
+                    JobRow.name.in_(wanted[start:start + CHUNK]))))
+        return found
+
     # ---- removal -------------------------------------------------------------------------
 
     def request_delete(self, name: str) -> JobSummary:

@@ -364,3 +364,23 @@ def test_logs_from_the_real_route(tmp_path: Path) -> None:
             shoal.logs("train", task="worker-5")
         assert (error.value.status, error.value.path) == (404, "query.task")
     store.close()
+
+
+def test_tasks_are_paged_and_jobs_deleted(api: Api) -> None:
+    shoal = api.client()
+    job = shoal.submit(job_yaml("train"))
+    assert job.task_counts == {TaskState.PENDING: 2} and job.task_total == 2
+    first = shoal.tasks("train", limit=1)
+    assert [t.name for t in first.items] == ["worker-0"] and first.next == "worker-0"
+    assert [t.name for t in shoal.iter_tasks("train", page_size=1)] == ["worker-0",
+                                                                         "worker-1"]
+    listed = shoal.list_jobs().items[0]
+    assert listed.groups == () and listed.task_counts == {TaskState.PENDING: 2}
+    with pytest.raises(ShoalApiError) as refused:
+        api.client("bob").delete_job("train")
+    assert refused.value.status == 403
+    deleted = shoal.delete_job("train")
+    assert deleted.deleted and deleted.name == "train"
+    with pytest.raises(ShoalApiError) as gone:
+        shoal.get_job("train")
+    assert gone.value.status == 404

@@ -308,3 +308,27 @@ def test_settings_come_from_flags_then_env_then_config_then_local_token(
     assert (overridden.server, overridden.token) == ("http://a:1", "e")
     assert resolve("http://b:2", "f", env={**nothing, "SHOAL_TOKEN": "e"},
                    cwd=isolated).token == "f"
+
+
+def test_delete_a_running_job_then_reuse_its_name(server: Server, tmp_path: Path) -> None:
+    server.shoal("submit", str(job_file(tmp_path, "doomed", "import time; time.sleep(60)")))
+    wait_for_state(server, "doomed", "Running", "doomed never ran")
+    result = server.shoal("delete", "doomed")
+    assert result.exit_code == 0, result.output
+    assert "is being stopped" in result.stdout
+    deadline = time.monotonic() + 30
+    while (got := server.shoal("get", "doomed")).exit_code == 0:
+        assert time.monotonic() < deadline, "doomed was never removed"
+        time.sleep(0.2)
+    clean(got)
+    assert got.exit_code == 2 and "no job 'doomed'" in got.stderr
+    # The name is free again, and the new job starts from scratch: its first attempt is
+    # launched (not the old one's record re-adopted) and its log holds only its own output.
+    again = server.shoal("submit", "--wait", str(job_file(tmp_path, "doomed", "print('again')")))
+    assert again.exit_code == 0, again.output
+    assert server.shoal("logs", "doomed").stdout == "again\n"
+    ended = server.shoal("delete", "doomed")
+    assert ended.exit_code == 0 and "job 'doomed' deleted" in ended.stdout
+    missing = server.shoal("delete", "doomed")
+    clean(missing)
+    assert missing.exit_code == 2 and "no job 'doomed'" in missing.stderr

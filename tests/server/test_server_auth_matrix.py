@@ -90,6 +90,10 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
     ("GET", "/api/v1/jobs"): Row(ANY_USER),
     ("GET", "/api/v1/jobs/{name}"): Row(ANY_USER),
     ("GET", "/api/v1/jobs/{name}/events"): Row(ANY_USER),
+    ("GET", "/api/v1/jobs/{name}/tasks"): Row(ANY_USER),
+    # OWNED runs nothing: deleting it removes it at once.
+    ("DELETE", "/api/v1/jobs/{name}"): Row(
+        OWNER_OR_ADMIN, stored=lambda api: api.repository.get_job(OWNED) is None),
     ("POST", "/api/v1/jobs/{name}/cancel"): Row(
         OWNER_OR_ADMIN,
         stored=lambda api: _job_state(api, OWNED) is JobState.CANCELLED),

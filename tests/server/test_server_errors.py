@@ -48,7 +48,7 @@ def assert_internal(response: object, caplog: pytest.LogCaptureFixture) -> None:
 
 def test_an_unexpected_exception_in_a_sync_route_is_a_json_500(
         api: Api, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(api.repository, "list_jobs", boom)
+    monkeypatch.setattr(api.repository, "list_job_summaries", boom)
     with caplog.at_level(logging.ERROR, logger="shoal.server"):
         assert_internal(api.request("GET", "/api/v1/jobs", "alice"), caplog)
     assert api.request("GET", "/healthz", None).status_code == 200
@@ -63,7 +63,7 @@ def test_an_unexpected_exception_in_an_async_dependency_is_a_json_500(
 
 def test_each_internal_error_has_its_own_id(
         api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(api.repository, "list_jobs", boom)
+    monkeypatch.setattr(api.repository, "list_job_summaries", boom)
     messages = {api.request("GET", "/api/v1/jobs", "alice").json()["errors"][0]["message"]
                 for _ in range(3)}
     assert len(messages) == 3
@@ -73,7 +73,7 @@ def test_the_connection_stays_open_after_an_internal_error(
         api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     """Starlette's own 500 handling re-raises after answering, and uvicorn then closes the
     connection; here the client reuses it."""
-    monkeypatch.setattr(api.repository, "list_jobs", boom)
+    monkeypatch.setattr(api.repository, "list_job_summaries", boom)
     with live_server(api.client.app) as url:  # type: ignore[arg-type]
         connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=60)
         try:
