@@ -100,7 +100,12 @@ class JobRow(Base):
 
 class TaskRow(Base):
     __tablename__ = "tasks"
-    __table_args__ = (UniqueConstraint("job_id", "group_name", "task_index"),)
+    __table_args__ = (
+        UniqueConstraint("job_id", "group_name", "task_index"),
+        # Covers the count of a job's tasks per group and state (`job_queries`): a page of
+        # job summaries reads this index only, never the task rows.
+        Index("ix_tasks_job_id_group_name_state", "job_id", "group_name", "state"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
