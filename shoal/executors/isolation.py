@@ -207,7 +207,12 @@ def check_work_root(root: Path) -> Path:
     own directory through it, list nobody's) and check that every directory above it lets
     other users through; returns it absolute. Raises IsolationError naming what is wrong."""
     root = root.absolute()
-    root.mkdir(parents=True, exist_ok=True)
+    # What is made here is made passable (0711) whatever the umask: a private parent
+    # (`shoal up` runs under 0o077) would lock every task out of its directory.
+    for directory in reversed([p for p in (root, *root.parents) if not p.exists()]):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o711)
+            directory.chmod(0o711)
     info = root.lstat()
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) \
             or info.st_uid != os.geteuid():

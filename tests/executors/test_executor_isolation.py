@@ -319,3 +319,20 @@ def test_a_jobs_shared_file_is_readable_by_its_tasks_only(
     other = executor.launch(_spec(read, user="bob", job="snoop"))
     assert wait_exit(executor, other).exit_code == 1
     assert "PermissionError" in other.stderr_path.read_text()
+
+
+def test_a_work_root_made_under_a_private_umask_is_passable(scratch: Scratch) -> None:
+    """`shoal up` runs under umask 0o077: the directories it makes for --work-dir must
+    still let the tasks' users through."""
+    old = os.umask(0o077)
+    try:
+        root = check_work_root(scratch.root / "var" / "lib" / "shoal" / "work")
+    finally:
+        os.umask(old)
+    for directory in (root, *root.parents):
+        assert directory.stat().st_mode & stat.S_IXOTH, directory
+    with pytest.raises(IsolationError, match="other users need x"):
+        private = scratch.root / "private"
+        private.mkdir(mode=0o700)
+        private.chmod(0o700)
+        check_work_root(private / "work")
