@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from shoal.api.decisions import PendingReason
@@ -101,7 +102,8 @@ class JobInfo:
                 if count <= 0:
                     break
                 queue = self.pending[group.name]
-                take = [queue[i] for i in range(min(count, len(queue)))]
+                # islice, not queue[i]: indexing a deque is linear in its middle.
+                take = list(islice(queue, count))
                 out.append((group, take))
                 count -= len(take)
             return out
