@@ -13,6 +13,8 @@ recurses nowhere and stops at the first excess:
   few of them to exceed a limit, as a typical job does). `Infinity`, `NaN` and integer
   literals longer than any 64-bit one are refused while decoding; `1e999` decodes to
   infinity, which the fields refuse by name.
+- Both: no string (or key) may hold a NUL byte or half a surrogate pair, which only an
+  escape can write; refused under the path of the first one.
 
 Where an issue is reported: a duplicate key under the key's own path (found again by
 walking the text, only once one is found); every other reading problem under the empty path
@@ -256,20 +258,22 @@ def _path_at(text: str, mark: _Mark) -> str | None:
 
 # ---- both ---------------------------------------------------------------------------------
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+#: What no string of a spec may hold, though an escape (`"\\u0000"`, `"\\ud800"`) can
+#: write it: a NUL byte (no C string, environment, file name or PostgreSQL text holds one)
+#: and half a UTF-16 surrogate pair (no UTF-8 text does).
+_NOT_TEXT = re.compile("[\0\ud800-\udfff]")
 
 
-def _surrogate_path(data: Any) -> str | None:
-    """The path of the first string (or key) holding half a UTF-16 surrogate pair, which an
-    escape (`"\\ud800"`) can produce and which no UTF-8 text, file or database can hold."""
+def _not_text_path(data: Any) -> str | None:
+    """The path of the first string (or the mapping of the first key) holding `_NOT_TEXT`."""
     stack: list[tuple[str, Any]] = [("", data)]
     while stack:
         path, value = stack.pop()
-        if isinstance(value, str) and _SURROGATE.search(value):
+        if isinstance(value, str) and _NOT_TEXT.search(value):
             return path
         if isinstance(value, dict):
             for key, item in reversed(value.items()):
-                if isinstance(key, str) and _SURROGATE.search(key):
+                if isinstance(key, str) and _NOT_TEXT.search(key):
                     return path
                 stack.append((join_path(path, key if isinstance(key, str) else str(key)),
                               item))
@@ -279,11 +283,12 @@ def _surrogate_path(data: Any) -> str | None:
 
 
 def _check_text(where: DocRef, text: str, data: Any, log: IssueLog) -> None:
-    if "\\u" in text or "\\U" in text:  # only escapes make surrogates
-        path = _surrogate_path(data)
+    if "\\" in text:  # only escapes write them
+        path = _not_text_path(data)
         if path is not None:
-            log.add(where, path, "holds an unpaired UTF-16 surrogate (an escape such as "
-                                 "\\ud800 alone), which is not text")
+            log.add(where, path, "holds a NUL byte or an unpaired UTF-16 surrogate (an escape "
+                                 "such as \\u0000 or a lone \\ud800), which no spec string may "
+                                 "hold")
             raise UnreadableError
 
 

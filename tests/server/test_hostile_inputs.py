@@ -262,9 +262,23 @@ def test_a_job_that_could_never_launch_is_refused_with_its_path(api: Api) -> Non
     no_command = patched(JOB, "spec.taskGroups.0.command", [])
     refused(send(api, "Job", as_json(no_command), "application/json"),
             "spec.taskGroups[0].command")
-    bad_env = patched(JOB, "spec.taskGroups.0.env", {"A=B": "1", "OK": "x\0y"})
+    bad_env = patched(JOB, "spec.taskGroups.0.env", {"A=B": "1", "": "2"})
     refused(send(api, "Job", as_json(bad_env), "application/json"),
-            "spec.taskGroups[0].env['A=B']", "spec.taskGroups[0].env.OK")
+            "spec.taskGroups[0].env['A=B']", "spec.taskGroups[0].env")
+    nothing_stored(api)
+
+
+@pytest.mark.parametrize(("kind", "path"), [
+    ("Job", "spec.taskGroups.0.command.0"), ("Job", "spec.taskGroups.0.env.OK"),
+    ("Job", "spec.taskGroups.0.nodeSelector.a"), ("Node", "metadata.labels.a"),
+    ("PriorityClass", "description"), ("VirtualCluster", "spec.parent"),
+])
+def test_a_nul_byte_is_refused_in_any_string(api: Api, kind: str, path: str) -> None:
+    # PostgreSQL cannot store one, and no process can be given one.
+    for encoding in ("json", "yaml"):
+        encode, content_type = ENCODINGS[encoding]
+        body = encode(patched(BASES[kind], path, "x\0y"))
+        refused(send(api, kind, body, content_type), field_path(path))
     nothing_stored(api)
 
 

@@ -113,7 +113,7 @@ def test_an_unpaired_surrogate_is_refused_with_its_path() -> None:
     [issue] = refused(JOB + '      env: {A: "\\ud800"}\n')
     # libyaml refuses the escape itself; PyYAML's own parser (without libyaml) reads it.
     assert (issue.path, issue.message[:12]) in {("", "invalid YAML"),
-                                                ("spec.taskGroups[0].env.A", "holds an unpa")}
+                                                ("spec.taskGroups[0].env.A", "holds a NUL ")}
     assert load_json(job_json(env={"A": "\U0001f600"})).jobs[0].groups[0].env["A"] == \
         "\U0001f600"
 
@@ -268,14 +268,27 @@ def test_a_job_without_a_command_is_refused_only_when_it_must_launch() -> None:
     assert "can never start" in issue.message
 
 
-def test_nul_bytes_and_bad_environment_names_are_refused_with_their_paths() -> None:
-    text = job_json(command=["python", "-c", "x\0y"],
-                    env={"A=B": "1", "": "2", "OK": "v\0", "N\0": "3"},
-                    workingDir="/tmp/\0")
+def test_bad_environment_names_and_empty_programs_are_refused_with_their_paths() -> None:
+    text = job_json(command=["", "-c"], env={"A=B": "1", "": "2", "OK": "v"}, workingDir="")
     found = refused(text, json_text=True, launchable=True)
     assert [i.path for i in found] == [
-        "spec.taskGroups[0].command[2]", "spec.taskGroups[0].env['A=B']",
-        "spec.taskGroups[0].env", "spec.taskGroups[0].env.OK",
-        "spec.taskGroups[0].env['N\\x00']", "spec.taskGroups[0].workingDir"]
+        "spec.taskGroups[0].command[0]", "spec.taskGroups[0].env['A=B']",
+        "spec.taskGroups[0].env", "spec.taskGroups[0].workingDir"]
     assert load_json(job_json(command=["python"], env={"A": "1"}),
                      launchable=True).jobs[0].groups[0].env == {"A": "1"}
+
+
+@pytest.mark.parametrize(("group", "path"), [
+    ({"command": ["python", "-c", "x\0y"]}, "spec.taskGroups[0].command[2]"),
+    ({"env": {"OK": "v\0"}}, "spec.taskGroups[0].env.OK"),
+    ({"env": {"N\0": "v"}}, "spec.taskGroups[0].env"),
+    ({"workingDir": "/tmp/\0"}, "spec.taskGroups[0].workingDir"),
+    ({"nodeSelector": {"a": "\0"}}, "spec.taskGroups[0].nodeSelector.a"),
+])
+def test_a_nul_byte_is_refused_in_any_string_with_its_path(group: dict[str, object],
+                                                          path: str) -> None:
+    # No launch needed: a NUL is not text anywhere (PostgreSQL refuses it too).
+    [issue] = refused(job_json(**group), json_text=True)
+    assert issue.path == path and "NUL byte" in issue.message
+    [issue] = refused(pyyaml.safe_dump(json.loads(job_json(**group))))
+    assert issue.path == path
