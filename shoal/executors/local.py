@@ -46,6 +46,7 @@ from shoal.executors.cgroups import TaskCgroups, TaskLimits
 from shoal.executors.isolation import (
     Accounts,
     Identity,
+    IsolationError,
     Mode,
     Policy,
     base_env,
@@ -360,13 +361,16 @@ class LocalExecutor:
                 proc = subprocess.Popen(
                     argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                     start_new_session=True)  # own session ⇒ own process group
-        except (OSError, ValueError) as exc:
+        except (OSError, IsolationError) as exc:
             # Typically a missing working directory: nothing runs, and the record says why.
             write_json_atomic(handle.status_path, {"exit_code": 127, "signal": None,
                                                    "error": f"cannot start: {exc}",
                                                    "finished_at": time.time()})
             _release(handle)
             return handle
+        except ValueError:  # a launch that can never work (a NUL byte): the caller's to judge
+            _release(handle)
+            raise
         self._children[proc.pid] = proc
         start = _start_time(proc.pid)
         if not record_pid:
