@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 
 class Evicting(Stopping):
-    """`ControlPlane` supplies the cluster, the clock and the launch."""
+    """`ControlPlane` supplies the cluster, the clock and the launch (`shoal.control.launches`)."""
 
     nodes: tuple[Node, ...]
     priority_classes: tuple[PriorityClass, ...]
@@ -90,23 +90,8 @@ class Evicting(Stopping):
         self.executor.request_stop(tracked.handle, self.grace_period)
         log.info("task %s: evicted (%s); stopping it", ref, evict.reason)
 
-    def _launch_when_free(self, rec: TaskRecord) -> None:
-        """Launch a bound task now, or once the evicted tasks on its node have stopped."""
-        if rec.node is not None and self._handover.must_wait(rec.ref, rec.node):
-            log.info("task %s waits for the evicted tasks on %s to stop", rec.ref, rec.node)
-        else:
-            self._launch(rec)
-
     def _launch_ready(self, refs: Sequence[TaskRef]) -> None:
-        """Launch bound tasks that waited for evicted ones, if still bound and unlaunched."""
-        if not refs:
-            return
-        records = self.repository.task_records({r.job for r in refs})
-        for ref in refs:
-            rec = records.get(ref)
-            if rec is not None and rec.state is TaskState.BOUND and not rec.pid \
-                    and ref not in self._tasks:
-                self._launch(rec)
+        raise NotImplementedError
 
     def _evicted_stopped(self, ref: TaskRef, how: str, code: int | None) -> None:
         """An evicted task's process is gone: it waits to be placed again. Its job may have

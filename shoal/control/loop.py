@@ -68,11 +68,11 @@ from shoal.api.decisions import Decisions, Reserve
 from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
-from shoal.control.evicting import Evicting
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
 from shoal.control.handover import Handover
 from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
-from shoal.control.launching import describe, exit_code_of, launch_spec, retry_reason
+from shoal.control.launches import Launching
+from shoal.control.launching import describe, exit_code_of, retry_reason
 from shoal.control.membership import Membership
 from shoal.control.records import MasterPorts
 from shoal.control.scale_up import ScaleUpHook, shortfall
@@ -86,7 +86,7 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.store import NotFoundError, Repository
-from shoal.store.repository import FailedTask, TaskRecord
+from shoal.store.repository import FailedTask
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(Evicting):
+class ControlPlane(Launching):
     def __init__(self, repository: Repository, executor: LocalExecutor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -368,34 +368,14 @@ class ControlPlane(Evicting):
         jobs = self.repository.snapshot_jobs()
         self._ending = self.repository.stopping_jobs()
         self._model, evicted = self._model_of(jobs, self.virtual_clusters)
-        records = self.repository.task_records(j.name for j in jobs)
-        for ref in evicted:  # first: bound tasks on their nodes wait for them
-            self._resume_eviction(records[ref])
-        for job in jobs:
-            stopping = job.name in self._ending
-            if stopping:
-                self._stop_wanting(job.name)
-            for task in job.tasks:
-                if task.state.holds_resources and task.ref not in evicted:
-                    self._take_over(records[task.ref])
-            if stopping:
-                self._signal(job.name)
-                self._maybe_end(job.name)
-            elif not any(ref.job == job.name for ref in self._tasks):
-                self._settle(job.name)
+        self._reconcile(jobs, evicted)  # one job at a time: one bad job stops no other
         self.repository.revoke_job_tokens()  # of jobs that ended while we were down
         for name, cause in orphaned(self._model).items():
-            self._cancel(name, cause)
+            try:
+                self._cancel(name, cause)
+            except Exception as exc:
+                self._give_up(name, "cancelling it at start", exc)
         self._membership.refresh(self._model)
-
-    def _take_over(self, rec: TaskRecord) -> None:
-        ref = rec.ref
-        if rec.pid:
-            self._tasks[ref] = Tracked(self._adopt(rec), rec.state)
-        elif rec.state is TaskState.RELEASING:
-            self._stopped(ref, "before it was launched", None)
-        else:  # idempotent: a claimed attempt is re-adopted, not restarted
-            self._launch_when_free(rec)
 
     def _settle(self, name: str) -> None:
         """Apply what the job's recorded task states decide (after a task succeeded, or at
@@ -461,9 +441,7 @@ class ControlPlane(Evicting):
             self.repository.record_binds(decisions.binds, cause, decisions.evictions)
             for evict in decisions.evictions:
                 self._evict(evict)
-            records = self.repository.task_records({b.task.job for b in decisions.binds})
-            for bind in decisions.binds:
-                self._launch_when_free(records[bind.task])
+            self._launch_bound([b.task for b in decisions.binds])
         for resize in decisions.resizes:
             log.info("job %s: %s resized to %d (%s)", resize.job, resize.group,
                      resize.replicas, resize.reason)
@@ -498,27 +476,6 @@ class ControlPlane(Evicting):
         now = self.clock()
         if self.scale_up is not None and self.scale_up.ready(now):
             self.scale_up.consider(shortfall(self.model, self._waiting.all(), now))
-
-    def _launch(self, rec: TaskRecord) -> None:
-        ref = rec.ref
-        try:
-            info = self.model.jobs[ref.job]
-            env = {**self._credentials.env(info.job, info.account),
-                   **self._membership.env(info)}
-            spec = launch_spec(info.job, rec, self._ports.get(ref.job), env,
-                               info.elastic_size() if info.job.elastic is not None else None)
-            handle = self.executor.launch(spec)
-        except (ValueError, OSError) as exc:
-            self._task_failed(ref, f"cannot launch: {exc}", None, "a failed launch")
-            return
-        tracked = Tracked(handle, rec.state)
-        self._tasks[ref] = tracked
-        if handle.pid > 0 and rec.state is TaskState.BOUND:
-            self.repository.transition_task(
-                ref, TaskState.RUNNING, f"process {handle.pid} started on node {rec.node}",
-                pid=handle.pid, pid_start_time=handle.pid_start_time)
-            tracked.state = TaskState.RUNNING
-        # pid 0: nothing runs (the status file says why, or it polls LOST): poll ends it.
 
     # ---- poll -----------------------------------------------------------------------------
 

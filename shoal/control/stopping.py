@@ -56,9 +56,6 @@ class Stopping:
     def _job_done(self, job: Job) -> None:
         raise NotImplementedError
 
-    def _launch(self, rec: TaskRecord) -> None:
-        raise NotImplementedError
-
     def _adopt(self, rec: TaskRecord) -> RunningTask:
         """A handle on the recorded process of `rec` (one that polls LOST if it is gone)."""
         ref = rec.ref

@@ -1,0 +1,246 @@
+"""The launch path: how bound tasks become processes, one at a time, so that no launch can
+poison another — the half of the control loop (`shoal.control.loop`) between the store's
+binds and the executor, and the reconciliation at start. A base class of `ControlPlane`, on
+the loop's thread, as `shoal.control.evicting` is.
+
+Each task is launched on its own. A launch that fails — the spec cannot be launched (no
+command, a NUL byte, `=` in an env name: refused at submission, but a store may hold older
+jobs), the executor raises, the store cannot record the start — fails that task as a failed
+launch (retried in place, or failing or retrying its job, as `shoal.control.completion`
+decides) and the next bind is launched regardless. An error nobody planned for fails the
+task's job with a cause naming it, after a log line with the traceback.
+
+The executor is called only for a (task, attempt) the store holds as BOUND for that attempt,
+with no process, and whose job the model still holds and is not stopping. The loop's thread
+is the only writer of task states, so the records read for a batch of launches stay true
+until one of its launches fails: what that failure decides (a job retried whole, a job
+failed, the work inside a job's virtual cluster cancelled with it) may move any task, so the
+records are read again after each failure. A process that started but whose start cannot be
+recorded is killed at once (it never runs outside Shoal's accounting of resources), and the
+task fails its launch.
+
+At start, every job's tasks are taken over one job at a time (`_reconcile`): one job whose
+take-over raises is failed with the cause and logged, and the others are taken over still.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+
+from shoal.api import Job, JobState, TaskRef, TaskState
+from shoal.api.lifecycle import IllegalTransitionError
+from shoal.control.evicting import Evicting
+from shoal.control.job_scope import TaskCredentials
+from shoal.control.launching import launch_spec
+from shoal.control.membership import Membership
+from shoal.control.records import MasterPorts
+from shoal.control.stopping import Tracked
+from shoal.executors.local import RunningTask, TaskLaunch
+from shoal.store.repository import TaskRecord
+
+log = logging.getLogger(__name__)
+
+#: At most this much of an exception's text goes into a cause (a store keeps causes).
+CAUSE_CHARS = 300
+#: How long a process whose start could not be recorded gets to stop: none, it has done
+#: nothing worth saving.
+UNRECORDED_GRACE = 0.0
+
+
+def brief(exc: BaseException) -> str:
+    """An exception's text for a cause: its type when it has none, at most CAUSE_CHARS."""
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= CAUSE_CHARS else text[:CAUSE_CHARS] + "…"
+
+
+class Outcome(StrEnum):
+    """What became of one bound task handed to the launch path."""
+
+    STARTED = "started"
+    """A process runs (or a pid-0 handle that polls as ended) and is tracked."""
+    WAITING = "waiting"
+    """It waits for the evicted tasks on its node to stop (`shoal.control.handover`)."""
+    SKIPPED = "skipped"
+    """Not ours to launch now: not BOUND in the store, launched already, or its job left."""
+    FAILED = "failed"
+    """The launch failed and that was recorded: other tasks may have moved meanwhile."""
+
+
+class Launching(Evicting):
+    """`ControlPlane` supplies the task credentials, master ports, membership files and
+    what a failed task means."""
+
+    _credentials: TaskCredentials
+    _ports: MasterPorts
+    _membership: Membership
+
+    def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str) -> None:
+        raise NotImplementedError
+
+    # ---- batches ----------------------------------------------------------------------------
+
+    def _launch_bound(self, refs: Sequence[TaskRef], *, wait: bool = True) -> None:
+        """Launch these bound tasks, each on its own; `wait`: a task whose node still has
+        evicted tasks stopping waits for them (False: they have just stopped)."""
+        if not refs:
+            return
+        records = self._records({r.job for r in refs})
+        for i, ref in enumerate(refs):
+            if self._launch_one(ref, records.get(ref), wait=wait) is Outcome.FAILED:
+                records = self._records({r.job for r in refs[i + 1:]})
+
+    def _launch_ready(self, refs: Sequence[TaskRef]) -> None:
+        """Launch bound tasks that waited for evicted ones, if still bound and unlaunched."""
+        self._launch_bound(refs, wait=False)
+
+    def _records(self, jobs: Iterable[str]) -> dict[TaskRef, TaskRecord]:
+        names = set(jobs)
+        return self.repository.task_records(names) if names else {}
+
+    # ---- one task ---------------------------------------------------------------------------
+
+    def _launch_one(self, ref: TaskRef, rec: TaskRecord | None, *, wait: bool) -> Outcome:
+        """Launch one bound task if it is still ours to launch; never raises."""
+        try:
+            if rec is None or not self._launchable(rec):
+                return Outcome.SKIPPED
+            if wait and rec.node is not None and self._handover.must_wait(ref, rec.node):
+                log.info("task %s waits for the evicted tasks on %s to stop", ref, rec.node)
+                return Outcome.WAITING
+            return self._launch(rec)
+        except Exception as exc:  # one task's launch must never stop the others
+            self._give_up(ref.job, f"launching task {ref}", exc)
+            return Outcome.FAILED
+
+    def _launchable(self, rec: TaskRecord) -> bool:
+        """Whether the store holds `rec`'s attempt as BOUND with no process, no process of
+        it is tracked, and its job is in the model and not being stopped."""
+        ref = rec.ref
+        info = self.model.jobs.get(ref.job)
+        if rec.state is not TaskState.BOUND or rec.pid or ref in self._tasks:
+            return False
+        if info is None or info.stopping or ref.job in self._ending:
+            log.warning("task %s is bound in the store but its job is %s: not launched",
+                        ref, "not scheduled" if info is None else "being stopped")
+            return False
+        return True
+
+    def _launch(self, rec: TaskRecord) -> Outcome:
+        """Start `rec`'s attempt (checked launchable) and record it RUNNING. Idempotent per
+        (task, attempt): an attempt claimed earlier is re-adopted, not started again."""
+        ref = rec.ref
+        try:
+            spec = self._launch_spec(rec)
+            handle = self.executor.launch(spec)
+        except Exception as exc:  # whatever the cause, the task cannot start
+            why = brief(exc)
+            self._task_failed(ref, f"cannot launch: {why}", None, f"a failed launch ({why})")
+            return Outcome.FAILED
+        if handle.pid <= 0:  # nothing runs: the status file says why, or it polls LOST
+            self._tasks[ref] = Tracked(handle, TaskState.BOUND)
+            return Outcome.STARTED
+        try:
+            self.repository.transition_task(
+                ref, TaskState.RUNNING, f"process {handle.pid} started on node {rec.node}",
+                pid=handle.pid, pid_start_time=handle.pid_start_time)
+        except Exception as exc:  # the process must not outlive its record
+            self._unrecorded(rec, handle, exc)
+            return Outcome.FAILED
+        self._tasks[ref] = Tracked(handle, TaskState.RUNNING)
+        return Outcome.STARTED
+
+    def _launch_spec(self, rec: TaskRecord) -> TaskLaunch:
+        info = self.model.jobs[rec.ref.job]
+        env = {**self._credentials.env(info.job, info.account),
+               **self._membership.env(info)}
+        return launch_spec(info.job, rec, self._ports.get(rec.ref.job), env,
+                           info.elastic_size() if info.job.elastic is not None else None)
+
+    def _unrecorded(self, rec: TaskRecord, handle: RunningTask, exc: Exception) -> None:
+        """A process started but its start cannot be stored: kill it now, then fail the
+        launch — unless the store holds the task in another state (not ours to fail)."""
+        ref = rec.ref
+        status = self.executor.stop(handle, UNRECORDED_GRACE)
+        if status.running:  # cannot be killed: keep watching it rather than lose it
+            log.error("task %s: process %d cannot be stopped", ref, handle.pid)
+            self._tasks[ref] = Tracked(handle, TaskState.RELEASING)
+        log.error("task %s: process %d started but its start cannot be recorded (%s); "
+                  "stopped it", ref, handle.pid, brief(exc))
+        if not isinstance(exc, IllegalTransitionError):
+            why = brief(exc)
+            self._task_failed(ref, f"cannot record its start: {why}", None,
+                              f"a start that could not be recorded ({why})")
+
+    # ---- errors -----------------------------------------------------------------------------
+
+    def _give_up(self, name: str, doing: str, exc: Exception) -> None:
+        """Something unplanned raised while `doing` for job `name`: log it with the
+        traceback and fail the job with that cause, so that nothing of it is left half
+        launched; the caller goes on with the other jobs."""
+        log.error("job %s: %s failed: %s", name, doing, exc, exc_info=exc)
+        try:
+            job = self.repository.get_job(name)
+            if job is not None and not job.state.terminal and name not in self._ending:
+                self._teardown(name, JobState.FAILED, f"{doing} failed: {brief(exc)}")
+        except Exception:
+            log.exception("job %s: cannot fail it either; a restart will try again", name)
+
+    # ---- reconcile at start ------------------------------------------------------------------
+
+    def _reconcile(self, jobs: Sequence[Job], evicted: Sequence[TaskRef]) -> None:
+        """Take charge of every task that holds resources, one job at a time: evictions
+        under way first (bound tasks on their nodes wait for them), then each job's tasks,
+        stops and settlement."""
+        held = {j.name for j in jobs if any(t.state.holds_resources for t in j.tasks)}
+        records = self._records(held)
+        failures = 0
+        for ref in evicted:
+            try:
+                self._resume_eviction(records[ref])
+            except Exception as exc:
+                self._give_up(ref.job, f"resuming the eviction of task {ref}", exc)
+                failures += 1
+        skip = set(evicted)
+        for job in jobs:
+            if failures:  # what a failure decided may have moved any task: read again
+                records, failures = self._records(held), 0
+            try:
+                failures = self._reconcile_job(job, records, skip)
+            except Exception as exc:
+                self._give_up(job.name, "taking over its tasks at start", exc)
+                failures = 1
+
+    def _reconcile_job(self, job: Job, records: dict[TaskRef, TaskRecord],
+                       evicted: set[TaskRef]) -> int:
+        """Take over one job's tasks; returns how many of its launches failed."""
+        failures = stale = 0
+        stopping = job.name in self._ending
+        if stopping:
+            self._stop_wanting(job.name)
+        for task in job.tasks:
+            if stale:
+                records, stale = self._records([job.name]), 0
+            rec = records.get(task.ref)
+            if rec is None or not rec.state.holds_resources or task.ref in evicted:
+                continue
+            if self._take_over(rec) is Outcome.FAILED:
+                failures, stale = failures + 1, 1
+        if stopping:
+            self._signal(job.name)
+            self._maybe_end(job.name)
+        elif not any(ref.job == job.name for ref in self._tasks):
+            self._settle(job.name)
+        return failures
+
+    def _take_over(self, rec: TaskRecord) -> Outcome:
+        ref = rec.ref
+        if rec.pid:
+            self._tasks[ref] = Tracked(self._adopt(rec), rec.state)
+            return Outcome.STARTED
+        if rec.state is TaskState.RELEASING:
+            self._stopped(ref, "before it was launched", None)
+            return Outcome.SKIPPED
+        # idempotent: a claimed attempt is re-adopted, not restarted
+        return self._launch_one(ref, rec, wait=True)
