@@ -44,6 +44,9 @@ class Limits:
     """Nesting of mappings and lists in one document; a job needs 6."""
     max_items: int = 10_000
     """Entries of any one mapping or list, as read."""
+    max_values: int = 200_000
+    """Values (scalars, mappings, lists) of one text, its documents together; each document
+    counts as one more."""
     max_string_length: int = 16 * KiB
     """Each command argument, environment value, label or annotation value, working
     directory and description."""

@@ -109,10 +109,16 @@ def _yaml_refusal(text: str, limits: Limits) -> _Refusal | None:
     """The first thing in `text` beyond the limits, found from the parser's events alone;
     None if there is none (or the text does not parse: the load says why)."""
     document = 0
+    values = 0
     counts: list[list[int]] = []
     """Per open collection: [nodes read in it, the most it may hold]."""
     try:
         for event in yaml.parse(text, Loader=_SafeLoader):
+            if isinstance(event, yaml.NodeEvent | yaml.DocumentStartEvent):
+                values += 1
+                if values > limits.max_values:
+                    return _Refusal(document, f"the text holds more than {limits.max_values} "
+                                              f"values{_at(event.start_mark)}")
             if isinstance(event, yaml.DocumentStartEvent):
                 document += 1
                 continue
@@ -294,17 +300,27 @@ def _check_text(where: DocRef, text: str, data: Any, log: IssueLog) -> None:
 
 # ---- JSON ---------------------------------------------------------------------------------
 
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]', re.DOTALL)
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.DOTALL)
 
 
 def _json_refusal(text: str, limits: Limits) -> str | None:
-    """The first thing in `text` beyond the limits on depth and entries; None if none."""
+    """The first thing in `text` beyond the limits on depth, entries and values; None if
+    none. Values are counted, as YAML's are, with keys: by the commas, colons and opening
+    brackets outside strings."""
     opened = text.count("[") + text.count("{")
-    if opened <= limits.max_depth and text.count(",") < limits.max_items:
+    commas = text.count(",")
+    if opened <= limits.max_depth and commas < limits.max_items \
+            and opened + commas + text.count(":") < limits.max_values:
         return None
     counts: list[int] = []
+    values = 0
     for match in _JSON_TOKENS.finditer(text):
         token = match.group()
+        if token[0] != '"':
+            values += 1
+            if values > limits.max_values:
+                return (f"the text holds more than {limits.max_values} values (at character "
+                        f"{match.start()})")
         if token in "[{":
             if len(counts) >= limits.max_depth:
                 return (f"objects and arrays are nested more than {limits.max_depth} deep "
