@@ -336,3 +336,22 @@ def test_a_work_root_made_under_a_private_umask_is_passable(scratch: Scratch) ->
         private.mkdir(mode=0o700)
         private.chmod(0o700)
         check_work_root(private / "work")
+
+
+@as_root
+def test_one_task_user_runs_every_task_and_a_spec_working_dir_is_honoured(
+        tmp_path: Path, scratch: Scratch) -> None:
+    executor = isolated(tmp_path, scratch, decide(0, insecure_same_user=False,
+                                                  task_user="shoal-shared-tasks"))
+    alice = run_report(executor, user="alice", job="a")
+    bob = run_report(executor, user="bob", job="b")
+    account = pwd.getpwnam("shoal-shared-tasks")
+    assert alice["uid"] == bob["uid"] == account.pw_uid
+    # A spec's own directory: the task runs there, with its user's rights (HOME stays its own).
+    (scratch.shared / "data").mkdir()
+    chosen = run_report(executor, user="alice", job="c",
+                        working_dir=str(scratch.shared / "data"))
+    assert chosen["cwd"] == str(scratch.shared / "data")
+    env = chosen["env"]
+    assert isinstance(env, dict)
+    assert env["HOME"] == str(scratch.work / "shoal-shared-tasks" / "c" / "worker-0")
