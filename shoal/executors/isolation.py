@@ -18,7 +18,8 @@ The contract (the local executor now; a later engine — Ray's, for one — meet
    (PATH, locale, time zone, library paths: `BASE_ENV`), never the server's secrets.
 4. **A job's credentials reach only that job's tasks.** SHOAL_TOKEN is in the task's
    environment; `/proc/<pid>/environ` is readable by its own user only, so with one OS user
-   per Shoal user no other tenant's task can read it. With one shared `--task-user`, every
+   per Shoal user no other tenant's task can read it (the same Shoal user's other tasks can:
+   they are that user already). With one shared `--task-user`, every
    task runs as the same user and can read the others' environments and files: use it
    only where the tenants trust each other.
 5. **Where the kernel lets us, a task's requests are its limits** (`shoal.executors.
