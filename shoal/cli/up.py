@@ -215,6 +215,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     finally:
         stop.set()
         loop.join(timeout=10)
+        if executor.isolation.cgroups is not None:
+            executor.isolation.cgroups.release()
 
 
 #: Where a task reaches a server listening on every address (tasks run on this machine).
