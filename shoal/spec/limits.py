@@ -77,6 +77,11 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+#: For the files of the offline tools (`shoal sim` traces and cluster files): read as safely
+#: (depth, aliases, literals and string lengths as by default), but sized for whole traces
+#: of many thousands of jobs and for simulated clusters of up to a million nodes.
+FILE_LIMITS = Limits(max_items=10_000_000, max_values=1_000_000_000, max_nodes=1_000_000,
+                     max_replicas=1_000_000, max_tasks_per_job=1_000_000)
 
 Problem = tuple[str, str]
 """A field path and what is wrong there."""

@@ -29,6 +29,7 @@ from shoal.sim.loaders._yaml import document_lines, read_text, spec_error
 from shoal.sim.loaders.alibaba import GpuSharing, load_alibaba_nodes
 from shoal.sim.trace import TraceError
 from shoal.spec import SpecError, load_text
+from shoal.spec.limits import FILE_LIMITS
 
 #: `125x8`, `125 x 8`, `16x4:A100` (nodes × GPUs per node, optional GPU type).
 _SHORTHAND = re.compile(
@@ -88,7 +89,7 @@ def load_cluster(path: str | os.PathLike[str], *,
     """Load a `shoal/v1` cluster file; errors name the file, the line and the field."""
     source, text = read_text(path)
     try:
-        bundle = load_text(text, source)
+        bundle = load_text(text, source, limits=FILE_LIMITS)
     except SpecError as exc:
         raise spec_error(source, exc, document_lines(text)) from exc
     if not bundle.nodes:

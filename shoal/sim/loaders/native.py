@@ -47,6 +47,7 @@ from shoal.sim.loaders._common import check_limit, finish
 from shoal.sim.loaders._yaml import Document, documents, read_text, spec_error
 from shoal.sim.trace import Trace, TraceError, TraceJob
 from shoal.spec import SpecError, load_text
+from shoal.spec.limits import FILE_LIMITS
 
 
 def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Trace:
@@ -76,7 +77,8 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
         raise TraceError(source, None, None, "contains no Job documents")
     rest = yaml.safe_dump_all(stripped, sort_keys=False)
     try:
-        bundle = load_text(rest, source, known_queues=queues, known_priority_classes=classes)
+        bundle = load_text(rest, source, known_queues=queues, known_priority_classes=classes,
+                           limits=FILE_LIMITS)
     except SpecError as exc:
         raise spec_error(source, exc, {d.number: d.node for d in docs}) from exc
     jobs: list[TraceJob] = []

@@ -134,3 +134,13 @@ def test_parse_cluster_arg_reads_files(examples: Path) -> None:
     milli = parse_cluster_arg(examples / "alibaba-openb-nodes-sample.csv",
                               gpu_sharing="milli")
     assert milli.nodes[0].capacity.get("gpu-milli") == 2000
+
+
+def test_a_simulated_cluster_may_be_larger_than_a_server_would_take(
+        write: Callable[[str, str], Path]) -> None:
+    # `shoal up` takes at most 10,000 nodes by default; the simulator's files are sized
+    # for whole simulated clusters (shoal.spec.limits.FILE_LIMITS).
+    path = write("big.yaml", "apiVersion: shoal/v1\nkind: Node\nmetadata: {name: n}\n"
+                             "spec: {capacity: {cpu: 8, gpu: 8}, count: 20000}\n")
+    cluster = load_cluster(path)
+    assert len(cluster.nodes) == 20_000 and cluster.gpus_per_node == 8
