@@ -25,6 +25,7 @@ from shoal.cli.up import up
 from shoal.scenario import run_scenario
 from shoal.scheduler.profile import BUILTIN_PROFILES
 from shoal.spec import load_files, schema_text
+from shoal.spec.limits import FILE_LIMITS
 
 app = typer.Typer(
     name="shoal",
@@ -62,7 +63,7 @@ def schedule(
 ) -> None:
     """Run scheduling cycles over a scenario and print binds, evictions and why jobs wait."""
     def run() -> None:
-        bundle = load_files(files)
+        bundle = load_files(files, limits=FILE_LIMITS)
         chosen = load_profile(profile) if profile else None
         result = run_scenario(bundle, chosen, cycles)
         if output is Output.JSON:
