@@ -47,7 +47,9 @@ class JobRow(Base):
     __tablename__ = "jobs"
     __table_args__ = (
         Index("ix_jobs_submitted_name", "submitted", "name"),
-        Index("ix_jobs_state", "state"),
+        # Serves a page of jobs filtered by state in submission order, and the snapshot of
+        # unfinished jobs.
+        Index("ix_jobs_state_submitted_name", "state", "submitted", "name"),
         Index("ix_jobs_ended", "ended"),
         # Per user: another user's key is another key (and must not reveal this job).
         UniqueConstraint("user", "idempotency_key"),
