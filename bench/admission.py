@@ -10,7 +10,10 @@ loop's model happens later, on the loop's thread), on a cluster big enough to ho
 - `list_ms` / `list_bytes`: `GET /api/v1/jobs?limit=10` with such jobs stored;
 - `get_ms` / `get_bytes`: `GET /api/v1/jobs/{name}` of one of them;
 - `tasks_page_ms`: `GET /api/v1/jobs/{name}/tasks?limit=500`, the first page;
-- `delete_ms`: `DELETE /api/v1/jobs/{name}` of one (cancelled, then removed with its rows).
+- `delete_ms`: `DELETE /api/v1/jobs/{name}` of one (cancelled, then removed with its rows);
+- with `--jobs N` small jobs stored (straight into the store): `many_first_page_ms`,
+  `many_deep_page_ms` (`after` the 100th-last), `many_state_page_ms` (`state=Pending`, from
+  the middle) — pages of 50 — and `many_get_ms`.
 
 Prints one JSON object.
 
@@ -28,7 +31,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from shoal.api import Node, Resources
+from shoal.api import Job, Node, Resources, TaskGroup
 from shoal.control import ControlPlane
 from shoal.executors.local import LocalExecutor
 from shoal.scheduler.profile import Profile
@@ -53,6 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=5000)
     args = parser.parse_args()
     nodes = [Node(f"n{i}", Resources.of(cpu=128_000, memory=1 << 20))
              for i in range(-(-args.tasks // 128))]
@@ -68,7 +72,8 @@ def main() -> None:
                              Profile.default())
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/yaml"}
         times: dict[str, list[float]] = {k: [] for k in (
-            "submit_ms", "list_ms", "get_ms", "tasks_page_ms", "delete_ms")}
+            "submit_ms", "list_ms", "get_ms", "tasks_page_ms", "delete_ms",
+            "many_first_page_ms", "many_deep_page_ms", "many_state_page_ms", "many_get_ms")}
         sizes: dict[str, int] = {}
         with TestClient(create_app(repository, plane)) as client:
             def timed(key: str, method: str, url: str, **kwargs: object) -> int:
@@ -88,8 +93,20 @@ def main() -> None:
                 timed("tasks_page_ms", "GET", f"/api/v1/jobs/{name}/tasks?limit=500")
             for i in range(args.rounds):
                 timed("delete_ms", "DELETE", f"/api/v1/jobs/big-{i}")
+            for i in range(args.jobs):
+                repository.submit_job(Job(f"j{i:06d}", (TaskGroup(
+                    "w", 4, Resources.of(cpu=100), command=("true",)),), user="root",
+                    submitted=float(i)))
+            if args.jobs:
+                last, middle = f"j{args.jobs - 100:06d}", f"j{args.jobs // 2:06d}"
+                for _ in range(args.rounds):
+                    timed("many_first_page_ms", "GET", "/api/v1/jobs?limit=50")
+                    timed("many_deep_page_ms", "GET", f"/api/v1/jobs?limit=50&after={last}")
+                    timed("many_state_page_ms", "GET",
+                          f"/api/v1/jobs?limit=50&state=Pending&after={middle}")
+                    timed("many_get_ms", "GET", f"/api/v1/jobs/{middle}")
         store.close()
-    print(json.dumps({"tasks": args.tasks, **{k: round(statistics.median(v), 1)
+    print(json.dumps({"tasks": args.tasks, "jobs": args.jobs, **{k: round(statistics.median(v), 1)
                                               for k, v in times.items() if v}, **sizes}))
 
 
