@@ -163,9 +163,11 @@ class Launching(Evicting):
         launch — unless the store holds the task in another state (not ours to fail)."""
         ref = rec.ref
         status = self.executor.stop(handle, UNRECORDED_GRACE)
-        if status.running:  # cannot be killed: keep watching it rather than lose it
-            log.error("task %s: process %d cannot be stopped", ref, handle.pid)
-            self._tasks[ref] = Tracked(handle, TaskState.RELEASING)
+        if status.running:  # cannot be killed: watched as BOUND, failed when it ends
+            log.error("task %s: process %d started but its start cannot be recorded (%s), "
+                      "and it cannot be stopped; watching it", ref, handle.pid, brief(exc))
+            self._tasks[ref] = Tracked(handle, TaskState.BOUND)
+            return
         log.error("task %s: process %d started but its start cannot be recorded (%s); "
                   "stopped it", ref, handle.pid, brief(exc))
         if not isinstance(exc, IllegalTransitionError):

@@ -19,7 +19,9 @@ batches (`shoal.control.waiting`).
 Order of effects. A cycle's binds are persisted in one transaction *before* any launch, and
 each launch is idempotent per (task, attempt), the attempt being the store's bind count. So
 a crash between persisting and launching launches the task at restart, and a crash between
-launching and recording RUNNING re-adopts the process instead of starting a second one.
+launching and recording RUNNING re-adopts the process instead of starting a second one. The
+launches are `shoal.control.launches`': each bind on its own, only while the store holds it
+BOUND, so that one failed launch never stops or corrupts the others.
 
 Ending a job (OpenPAI's rules; the decision is `shoal.control.completion`, pure). A task
 that ends badly — non-zero exit, signal, LOST (its process vanished, e.g. while the control

@@ -7,12 +7,22 @@ upgrade; read-only ones (`reads`) start with a plain `BEGIN`, which in WAL mode 
 at all. Taking the write lock for reads too made every API read queue behind the control
 loop's writes, and SQLite's busy handler sleeps in steps of milliseconds, so a submission took
 30 ms instead of 3.
+
+`database is locked` never reaches a caller for a lock that is merely held long. A write
+transaction waits for the write lock in its `BEGIN IMMEDIATE` — the only statement of it that
+can meet the lock: in WAL mode, once a transaction holds it, nothing else it runs waits for
+another connection, and reads never wait for writers. When a writer holds the lock past the
+busy timeout (SQLITE_BUSY_TIMEOUT_MS), that `BEGIN` is tried again, up to
+SQLITE_LOCKED_RETRIES more times, with a warning: nothing of the transaction has run yet, so
+a retry is always safe, and a long write costs the others latency, not an error.
 PostgreSQL is `postgresql+psycopg://…`. `Store.migrate()` brings the schema to the newest
 Alembic revision; the migration scripts ship inside the package (`shoal/store/migrations`).
 """
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +32,14 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+log = logging.getLogger(__name__)
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+#: How long SQLite's busy handler waits for a lock before answering `database is locked`.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+#: How many more busy timeouts a write transaction waits for the write lock before its
+#: error goes up: a writer holding it for minutes is a fault, not load.
+SQLITE_LOCKED_RETRIES = 8
 
 
 #: The execution option that marks a read-only transaction (see `_sqlite_pragmas`).
@@ -83,9 +99,10 @@ def _sqlite_pragmas(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
+            # First: switching a new database to WAL takes its lock and must wait for it too.
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA synchronous=NORMAL")
         finally:
             cursor.close()
@@ -95,8 +112,35 @@ def _sqlite_pragmas(engine: Engine) -> None:
         read_only = connection.get_execution_options().get(READ_ONLY, False)
         # Straight to the driver: exec_driver_sql would run the whole statement machinery
         # (events, result set-up) for a statement that returns nothing, on every transaction.
-        connection.connection.driver_connection.execute(
-            "BEGIN" if read_only else "BEGIN IMMEDIATE")
+        driver = connection.connection.driver_connection
+        if read_only:
+            driver.execute("BEGIN")
+        else:
+            _begin_immediate(driver)
+
+
+def _begin_immediate(driver: sqlite3.Connection) -> None:
+    """Take the write lock, waiting up to SQLITE_LOCKED_RETRIES more busy timeouts."""
+    for retry in range(SQLITE_LOCKED_RETRIES + 1):
+        try:
+            driver.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_locked(exc) or retry == SQLITE_LOCKED_RETRIES:
+                raise
+            log.warning("the store's write lock is held past %d ms (a long write); "
+                        "waiting again (%d/%d)", SQLITE_BUSY_TIMEOUT_MS, retry + 1,
+                        SQLITE_LOCKED_RETRIES)
+
+
+def is_locked(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite's `database is locked` (SQLITE_BUSY), raw or wrapped."""
+    inner = getattr(exc, "orig", exc)
+    if not isinstance(inner, sqlite3.OperationalError):
+        return False
+    code = getattr(inner, "sqlite_errorcode", None)
+    return (code & 0xFF) == sqlite3.SQLITE_BUSY if code is not None \
+        else "database is locked" in str(inner)
 
 
 def open_store(url: str) -> Store:
@@ -106,7 +150,8 @@ def open_store(url: str) -> Store:
         database = parsed.database
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(parsed)
+        # The driver's own timeout covers the connect itself, before the pragmas run.
+        engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         _sqlite_pragmas(engine)
     else:
         engine = create_engine(parsed, pool_pre_ping=True)
