@@ -245,14 +245,15 @@ class ControlPlane(Launching):
         return False
 
     def cancel(self, name: str, cause: str = "cancelled by request") -> Job:
-        """Ask the loop to stop the job; returns the job as stored now. Cancelling a
-        finished job changes nothing; an unknown one raises NotFoundError."""
-        job = self.repository.get_job(name)
-        if job is None:
+        """Ask the loop to stop the job; returns the job as stored now, without its tasks
+        (read by the API's thread: a large job's are not loaded). Cancelling a finished
+        job changes nothing; an unknown one raises NotFoundError."""
+        summary = self.repository.job_summary(name)
+        if summary is None:
             raise NotFoundError(f"no job {name!r}")
-        if not job.state.terminal:
+        if not summary.job.state.terminal:
             self._command(lambda: self._cancel(name, cause))
-        return job
+        return summary.job
 
     def pending_reason(self, name: str) -> PendingReason | None:
         """Why the job waited after the latest cycle, or None."""
