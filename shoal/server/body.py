@@ -32,7 +32,8 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yam
 JSON_TYPES = ("application/json",)
 Model = TypeVar("Model", bound=BaseModel)
 
-#: The request body of the routes that take documents, for the OpenAPI document.
+#: The request body of the routes that take documents, for the OpenAPI document, and the
+#: 413 that `raw_body` answers for a body past the limit.
 SPEC_BODY = {
     "requestBody": {
         "required": True,
@@ -43,6 +44,10 @@ SPEC_BODY = {
             "application/json": {"schema": {"type": "object"}},
         },
     },
+    "responses": {"413": {
+        "description": "The body is larger than the server's limit (`--max-body-bytes`).",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }},
 }
 
 
