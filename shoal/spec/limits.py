@@ -126,7 +126,8 @@ def _job(model: JobDocument, limits: Limits) -> Iterator[Problem]:
     yield from _string_map(limits, "metadata.annotations", meta.annotations)
     if meta.user is not None:
         yield from _string(limits, "metadata.user", meta.user, limits.max_key_length)
-    yield from _string(limits, "spec.queue", spec.queue, limits.max_key_length)
+    # Not a key's length: a sub-cluster's queue is its job's name and its own, joined.
+    yield from _string(limits, "spec.queue", spec.queue)
     if spec.priority_class_name is not None:
         yield from _string(limits, "spec.priorityClassName", spec.priority_class_name,
                            limits.max_key_length)
