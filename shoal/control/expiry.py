@@ -10,7 +10,8 @@ history is gone.
 `JobExpiry.tick` runs on the control loop's periodic path with the loop's clock. Jobs whose
 deletion was asked while they ran (`ControlPlane.delete` marks them in the store and calls
 `watch`) are looked at on every tick, so they go as soon as they have stopped; the TTL
-sweep, which also finds marked jobs a restart left, runs every `every` seconds. Both only
+sweep, which also finds marked jobs a restart left, runs every minute (a tenth of a short
+TTL). Both only
 ever remove jobs the store holds as ended, which hold no process.
 """
 
@@ -26,7 +27,8 @@ log = logging.getLogger(__name__)
 
 #: Default TTL of an ended job (seconds): a week.
 DEFAULT_JOB_TTL = 7 * 24 * 3600.0
-#: How often the TTL sweep runs (seconds of the loop's clock).
+#: How often the TTL sweep runs at most (seconds of the loop's clock); a short TTL is swept
+#: every tenth of it, but not more than once a second.
 SWEEP_EVERY = 60.0
 
 
@@ -36,12 +38,13 @@ class JobExpiry:
 
     def __init__(self, repository: Repository, ttl: float = DEFAULT_JOB_TTL, *,
                  forget: Callable[[str], None] = lambda _name: None,
-                 every: float = SWEEP_EVERY) -> None:
+                 every: float | None = None) -> None:
         if ttl < 0:
             raise ValueError(f"a job TTL cannot be negative: {ttl}")
         self.repository = repository
         self.ttl = ttl
-        self.every = every
+        self.every = every if every is not None else \
+            min(SWEEP_EVERY, max(1.0, ttl / 10)) if ttl > 0 else SWEEP_EVERY
         self._forget = forget
         self._watched: set[str] = set()
         self._lock = threading.Lock()  # `watch` is called from the API's threads

@@ -12,6 +12,7 @@ from control_support import finished, job, step_until
 
 from shoal.api import Node
 from shoal.control import ControlPlane
+from shoal.control.expiry import JobExpiry
 from shoal.executors.local import LocalExecutor
 from shoal.scheduler.profile import Profile
 from shoal.store import Repository, Store
@@ -101,3 +102,11 @@ def test_deleting_an_ended_job_removes_it_at_once(plane: ControlPlane) -> None:
     assert plane.delete("quick") is True
     assert plane.repository.job_summary("quick") is None
     assert not (plane.executor.root / "logs" / "quick").exists()
+
+
+def test_a_short_ttl_is_swept_often_a_long_one_every_minute(repo: Repository) -> None:
+    assert JobExpiry(repo, 5.0).every == 1.0
+    assert JobExpiry(repo, 300.0).every == 30.0
+    assert JobExpiry(repo, 7 * 86400.0).every == JobExpiry(repo, 0).every == 60.0
+    with pytest.raises(ValueError):
+        JobExpiry(repo, -1.0)
