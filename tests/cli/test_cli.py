@@ -121,3 +121,12 @@ def test_up_with_a_bad_cluster_file_is_a_clear_error(tmp_path: Path) -> None:
     assert "capacity" in result.output
     result = runner.invoke(app, ["up", "--data-dir", str(tmp_path / "d"), "--profile", "nope"])
     assert result.exit_code == 2 and "nope" in result.output
+
+
+@pytest.mark.parametrize("ttl", ["bogus", "nan", "-5"])
+def test_up_refuses_a_bad_job_ttl_before_starting(tmp_path: Path, ttl: str) -> None:
+    data = tmp_path / "data"
+    result = runner.invoke(app, ["up", "--data-dir", str(data), "--job-ttl", ttl])
+    assert result.exit_code == 2, result.output
+    assert "--job-ttl" in result.output
+    assert not data.exists()
