@@ -51,6 +51,7 @@ from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
 from shoal.server.logs import LogSource
 from shoal.spec import SpecBundle, load_file
+from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store.engine import Store, open_store
 from shoal.store.repository import Repository
 
@@ -71,6 +72,18 @@ def up(
         "--cluster", help="shoal/v1 YAML with the Nodes (slices of this host; GPUs may be "
                           "declared that are not present), VirtualClusters and "
                           "PriorityClasses. Default: this machine as one node.")] = None,
+    max_body_bytes: Annotated[int, typer.Option(
+        "--max-body-bytes", min=1, help="The largest request body the API reads; larger "
+                                        "ones are refused with 413.")]
+    = DEFAULT_LIMITS.max_body_bytes,
+    max_tasks_per_job: Annotated[int, typer.Option(
+        "--max-tasks-per-job", min=1, help="The most replicas one job (and one task group) "
+                                           "may have.")]
+    = DEFAULT_LIMITS.max_tasks_per_job,
+    max_nodes: Annotated[int, typer.Option(
+        "--max-nodes", min=1, help="The most nodes one --cluster file or PUT /nodes may "
+                                   "declare (a Node's count included).")]
+    = DEFAULT_LIMITS.max_nodes,
     profile: Annotated[str, typer.Option("--profile", "-p")] = "default",
     interval: Annotated[float, typer.Option(
         "--interval", min=0.05, help="Seconds between cycles when nothing happens.")] = 5.0,
@@ -108,8 +121,10 @@ def up(
         try:
             policy = decide(os.geteuid(), insecure_same_user=insecure_same_user,
                             task_user=task_user, prefix=task_user_prefix)
+            limits = Limits(max_body_bytes=max_body_bytes, max_tasks_per_job=max_tasks_per_job,
+                            max_replicas=max_tasks_per_job, max_nodes=max_nodes)
             _serve(data_dir, host, port, db, cluster, profile, interval, grace, hook,
-                   _Tasks(policy, work_dir), job_ttl=ttl)
+                   _Tasks(policy, work_dir), job_ttl=ttl, limits=limits)
         except IsolationError as exc:  # bad flags or work root: nothing has started yet
             Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
             raise typer.Exit(USAGE_ERROR) from None
@@ -156,12 +171,12 @@ class _Tasks:
 
 def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path | None,
            profile: str, interval: float, grace: float, hook: ScaleUpHook | None,
-           tasks: _Tasks, *, job_ttl: float) -> None:
+           tasks: _Tasks, *, job_ttl: float, limits: Limits = DEFAULT_LIMITS) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # also when it exists from an older, 0755 start
     chosen = load_profile(profile)  # a bad profile or cluster file fails before anything starts
-    bundle = load_file(cluster) if cluster is not None else None
+    bundle = load_file(cluster, limits=limits) if cluster is not None else None
     # Everything the server creates is its own: the store, tokens, task records and logs.
     os.umask(0o077)
     store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
@@ -171,12 +186,13 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
         for private in data_dir.glob("shoal.db*"):  # the store, its journal or WAL
             private.chmod(0o600)
         _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks,
-             job_ttl=job_ttl)
+             job_ttl=job_ttl, limits=limits)
 
 
 def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
          bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float,
-         hook: ScaleUpHook | None, tasks: _Tasks, *, job_ttl: float) -> None:
+         hook: ScaleUpHook | None, tasks: _Tasks, *, job_ttl: float,
+         limits: Limits = DEFAULT_LIMITS) -> None:
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
@@ -206,7 +222,7 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
                             daemon=True)
     loop.start()
 
-    app = create_app(repository, plane, _log_source(executor))
+    app = create_app(repository, plane, _log_source(executor), limits=limits)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
