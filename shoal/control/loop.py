@@ -486,12 +486,17 @@ class ControlPlane(Launching):
         """Poll every watched task and record the ones that ended; True if any did."""
         ended = False
         for ref, tracked in list(self._tasks.items()):
+            if self._tasks.get(ref) is not tracked:  # an earlier end in this poll moved it
+                continue
             status = self.executor.poll(tracked.handle)
             if status.running:
                 continue
             del self._tasks[ref]
             ended = True
-            self._task_ended(ref, tracked, status)
+            try:
+                self._task_ended(ref, tracked, status)
+            except Exception as exc:  # one task's end must not keep the others unrecorded
+                self._give_up(ref.job, f"recording how task {ref} ended", exc)
         if ended:
             self._membership.refresh(self.model)
             self.wake.set()
@@ -574,7 +579,9 @@ class ControlPlane(Launching):
         """The store ended the job, or put it back to PENDING whole (a job retry)."""
         name = job.name
         for inside in work_inside(self.model, name):
-            self._cancel(inside, ended_with(self.model.jobs[inside].job.queue, name))
+            info = self.model.jobs.get(inside)  # cancelling one may have ended the next
+            if info is not None:
+                self._cancel(inside, ended_with(info.job.queue, name))
         if name in self.model.jobs:
             self.model.remove_job(name)
         if job.state.terminal:

@@ -169,3 +169,25 @@ def test_a_start_that_cannot_be_recorded_is_stopped_at_once(plane: ControlPlane)
     assert state_of(plane, "good") is JobState.SUCCEEDED
     refused = [h for h in handles if h.job == "refused"]
     assert refused and all(not plane.executor.poll(h).running for h in refused)
+
+
+def test_an_end_that_cannot_be_recorded_stops_no_other(plane: ControlPlane) -> None:
+    # Recording one task's success raises: its job fails with the cause, and the other
+    # jobs' ends in the same polls are recorded all the same.
+    transition = plane.repository.transition_task
+
+    def refusing(ref, target, cause, **kw):  # type: ignore[no-untyped-def]
+        if target is TaskState.SUCCEEDED and ref.job == "broken":
+            raise RuntimeError("cannot write")
+        return transition(ref, target, cause, **kw)
+
+    plane.repository.transition_task = refusing  # type: ignore[method-assign]
+    names = ["before", "broken", "after"]
+    for name in names:
+        plane.submit(_good(name))
+    step_until(plane, lambda: all(state_of(plane, n).terminal for n in names), TIMEOUT)
+    assert state_of(plane, "broken") is JobState.FAILED
+    assert "ended failed: cannot write" in _cause(plane.repository, "broken")
+    assert state_of(plane, "before") is JobState.SUCCEEDED
+    assert state_of(plane, "after") is JobState.SUCCEEDED
+    assert _untracked_holders(plane) == []
