@@ -122,7 +122,7 @@ def running_at(client: httpx.Client, name: str, timeout: float = 30.0) -> float:
     """The server's timestamp of the task's `Running` event."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for event in client.get(f"/api/v1/jobs/{name}/events").json():
+        for event in client.get(f"/api/v1/jobs/{name}/events").json()["items"]:
             if event["task"] is not None and event["target"] == "Running":
                 return float(event["time"])
         time.sleep(0.005)
