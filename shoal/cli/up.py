@@ -49,7 +49,7 @@ from shoal.executors.isolation import (
 from shoal.executors.local import Isolation, LocalExecutor
 from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
-from shoal.server.logs import LogSource
+from shoal.server.logs import FOLLOWS_PER_USER, LogSource
 from shoal.spec import SpecBundle, load_file
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store.engine import Store, open_store
@@ -84,6 +84,10 @@ def up(
         "--max-nodes", min=1, help="The most nodes one --cluster file or PUT /nodes may "
                                    "declare (a Node's count included).")]
     = DEFAULT_LIMITS.max_nodes,
+    max_follows_per_user: Annotated[int, typer.Option(
+        "--max-follows-per-user", min=1, help="How many `logs --follow` streams one user "
+                                              "may hold open at once; more are refused "
+                                              "with 429.")] = FOLLOWS_PER_USER,
     profile: Annotated[str, typer.Option("--profile", "-p")] = "default",
     interval: Annotated[float, typer.Option(
         "--interval", min=0.05, help="Seconds between cycles when nothing happens.")] = 5.0,
@@ -124,7 +128,8 @@ def up(
             limits = Limits(max_body_bytes=max_body_bytes, max_tasks_per_job=max_tasks_per_job,
                             max_replicas=max_tasks_per_job, max_nodes=max_nodes)
             _serve(data_dir, host, port, db, cluster, profile, interval, grace, hook,
-                   _Tasks(policy, work_dir), job_ttl=ttl, limits=limits)
+                   _Tasks(policy, work_dir), job_ttl=ttl, limits=limits,
+                   follows_per_user=max_follows_per_user)
         except IsolationError as exc:  # bad flags or work root: nothing has started yet
             Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
             raise typer.Exit(USAGE_ERROR) from None
@@ -171,7 +176,8 @@ class _Tasks:
 
 def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path | None,
            profile: str, interval: float, grace: float, hook: ScaleUpHook | None,
-           tasks: _Tasks, *, job_ttl: float, limits: Limits = DEFAULT_LIMITS) -> None:
+           tasks: _Tasks, *, job_ttl: float, limits: Limits = DEFAULT_LIMITS,
+           follows_per_user: int = FOLLOWS_PER_USER) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # also when it exists from an older, 0755 start
@@ -186,13 +192,13 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
         for private in data_dir.glob("shoal.db*"):  # the store, its journal or WAL
             private.chmod(0o600)
         _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks,
-             job_ttl=job_ttl, limits=limits)
+             job_ttl=job_ttl, limits=limits, follows_per_user=follows_per_user)
 
 
 def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
          bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float,
          hook: ScaleUpHook | None, tasks: _Tasks, *, job_ttl: float,
-         limits: Limits = DEFAULT_LIMITS) -> None:
+         limits: Limits = DEFAULT_LIMITS, follows_per_user: int = FOLLOWS_PER_USER) -> None:
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
@@ -222,7 +228,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
                             daemon=True)
     loop.start()
 
-    app = create_app(repository, plane, _log_source(executor), limits=limits)
+    app = create_app(repository, plane, _log_source(executor), limits=limits,
+                     follows_per_user=follows_per_user)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
