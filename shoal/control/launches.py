@@ -21,6 +21,9 @@ task fails its launch.
 
 At start, every job's tasks are taken over one job at a time (`_reconcile`): one job whose
 take-over raises is failed with the cause and logged, and the others are taken over still.
+A process the executor cannot adopt is watched by its record (its pid and start time). A
+job failed for an unplanned error first has every process its store records tracked, so
+that its stop reaches them all: no process is left running outside Shoal's accounting.
 """
 
 from __future__ import annotations
@@ -185,9 +188,16 @@ class Launching(Evicting):
         try:
             job = self.repository.get_job(name)
             if job is not None and not job.state.terminal and name not in self._ending:
+                self._watch_recorded(name)  # so that the stop reaches every process
                 self._teardown(name, JobState.FAILED, f"{doing} failed: {brief(exc)}")
         except Exception:
             log.exception("job %s: cannot fail it either; a restart will try again", name)
+
+    def _watch_recorded(self, name: str) -> None:
+        """Track every process the store records for the job that is not tracked yet."""
+        for rec in self._records([name]).values():
+            if rec.pid and rec.state.holds_resources and rec.ref not in self._tasks:
+                self._tasks[rec.ref] = Tracked(self._recorded(rec), rec.state)
 
     # ---- reconcile at start ------------------------------------------------------------------
 
@@ -239,7 +249,13 @@ class Launching(Evicting):
     def _take_over(self, rec: TaskRecord) -> Outcome:
         ref = rec.ref
         if rec.pid:
-            self._tasks[ref] = Tracked(self._adopt(rec), rec.state)
+            try:
+                handle = self._adopt(rec)
+            except Exception as exc:  # watch it by its record: never lose a process
+                log.error("task %s: cannot adopt process %d (%s); watching it by its record",
+                          ref, rec.pid, brief(exc), exc_info=exc)
+                handle = self._recorded(rec)
+            self._tasks[ref] = Tracked(handle, rec.state)
             return Outcome.STARTED
         if rec.state is TaskState.RELEASING:
             self._stopped(ref, "before it was launched", None)

@@ -58,17 +58,22 @@ class Stopping:
 
     def _adopt(self, rec: TaskRecord) -> RunningTask:
         """A handle on the recorded process of `rec` (one that polls LOST if it is gone)."""
-        ref = rec.ref
         assert rec.pid
+        recorded = self._recorded(rec)
+        handle = self.executor.adopt(rec.pid, rec.pid_start_time or 0.0, recorded.status_path)
+        # None: gone with no recorded outcome; the handle of the record polls as LOST.
+        return recorded if handle is None else handle
+
+    def _recorded(self, rec: TaskRecord) -> RunningTask:
+        """A handle built from the store's record of `rec`'s process alone: it polls as
+        running while that pid with that start time lives, and as the outcome its wrapper
+        recorded (or LOST) after."""
+        ref = rec.ref
         status_path = self.executor.task_dir(ref.job, ref.group, ref.index,
                                              rec.attempts) / STATUS_FILE
-        handle = self.executor.adopt(rec.pid, rec.pid_start_time or 0.0, status_path)
-        if handle is None:
-            # Gone with no recorded outcome: a handle on it polls as LOST.
-            out, err = self.executor.log_paths(ref.job, ref.group, ref.index)
-            handle = RunningTask(ref.job, ref.group, ref.index, rec.attempts, rec.pid,
-                                 rec.pid_start_time or 0.0, out, err, status_path)
-        return handle
+        out, err = self.executor.log_paths(ref.job, ref.group, ref.index)
+        return RunningTask(ref.job, ref.group, ref.index, rec.attempts, rec.pid or 0,
+                           rec.pid_start_time or 0.0, out, err, status_path)
 
     def _cancel(self, name: str, cause: str) -> None:
         job = self.repository.get_job(name)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
+import psutil
 from control_support import PY, finished, job, state_of, step_until
 
 from shoal.api import Job, JobState, Resources, SchedulerName, TaskGroup, TaskState
@@ -191,3 +193,75 @@ def test_an_end_that_cannot_be_recorded_stops_no_other(plane: ControlPlane) -> N
     assert state_of(plane, "before") is JobState.SUCCEEDED
     assert state_of(plane, "after") is JobState.SUCCEEDED
     assert _untracked_holders(plane) == []
+
+
+def _waiter(name: str, gate: Path) -> Job:
+    """A one-task job whose process runs until `gate` exists."""
+    return job(name, f"import pathlib, time\nend = time.time() + 60\n"
+                     f"while not pathlib.Path({str(gate)!r}).exists() and time.time() < end:\n"
+                     f"    time.sleep(0.02)", replicas=1)
+
+
+def _running_pair(make_plane: Callable[..., ControlPlane], gate: Path) -> dict[str, int]:
+    """Jobs "bad" and "good" running under a first control plane; their pids."""
+    first = make_plane()
+    first.start()
+    for name in ("bad", "good"):
+        first.submit(_waiter(name, gate))
+    step_until(first, lambda: all(state_of(first, n) is JobState.RUNNING
+                                  for n in ("bad", "good")), TIMEOUT)
+    records = first.repository.task_records(["bad", "good"]).values()
+    return {r.ref.job: r.pid or 0 for r in records}
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_restart_fails_a_job_it_cannot_take_over_and_takes_over_the_others(
+        make_plane: Callable[..., ControlPlane], tmp_path: Path) -> None:
+    gate = tmp_path / "go"
+    pids = _running_pair(make_plane, gate)
+    second = make_plane()
+    reconcile = second._reconcile_job
+
+    def failing(job, records, evicted):  # type: ignore[no-untyped-def]
+        if job.name == "bad":
+            raise RuntimeError("boom")
+        return reconcile(job, records, evicted)
+
+    second._reconcile_job = failing  # type: ignore[method-assign]
+    second.start()  # must not raise
+    assert _untracked_holders(second) == []
+    step_until(second, finished(second, "bad"), TIMEOUT)
+    assert state_of(second, "bad") is JobState.FAILED
+    assert "taking over its tasks at start failed: boom" in _cause(second.repository, "bad")
+    step_until(second, lambda: _gone(pids["bad"]), TIMEOUT)  # its process was stopped
+    gate.touch()
+    step_until(second, finished(second, "good"), TIMEOUT)
+    assert state_of(second, "good") is JobState.SUCCEEDED
+
+
+def test_a_process_that_cannot_be_adopted_is_watched_by_its_record(
+        make_plane: Callable[..., ControlPlane], tmp_path: Path) -> None:
+    gate = tmp_path / "go"
+    _running_pair(make_plane, gate)
+    second = make_plane()
+    adopt = second.executor.adopt
+
+    def failing(pid, start, status_path):  # type: ignore[no-untyped-def]
+        if "/bad/" in str(status_path):
+            raise OSError("cannot read the process table")
+        return adopt(pid, start, status_path)
+
+    second.executor.adopt = failing  # type: ignore[method-assign]
+    second.start()
+    assert _untracked_holders(second) == []
+    gate.touch()
+    step_until(second, lambda: all(state_of(second, n).terminal
+                                   for n in ("bad", "good")), TIMEOUT)
+    assert state_of(second, "bad") is JobState.SUCCEEDED
+    assert state_of(second, "good") is JobState.SUCCEEDED

@@ -2,9 +2,9 @@
 `taskRetryCount` or `jobRetryCount` — through a real `ControlPlane` over a real SQLite store,
 with an executor that fails launches at random: it raises (ValueError, OSError,
 RuntimeError) or returns a handle that polls as failed (no process, or one that exits 1 at
-once). Processes are fakes that end after a drawn number of polls, so that hundreds of cycles
-cost well under a minute; `tests/control/test_control_launch_failures.py` runs the same bugs
-with real processes.
+once); and now and then the store cannot record a start. Processes are fakes that end
+after a drawn number of polls, so that hundreds of cycles cost well under a minute;
+`tests/control/test_control_launch_failures.py` runs the same bugs with real processes.
 
 After every step (commands, poll, cycle) and after a restart (a new control plane over the
 same store and processes, at a random step), the whole system is checked:
@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -198,7 +199,17 @@ def _world(seed: int) -> Iterator[World]:
     store = open_store(f"sqlite:///{directory / 'shoal.db'}")
     try:
         repository = Repository(store)
-        executor = ChaosExecutor(directory / "root", repository, random.Random(seed))
+        rng = random.Random(seed)
+        executor = ChaosExecutor(directory / "root", repository, rng)
+        transition = repository.transition_task
+
+        def flaky(ref: TaskRef, target: TaskState, cause: str, **kw: Any) -> Any:
+            # Now and then the store cannot record a start: the process must not outlive it.
+            if target is TaskState.RUNNING and rng.random() < 0.1:
+                raise RuntimeError("the store cannot record this start")
+            return transition(ref, target, cause, **kw)
+
+        repository.transition_task = flaky  # type: ignore[method-assign]
         yield World(directory, repository, executor)
     finally:
         store.close()
