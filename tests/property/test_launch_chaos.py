@@ -22,6 +22,7 @@ And every job ends: the plane goes quiet with no process left.
 
 from __future__ import annotations
 
+import atexit
 import random
 import shutil
 import tempfile
@@ -66,7 +67,9 @@ FAULTS = ("none", "none", "none", "value", "os", "runtime", "no-process", "exits
 def _template() -> Path:
     """A migrated store, made once: each example copies it (migrating costs more than a
     whole example)."""
-    path = Path(tempfile.mkdtemp(prefix="shoal-chaos-")) / "template.db"
+    directory = tempfile.mkdtemp(prefix="shoal-chaos-")
+    atexit.register(shutil.rmtree, directory, True)
+    path = Path(directory) / "template.db"
     store = open_store(f"sqlite:///{path}")
     store.migrate()
     store.close()
