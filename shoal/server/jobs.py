@@ -33,6 +33,7 @@ import dataclasses
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Header, Query, Response
+from fastapi.concurrency import run_in_threadpool
 
 from shoal.api import (
     BUILTIN_PRIORITY_CLASSES,
@@ -72,6 +73,10 @@ MAX_TASK_PAGE = 1000
 """The most tasks (events) one page of a job's tasks (events) holds."""
 JOB_EVENTS = 50
 """How many of its latest events `GET /api/v1/jobs/{name}` carries."""
+INLINE_PARSE_BYTES = 64 * 1024
+"""Bodies up to this size are parsed on the event loop (the hop to a thread would cost as
+much as the work); a larger one, within the body limit, may take a second of CPU to read as
+YAML, and is parsed in the thread pool so that other requests are not held up meanwhile."""
 
 
 def jobs_router(repository: Repository, scheduler: Scheduler,
@@ -116,7 +121,10 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                          idempotency_key: Annotated[str | None, Header(max_length=255)] = None
                          ) -> JobOut:
         """Submit one `shoal/v1` Job document."""
-        job = parse(body, user)
+        if len(body.data) > INLINE_PARSE_BYTES:  # see INLINE_PARSE_BYTES
+            job = await run_in_threadpool(parse, body, user)
+        else:
+            job = parse(body, user)
         check_queue(user, job.queue)
         reason = scheduler.feasibility(job)
         if reason is not None and reason.kind is PendingKind.UNSCHEDULABLE:

@@ -7,6 +7,7 @@ import json
 from server_helpers import Api, job_yaml
 
 from shoal.api import JobState, PendingKind, PendingReason
+from shoal.server.jobs import INLINE_PARSE_BYTES
 
 
 def test_submit_yaml_then_get(api: Api) -> None:
@@ -50,6 +51,26 @@ def test_submit_json(api: Api) -> None:
     assert answer.status_code == 201, answer.text
     assert answer.json()["spec"]["queue"] == "team-a"
     assert api.repository.get_job("j1") is not None
+
+
+def test_a_large_body_is_read_off_the_event_loop_with_the_same_checks(api: Api) -> None:
+    """Bodies past INLINE_PARSE_BYTES are parsed in the thread pool: same answers."""
+    args = [f"--flag-{i}={'x' * 100}" for i in range(1000)]
+
+    def document(name: str, replicas: int) -> str:
+        return json.dumps({"apiVersion": "shoal/v1", "kind": "Job", "metadata": {"name": name},
+                           "spec": {"taskGroups": [{"name": "main", "replicas": replicas,
+                                                    "resources": {"cpu": 1},
+                                                    "command": ["run", *args]}]}})
+
+    assert len(document("big", 1)) > INLINE_PARSE_BYTES
+    answer = api.submit(document("big", 1), content_type="application/json")
+    assert answer.status_code == 201, answer.text
+    stored = api.repository.get_job("big")
+    assert stored is not None and list(stored.groups[0].command) == ["run", *args]
+    refused = api.submit(document("big2", -1), content_type="application/json")
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["path"] == "spec.taskGroups[0].replicas"
 
 
 def test_unknown_job_is_404(api: Api) -> None:
