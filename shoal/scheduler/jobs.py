@@ -32,9 +32,9 @@ class TaskInfo:
 
 
 class JobInfo:
-    __slots__ = ("account", "blocker", "finishing", "gang_minimum", "holding", "job", "pending",
+    __slots__ = ("account", "blocker", "ended", "gang_minimum", "holding", "job", "pending",
                  "priority", "queue", "queueing", "reason", "resized", "running", "stopping",
-                 "surplus")
+                 "succeeded", "surplus")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
@@ -62,10 +62,13 @@ class JobInfo:
         """The elastic group's surplus indices that do not run, lowest first."""
         self.stopping = False
         """Withdrawn: it is being stopped and wants nothing placed, nor resized."""
-        self.finishing = any(t.state is TaskState.SUCCEEDED for t in job.tasks)
-        """One of its tasks has succeeded: its work is ending, its other tasks follow. The
-        elastic action neither grows nor repairs it (live, tasks end one by one; putting
-        a finishing job back to an allowed size would stop healthy tasks)."""
+        self.ended = sum(1 for t in job.tasks if t.state.terminal)
+        """How many of its tasks ended for good in this run — succeeded, or failed (retries
+        spent) or cancelled while the job goes on (`SchedulerModel.finish_task` counts them
+        live): they count toward its gang minimum (`ready`)."""
+        self.succeeded = sum(1 for t in job.tasks if t.state is TaskState.SUCCEEDED)
+        """How many of those succeeded (`SchedulerModel.task_succeeded`): one is enough to
+        make it `finishing`."""
         self.resized: float | None = None
         """When the elastic action last changed its size, if it did since the job was added
         (starts of its tasks count too: `shoal.scheduler.actions.elastic`)."""
@@ -83,6 +86,30 @@ class JobInfo:
     @property
     def name(self) -> str:
         return self.job.name
+
+    @property
+    def ready(self) -> int:
+        """How many of its tasks count toward its gang minimum (`minAvailable`): those that
+        hold resources now (bound, running, still stopping) and those that ended for good
+        (`ended`: succeeded, or failed within `minFailed`). The one place that says so —
+        the gang plugin's `min_tasks` and `job_ready`, and through them allocate, enqueue,
+        backfill, preempt and reclaim, all read it.
+
+        A succeeded task's work is done: it counts, as Volcano counts Succeeded pods among a
+        job's ready tasks. A task that failed for good without failing the job will not run
+        again either, and the job goes on without it. So a gang whose task is retried in
+        place after a peer ended misses only that task, and it is placed on its own when it
+        fits (counting live peers only, the retry could never reach the minimum and the job
+        would wait forever)."""
+        return self.holding + self.ended
+
+    @property
+    def finishing(self) -> bool:
+        """One of its tasks has succeeded: its work is ending, its other tasks follow. The
+        elastic action neither grows nor repairs it (live, tasks end one by one; putting
+        a finishing job back to an allowed size would stop healthy tasks). A retried task
+        of a finishing gang is still placed (it is counted by `ready`), only not grown."""
+        return self.succeeded > 0
 
     def pending_count(self) -> int:
         return sum(len(q) for q in self.pending.values())

@@ -216,6 +216,7 @@ class SchedulerModel:
         for task in info.running:
             if task.ref == ref:
                 self._release(info, task)
+                info.ended += 1  # it still counts toward the gang minimum (`JobInfo.ready`)
                 return
 
     def task_succeeded(self, ref: TaskRef) -> None:
@@ -223,7 +224,7 @@ class SchedulerModel:
         self.finish_task(ref)
         info = self.jobs.get(ref.job)
         if info is not None:
-            info.finishing = True
+            info.succeeded += 1
 
     def hold_back(self, ref: TaskRef) -> None:
         """Evicted task `ref` still has a process that is stopping: it is not placed again

@@ -118,16 +118,25 @@ class Session:
         return job.job.gang and bool(self.hooks.job_readies)
 
     def min_tasks(self, job: JobInfo) -> int:
+        """How many tasks must be placed together now for the job to be ready: for a gang,
+        its minimum less the tasks that already count (`JobInfo.ready`: holding resources
+        or ended for good, as a succeeded one); 0 for a ready gang."""
         return max((p.min_tasks(job) for p in self.hooks.job_readies), default=1)
 
     def startable(self, job: JobInfo) -> bool:
         """Whether enough of the job's tasks wait to be placed to make it ready: not so
         while some of a gang's tasks are held back because their evicted processes are
-        still stopping (`SchedulerModel.hold_back`)."""
+        still stopping (`SchedulerModel.hold_back`). Tasks that ended for good need no
+        placing: a gang whose task is retried after a peer succeeded needs only the retry."""
         return job.pending_count() >= self.min_tasks(job)
 
     def job_ready(self, job: JobInfo) -> bool:
-        return all(p.job_ready(job) for p in self.hooks.job_readies) and job.holding > 0
+        """Whether the job runs as far as placement goes: every readiness plugin agrees, and
+        it has started — a task holds resources, or, for a gang, a task counts toward its
+        minimum (`JobInfo.ready`: one that succeeded does). A ready gang's other pending
+        tasks are surplus, placed one by one."""
+        started = job.ready if self.is_gang(job) else job.holding
+        return started > 0 and all(p.job_ready(job) for p in self.hooks.job_readies)
 
     def allocatable(self, queue: str, request: Resources, surplus: bool = False
                     ) -> PendingReason | None:

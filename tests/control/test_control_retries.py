@@ -83,6 +83,32 @@ def test_task_retry_succeeds_on_the_second_attempt(plane: ControlPlane, tmp_path
     assert plane.model.quota.root.usage.cpu == 0
 
 
+def test_gang_task_retried_after_its_peer_succeeded(plane: ControlPlane,
+                                                    tmp_path: Path) -> None:
+    # Rank 1 succeeds at once; rank 0's first launch fails only once the store holds rank 1
+    # as SUCCEEDED, so the retry waits with no live peer: the succeeded peer counts toward
+    # the gang minimum and the retry is placed on its own. Second launches succeed.
+    go = tmp_path / "go"
+    body = (f"if rank == 1: sys.exit(0)\n"
+            f"if n == 1:\n"
+            f"    while not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+            f"    sys.exit(2)")
+    plane.submit(job("late", _code(tmp_path, body), replicas=2, task_retry_count=1))
+    step_until(plane, lambda: _states(plane, "late")[1] is TaskState.SUCCEEDED, TIMEOUT)
+    assert _states(plane, "late")[0] is TaskState.RUNNING
+    go.touch()
+    step_until(plane, finished(plane, "late"), TIMEOUT)
+    assert state_of(plane, "late") is JobState.SUCCEEDED
+    assert (_launches(tmp_path, 0), _launches(tmp_path, 1)) == (2, 1)
+    rank0 = TaskRef("late", "worker", 0)
+    moves = [(e.source, e.target, e.cause) for e in plane.repository.job_events("late")
+             if e.task == rank0]
+    assert ("Failed", "Pending", "retry 1/1 after exit code 2") in moves
+    record = plane.repository.task_records(["late"])[rank0]
+    assert (record.state, record.attempts, record.exit_code) == (TaskState.SUCCEEDED, 2, 0)
+    assert plane.model.quota.root.usage.cpu == 0
+
+
 def test_retries_exhausted_fail_the_job(plane: ControlPlane, tmp_path: Path) -> None:
     plane.submit(job("hopeless", _code(tmp_path, "sys.exit(2)"), task_retry_count=2))
     step_until(plane, finished(plane, "hopeless"), TIMEOUT)

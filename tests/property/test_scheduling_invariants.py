@@ -16,7 +16,17 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from shoal.api import Decisions, Job, Node, PendingKind, Resources, SchedulerName, TaskGroup
+from shoal.api import (
+    Decisions,
+    Job,
+    Node,
+    PendingKind,
+    Resources,
+    SchedulerName,
+    Task,
+    TaskGroup,
+    TaskState,
+)
 from shoal.core import Snapshot
 from shoal.scheduler import run_cycle
 
@@ -195,30 +205,78 @@ def test_a_task_that_fits_is_not_left_waiting(world: World, finish: list[list[in
     only shrink, so what fits after the cycle fitted when the job had its turn, and the
     allocate action tries every group of such a job until one of its tasks misfits."""
     for _, decisions, after in evolve(world, finish, cycles=3):
-        free = node_free(after.nodes, after.jobs)
-        oracle = QuotaOracle(after.virtual_clusters, capacity(after.nodes, after.jobs),
-                             queue_usage(after.jobs))
-        reasons = decisions.pending_by_job()
-        for job in after.jobs:
-            reason = reasons.get(job.name)
-            if reason is not None and reason.kind is PendingKind.UNSCHEDULABLE:
+        _nothing_placeable_left(decisions, after)
+
+
+def _ended(job: Job) -> int:
+    return sum(1 for t in job.tasks if t.state.terminal)
+
+
+def _nothing_placeable_left(decisions: Decisions, after: World) -> None:
+    """The check of `test_a_task_that_fits_is_not_left_waiting` on one cycle. Tasks that
+    ended for good count toward a gang's minimum (`JobInfo.ready`) and wait for nothing. A
+    gang that misses exactly one task is checked too: that task goes alone, so when every
+    group with a waiting task has room, the first of them (the one allocate tries) had."""
+    free = node_free(after.nodes, after.jobs)
+    oracle = QuotaOracle(after.virtual_clusters, capacity(after.nodes, after.jobs),
+                         queue_usage(after.jobs))
+    reasons = decisions.pending_by_job()
+    for job in after.jobs:
+        reason = reasons.get(job.name)
+        if reason is not None and reason.kind is PendingKind.UNSCHEDULABLE:
+            continue
+        missing = job.gang_minimum - holding(job) - _ended(job) if job.gang else 0
+        if missing > 1:
+            continue
+        if holding(job) == 0 and job.min_resources is not None \
+                and not oracle.admits(job.queue, job.min_resources):
+            continue  # its minResources gate keeps it out of allocation
+        fitting: list[str] = []
+        waiting: list[str] = []
+        for group in job.groups:
+            done = sum(1 for t in job.tasks if t.group == group.name
+                       and (t.state.holds_resources or t.state.terminal))
+            if done == group.replicas:
                 continue
-            if job.gang and holding(job) < job.gang_minimum:
-                continue
-            if holding(job) == 0 and job.min_resources is not None \
-                    and not oracle.admits(job.queue, job.min_resources):
-                continue  # its minResources gate keeps it out of allocation
-            for group in job.groups:
-                held = sum(1 for t in job.tasks if t.group == group.name
-                           and t.state.holds_resources)
-                if held == group.replicas:
-                    continue
-                hosts = [n.name for n in after.nodes if n.schedulable
-                         and all(n.labels.get(k) == v for k, v in group.node_selector.items())
-                         and group.resources.fits(free[n.name])]
-                if hosts and oracle.admits(job.queue, group.resources):
-                    raise AssertionError(
-                        f"job {job.name} group {group.name} ({group.resources}) left "
-                        f"{group.replicas - held} task(s) waiting though one fits on "
-                        f"{hosts} and in the headroom of {job.queue!r}; reason given: "
-                        f"{reason.to_dict() if reason else None}")
+            waiting.append(group.name)
+            hosts = [n.name for n in after.nodes if n.schedulable
+                     and all(n.labels.get(k) == v for k, v in group.node_selector.items())
+                     and group.resources.fits(free[n.name])]
+            if hosts and oracle.admits(job.queue, group.resources):
+                fitting.append(f"{group.name} ({group.resources}) on {hosts}")
+        if fitting and (missing <= 0 or len(fitting) == len(waiting)):
+            raise AssertionError(
+                f"job {job.name} (gang={job.gang}, missing {max(missing, 0)} of its minimum) "
+                f"left tasks waiting though they fit: {fitting}, in the headroom of "
+                f"{job.queue!r}; reason given: {reason.to_dict() if reason else None}")
+
+
+@pytest.mark.slow
+@CHECKS
+@given(world=worlds(profiles=("default", "spread")), data=st.data())
+def test_a_gang_retry_is_not_left_waiting(world: World, data: st.DataObject) -> None:
+    """Tasks retried in place after a peer ended (`taskRetryCount`): after one cycle, some
+    running gangs have tasks end for good (succeeded, or failed within `minFailed`) and
+    one more task back to Pending for a retry. From then on the check of
+    `test_a_task_that_fits_is_not_left_waiting` holds, those ended tasks counting toward
+    the gang minimum: a gang whose pending retries fit is never stuck below a minimum that
+    only live peers could reach."""
+    _, _, after = world.step()
+    jobs: list[Job] = []
+    for job in after.jobs:
+        held = [t for t in job.tasks if t.state.holds_resources]
+        if not job.gang or len(held) < 2 or not data.draw(st.booleans(), f"retry {job.name}"):
+            jobs.append(job)
+            continue
+        order = data.draw(st.permutations(held), f"order {job.name}")
+        ending = data.draw(st.integers(1, len(held) - 1), f"ending {job.name}")
+        states = {(t.group, t.index): data.draw(
+            st.sampled_from([TaskState.SUCCEEDED, TaskState.FAILED]), f"end {t.ref}")
+            for t in order[:ending]}
+        states[(order[ending].group, order[ending].index)] = TaskState.PENDING
+        tasks = tuple(t if (t.group, t.index) not in states else
+                      Task(t.job, t.group, t.index, states[(t.group, t.index)], retries=1)
+                      for t in job.tasks)
+        jobs.append(replace(job, tasks=tasks, min_failed=job.replicas))
+    for _, decisions, later in evolve(after.with_jobs(jobs), [], cycles=3):
+        _nothing_placeable_left(decisions, later)

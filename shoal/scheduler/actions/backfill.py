@@ -115,7 +115,7 @@ def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
 
 
 def _head_demand(session: Session, head: JobInfo) -> int:
-    need = max(1, head.gang_minimum - head.holding) if session.is_gang(head) else 1
+    need = max(1, session.min_tasks(head)) if session.is_gang(head) else 1
     return sum(g.resources.gpu * len(indices)
                for g, indices in head.first_pending(need, session.task_order()))
 

@@ -43,7 +43,7 @@ class Enqueue:
             if job.reason is not None:
                 continue
             if job.holding == 0:
-                shape = (job.account, session.is_gang(job), job.gang_minimum,
+                shape = (job.account, session.is_gang(job), session.min_tasks(job),
                          *((g.name, session.pool_key(g), g.resources, len(job.pending[g.name]))
                            for g in job.groups_with_pending()))
                 if shape in verdicts:
@@ -62,7 +62,8 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
     """Why the job could never start on this cluster, even idle; None if it could."""
     cache = session.cluster.idle_replicas
     if session.is_gang(job):
-        needed = job.first_pending(max(1, job.gang_minimum - job.holding), session.task_order())
+        # What it misses (`Session.min_tasks`): succeeded tasks count toward its minimum.
+        needed = job.first_pending(max(1, session.min_tasks(job)), session.task_order())
     else:
         needed = [(g, [job.pending[g.name][0]]) for g in job.groups_with_pending()]
     demand: list[Resources] = []

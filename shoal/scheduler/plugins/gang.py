@@ -1,5 +1,9 @@
 """The gang plugin: a job runs only when `minAvailable` of its tasks can run at once.
 
+What counts toward the minimum is `JobInfo.ready`: tasks holding resources and tasks that
+ended for good (succeeded, or failed within `minFailed`). A gang whose task is retried in
+place after a peer succeeded misses only that task, and it is placed on its own.
+
 Jobs on the default scheduler (seed 004: `schedulerName` absent or `default`) are not gangs:
 each of their tasks is placed on its own. Gang jobs still below their minimum are served
 before gang jobs that only want surplus replicas, as Volcano's gang plugin orders them.
@@ -24,12 +28,13 @@ class Gang:
         self.arguments = arguments
 
     def min_tasks(self, job: JobInfo) -> int:
+        """The tasks it misses: its minimum less those that count (`JobInfo.ready`)."""
         if not job.job.gang:
             return 1
-        return max(0, job.gang_minimum - job.holding)
+        return max(0, job.gang_minimum - job.ready)
 
     def job_ready(self, job: JobInfo) -> bool:
-        return not job.job.gang or job.holding >= job.gang_minimum
+        return not job.job.gang or job.ready >= job.gang_minimum
 
     def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
-        return (0 if job.holding < job.gang_minimum else 1,)
+        return (0 if job.ready < job.gang_minimum else 1,)
