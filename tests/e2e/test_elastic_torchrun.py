@@ -160,7 +160,8 @@ def test_torchrun_scales_with_shoal_and_finishes_training(
         assert wait_for(client, "urgent", {"Succeeded", "Failed"}, 30)["status"][  # type: ignore[index]
             "state"] == "Succeeded"
         job = wait_for(client, "elastic-linear", {"Succeeded", "Failed"}, seconds=300)
-        events = client.get("/api/v1/jobs/elastic-linear/events").json()
+        events = client.get("/api/v1/jobs/elastic-linear/events",
+                            params={"limit": 1000}).json()["items"]
     assert job["status"]["state"] == "Succeeded", job  # type: ignore[index]
     progress = [json.loads(line) for line in
                 (checkpoints / "progress.jsonl").read_text().splitlines()]
