@@ -146,6 +146,15 @@ def test_a_100_mb_body_is_refused_from_its_length(api: Api) -> None:
         "the body is larger than this server's limit of 4194304 bytes")
 
 
+def test_a_content_length_of_5000_digits_is_refused_without_reading_it_as_a_number(
+        api: Api) -> None:
+    answer = send(api, "Job", b"{}", "application/json", **{"Content-Length": "9" * 5000})
+    assert answer.status_code == 413
+    assert len(answer.content) < 16 * 1024
+    refused(answer, "body")
+    nothing_stored(api)
+
+
 def _request(headers: dict[str, str], chunks: Iterator[bytes]) -> tuple[Request, list[int]]:
     """A request whose body arrives in `chunks`; the list counts the chunks read."""
     read = [0]
