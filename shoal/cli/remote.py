@@ -189,8 +189,10 @@ def delete(
     server: ServerOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Delete a job (yours, or any job as an admin) with its tasks, events and logs; one
-    still running is cancelled first and removed once its tasks have stopped."""
+    """Delete a job with its tasks, events and logs; a running one is stopped first.
+
+    Yours, or any job as an admin. One still running is cancelled and removed once its
+    tasks have stopped."""
     def action(shoal: ShoalClient) -> None:
         out().print(shoal.delete_job(name).message, highlight=False)
     remote(server, token, action)
