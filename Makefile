@@ -1,6 +1,7 @@
 # Shoal's two commands. Each installs what it needs (uv, then the locked dependencies).
 #   make run   - Shoal's main job on the embedded default: `shoal up` (REST API, control
-#                loop, local executor, SQLite under ./.shoal) on this machine
+#                loop, local executor, SQLite under ./.shoal) on this machine; ARGS=...
+#                passes flags to it (e.g. ARGS=--insecure-same-user when not root)
 #   make test  - the whole test suite (unit, scenario, property, CLI), as CI runs it
 export UV_PYTHON_DOWNLOADS := never
 PYTHON ?= python3
@@ -19,7 +20,7 @@ postgresql:
 
 run: uv
 	$(UV) sync --frozen --quiet
-	$(UV) run shoal up
+	$(UV) run shoal up $(ARGS)
 
 test: uv postgresql
 	$(UV) sync --frozen --quiet
