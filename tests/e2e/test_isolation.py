@@ -17,14 +17,13 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 from task_users import task_python
-from test_shoal_up import Server, Servers, wait_for
+from test_shoal_up import Server, wait_for
 
 from shoal.executors import cgroups
 
@@ -91,20 +90,6 @@ def stdout_of(client: httpx.Client, job: str, seconds: float = 30) -> str:
         time.sleep(0.1)
     raise AssertionError(f"{job} printed nothing in {seconds} s: "
                          f"{client.get(f'/api/v1/jobs/{job}').json()['status']}")
-
-
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[Servers]:
-    started = Servers(tmp_path)
-    try:
-        yield started
-    finally:
-        started.close()
-
-
-@pytest.fixture
-def server(servers: Servers) -> Server:
-    return servers.start()
 
 
 def test_a_tenant_cannot_reach_the_server_or_another_tenant(server: Server) -> None:

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,20 +169,6 @@ def wait_for(client: httpx.Client, name: str, states: set[str], seconds: float =
             return dict(job)
         time.sleep(0.1)
     raise AssertionError(f"{name} did not reach {states}: {job['status']}")
-
-
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[Servers]:
-    started = Servers(tmp_path)
-    try:
-        yield started
-    finally:
-        started.close()
-
-
-@pytest.fixture
-def server(servers: Servers) -> Server:
-    return servers.start()
 
 
 def submit(client: httpx.Client, text: str) -> None:
