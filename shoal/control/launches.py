@@ -40,7 +40,7 @@ from shoal.control.launching import launch_spec
 from shoal.control.membership import Membership
 from shoal.control.records import MasterPorts
 from shoal.control.stopping import Tracked
-from shoal.executors.local import RunningTask, TaskLaunch
+from shoal.executors.task import RunningTask, TaskLaunch
 from shoal.store.repository import TaskRecord
 
 log = logging.getLogger(__name__)

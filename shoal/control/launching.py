@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from shoal.api import Job
 from shoal.executors.cgroups import TaskLimits
-from shoal.executors.local import TaskLaunch, TaskPhase, TaskStatus
+from shoal.executors.task import TaskLaunch, TaskPhase, TaskStatus
 from shoal.store.repository import TaskRecord
 
 MASTER_ADDR = "127.0.0.1"

@@ -81,7 +81,8 @@ from shoal.control.scale_up import ScaleUpHook, shortfall
 from shoal.control.stopping import Tracked
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
-from shoal.executors.local import LocalExecutor, TaskStatus
+from shoal.executors.local import LocalExecutor
+from shoal.executors.task import TaskStatus
 from shoal.scheduler.actions.enqueue import AdmissionCheck
 from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel

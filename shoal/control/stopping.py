@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shoal.api import Job, JobState, TaskRef, TaskState
-from shoal.executors.local import LocalExecutor, RunningTask
+from shoal.executors.local import LocalExecutor
+from shoal.executors.task import RunningTask
 from shoal.executors.wrapper import STATUS_FILE
 from shoal.scheduler.model import SchedulerModel
 from shoal.store import Repository

@@ -6,14 +6,8 @@ that records their outcome durably). The control loop calls it; it decides nothi
 """
 
 from shoal.executors.inventory import GpuInfo, detect_gpus, detect_local_node
-from shoal.executors.local import (
-    LocalExecutor,
-    RunningTask,
-    TaskLaunch,
-    TaskPhase,
-    TaskStatus,
-    free_port,
-)
+from shoal.executors.local import LocalExecutor, free_port
+from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase, TaskStatus
 
 __all__ = [
     "GpuInfo",

@@ -18,7 +18,8 @@ directories, limits) is `Isolation`, whose contract `shoal.executors.isolation` 
 executor's default, for tests that drive it directly, runs tasks as its own user. Everything
 under `root` is the server's only (directories 0700, files 0600).
 A process is identified by pid *and* start time, so a pid reused by an unrelated process
-after a restart is never mistaken for a task, and never signalled.
+after a restart is never mistaken for a task, and never signalled. What it is told and tells
+back (`TaskLaunch`, `RunningTask`, `TaskStatus`) lives in `shoal.executors.task`.
 """
 
 from __future__ import annotations
@@ -35,14 +36,12 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from shoal.api.lifecycle import TaskState
-from shoal.executors.cgroups import TaskCgroups, TaskLimits
+from shoal.executors.cgroups import TaskCgroups
 from shoal.executors.isolation import (
     Accounts,
     Identity,
@@ -52,6 +51,14 @@ from shoal.executors.isolation import (
     base_env,
     home_env,
     task_work_dir,
+)
+from shoal.executors.task import (
+    RUNNING,
+    RunningTask,
+    TaskLaunch,
+    TaskPhase,
+    TaskStatus,
+    task_env,
 )
 from shoal.executors.wrapper import (
     PID_FILE,
@@ -80,126 +87,12 @@ _POLL_INTERVAL = 0.02
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
-class TaskPhase(StrEnum):
-    RUNNING = "Running"
-    EXITED = "Exited"
-    """The command ended; `exit_code` or `signal` says how."""
-    LOST = "Lost"
-    """The process is gone and nothing recorded how it ended (the wrapper itself was killed
-    while the control plane was down, or the machine rebooted)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TaskStatus:
-    phase: TaskPhase
-    exit_code: int | None = None
-    signal: int | None = None
-    detail: str = ""
-    reason: str = ""
-    """Why it ended, when the kernel said: "OOMKilled" (`wrapper.OOM_KILLED`)."""
-
-    @property
-    def running(self) -> bool:
-        return self.phase is TaskPhase.RUNNING
-
-    def task_state(self) -> TaskState:
-        """The lifecycle state this outcome maps to: exit 0 succeeds, anything else fails.
-        (Whether a stopped task is CANCELLED or returns to PENDING is the control loop's call:
-        it knows why it stopped it.)"""
-        if self.phase is TaskPhase.RUNNING:
-            return TaskState.RUNNING
-        if self.phase is TaskPhase.EXITED and self.exit_code == 0:
-            return TaskState.SUCCEEDED
-        return TaskState.FAILED
-
-
-RUNNING = TaskStatus(TaskPhase.RUNNING)
-
-
-@dataclass(frozen=True, slots=True)
-class TaskLaunch:
-    """Everything needed to start one attempt of one task."""
-
-    job: str
-    group: str
-    index: int
-    world_size: int
-    rank: int
-    master_addr: str
-    master_port: int
-    gpus: tuple[int, ...]
-    command: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
-    working_dir: str | None = None
-    attempt: int = 0
-    """Which start of this task this is; a restarted task (after eviction) is a new attempt."""
-    shoal_env: Mapping[str, str] = field(default_factory=dict)
-    """More of Shoal's own variables (the API's address, the job's token, its virtual
-    cluster: `shoal.control.job_scope`), which the job cannot override either."""
-    user: str | None = None
-    """The Shoal user whose job this is: who the task runs as (`Isolation`)."""
-    limits: TaskLimits = field(default_factory=TaskLimits)
-    """Its requests, which become its limits where the executor has cgroups."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunningTask:
-    """A handle on a launched attempt. `pid` is the wrapper's pid (= its process group);
-    pid 0 means no process was ever started (the status file says why, or it is LOST)."""
-
-    job: str
-    group: str
-    index: int
-    attempt: int
-    pid: int
-    pid_start_time: float
-    stdout_path: Path
-    stderr_path: Path
-    status_path: Path
-    cgroups: tuple[Path, ...] = ()
-    """The attempt's cgroups (none without `Isolation.cgroups`)."""
-
-    @property
-    def task_dir(self) -> Path:
-        return self.status_path.parent
-
-
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that is free right now, for MASTER_PORT. Another process may take it before
     the task binds it; torch.distributed then fails fast and the task is retried."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def task_env(spec: TaskLaunch, base: Mapping[str, str]) -> dict[str, str]:
-    """The environment of a task: base (the executor's own, for PATH and friends), then the
-    job's env, then Shoal's variables, which the job cannot override. CUDA_VISIBLE_DEVICES is
-    always set, to "" when no GPU was assigned, so a task never sees GPUs it was not given.
-
-    RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are what `torch.distributed`'s default
-    `env://` rendezvous reads. Each task is its own torchrun "node": it sees only its own GPUs,
-    renumbered from cuda:0, so LOCAL_RANK is 0 and LOCAL_WORLD_SIZE 1 — code that calls
-    `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` then picks its first own GPU."""
-    env = dict(base)
-    env.update(spec.env)
-    env.update({
-        "SHOAL_JOB": spec.job,
-        "SHOAL_TASK_GROUP": spec.group,
-        "SHOAL_TASK_INDEX": str(spec.index),
-        "SHOAL_ATTEMPT": str(spec.attempt),
-        "SHOAL_WORLD_SIZE": str(spec.world_size),
-        "SHOAL_RANK": str(spec.rank),
-        "RANK": str(spec.rank),
-        "WORLD_SIZE": str(spec.world_size),
-        "LOCAL_RANK": "0",
-        "LOCAL_WORLD_SIZE": "1",
-        "MASTER_ADDR": spec.master_addr,
-        "MASTER_PORT": str(spec.master_port),
-        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in spec.gpus),
-    })
-    env.update(spec.shoal_env)
-    return env
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

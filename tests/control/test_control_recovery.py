@@ -15,7 +15,7 @@ from control_support import PY, finished, job, state_of, step_until
 
 from shoal.api import Bind, JobState, Resources, TaskRef, TaskState
 from shoal.control import ControlPlane
-from shoal.executors.local import TaskLaunch
+from shoal.executors.task import TaskLaunch
 from shoal.executors.wrapper import STATUS_FILE
 
 Factory = Callable[[], ControlPlane]

@@ -9,7 +9,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from shoal.executors.local import LocalExecutor, RunningTask, TaskLaunch, TaskStatus
+from shoal.executors.local import LocalExecutor
+from shoal.executors.task import RunningTask, TaskLaunch, TaskStatus
 
 PY = sys.executable
 

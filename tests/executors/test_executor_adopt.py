@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from executor_support import spec, wait_exit, wait_until
 
-from shoal.executors.local import LocalExecutor, TaskPhase
+from shoal.executors.local import LocalExecutor
+from shoal.executors.task import TaskPhase
 
 
 def test_launch_is_idempotent_per_attempt(executor: LocalExecutor, tmp_path: Path) -> None:

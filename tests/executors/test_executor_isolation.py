@@ -28,7 +28,8 @@ from shoal.executors.isolation import (
     decide,
     os_user_name,
 )
-from shoal.executors.local import Isolation, LocalExecutor, TaskLaunch, TaskPhase
+from shoal.executors.local import Isolation, LocalExecutor
+from shoal.executors.task import TaskLaunch, TaskPhase
 from shoal.executors.wrapper import OOM_KILLED
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")

@@ -9,7 +9,8 @@ from pathlib import Path
 from executor_support import spec, wait_exit
 
 from shoal.api.lifecycle import TaskState
-from shoal.executors.local import LocalExecutor, TaskLaunch, TaskPhase, free_port
+from shoal.executors.local import LocalExecutor, free_port
+from shoal.executors.task import TaskLaunch, TaskPhase
 
 PRINT_ENV = "import json, os; print(json.dumps({'env': dict(os.environ), 'cwd': os.getcwd()}))"
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import psutil
 from executor_support import spec, wait_exit, wait_until
 
-from shoal.executors.local import LocalExecutor, RunningTask, TaskPhase
+from shoal.executors.local import LocalExecutor
+from shoal.executors.task import RunningTask, TaskPhase
 
 TRAPS_SIGTERM = """
 import signal, sys, time

@@ -45,14 +45,8 @@ from shoal.api import (
     TaskState,
 )
 from shoal.control import ControlPlane
-from shoal.executors.local import (
-    RUNNING,
-    LocalExecutor,
-    RunningTask,
-    TaskLaunch,
-    TaskPhase,
-    TaskStatus,
-)
+from shoal.executors.local import LocalExecutor
+from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
 from shoal.scheduler.profile import Profile
 from shoal.store import Repository, open_store
 
