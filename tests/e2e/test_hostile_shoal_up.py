@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,15 +18,6 @@ from test_shoal_up import Server, Servers, refused_start
 
 SMALL = 16 * 1024
 DEEP_YAML = "[" * 50_000 + "]" * 50_000
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    started = Servers(tmp_path)
-    try:
-        yield started.start()
-    finally:
-        started.close()
 
 
 def job(replicas: int) -> str:
