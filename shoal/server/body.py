@@ -24,7 +24,7 @@ from typing import TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from shoal.server.errors import ApiError, ErrorItem
+from shoal.server.errors import ApiError, ErrorItem, location
 from shoal.spec import SpecBundle, SpecError, load_json, load_text
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 
@@ -84,7 +84,7 @@ def parse_json_body(body: RawBody, model: type[Model]) -> Model:
         return model.model_validate_json(body.data)
     except ValidationError as exc:
         raise ApiError(422, "invalid request body", errors=[
-            _item(".".join([BODY, *(str(p) for p in e["loc"])]), e["msg"])
+            _item(location((BODY, *e["loc"])) or BODY, e["msg"])
             for e in exc.errors()[:body.limits.max_issues]]) from None
 
 

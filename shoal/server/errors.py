@@ -80,7 +80,8 @@ def _response(status: int, errors: list[ErrorItem], reason: dict[str, Any] | Non
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _location(loc: Sequence[int | str]) -> str | None:
+def location(loc: Sequence[int | str]) -> str | None:
+    """A validation error's location as the API writes paths: `body.queues[0]`."""
     if not loc:
         return None
     head, *rest = loc
@@ -97,7 +98,7 @@ async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = [ErrorItem(path=_location(e.get("loc", ())), message=str(e.get("msg", "")))
+    errors = [ErrorItem(path=location(e.get("loc", ())), message=str(e.get("msg", "")))
               for e in exc.errors()]
     return _response(422, errors)
 

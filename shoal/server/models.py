@@ -7,7 +7,7 @@ like what was submitted; resources are Kubernetes-style quantities (`cpu: "500m"
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -463,12 +463,19 @@ def priority_class_out(pc: PriorityClass) -> PriorityClassOut:
 
 # ---- users --------------------------------------------------------------------------------
 
+MAX_USER_QUEUES = 1_024
+"""The most queues one user may be given."""
+MAX_QUEUE_NAME = 1_024
+"""The longest queue name a user may be given (a sub-cluster's joins its parents' names)."""
+
+
 class UserIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$", max_length=253)
     admin: bool = False
-    queues: list[str] = Field(default_factory=list,
-                              description="The queues (virtual clusters) the user may submit to.")
+    queues: list[Annotated[str, Field(min_length=1, max_length=MAX_QUEUE_NAME)]] = Field(
+        default_factory=list, max_length=MAX_USER_QUEUES,
+        description="The queues (virtual clusters) the user may submit to.")
 
 
 class UserOut(_Out):

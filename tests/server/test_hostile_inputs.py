@@ -21,6 +21,7 @@ from starlette.requests import Request
 
 from shoal.server.body import raw_body
 from shoal.server.errors import ApiError
+from shoal.server.models import MAX_QUEUE_NAME, MAX_USER_QUEUES
 from shoal.spec.limits import Limits
 
 #: The largest answer a refusal may be: bounded, whatever the request.
@@ -136,6 +137,21 @@ def test_deep_json_to_the_users_route_is_refused(api: Api) -> None:
     answer = api.request("POST", "/api/v1/users", "root", content=body,
                          headers={"Content-Type": "application/json"})
     refused(answer)
+
+
+@pytest.mark.parametrize(("queues", "path"), [
+    (["q"] * (MAX_USER_QUEUES + 1), "body.queues"),
+    (["q" * (MAX_QUEUE_NAME + 1)], "body.queues[0]"),
+    ([""], "body.queues[0]"),
+])
+def test_a_users_queues_are_bounded(api: Api, queues: list[str], path: str) -> None:
+    answer = api.request("POST", "/api/v1/users", "root",
+                         content=json.dumps({"name": "eve", "queues": queues}),
+                         headers={"Content-Type": "application/json"})
+    assert answer.status_code == 422
+    assert len(answer.content) < 16 * 1024
+    assert path in {e["path"] for e in answer.json()["errors"]}
+    assert api.repository.get_user("eve") is None
 
 
 def test_a_100_mb_body_is_refused_from_its_length(api: Api) -> None:
