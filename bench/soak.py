@@ -10,8 +10,9 @@ are installed (a throw-away server: `initdb` + `pg_ctl`, fsync off, on a Unix so
 
 Prints one JSON object per store: the error rate (any answer other than the expected 201 /
 200 / 200, or a failed request: the goal is 0) with the kinds of errors seen, p50/p99
-latency per request kind, `/healthz` p99 during the load, the wall time of the load and the
-server process's CPU seconds over it (user + system, psutil).
+latency per request kind, `/healthz` p99 during the load and as a ratio to its p99 on the
+same server just before the load, the wall time of the load and the server process's CPU
+seconds over it (user + system, psutil), also per request.
 
     uv run python bench/soak.py [--clients 50] [--rounds 20] [--store sqlite|postgresql|both]
 """
@@ -55,6 +56,8 @@ spec:
 """
 KINDS = ("submit", "list", "cancel")
 HEALTH_EVERY = 0.02
+IDLE_CHECKS = 100
+"""`/healthz` checks before the load, for the idle baseline."""
 TIMEOUT = 60.0
 
 
@@ -139,6 +142,19 @@ def check_health(url: httpx.URL, stop: threading.Event, seen: list[float]) -> No
         stop.wait(HEALTH_EVERY)
 
 
+def idle_health(url: httpx.URL, checks: int = IDLE_CHECKS) -> list[float]:
+    """`/healthz` latencies of the same server before the load: the baseline of its p99."""
+    client = Client(url, "")
+    seen = []
+    for _ in range(checks):
+        started = time.perf_counter()
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            client.send("GET", "/healthz")
+        seen.append(time.perf_counter() - started)
+    client.connection.close()
+    return seen
+
+
 def percentile(values: list[float], q: int) -> float:
     if len(values) < 2:
         return values[0] if values else 0.0
@@ -177,6 +193,7 @@ def soak(store: str, workdir: Path, clients: int, rounds: int, *db: str) -> dict
             raise SystemExit(f"blocker refused: {answer.status_code} {answer.text}")
         wait_running(admin, "blocker")  # from now on nothing submitted starts
         server = server_process(workdir / "data")
+        idle = idle_health(admin.base_url)
         tally, health = Tally(), list[float]()
         start, stop = threading.Barrier(clients + 1), threading.Event()
         token = admin.headers["Authorization"]
@@ -210,6 +227,10 @@ def soak(store: str, workdir: Path, clients: int, rounds: int, *db: str) -> dict
         **{f"{kind}_p50_ms": ms(statistics.median(v)) for kind, v in tally.latencies.items()},
         **{f"{kind}_p99_ms": ms(percentile(v, 99)) for kind, v in tally.latencies.items()},
         "healthz_p99_ms": ms(percentile(health, 99)), "healthz_checks": len(health),
+        "healthz_idle_p99_ms": ms(percentile(idle, 99)),
+        "healthz_p99_ratio_to_idle": round(percentile(health, 99) / max(percentile(idle, 99),
+                                                                          1e-6), 1),
+        "server_cpu_ms_per_request": round(cpu * 1000 / requests, 2) if requests else 0.0,
         "requests_per_second": round(requests / wall, 1), "wall_s": round(wall, 2),
         "server_cpu_s": round(cpu, 2), "cpus": os.cpu_count() or 0,
     }
