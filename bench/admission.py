@@ -6,7 +6,9 @@ loop's model happens later, on the loop's thread), on a cluster big enough to ho
 (`--nodes` nodes of 128 CPUs). Then times, as the median of `--rounds` rounds:
 
 - `submit_ms`: `POST /api/v1/jobs` of one job of `--tasks` one-CPU tasks in one group,
-  response included;
+  response included; `submit_one_task_ms` the same for a job of one task, the baseline of
+  `submit_cpu_ratio_to_one_task` (CPU time of the large submission over the small one: a
+  submission's work is O(task groups), so it stays small);
 - `list_ms` / `list_bytes`: `GET /api/v1/jobs?limit=10` with such jobs stored;
 - `get_ms` / `get_bytes`: `GET /api/v1/jobs/{name}` of one of them;
 - `tasks_page_ms`: `GET /api/v1/jobs/{name}/tasks?limit=500`, the first page;
@@ -15,7 +17,8 @@ loop's model happens later, on the loop's thread), on a cluster big enough to ho
   `many_deep_page_ms` (`after` the 100th-last), `many_state_page_ms` (`state=Pending`, from
   the middle) — pages of 50 — and `many_get_ms`.
 
-Prints one JSON object.
+Prints one JSON object: each time as wall milliseconds (`…_ms`) and as this process's CPU
+milliseconds (`…_cpu_ms`: the app runs in-process, so that is the request's work).
 
     uv run python bench/admission.py [--tasks 10000] [--rounds 5]
 """
@@ -72,19 +75,23 @@ def main() -> None:
                              Profile.default())
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/yaml"}
         times: dict[str, list[float]] = {k: [] for k in (
-            "submit_ms", "list_ms", "get_ms", "tasks_page_ms", "delete_ms",
+            "submit_one_task_ms", "submit_ms", "list_ms", "get_ms", "tasks_page_ms", "delete_ms",
             "many_first_page_ms", "many_deep_page_ms", "many_state_page_ms", "many_get_ms")}
+        cpu: dict[str, list[float]] = {k: [] for k in times}
         sizes: dict[str, int] = {}
         with TestClient(create_app(repository, plane)) as client:
             def timed(key: str, method: str, url: str, **kwargs: object) -> int:
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 response = client.request(method, url, headers=headers, **kwargs)  # type: ignore[arg-type]
                 times[key].append((time.perf_counter() - started) * 1000)
+                cpu[key].append((time.process_time() - cpu_started) * 1000)
                 if response.status_code >= 300:
                     raise SystemExit(f"{method} {url}: {response.status_code} "
                                      f"{response.text[:300]}")
                 return len(response.content)
             for i in range(args.rounds):
+                timed("submit_one_task_ms", "POST", "/api/v1/jobs",
+                      content=JOB.format(name=f"small-{i}", tasks=1))
                 name = f"big-{i}"
                 timed("submit_ms", "POST", "/api/v1/jobs",
                       content=JOB.format(name=name, tasks=args.tasks))
@@ -106,8 +113,12 @@ def main() -> None:
                           f"/api/v1/jobs?limit=50&state=Pending&after={middle}")
                     timed("many_get_ms", "GET", f"/api/v1/jobs/{middle}")
         store.close()
-    print(json.dumps({"tasks": args.tasks, "jobs": args.jobs, **{k: round(statistics.median(v), 1)
-                                              for k, v in times.items() if v}, **sizes}))
+    medians = {k: round(statistics.median(v), 1) for k, v in times.items() if v}
+    cpu_medians = {k.removesuffix("_ms") + "_cpu_ms": round(statistics.median(v), 1)
+                   for k, v in cpu.items() if v}
+    ratio = cpu_medians["submit_cpu_ms"] / max(cpu_medians["submit_one_task_cpu_ms"], 0.1)
+    print(json.dumps({"tasks": args.tasks, "jobs": args.jobs, **medians, **cpu_medians,
+                      "submit_cpu_ratio_to_one_task": round(ratio, 1), **sizes}))
 
 
 if __name__ == "__main__":

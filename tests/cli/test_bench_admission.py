@@ -19,6 +19,8 @@ def test_admission_bench_prints_one_json_object() -> None:
     out = json.loads(done.stdout)
     for key in ("submit_ms", "list_ms", "get_ms", "tasks_page_ms", "delete_ms",
                 "many_first_page_ms", "many_deep_page_ms", "many_state_page_ms",
-                "many_get_ms", "list_bytes", "get_bytes"):
+                "many_get_ms", "list_bytes", "get_bytes", "submit_one_task_ms",
+                "submit_cpu_ms", "submit_one_task_cpu_ms", "list_cpu_ms",
+                "submit_cpu_ratio_to_one_task"):
         assert out[key] > 0, key
     assert (out["tasks"], out["jobs"]) == (300, 120)
