@@ -36,6 +36,7 @@ from shoal.control.loop import ControlPlane
 from shoal.control.ownership import InUseError, exclusive
 from shoal.control.scale_up import ScaleUpHook
 from shoal.executors import cgroups
+from shoal.executors.contract import Executor, LogStream
 from shoal.executors.inventory import detect_local_node
 from shoal.executors.isolation import (
     DEFAULT_PREFIX,
@@ -214,7 +215,9 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
         repository.put_priority_class(pc)
 
     root = data_dir / "executor"
-    executor = LocalExecutor(root, grace_period=grace, isolation=tasks.isolation(out, root))
+    isolation = tasks.isolation(out, root)
+    executor: Executor = LocalExecutor(root, grace_period=grace, isolation=isolation,
+                                       node_names=[node.name for node in nodes])
     host, port = listener.getsockname()[:2]
     url = _url(host, port)
     plane = ControlPlane(repository, executor, nodes, chosen,
@@ -238,8 +241,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     finally:
         stop.set()
         loop.join(timeout=10)
-        if executor.isolation.cgroups is not None:
-            executor.isolation.cgroups.release()
+        if isolation.cgroups is not None:
+            isolation.cgroups.release()
 
 
 #: Where a task reaches a server listening on every address (tasks run on this machine).
@@ -280,7 +283,11 @@ def _admin_token(repository: Repository, data_dir: Path) -> Path:
     return path
 
 
-def _log_source(executor: LocalExecutor) -> LogSource:
-    def paths(ref: TaskRef) -> tuple[Path, Path]:
-        return executor.log_paths(ref.job, ref.group, ref.index)
-    return paths
+def _log_source(executor: Executor) -> LogSource:
+    """The server's log reader: the executor's `read_log`, whatever engine runs the task."""
+
+    def read(ref: TaskRef, stream: str, offset: int, limit: int) -> bytes:
+        which: LogStream = "stderr" if stream == "stderr" else "stdout"
+        return executor.read_log(ref.job, ref.group, ref.index, which, offset, limit).data
+
+    return read

@@ -60,7 +60,8 @@ def launch_spec(job: Job, rec: TaskRecord, master_port: int,
         master_port=master_port, gpus=rec.gpus, command=group.command, env=group.env,
         working_dir=group.working_dir, attempt=rec.attempts, shoal_env=shoal_env or {},
         user=job.user, limits=TaskLimits(cpu_millis=group.resources.cpu,
-                                          memory_mib=group.resources.memory))
+                                          memory_mib=group.resources.memory),
+        node=rec.node or "")
 
 
 def describe(status: TaskStatus) -> str:

@@ -81,7 +81,7 @@ from shoal.control.scale_up import ScaleUpHook, shortfall
 from shoal.control.stopping import Tracked
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
-from shoal.executors.local import LocalExecutor
+from shoal.executors.contract import Executor
 from shoal.executors.task import TaskStatus
 from shoal.scheduler.actions.enqueue import AdmissionCheck
 from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
@@ -116,7 +116,7 @@ UNPLACEABLE_NOW = PendingReason(
 
 
 class ControlPlane(Launching):
-    def __init__(self, repository: Repository, executor: LocalExecutor, nodes: Sequence[Node],
+    def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
                  clock: Callable[[], float] = time.time, interval: float = 5.0,

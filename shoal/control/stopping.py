@@ -19,9 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shoal.api import Job, JobState, TaskRef, TaskState
-from shoal.executors.local import LocalExecutor
+from shoal.executors.contract import Executor, RecordedAttempt
 from shoal.executors.task import RunningTask
-from shoal.executors.wrapper import STATUS_FILE
 from shoal.scheduler.model import SchedulerModel
 from shoal.store import Repository
 from shoal.store.repository import FailedTask, TaskRecord
@@ -41,7 +40,7 @@ class Stopping:
     what a finished task and an ended job mean to it."""
 
     repository: Repository
-    executor: LocalExecutor
+    executor: Executor
     grace_period: float
     _tasks: dict[TaskRef, Tracked]
     _ending: dict[str, tuple[JobState, str]]
@@ -61,20 +60,14 @@ class Stopping:
         """A handle on the recorded process of `rec` (one that polls LOST if it is gone)."""
         assert rec.pid
         recorded = self._recorded(rec)
-        handle = self.executor.adopt(rec.pid, rec.pid_start_time or 0.0, recorded.status_path)
+        handle = self.executor.adopt(_attempt(rec))
         # None: gone with no recorded outcome; the handle of the record polls as LOST.
         return recorded if handle is None else handle
 
     def _recorded(self, rec: TaskRecord) -> RunningTask:
         """A handle built from the store's record of `rec`'s process alone: it polls as
-        running while that pid with that start time lives, and as the outcome its wrapper
-        recorded (or LOST) after."""
-        ref = rec.ref
-        status_path = self.executor.task_dir(ref.job, ref.group, ref.index,
-                                             rec.attempts) / STATUS_FILE
-        out, err = self.executor.log_paths(ref.job, ref.group, ref.index)
-        return RunningTask(ref.job, ref.group, ref.index, rec.attempts, rec.pid or 0,
-                           rec.pid_start_time or 0.0, out, err, status_path)
+        running while that process lives, and as its recorded outcome (or LOST) after."""
+        return self.executor.recorded(_attempt(rec))
 
     def _cancel(self, name: str, cause: str) -> None:
         job = self.repository.get_job(name)
@@ -128,3 +121,9 @@ class Stopping:
             del self._ending[name]
             self._job_done(self.repository.finish_stop(name))
 
+
+def _attempt(rec: TaskRecord) -> RecordedAttempt:
+    """What the store recorded of `rec`'s current attempt, as the executor takes it."""
+    ref = rec.ref
+    return RecordedAttempt(ref.job, ref.group, ref.index, rec.attempts, rec.pid or 0,
+                           rec.pid_start_time or 0.0)

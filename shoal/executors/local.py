@@ -19,7 +19,9 @@ executor's default, for tests that drive it directly, runs tasks as its own user
 under `root` is the server's only (directories 0700, files 0600).
 A process is identified by pid *and* start time, so a pid reused by an unrelated process
 after a restart is never mistaken for a task, and never signalled. What it is told and tells
-back (`TaskLaunch`, `RunningTask`, `TaskStatus`) lives in `shoal.executors.task`.
+back (`TaskLaunch`, `RunningTask`, `TaskStatus`) lives in `shoal.executors.task`; it is one
+engine of the contract `shoal.executors.contract.Executor` states (its nodes are slices of
+this machine, declared at start and always ready).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,13 @@ from typing import Any
 import psutil
 
 from shoal.executors.cgroups import TaskCgroups
+from shoal.executors.contract import (
+    MAX_LOG_READ,
+    LogChunk,
+    LogStream,
+    NodeHealth,
+    RecordedAttempt,
+)
 from shoal.executors.isolation import (
     Accounts,
     Identity,
@@ -134,13 +143,15 @@ def _check_name(what: str, value: str) -> None:
 
 
 class LocalExecutor:
-    """Starts, polls, stops and re-adopts task processes on this machine."""
+    """Starts, polls, stops and re-adopts task processes on this machine (an `Executor`).
+    `node_names`: the nodes declared for this machine, which `nodes` lists as ready."""
 
     def __init__(self, root: Path, *, grace_period: float = DEFAULT_GRACE_PERIOD,
                  base_env: Mapping[str, str] | None = None,
-                 isolation: Isolation | None = None) -> None:
+                 isolation: Isolation | None = None, node_names: Sequence[str] = ()) -> None:
         # Absolute: the wrapper starts in the task's working directory, not ours.
         self.root = Path(root).absolute()
+        self.node_names = tuple(node_names)
         self.grace_period = grace_period
         self._base_env = base_env
         self.isolation = isolation or Isolation()
@@ -187,6 +198,23 @@ class LocalExecutor:
         directory.chmod(0o750)
         return directory / f"{kind}.json"
 
+    def nodes(self) -> tuple[NodeHealth, ...]:
+        """The declared nodes, all ready: they are this machine, which runs if we do."""
+        return tuple(NodeHealth(name, ready=True) for name in self.node_names)
+
+    def read_log(self, job: str, group: str, index: int, stream: LogStream, offset: int,
+                 limit: int) -> LogChunk:
+        """At most `limit` (and `MAX_LOG_READ`) bytes of a task's stdout or stderr from
+        `offset`; empty while the file does not exist."""
+        out, err = self.log_paths(job, group, index)
+        path = out if stream == "stdout" else err
+        try:
+            with path.open("rb") as handle:
+                handle.seek(offset)
+                return LogChunk(handle.read(max(0, min(limit, MAX_LOG_READ))), offset)
+        except FileNotFoundError:
+            return LogChunk(b"", offset)
+
     def forget_job(self, job: str) -> None:
         """Remove what the executor keeps of a job that was deleted (it runs nothing): its
         attempts' records and its logs, and its tasks' working directories. A job of the
@@ -219,7 +247,7 @@ class LocalExecutor:
         cgroups = () if self.isolation.cgroups is None \
             else self.isolation.cgroups.paths(str(task_dir))
         record = {"job": spec.job, "group": spec.group, "index": spec.index,
-                  "attempt": spec.attempt, "gpus": list(spec.gpus),
+                  "attempt": spec.attempt, "node": spec.node, "gpus": list(spec.gpus),
                   "command": list(spec.command), "stdout": str(out_path),
                   "stderr": str(err_path), "cgroups": [str(c) for c in cgroups],
                   "claimed_at": time.time()}
@@ -323,16 +351,28 @@ class LocalExecutor:
 
     # ---- adopt ------------------------------------------------------------------------------
 
-    def adopt(self, pid: int, pid_start_time: float, status_path: Path) -> RunningTask | None:
+    def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
         """Re-adopt an attempt after a restart, from what the store recorded. Returns a handle
-        when the attempt has a recorded outcome (it ended while we were down) or when `pid` is
-        alive *with that start time*; None when the pid is gone or now belongs to another
+        when the attempt has a recorded outcome (it ended while we were down) or when its pid
+        is alive *with that start time*; None when the pid is gone or now belongs to another
         process and nothing was recorded (the caller treats the task as lost)."""
-        status_path = Path(status_path)
-        handle = self._handle(status_path.parent, pid, pid_start_time)
-        if status_path.exists() or _same_process(pid, pid_start_time):
+        task_dir = self.task_dir(recorded.job, recorded.group, recorded.index,
+                                 recorded.attempt)
+        handle = self._handle(task_dir, recorded.pid, recorded.pid_start_time)
+        if handle.status_path.exists() or _same_process(recorded.pid,
+                                                        recorded.pid_start_time):
             return handle
         return None
+
+    def recorded(self, recorded: RecordedAttempt) -> RunningTask:
+        """A handle built from the record alone (no file is read): it polls as running
+        while that pid with that start time lives, and as the outcome its wrapper recorded
+        (or LOST) after."""
+        job, group, index = recorded.job, recorded.group, recorded.index
+        status_path = self.task_dir(job, group, index, recorded.attempt) / STATUS_FILE
+        out, err = self.log_paths(job, group, index)
+        return RunningTask(job, group, index, recorded.attempt, recorded.pid,
+                           recorded.pid_start_time, out, err, status_path)
 
     # ---- poll -------------------------------------------------------------------------------
 

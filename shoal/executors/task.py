@@ -74,6 +74,9 @@ class TaskLaunch:
     """The Shoal user whose job this is: who the task runs as (`Isolation`)."""
     limits: TaskLimits = field(default_factory=TaskLimits)
     """Its requests, which become its limits where the executor has cgroups."""
+    node: str = ""
+    """The node the scheduler bound it to: where the engine runs it, and nowhere else (the
+    local executor's nodes are all this machine)."""
 
 
 @dataclass(frozen=True, slots=True)

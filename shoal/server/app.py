@@ -24,10 +24,11 @@ def create_app(repository: Repository, scheduler: Scheduler,
                logs: LogSource | None = None, *,
                follows_per_user: int = FOLLOWS_PER_USER,
                limits: Limits = DEFAULT_LIMITS) -> FastAPI:
-    """`logs` says where a task's output is written (the executor's `log_paths`); without
-    it the log route answers 404. `follows_per_user`: how many `logs?follow=true` streams
-    one user may hold open at once; `app.state.follows` counts those open. `limits`: what
-    one request body may be and hold (`app.state.limits`, read by `shoal.server.body`)."""
+    """`logs` reads a task's output (`shoal.server.logs.LogSource`: the executor's
+    `read_log`, or `file_logs`); without it the log route answers 404. `follows_per_user`:
+    how many `logs?follow=true` streams one user may hold open at once; `app.state.follows`
+    counts those open. `limits`: what one request body may be and hold (`app.state.limits`,
+    read by `shoal.server.body`)."""
     app = FastAPI(title=API_TITLE, version=API_VERSION,
                   description="Shoal's REST API: submit and follow deep-learning jobs; "
                               "manage nodes, virtual clusters, priority classes and users. "

@@ -1,17 +1,19 @@
 """The task-log route: `GET /api/v1/jobs/{name}/logs`, a task's stdout or stderr as text.
 
-The server does not know where logs live; it is handed a `LogSource` (the local executor's
-`log_paths` under `shoal up`). Without `follow`, one bounded read: at most `limit` bytes
-from `offset` (`MAX_READ` at most), and the `X-Shoal-Next-Offset` header says where the next
-read starts. With `follow=true` the response is streamed: what the file holds from
-`offset`, then whatever is appended, until the task has ended and the file is drained —
+The server does not know where logs live; it is handed a `LogSource`, which reads a task's
+log as bytes from an offset (the executor's `read_log` under `shoal up`, whatever engine
+runs the task; `file_logs` over local files). Without `follow`, one bounded read: at most
+`limit` bytes from `offset` (`MAX_READ` at most), and the `X-Shoal-Next-Offset` header says
+where the next read starts. With `follow=true` the response is streamed: what the log holds
+from `offset`, then whatever is appended, until the task has ended and the log is drained —
 like `kubectl logs -f`. A task's logs are its owner's and the admins' to read: a job's
 output may hold what its command line does not show (tokens, data paths).
 
 A followed log may be silent for hours, so a follow must cost the server nothing while it
 waits: it is an async generator on the event loop, never a worker thread of the pool that
-the other routes share. Between polls it sleeps on the loop; it reads the file in small
-chunks (a regular file, from the page cache: microseconds, so on the loop); it learns that
+the other routes share. Between polls it sleeps on the loop; it reads the log in small
+chunks (the source must answer in microseconds: a regular file, from the page cache, so on
+the loop; an engine whose logs are remote serves them from a local copy); it learns that
 the task ended through `TaskEnds`, which asks the store at most once per `END_CHECK`
 seconds per job for all of that job's followers together, on a thread of its own small
 pool. It stops when the client leaves. And each user may hold at most
@@ -39,8 +41,9 @@ from shoal.server.auth import Authenticator, check_owner
 from shoal.server.errors import ApiError, responses
 from shoal.store import Repository, User
 
-#: Where a task's (stdout, stderr) are written.
-LogSource = Callable[[TaskRef], tuple[Path, Path]]
+#: A task's log: (task, "stdout" | "stderr", offset, limit) → at most `limit` bytes from
+#: `offset`, empty when there are none (yet).
+LogSource = Callable[[TaskRef, str, int, int], bytes]
 
 #: How often a followed log is checked for more output and for a client that left (seconds).
 FOLLOW_POLL = 0.2
@@ -185,17 +188,17 @@ def logs_router(repository: Repository, logs: LogSource | None,
     follows = slots or FollowSlots()
     ends = TaskEnds(repository)
 
-    async def follow(request: Request, path: Path, ref: TaskRef, offset: int
-                     ) -> AsyncIterator[bytes]:
+    async def follow(request: Request, read: LogSource, ref: TaskRef, stream: Stream,
+                     offset: int) -> AsyncIterator[bytes]:
         while True:
             # Check for the end *before* reading so that output written just before the task
             # ended is still sent.
             done = await ends.ended(ref)
-            chunk = _read(path, offset, CHUNK)
+            chunk = read(ref, stream.value, offset, CHUNK)
             while chunk:
                 offset += len(chunk)
                 yield chunk
-                chunk = _read(path, offset, CHUNK)
+                chunk = read(ref, stream.value, offset, CHUNK)
             if done or await request.is_disconnected():
                 return
             await anyio.sleep(FOLLOW_POLL)
@@ -228,18 +231,26 @@ def logs_router(repository: Repository, logs: LogSource | None,
         ref = _find_task(summary.job, task)
         if logs is None:
             raise ApiError(404, "this server keeps no task logs", "path.name")
-        out, err = logs(ref)
-        path = out if stream is Stream.STDOUT else err
         headers = {TASK_HEADER: task_name(ref)}
         if follow_:
             follows.take(user.name)
-            return _FollowResponse(follow(request, path, ref, offset), headers,
+            return _FollowResponse(follow(request, logs, ref, stream, offset), headers,
                                    lambda: follows.give_back(user.name))
-        content = _read(path, offset, limit)
+        content = logs(ref, stream.value, offset, limit)
         headers[NEXT_OFFSET_HEADER] = str(offset + len(content))
         return Response(content, media_type="text/plain", headers=headers)
 
     return router
+
+
+def file_logs(paths: Callable[[TaskRef], tuple[Path, Path]]) -> LogSource:
+    """A `LogSource` over local files: `paths` says where a task's (stdout, stderr) are."""
+
+    def read(ref: TaskRef, stream: str, offset: int, limit: int) -> bytes:
+        out, err = paths(ref)
+        return _read(out if stream == Stream.STDOUT.value else err, offset, limit)
+
+    return read
 
 
 def _read(path: Path, offset: int, limit: int) -> bytes:

@@ -39,6 +39,7 @@ from shoal.client import (
 from shoal.executors.local import free_port
 from shoal.server import create_app
 from shoal.server.errors import ApiError, install_error_handlers
+from shoal.server.logs import file_logs
 from shoal.store import Repository, open_store
 
 
@@ -354,7 +355,7 @@ def test_logs_from_the_real_route(tmp_path: Path) -> None:
         return tmp_path / f"{ref.group}-{ref.index}.out", tmp_path / f"{ref.group}-{ref.index}.err"
 
     (tmp_path / "worker-1.out").write_text("one\ntwo\n")
-    with TestClient(create_app(repository, StoreScheduler(repository), paths)) as http:
+    with TestClient(create_app(repository, StoreScheduler(repository), file_logs(paths))) as http:
         shoal = ShoalClient(http=http, token=token)
         shoal.submit(job_yaml())
         stream = shoal.logs("train", task="worker-1", offset=4)

@@ -18,6 +18,8 @@ from control_support import PY, finished, job, state_of, step_until
 
 from shoal.api import Job, JobState, Resources, SchedulerName, TaskGroup, TaskState
 from shoal.control import ControlPlane
+from shoal.executors.contract import RecordedAttempt
+from shoal.executors.task import RunningTask
 from shoal.store import Repository
 
 Factory = Callable[[], ControlPlane]
@@ -252,10 +254,10 @@ def test_a_process_that_cannot_be_adopted_is_watched_by_its_record(
     second = make_plane()
     adopt = second.executor.adopt
 
-    def failing(pid, start, status_path):  # type: ignore[no-untyped-def]
-        if "/bad/" in str(status_path):
+    def failing(recorded: RecordedAttempt) -> RunningTask | None:
+        if recorded.job == "bad":
             raise OSError("cannot read the process table")
-        return adopt(pid, start, status_path)
+        return adopt(recorded)
 
     second.executor.adopt = failing  # type: ignore[method-assign]
     second.start()

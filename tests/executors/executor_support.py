@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from shoal.executors.local import LocalExecutor
+from shoal.executors.contract import Executor, RecordedAttempt
 from shoal.executors.task import RunningTask, TaskLaunch, TaskStatus
 
 PY = sys.executable
@@ -23,7 +23,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-def wait_exit(executor: LocalExecutor, task: RunningTask, timeout: float = 10.0) -> TaskStatus:
+def wait_exit(executor: Executor, task: RunningTask, timeout: float = 10.0) -> TaskStatus:
     deadline = time.monotonic() + timeout
     status = executor.poll(task)
     while status.running:
@@ -33,6 +33,12 @@ def wait_exit(executor: LocalExecutor, task: RunningTask, timeout: float = 10.0)
         time.sleep(0.02)
         status = executor.poll(task)
     return status
+
+
+def recorded(task: RunningTask, *, pid_start_time: float | None = None) -> RecordedAttempt:
+    """What the store records of a launched attempt (`pid_start_time`: another one)."""
+    start = task.pid_start_time if pid_start_time is None else pid_start_time
+    return RecordedAttempt(task.job, task.group, task.index, task.attempt, task.pid, start)
 
 
 def spec(code: str, *, job: str = "job1", group: str = "worker", index: int = 0,

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from executor_support import spec, wait_exit, wait_until
+from executor_support import recorded, spec, wait_exit, wait_until
 
+from shoal.executors.contract import RecordedAttempt
 from shoal.executors.local import LocalExecutor
 from shoal.executors.task import TaskPhase
 
@@ -33,14 +34,14 @@ def test_new_executor_adopts_a_running_task(executor: LocalExecutor) -> None:
     task = executor.launch(spec("import time; print('ready', flush=True); time.sleep(60)"))
     wait_until(lambda: task.stdout_path.exists() and "ready" in task.stdout_path.read_text())
     restarted = LocalExecutor(executor.root, grace_period=1.0)
-    adopted = restarted.adopt(task.pid, task.pid_start_time, task.status_path)
+    adopted = restarted.adopt(recorded(task))
     assert adopted is not None
     assert (adopted.job, adopted.group, adopted.index, adopted.pid) == (
         task.job, task.group, task.index, task.pid)
     assert adopted.stdout_path == task.stdout_path
     assert restarted.poll(adopted).running
     # Same pid, other start time: a reused pid, refused and never signalled.
-    assert restarted.adopt(task.pid, task.pid_start_time + 100.0, task.status_path) is None
+    assert restarted.adopt(recorded(task, pid_start_time=task.pid_start_time + 100.0)) is None
     status = restarted.stop(adopted)
     assert status.phase is TaskPhase.EXITED and status.signal is not None
 
@@ -50,7 +51,7 @@ def test_task_that_ended_while_down_reports_recorded_exit(executor: LocalExecuto
     wait_until(task.status_path.exists)
     del executor  # "crash": nobody polled it
     restarted = LocalExecutor(task.status_path.parents[4])
-    adopted = restarted.adopt(task.pid, task.pid_start_time, task.status_path)
+    adopted = restarted.adopt(recorded(task))
     assert adopted is not None
     status = restarted.poll(adopted)
     assert (status.phase, status.exit_code) == (TaskPhase.EXITED, 5)
@@ -61,7 +62,8 @@ def test_adopting_a_vanished_process_without_record_fails(tmp_path: Path) -> Non
     gone.wait()
     status_path = tmp_path / "shoal" / "tasks" / "j" / "g-0" / "attempt-0" / "status.json"
     status_path.parent.mkdir(parents=True)
-    assert LocalExecutor(tmp_path / "shoal").adopt(gone.pid, 1.0, status_path) is None
+    lost = RecordedAttempt("j", "g", 0, 0, gone.pid, 1.0)
+    assert LocalExecutor(tmp_path / "shoal").adopt(lost) is None
 
 
 def test_an_attempt_claimed_but_never_started_is_started_after_a_restart(

@@ -45,6 +45,7 @@ from shoal.api import (
     TaskState,
 )
 from shoal.control import ControlPlane
+from shoal.executors.contract import RecordedAttempt
 from shoal.executors.local import LocalExecutor
 from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
 from shoal.scheduler.profile import Profile
@@ -147,9 +148,8 @@ class ChaosExecutor(LocalExecutor):
         self.request_stop(task, grace_period)
         return self.poll(task)
 
-    def adopt(self, pid: int, pid_start_time: float, status_path: Path
-              ) -> RunningTask | None:
-        proc = self.procs.get(pid)
+    def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
+        proc = self.procs.get(recorded.pid)
         return None if proc is None else proc.handle
 
     def live(self) -> dict[int, Proc]:

@@ -18,6 +18,7 @@ from server_helpers import Api, StoreScheduler
 
 from shoal.api import Node, Resources, TaskRef, VirtualCluster
 from shoal.server import create_app
+from shoal.server.logs import file_logs
 from shoal.store import Repository, Store
 
 
@@ -39,5 +40,5 @@ def api(store: Store, tmp_path: Path) -> Iterator[Api]:
         return (log_dir / f"{ref.job}.{ref.group}-{ref.index}.out",
                 log_dir / f"{ref.job}.{ref.group}-{ref.index}.err")
 
-    with TestClient(create_app(repository, scheduler, log_paths)) as client:
+    with TestClient(create_app(repository, scheduler, file_logs(log_paths))) as client:
         yield Api(client, repository, scheduler, tokens, log_dir)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,16 +17,17 @@ from fastapi import FastAPI
 
 from shoal.api import TaskRef
 from shoal.executors.local import free_port
+from shoal.server.logs import LogSource, file_logs
 
 
-def log_paths(log_dir: Path) -> Callable[[TaskRef], tuple[Path, Path]]:
+def log_paths(log_dir: Path) -> LogSource:
     """The `api` fixture's log source: task `JOB/GROUP/INDEX` → `JOB.GROUP-INDEX.out|err`."""
 
     def paths(ref: TaskRef) -> tuple[Path, Path]:
         stem = f"{ref.job}.{ref.group}-{ref.index}"
         return log_dir / f"{stem}.out", log_dir / f"{stem}.err"
 
-    return paths
+    return file_logs(paths)
 
 
 @contextmanager

@@ -1,0 +1,174 @@
+"""The executor contract: what the control loop asks of an engine, and what it may rely on.
+
+Shoal schedules; an engine carries out. The control loop (`shoal.control`) is typed against
+`Executor` only: the local executor (`shoal.executors.local`, tasks as subprocesses of this
+machine) is one engine, and a Ray engine, a Kubernetes binder or a Slurm launcher are others
+that implement the same methods and pass the same shared test suite
+(`tests/executors/test_executor_contract.py`, parametrised by engine). The vocabulary is
+`shoal.executors.task` (`TaskLaunch`, `RunningTask`, `TaskStatus`) and the few value objects
+here (`RecordedAttempt`, `LogChunk`, `NodeHealth`). The scheduling core never sees an engine.
+
+Every engine guarantees:
+
+**Placement is Shoal's.** `launch` runs the task on the node `TaskLaunch.node` names, with
+exactly the GPU indices `TaskLaunch.gpus` (`CUDA_VISIBLE_DEVICES`, "" for none) and the
+environment `task.task_env` builds. An engine never re-places, re-queues or delays what
+Shoal bound: it reserves exactly what was bound (or nothing, and Shoal's accounting is the
+only one), so a placed task never waits in the engine's own queue. If the named node cannot
+run it, the attempt fails (a status) — it is never moved elsewhere.
+
+**`launch` is idempotent per (task, attempt).** The first launch of an attempt claims it
+durably before starting anything; any later launch of the same attempt — by this instance,
+or by a new one after a crash between the store's bind and the launch — returns a handle on
+that attempt and never starts a second process. An attempt claimed but never started (the
+claimant died in between) may be started by a later launch, still at most once. A new
+attempt number is a new start. A launch that can never work (no command, a name that cannot
+be used) raises `ValueError` and claims nothing; one that fails to start (a missing working
+directory, a refused user) returns a handle whose status is EXITED with code 127 and the
+reason in `detail`. `RunningTask.pid` > 0 means a process was started: the control loop
+records `pid` and `pid_start_time` in the store (an engine's own identity of the attempt
+may be richer, but must be re-derivable from the record and the attempt's name).
+
+**`poll` never blocks** (beyond a bounded, short check) and reports RUNNING until the
+attempt's whole process tree is gone, then EXITED with the exit code or the signal (and
+`reason` "OOMKilled" when the kernel said so), durably: polling again, or from a new
+instance, gives the same outcome. LOST means the attempt's process is gone and nothing
+recorded how it ended (its supervisor was killed too, its node died or was drained, its
+engine-side handle vanished); the control loop then applies the task's retry policy. An
+engine never reports LOST for a process that may still run.
+
+**Stopping has a grace period.** `request_stop(task, grace)` sends SIGTERM to the attempt's
+whole process group (and everything it started) and returns at once: False when it had
+already ended. Polling after the grace period escalates to SIGKILL, so `request_stop` +
+`poll` is the non-blocking stop; asking twice never extends the grace. `stop` is the
+blocking form, bounded by grace + a short kill wait (still RUNNING only if a process cannot
+be killed at all). A stopped task ends EXITED (by its code or the signal), never LOST.
+
+**`adopt` after a restart** takes what the store recorded of a launched attempt
+(`RecordedAttempt`) and returns a handle on it when its process still runs as that same
+process (a pid reused by an unrelated process is never taken for it, and never signalled),
+or when its outcome was recorded while the control plane was down; None when it is gone
+with nothing recorded (the caller treats it as LOST). `recorded` builds a handle from the
+record alone, without looking: it polls as the record's process stands (running, its
+recorded outcome, or LOST).
+
+**Logs** of a task (its stdout and stderr, all attempts appended) are read as bytes from an
+offset, at most `limit` of them (`read_log`): an engine whose tasks run elsewhere fetches
+them from wherever the task ran, and a read of a log that does not exist yet is empty.
+Followers poll `read_log` with growing offsets, so a read must be cheap.
+
+**Files.** `root` is a directory of the control plane's machine, private to the server
+(0700), where the engine keeps what a restart needs and the control loop its own records
+(`root/control`). `job_file` says where a file every task of a job reads (its membership)
+is written so that no other tenant's task can read it; `forget_job` removes everything the
+engine keeps of a deleted job (records, logs, working directories), so that a job of the
+same name later starts from scratch.
+
+**Nodes.** `nodes` lists the engine's nodes and their health (`NodeHealth`): the local
+executor's are the nodes it was declared, all ready; an engine with a live inventory reports
+each node's state as it is now.
+
+**Tenants.** Every engine meets the isolation contract stated in
+`shoal.executors.isolation` (tasks never run as the server's user, see nothing of the
+control plane nor of another job, and get their requests as limits where possible).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from shoal.executors.task import RunningTask, TaskLaunch, TaskStatus
+
+LogStream = Literal["stdout", "stderr"]
+#: The most one `read_log` returns, whatever it is asked.
+MAX_LOG_READ = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedAttempt:
+    """What the store recorded of a launched attempt: enough to find it again."""
+
+    job: str
+    group: str
+    index: int
+    attempt: int
+    pid: int
+    """The process the launch reported (`RunningTask.pid`); 0 when none was recorded."""
+    pid_start_time: float
+    """When that process started, so that a reused pid is never taken for it."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogChunk:
+    """Bytes of a task's log from an offset, and where the next read starts."""
+
+    data: bytes
+    offset: int
+
+    @property
+    def next_offset(self) -> int:
+        return self.offset + len(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeHealth:
+    """One node of an engine and whether it can run tasks now."""
+
+    name: str
+    ready: bool
+    reason: str = ""
+    """Why it is not ready (drained, dead, unreachable); empty when it is."""
+
+
+class Executor(Protocol):
+    """An engine that carries out Shoal's decisions (the module docstring is the contract)."""
+
+    @property
+    def root(self) -> Path:
+        """The control plane's private directory for this engine and the control loop."""
+        ...
+
+    def launch(self, spec: TaskLaunch) -> RunningTask:
+        """Start `spec`'s attempt on its node with its GPUs, at most once per attempt."""
+        ...
+
+    def poll(self, task: RunningTask) -> TaskStatus:
+        """Where the attempt stands, without blocking; escalates a stop past its grace."""
+        ...
+
+    def request_stop(self, task: RunningTask, grace_period: float | None = None) -> bool:
+        """SIGTERM the attempt's process group now, SIGKILL once `grace_period` ran out
+        (the engine's default when None); False when it had already ended."""
+        ...
+
+    def stop(self, task: RunningTask, grace_period: float | None = None) -> TaskStatus:
+        """`request_stop`, then wait (bounded) for the final status."""
+        ...
+
+    def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
+        """A handle on a recorded attempt that still runs or whose outcome was recorded;
+        None when it is gone with nothing recorded."""
+        ...
+
+    def recorded(self, recorded: RecordedAttempt) -> RunningTask:
+        """A handle from the record alone, without looking (polls LOST once gone)."""
+        ...
+
+    def read_log(self, job: str, group: str, index: int, stream: LogStream, offset: int,
+                 limit: int) -> LogChunk:
+        """At most `limit` bytes (and `MAX_LOG_READ`) of a task's log from `offset`."""
+        ...
+
+    def job_file(self, kind: str, job: str, user: str | None) -> Path:
+        """Where a file that every task of `job` reads, and no other tenant's, lives."""
+        ...
+
+    def forget_job(self, job: str) -> None:
+        """Remove everything kept of a deleted job (it runs nothing any more)."""
+        ...
+
+    def nodes(self) -> tuple[NodeHealth, ...]:
+        """The engine's nodes and their health, now."""
+        ...

@@ -1,0 +1,229 @@
+"""The executor contract (`shoal.executors.contract`), checked against every engine with real
+processes. An engine joins by adding one param to `engine`: how to start an instance of it
+over a root (a second instance over the same root is a control plane restarted) and which
+nodes it has. Every wait is on a condition (a state reached, a line written); deadlines are
+only safety nets."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from executor_support import recorded, spec, wait_exit, wait_until
+
+from shoal.executors.contract import Executor, NodeHealth, RecordedAttempt
+from shoal.executors.local import LocalExecutor
+from shoal.executors.task import RunningTask, TaskPhase
+
+#: A safety net only: on a loaded machine a start can take seconds.
+DEADLINE = 60.0
+GRACE = 1.0
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    nodes: tuple[str, ...]
+    """The nodes an instance has; tasks are launched on the first."""
+    start: Callable[[Path], Executor]
+    """A new instance over `root` (the same root: the same engine after a restart)."""
+
+
+def _local(root: Path) -> Executor:
+    return LocalExecutor(root, grace_period=GRACE, node_names=("node-a", "node-b"))
+
+
+ENGINES = {"local": Engine("local", ("node-a", "node-b"), _local)}
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def engine(request: pytest.FixtureRequest) -> Engine:
+    return ENGINES[str(request.param)]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "engine"
+
+
+def _log(executor: Executor, task: RunningTask) -> str:
+    return executor.read_log(task.job, task.group, task.index, "stdout", 0, 1 << 20
+                             ).data.decode()
+
+
+def _until_printed(executor: Executor, task: RunningTask, text: str) -> None:
+    wait_until(lambda: text in _log(executor, task), timeout=DEADLINE)
+
+
+def _blocked(started: Path, release: Path, code: int = 0) -> str:
+    """A task that counts its starts in `started`, says "ready", and exits with `code` once
+    `release` exists (or after two minutes, should a test fail before releasing it)."""
+    return (f"import os, sys, time\n"
+            f"open({str(started)!r}, 'a').write('x\\n')\n"
+            f"print('ready', flush=True)\n"
+            f"end = time.monotonic() + 120\n"
+            f"while not os.path.exists({str(release)!r}) and time.monotonic() < end:\n"
+            f"    time.sleep(0.01)\n"
+            f"sys.exit({code})\n")
+
+
+def test_launch_runs_the_command_with_its_env_and_gpus(engine: Engine, root: Path) -> None:
+    executor = engine.start(root)
+    code = "import json, os; print(json.dumps(dict(os.environ)))"
+    task = executor.launch(spec(code, job="train", group="trainer", index=1, gpus=(2, 3),
+                                world_size=4, rank=3, master_addr="10.0.0.7",
+                                node=engine.nodes[0],
+                                env={"FOO": "bar", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}))
+    assert task.pid > 0
+    status = wait_exit(executor, task, DEADLINE)
+    assert (status.phase, status.exit_code) == (TaskPhase.EXITED, 0), status
+    env = json.loads(_log(executor, task).strip().splitlines()[-1])
+    assert env["CUDA_VISIBLE_DEVICES"] == "2,3"  # exactly its GPUs, never the job's own
+    assert (env["RANK"], env["WORLD_SIZE"], env["MASTER_ADDR"]) == ("3", "4", "10.0.0.7")
+    assert (env["SHOAL_JOB"], env["SHOAL_TASK_GROUP"], env["SHOAL_TASK_INDEX"]) == (
+        "train", "trainer", "1")
+    assert env["FOO"] == "bar"
+    no_gpus = executor.launch(spec(code, job="cpu", node=engine.nodes[0]))
+    wait_exit(executor, no_gpus, DEADLINE)
+    assert json.loads(_log(executor, no_gpus).splitlines()[-1])["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_a_second_launch_of_an_attempt_starts_no_second_process(
+        engine: Engine, root: Path, tmp_path: Path) -> None:
+    started, release = tmp_path / "started", tmp_path / "release"
+    executor = engine.start(root)
+    launch = spec(_blocked(started, release), node=engine.nodes[0])
+    first = executor.launch(launch)
+    again = executor.launch(launch)
+    # A control plane that crashed between the store's bind and the launch launches again.
+    after_restart = engine.start(root).launch(launch)
+    assert first.pid == again.pid == after_restart.pid > 0
+    _until_printed(executor, first, "ready")
+    release.touch()
+    assert wait_exit(executor, first, DEADLINE).exit_code == 0
+    assert started.read_text() == "x\n"
+    # A new attempt of the same task is a new start.
+    wait_exit(executor, executor.launch(spec(_blocked(started, release), attempt=1,
+                                             node=engine.nodes[0])), DEADLINE)
+    assert started.read_text() == "x\nx\n"
+
+
+def test_poll_reports_running_then_the_exit_code(engine: Engine, root: Path,
+                                                 tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    executor = engine.start(root)
+    task = executor.launch(spec(_blocked(tmp_path / "started", release, code=3),
+                                node=engine.nodes[0]))
+    _until_printed(executor, task, "ready")
+    assert executor.poll(task).running  # it waits for `release`: it cannot have ended
+    release.touch()
+    status = wait_exit(executor, task, DEADLINE)
+    assert (status.phase, status.exit_code, status.signal) == (TaskPhase.EXITED, 3, None)
+    assert executor.poll(task) == status  # the outcome is durable
+    assert engine.start(root).poll(task) == status
+    assert not executor.request_stop(task, GRACE)  # ended: nothing is signalled
+
+
+def test_request_stop_escalates_to_sigkill_after_the_grace_period(engine: Engine,
+                                                                  root: Path) -> None:
+    ignores_sigterm = ("import signal, time\n"
+                       "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                       "print('ready', flush=True)\n"
+                       "time.sleep(120)\n")
+    executor = engine.start(root)
+    task = executor.launch(spec(ignores_sigterm, node=engine.nodes[0]))
+    _until_printed(executor, task, "ready")
+    asked = time.monotonic()
+    assert executor.request_stop(task, GRACE)
+    status = wait_exit(executor, task, DEADLINE)  # polling is what escalates
+    assert time.monotonic() - asked >= GRACE  # never killed before its grace ran out
+    assert (status.phase, status.signal) == (TaskPhase.EXITED, int(signal.SIGKILL))
+
+
+def test_stop_ends_a_task_that_handles_sigterm(engine: Engine, root: Path) -> None:
+    traps_sigterm = ("import signal, sys, time\n"
+                     "signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))\n"
+                     "print('ready', flush=True)\n"
+                     "time.sleep(120)\n")
+    executor = engine.start(root)
+    task = executor.launch(spec(traps_sigterm, node=engine.nodes[0]))
+    _until_printed(executor, task, "ready")
+    status = executor.stop(task, DEADLINE)
+    assert (status.phase, status.exit_code) == (TaskPhase.EXITED, 7)
+
+
+def test_a_restarted_engine_adopts_a_live_attempt(engine: Engine, root: Path,
+                                                  tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    task = engine.start(root).launch(spec(_blocked(tmp_path / "started", release),
+                                          node=engine.nodes[0]))
+    restarted = engine.start(root)
+    _until_printed(restarted, task, "ready")
+    adopted = restarted.adopt(recorded(task))
+    assert adopted is not None
+    assert (adopted.job, adopted.group, adopted.index, adopted.attempt, adopted.pid) == (
+        task.job, task.group, task.index, task.attempt, task.pid)
+    assert restarted.poll(adopted).running
+    release.touch()
+    assert wait_exit(restarted, adopted, DEADLINE).exit_code == 0
+
+
+def test_a_restarted_engine_finds_what_ended_while_it_was_down(engine: Engine,
+                                                               root: Path) -> None:
+    task = engine.start(root).launch(spec("import sys; sys.exit(5)", node=engine.nodes[0]))
+    # Another instance watches it end; the one adopting it starts only after that.
+    wait_exit(engine.start(root), engine.start(root).recorded(recorded(task)), DEADLINE)
+    restarted = engine.start(root)
+    adopted = restarted.adopt(recorded(task))
+    assert adopted is not None
+    status = restarted.poll(adopted)
+    assert (status.phase, status.exit_code) == (TaskPhase.EXITED, 5)
+
+
+def test_an_attempt_gone_without_an_outcome_is_lost(engine: Engine, root: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    executor = engine.start(root)
+    never = RecordedAttempt("job1", "worker", 0, 7, gone.pid, 1.0)
+    assert executor.adopt(never) is None
+    assert executor.poll(executor.recorded(never)).phase is TaskPhase.LOST
+
+
+def test_logs_are_read_from_an_offset(engine: Engine, root: Path) -> None:
+    executor = engine.start(root)
+    code = ("import sys; print('one'); print('two'); "
+            "print('oops', file=sys.stderr)")
+    task = executor.launch(spec(code, node=engine.nodes[0]))
+    wait_exit(executor, task, DEADLINE)
+    read = executor.read_log
+    assert read("job1", "worker", 0, "stdout", 0, 1 << 20).data == b"one\ntwo\n"
+    chunk = read("job1", "worker", 0, "stdout", 4, 1 << 20)
+    assert (chunk.data, chunk.next_offset) == (b"two\n", 8)
+    assert read("job1", "worker", 0, "stdout", 0, 2).data == b"on"
+    assert read("job1", "worker", 0, "stdout", 8, 1 << 20).data == b""
+    assert read("job1", "worker", 0, "stderr", 0, 1 << 20).data == b"oops\n"
+    assert read("job1", "worker", 5, "stdout", 0, 1 << 20).data == b""  # no such log yet
+
+
+def test_a_forgotten_job_starts_from_scratch(engine: Engine, root: Path) -> None:
+    executor = engine.start(root)
+    task = executor.launch(spec("print('first')", node=engine.nodes[0]))
+    wait_exit(executor, task, DEADLINE)
+    executor.forget_job("job1")
+    assert executor.read_log("job1", "worker", 0, "stdout", 0, 1 << 20).data == b""
+    again = executor.launch(spec("print('second')", node=engine.nodes[0]))
+    wait_exit(executor, again, DEADLINE)
+    assert _log(executor, again) == "second\n"
+
+
+def test_nodes_are_listed_with_their_health(engine: Engine, root: Path) -> None:
+    nodes = engine.start(root).nodes()
+    assert sorted(n.name for n in nodes) == sorted(engine.nodes)
+    assert all(n == NodeHealth(n.name, ready=True) for n in nodes)
