@@ -22,8 +22,9 @@ run: uv
 	$(UV) sync --frozen --quiet
 	$(UV) run shoal up $(ARGS)
 
+# The executor contract suite also runs against a real Ray cluster: the `ray` extra.
 test: uv postgresql
-	$(UV) sync --frozen --quiet
+	$(UV) sync --frozen --extra ray --quiet
 	$(UV) run ruff check .
 	$(UV) run mypy
 	$(UV) run pytest

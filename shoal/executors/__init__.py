@@ -3,7 +3,8 @@
 This package owns the machine-facing side of the control plane: the executor contract every
 engine meets (`contract.Executor`), the node inventory (what a machine offers) and the local
 executor, one engine (tasks as subprocesses of this machine, with a wrapper that records
-their outcome durably). The control loop calls it; it decides nothing itself.
+their outcome durably). The Ray engine (`ray_engine`, the optional extra `shoal[ray]`) is
+another, imported only where it is used. The control loop calls them; they decide nothing.
 """
 
 from shoal.executors.contract import Executor, LogChunk, NodeHealth, RecordedAttempt

@@ -1,17 +1,20 @@
 """The executor contract (`shoal.executors.contract`), checked against every engine with real
-processes. An engine joins by adding one param to `engine`: how to start an instance of it
-over a root (a second instance over the same root is a control plane restarted) and which
-nodes it has. Every wait is on a condition (a state reached, a line written); deadlines are
-only safety nets."""
+processes. An engine joins by adding one entry to `ENGINES`: how to start an instance of it
+over a root (a second instance over the same root is a control plane restarted), which
+nodes it has and how to end what a test left running. The Ray engine runs against one real
+multi-node Ray cluster started on this machine for the whole module (a head and a worker
+with fake GPUs, `ray.cluster_utils.Cluster`), shut down at the module's end. Every wait is
+on a condition (a state reached, a line written); deadlines are only safety nets."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,18 +37,79 @@ class Engine:
     """The nodes an instance has; tasks are launched on the first."""
     start: Callable[[Path], Executor]
     """A new instance over `root` (the same root: the same engine after a restart)."""
+    cleanup: Callable[[Path], None] = lambda root: None
+    """Ends what a test left running on the engine (its instances over `root`)."""
 
 
 def _local(root: Path) -> Executor:
     return LocalExecutor(root, grace_period=GRACE, node_names=("node-a", "node-b"))
 
 
-ENGINES = {"local": Engine("local", ("node-a", "node-b"), _local)}
+# ---- Ray: one real multi-node cluster on this machine for the whole module ----------------
+
+_RAY: list[object] = []
+"""The module's Ray cluster, started by the first Ray test (`ray.cluster_utils.Cluster`)."""
+RAY_NODES = ("ray-gpu", "ray-head")
+
+
+def _ray_cluster() -> None:
+    if _RAY:
+        return
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from shoal.executors.ray_engine import NODE_LABEL
+
+    # A head and a worker with 4 fake GPUs (a node resource only: Shoal assigns indices).
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "labels": {NODE_LABEL: "ray-head"}})
+    _RAY.append(cluster)
+    cluster.add_node(num_cpus=1, num_gpus=4, labels={NODE_LABEL: "ray-gpu"})
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+
+
+def _ray_namespace(root: Path) -> str:
+    # One namespace per control plane (its root): tests reuse job names.
+    return "shoal-test-" + hashlib.sha256(str(root.absolute()).encode()).hexdigest()[:12]
+
+
+def _ray(root: Path) -> Executor:
+    from shoal.executors.ray_engine import RayExecutor
+
+    _ray_cluster()
+    return RayExecutor(root, namespace=_ray_namespace(root), grace_period=GRACE)
+
+
+def _ray_cleanup(root: Path) -> None:
+    from shoal.executors.ray_engine import RayExecutor
+
+    if _RAY:
+        RayExecutor(root, namespace=_ray_namespace(root), grace_period=GRACE).close()
+
+
+ENGINES = {"local": Engine("local", ("node-a", "node-b"), _local),
+           "ray": Engine("ray", RAY_NODES, _ray, _ray_cleanup)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ray_shutdown() -> Iterator[None]:
+    yield
+    if _RAY:
+        import ray
+        from ray.cluster_utils import Cluster
+
+        ray.shutdown()
+        cluster = _RAY.pop()
+        assert isinstance(cluster, Cluster)
+        cluster.shutdown()
 
 
 @pytest.fixture(params=sorted(ENGINES))
-def engine(request: pytest.FixtureRequest) -> Engine:
-    return ENGINES[str(request.param)]
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    chosen = ENGINES[str(request.param)]
+    yield chosen
+    chosen.cleanup(tmp_path / "engine")
 
 
 @pytest.fixture
@@ -227,3 +291,29 @@ def test_nodes_are_listed_with_their_health(engine: Engine, root: Path) -> None:
     nodes = engine.start(root).nodes()
     assert sorted(n.name for n in nodes) == sorted(engine.nodes)
     assert all(n == NodeHealth(n.name, ready=True) for n in nodes)
+
+
+# ---- what only the Ray engine can show ----------------------------------------------------
+
+
+def test_ray_runs_each_attempt_on_exactly_the_node_shoal_chose(root: Path) -> None:
+    import ray
+
+    from shoal.executors.ray_engine import NODE_LABEL, RayExecutor, actor_name
+
+    executor = _ray(root)
+    assert isinstance(executor, RayExecutor)
+    try:
+        ids = {n["Labels"][NODE_LABEL]: n["NodeID"] for n in ray.nodes() if n["Alive"]}
+        for node in RAY_NODES:
+            task = executor.launch(spec("print('hi')", job=f"on-{node}", node=node))
+            assert wait_exit(executor, task, DEADLINE).exit_code == 0
+            actor = ray.get_actor(actor_name(f"on-{node}", "worker", 0, 0),
+                                  namespace=executor.namespace)
+            assert ray.get(actor.node_id.remote(), timeout=DEADLINE) == ids[node]
+        # A node Ray does not have: nothing starts anywhere else, the attempt is lost.
+        nowhere = executor.launch(spec("print('never')", job="nowhere", node="no-such-node"))
+        assert nowhere.pid == 0
+        assert executor.poll(nowhere).phase is TaskPhase.LOST
+    finally:
+        _ray_cleanup(root)
