@@ -13,7 +13,7 @@ control plane restarted after a crash — finds the attempt's actor again by nam
 
 **The actor is the node's local executor.** Each actor hosts a `LocalExecutor` rooted in the
 node's directory `<root>/nodes/<node>` (on the node's own disk: a path of the same name on
-every machine) and delegates launch, poll, request_stop, adopt and read_log to it, so the
+every machine) and delegates launch, poll, request_stop and adopt to it, so the
 wrapper, the durable claim and status records, process groups, cgroups and isolation are the
 same code on every node. Idempotency is the local executor's on-disk claim, made on the node
 the attempt runs on: a second launch of an attempt — through the same actor, or through a
@@ -32,19 +32,26 @@ Shoal assigned (the local executor sets it), never what Ray would pick. A launch
 Ray does not know (or that is dead) starts nothing and its handle polls LOST, which the
 control loop retries under the task's policy.
 
-**Outcomes and loss.** `poll` asks the attempt's actor (a bounded call: while the answer is
-late the attempt counts as RUNNING, never as LOST). An attempt whose actor vanished (its node
-died, it was killed) has nothing its control plane can read any more: it polls LOST, and
-`adopt` returns None for it. Actors stay after their attempt ended, so that its outcome and
-its logs remain readable (through the actor, on the node that ran it), until `forget_job`
-removes the job's files on every node through its actors and ends them.
+**The actor lives as long as its attempt runs.** Which node each attempt was launched on is
+the control plane's record (`<root>/placements/...`, written before anything starts; a
+relaunch of an attempt goes where the first went). `poll` asks the attempt's actor (a
+bounded call: while the answer is late the attempt counts as RUNNING, never as LOST); once
+the outcome is known — recorded by the wrapper on the node — the actor is ended, so a
+finished attempt costs no Ray worker process (about 100 MB each). Afterwards its outcome,
+its adoption and its logs are read from its files on its node by short Ray tasks pinned to
+that node (`num_cpus=0` too). An attempt is LOST when nothing can tell how it ended: its
+actor vanished (killed, its node died) and no outcome was recorded on its node, or its node
+is gone; `adopt` then returns None. Should an attempt's actor die while its process still
+runs, a stop makes a new actor of the same name on the same node, which adopts it.
+`forget_job` stops what still runs of the job, removes its files on every node it was
+placed on, ends its actors and forgets its placements.
 
 **Stopping** is the local executor's: SIGTERM to the attempt's process group, SIGKILL once
 the grace period ran out, escalated by polling — the actor keeps the deadline, so every
 instance that polls the attempt escalates it.
 
-**Logs** are read through the actor of the task's latest attempt known to this instance (or
-found by name), on the node that ran it.
+**Logs** (all attempts of a task appended, per node) are read on the node of the task's
+latest attempt, by a short pinned task.
 
 **Nodes** are Ray's: alive nodes are ready, dead ones are listed not ready with Ray's reason.
 Wiring into `shoal up --engine ray` and a live node inventory (resources, labels, nodes that
@@ -55,7 +62,9 @@ gives it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -80,6 +89,7 @@ from shoal.executors.local import (
     _check_name,
 )
 from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
+from shoal.executors.wrapper import create_json_exclusive
 
 #: The Ray node label that names a node for Shoal.
 NODE_LABEL = "shoal.io/node"
@@ -141,10 +151,6 @@ class TaskActor:
     def request_stop(self, task: RunningTask, grace_period: float | None) -> bool:
         return self._local.request_stop(self._handle(task), grace_period)
 
-    def read_log(self, job: str, group: str, index: int, stream: LogStream, offset: int,
-                 limit: int) -> LogChunk:
-        return self._local.read_log(job, group, index, stream, offset, limit)
-
     def node_id(self) -> str:
         """The Ray node this actor runs on."""
         return str(ray.get_runtime_context().get_node_id())
@@ -166,6 +172,36 @@ class TaskActor:
 _RemoteTaskActor: Any = ray.remote(num_cpus=0, max_restarts=0)(TaskActor)
 
 
+def _on_node(node_root: str, isolation: Isolation | None, op: str, *args: Any) -> Any:
+    """What a short Ray task pinned to a node does there, with no actor: look at an
+    attempt's files (adopt, poll), read a log, forget a job."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(_WORKER_ONLY)}
+    local = LocalExecutor(Path(node_root), base_env=base, isolation=isolation)
+    if op == "adopt":
+        return local.adopt(args[0])
+    if op == "poll":
+        handle = local.adopt(args[0])
+        if handle is None:
+            return _LOST_ACTOR
+        return local.poll(handle)
+    if op == "read_log":
+        return local.read_log(*args)
+    if op == "forget":
+        local.forget_job(args[0])
+        return None
+    raise ValueError(f"unknown operation {op!r}")
+
+
+_RemoteOnNode: Any = ray.remote(num_cpus=0, max_retries=0)(_on_node)
+_LOST_ACTOR = TaskStatus(TaskPhase.LOST,
+                         detail="its Ray actor is gone and nothing recorded its outcome")
+_LOST_NODE = TaskStatus(TaskPhase.LOST, detail="its Ray node is gone or unknown")
+
+
+class _NodeGoneError(Exception):
+    """The node an attempt was placed on is unknown, dead, or did not answer."""
+
+
 class RayExecutor:
     """Carries out Shoal's decisions on a Ray cluster (an `Executor`). `address`: the Ray
     cluster to connect to when this process is not connected yet (None: Ray's default)."""
@@ -183,8 +219,8 @@ class RayExecutor:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         self._node_ids: dict[str, str] = {}
         self._actors: dict[str, Any] = {}
-        # The actor of each task's latest attempt this instance launched or adopted.
-        self._latest: dict[tuple[str, str, int], tuple[int, Any]] = {}
+        # Outcomes this instance saw (the attempt's actor is then ended).
+        self._ended: dict[str, TaskStatus] = {}
 
     # ---- nodes ------------------------------------------------------------------------------
 
@@ -197,14 +233,16 @@ class RayExecutor:
         """Ray's nodes: alive ones ready, dead ones not ready with Ray's reason (a name
         that has an alive node is that node)."""
         found: dict[str, NodeHealth] = {}
+        alive: dict[str, str] = {}
         for node in ray.nodes():  # type: ignore[no-untyped-call]
             name = self._node_name(node)
             if node.get("Alive"):
-                self._node_ids[name] = str(node["NodeID"])
+                alive[name] = str(node["NodeID"])
                 found[name] = NodeHealth(name, ready=True)
-            elif name not in found:
+            elif name not in alive:
                 why = str(node.get("DeathReasonMessage") or "") or "dead"
                 found[name] = NodeHealth(name, ready=False, reason=f"dead: {why}")
+        self._node_ids = alive
         return tuple(found[name] for name in sorted(found))
 
     def _node_id(self, name: str) -> str | None:
@@ -212,11 +250,56 @@ class RayExecutor:
             self.nodes()
         return self._node_ids.get(name)
 
-    # ---- actors -----------------------------------------------------------------------------
-
     def node_root(self, node: str) -> Path:
         """The directory of a node's local executor, on that node."""
         return self.root / "nodes" / node
+
+    # ---- placements: which node each attempt was launched on (the control plane's record) --
+
+    def _placement(self, job: str, group: str, index: int, attempt: int) -> Path:
+        return self.root / "placements" / job / f"{group}-{index}" / f"attempt-{attempt}.json"
+
+    def _place(self, spec: TaskLaunch) -> str:
+        """Record the attempt's node before anything starts; an earlier record wins (a
+        relaunch of an attempt goes where the first launch went)."""
+        path = self._placement(spec.job, spec.group, spec.index, spec.attempt)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        create_json_exclusive(path, {"node": spec.node})
+        return self._placed(spec.job, spec.group, spec.index, spec.attempt) or spec.node
+
+    def _placed(self, job: str, group: str, index: int, attempt: int) -> str | None:
+        try:
+            data = json.loads(self._placement(job, group, index, attempt).read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+        node = data.get("node") if isinstance(data, dict) else None
+        return node if isinstance(node, str) else None
+
+    def _latest_placed(self, job: str, group: str, index: int) -> str | None:
+        directory = self.root / "placements" / job / f"{group}-{index}"
+        attempts = [int(p.stem.removeprefix("attempt-")) for p in directory.glob("attempt-*.json")
+                    if p.stem.removeprefix("attempt-").isdigit()]
+        return self._placed(job, group, index, max(attempts)) if attempts else None
+
+    def _run_on(self, node: str | None, op: str, *args: Any, timeout: float = CALL_TIMEOUT
+                ) -> Any:
+        """Run `op` of `_on_node` on `node` (a short pinned Ray task): _NodeGoneError when the
+        node is unknown, dead or does not answer in time (GetTimeoutError)."""
+        node_id = None if node is None else self._node_id(node)
+        if node is None or node_id is None:
+            raise _NodeGoneError(node)
+        ref = _RemoteOnNode.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        ).remote(str(self.node_root(node)), self.isolation, op, *args)
+        try:
+            return ray.get(ref, timeout=timeout)
+        except GetTimeoutError:
+            raise
+        except RayError as exc:
+            self._node_ids.pop(node, None)
+            raise _NodeGoneError(node) from exc
+
+    # ---- actors -----------------------------------------------------------------------------
 
     def _actor(self, name: str) -> Any | None:
         actor = self._actors.get(name)
@@ -228,29 +311,40 @@ class RayExecutor:
             self._actors[name] = actor
         return actor
 
-    def _call(self, name: str, method: str, *args: Any, timeout: float = CALL_TIMEOUT
-              ) -> Any:
-        """Call a method of an attempt's actor; RayActorError when the actor is gone."""
-        actor = self._actor(name)
-        if actor is None:
-            raise RayActorError(error_msg=f"no actor {name!r}")
-        try:
-            return ray.get(getattr(actor, method).remote(*args), timeout=timeout)
-        except RayActorError:
-            self._actors.pop(name, None)
-            raise
+    def _create_actor(self, name: str, node: str) -> Any | None:
+        """The attempt's actor on `node`, made if missing (get-if-exists); None when the
+        node is unknown or dead."""
+        node_id = self._node_id(node)
+        if node_id is None:
+            return None
+        actor = _RemoteTaskActor.options(
+            name=name, namespace=self.namespace, lifetime="detached", get_if_exists=True,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        ).remote(str(self.node_root(node)), self.grace_period, self.isolation)
+        self._actors[name] = actor
+        return actor
 
-    def _remember(self, task: RunningTask) -> None:
-        key = (task.job, task.group, task.index)
-        latest = self._latest.get(key)
-        if latest is None or latest[0] <= task.attempt:
-            name = actor_name(task.job, task.group, task.index, task.attempt)
-            self._latest[key] = (task.attempt, self._actors.get(name))
+    def _retire(self, name: str) -> None:
+        """End an attempt's actor once its outcome is recorded on its node (where polls,
+        adoption and log reads then look, with short pinned tasks)."""
+        actor = self._actors.pop(name, None)
+        if actor is not None:
+            with contextlib.suppress(RayError):
+                ray.kill(actor, no_restart=True)
+
+    def _wait_name_free(self, names: list[str]) -> None:
+        deadline = time.monotonic() + CALL_TIMEOUT
+        for name in names:
+            while time.monotonic() < deadline:
+                try:
+                    ray.get_actor(name, namespace=self.namespace)
+                except ValueError:
+                    break
+                time.sleep(_POLL_INTERVAL)
 
     def _placeholder(self, job: str, group: str, index: int, attempt: int,
                      pid: int = 0, start: float = 0.0) -> RunningTask:
-        """A handle built without asking any node (its paths are where the node keeps the
-        attempt's files, on a node not known here)."""
+        """A handle built without asking any node (its paths are only nominal)."""
         base = self.root / "unplaced" / job / f"{group}-{index}"
         return RunningTask(job, group, index, attempt, pid, start, base / "out", base / "err",
                            base / f"attempt-{attempt}" / "status.json")
@@ -264,59 +358,84 @@ class RayExecutor:
         _check_name("job", spec.job)
         _check_name("group", spec.group)
         _check_name("node", spec.node)
-        node_id = self._node_id(spec.node)
-        if node_id is None:  # unknown or dead: nothing starts, the attempt is lost
-            return self._placeholder(spec.job, spec.group, spec.index, spec.attempt)
+        node = self._place(spec)
         name = actor_name(spec.job, spec.group, spec.index, spec.attempt)
-        try:
-            actor = self._actor(name)
-            if actor is None:
-                actor = _RemoteTaskActor.options(
-                    name=name, namespace=self.namespace, lifetime="detached",
-                    get_if_exists=True,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-                ).remote(str(self.node_root(spec.node)), self.grace_period, self.isolation)
-                self._actors[name] = actor
-            handle: RunningTask = ray.get(actor.launch.remote(spec), timeout=CALL_TIMEOUT)
-        except (RayActorError, GetTimeoutError):
-            # The node could not run it (died meanwhile): the attempt polls as LOST.
-            self._actors.pop(name, None)
-            return self._placeholder(spec.job, spec.group, spec.index, spec.attempt)
-        self._remember(handle)
-        return handle
+        for _ in range(2):  # a second try when the actor found was being ended
+            actor = self._actor(name) or self._create_actor(name, node)
+            if actor is None:  # unknown or dead node: nothing starts, the attempt is lost
+                break
+            try:
+                handle: RunningTask = ray.get(actor.launch.remote(spec),
+                                              timeout=CALL_TIMEOUT)
+                return handle
+            except RayActorError:
+                self._actors.pop(name, None)
+                self._wait_name_free([name])
+            except GetTimeoutError:
+                break
+        return self._placeholder(spec.job, spec.group, spec.index, spec.attempt)
 
     # ---- adopt ------------------------------------------------------------------------------
 
+    @staticmethod
+    def _record(task: RunningTask) -> RecordedAttempt:
+        return RecordedAttempt(task.job, task.group, task.index, task.attempt, task.pid,
+                               task.pid_start_time)
+
     def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
-        """The attempt's handle, found through its actor by name; None when the actor is gone
-        (nothing of the attempt can be read any more) or it has gone with nothing recorded."""
+        """The attempt's handle, through its actor, or from its files on its node once the
+        actor has ended; None when it is gone with nothing recorded (or its node is)."""
         name = actor_name(recorded.job, recorded.group, recorded.index, recorded.attempt)
+        actor = self._actor(name)
+        if actor is not None:
+            with contextlib.suppress(RayActorError):
+                handle: RunningTask | None = ray.get(actor.adopt.remote(recorded),
+                                                     timeout=CALL_TIMEOUT)
+                return handle
+            self._actors.pop(name, None)
+        node = self._placed(recorded.job, recorded.group, recorded.index, recorded.attempt)
         try:
-            handle: RunningTask | None = self._call(name, "adopt", recorded)
-        except RayActorError:
+            found: RunningTask | None = self._run_on(node, "adopt", recorded)
+        except (_NodeGoneError, GetTimeoutError):
             return None
-        if handle is not None:
-            self._remember(handle)
-        return handle
+        return found
 
     def recorded(self, recorded: RecordedAttempt) -> RunningTask:
-        """A handle from the record alone; its actor answers for it when polled."""
+        """A handle from the record alone; its actor or its node answers when polled."""
         return self._placeholder(recorded.job, recorded.group, recorded.index,
                                  recorded.attempt, recorded.pid, recorded.pid_start_time)
 
     # ---- poll and stop ----------------------------------------------------------------------
 
     def poll(self, task: RunningTask) -> TaskStatus:
-        """Where the attempt stands, asked of its actor (bounded: a late answer is RUNNING);
-        LOST once the actor is gone."""
+        """Where the attempt stands, asked of its actor (bounded: a late answer is RUNNING),
+        or, once that has ended, read from the attempt's files on its node. An attempt's
+        actor is ended as soon as its outcome is known. LOST once nothing can tell."""
         name = actor_name(task.job, task.group, task.index, task.attempt)
-        try:
-            status: TaskStatus = self._call(name, "poll", task, timeout=POLL_TIMEOUT)
-        except GetTimeoutError:
-            return RUNNING
-        except RayActorError:
-            return TaskStatus(TaskPhase.LOST,
-                              detail="its Ray actor is gone and nothing recorded its outcome")
+        ended = self._ended.get(name)
+        if ended is not None:
+            return ended
+        status: TaskStatus | None = None
+        actor = self._actor(name)
+        if actor is not None:
+            try:
+                status = ray.get(actor.poll.remote(task), timeout=POLL_TIMEOUT)
+            except GetTimeoutError:
+                return RUNNING
+            except RayActorError:
+                self._actors.pop(name, None)
+        if status is None:
+            node = self._placed(task.job, task.group, task.index, task.attempt)
+            try:
+                status = self._run_on(node, "poll", self._record(task), timeout=POLL_TIMEOUT)
+            except GetTimeoutError:
+                return RUNNING
+            except _NodeGoneError:
+                status = _LOST_NODE if node is not None else _LOST_ACTOR
+        assert status is not None
+        if not status.running:
+            self._ended[name] = status
+            self._retire(name)
         return status
 
     def request_stop(self, task: RunningTask, grace_period: float | None = None) -> bool:
@@ -324,9 +443,21 @@ class RayExecutor:
         when polled past the grace period. False when it had ended (or is gone)."""
         grace = self.grace_period if grace_period is None else grace_period
         name = actor_name(task.job, task.group, task.index, task.attempt)
+        if name in self._ended:
+            return False
+        actor = self._actor(name)
+        if actor is None:
+            if not self.poll(task).running:
+                return False
+            # Still running without its actor (it died): a new one adopts the attempt.
+            node = self._placed(task.job, task.group, task.index, task.attempt)
+            actor = None if node is None else self._create_actor(name, node)
+            if actor is None:
+                return False
         try:
-            return bool(self._call(name, "request_stop", task, grace))
+            return bool(ray.get(actor.request_stop.remote(task, grace), timeout=CALL_TIMEOUT))
         except RayActorError:
+            self._actors.pop(name, None)
             return False
 
     def stop(self, task: RunningTask, grace_period: float | None = None) -> TaskStatus:
@@ -342,51 +473,28 @@ class RayExecutor:
 
     # ---- logs and files ---------------------------------------------------------------------
 
-    def _log_actor(self, job: str, group: str, index: int) -> Any | None:
-        latest = self._latest.get((job, group, index))
-        if latest is not None and latest[1] is not None:
-            return latest[1]
-        prefix = f"{job}:{group}:{index}:"
-        attempts = sorted(
-            (int(entry["name"].removeprefix(prefix)), entry["name"])
-            for entry in ray.util.list_named_actors(all_namespaces=True)
-            if entry["namespace"] == self.namespace and entry["name"].startswith(prefix)
-            and entry["name"].removeprefix(prefix).isdigit())
-        if not attempts:
-            return None
-        attempt, name = attempts[-1]
-        actor = self._actor(name)
-        if actor is not None:
-            self._latest[(job, group, index)] = (attempt, actor)
-        return actor
-
     def read_log(self, job: str, group: str, index: int, stream: LogStream, offset: int,
                  limit: int) -> LogChunk:
-        """At most `limit` (and `MAX_LOG_READ`) bytes of a task's log, read on the node that
-        ran its latest attempt; empty when there is none."""
-        actor = self._log_actor(job, group, index)
-        if actor is None:
-            return LogChunk(b"", offset)
+        """At most `limit` (and `MAX_LOG_READ`) bytes of a task's log, read on the node of
+        its latest attempt (a short pinned task); empty when there is none."""
+        node = self._latest_placed(job, group, index)
         try:
-            chunk: LogChunk = ray.get(
-                actor.read_log.remote(job, group, index, stream, offset,
-                                      max(0, min(limit, MAX_LOG_READ))),
-                timeout=CALL_TIMEOUT)
-        except (RayActorError, GetTimeoutError):
-            self._latest.pop((job, group, index), None)
+            chunk: LogChunk = self._run_on(node, "read_log", job, group, index, stream,
+                                           offset, max(0, min(limit, MAX_LOG_READ)))
+        except (_NodeGoneError, GetTimeoutError):
             return LogChunk(b"", offset)
         return chunk
 
     def job_file(self, kind: str, job: str, user: str | None) -> Path:
         """Where the control plane keeps a file every task of `job` reads. The Ray engine's
-        tasks run elsewhere: it is the control plane's own record (shipping it to the nodes
-        is the live-inventory step's)."""
+        tasks run elsewhere: for now it is the control plane's own record (shipping it to
+        the nodes comes with `shoal up --engine ray`)."""
         _check_name("job", job)
         return self.root / "control" / kind / f"{job}.json"
 
-    def _job_actors(self, job: str | None) -> list[str]:
+    def _live_actors(self, job: str | None) -> list[str]:
         prefix = "" if job is None else f"{job}:"
-        return [entry["name"] for entry in ray.util.list_named_actors(all_namespaces=True)
+        return [str(entry["name"]) for entry in ray.util.list_named_actors(all_namespaces=True)
                 if entry["namespace"] == self.namespace
                 and str(entry["name"]).startswith(prefix)]
 
@@ -402,23 +510,33 @@ class RayExecutor:
             with contextlib.suppress(RayError):
                 ray.kill(actor, no_restart=True)
             self._actors.pop(name, None)
-        deadline = time.monotonic() + CALL_TIMEOUT
-        for name in names:
-            while time.monotonic() < deadline:
-                try:
-                    ray.get_actor(name, namespace=self.namespace)
-                except ValueError:
-                    break
-                time.sleep(_POLL_INTERVAL)
+        self._wait_name_free(names)
 
     def forget_job(self, job: str) -> None:
-        """Remove the job's files on every node its actors ran on, and end its actors."""
+        """Stop what still runs of the job, remove its files on every node it was placed on,
+        end its actors, and forget its placements."""
         _check_name("job", job)
-        self._end(self._job_actors(job), "forget_job", job)
-        for key in [k for k in self._latest if k[0] == job]:
-            del self._latest[key]
+        self._end(self._live_actors(job), "forget_job", job)
+        placements = self.root / "placements" / job
+        nodes = {self._placed(job, *_group_index(p.parent.name), _attempt(p)) or ""
+                 for p in placements.glob("*/attempt-*.json")}
+        for node in sorted(nodes - {""}):
+            with contextlib.suppress(_NodeGoneError, GetTimeoutError):
+                self._run_on(node, "forget", job)
+        shutil.rmtree(placements, ignore_errors=True)
+        for name in [n for n in self._ended if n.startswith(f"{job}:")]:
+            del self._ended[name]
 
     def close(self) -> None:
         """Stop every attempt of this namespace and end their actors (tests, teardown)."""
-        self._end(self._job_actors(None), "close")
-        self._latest.clear()
+        self._end(self._live_actors(None), "close")
+
+
+def _group_index(text: str) -> tuple[str, int]:
+    group, _, index = text.rpartition("-")
+    return group, int(index) if index.isdigit() else 0
+
+
+def _attempt(path: Path) -> int:
+    number = path.stem.removeprefix("attempt-")
+    return int(number) if number.isdigit() else 0

@@ -296,7 +296,8 @@ def test_nodes_are_listed_with_their_health(engine: Engine, root: Path) -> None:
 # ---- what only the Ray engine can show ----------------------------------------------------
 
 
-def test_ray_runs_each_attempt_on_exactly_the_node_shoal_chose(root: Path) -> None:
+def test_ray_runs_each_attempt_on_exactly_the_node_shoal_chose(root: Path,
+                                                              tmp_path: Path) -> None:
     import ray
 
     from shoal.executors.ray_engine import NODE_LABEL, RayExecutor, actor_name
@@ -306,11 +307,28 @@ def test_ray_runs_each_attempt_on_exactly_the_node_shoal_chose(root: Path) -> No
     try:
         ids = {n["Labels"][NODE_LABEL]: n["NodeID"] for n in ray.nodes() if n["Alive"]}
         for node in RAY_NODES:
-            task = executor.launch(spec("print('hi')", job=f"on-{node}", node=node))
-            assert wait_exit(executor, task, DEADLINE).exit_code == 0
-            actor = ray.get_actor(actor_name(f"on-{node}", "worker", 0, 0),
-                                  namespace=executor.namespace)
+            release = tmp_path / f"release-{node}"
+            task = executor.launch(spec(_blocked(tmp_path / "started", release),
+                                        job=f"on-{node}", node=node))
+            name = actor_name(f"on-{node}", "worker", 0, 0)
+            actor = ray.get_actor(name, namespace=executor.namespace)
             assert ray.get(actor.node_id.remote(), timeout=DEADLINE) == ids[node]
+            release.touch()
+            assert wait_exit(executor, task, DEADLINE).exit_code == 0
+
+            def retired(name: str = name) -> bool:
+                try:
+                    ray.get_actor(name, namespace=executor.namespace)
+                except ValueError:
+                    return True
+                return False
+
+            # Its outcome known, the attempt's actor ends; its node still answers for it.
+            wait_until(retired, timeout=DEADLINE)
+            assert "ready" in _log(executor, task)
+            restarted = RayExecutor(root, namespace=executor.namespace)
+            adopted = restarted.adopt(recorded(task))
+            assert adopted is not None and restarted.poll(adopted).exit_code == 0
         # A node Ray does not have: nothing starts anywhere else, the attempt is lost.
         nowhere = executor.launch(spec("print('never')", job="nowhere", node="no-such-node"))
         assert nowhere.pid == 0
