@@ -70,6 +70,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+# A control plane started with `uv run` (as `make run` and `make test` do) would otherwise
+# have Ray start every worker through `uv run` again (Ray's uv hook, read when `ray` is
+# imported): a project sync per worker, which can hang a launch. Ray's workers run the Python
+# their nodes were started with; a task's environment is Shoal's (the local executor's).
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy

@@ -9,6 +9,7 @@ on a condition (a state reached, a line written); deadlines are only safety nets
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import signal
 import subprocess
@@ -55,16 +56,16 @@ RAY_NODES = ("ray-gpu", "ray-head")
 def _ray_cluster() -> None:
     if _RAY:
         return
+    # The engine first: it turns Ray's `uv run` hook off before Ray is imported.
+    label = importlib.import_module("shoal.executors.ray_engine").NODE_LABEL
     import ray
     from ray.cluster_utils import Cluster
 
-    from shoal.executors.ray_engine import NODE_LABEL
-
     # A head and a worker with 4 fake GPUs (a node resource only: Shoal assigns indices).
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "labels": {NODE_LABEL: "ray-head"}})
+        "num_cpus": 1, "labels": {label: "ray-head"}})
     _RAY.append(cluster)
-    cluster.add_node(num_cpus=1, num_gpus=4, labels={NODE_LABEL: "ray-gpu"})
+    cluster.add_node(num_cpus=1, num_gpus=4, labels={label: "ray-gpu"})
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False)
 
