@@ -46,6 +46,7 @@ import psutil
 from shoal.executors.cgroups import TaskCgroups
 from shoal.executors.contract import (
     MAX_LOG_READ,
+    Executor,
     LogChunk,
     LogStream,
     NodeHealth,
@@ -134,6 +135,19 @@ class Isolation:
     """Where tasks that switch user get their working directories (required then)."""
     cgroups: TaskCgroups | None = None
     """Where task cgroups are made; None: no limits, no cgroup tracking."""
+
+
+def stop_by_polling(executor: Executor, task: RunningTask, grace: float) -> TaskStatus:
+    """The blocking `stop` of an engine whose `poll` escalates a requested stop: request it,
+    then poll until the task ended or grace + KILL_WAIT ran out (the status may then still
+    be RUNNING: a process that cannot be killed must not block the caller for ever)."""
+    executor.request_stop(task, grace)
+    give_up = time.monotonic() + grace + KILL_WAIT
+    status = executor.poll(task)
+    while status.running and time.monotonic() < give_up:
+        time.sleep(_POLL_INTERVAL)
+        status = executor.poll(task)
+    return status
 
 
 def _check_name(what: str, value: str) -> None:
@@ -438,14 +452,8 @@ class LocalExecutor:
         """SIGTERM the group, wait up to the grace period, SIGKILL the group, return the final
         status. Bounded: returns after grace + KILL_WAIT at the latest, even if a process
         cannot be killed (then the status is still RUNNING)."""
-        grace = self.grace_period if grace_period is None else grace_period
-        self.request_stop(task, grace)
-        give_up = time.monotonic() + grace + KILL_WAIT
-        status = self.poll(task)
-        while status.running and time.monotonic() < give_up:
-            time.sleep(_POLL_INTERVAL)
-            status = self.poll(task)
-        return status
+        return stop_by_polling(self, task,
+                               self.grace_period if grace_period is None else grace_period)
 
     # ---- processes --------------------------------------------------------------------------
 

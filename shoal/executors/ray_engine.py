@@ -89,10 +89,10 @@ from shoal.executors.contract import (
 )
 from shoal.executors.local import (
     DEFAULT_GRACE_PERIOD,
-    KILL_WAIT,
     Isolation,
     LocalExecutor,
     _check_name,
+    stop_by_polling,
 )
 from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
 from shoal.executors.wrapper import create_json_exclusive
@@ -468,14 +468,8 @@ class RayExecutor:
 
     def stop(self, task: RunningTask, grace_period: float | None = None) -> TaskStatus:
         """`request_stop`, then poll until it ended (bounded by grace + a kill wait)."""
-        grace = self.grace_period if grace_period is None else grace_period
-        self.request_stop(task, grace)
-        give_up = time.monotonic() + grace + KILL_WAIT
-        status = self.poll(task)
-        while status.running and time.monotonic() < give_up:
-            time.sleep(_POLL_INTERVAL)
-            status = self.poll(task)
-        return status
+        return stop_by_polling(self, task,
+                               self.grace_period if grace_period is None else grace_period)
 
     # ---- logs and files ---------------------------------------------------------------------
 
