@@ -41,17 +41,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
-from local_server import local_server
+from local_server import CLUSTER, local_server
 
 from shoal.client import ShoalClient
-
-CLUSTER = """\
-apiVersion: shoal/v1
-kind: Node
-metadata: {name: local}
-spec:
-  capacity: {cpu: 8, memory: 16Gi}
-"""
 
 JOB = """\
 apiVersion: shoal/v1

@@ -20,6 +20,15 @@ import httpx
 from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
 
+#: The one node of the API benchmarks' `--cluster` file: CPU and memory, no GPU.
+CLUSTER = """\
+apiVersion: shoal/v1
+kind: Node
+metadata: {name: local}
+spec:
+  capacity: {cpu: 8, memory: 16Gi}
+"""
+
 
 @contextmanager
 def local_server(workdir: Path, *args: str, timeout: float = 60.0) -> Iterator[httpx.Client]:

@@ -43,17 +43,10 @@ import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
-from local_server import local_server
+from local_server import CLUSTER, local_server
 
 from shoal.executors.local import free_port
 
-CLUSTER = """\
-apiVersion: shoal/v1
-kind: Node
-metadata: {name: local}
-spec:
-  capacity: {cpu: 8, memory: 16Gi}
-"""
 KINDS = ("submit", "list", "cancel")
 HEALTH_EVERY = 0.02
 IDLE_CHECKS = 100
