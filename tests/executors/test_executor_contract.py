@@ -8,8 +8,6 @@ on a condition (a state reached, a line written); deadlines are only safety nets
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import json
 import signal
 import subprocess
@@ -21,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from executor_support import recorded, spec, wait_exit, wait_until
+from ray_support import RayNodes, namespace_of
 
 from shoal.executors.contract import Executor, NodeHealth, RecordedAttempt
 from shoal.executors.local import LocalExecutor
@@ -48,45 +47,23 @@ def _local(root: Path) -> Executor:
 
 # ---- Ray: one real multi-node cluster on this machine for the whole module ----------------
 
-_RAY: list[object] = []
-"""The module's Ray cluster, started by the first Ray test (`ray.cluster_utils.Cluster`)."""
+#: A head and a worker with 4 fake GPUs (a node resource only: Shoal assigns indices).
+_RAY = RayNodes({"ray-head": {}, "ray-gpu": {"num_gpus": 4}})
 RAY_NODES = ("ray-gpu", "ray-head")
-
-
-def _ray_cluster() -> None:
-    if _RAY:
-        return
-    # The engine first: it turns Ray's `uv run` hook off before Ray is imported.
-    label = importlib.import_module("shoal.executors.ray_engine").NODE_LABEL
-    import ray
-    from ray.cluster_utils import Cluster
-
-    # A head and a worker with 4 fake GPUs (a node resource only: Shoal assigns indices).
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "labels": {label: "ray-head"}})
-    _RAY.append(cluster)
-    cluster.add_node(num_cpus=1, num_gpus=4, labels={label: "ray-gpu"})
-    cluster.wait_for_nodes()
-    ray.init(address=cluster.address, log_to_driver=False)
-
-
-def _ray_namespace(root: Path) -> str:
-    # One namespace per control plane (its root): tests reuse job names.
-    return "shoal-test-" + hashlib.sha256(str(root.absolute()).encode()).hexdigest()[:12]
 
 
 def _ray(root: Path) -> Executor:
     from shoal.executors.ray_engine import RayExecutor
 
-    _ray_cluster()
-    return RayExecutor(root, namespace=_ray_namespace(root), grace_period=GRACE)
+    _RAY.cluster  # noqa: B018 - started by the first Ray test
+    return RayExecutor(root, namespace=namespace_of(root), grace_period=GRACE)
 
 
 def _ray_cleanup(root: Path) -> None:
     from shoal.executors.ray_engine import RayExecutor
 
-    if _RAY:
-        RayExecutor(root, namespace=_ray_namespace(root), grace_period=GRACE).close()
+    if _RAY.started:
+        RayExecutor(root, namespace=namespace_of(root), grace_period=GRACE).close()
 
 
 ENGINES = {"local": Engine("local", ("node-a", "node-b"), _local),
@@ -95,15 +72,8 @@ ENGINES = {"local": Engine("local", ("node-a", "node-b"), _local),
 
 @pytest.fixture(scope="module", autouse=True)
 def _ray_shutdown() -> Iterator[None]:
-    yield
-    if _RAY:
-        import ray
-        from ray.cluster_utils import Cluster
-
-        ray.shutdown()
-        cluster = _RAY.pop()
-        assert isinstance(cluster, Cluster)
-        cluster.shutdown()
+    with _RAY:
+        yield
 
 
 @pytest.fixture(params=sorted(ENGINES))

@@ -1,0 +1,109 @@
+"""A real multi-node Ray cluster on this machine, for the tests that run Shoal on Ray.
+
+`RayNodes` starts a `ray.cluster_utils.Cluster` lazily (the first test of a module that
+needs it), names every node for Shoal by the `shoal.io/node` label, and shuts everything
+down when the module's fixture ends. Fake GPUs are declared as node resources
+(`num_gpus`): Shoal assigns their indices itself. One cluster serves a whole module; each
+control plane gets a Ray namespace of its own (`namespace_of(root)`), since tests reuse
+job names. Nodes may be added and removed while a test runs (`add`, `remove`), as a
+machine joins or dies.
+
+    @pytest.fixture(scope="module")
+    def ray_nodes() -> Iterator[RayNodes]:
+        with RayNodes({"ray-head": {"num_cpus": 1}, "ray-gpu": {"num_gpus": 4}}) as nodes:
+            yield nodes
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+
+def namespace_of(root: Path) -> str:
+    """The Ray namespace of the control plane whose executor root is `root`."""
+    return "shoal-test-" + hashlib.sha256(str(root.absolute()).encode()).hexdigest()[:12]
+
+
+def node_label() -> str:
+    # The engine first: importing it turns Ray's `uv run` hook off before Ray is imported.
+    return str(importlib.import_module("shoal.executors.ray_engine").NODE_LABEL)
+
+
+class RayNodes:
+    """A Ray cluster whose nodes are named for Shoal; the first named node is the head.
+    `nodes` maps a Shoal node name to `Cluster.add_node` arguments (`num_cpus`,
+    `num_gpus`, `resources`, `labels`...); every node gets one CPU unless told."""
+
+    def __init__(self, nodes: Mapping[str, Mapping[str, Any]]) -> None:
+        if not nodes:
+            raise ValueError("a Ray cluster needs a head node")
+        self._wanted = {name: dict(args) for name, args in nodes.items()}
+        self._cluster: Any = None
+        self._handles: dict[str, Any] = {}
+
+    @property
+    def started(self) -> bool:
+        return self._cluster is not None
+
+    @property
+    def address(self) -> str:
+        """The cluster's GCS address (`ray.init(address=...)`, `--ray-address`)."""
+        return str(self.cluster.address)
+
+    @property
+    def cluster(self) -> Any:
+        """The started `ray.cluster_utils.Cluster` (started on first use), with this
+        process connected to it as a driver."""
+        if self._cluster is None:
+            self._start()
+        return self._cluster
+
+    def _args(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        label = node_label()
+        merged: dict[str, Any] = {"num_cpus": 1, **args}
+        merged["labels"] = {**dict(args.get("labels") or {}), label: name}
+        return merged
+
+    def _start(self) -> None:
+        import ray
+        from ray.cluster_utils import Cluster
+
+        (head, head_args), *workers = self._wanted.items()
+        self._cluster = Cluster(initialize_head=True, head_node_args=self._args(head, head_args))
+        self._handles[head] = self._cluster.head_node
+        for name, args in workers:
+            self._handles[name] = self._cluster.add_node(**self._args(name, args))
+        self._cluster.wait_for_nodes()
+        if not ray.is_initialized():
+            ray.init(address=self._cluster.address, log_to_driver=False)
+
+    def add(self, name: str, **args: Any) -> None:
+        """A node joins the cluster (it is alive once this returns)."""
+        self._handles[name] = self.cluster.add_node(**self._args(name, args))
+        self.cluster.wait_for_nodes()
+
+    def remove(self, name: str) -> None:
+        """A node dies (its raylet and every process on it are killed)."""
+        self.cluster.remove_node(self._handles.pop(name), allow_graceful=False)
+
+    def shutdown(self) -> None:
+        if self._cluster is None:
+            return
+        import ray
+
+        ray.shutdown()
+        self._cluster.shutdown()
+        self._cluster = None
+        self._handles.clear()
+
+    def __enter__(self) -> RayNodes:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.shutdown()
