@@ -66,7 +66,8 @@ same name later starts from scratch.
 
 **Nodes.** `nodes` lists the engine's nodes and their health (`NodeHealth`): the local
 executor's are the nodes it was declared, all ready; an engine with a live inventory reports
-each node's state as it is now.
+each node's state as it is now, with what it offers (`NodeHealth.node`) and its address. It
+is called often by the control loop (every few seconds), so it must be cheap and bounded.
 
 **Tenants.** Every engine meets the isolation contract stated in
 `shoal.executors.isolation` (tasks never run as the server's user, see nothing of the
@@ -79,6 +80,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from shoal.api.objects import Node
 from shoal.executors.task import RunningTask, TaskLaunch, TaskStatus
 
 LogStream = Literal["stdout", "stderr"]
@@ -120,6 +122,12 @@ class NodeHealth:
     ready: bool
     reason: str = ""
     """Why it is not ready (drained, dead, unreachable); empty when it is."""
+    address: str = ""
+    """Where other machines reach the node (its IP): rank 0's is a job's MASTER_ADDR.
+    Empty: the control plane's own machine (the local executor's nodes)."""
+    node: Node | None = None
+    """What the engine says the node offers (capacity, labels) when its inventory is live;
+    None when the nodes are declared to the control plane instead (a cluster file)."""
 
 
 class Executor(Protocol):
