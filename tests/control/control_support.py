@@ -1,6 +1,6 @@
-"""Helpers for the control-loop tests: jobs that run `python -c`, and stepping a plane until
-a condition holds. A module of its own (not conftest) under a name no other test directory
-uses."""
+"""Helpers for the control-loop tests: jobs that run `python -c`, stepping a plane until a
+condition holds, a task's log through the executor contract, and `BOTH_ENGINES`. A module of
+its own (not conftest) under a name no other test directory uses."""
 
 from __future__ import annotations
 
@@ -8,10 +8,22 @@ import sys
 import time
 from collections.abc import Callable
 
+import pytest
+
 from shoal.api import Job, JobState, Resources, SchedulerName, TaskGroup
 from shoal.control import ControlPlane
+from shoal.executors.contract import Executor
 
 PY = sys.executable
+#: A safety net only: on a loaded machine (and on Ray, where each attempt starts a worker
+#: process) a task can take many seconds to start; every wait is on a condition.
+DEADLINE = 120.0
+#: `pytestmark = BOTH_ENGINES`: every test of the module runs on the local executor and on
+#: the Ray engine (the conftest's `engine` fixture).
+BOTH_ENGINES = pytest.mark.parametrize("engine", ["local", "ray"], indirect=True)
+#: The conftest's `make_executor`: a new instance of the engine under test over the same
+#: root (its argument: the grace period).
+ExecutorFactory = Callable[..., Executor]
 
 
 def job(name: str, code: str, *, replicas: int = 1, gpu: int = 0, groups: int = 1,
@@ -27,7 +39,8 @@ def job(name: str, code: str, *, replicas: int = 1, gpu: int = 0, groups: int = 
                min_failed=min_failed, job_retry_count=job_retry_count)
 
 
-def step_until(plane: ControlPlane, done: Callable[[], bool], timeout: float = 10.0) -> None:
+def step_until(plane: ControlPlane, done: Callable[[], bool],
+               timeout: float = DEADLINE) -> None:
     deadline = time.monotonic() + timeout
     while not done():
         if time.monotonic() > deadline:
@@ -44,3 +57,8 @@ def state_of(plane: ControlPlane, name: str) -> JobState:
 
 def finished(plane: ControlPlane, name: str) -> Callable[[], bool]:
     return lambda: state_of(plane, name).terminal
+
+
+def stdout_of(plane: ControlPlane, name: str, group: str = "worker", index: int = 0) -> str:
+    """A task's stdout (all its attempts), read through the executor contract."""
+    return plane.executor.read_log(name, group, index, "stdout", 0, 1 << 20).data.decode()

@@ -1,21 +1,33 @@
-"""Jobs run to completion through the live loop: states, causes, gangs, GPUs, waiting."""
+"""Jobs run to completion through the live loop: states, causes, gangs, GPUs, waiting.
+
+Every test runs on both engines (`BOTH_ENGINES`): on Ray each of these few short tasks is an
+actor on the Ray node, and what the loop sees of it (its log, its exit, its GPUs) comes
+through the executor contract only."""
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
-from control_support import finished, job, state_of, step_until
+from control_support import (
+    BOTH_ENGINES,
+    DEADLINE,
+    ExecutorFactory,
+    finished,
+    job,
+    state_of,
+    stdout_of,
+    step_until,
+)
 
 from shoal.api import JobState, PendingKind, TaskRef, TaskState
 from shoal.control import ControlPlane
 
+pytestmark = BOTH_ENGINES
+
 ENV = ("import os; print(os.environ['SHOAL_WORLD_SIZE'], os.environ['SHOAL_RANK'], "
        "os.environ['MASTER_PORT'], repr(os.environ['CUDA_VISIBLE_DEVICES']))")
-
-
-def _log(plane: ControlPlane, name: str, group: str, index: int) -> str:
-    return plane.executor.log_paths(name, group, index)[0].read_text()
 
 
 def test_single_task_succeeds_with_causes(plane: ControlPlane) -> None:
@@ -30,7 +42,7 @@ def test_single_task_succeeds_with_causes(plane: ControlPlane) -> None:
     assert all(e.cause for e in events)
     assert "scheduling cycle" in events[1].cause
     assert "exited with code 0" in events[4].cause
-    assert _log(plane, "ok", "worker", 0) == "hello\n"
+    assert stdout_of(plane, "ok", "worker", 0) == "hello\n"
     assert "ok" not in plane.model.jobs and plane.model.quota.root.usage.cpu == 0
 
 
@@ -50,7 +62,7 @@ def test_gang_starts_together_with_ranks_and_one_port(plane: ControlPlane) -> No
     assert sorted(str(b.task) for b in decisions.binds) == ["gang/g0/0", "gang/g1/0"]
     step_until(plane, finished(plane, "gang"))
     assert state_of(plane, "gang") is JobState.SUCCEEDED
-    lines = [_log(plane, "gang", g, 0).split() for g in ("g0", "g1")]
+    lines = [stdout_of(plane, "gang", g, 0).split() for g in ("g0", "g1")]
     assert [line[:2] for line in lines] == [["2", "0"], ["2", "1"]]
     assert lines[0][2] == lines[1][2]
     bound = [e for e in plane.repository.job_events("gang") if e.target == "Bound"]
@@ -69,8 +81,8 @@ def test_gpus_never_overlap_and_a_waiting_job_has_a_reason(plane: ControlPlane) 
     reason = plane.pending_reason("late")
     assert reason is not None and reason.kind is PendingKind.INSUFFICIENT_RESOURCES
     step_until(plane, lambda: all(state_of(plane, n).terminal
-                                  for n in ("two", "a", "b", "late")), timeout=15)
-    seen = [set(_log(plane, n, "worker", 0).strip().split(",")) for n in ("two", "a", "b")]
+                                  for n in ("two", "a", "b", "late")))
+    seen = [set(stdout_of(plane, n, "worker", 0).strip().split(",")) for n in ("two", "a", "b")]
     assert sum(len(s) for s in seen) == 4 and set().union(*seen) == {"0", "1", "2", "3"}
     assert plane.pending_reason("late") is None
     # Why it waited stays in its history after it ran.
@@ -105,11 +117,9 @@ def test_run_forever_serves_submissions_from_another_thread(plane: ControlPlane)
     loop.start()
     try:
         plane.submit(job("threaded", "pass"))
-        deadline = threading.Event()
-        for _ in range(200):
-            if state_of(plane, "threaded").terminal:
-                break
-            deadline.wait(0.05)
+        deadline = time.monotonic() + DEADLINE
+        while not state_of(plane, "threaded").terminal and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert state_of(plane, "threaded") is JobState.SUCCEEDED
     finally:
         stop.set()
@@ -135,7 +145,7 @@ def test_a_virtual_cluster_added_while_running_is_taken_up(plane: ControlPlane) 
 
 
 def test_fixed_size_nodes_are_carved_recorded_and_restored_after_a_restart(
-        plane: ControlPlane, tmp_path: Path) -> None:
+        plane: ControlPlane, make_executor: ExecutorFactory) -> None:
     from dataclasses import replace
 
     from shoal.api import (
@@ -146,7 +156,6 @@ def test_fixed_size_nodes_are_carved_recorded_and_restored_after_a_restart(
         VirtualCluster,
         VirtualNodePlacement,
     )
-    from shoal.executors.local import LocalExecutor
     from shoal.scheduler.profile import Profile
 
     repo = plane.repository
@@ -164,7 +173,7 @@ def test_fixed_size_nodes_are_carved_recorded_and_restored_after_a_restart(
 
     # A control plane started afresh on the same store restores the carving where it was,
     # and counts the running task on the virtual node, not against the quota tree.
-    again = ControlPlane(repo, LocalExecutor(tmp_path / "shoal", grace_period=0.5),
+    again = ControlPlane(repo, make_executor(0.5),
                          plane.nodes, Profile.default(), interval=0.1, grace_period=0.5,
                          virtual_clusters=repo.list_virtual_clusters())
     again.start()
