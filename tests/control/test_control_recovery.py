@@ -1,6 +1,12 @@
 """Cancel, and crash recovery: a second control plane on the same store and executor root
 adopts what the first one left running, records what ended while it was down, and launches
-what was bound but never launched, each exactly once."""
+what was bound but never launched, each exactly once.
+
+Every test runs on both engines (`BOTH_ENGINES`). On Ray a second control plane finds the
+first one's attempts by their actors' names in the shared namespace, or, once an attempt's
+outcome is known and its actor ended, from its files on its node. The Ray cluster runs on
+this machine, so a task's pid is a process here too: the tests that check a process is gone,
+or kill one, look at it directly, as a node's own executor would."""
 
 from __future__ import annotations
 
@@ -11,12 +17,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-from control_support import PY, finished, job, state_of, step_until
+from control_support import (
+    BOTH_ENGINES,
+    DEADLINE,
+    PY,
+    ExecutorFactory,
+    finished,
+    job,
+    state_of,
+    step_until,
+)
 
 from shoal.api import Bind, JobState, Resources, TaskRef, TaskState
 from shoal.control import ControlPlane
+from shoal.executors.contract import RecordedAttempt
 from shoal.executors.task import TaskLaunch
-from shoal.executors.wrapper import STATUS_FILE
+
+pytestmark = BOTH_ENGINES
 
 Factory = Callable[[], ControlPlane]
 REF = TaskRef("long", "worker", 0)
@@ -39,6 +56,14 @@ def _gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+def _wait(condition: Callable[[], bool]) -> None:
+    """Wait, without a control plane, until `condition` holds (DEADLINE: a safety net)."""
+    deadline = time.monotonic() + DEADLINE
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
 
 
 def test_cancel_kills_the_process_group(plane: ControlPlane, tmp_path: Path) -> None:
@@ -91,18 +116,23 @@ def test_running_task_is_adopted_not_relaunched(make_plane: Factory, tmp_path: P
     assert _launches(counter) == 1
 
 
-def test_exit_while_down_is_recorded(make_plane: Factory, tmp_path: Path) -> None:
+def test_exit_while_down_is_recorded(make_plane: Factory, make_executor: ExecutorFactory,
+                                     tmp_path: Path) -> None:
     counter, go = tmp_path / "count", tmp_path / "go"
     first = make_plane()
     first.start()
     first.submit(job("long", _counting(counter, go, exit_code=5)))
     step_until(first, lambda: _launches(counter) == 1)
-    status = first.executor.task_dir("long", "worker", 0, 1) / STATUS_FILE
+    rec = first.repository.task_records(["long"])[REF]
+    assert rec.pid
+    attempt = RecordedAttempt("long", "worker", 0, rec.attempts, rec.pid,
+                              rec.pid_start_time or 0.0)
     del first
     go.touch()  # the task ends while no control plane watches it
-    deadline = time.monotonic() + 10
-    while not status.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # Its outcome is recorded (as another instance of the engine sees it) before the
+    # successor starts.
+    watcher = make_executor()
+    _wait(lambda: not watcher.poll(watcher.recorded(attempt)).running)
 
     second = make_plane()
     second.start()
@@ -142,7 +172,7 @@ def test_launched_but_unrecorded_task_is_adopted(make_plane: Factory, tmp_path: 
     first.executor.launch(TaskLaunch(
         job="long", group="worker", index=0, world_size=1, rank=0, master_addr="127.0.0.1",
         master_port=29500, gpus=(2,), command=(PY, "-c", _counting(counter, go)),
-        attempt=1))
+        attempt=1, node="local"))
     second = make_plane()
     second.start()
     go.touch()
@@ -161,9 +191,7 @@ def test_process_lost_while_down_fails_the_task(make_plane: Factory, tmp_path: P
     assert pid
     del first
     os.killpg(pid, signal.SIGKILL)  # wrapper and command die: nothing records how
-    deadline = time.monotonic() + 10
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait(lambda: _gone(pid))
 
     second = make_plane()
     second.start()
