@@ -6,11 +6,11 @@ The engine is the local executor unless a test module opts in to both engines wi
 `pytestmark = BOTH_ENGINES` (`control_support`): then every test runs once on the local
 executor and once on the Ray engine, over one real Ray cluster started for the whole module
 (by its first Ray test) and shut down at the module's end. That cluster has one Ray node,
-labelled as Shoal's node "local": Shoal still schedules against the declared `node` (16 CPUs,
-4 GPUs); the Ray engine reserves nothing in Ray's accounting, so one Ray CPU carries them
-all. Each control-plane root is a Ray namespace of its own (`ray_support.namespace_of`), so
-a plane and its successor after a crash, which share the root, share the namespace and find
-each other's actors."""
+labelled as Shoal's node "local", that declares what Shoal's `node` offers (16 CPUs, 64 GiB,
+4 GPUs: Ray's logical resources, so a live inventory read from Ray sees the same node); the
+Ray engine reserves none of them for a task, so Ray never makes one wait. Each control-plane
+root is a Ray namespace of its own (`ray_support.namespace_of`), so a plane and its successor
+after a crash, which share the root, share the namespace and find each other's actors."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def node() -> Node:
 def ray_nodes() -> Iterator[RayNodes]:
     """The module's Ray cluster, started lazily by its first Ray test (a module that runs
     only locally starts none) and shut down when the module ends."""
-    with RayNodes({NODE: {"num_gpus": 4}}) as nodes:
+    with RayNodes({NODE: {"num_cpus": 16, "num_gpus": 4, "memory": 65_536 << 20}}) as nodes:
         yield nodes
 
 

@@ -6,7 +6,12 @@ takes surplus back: the evicted tasks get SIGTERM and their grace, the preemptor
 start only once they have exited (no GPU used twice), the evicted tasks go back to PENDING
 without a failure, and the job grows again when the GPUs are free. A gang evicted whole
 goes back to PENDING and runs again later. A restart in the middle of an eviction finishes
-it."""
+it.
+
+Every test runs on both engines (`BOTH_ENGINES`): on Ray each attempt is an actor on the Ray
+node, a stop's SIGTERM and grace are the node's, and the membership file is the engine's job
+file (`Executor.job_file`). Every wait is on a condition (a task's file written, a state
+stored); the time stamps compared are the tasks' own, taken on this one machine."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from control_support import PY, finished, job, state_of, step_until
+from control_support import BOTH_ENGINES, PY, finished, job, state_of, step_until
 
 from shoal.api import (
     Elasticity,
@@ -32,6 +37,8 @@ from shoal.api import (
 )
 from shoal.control import ControlPlane
 from shoal.scheduler.profile import Profile
+
+pytestmark = BOTH_ENGINES
 
 CLASSES = (PriorityClass("high", 1000), PriorityClass("low", 10))
 
@@ -98,8 +105,12 @@ def task_states(plane: ControlPlane, name: str) -> list[TaskState]:
     return [t.state for t in sorted(stored.tasks, key=lambda t: t.index)]
 
 
+def membership_file(plane: ControlPlane, name: str) -> Path:
+    return plane.executor.job_file("membership", name, None)
+
+
 def membership(plane: ControlPlane, name: str) -> dict[str, object]:
-    path = plane.executor.root / "control" / "membership" / f"{name}.json"
+    path = membership_file(plane, name)
     loaded: dict[str, object] = json.loads(path.read_text())
     return loaded
 
@@ -125,7 +136,7 @@ def test_an_elastic_job_grows_step_by_step_and_its_tasks_learn_the_size(
     assert [(t or {})["RANK"] for t in told.values()] == ["0", "1", "2", "3"]
     assert sorted((t or {})["CUDA_VISIBLE_DEVICES"] for t in told.values()) == \
         ["0", "1", "2", "3"]
-    member_file = str(plane.executor.root / "control" / "membership" / "stretchy.json")
+    member_file = str(membership_file(plane, "stretchy"))
     assert {(t or {})["SHOAL_MEMBERSHIP_FILE"] for t in told.values()} == {member_file}
     now = membership(plane, "stretchy")
     assert (now["version"], now["worldSize"], now["replicas"]) == (3, 4, {"worker": 4})
@@ -136,7 +147,7 @@ def test_an_elastic_job_grows_step_by_step_and_its_tasks_learn_the_size(
     (out / "release").touch()
     step_until(plane, finished(plane, "stretchy"))
     assert state_of(plane, "stretchy") is JobState.SUCCEEDED
-    assert not (plane.executor.root / "control" / "membership" / "stretchy.json").exists()
+    assert not membership_file(plane, "stretchy").exists()
 
 
 def test_a_preemptor_waits_for_the_surplus_it_takes_to_stop(
