@@ -157,9 +157,7 @@ class ControlPlane(Launching):
         self._ports = MasterPorts(executor.root / "control" / "master-ports")
         self._handover = Handover()
         """Evicted tasks still stopping, and the bound tasks that wait for them."""
-        self._membership = Membership(
-            executor.root / "control" / "membership",
-            lambda job, user: executor.job_file("membership", job, user))
+        self._membership = Membership(executor)
         self.regrow_at: float | None = None
         """When the latest cycle's elastic action can grow a job next (the clock's time)."""
         self._waiting = WaitingReasons()

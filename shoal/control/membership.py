@@ -19,35 +19,35 @@ The document (JSON)::
 `members` are the tasks placed now (bound or running), ranked as their launch is
 (`shoal.control.launching.rank_of`); tasks being stopped after an eviction are not members.
 
-Where the file lives is the executor's call (`place`, e.g. `LocalExecutor.job_file`): tasks
-that run as their own OS user cannot enter the server's data directory, so theirs is where
-only their job's OS user can read it. The file itself is 0644: its directory is the gate.
+Where the file lives, and how it reaches the nodes, is the executor's call (its job files:
+`job_file`, `write_job_file`, `remove_job_file` in `shoal.executors.contract`): tasks that
+run as their own OS user cannot enter the server's data directory, so theirs is where only
+their job's OS user can read it (the local executor's `job_file`), and an engine whose tasks
+run on other machines writes it on each of them at the same path.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from shoal.control.launching import rank_of, world_size
+from shoal.executors.contract import Executor
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.model import SchedulerModel
 
 #: The variable that tells an elastic job's tasks where their job's membership file is.
 MEMBERSHIP_ENV = "SHOAL_MEMBERSHIP_FILE"
+#: The executor's kind of job file.
+KIND = "membership"
 
 
 class Membership:
-    """The membership files of the elastic jobs of one control plane, under `root`."""
+    """The membership files of the elastic jobs of one control plane, kept by its executor."""
 
-    def __init__(self, root: Path,
-                 place: Callable[[str, str | None], Path] | None = None) -> None:
-        """`place(job, user)`: the file of a job of that user (default `root/<job>.json`)."""
-        self.root = root
-        self._place = place
+    def __init__(self, files: Executor) -> None:
+        self._files = files
         self._paths: dict[str, Path] = {}
         self._written: dict[str, tuple[int, tuple[tuple[str, int, str], ...]]] = {}
         """Per job: the version last written and the members it listed."""
@@ -55,8 +55,7 @@ class Membership:
     def path(self, job: str, user: str | None = None) -> Path:
         known = self._paths.get(job)
         if known is None:
-            known = self.root / f"{job}.json" if self._place is None \
-                else self._place(job, user)
+            known = self._files.job_file(KIND, job, user)
             self._paths[job] = known
         return known
 
@@ -81,8 +80,8 @@ class Membership:
 
     def forget(self, job: str) -> None:
         self._written.pop(job, None)
-        path = self._paths.pop(job, None) or self.root / f"{job}.json"
-        path.unlink(missing_ok=True)
+        self._paths.pop(job, None)
+        self._files.remove_job_file(KIND, job)
 
     def _write(self, info: JobInfo, members: tuple[tuple[str, int, str], ...],
                version: int) -> None:
@@ -95,10 +94,6 @@ class Membership:
             "elasticGroup": elastic.group, "replicas": replicas,
             "members": [{"group": g, "index": i, "rank": rank_of(job, g, i, size), "node": n}
                         for g, i, n in members]}
-        target = self.path(job.name, job.user)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_suffix(".tmp")
-        temporary.write_text(json.dumps(document, indent=1) + "\n")
-        temporary.chmod(0o644)
-        os.replace(temporary, target)
+        self._paths[job.name] = self._files.write_job_file(
+            KIND, job.name, job.user, (json.dumps(document, indent=1) + "\n").encode())
         self._written[job.name] = (version, members)

@@ -59,10 +59,14 @@ Followers poll `read_log` with growing offsets, so a read must be cheap.
 
 **Files.** `root` is a directory of the control plane's machine, private to the server
 (0700), where the engine keeps what a restart needs and the control loop its own records
-(`root/control`). `job_file` says where a file every task of a job reads (its membership)
-is written so that no other tenant's task can read it; `forget_job` removes everything the
-engine keeps of a deleted job (records, logs, working directories), so that a job of the
-same name later starts from scratch.
+(`root/control`). A job file is a file every task of a job reads (its membership): no
+other tenant's task can read it. `job_file` says where it is: one path, the same on every
+node the job's tasks may run on, which tasks are given. `write_job_file` replaces its
+content there on every such node (atomically: a reader sees the old or the new content,
+never a part; a node that does not answer in bounded time is skipped and logged, and gets
+the next write), and `remove_job_file` removes it everywhere. `forget_job` removes
+everything the engine keeps of a deleted job (records, logs, working directories), so that
+a job of the same name later starts from scratch.
 
 **Nodes.** `nodes` lists the engine's nodes and their health (`NodeHealth`): the local
 executor's are the nodes it was declared, all ready; an engine with a live inventory reports
@@ -170,7 +174,17 @@ class Executor(Protocol):
         ...
 
     def job_file(self, kind: str, job: str, user: str | None) -> Path:
-        """Where a file that every task of `job` reads, and no other tenant's, lives."""
+        """Where a file that every task of `job` reads, and no other tenant's, lives (the
+        same path on every node)."""
+        ...
+
+    def write_job_file(self, kind: str, job: str, user: str | None, data: bytes) -> Path:
+        """Replace the job file's content with `data` on every node that may run the job's
+        tasks, atomically; returns `job_file`'s path."""
+        ...
+
+    def remove_job_file(self, kind: str, job: str) -> None:
+        """Remove the job file wherever it was written (the job ended)."""
         ...
 
     def forget_job(self, job: str) -> None:

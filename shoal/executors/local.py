@@ -150,6 +150,32 @@ def stop_by_polling(executor: Executor, task: RunningTask, grace: float) -> Task
     return status
 
 
+def replace_file(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write `path` whole, atomically (a reader sees the old or the new content): a temporary
+    file of a name no other writer uses, then a rename. 0644 by default: a job file's
+    directory is its gate (`LocalExecutor.job_file`)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                             mode)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        temporary.chmod(mode)  # the umask may have narrowed it
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def job_file_paths(root: Path, work_root: Path | None, kind: str, job: str) -> list[Path]:
+    """Every place a job file of `kind` may be (`LocalExecutor.job_file`'s two)."""
+    _check_name("job", job)
+    _check_name("kind", kind)
+    paths = [root / "control" / kind / f"{job}.json"]
+    if work_root is not None:
+        paths.append(work_root / ".jobs" / job / f"{kind}.json")
+    return paths
+
+
 def _check_name(what: str, value: str) -> None:
     # Job and group names become path components: refuse anything that could escape `root`.
     if not _NAME.match(value) or value in (".", ".."):
@@ -211,6 +237,18 @@ class LocalExecutor:
         os.chown(directory, os.geteuid(), identity.gid, follow_symlinks=False)
         directory.chmod(0o750)
         return directory / f"{kind}.json"
+
+    def write_job_file(self, kind: str, job: str, user: str | None, data: bytes) -> Path:
+        """Replace the job file's content (`job_file`), atomically; returns its path."""
+        path = self.job_file(kind, job, user)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replace_file(path, data)
+        return path
+
+    def remove_job_file(self, kind: str, job: str) -> None:
+        """Remove the job file, wherever `job_file` put it (its user is not needed)."""
+        for path in job_file_paths(self.root, self.isolation.work_root, kind, job):
+            path.unlink(missing_ok=True)
 
     def nodes(self) -> tuple[NodeHealth, ...]:
         """The declared nodes, all ready: they are this machine, which runs if we do."""

@@ -11,15 +11,16 @@ name is derived from the attempt alone, so any instance of the engine — the sa
 control plane restarted after a crash — finds the attempt's actor again by name
 (`ray.get_actor`), and never makes a second one.
 
-**The actor is the node's local executor.** Each actor hosts a `LocalExecutor` rooted in the
-node's directory `<root>/nodes/<node>` (on the node's own disk: a path of the same name on
-every machine) and delegates launch, poll, request_stop and adopt to it, so the
-wrapper, the durable claim and status records, process groups, cgroups and isolation are the
-same code on every node. Idempotency is the local executor's on-disk claim, made on the node
-the attempt runs on: a second launch of an attempt — through the same actor, or through a
-new actor of the same name should the first have gone — returns the handle of that attempt
-and never starts a second process. The handles (`RunningTask`) an engine returns are the
-node's: their paths are paths on the node that ran the attempt, meaningful only there.
+**The actor is the node's local executor.** Each actor (`ray_worker.TaskActor`) hosts a
+`LocalExecutor` rooted in the node's directory `<root>/nodes/<node>` (on the node's own
+disk: a path of the same name on every machine) and delegates launch, poll, request_stop and
+adopt to it, so the wrapper, the durable claim and status records, process groups, cgroups
+and isolation are the same code on every node. Idempotency is the local executor's on-disk
+claim, made on the node the attempt runs on: a second launch of an attempt — through the
+same actor, or through a new actor of the same name should the first have gone — returns the
+handle of that attempt and never starts a second process. The handles (`RunningTask`) an
+engine returns are the node's: their paths are paths on the node that ran the attempt,
+meaningful only there.
 
 **Placement is exactly Shoal's.** The actor is pinned to the node Shoal chose with
 `NodeAffinitySchedulingStrategy(node_id, soft=False)`: it runs there or not at all. Shoal
@@ -53,20 +54,25 @@ instance that polls the attempt escalates it.
 **Logs** (all attempts of a task appended, per node) are read on the node of the task's
 latest attempt, by a short pinned task.
 
-**Nodes** are Ray's: alive nodes are ready, dead ones are listed not ready with Ray's reason.
-Wiring into `shoal up --engine ray` and a live node inventory (resources, labels, nodes that
-join or die while Shoal runs) are the next step; `master_addr` is used as the control loop
-gives it.
+**Nodes** are Ray's, live (`shoal.executors.ray_nodes` reads them): alive nodes are ready,
+drained and dead ones are listed not ready with the reason, each with its address (rank 0's
+is a job's MASTER_ADDR) and what it offers (CPUs, memory, GPUs, custom resources, labels,
+`gpu-type`).
+
+**Job files** (an elastic job's membership) are written on every alive node, at the same
+path (`job_file`), by short pinned tasks, so a task reads its job's file on whichever node
+it runs. What runs on the nodes (the attempt's actor, the pinned tasks) is
+`shoal.executors.ray_worker`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +86,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from shoal.executors import ray_nodes
 from shoal.executors.contract import (
     MAX_LOG_READ,
     LogChunk,
@@ -90,24 +97,28 @@ from shoal.executors.contract import (
 from shoal.executors.local import (
     DEFAULT_GRACE_PERIOD,
     Isolation,
-    LocalExecutor,
     _check_name,
+    job_file_paths,
     stop_by_polling,
 )
+from shoal.executors.ray_nodes import inventory
+from shoal.executors.ray_worker import LOST_ACTOR, RemoteOnNode, RemoteTaskActor
 from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
 from shoal.executors.wrapper import create_json_exclusive
 
-#: The Ray node label that names a node for Shoal.
-NODE_LABEL = "shoal.io/node"
+log = logging.getLogger(__name__)
+
+#: The Ray node label that names a node for Shoal (`shoal.executors.ray_nodes`).
+NODE_LABEL = ray_nodes.NODE_LABEL
 DEFAULT_NAMESPACE = "shoal"
 #: How long a poll waits for its actor's answer before counting the attempt as RUNNING.
 POLL_TIMEOUT = 10.0
 #: How long launch, adopt, stop requests and log reads wait for the actor (its start
 #: included: a worker process on a busy machine can take seconds).
 CALL_TIMEOUT = 120.0
+#: How long writing or removing a job file waits for the nodes (the loop waits meanwhile).
+JOB_FILE_TIMEOUT = 30.0
 _POLL_INTERVAL = 0.05
-#: Variables of the Ray worker's own environment that a task must not inherit.
-_WORKER_ONLY = ("RAY_", "PYTHONBREAKPOINT")
 
 
 def actor_name(job: str, group: str, index: int, attempt: int) -> str:
@@ -115,93 +126,17 @@ def actor_name(job: str, group: str, index: int, attempt: int) -> str:
     return f"{job}:{group}:{index}:{attempt}"
 
 
-class TaskActor:
-    """The actor of one (task, attempt), on the node Shoal chose: a `LocalExecutor` over the
-    node's directory, which does the work."""
-
-    def __init__(self, node_root: str, grace_period: float,
-                 isolation: Isolation | None) -> None:
-        base = {k: v for k, v in os.environ.items() if not k.startswith(_WORKER_ONLY)}
-        self._local = LocalExecutor(Path(node_root), grace_period=grace_period,
-                                    base_env=base, isolation=isolation)
-        self._handles: dict[tuple[str, str, int, int], RunningTask] = {}
-
-    def _handle(self, task: RunningTask) -> RunningTask:
-        key = (task.job, task.group, task.index, task.attempt)
-        known = self._handles.get(key)
-        if known is not None:
-            return known
-        record = RecordedAttempt(task.job, task.group, task.index, task.attempt, task.pid,
-                                 task.pid_start_time)
-        adopted = self._local.adopt(record)
-        if adopted is None:
-            return self._local.recorded(record)
-        self._handles[key] = adopted
-        return adopted
-
-    def launch(self, spec: TaskLaunch) -> RunningTask:
-        handle = self._local.launch(spec)
-        self._handles[(spec.job, spec.group, spec.index, spec.attempt)] = handle
-        return handle
-
-    def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
-        handle = self._local.adopt(recorded)
-        if handle is not None:
-            self._handles[(recorded.job, recorded.group, recorded.index,
-                           recorded.attempt)] = handle
-        return handle
-
-    def poll(self, task: RunningTask) -> TaskStatus:
-        return self._local.poll(self._handle(task))
-
-    def request_stop(self, task: RunningTask, grace_period: float | None) -> bool:
-        return self._local.request_stop(self._handle(task), grace_period)
-
-    def node_id(self) -> str:
-        """The Ray node this actor runs on."""
-        return str(ray.get_runtime_context().get_node_id())
-
-    def forget_job(self, job: str) -> None:
-        """Stop whatever still runs of the attempts this actor knows, and remove the job's
-        files on this node."""
-        for handle in self._handles.values():
-            if handle.job == job:
-                self._local.stop(handle, 0.0)
-        self._local.forget_job(job)
-
-    def close(self) -> None:
-        """Stop the attempts this actor knows (the actor is about to be killed)."""
-        for handle in self._handles.values():
-            self._local.stop(handle, 0.0)
-
-
-_RemoteTaskActor: Any = ray.remote(num_cpus=0, max_restarts=0)(TaskActor)
-
-
-def _on_node(node_root: str, isolation: Isolation | None, op: str, *args: Any) -> Any:
-    """What a short Ray task pinned to a node does there, with no actor: look at an
-    attempt's files (adopt, poll), read a log, forget a job."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(_WORKER_ONLY)}
-    local = LocalExecutor(Path(node_root), base_env=base, isolation=isolation)
-    if op == "adopt":
-        return local.adopt(args[0])
-    if op == "poll":
-        handle = local.adopt(args[0])
-        if handle is None:
-            return _LOST_ACTOR
-        return local.poll(handle)
-    if op == "read_log":
-        return local.read_log(*args)
-    if op == "forget":
-        local.forget_job(args[0])
-        return None
-    raise ValueError(f"unknown operation {op!r}")
-
-
-_RemoteOnNode: Any = ray.remote(num_cpus=0, max_retries=0)(_on_node)
-_LOST_ACTOR = TaskStatus(TaskPhase.LOST,
-                         detail="its Ray actor is gone and nothing recorded its outcome")
 _LOST_NODE = TaskStatus(TaskPhase.LOST, detail="its Ray node is gone or unknown")
+
+
+def _draining() -> frozenset[str]:
+    """The ids of the nodes Ray is draining. Ray publishes them through its private state
+    API only (as Ray Serve reads them); should that move, no node counts as draining and
+    a drained node is seen when it dies."""
+    try:
+        return frozenset(ray._private.state.state.get_draining_nodes())
+    except (AttributeError, RayError, OSError):
+        return frozenset()
 
 
 class _NodeGoneError(Exception):
@@ -230,26 +165,13 @@ class RayExecutor:
 
     # ---- nodes ------------------------------------------------------------------------------
 
-    @staticmethod
-    def _node_name(node: Mapping[str, Any]) -> str:
-        labels = node.get("Labels") or {}
-        return str(labels.get(NODE_LABEL) or node["NodeID"])
-
     def nodes(self) -> tuple[NodeHealth, ...]:
-        """Ray's nodes: alive ones ready, dead ones not ready with Ray's reason (a name
-        that has an alive node is that node)."""
-        found: dict[str, NodeHealth] = {}
-        alive: dict[str, str] = {}
-        for node in ray.nodes():  # type: ignore[no-untyped-call]
-            name = self._node_name(node)
-            if node.get("Alive"):
-                alive[name] = str(node["NodeID"])
-                found[name] = NodeHealth(name, ready=True)
-            elif name not in alive:
-                why = str(node.get("DeathReasonMessage") or "") or "dead"
-                found[name] = NodeHealth(name, ready=False, reason=f"dead: {why}")
-        self._node_ids = alive
-        return tuple(found[name] for name in sorted(found))
+        """Ray's nodes, as `shoal.executors.ray_nodes` reads them: alive ones ready (not
+        when being drained), dead ones not ready with Ray's reason; each with its address
+        and what it offers. Two calls to Ray's control store (its nodes, the drained ones)."""
+        found = inventory(ray.nodes(), _draining())  # type: ignore[no-untyped-call]
+        self._node_ids = dict(found.alive)
+        return found.health
 
     def _node_id(self, name: str) -> str | None:
         if name not in self._node_ids:
@@ -289,12 +211,13 @@ class RayExecutor:
 
     def _run_on(self, node: str | None, op: str, *args: Any, timeout: float = CALL_TIMEOUT
                 ) -> Any:
-        """Run `op` of `_on_node` on `node` (a short pinned Ray task): _NodeGoneError when the
-        node is unknown, dead or does not answer in time (GetTimeoutError)."""
+        """Run `op` of `ray_worker.on_node` on `node` (a short pinned Ray task):
+        _NodeGoneError when the node is unknown, dead or does not answer in time
+        (GetTimeoutError)."""
         node_id = None if node is None else self._node_id(node)
         if node is None or node_id is None:
             raise _NodeGoneError(node)
-        ref = _RemoteOnNode.options(
+        ref = RemoteOnNode.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         ).remote(str(self.node_root(node)), self.isolation, op, *args)
         try:
@@ -323,7 +246,7 @@ class RayExecutor:
         node_id = self._node_id(node)
         if node_id is None:
             return None
-        actor = _RemoteTaskActor.options(
+        actor = RemoteTaskActor.options(
             name=name, namespace=self.namespace, lifetime="detached", get_if_exists=True,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         ).remote(str(self.node_root(node)), self.grace_period, self.isolation)
@@ -437,7 +360,7 @@ class RayExecutor:
             except GetTimeoutError:
                 return RUNNING
             except _NodeGoneError:
-                status = _LOST_NODE if node is not None else _LOST_ACTOR
+                status = _LOST_NODE if node is not None else LOST_ACTOR
         assert status is not None
         if not status.running:
             self._ended[name] = status
@@ -486,11 +409,53 @@ class RayExecutor:
         return chunk
 
     def job_file(self, kind: str, job: str, user: str | None) -> Path:
-        """Where the control plane keeps a file every task of `job` reads. The Ray engine's
-        tasks run elsewhere: for now it is the control plane's own record (shipping it to
-        the nodes comes with `shoal up --engine ray`)."""
+        """Where every task of `job` reads a job file, the same path on every node: as the
+        local executor puts it (`LocalExecutor.job_file`), with the work root (tasks that
+        switch users) or the engine's root (tasks that run as Ray's own user) standing for
+        that directory on each node. Computed here, touching nothing."""
         _check_name("job", job)
+        _check_name("kind", kind)
+        isolation = self.isolation
+        if isolation is not None and isolation.policy.switches_user \
+                and isolation.work_root is not None:
+            return isolation.work_root / ".jobs" / job / f"{kind}.json"
         return self.root / "control" / kind / f"{job}.json"
+
+    def write_job_file(self, kind: str, job: str, user: str | None, data: bytes) -> Path:
+        """Write the job file on every alive node (short pinned tasks, at once; bounded by
+        JOB_FILE_TIMEOUT): a task may be placed on any of them. A node that does not answer
+        is skipped and logged; the next write reaches it."""
+        path = self.job_file(kind, job, user)
+        self._on_every_node("write_job_file", kind, job, user, str(path), data)
+        return path
+
+    def remove_job_file(self, kind: str, job: str) -> None:
+        """Remove the job file on every alive node (bounded as `write_job_file`)."""
+        work_root = None if self.isolation is None else self.isolation.work_root
+        paths = [str(p) for p in job_file_paths(self.root, work_root, kind, job)]
+        self._on_every_node("remove", paths)
+
+    def _on_every_node(self, op: str, *args: Any) -> None:
+        self.nodes()
+        refs = {name: RemoteOnNode.options(
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                ).remote(str(self.node_root(name)), self.isolation, op, *args)
+                for name, node_id in self._node_ids.items()}
+        if not refs:
+            return
+        done, _ = ray.wait(list(refs.values()), num_returns=len(refs),
+                           timeout=JOB_FILE_TIMEOUT)
+        for name, ref in refs.items():
+            if ref not in done:
+                log.warning("node %s did not answer in %.0f s (%s): skipped", name,
+                            JOB_FILE_TIMEOUT, op)
+                with contextlib.suppress(RayError):
+                    ray.cancel(ref, force=True)
+                continue
+            try:
+                ray.get(ref)
+            except RayError as exc:
+                log.warning("node %s: %s failed: %s", name, op, exc)
 
     def _live_actors(self, job: str | None) -> list[str]:
         prefix = "" if job is None else f"{job}:"

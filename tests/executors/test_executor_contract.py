@@ -261,7 +261,44 @@ def test_a_forgotten_job_starts_from_scratch(engine: Engine, root: Path) -> None
 def test_nodes_are_listed_with_their_health(engine: Engine, root: Path) -> None:
     nodes = engine.start(root).nodes()
     assert sorted(n.name for n in nodes) == sorted(engine.nodes)
-    assert all(n == NodeHealth(n.name, ready=True) for n in nodes)
+    assert all(n.ready and n.reason == "" for n in nodes)
+    if engine.name == "local":  # declared nodes: this machine, nothing more to say
+        assert all(n == NodeHealth(n.name, ready=True) for n in nodes)
+    else:  # a live inventory: where each node is, and what it offers
+        assert all(n.address and n.node is not None and n.node.name == n.name
+                   for n in nodes)
+
+
+def test_a_job_file_is_read_by_the_job_tasks_on_their_nodes(engine: Engine, root: Path,
+                                                            tmp_path: Path) -> None:
+    executor = engine.start(root)
+    path = executor.write_job_file("membership", "job1", None, b'{"version": 1}\n')
+    assert path == executor.job_file("membership", "job1", None)
+    rewritten, removed = tmp_path / "rewritten", tmp_path / "removed"
+    reads = (f"import os, time\n"
+             f"def wait(p):\n"
+             f"    end = time.monotonic() + 120\n"
+             f"    while not os.path.exists(p) and time.monotonic() < end:\n"
+             f"        time.sleep(0.01)\n"
+             f"print(open({str(path)!r}).read(), end='', flush=True)\n"
+             f"wait({str(rewritten)!r})\n"
+             f"print(open({str(path)!r}).read(), end='', flush=True)\n"
+             f"wait({str(removed)!r})\n"
+             f"print(os.path.exists({str(path)!r}))\n")
+    # One task per node: the file is at the same path on each.
+    tasks = [executor.launch(spec(reads, index=i, node=node))
+             for i, node in enumerate(engine.nodes)]
+    for task in tasks:
+        _until_printed(executor, task, '{"version": 1}\n')
+    executor.write_job_file("membership", "job1", None, b'{"version": 2}\n')
+    rewritten.touch()
+    for task in tasks:
+        _until_printed(executor, task, '{"version": 2}\n')
+    executor.remove_job_file("membership", "job1")
+    removed.touch()
+    for task in tasks:
+        assert wait_exit(executor, task, DEADLINE).exit_code == 0
+        assert _log(executor, task) == '{"version": 1}\n{"version": 2}\nFalse\n'
 
 
 # ---- what only the Ray engine can show ----------------------------------------------------
