@@ -12,9 +12,12 @@ batches and the gradients are averaged over the world. It records every step (th
 size it ran in, the loss) in `progress.jsonl` beside the checkpoint, and at the end checks
 that it learned `w`.
 
-Environment: CHECKPOINT_DIR (where the checkpoint and progress go; shared by the tasks, which
-run on one machine under the local executor), STEPS (default 600), STEP_SECONDS (a pause per
-step that stands for real work, default 0.05).
+Environment: CHECKPOINT_DIR (where the checkpoint and progress go; every task must see the
+same directory: one machine's disk under the local executor, a shared file system across
+machines), STEPS (default 600), STEP_SECONDS (a pause per step that stands for real work,
+default 0.05), PAUSE_FILE (optional: while that file exists, every worker waits before its
+next step — an operator holds the training without losing its place; the end-to-end test
+holds it so that it does not run out of steps while Shoal resizes it).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def main() -> int:
     checkpoint = directory / "checkpoint.pt"
     steps = int(os.environ.get("STEPS", "600"))
     pause = float(os.environ.get("STEP_SECONDS", "0.05"))
+    hold = os.environ.get("PAUSE_FILE")
 
     torch.manual_seed(0)
     model = torch.nn.Linear(DIMENSION, 1, bias=False)
@@ -56,6 +60,8 @@ def main() -> int:
     print(f"rank {rank} of {world}: resuming at step {step}", flush=True)
 
     while step < steps:
+        while hold and os.path.exists(hold):
+            time.sleep(0.1)
         x = torch.randn(32, DIMENSION, generator=batches)
         loss = ((model(x).squeeze(1) - x @ TRUE_W) ** 2).mean()
         optimizer.zero_grad()

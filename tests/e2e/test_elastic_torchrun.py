@@ -1,31 +1,48 @@
 """End to end: a real elastic PyTorch job, scaled by Shoal through `shoal up` (seed 001).
 
-`examples/elastic/torchrun.yaml` runs under `shoal up --profile elastic` on one machine
-with four (fake) GPUs: torchrun agents with `--nnodes=1:4` and the c10d rendezvous, training
-on the CPU with gloo. Shoal starts it at one task and grows it 1 → 2 → 4; a job of a
-higher priority class arrives and takes two GPUs back (4 → 2) and leaves; the training goes
-on through every change, resuming from its checkpoint, and ends having learned its weights.
+`examples/elastic/torchrun.yaml` runs under `shoal up --profile elastic` with four (fake)
+GPUs: torchrun agents with `--nnodes=1:4` and the c10d rendezvous, training on the CPU with
+gloo. Shoal grows it 1 → 2 → 4; a job of a higher priority class arrives and takes two GPUs
+back (4 → 2) and leaves; the training goes on through every change, resuming from its
+checkpoint, and ends having learned its weights. It runs on every engine (`ENGINES`): the
+local one (the example's one-machine cluster file) and Ray (a real Ray cluster on this
+machine, one GPU per Ray node, so every torchrun agent is on a node of its own and they
+meet at rank 0's node address).
+
+Nothing here waits on a guess of how long something takes. The test decides when the job
+may grow: the GPUs it has not reached yet are held by placeholder jobs of a higher priority
+class, which the test releases (a file each) one size at a time, and only once the
+training has done steps at the current size; `scaleCooldown` is 0. And the training cannot
+run out of steps while Shoal and torchrun resize it: the test holds it (train.py's
+`PAUSE_FILE`) from the moment a size has trained until the next world has formed (every
+worker says so in its log as it starts), so a slow re-rendezvous, or a world of 3 that
+torchrun forms on the way to 4 when one agent starts late, never trains a step.
 
 The example needs torch: the CPU build of torch 2.13.0 that this machine's pip installs
 goes into a virtual environment of its own under `.cache/` (made once, then reused), whose
-`bin` leads the PATH of `shoal up` and so of its tasks. That environment's interpreter is
-the tests' own: where it lives beyond other users' reach (a 0700 home), tasks run as the
-server's user (`--insecure-same-user`; this test is about elasticity, not isolation), and
-otherwise as their own OS user, as `shoal up` does as root."""
+`bin` leads the PATH of `shoal up` and so of its tasks (on Ray: of the Ray cluster, whose
+workers start the tasks). That environment's interpreter is the tests' own: where it lives
+beyond other users' reach (a 0700 home), tasks run as the server's user
+(`--insecure-same-user`; this test is about elasticity, not isolation), and otherwise as
+their own OS user, as `shoal up` does as root."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
+from ray_support import RayNodes
 from task_users import Scratch, reachable_by_others
 from test_shoal_up import kill_leftover_tasks, submit, wait_for
 
@@ -36,46 +53,99 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "elastic"
 TORCH_ENV = ROOT / ".cache" / "torch-2.13.0"
 STEPS = 600
+#: Steps a size must train before the test lets the job change size.
+TRAINED = 3
+JOB = "elastic-linear"
+#: Safety nets only: torchrun agents and their workers each import torch, which takes
+#: seconds on a loaded machine, and every resize restarts every worker.
+RESIZE_DEADLINE = 300.0
+FINISH_DEADLINE = 600.0
+ENGINES = ("local",)  # "ray" joins once `shoal up --engine ray` exists
 
 pytestmark = pytest.mark.slow
 
 
 def torch_bin() -> Path:
-    """The `bin` of a virtual environment with torch 2.13.0 (CPU), made if missing."""
+    """The `bin` of a virtual environment with torch 2.13.0 (CPU), made if missing or broken.
+    Under a lock: tests in other checkouts' processes may make it at the same time."""
     python = TORCH_ENV / "bin" / "python"
-    if not (TORCH_ENV / "bin" / "torchrun").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(TORCH_ENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "torch==2.13.0"],
-                       check=True)
-    subprocess.run([str(python), "-c", "import torch.distributed.run"], check=True)
+    TORCH_ENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(TORCH_ENV.parent / f"{TORCH_ENV.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        check = [str(python), "-c", "import torch.distributed.run"]
+        if not python.exists() or subprocess.run(check, check=False,
+                                                 capture_output=True).returncode:
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(TORCH_ENV)],
+                           check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "--quiet", "torch==2.13.0"],
+                           check=True)
+            subprocess.run(check, check=True)
     return TORCH_ENV / "bin"
 
 
-@pytest.fixture
-def elastic_server(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
-    """`shoal up --profile elastic` on the example's cluster; yields its URL, data dir and a
-    directory its tasks may write to (`task_users.Scratch.shared`)."""
+def torch_path() -> str:
+    return f"{torch_bin()}{os.pathsep}{os.environ['PATH']}"
+
+
+@pytest.fixture(scope="module")
+def ray_nodes() -> Iterator[RayNodes]:
+    """A head without GPUs and four nodes with one fake GPU each, started with torch's `bin`
+    first on the PATH: Ray's workers, which start the tasks, inherit its environment."""
+    nodes = RayNodes({"ray-head": {}, **{f"gpu-{i}": {"num_gpus": 1} for i in range(4)}})
+    path = os.environ["PATH"]
+    os.environ["PATH"] = torch_path()
+    try:
+        nodes.cluster  # noqa: B018 - started now, with that PATH
+    finally:
+        os.environ["PATH"] = path
+    with nodes:
+        yield nodes
+
+
+@dataclass(frozen=True)
+class Elastic:
+    """A running `shoal up` for this test: its URL, data dir, admin token and a directory its
+    tasks may write to (`task_users.Scratch.shared`)."""
+
+    url: str
+    data: Path
+    token: str
+    shared: Path
+
+
+def engine_args(engine: str, request: pytest.FixtureRequest) -> list[str]:
+    if engine == "local":
+        return ["--cluster", str(EXAMPLE / "cluster.yaml")]
+    nodes: RayNodes = request.getfixturevalue("ray_nodes")
+    return ["--engine", "ray", "--ray-address", nodes.address,
+            "--cluster", str(EXAMPLE / "cluster.yaml")]
+
+
+@pytest.fixture(params=ENGINES)
+def elastic_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Elastic]:
+    """`shoal up --profile elastic` on the engine, with four GPUs."""
     data, port = tmp_path / "data", free_port()
     bin_dir = torch_bin()
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": torch_path()}
     shoal = Path(sys.executable).parent / "shoal"
     scratch = Scratch()
     same_user = [] if reachable_by_others(bin_dir / "python") else ["--insecure-same-user"]
+    args = engine_args(request.param, request)
     with open(tmp_path / "server.log", "ab") as log:
         process = subprocess.Popen(
             [str(shoal), "up", "--data-dir", str(data), "--port", str(port), "--profile",
-             "elastic", "--cluster", str(EXAMPLE / "cluster.yaml"), "--interval", "0.5",
-             "--grace-period", "10", "--work-dir", str(scratch.work), *same_user],
+             "elastic", *args, "--interval", "0.5", "--grace-period", "10", "--work-dir",
+             str(scratch.work), *same_user],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
-        assert wait_until_healthy(url, 30, lambda: process.poll() is None), \
+        assert wait_until_healthy(url, 60, lambda: process.poll() is None), \
             (tmp_path / "server.log").read_text()
-        yield url, data, scratch.shared
+        yield Elastic(url, data, (data / "admin.token").read_text().strip(), scratch.shared)
     finally:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
@@ -83,30 +153,33 @@ def elastic_server(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
         scratch.close()
 
 
-def example_job(checkpoints: Path) -> str:
+def example_job(checkpoints: Path, pause: Path) -> str:
+    """The example as it is, but for where it keeps its checkpoint, its pause file and no
+    cooldown: the test, not a timer, decides when it may grow."""
     doc = yaml.safe_load((EXAMPLE / "torchrun.yaml").read_text())
     spec = doc["spec"]
-    spec["elastic"]["scaleCooldown"] = "10s"
+    spec["elastic"]["scaleCooldown"] = "0s"
     spec["taskGroups"][0]["env"].update(
-        {"CHECKPOINT_DIR": str(checkpoints), "STEPS": str(STEPS), "STEP_SECONDS": "0.05"})
+        {"CHECKPOINT_DIR": str(checkpoints), "STEPS": str(STEPS), "STEP_SECONDS": "0.05",
+         "PAUSE_FILE": str(pause)})
     return yaml.safe_dump(doc)
 
 
-#: Two GPUs of the production class, held until the test creates `release`.
+#: A task of the production class that holds its GPU until the test creates its file.
 HOLD = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.2)"
 
 
-def urgent_job(release: Path) -> str:
+def holding_job(name: str, replicas: int, release: Path) -> str:
     return f"""\
 apiVersion: shoal/v1
 kind: Job
-metadata: {{name: urgent}}
+metadata: {{name: {name}}}
 spec:
   schedulerName: shoal
   priorityClassName: production
   taskGroups:
     - name: worker
-      replicas: 2
+      replicas: {replicas}
       resources: {{cpu: 1, memory: 1Gi, gpu: 1}}
       command: [{sys.executable!r}, -c, {json.dumps(HOLD)}, {str(release)!r}]
 """
@@ -130,37 +203,89 @@ def worlds(checkpoints: Path) -> list[tuple[int, int]]:
     return runs
 
 
-def wait_for_worlds(checkpoints: Path, expected: list[int], seconds: float) -> None:
-    """Until the training has run at least 3 steps in each of `expected`'s sizes, in order."""
-    deadline = time.monotonic() + seconds
+def wait_for_worlds(checkpoints: Path, expected: list[int]) -> None:
+    """Until the training has run at least `TRAINED` steps in each of `expected`'s sizes, in
+    order."""
+    deadline = time.monotonic() + RESIZE_DEADLINE
     while time.monotonic() < deadline:
-        sizes = [w for w, steps in worlds(checkpoints) if steps >= 3]
+        sizes = [w for w, steps in worlds(checkpoints) if steps >= TRAINED]
         if sizes[:len(expected)] == expected:
             return
         time.sleep(0.5)
     raise AssertionError(f"the training ran in {worlds(checkpoints)}, not {expected} first")
 
 
-def test_torchrun_scales_with_shoal_and_finishes_training(
-        elastic_server: tuple[str, Path, Path]) -> None:
-    url, data, shared = elastic_server
-    checkpoints, release = shared / "checkpoints", shared / "release"
-    token = (data / "admin.token").read_text().strip()
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"},
-                      timeout=10) as client:
-        submit(client, example_job(checkpoints))
-        wait_for_worlds(checkpoints, [1, 2, 4], seconds=150)
-        submit(client, urgent_job(release))
-        wait_for(client, "urgent", {"Running"}, seconds=60)
-        wait_for_worlds(checkpoints, [1, 2, 4, 2], seconds=90)
-        # While `urgent` holds two GPUs the job stays at 2, as the API and client say.
-        with ShoalClient(url, token=token) as shoal_client:
-            assert shoal_client.get_job("elastic-linear").elastic_size == 2
+def stdout_of(client: httpx.Client, task: str) -> str:
+    """Everything task `task` of the job wrote to stdout, every attempt, through the API."""
+    text, offset = "", 0
+    while True:
+        answer = client.get(f"/api/v1/jobs/{JOB}/logs",
+                            params={"task": task, "offset": offset})
+        if answer.status_code != 200 or not answer.content:
+            return text
+        text += answer.text
+        offset = int(answer.headers["X-Shoal-Next-Offset"])
+
+
+def wait_for_world_formed(client: httpx.Client, size: int) -> None:
+    """Until every worker of a world of `size` has started (each prints `rank R of N` as it
+    resumes): the rendezvous that forms it is over."""
+    deadline = time.monotonic() + RESIZE_DEADLINE
+    ranks: set[int] = set()
+    while time.monotonic() < deadline:
+        logs = "".join(stdout_of(client, f"trainer-{i}") for i in range(size))
+        ranks = {int(r) for r in re.findall(rf"rank (\d+) of {size}: resuming", logs)}
+        if ranks == set(range(size)):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"no world of {size} formed (ranks seen: {sorted(ranks)})")
+
+
+def grow(client: httpx.Client, checkpoints: Path, pause: Path, releases: list[Path],
+         sizes: list[int]) -> None:
+    """Let the job grow to `sizes[-1]`: hold the training, free the GPUs it needs, wait for
+    its new world to form, and let it train there."""
+    pause.touch()
+    for release in releases:
         release.touch()
-        assert wait_for(client, "urgent", {"Succeeded", "Failed"}, 30)["status"][  # type: ignore[index]
-            "state"] == "Succeeded"
-        job = wait_for(client, "elastic-linear", {"Succeeded", "Failed"}, seconds=300)
-        events = client.get("/api/v1/jobs/elastic-linear/events",
+    wait_for_world_formed(client, sizes[-1])
+    pause.unlink()
+    wait_for_worlds(checkpoints, sizes)
+
+
+def test_torchrun_scales_with_shoal_and_finishes_training(elastic_server: Elastic) -> None:
+    server = elastic_server
+    checkpoints, pause = server.shared / "checkpoints", server.shared / "pause"
+    released = [server.shared / f"release-{i}" for i in range(4)]
+    with httpx.Client(base_url=server.url, timeout=30,
+                      headers={"Authorization": f"Bearer {server.token}"}) as client:
+        for i in range(1, 4):  # three of the four GPUs are taken: the job starts at 1
+            submit(client, holding_job(f"hold-{i}", 1, released[i]))
+        for i in range(1, 4):
+            wait_for(client, f"hold-{i}", {"Running"}, seconds=RESIZE_DEADLINE)
+        submit(client, example_job(checkpoints, pause))
+        wait_for_worlds(checkpoints, [1])
+        grow(client, checkpoints, pause, released[1:2], [1, 2])
+        grow(client, checkpoints, pause, released[2:4], [1, 2, 4])
+        for i in range(1, 4):
+            assert wait_for(client, f"hold-{i}", {"Succeeded", "Failed"})["status"][  # type: ignore[index]
+                "state"] == "Succeeded"
+
+        # A job of the production class takes two GPUs back: 4 → 2. The training is held
+        # until the surplus has gone, so that it cannot end at 4 in the meantime.
+        pause.touch()
+        submit(client, holding_job("urgent", 2, released[0]))
+        wait_for(client, "urgent", {"Running"}, seconds=RESIZE_DEADLINE)
+        pause.unlink()
+        wait_for_worlds(checkpoints, [1, 2, 4, 2])
+        # While `urgent` holds two GPUs the job stays at 2, as the API and client say.
+        with ShoalClient(server.url, token=server.token) as shoal_client:
+            assert shoal_client.get_job(JOB).elastic_size == 2
+        released[0].touch()
+        assert wait_for(client, "urgent", {"Succeeded", "Failed"}, RESIZE_DEADLINE)[
+            "status"]["state"] == "Succeeded"  # type: ignore[index]
+        job = wait_for(client, JOB, {"Succeeded", "Failed"}, seconds=FINISH_DEADLINE)
+        events = client.get(f"/api/v1/jobs/{JOB}/events",
                             params={"limit": 1000}).json()["items"]
     assert job["status"]["state"] == "Succeeded", job  # type: ignore[index]
     progress = [json.loads(line) for line in
