@@ -36,7 +36,7 @@ from shoal.api import Job, JobState, TaskRef, TaskState
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.control.evicting import Evicting
 from shoal.control.job_scope import TaskCredentials
-from shoal.control.launching import launch_spec
+from shoal.control.launching import NodeAddresses, launch_spec, rank_zero_node
 from shoal.control.membership import Membership
 from shoal.control.records import MasterPorts
 from shoal.control.stopping import Tracked
@@ -72,11 +72,12 @@ class Outcome(StrEnum):
 
 
 class Launching(Evicting):
-    """`ControlPlane` supplies the task credentials, master ports, membership files and
-    what a failed task means."""
+    """`ControlPlane` supplies the task credentials, master ports, nodes' addresses,
+    membership files and what a failed task means."""
 
     _credentials: TaskCredentials
     _ports: MasterPorts
+    _addresses: NodeAddresses
     _membership: Membership
 
     def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str) -> None:
@@ -159,7 +160,8 @@ class Launching(Evicting):
         env = {**self._credentials.env(info.job, info.account),
                **self._membership.env(info)}
         return launch_spec(info.job, rec, self._ports.get(rec.ref.job), env,
-                           info.elastic_size() if info.job.elastic is not None else None)
+                           info.elastic_size() if info.job.elastic is not None else None,
+                           self._addresses.address(rank_zero_node(self.model, info, rec)))
 
     def _unrecorded(self, rec: TaskRecord, handle: RunningTask, exc: Exception) -> None:
         """A process started but its start cannot be stored: kill it now, then fail the

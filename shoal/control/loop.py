@@ -74,7 +74,7 @@ from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
 from shoal.control.handover import Handover
 from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
 from shoal.control.launches import Launching
-from shoal.control.launching import describe, exit_code_of, retry_reason
+from shoal.control.launching import NodeAddresses, describe, exit_code_of, retry_reason
 from shoal.control.membership import Membership
 from shoal.control.records import MasterPorts
 from shoal.control.scale_up import ScaleUpHook, shortfall
@@ -155,6 +155,8 @@ class ControlPlane(Launching):
         self._ending: dict[str, tuple[JobState, str]] = {}
         """Jobs being stopped → the terminal state and cause they get when all have stopped."""
         self._ports = MasterPorts(executor.root / "control" / "master-ports")
+        self._addresses = NodeAddresses(executor.nodes)
+        """Each node's address, for MASTER_ADDR: `update` it with each listing of nodes."""
         self._handover = Handover()
         """Evicted tasks still stopping, and the bound tasks that wait for them."""
         self._membership = Membership(executor)
