@@ -87,6 +87,19 @@ class PlacementPolicy(StrEnum):
     """Every virtual node on a parent node of its own; infeasible with too few nodes."""
 
 
+class NodePhase(StrEnum):
+    """How a node stands now, as `shoal nodes` shows it: what its engine reports (a live
+    inventory's nodes die, drain and come back) and what was declared of it."""
+
+    READY = "Ready"
+    NOT_READY = "NotReady"
+    """Its engine says it cannot run tasks now (dead, drained, gone): nothing is placed
+    on it, and its tasks are lost."""
+    CORDONED = "Cordoned"
+    """Declared unschedulable (`unschedulable: true`): it is ready, but nothing new is
+    placed on it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """A physical machine. `allocatable` is what the scheduler may hand out (capacity less

@@ -42,7 +42,8 @@ user_app = typer.Typer(help="Users: add (admins only).", no_args_is_help=True)
 
 def nodes(output: OutputOption = Format.TABLE, server: ServerOption = None,
           token: TokenOption = None) -> None:
-    """List the cluster's nodes: labels, capacity, what is allocatable."""
+    """List the cluster's nodes: state (Ready, NotReady and why, Cordoned), labels,
+    capacity, what is allocatable."""
     def action(shoal: ShoalClient) -> None:
         found = shoal.nodes()
         if output is Format.TABLE:

@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from shoal.api import JobState, TaskState
+from shoal.api import JobState, NodePhase, TaskState
 from shoal.client import (
     EventView,
     JobView,
@@ -23,6 +23,8 @@ from shoal.client import (
 STATE_STYLE = {JobState.PENDING: "yellow", JobState.RUNNING: "cyan",
                JobState.SUCCEEDED: "green", JobState.FAILED: "red",
                JobState.CANCELLED: "magenta"}
+NODE_STATE_STYLE = {NodePhase.READY: "green", NodePhase.NOT_READY: "red",
+                    NodePhase.CORDONED: "yellow"}
 
 
 def _table(title: str | None, *columns: str) -> Table:
@@ -127,12 +129,17 @@ def job_detail(job: JobView, tasks: Sequence[TaskView]) -> RenderableType:
     return Group(*parts)
 
 
+def _node_state(node: NodeView) -> Text:
+    text = node.state.value + (f" ({node.reason})" if node.reason else "")
+    return Text(text, style=NODE_STATE_STYLE.get(node.state, ""))
+
+
 def nodes_table(nodes: Sequence[NodeView]) -> Table:
-    table = _table(None, "NAME", "LABELS", "CAPACITY", "ALLOCATABLE", "SCHEDULABLE")
+    table = _table(None, "NAME", "STATE", "LABELS", "CAPACITY", "ALLOCATABLE")
     for node in nodes:
         labels = ",".join(f"{k}={v}" for k, v in node.labels.items()) or "-"
-        table.add_row(node.name, labels, _quantities(node.capacity),
-                      _quantities(node.allocatable), "no" if node.unschedulable else "yes")
+        table.add_row(node.name, _node_state(node), labels, _quantities(node.capacity),
+                      _quantities(node.allocatable))
     return table
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from shoal.api import JobState, TaskState
+from shoal.api import JobState, NodePhase, TaskState
 
 Json = dict[str, Any]
 Quantities = dict[str, str | int]
@@ -205,19 +205,29 @@ class JobPage:
 
 @dataclass(frozen=True)
 class NodeView:
+    """`state`: Ready, NotReady (its engine says it cannot run tasks now; `reason` says
+    why) or Cordoned (declared unschedulable)."""
+
     name: str
     labels: dict[str, str]
     capacity: Quantities
     allocatable: Quantities
     unschedulable: bool
+    state: NodePhase = NodePhase.READY
+    reason: str = ""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def from_json(cls, data: Json) -> NodeView:
+        unschedulable = bool(data.get("unschedulable", False))
+        # A server from before node states says only whether it is cordoned.
+        default = NodePhase.CORDONED if unschedulable else NodePhase.READY
         return cls(name=str(data["name"]), labels=dict(data.get("labels") or {}),
                    capacity=dict(data.get("capacity") or {}),
                    allocatable=dict(data.get("allocatable") or {}),
-                   unschedulable=bool(data.get("unschedulable", False)), raw=data)
+                   unschedulable=unschedulable,
+                   state=NodePhase(data.get("state") or default),
+                   reason=str(data.get("reason") or ""), raw=data)
 
 
 @dataclass(frozen=True)

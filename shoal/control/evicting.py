@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from shoal.api import Job, Node, PriorityClass, TaskRef, TaskState, VirtualCluster
 from shoal.api.decisions import Evict
+from shoal.api.resources import total
 from shoal.control.handover import Handover
 from shoal.control.stopping import Stopping, Tracked
 from shoal.scheduler.model import SchedulerModel
@@ -56,8 +57,13 @@ class Evicting(Stopping):
             jobs = [replace(j, tasks=tuple(
                 replace(t, state=TaskState.PENDING, node=None, gpus=(), started=None)
                 if t.ref in refs else t for t in j.tasks)) for j in jobs]
+        # Tasks still charged to an unschedulable node (cordoned, or not ready: until they
+        # are lost) count at the root, as `SchedulerModel.from_snapshot` counts them.
+        cordoned = {n.name for n in self.nodes if not n.schedulable}
+        held = total(j.group(t.group).resources for j in jobs if not j.state.terminal
+                     for t in j.tasks if t.state.holds_resources and t.node in cordoned)
         model = SchedulerModel(self.nodes, virtual_clusters, self.priority_classes,
-                               now=self.clock())
+                               now=self.clock(), held_on_cordoned=held)
         model.add_jobs(jobs)
         for ref in evicted:
             model.hold_back(ref)

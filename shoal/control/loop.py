@@ -76,6 +76,7 @@ from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_
 from shoal.control.launches import Launching
 from shoal.control.launching import NodeAddresses, describe, exit_code_of, retry_reason
 from shoal.control.membership import Membership
+from shoal.control.node_watch import NodeWatch, NodeWatching
 from shoal.control.records import MasterPorts
 from shoal.control.scale_up import ScaleUpHook, shortfall
 from shoal.control.stopping import Tracked
@@ -115,7 +116,7 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(Launching):
+class ControlPlane(Launching, NodeWatching):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -130,6 +131,8 @@ class ControlPlane(Launching):
         self.scale_up = scale_up
         """Called with what is missing when jobs wait for capacity (`scale_up.py`)."""
         self.nodes = tuple(nodes)
+        """As the model takes them, kept live by `shoal.control.node_watch`."""
+        self._node_watch = NodeWatch(self.nodes)
         self.profile = profile
         self.virtual_clusters = tuple(virtual_clusters)
         self.priority_classes = tuple(priority_classes)
@@ -228,7 +231,8 @@ class ControlPlane(Launching):
         already waiting so that no job submitted later is admitted into the old model."""
         virtual_clusters = tuple(self.repository.list_virtual_clusters())
         priority_classes = tuple(self.repository.list_priority_classes())
-        admission = AdmissionCheck(self.nodes, virtual_clusters, priority_classes, self.profile)
+        admission = AdmissionCheck(self._node_watch.declared(), virtual_clusters,
+                                   priority_classes, self.profile)
         with self._admission_lock:
             self.virtual_clusters, self.priority_classes = virtual_clusters, priority_classes
             self._admission = admission
@@ -316,6 +320,7 @@ class ControlPlane(Launching):
                     woken = True
                 if time.monotonic() >= next_poll:
                     self.poll()
+                    self._watch_nodes()
                     self._waiting.flush(self.repository)  # what skipped cycles noted
                     self._expiry.tick(self.clock())
                     next_poll = time.monotonic() + POLL_INTERVAL
@@ -348,6 +353,7 @@ class ControlPlane(Launching):
             self.start()
         self._drain()
         self.poll()
+        self._watch_nodes()
         self._expiry.tick(self.clock())
         return self.run_cycle()
 

@@ -33,6 +33,7 @@ from shoal.server.models import (
 )
 from shoal.server.paging import MAX_LIST, After, Limit, page
 from shoal.store import AlreadyExistsError, Repository, User
+from shoal.store.nodes import READY, NodeRecord
 
 USER_BODY = {"requestBody": {"required": True, "content": {
     "application/json": {"schema": UserIn.model_json_schema()}}}}
@@ -56,8 +57,9 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                 responses=responses(422))
     def list_nodes(_user: Annotated[User, Depends(current_user)], limit: Limit = MAX_LIST,
                    after: After = None) -> list[NodeOut]:
-        """The nodes by name, at most `limit` (`shoal.server.paging`)."""
-        return [node_out(n) for n in page(repository.list_nodes(), lambda n: n.name,
+        """The nodes by name, at most `limit` (`shoal.server.paging`), each with its state:
+        Ready, NotReady (its engine says why) or Cordoned."""
+        return [node_out(r) for r in page(repository.node_records(), lambda r: r.node.name,
                                           limit, after)]
 
     @router.put("/nodes", response_model=list[NodeOut], tags=["cluster"],
@@ -69,7 +71,9 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         bundle = load_body(body, kind="Node")
         for node in bundle.nodes:
             repository.put_node(node)
-        return [node_out(n) for n in bundle.nodes]
+        # A node replaced keeps the condition its engine reported.
+        conditions = {r.node.name: r.condition for r in repository.node_records()}
+        return [node_out(NodeRecord(n, conditions.get(n.name, READY))) for n in bundle.nodes]
 
     # ---- virtual clusters -----------------------------------------------------------------
 

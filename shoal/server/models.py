@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoal.api import (
     Job,
-    Node,
+    NodePhase,
     PendingReason,
     PriorityClass,
     Resources,
@@ -26,6 +26,7 @@ from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.spec import API_VERSION
 from shoal.spec.elastic import PROTECT
 from shoal.store import Event, JobSummary, User
+from shoal.store.nodes import NodeRecord
 
 Quantities = dict[str, str | int]
 
@@ -316,7 +317,13 @@ class NodeOut(_Out):
     labels: dict[str, str]
     capacity: Quantities
     allocatable: Quantities
-    unschedulable: bool
+    unschedulable: bool = Field(description="Declared unschedulable (cordoned).")
+    state: NodePhase = Field(
+        default=NodePhase.READY,
+        description="Ready; NotReady: its engine reports it cannot run tasks now (dead, "
+                    "drained, gone; `reason` says which), nothing is placed on it and its "
+                    "tasks are lost; Cordoned: declared unschedulable.")
+    reason: str = Field(default="", description="Why it is NotReady; empty otherwise.")
 
 
 class FixedSizeNodeOut(_Out):
@@ -406,11 +413,13 @@ class PriorityClassOut(_Out):
     global_default: bool = Field(alias="globalDefault")
 
 
-def node_out(node: Node) -> NodeOut:
+def node_out(record: NodeRecord) -> NodeOut:
+    node = record.node
     return NodeOut(name=node.name, labels=dict(node.labels),
                    capacity=_quantities(node.capacity),
                    allocatable=_quantities(node.allocatable_resources),
-                   unschedulable=not node.schedulable)
+                   unschedulable=not node.schedulable, state=record.phase,
+                   reason=record.condition.reason)
 
 
 def vc_status_out(status: VirtualClusterStatus) -> VirtualClusterStatusOut:

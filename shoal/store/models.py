@@ -23,6 +23,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -154,6 +155,11 @@ class NodeRow(Base):
     allocatable: Mapped[dict[str, int] | None] = mapped_column(JSON)
     labels: Mapped[dict[str, str]] = mapped_column(JSON)
     schedulable: Mapped[bool] = mapped_column(Boolean)
+    ready: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    """What the engine reports now (`shoal.control.node_watch`); `schedulable` is what was
+    declared."""
+    reason: Mapped[str] = mapped_column(Text, default="", server_default="")
+    """Why it is not ready (dead, drained …); empty when it is."""
 
 
 class VirtualClusterRow(Base):

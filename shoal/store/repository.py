@@ -5,7 +5,7 @@ nothing. State changes go through the lifecycle tables of `shoal.api.lifecycle` 
 event with their cause. `record_binds` persists a whole cycle's evictions and binds at
 once: the control plane calls it *before* stopping or launching anything, so a crash never
 loses a decision nor launches a task twice. Users and tokens are `shoal.store.accounts`' (a
-base class of `Repository`).
+base class of `Repository`), nodes' conditions `shoal.store.nodes`'.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from shoal.store.models import (
     TaskRow,
     VirtualClusterRow,
 )
+from shoal.store.nodes import NodeInventory
 
 SUBMITTED = "Submitted"
 JOB_STATE = "JobStateChanged"
@@ -130,7 +131,7 @@ class Waiting:
     cause: str
 
 
-class Repository(JobQueries, Accounts):
+class Repository(JobQueries, Accounts, NodeInventory):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:

@@ -209,7 +209,9 @@ def test_watch_renders_until_ctrl_c(server: Server, monkeypatch: pytest.MonkeyPa
 def test_nodes_vc_and_pc(server: Server, tmp_path: Path) -> None:
     nodes = server.shoal("nodes", "-o", "json")
     assert nodes.exit_code == 0 and json.loads(nodes.stdout)[0]["name"] == "local"
-    assert "gpu-type=fake" in server.shoal("nodes").stdout
+    assert json.loads(nodes.stdout)[0]["state"] == "Ready"
+    table = server.shoal("nodes").stdout
+    assert "gpu-type=fake" in table and "Ready" in table
     spec = tmp_path / "vc.yaml"
     spec.write_text("apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: team-z}\n")
     assert server.shoal("vc", "create", str(spec)).exit_code == 0
