@@ -1,5 +1,6 @@
 """`shoal up`: Shoal on one machine — the REST API, the control loop and the local executor
-in one process, over an embedded SQLite store (or PostgreSQL by URL).
+in one process, over an embedded SQLite store (or PostgreSQL by URL) — or, with `--engine
+ray`, on the machines of a Ray cluster (`shoal.cli.engines`).
 
 Start-up order matters for crash safety: migrate the store, record the nodes, reconcile the
 control plane from the store (adopting tasks that survived a crash), and only then accept
@@ -27,9 +28,19 @@ from typing import Annotated
 import typer
 import uvicorn
 from rich.console import Console
+from rich.markup import escape
 
 from shoal.api import TaskRef
 from shoal.api.elastic import parse_duration
+from shoal.cli.engines import (
+    DEFAULT_RAY_NAMESPACE,
+    LOCAL,
+    RAY_AUTO,
+    Engine,
+    EngineChoice,
+    EngineError,
+    start_engine,
+)
 from shoal.cli.errors import USAGE_ERROR, user_errors
 from shoal.cli.profiles import load_profile
 from shoal.control.loop import ControlPlane
@@ -37,7 +48,6 @@ from shoal.control.ownership import InUseError, exclusive
 from shoal.control.scale_up import ScaleUpHook
 from shoal.executors import cgroups
 from shoal.executors.contract import Executor, LogStream
-from shoal.executors.inventory import detect_local_node
 from shoal.executors.isolation import (
     DEFAULT_PREFIX,
     DEFAULT_WORK_DIR,
@@ -47,7 +57,7 @@ from shoal.executors.isolation import (
     check_work_root,
     decide,
 )
-from shoal.executors.local import Isolation, LocalExecutor
+from shoal.executors.local import Isolation
 from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
 from shoal.server.logs import FOLLOWS_PER_USER, LogSource
@@ -117,8 +127,20 @@ def up(
         "--job-ttl", help="How long a job that ended is kept (seconds or a duration: 168h, "
                           "90m); then it is deleted with its tasks, events and logs. "
                           "0: never.")] = "168h",
+    engine: Annotated[Engine, typer.Option(
+        "--engine", help="Who runs the tasks: local (subprocesses of this machine) or ray "
+                         "(the machines of a Ray cluster; its nodes are Shoal's).")]
+    = Engine.LOCAL,
+    ray_address: Annotated[str, typer.Option(
+        "--ray-address", help="With --engine ray: the Ray cluster's GCS address "
+                              "(HEAD:6379), or auto (the cluster this machine is part of, "
+                              "or RAY_ADDRESS).")] = RAY_AUTO,
+    ray_namespace: Annotated[str, typer.Option(
+        "--ray-namespace", help="With --engine ray: the Ray namespace of this control "
+                                "plane's actors (one per Shoal sharing a Ray cluster).")]
+    = DEFAULT_RAY_NAMESPACE,
 ) -> None:
-    """Start Shoal on this machine: API server, control loop and local executor."""
+    """Start Shoal: API server, control loop and an engine (this machine, or Ray)."""
     hook = None if scale_up_hook is None else ScaleUpHook(scale_up_hook, scale_up_cooldown)
     ttl = _ttl(job_ttl)
 
@@ -130,9 +152,11 @@ def up(
                             max_replicas=max_tasks_per_job, max_nodes=max_nodes)
             _serve(data_dir, host, port, db, cluster, profile, interval, grace, hook,
                    _Tasks(policy, work_dir), job_ttl=ttl, limits=limits,
-                   follows_per_user=max_follows_per_user)
-        except IsolationError as exc:  # bad flags or work root: nothing has started yet
-            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+                   follows_per_user=max_follows_per_user,
+                   engine=EngineChoice(engine, ray_address, ray_namespace))
+        except (IsolationError, EngineError) as exc:  # bad flags: nothing has started yet
+            Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}",
+                                       highlight=False)
             raise typer.Exit(USAGE_ERROR) from None
     user_errors(serve)
 
@@ -178,12 +202,14 @@ class _Tasks:
 def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path | None,
            profile: str, interval: float, grace: float, hook: ScaleUpHook | None,
            tasks: _Tasks, *, job_ttl: float, limits: Limits = DEFAULT_LIMITS,
-           follows_per_user: int = FOLLOWS_PER_USER) -> None:
+           follows_per_user: int = FOLLOWS_PER_USER,
+           engine: EngineChoice = LOCAL) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # also when it exists from an older, 0755 start
     chosen = load_profile(profile)  # a bad profile or cluster file fails before anything starts
     bundle = load_file(cluster, limits=limits) if cluster is not None else None
+    engine.check(bundle)
     # Everything the server creates is its own: the store, tokens, task records and logs.
     os.umask(0o077)
     store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
@@ -193,20 +219,26 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
         for private in data_dir.glob("shoal.db*"):  # the store, its journal or WAL
             private.chmod(0o600)
         _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks,
-             job_ttl=job_ttl, limits=limits, follows_per_user=follows_per_user)
+             job_ttl=job_ttl, limits=limits, follows_per_user=follows_per_user,
+             engine=engine)
 
 
 def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
          bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float,
          hook: ScaleUpHook | None, tasks: _Tasks, *, job_ttl: float,
-         limits: Limits = DEFAULT_LIMITS, follows_per_user: int = FOLLOWS_PER_USER) -> None:
+         limits: Limits = DEFAULT_LIMITS, follows_per_user: int = FOLLOWS_PER_USER,
+         engine: EngineChoice = LOCAL) -> None:
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
-    if bundle is not None:
-        nodes, vcs, pcs = list(bundle.nodes), bundle.virtual_clusters, bundle.priority_classes
-    else:
-        nodes, vcs, pcs = [detect_local_node()], (), ()
+    root = data_dir / "executor"
+    isolation = tasks.isolation(out, root)
+    started = start_engine(engine, root, bundle, grace=grace, isolation=isolation)
+    executor: Executor = started.executor
+    nodes = list(started.nodes)
+    out.print(engine.describe(nodes), highlight=False, soft_wrap=True)
+    vcs = bundle.virtual_clusters if bundle is not None else ()
+    pcs = bundle.priority_classes if bundle is not None else ()
     for node in nodes:
         repository.put_node(node)
     for vc in vcs:
@@ -214,17 +246,17 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     for pc in pcs:
         repository.put_priority_class(pc)
 
-    root = data_dir / "executor"
-    isolation = tasks.isolation(out, root)
-    executor: Executor = LocalExecutor(root, grace_period=grace, isolation=isolation,
-                                       node_names=[node.name for node in nodes])
     host, port = listener.getsockname()[:2]
+    # Tasks reach the API at the address they can: this machine's on the engine's network
+    # when it listens on every address, else the one it listens on.
+    api_host = started.api_host if host in _LOOPBACK and started.api_host else \
+        _LOOPBACK.get(host, host)
     url = _url(host, port)
     plane = ControlPlane(repository, executor, nodes, chosen,
                          virtual_clusters=repository.list_virtual_clusters(),
                          priority_classes=repository.list_priority_classes(),
                          interval=interval, grace_period=grace, scale_up=hook,
-                         server_url=_url(_LOOPBACK.get(host, host), port), job_ttl=job_ttl)
+                         server_url=_url(api_host, port), job_ttl=job_ttl)
     plane.start()
     stop = threading.Event()
     loop = threading.Thread(target=plane.run_forever, args=(stop,), name="shoal-control",
