@@ -83,7 +83,7 @@ from typing import Any
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayError
+from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from shoal.executors import ray_nodes
@@ -98,6 +98,7 @@ from shoal.executors.local import (
     DEFAULT_GRACE_PERIOD,
     Isolation,
     _check_name,
+    _private_dirs,
     job_file_paths,
     stop_by_polling,
 )
@@ -191,7 +192,7 @@ class RayExecutor:
         """Record the attempt's node before anything starts; an earlier record wins (a
         relaunch of an attempt goes where the first launch went)."""
         path = self._placement(spec.job, spec.group, spec.index, spec.attempt)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _private_dirs(self.root, path.parent)
         create_json_exclusive(path, {"node": spec.node})
         return self._placed(spec.job, spec.group, spec.index, spec.attempt) or spec.node
 
@@ -302,6 +303,11 @@ class RayExecutor:
                 self._wait_name_free([name])
             except GetTimeoutError:
                 break
+            except RayTaskError as exc:
+                # The node refused the launch (a refused user, a bad name) and started
+                # nothing: the caller gets the node's own error, not Ray's traceback.
+                self._retire(name)
+                raise exc.cause from None
         return self._placeholder(spec.job, spec.group, spec.index, spec.attempt)
 
     # ---- adopt ------------------------------------------------------------------------------

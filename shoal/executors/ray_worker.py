@@ -19,11 +19,27 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 import ray
 
 from shoal.executors.contract import RecordedAttempt
-from shoal.executors.local import Isolation, LocalExecutor, replace_file
+from shoal.executors.local import DEFAULT_GRACE_PERIOD, Isolation, LocalExecutor, replace_file
 from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase, TaskStatus
 
 #: Variables of the Ray worker's own environment that a task must not inherit.
 _WORKER_ONLY = ("RAY_", "PYTHONBREAKPOINT")
+
+
+def node_executor(node_root: str, isolation: Isolation | None,
+                  grace_period: float = DEFAULT_GRACE_PERIOD) -> LocalExecutor:
+    """The node's `LocalExecutor` over `node_root` (`<root>/nodes/<node>`). The engine's
+    root and its `nodes` directory are made private on this node too (0700, as on the
+    control plane's machine): the local executor keeps its own root private, not the
+    directories above it, and a node's records and logs are the server's only."""
+    below = Path(node_root).parent
+    for directory in (below.parent, below):
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if directory.stat().st_mode & 0o077:
+            directory.chmod(0o700)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(_WORKER_ONLY)}
+    return LocalExecutor(Path(node_root), grace_period=grace_period, base_env=base,
+                         isolation=isolation)
 
 
 class TaskActor:
@@ -32,9 +48,7 @@ class TaskActor:
 
     def __init__(self, node_root: str, grace_period: float,
                  isolation: Isolation | None) -> None:
-        base = {k: v for k, v in os.environ.items() if not k.startswith(_WORKER_ONLY)}
-        self._local = LocalExecutor(Path(node_root), grace_period=grace_period,
-                                    base_env=base, isolation=isolation)
+        self._local = node_executor(node_root, isolation, grace_period)
         self._handles: dict[tuple[str, str, int, int], RunningTask] = {}
 
     def _handle(self, task: RunningTask) -> RunningTask:
@@ -92,8 +106,7 @@ RemoteTaskActor: Any = ray.remote(num_cpus=0, max_restarts=0)(TaskActor)
 def on_node(node_root: str, isolation: Isolation | None, op: str, *args: Any) -> Any:
     """What a short Ray task pinned to a node does there, with no actor: look at an
     attempt's files (adopt, poll), read a log, forget a job."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(_WORKER_ONLY)}
-    local = LocalExecutor(Path(node_root), base_env=base, isolation=isolation)
+    local = node_executor(node_root, isolation)
     if op == "adopt":
         return local.adopt(args[0])
     if op == "poll":

@@ -1,6 +1,18 @@
 """Isolation of tasks in the executor: the start-up decision (root or not, flags), OS user
 names, tasks run as their own user in their own directory, cgroup limits, and tracking of
-what escaped a task's session. Tests that switch users need root (CI is root)."""
+what escaped a task's session. Tests that switch users need root (CI is root).
+
+The tests marked `BOTH_ENGINES` run against the local executor and the Ray engine, whose
+actors run as the user Ray was started as: root here (the cluster is started by the test,
+as root, once for the module, and shut down at its end), so each attempt's node-local
+executor switches to the task's user exactly as the local executor does. On Ray they check
+what a tenant sees: its task runs as its own OS user in its own directory, with none of the
+Ray node's environment but the base variables; it cannot read the control plane's files,
+nor another tenant's environment (its SHOAL_TOKEN) or job file; its requests are its cgroup
+limits, and stopping or ending it kills what it left running. What is the node-local
+executor's own code and needs no Ray to show it (the checks on accounts, a planted link)
+runs locally only; so do the start-up decision and the cgroup v2 layout, which start no
+task."""
 
 from __future__ import annotations
 
@@ -9,17 +21,19 @@ import os
 import pwd
 import signal
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import psutil
 import pytest
 from executor_support import spec, wait_exit, wait_until
+from ray_support import RayNodes, namespace_of
 from task_users import Scratch, task_python
 
 from shoal.executors import cgroups
 from shoal.executors.cgroups import CgroupVersion, TaskCgroups, TaskLimits
+from shoal.executors.contract import Executor
 from shoal.executors.isolation import (
     IsolationError,
     Mode,
@@ -29,10 +43,32 @@ from shoal.executors.isolation import (
     os_user_name,
 )
 from shoal.executors.local import Isolation, LocalExecutor
-from shoal.executors.task import TaskLaunch, TaskPhase
+from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase
 from shoal.executors.wrapper import OOM_KILLED
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
+BOTH_ENGINES = pytest.mark.parametrize("engine", ["local", "ray"], indirect=True)
+#: A safety net only: on a loaded machine, and on Ray, a task can take seconds to start.
+DEADLINE = 60.0
+
+#: The environment of the server (or of the Ray node, whose workers inherit it): a task
+#: gets PATH, never the secret.
+SERVER_ENV = {"PATH": "/usr/bin:/bin", "SERVER_SECRET": "hunter2"}
+#: The Ray node's name is the local executor's default node name.
+NODE = "local"
+_RAY = RayNodes({NODE: {"env_vars": SERVER_ENV}})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ray_shutdown() -> Iterator[None]:
+    with _RAY:  # started by the module's first Ray test, if any
+        yield
+
+
+@pytest.fixture
+def engine(request: pytest.FixtureRequest) -> str:
+    """The engine under test: "local", or what `BOTH_ENGINES` parametrises."""
+    return str(getattr(request, "param", "local"))
 
 # ---- the decision at start ------------------------------------------------------------------
 
@@ -75,12 +111,15 @@ def test_bad_flags_are_refused_with_the_flag(flags: dict[str, object], message: 
         decide(0, **flags)  # type: ignore[arg-type]
 
 
-def test_a_refusing_executor_refuses_every_launch_and_claims_nothing(tmp_path: Path) -> None:
+@BOTH_ENGINES
+def test_a_refusing_executor_refuses_every_launch_and_claims_nothing(
+        isolated: Isolated, tmp_path: Path) -> None:
     policy = decide(1000, insecure_same_user=False, task_user=None)
-    executor = LocalExecutor(tmp_path / "shoal", isolation=Isolation(policy))
-    with pytest.raises(IsolationError, match="not root"):
-        executor.launch(spec("print('never')", user="alice"))
-    assert not list(tmp_path.glob("shoal/tasks/*/*/*/launch.json"))
+    executor = isolated(policy)
+    with pytest.raises(IsolationError, match="not root") as refused:
+        executor.launch(spec("print('never')", user="alice", node=NODE))
+    assert str(refused.value) == policy.reason  # what the job's history will say, no more
+    assert not list(tmp_path.glob("shoal/**/launch.json"))
 
 
 # ---- OS user names --------------------------------------------------------------------------
@@ -114,33 +153,60 @@ def scratch() -> Iterator[Scratch]:
         made.close()
 
 
-def isolated(tmp_path: Path, scratch: Scratch, policy: Policy,
-             task_cgroups: TaskCgroups | None = None) -> LocalExecutor:
-    return LocalExecutor(tmp_path / "shoal", grace_period=2.0,
-                         base_env={"PATH": "/usr/bin:/bin", "SERVER_SECRET": "hunter2"},
-                         isolation=Isolation(policy, check_work_root(scratch.work),
-                                             task_cgroups))
+Isolated = Callable[..., Executor]
 
 
-def run_report(executor: LocalExecutor, **kw: object) -> dict[str, object]:
+@pytest.fixture
+def isolated(engine: str, tmp_path: Path, scratch: Scratch) -> Iterator[Isolated]:
+    """`isolated(policy, task_cgroups=None)`: an executor of the engine under test whose
+    tasks are isolated by `policy`, with working directories under `scratch.work`."""
+    root = tmp_path / "shoal"
+
+    def make(policy: Policy, task_cgroups: TaskCgroups | None = None) -> Executor:
+        isolation = Isolation(policy, check_work_root(scratch.work), task_cgroups)
+        if engine == "local":
+            return LocalExecutor(root, grace_period=2.0, base_env=SERVER_ENV,
+                                 isolation=isolation)
+        from shoal.executors.ray_engine import RayExecutor
+
+        _RAY.cluster  # noqa: B018 - the module's first Ray test starts it
+        return RayExecutor(root, namespace=namespace_of(root), grace_period=2.0,
+                           isolation=isolation)
+
+    yield make
+    if engine == "ray":
+        from shoal.executors.ray_engine import RayExecutor
+
+        RayExecutor(root, namespace=namespace_of(root)).close()
+
+
+def output(executor: Executor, task: RunningTask, stream: str = "stdout") -> str:
+    """A task's output, read through the executor contract (on Ray: on its node)."""
+    assert stream in ("stdout", "stderr")
+    return executor.read_log(task.job, task.group, task.index, stream,  # type: ignore[arg-type]
+                             0, 1 << 20).data.decode()
+
+
+def run_report(executor: Executor, **kw: object) -> dict[str, object]:
     task = executor.launch(_spec(REPORT, **kw))
-    status = wait_exit(executor, task)
-    assert status.exit_code == 0, (status, task.stderr_path.read_text())
-    data: dict[str, object] = json.loads(task.stdout_path.read_text().splitlines()[-1])
+    status = wait_exit(executor, task, DEADLINE)
+    assert status.exit_code == 0, (status, output(executor, task, "stderr"))
+    data: dict[str, object] = json.loads(output(executor, task).splitlines()[-1])
     return data
 
 
 def _spec(code: str, **kw: object) -> TaskLaunch:
-    """A task that runs `code` with a Python its OS user can start."""
+    """A task that runs `code` with a Python its OS user can start, on node `NODE`."""
+    kw.setdefault("node", NODE)
     return replace(spec(code, **kw),  # type: ignore[arg-type]
                    command=(task_python(), "-c", code))
 
 
 @as_root
+@BOTH_ENGINES
 def test_a_task_runs_as_its_users_own_account_in_its_own_directory(
-        tmp_path: Path, scratch: Scratch) -> None:
-    executor = isolated(tmp_path, scratch, decide(0, insecure_same_user=False,
-                                                  task_user=None))
+        isolated: Isolated, tmp_path: Path, scratch: Scratch) -> None:
+    executor = isolated(decide(0, insecure_same_user=False, task_user=None))
     report = run_report(executor, user="alice", job="iso")
     account = pwd.getpwnam("shoal-alice")
     assert (report["uid"], report["gid"]) == (account.pw_uid, account.pw_gid)
@@ -159,33 +225,93 @@ def test_a_task_runs_as_its_users_own_account_in_its_own_directory(
     assert run_report(executor, user="bob", job="iso2")["uid"] != report["uid"]
 
 
+#: Tries to read each path of argv[1:] (a file, or a directory's listing); prints, per path,
+#: the error's name, or "read".
+PROBE = ("import json, os, sys\n"
+         "seen = {}\n"
+         "for path in sys.argv[1:]:\n"
+         "    try:\n"
+         "        os.listdir(path) if os.path.isdir(path) else open(path, 'rb').read()\n"
+         "        seen[path] = 'read'\n"
+         "    except OSError as exc:\n"
+         "        seen[path] = type(exc).__name__\n"
+         "print(json.dumps(seen), flush=True)\n")
+
+
+def probe(executor: Executor, paths: list[Path], **kw: object) -> dict[str, str]:
+    """What a task (of `kw`'s user) could read of `paths`."""
+    launch = _spec(PROBE, **kw)
+    task = executor.launch(replace(launch, command=(*launch.command, *map(str, paths))))
+    status = wait_exit(executor, task, DEADLINE)
+    assert status.exit_code == 0, (status, output(executor, task, "stderr"))
+    seen: dict[str, str] = json.loads(output(executor, task).splitlines()[-1])
+    return seen
+
+
+@as_root
+@BOTH_ENGINES
+def test_a_task_cannot_read_the_control_planes_files(
+        isolated: Isolated, tmp_path: Path) -> None:
+    """Nothing under the executor's root (on Ray: the node's, where its records and logs
+    are) is readable by a task, its own log included: the server hands it descriptors."""
+    executor = isolated(decide(0, insecure_same_user=False, task_user=None))
+    first = executor.launch(_spec("print('server side')", user="alice", job="first"))
+    assert wait_exit(executor, first, DEADLINE).exit_code == 0
+    private = [tmp_path / "shoal", first.stdout_path, first.status_path]
+    assert all(path.exists() for path in private)
+    assert probe(executor, private, user="alice", job="snoop") == {
+        str(path): "PermissionError" for path in private}
+
+
+@as_root
+@BOTH_ENGINES
+def test_another_tenants_task_cannot_read_a_tasks_token(isolated: Isolated) -> None:
+    """A task's SHOAL_TOKEN is in its environment, which its own OS user reads and another
+    tenant's task cannot (`/proc/<pid>/environ`)."""
+    executor = isolated(decide(0, insecure_same_user=False, task_user=None))
+    holder = executor.launch(_spec("import os, time; print(os.getpid(), flush=True); "
+                                   "time.sleep(120)", user="alice", job="holder",
+                                   env={"SHOAL_TOKEN": "alice-token"}))
+    try:
+        wait_until(lambda: output(executor, holder).strip() != "", timeout=DEADLINE)
+        environ = Path(f"/proc/{output(executor, holder).split()[0]}/environ")
+        assert b"SHOAL_TOKEN=alice-token" in environ.read_bytes()
+        assert probe(executor, [environ], user="bob", job="snoop") == {
+            str(environ): "PermissionError"}
+        # The same tenant's tasks are that OS user already: they can.
+        assert probe(executor, [environ], user="alice", job="sibling") == {
+            str(environ): "read"}
+    finally:
+        executor.stop(holder, grace_period=0.1)
+
+
 @as_root
 def test_an_existing_account_that_is_not_shoals_is_never_used(
-        tmp_path: Path, scratch: Scratch) -> None:
+        isolated: Isolated) -> None:
     # "nob" + "ody" names the system's `nobody`, which Shoal did not create.
-    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER, prefix="nob"))
+    executor = isolated(Policy(Mode.PER_USER, prefix="nob"))
     with pytest.raises(IsolationError, match="not created by Shoal"):
         executor.launch(_spec("print(1)", user="ody"))
 
 
 @as_root
-def test_a_job_without_a_user_cannot_run_isolated(tmp_path: Path, scratch: Scratch) -> None:
-    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER))
+def test_a_job_without_a_user_cannot_run_isolated(isolated: Isolated) -> None:
+    executor = isolated(Policy(Mode.PER_USER))
     with pytest.raises(IsolationError, match="no user"):
         executor.launch(_spec("print(1)", user=None))
 
 
 @as_root
 def test_a_link_planted_in_a_users_directory_is_not_followed(
-        tmp_path: Path, scratch: Scratch) -> None:
-    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER))
+        isolated: Isolated, tmp_path: Path, scratch: Scratch) -> None:
+    executor = isolated(Policy(Mode.PER_USER))
     run_report(executor, user="alice", job="first")
     victim = tmp_path / "elsewhere"
     victim.mkdir()
     # What a task of alice's could do in its own tree: point a job's directory elsewhere.
     (scratch.work / "shoal-alice" / "planted").symlink_to(victim)
     task = executor.launch(_spec("print(1)", user="alice", job="planted"))
-    status = wait_exit(executor, task)
+    status = wait_exit(executor, task, DEADLINE)
     assert status.exit_code == 127 and "planted" in status.detail
     assert victim.stat().st_uid == os.geteuid()
 
@@ -204,28 +330,31 @@ def task_cgroups() -> Iterator[TaskCgroups]:
 
 
 @as_root
+@BOTH_ENGINES
 def test_memory_above_the_request_ends_oom_killed(
-        tmp_path: Path, scratch: Scratch, task_cgroups: TaskCgroups) -> None:
-    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER), task_cgroups)
+        isolated: Isolated, task_cgroups: TaskCgroups) -> None:
+    executor = isolated(Policy(Mode.PER_USER), task_cgroups)
     task = executor.launch(_spec("data = b'x' * (512 * 2**20)", user="alice",
                                  limits=TaskLimits(cpu_millis=500, memory_mib=64)))
-    status = wait_exit(executor, task, timeout=60)
+    status = wait_exit(executor, task, DEADLINE)
     assert (status.phase, status.signal, status.reason) == (
         TaskPhase.EXITED, signal.SIGKILL, OOM_KILLED)
     assert task.cgroups and not any(c.exists() for c in task.cgroups)
 
 
 @as_root
+@BOTH_ENGINES
 def test_limits_are_written_and_the_task_is_in_its_cgroups(
-        tmp_path: Path, scratch: Scratch, task_cgroups: TaskCgroups) -> None:
-    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER), task_cgroups)
+        isolated: Isolated, task_cgroups: TaskCgroups) -> None:
+    executor = isolated(Policy(Mode.PER_USER), task_cgroups)
     code = "import time; print(open('/proc/self/cgroup').read(), flush=True); time.sleep(60)"
     task = executor.launch(_spec(code, user="alice",
                                  limits=TaskLimits(cpu_millis=250, memory_mib=100)))
     try:
-        wait_until(lambda: "task-" in task.stdout_path.read_text(), timeout=30)
+        wait_until(lambda: "task-" in output(executor, task), timeout=DEADLINE)
+        assert task.cgroups
         for cgroup in task.cgroups:
-            assert f"{cgroup.name}\n" in task.stdout_path.read_text()
+            assert f"{cgroup.name}\n" in output(executor, task)
         memory, cpu = task_cgroups.memory_parent, task_cgroups.cpu_parent
         if task_cgroups.version is CgroupVersion.V1:
             assert memory is not None and cpu is not None
@@ -242,12 +371,13 @@ ESCAPE = ("import subprocess, time; p = subprocess.Popen(['sleep', '600'], "
 
 
 @as_root
-def test_stop_kills_what_left_the_session(tmp_path: Path, scratch: Scratch,
+@BOTH_ENGINES
+def test_stop_kills_what_left_the_session(isolated: Isolated,
                                           task_cgroups: TaskCgroups) -> None:
-    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER), task_cgroups)
+    executor = isolated(Policy(Mode.PER_USER), task_cgroups)
     task = executor.launch(_spec(ESCAPE, user="alice"))
-    wait_until(lambda: task.stdout_path.read_text().strip() != "", timeout=30)
-    escaped = int(task.stdout_path.read_text().split()[0])
+    wait_until(lambda: output(executor, task).strip() != "", timeout=DEADLINE)
+    escaped = int(output(executor, task).split()[0])
     assert os.getsid(escaped) == escaped != task.pid
     status = executor.stop(task, grace_period=1.0)
     assert not status.running
@@ -256,16 +386,17 @@ def test_stop_kills_what_left_the_session(tmp_path: Path, scratch: Scratch,
 
 
 @as_root
+@BOTH_ENGINES
 def test_what_a_finished_task_left_behind_is_killed_with_it(
-        tmp_path: Path, scratch: Scratch, task_cgroups: TaskCgroups) -> None:
-    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER), task_cgroups)
+        isolated: Isolated, task_cgroups: TaskCgroups) -> None:
+    executor = isolated(Policy(Mode.PER_USER), task_cgroups)
     daemon = ("import subprocess; p = subprocess.Popen(['sleep', '600'], "
               "start_new_session=True); print(p.pid, flush=True)")
     task = executor.launch(_spec(daemon, user="alice"))
-    assert wait_exit(executor, task, timeout=30).exit_code == 0
-    left = int(task.stdout_path.read_text().split()[0])
+    assert wait_exit(executor, task, DEADLINE).exit_code == 0
+    left = int(output(executor, task).split()[0])
     wait_until(lambda: not psutil.pid_exists(left)
-               or psutil.Process(left).status() == psutil.STATUS_ZOMBIE, timeout=30)
+               or psutil.Process(left).status() == psutil.STATUS_ZOMBIE, timeout=DEADLINE)
     assert not any(c.exists() for c in task.cgroups)
 
 
@@ -294,9 +425,9 @@ def test_no_writable_hierarchy_is_said() -> None:
 
 
 @as_root
-def test_forgetting_a_job_removes_its_working_directories(
-        tmp_path: Path, scratch: Scratch) -> None:
-    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER))
+@BOTH_ENGINES
+def test_forgetting_a_job_removes_its_working_directories(isolated: Isolated) -> None:
+    executor = isolated(Policy(Mode.PER_USER))
     cwd = Path(str(run_report(executor, user="alice", job="gone")["cwd"]))
     kept = Path(str(run_report(executor, user="alice", job="kept")["cwd"]))
     executor.forget_job("gone")
@@ -304,22 +435,22 @@ def test_forgetting_a_job_removes_its_working_directories(
 
 
 @as_root
-def test_a_jobs_shared_file_is_readable_by_its_tasks_only(
-        tmp_path: Path, scratch: Scratch) -> None:
-    """Where the control plane puts a job's membership file: alice's tasks read it, bob's
-    cannot, and the directory is the server's (no link of a task's is followed)."""
-    executor = isolated(tmp_path, scratch, Policy(Mode.PER_USER))
-    path = executor.job_file("membership", "elastic", "alice")
-    path.write_text('{"worldSize": 2}\n')
-    path.chmod(0o644)
+@BOTH_ENGINES
+def test_a_jobs_shared_file_is_readable_by_its_tasks_only(isolated: Isolated) -> None:
+    """Where the control plane puts a job's membership file (on Ray: on the nodes): alice's
+    tasks read it, bob's cannot, and the directory is the server's (no link of a task's is
+    followed)."""
+    executor = isolated(Policy(Mode.PER_USER))
+    path = executor.write_job_file("membership", "elastic", "alice", b'{"worldSize": 2}\n')
+    assert path == executor.job_file("membership", "elastic", "alice")
     assert path.parent.stat().st_uid == os.geteuid()
     read = f"import sys; print(open({str(path)!r}).read().strip())"
     own = executor.launch(_spec(read, user="alice", job="elastic"))
-    assert wait_exit(executor, own).exit_code == 0
-    assert own.stdout_path.read_text() == '{"worldSize": 2}\n'
+    assert wait_exit(executor, own, DEADLINE).exit_code == 0
+    assert output(executor, own) == '{"worldSize": 2}\n'
     other = executor.launch(_spec(read, user="bob", job="snoop"))
-    assert wait_exit(executor, other).exit_code == 1
-    assert "PermissionError" in other.stderr_path.read_text()
+    assert wait_exit(executor, other, DEADLINE).exit_code == 1
+    assert "PermissionError" in output(executor, other, "stderr")
 
 
 def test_a_work_root_made_under_a_private_umask_is_passable(scratch: Scratch) -> None:
@@ -340,10 +471,10 @@ def test_a_work_root_made_under_a_private_umask_is_passable(scratch: Scratch) ->
 
 
 @as_root
+@BOTH_ENGINES
 def test_one_task_user_runs_every_task_and_a_spec_working_dir_is_honoured(
-        tmp_path: Path, scratch: Scratch) -> None:
-    executor = isolated(tmp_path, scratch, decide(0, insecure_same_user=False,
-                                                  task_user="shoal-shared-tasks"))
+        isolated: Isolated, scratch: Scratch) -> None:
+    executor = isolated(decide(0, insecure_same_user=False, task_user="shoal-shared-tasks"))
     alice = run_report(executor, user="alice", job="a")
     bob = run_report(executor, user="bob", job="b")
     account = pwd.getpwnam("shoal-shared-tasks")
