@@ -180,6 +180,18 @@ def isolated(engine: str, tmp_path: Path, scratch: Scratch) -> Iterator[Isolated
         RayExecutor(root, namespace=namespace_of(root)).close()
 
 
+def ray_worker_env() -> dict[str, str]:
+    """`SERVER_ENV`'s variables as a Ray worker of the module's cluster has them."""
+    import ray
+
+    @ray.remote(num_cpus=0)
+    def read() -> dict[str, str]:
+        return {name: os.environ.get(name, "") for name in SERVER_ENV}
+
+    found: dict[str, str] = ray.get(read.remote(), timeout=DEADLINE)
+    return found
+
+
 def output(executor: Executor, task: RunningTask, stream: str = "stdout") -> str:
     """A task's output, read through the executor contract (on Ray: on its node)."""
     assert stream in ("stdout", "stderr")
@@ -205,8 +217,10 @@ def _spec(code: str, **kw: object) -> TaskLaunch:
 @as_root
 @BOTH_ENGINES
 def test_a_task_runs_as_its_users_own_account_in_its_own_directory(
-        isolated: Isolated, tmp_path: Path, scratch: Scratch) -> None:
+        engine: str, isolated: Isolated, tmp_path: Path, scratch: Scratch) -> None:
     executor = isolated(decide(0, insecure_same_user=False, task_user=None))
+    if engine == "ray":  # the node's workers have the secret: its tasks must not
+        assert ray_worker_env() == SERVER_ENV
     report = run_report(executor, user="alice", job="iso")
     account = pwd.getpwnam("shoal-alice")
     assert (report["uid"], report["gid"]) == (account.pw_uid, account.pw_gid)
