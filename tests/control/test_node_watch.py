@@ -212,3 +212,34 @@ def test_the_local_executor_s_declared_nodes_cost_no_rebuild(tmp_path: Path,
         plane.step()
     assert plane.model is model  # never rebuilt
     assert plane.nodes == (CPU,) and phases(repo) == {"cpu-1": (NodePhase.READY, "")}
+
+
+def test_a_task_running_on_a_node_that_goes_not_ready_stays_charged_there(
+        live_plane: ControlPlane, inventory: Inventory, repo: Repository,
+        tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    code = (f"import os, time\nend = time.monotonic() + 120\n"
+            f"while not os.path.exists({str(release)!r}) and time.monotonic() < end:\n"
+            f"    time.sleep(0.02)\n")
+    try:
+        live_plane.submit(job("long", code))
+        step_until(live_plane, lambda: state_of(live_plane, "long") is JobState.RUNNING,
+                   DEADLINE)
+        inventory.report = (NodeHealth("cpu-1", ready=False, reason="draining", node=CPU),)
+        step_until(live_plane, lambda: phases(repo)["cpu-1"][0] is NodePhase.NOT_READY,
+                   DEADLINE)
+        # The rebuilt model still charges the task where it runs, and places nothing there.
+        assert live_plane.nodes == (replace(CPU, schedulable=False),)
+        quota = live_plane.model.quota
+        assert quota.root.usage.cpu == 500 and quota.root.usage.fits(quota.capacity)
+        live_plane.submit(job("next", "print('ran')"))
+        step_until(live_plane, waits(live_plane, "next"), DEADLINE)
+        assert state_of(live_plane, "next") is JobState.PENDING
+    finally:
+        release.touch()
+    step_until(live_plane, finished(live_plane, "long"), DEADLINE)
+    assert state_of(live_plane, "long") is JobState.SUCCEEDED
+    assert live_plane.model.quota.root.usage.cpu == 0
+    inventory.report = (ready(CPU),)
+    step_until(live_plane, finished(live_plane, "next"), DEADLINE)
+    assert state_of(live_plane, "next") is JobState.SUCCEEDED
