@@ -9,7 +9,9 @@ every node. Neither reserves anything in Ray's accounting (`num_cpus=0`).
 
 from __future__ import annotations
 
+import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,33 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 import ray
 
+from shoal.executors import cgroups
 from shoal.executors.contract import RecordedAttempt
 from shoal.executors.local import DEFAULT_GRACE_PERIOD, Isolation, LocalExecutor, replace_file
 from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase, TaskStatus
 
+log = logging.getLogger(__name__)
+
 #: Variables of the Ray worker's own environment that a task must not inherit.
 _WORKER_ONLY = ("RAY_", "PYTHONBREAKPOINT")
+
+
+def _node_cgroups(isolation: Isolation | None) -> Isolation | None:
+    """The engine's isolation with cgroup parents that exist on this node. `shoal up` made
+    (and named by its tag) the parents on the control plane's machine; on another machine
+    they are missing, so the node makes its own under the same tag (`cgroups.detect`), or,
+    with no writable hierarchy, runs its tasks without limits (logged)."""
+    found = None if isolation is None else isolation.cgroups
+    if isolation is None or found is None:
+        return isolation
+    parents = [p for p in (found.memory_parent, found.cpu_parent) if p is not None]
+    if all(parent.is_dir() for parent in parents):
+        return isolation
+    mine = cgroups.detect(parents[0].name.removeprefix("shoal-"))
+    if isinstance(mine, cgroups.Unavailable):
+        log.warning("no cgroup limits for tasks on this node: %s", mine.reason)
+        return replace(isolation, cgroups=None)
+    return replace(isolation, cgroups=mine)
 
 
 def node_executor(node_root: str, isolation: Isolation | None,
@@ -31,7 +54,8 @@ def node_executor(node_root: str, isolation: Isolation | None,
     """The node's `LocalExecutor` over `node_root` (`<root>/nodes/<node>`). The engine's
     root and its `nodes` directory are made private on this node too (0700, as on the
     control plane's machine): the local executor keeps its own root private, not the
-    directories above it, and a node's records and logs are the server's only."""
+    directories above it, and a node's records and logs are the server's only. Its task
+    cgroups are made under parents of this node's (`_node_cgroups`)."""
     below = Path(node_root).parent
     for directory in (below.parent, below):
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -39,7 +63,7 @@ def node_executor(node_root: str, isolation: Isolation | None,
             directory.chmod(0o700)
     base = {k: v for k, v in os.environ.items() if not k.startswith(_WORKER_ONLY)}
     return LocalExecutor(Path(node_root), grace_period=grace_period, base_env=base,
-                         isolation=isolation)
+                         isolation=_node_cgroups(isolation))
 
 
 class TaskActor:

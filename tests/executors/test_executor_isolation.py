@@ -380,6 +380,39 @@ def test_limits_are_written_and_the_task_is_in_its_cgroups(
     assert not any(c.exists() for c in task.cgroups)
 
 
+@as_root
+@pytest.mark.parametrize("engine", ["ray"], indirect=True)
+def test_a_ray_node_without_the_control_planes_cgroups_makes_its_own(
+        isolated: Isolated, task_cgroups: TaskCgroups) -> None:
+    """On another machine the parent cgroups `shoal up` made do not exist: the node makes
+    its own, under the same tag, and its tasks still get their limits."""
+    tag = f"elsewhere-{os.getpid()}"
+    absent = TaskCgroups(task_cgroups.version,
+                         *(None if p is None else p.with_name(f"shoal-{tag}")
+                           for p in (task_cgroups.memory_parent, task_cgroups.cpu_parent)))
+    assert absent.memory_parent is not None and not absent.memory_parent.exists()
+    executor = isolated(Policy(Mode.PER_USER), absent)
+    code = "import time; print(open('/proc/self/cgroup').read(), flush=True); time.sleep(60)"
+    task = executor.launch(_spec(code, user="alice",
+                                 limits=TaskLimits(cpu_millis=250, memory_mib=100)))
+    try:
+        wait_until(lambda: "task-" in output(executor, task), timeout=DEADLINE)
+        assert task.cgroups and all(c.parent.name == f"shoal-{tag}" for c in task.cgroups)
+        for cgroup in task.cgroups:
+            assert f"{cgroup.name}\n" in output(executor, task)
+        memory = [c for c in task.cgroups if (c / "memory.limit_in_bytes").exists()
+                  or (c / "memory.max").exists()]
+        assert memory, task.cgroups
+        limit = memory[0] / ("memory.max" if absent.version is CgroupVersion.V2
+                             else "memory.limit_in_bytes")
+        assert limit.read_text().strip() == str(100 << 20)
+    finally:
+        executor.stop(task, grace_period=0.1)
+        for parent in {c.parent for c in task.cgroups}:  # the node made them: empty now
+            parent.rmdir()
+    assert not any(c.exists() for c in task.cgroups)
+
+
 ESCAPE = ("import subprocess, time; p = subprocess.Popen(['sleep', '600'], "
           "start_new_session=True); print(p.pid, flush=True); time.sleep(600)")
 
