@@ -1,6 +1,6 @@
 """Tenant isolation of tasks: the contract every executor meets, and how the local one does.
 
-The contract (the local executor now; a later engine — Ray's, for one — meets the same):
+The contract (the local executor's, and the Ray engine's on every node: see "On Ray" below):
 
 1. **A task never runs as the control plane's user.** It runs as an unprivileged OS user:
    by default one per Shoal user, `<prefix><name>` (`shoal-alice` for alice), created on
@@ -30,6 +30,33 @@ The contract (the local executor now; a later engine — Ray's, for one — meet
 
 An OS account is Shoal's only when its comment (GECOS) says so (`ACCOUNT_COMMENT`): an
 existing account of the same name that Shoal did not create is never used.
+
+**On Ray** (`shoal.executors.ray_engine`) every attempt runs through a local executor on its
+node, inside a Ray worker, with the isolation `shoal up` decided (policy, work root, cgroups):
+the same code as on one machine, so the contract holds on every node when Ray's workers can
+do what `shoal up` does as root. Hence the deployments:
+
+- **Ray started as root on every node** (the supported one): the worker creates the task's
+  OS user on its node and its wrapper switches to it, as the local executor does; the
+  node's records and logs (`<root>/nodes/<node>`, the engine's root and `nodes/` included)
+  are root's, 0700. The work root must be the same path on every node, passable by the task
+  users. A node lacking the parent cgroups `shoal up` made on its own machine makes its own
+  under the same tag (or, with no writable hierarchy, runs without limits and logs it).
+  `tests/executors/test_executor_isolation.py` checks this on a real Ray cluster started as
+  root: the task's OS user, none of the node's environment, the control plane's files and
+  another tenant's token and job file unreadable, cgroup limits and what a stop kills.
+- **Ray started as an unprivileged user U** (say `ray-tasks`): its workers cannot switch
+  users, so every task runs as U — U is the one task user, and `shoal up` must say so with
+  `--insecure-same-user` (a `--task-user` or per-user policy asks the node for a switch it
+  cannot make: every launch fails, with the reason). The trade-off is `--task-user`'s and
+  more: tasks of every tenant share U, so they read each other's files, environments (job
+  tokens) and logs, and, since the node's records are U's too, a task could forge its own
+  outcome or signal its wrapper. The control plane stays out of their reach only when its
+  data directory is not U's: run `shoal up` as another user on a machine that is not a Ray
+  node (on each node, create `<root>` owned by U, 0700). Use it only where the tenants
+  trust each other. It is documented, not tested: a test would need Ray, Shoal and their
+  Python installed where an unprivileged user can run them, which this project's test
+  machines (an interpreter under root's 0700 home) do not offer.
 """
 
 from __future__ import annotations
