@@ -5,6 +5,14 @@ Pure functions of a job as stored (its policy, its tasks' states and retry count
 - A task that ends badly (non-zero exit, signal, lost process, failed launch) is restarted
   in place while its group's `taskRetryCount` allows (`Verdict.RETRY_TASK`); only then does
   it count as failed.
+- Except a lost member of a gang (`restarts_whole`): its peers wait for it in a collective
+  that will never complete, so the whole gang is restarted instead (`Verdict.RESTART_GANG`):
+  its running and bound tasks are stopped, then every unfinished task is placed again
+  together. The retry is charged to the lost task alone, within the same `taskRetryCount`;
+  the job's `retries` do not grow. A gang task that *exits* badly is still retried in place
+  (OpenPAI's rule): only a loss — the process or its machine vanished, nothing recorded how
+  it ended — restarts the gang. A lost task whose peers hold nothing (they ended, or wait)
+  has nobody to restart with it and is retried in place.
 - The job fails as soon as `minFailed` tasks have failed (default 1) — unless `jobRetryCount`
   allows another run of the whole job (`Verdict.RETRY_JOB`): everything is stopped and the
   job is scheduled again from scratch, as a gang.
@@ -42,6 +50,9 @@ class Verdict(StrEnum):
     """Put the failed task back to PENDING; the scheduler places it again."""
     RETRY_JOB = "retry-job"
     """Stop what still runs, then put every task back to PENDING (one job retry more)."""
+    RESTART_GANG = "restart-gang"
+    """The lost task back to PENDING (one task retry more); stop its peers that still run,
+    then put every unfinished task back to PENDING, to be placed again as a gang."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +61,7 @@ class Decision:
     cause: str = ""
     """Why, for the job's event history ("retry 1/3 after exit code 2")."""
     task: TaskRef | None = None
-    """The task retried in place (RETRY_TASK)."""
+    """The task retried (RETRY_TASK in place, RESTART_GANG with its gang)."""
 
 
 NOTHING = Decision(Verdict.NOTHING)
@@ -64,14 +75,31 @@ def task_states(job: Job) -> dict[TaskRef, TaskState]:
     return states
 
 
-def on_failure(job: Job, ref: TaskRef, how: str) -> Decision:
+def restarts_whole(job: Job) -> bool:
+    """Whether a lost task of `job` restarts its whole gang: the job is placed as a gang of
+    more than one task (`gang_minimum` > 1: scheduler `shoal`, `minAvailable` unset or above
+    1) and is not elastic. An elastic job goes on at a smaller size (torchrun
+    re-rendezvouses), and a job whose tasks are placed one by one has no gang to restart."""
+    return job.gang_minimum > 1 and job.elastic is None
+
+
+def on_failure(job: Job, ref: TaskRef, how: str, *, lost: str | None = None) -> Decision:
     """Task `ref` of `job` (as stored before its end is recorded) ended badly: `how` says
-    how ("exit code 2", "signal 9", "a lost process"). Retry it in place if its group allows,
-    else judge the job with it FAILED."""
+    how ("exit code 2", "signal 9", "a lost process"). `lost`: the task was lost, and what
+    the executor said of it ("its Ray node is gone or unknown"; "" if nothing); None: it
+    ended otherwise. Retry it — with its gang (`restarts_whole`) when it was lost while a
+    peer holds resources, else in place — if its group allows, else judge the job with it
+    FAILED."""
     retries = next((t.retries for t in job.tasks if t.ref == ref), 0)
     allowed = job.group(ref.group).task_retry_count
     if retries < allowed:
-        return Decision(Verdict.RETRY_TASK, f"retry {retries + 1}/{allowed} after {how}", ref)
+        retry = f"retry {retries + 1}/{allowed}"
+        if lost is not None and restarts_whole(job) and any(
+                t.ref != ref and t.state.holds_resources for t in job.tasks):
+            detail = f" ({lost})" if lost else ""
+            return Decision(Verdict.RESTART_GANG,
+                            f"gang restarted: task {ref} was lost{detail}; {retry}", ref)
+        return Decision(Verdict.RETRY_TASK, f"{retry} after {how}", ref)
     states = task_states(job)
     states[ref] = TaskState.FAILED
     return judge(job, states, f"task {ref} failed: {how}")
@@ -80,7 +108,7 @@ def on_failure(job: Job, ref: TaskRef, how: str) -> Decision:
 def judge(job: Job, states: Mapping[TaskRef, TaskState] | None = None,
           failure: str | None = None) -> Decision:
     """What the tasks' states (by default the job's own) decide for the job: never
-    RETRY_TASK. `failure` describes the latest failure, for the cause."""
+    RETRY_TASK nor RESTART_GANG. `failure` describes the latest failure, for the cause."""
     states = task_states(job) if states is None else states
     elastic = job.elastic
     if elastic is not None:

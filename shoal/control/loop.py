@@ -34,7 +34,8 @@ fails as soon as `minFailed` tasks have failed (default 1), and succeeds as soon
 its tasks have; when every task has ended below both, it succeeds. A job that would fail is
 instead retried whole while `jobRetryCount` allows: its tasks are stopped, then all of them
 (finished ones included) go back to PENDING, the job to PENDING, its `retries` count grows,
-and it is scheduled again as a gang.
+and it is scheduled again as a gang. A LOST member of a gang is the exception: its whole gang
+is restarted at once, charged to its own `taskRetryCount` (`shoal.control.gang_restart`).
 
 Stopping a job is `shoal.control.stopping`'s: stored first, processes signalled after. When a
 job ends, the work its tasks submitted into its own virtual cluster is stopped with it, and
@@ -71,6 +72,7 @@ from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
+from shoal.control.gang_restart import GangRestarting, lost_detail
 from shoal.control.handover import Handover
 from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
 from shoal.control.launches import Launching
@@ -90,7 +92,7 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.store import NotFoundError, Repository
-from shoal.store.repository import FailedTask
+from shoal.store.stops import FailedTask
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +118,7 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(Launching, NodeWatching):
+class ControlPlane(Launching, GangRestarting, NodeWatching):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -528,16 +530,21 @@ class ControlPlane(Launching, NodeWatching):
             self.model.task_succeeded(ref)
             self._settle(ref.job)
         else:
-            self._task_failed(ref, f"process {how}", code, retry_reason(status))
+            self._task_failed(ref, f"process {how}", code, retry_reason(status),
+                              lost_detail(status))
 
-    def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str) -> None:
-        """Retry the task in place, or record it FAILED and apply what that decides."""
+    def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str,
+                     lost: str | None = None) -> None:
+        """Retry the task in place or with its gang (`lost`: it was lost, and the detail,
+        `shoal.control.gang_restart`), or record it FAILED and apply what that decides."""
         job = self.repository.get_job(ref.job)
         if job is None:
             return
-        decision = completion.on_failure(job, ref, how)
+        decision = completion.on_failure(job, ref, how, lost=lost)
         failed = FailedTask(ref, cause, code)
-        if decision.verdict is Verdict.RETRY_TASK:
+        if decision.verdict is Verdict.RESTART_GANG:
+            self._restart_gang(failed, decision.cause)
+        elif decision.verdict is Verdict.RETRY_TASK:
             self.repository.retry_task(failed, decision.cause)
             log.info("task %s: %s", ref, decision.cause)
             self._requeue(ref)
@@ -596,6 +603,7 @@ class ControlPlane(Launching, NodeWatching):
             self._ports.forget(name)
             self._waiting.forget(name)
         else:
-            log.info("job %s is retried (%d/%d)", name, job.retries, job.job_retry_count)
+            log.info("job %s is back to PENDING (job retries %d/%d)", name, job.retries,
+                     job.job_retry_count)
             self.model.add_job(job)
         self.wake.set()

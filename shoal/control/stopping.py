@@ -23,7 +23,8 @@ from shoal.executors.contract import Executor, RecordedAttempt
 from shoal.executors.task import RunningTask
 from shoal.scheduler.model import SchedulerModel
 from shoal.store import Repository
-from shoal.store.repository import FailedTask, TaskRecord
+from shoal.store.repository import TaskRecord
+from shoal.store.stops import FailedTask
 
 
 @dataclass(slots=True)
@@ -87,6 +88,13 @@ class Stopping:
         job = self.repository.stop_job(name, final, cause, failed=failed)
         if failed is not None:
             self._finish_task(failed.ref)
+        self._carry_out_stop(job, final, cause)
+
+    def _carry_out_stop(self, job: Job, final: JobState, cause: str) -> None:
+        """Carry out a stop the store has just recorded (`stop_job`, or a gang restart's
+        `restart_gang`): withdraw the job, signal the processes of its RELEASING tasks;
+        the job ends — or is put back, with `final` PENDING — once none is left."""
+        name = job.name
         self._stop_wanting(name)
         releasing = [t.ref for t in job.tasks if t.state is TaskState.RELEASING]
         if not releasing:

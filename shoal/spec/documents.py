@@ -249,7 +249,8 @@ class TaskGroupSpec(_Model):
     task_retry_count: Int64 = Field(
         default=0, ge=0, alias="taskRetryCount",
         description="How many times a failed task (non-zero exit, signal, lost process) is "
-                    "restarted in place before it counts as failed.")
+                    "restarted in place before it counts as failed; a lost member of a "
+                    "rigid gang restarts its whole gang, charged to its own count.")
     completion: GroupCompletionSpec | None = None
 
 

@@ -5,7 +5,8 @@ nothing. State changes go through the lifecycle tables of `shoal.api.lifecycle` 
 event with their cause. `record_binds` persists a whole cycle's evictions and binds at
 once: the control plane calls it *before* stopping or launching anything, so a crash never
 loses a decision nor launches a task twice. Users and tokens are `shoal.store.accounts`' (a
-base class of `Repository`), nodes' conditions `shoal.store.nodes`'.
+base class of `Repository`), nodes' conditions `shoal.store.nodes`', and the stops of jobs —
+a task's retry, a job's end or rerun, a gang's restart — `shoal.store.stops`'.
 """
 
 from __future__ import annotations
@@ -65,16 +66,13 @@ from shoal.store.models import (
     VirtualClusterRow,
 )
 from shoal.store.nodes import NodeInventory
+from shoal.store.stops import Stops
 
 SUBMITTED = "Submitted"
 JOB_STATE = "JobStateChanged"
 TASK_STATE = "TaskStateChanged"
-JOB_STOPPING = "JobStopping"
-"""A stop of the job's tasks began; `target` is the state the job gets once they stopped."""
 WAITING = "Waiting"
 """Why the scheduler left the job waiting (its pending reason), recorded when it changes."""
-JOB_RETRIED = "JobRetried"
-"""The whole job was put back to be scheduled again (`jobRetryCount`)."""
 _INSERT_JOB = insert(JobRow).returning(JobRow.id)
 _INSERT_EVENT = insert(EventRow)
 
@@ -114,15 +112,6 @@ class TaskRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class FailedTask:
-    """A task whose failure is recorded in the same transaction as what it causes."""
-
-    ref: TaskRef
-    cause: str
-    exit_code: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class Waiting:
     """Why a job waited, as of `time`: one WAITING event to record."""
 
@@ -131,7 +120,7 @@ class Waiting:
     cause: str
 
 
-class Repository(JobQueries, Accounts, NodeInventory):
+class Repository(Stops, JobQueries, Accounts, NodeInventory):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
@@ -263,89 +252,6 @@ class Repository(JobQueries, Accounts, NodeInventory):
             if exit_code is not None:
                 row.exit_code = exit_code
             return move
-
-    def retry_task(self, failed: FailedTask, cause: str) -> None:
-        """Record a task's failure and its retry in place at once: FAILED (with its exit
-        code), then PENDING with `cause` ("retry 1/3 after exit code 2"), one more retry
-        counted. Its next bind is a new attempt, so no launch of the old one is repeated."""
-        with self.store.sessions.begin() as s:
-            row = self._task_row(s, failed.ref)
-            self._move_task(s, row, failed.ref, TaskState.FAILED, failed.cause)
-            if failed.exit_code is not None:
-                row.exit_code = failed.exit_code
-            self._move_task(s, row, failed.ref, TaskState.PENDING, cause)
-            row.retries = (row.retries or 0) + 1
-
-    def stop_job(self, name: str, target: JobState, cause: str, *,
-                 failed: FailedTask | None = None) -> Job:
-        """Decide a job's end (or, with `target` PENDING, its retry) in one transaction:
-        record `failed` if given, cancel its pending tasks (kept for a retry), and move the
-        tasks that hold resources to RELEASING. If none does, the job ends (or restarts) at
-        once; otherwise the stop is recorded as under way (`stopping_jobs`) and `finish_stop`
-        completes it once their processes are gone. Returns the job as stored now."""
-        with self.store.sessions.begin() as s:
-            row = self._job_row(s, name, lock=True)
-            if failed is not None:
-                task = self._task_in(row, failed.ref)
-                self._move_task(s, task, failed.ref, TaskState.FAILED, failed.cause)
-                if failed.exit_code is not None:
-                    task.exit_code = failed.exit_code
-            holding = False
-            for task in row.tasks:
-                ref = TaskRef(name, task.group_name, task.task_index)
-                state = TaskState(task.state)
-                if state is TaskState.PENDING and target is not JobState.PENDING:
-                    self._move_task(s, task, ref, TaskState.CANCELLED, cause)
-                elif state in (TaskState.BOUND, TaskState.RUNNING):
-                    self._move_task(s, task, ref, TaskState.RELEASING, cause)
-                holding = holding or state.holds_resources
-            if holding:
-                row.stopping, row.stop_cause = target.value, cause
-                s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_STOPPING,
-                               target_state=target.value, cause=cause))
-            else:
-                self._complete_stop(s, row, target, cause)
-            s.flush()
-            return convert.job_from_row(row)
-
-    def finish_stop(self, name: str) -> Job:
-        """Complete the stop under way: the job ends in the state `stop_job` recorded, or is
-        put back to PENDING whole for a job retry. Returns the job as stored now."""
-        with self.store.sessions.begin() as s:
-            row = self._job_row(s, name, lock=True)
-            if row.stopping is None:
-                raise StoreError(f"job {name!r} has no stop under way")
-            self._complete_stop(s, row, JobState(row.stopping), row.stop_cause or "stopped")
-            s.flush()
-            return convert.job_from_row(row)
-
-    def stopping_jobs(self) -> dict[str, tuple[JobState, str]]:
-        """Unfinished jobs with a stop under way → the state each gets and why."""
-        with self.store.reads.begin() as s:
-            rows = s.execute(select(JobRow.name, JobRow.stopping, JobRow.stop_cause)
-                             .where(JobRow.stopping.is_not(None),
-                                    JobRow.state.not_in(TERMINAL_JOB_STATES)))
-            return {n: (JobState(t), c or "stopped") for n, t, c in rows if t is not None}
-
-    def _complete_stop(self, s: Session, row: JobRow, target: JobState, cause: str) -> None:
-        row.stopping = row.stop_cause = None
-        if target is not JobState.PENDING:
-            self._move_job(s, row, target, cause)
-            return
-        # A job retry: every task starts again from scratch, in-place retries forgotten.
-        for task in row.tasks:
-            ref = TaskRef(row.name, task.group_name, task.task_index)
-            if TaskState(task.state) is not TaskState.PENDING:
-                self._move_task(s, task, ref, TaskState.PENDING, cause)
-            task.retries = 0
-        row.retries = (row.retries or 0) + 1
-        if row.virtual_cluster and row.virtual_cluster.get("subClusters"):
-            # Its tasks start over, and so does what they built: the work they submitted
-            # into sub-clusters is stopped with the job (`shoal.control.job_scope`).
-            row.virtual_cluster = {**row.virtual_cluster, "subClusters": []}
-        s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_RETRIED, cause=cause))
-        if JobState(row.state) is not JobState.PENDING:
-            self._move_job(s, row, JobState.PENDING, cause)
 
     def record_binds(self, binds: Sequence[Bind], cause: str,
                      evictions: Sequence[Evict] = ()) -> None:

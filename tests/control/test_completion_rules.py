@@ -8,8 +8,17 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shoal.api import Elasticity, Job, Resources, Task, TaskGroup, TaskRef, TaskState
-from shoal.control.completion import Verdict, judge, on_failure, task_states
+from shoal.api import (
+    Elasticity,
+    Job,
+    Resources,
+    SchedulerName,
+    Task,
+    TaskGroup,
+    TaskRef,
+    TaskState,
+)
+from shoal.control.completion import Verdict, judge, on_failure, restarts_whole, task_states
 
 S, F, R, P, C = (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.RUNNING,
                  TaskState.PENDING, TaskState.CANCELLED)
@@ -85,6 +94,43 @@ def test_job_retry_then_failure() -> None:
 def test_task_retries_come_before_job_retries() -> None:
     decision = on_failure(job([R, R], job_retry_count=5, task_retry_count=1), REF0, "x")
     assert decision.verdict is Verdict.RETRY_TASK
+
+
+def _gang(states: list[TaskState], **kw: int) -> Job:
+    return replace(job(states, **kw), scheduler_name=SchedulerName.SHOAL)
+
+
+def test_a_lost_gang_member_restarts_the_gang() -> None:
+    decision = on_failure(_gang([R, R, R], task_retry_count=3), REF0, "a lost process",
+                          lost="its node died")
+    assert (decision.verdict, decision.cause, decision.task) == \
+        (Verdict.RESTART_GANG, "gang restarted: task j/worker/0 was lost (its node died); "
+                               "retry 1/3", REF0)
+    quiet = on_failure(_gang([R, TaskState.BOUND], task_retry_count=1), REF0, "a lost process",
+                       lost="")
+    assert quiet.cause == "gang restarted: task j/worker/0 was lost; retry 1/1"
+
+
+def test_only_a_loss_of_a_rigid_gang_with_live_peers_restarts_it() -> None:
+    gang = _gang([R, R, R], task_retry_count=1)
+    assert restarts_whole(gang)
+    # An exit is retried in place (OpenPAI's rule), as is a loss in every other case.
+    assert on_failure(gang, REF0, "exit code 2").verdict is Verdict.RETRY_TASK
+    alone = [job([R, R, R], task_retry_count=1),  # placed task by task
+             replace(gang, min_available=1),
+             replace(gang, elastic=Elasticity("worker", 2, 3)),
+             _gang([R, S, F], task_retry_count=1, min_failed=2),  # no peer holds anything
+             _gang([R, P, P], task_retry_count=1)]
+    for other in alone:
+        assert on_failure(other, REF0, "a lost process", lost="gone").verdict \
+            is Verdict.RETRY_TASK, other
+    assert not restarts_whole(alone[0]) and not restarts_whole(alone[1]) \
+        and not restarts_whole(alone[2])
+    # Past its retries, the job's rules apply.
+    spent = _gang([R, R, R], task_retry_count=1, task_retries=1, job_retry_count=1)
+    assert on_failure(spent, REF0, "a lost process", lost="gone").verdict is Verdict.RETRY_JOB
+    assert on_failure(replace(spent, retries=1), REF0, "a lost process", lost="gone").verdict \
+        is Verdict.FAIL
 
 
 def test_tasks_without_records_are_pending() -> None:

@@ -19,7 +19,7 @@ from control_support import finished, job, state_of, step_until
 from shoal.api import JobState, TaskRef, TaskState
 from shoal.control import ControlPlane
 from shoal.executors.wrapper import STATUS_FILE
-from shoal.store.repository import JOB_RETRIED
+from shoal.store.stops import JOB_RETRIED
 
 Factory = Callable[[], ControlPlane]
 TIMEOUT = 20.0

@@ -1,6 +1,6 @@
-"""The completion policy in the store: policy fields round-trip, a task retry and a job's stop
-or retry are each one transaction, and rows stored before revision 0002 load with the
-defaults."""
+"""The completion policy in the store: policy fields round-trip, a task retry, a job's stop
+or retry and a gang restart are each one transaction, and rows stored before revision 0002
+load with the defaults."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from store_helpers import make_job
 
 from shoal.api import Bind, IllegalTransitionError, Job, JobState, Resources, TaskRef, TaskState
 from shoal.store import Repository, StoreError, open_store
-from shoal.store.repository import JOB_RETRIED, JOB_STOPPING, FailedTask
+from shoal.store.stops import GANG_RESTARTED, JOB_RETRIED, JOB_STOPPING, FailedTask
 
 W0, W1, M0 = (TaskRef("a", "worker", 0), TaskRef("a", "worker", 1),
               TaskRef("a", "master", 0))
@@ -86,6 +86,52 @@ def test_job_retry_stop_then_restart(repo: Repository) -> None:
     kinds = [(e.kind, e.target) for e in repo.job_events("a") if e.task is None]
     assert (JOB_STOPPING, "Pending") in kinds and (JOB_RETRIED, None) in kinds
     assert kinds[-1] == ("JobStateChanged", "Pending")
+
+
+def test_gang_restart_charges_the_lost_task_only(repo: Repository) -> None:
+    _running(repo)
+    repo.transition_task(M0, TaskState.SUCCEEDED, "done", exit_code=0)
+    cause = "gang restarted: task a/worker/0 was lost; retry 1/2"
+    job = repo.restart_gang(FailedTask(W0, "process was lost"), cause)
+    assert {t.ref: t.state for t in job.tasks} == {
+        M0: TaskState.SUCCEEDED, W0: TaskState.PENDING, W1: TaskState.RELEASING}
+    assert job.state is JobState.RUNNING
+    # A restart reads it as a stop to PENDING, as a job retry's.
+    assert repo.stopping_jobs() == {"a": (JobState.PENDING, cause)}
+    repo.transition_task(W1, TaskState.PENDING, "stopped for the restart")
+    job = repo.finish_stop("a")
+    assert job.state is JobState.PENDING and job.retries == 0
+    assert {t.ref: (t.state, t.retries) for t in job.tasks} == {
+        M0: (TaskState.SUCCEEDED, 0), W0: (TaskState.PENDING, 1), W1: (TaskState.PENDING, 0)}
+    assert repo.stopping_jobs() == {}
+    kinds = [(e.kind, e.target) for e in repo.job_events("a") if e.task is None]
+    assert (JOB_STOPPING, "Pending") in kinds and (GANG_RESTARTED, None) in kinds
+    assert (JOB_RETRIED, None) not in kinds
+    assert kinds[-1] == ("JobStateChanged", "Pending")
+    moves = [(e.source, e.target, e.cause) for e in repo.job_events("a") if e.task == W0]
+    assert moves[-2:] == [("Running", "Failed", "process was lost"),
+                          ("Failed", "Pending", cause)]
+
+
+def test_gang_restart_with_no_peer_holding_is_done_at_once(repo: Repository) -> None:
+    _running(repo)
+    for ref in (M0, W1):
+        repo.transition_task(ref, TaskState.SUCCEEDED, "done", exit_code=0)
+    job = repo.restart_gang(FailedTask(W0, "process was lost"), "gang restarted")
+    assert job.state is JobState.PENDING and repo.stopping_jobs() == {}
+    assert {t.ref: t.state for t in job.tasks}[W0] is TaskState.PENDING
+
+
+def test_cancel_during_a_gang_restart_cancels(repo: Repository) -> None:
+    _running(repo)
+    repo.restart_gang(FailedTask(W0, "process was lost"), "gang restarted")
+    repo.stop_job("a", JobState.CANCELLED, "cancelled by request")
+    assert repo.stopping_jobs() == {"a": (JobState.CANCELLED, "cancelled by request")}
+    for ref in (M0, W1):
+        repo.transition_task(ref, TaskState.CANCELLED, "stopped")
+    job = repo.finish_stop("a")
+    assert job.state is JobState.CANCELLED
+    assert {t.state for t in job.tasks} == {TaskState.CANCELLED}
 
 
 def test_stop_with_nothing_running_ends_at_once(repo: Repository) -> None:

@@ -1,0 +1,325 @@
+"""Lost tasks at random (issue 15: a gang whose member was lost is restarted whole): random
+jobs — rigid gangs, gangs with `minAvailable` 1, jobs placed task by task, elastic jobs, with
+`taskRetryCount`, `jobRetryCount` and `minFailed` drawn — through a real `ControlPlane` over
+a real SQLite store, with an executor whose running processes vanish now and then (they
+poll LOST, as a task on a dead node does), and whose stops take a few polls. A crash (a new
+control plane over the same store and processes) comes at a random step, often in the middle
+of a gang's restart. Processes are fakes, so hundreds of cycles cost seconds.
+
+After every step the whole system is checked:
+
+- no member of a rigid gang runs alone, waiting for a lost peer: once a loss is processed
+  and a retry was spent on it (the lost task's, or the job's), no task of the job that held
+  resources when its peer was lost still runs — or is bound — as that same attempt: it is
+  being stopped, or runs as a new attempt placed with the restarted gang;
+- every task the store holds as BOUND, RUNNING or RELEASING is tracked by the control plane,
+  or BOUND and waiting for an eviction's handover; every live process is tracked under the
+  pid the store records; the executor only launched attempts the store held as BOUND.
+
+And no task is lost across restarts: every job ends with no process left, and a rigid job
+that succeeded ran each of its tasks to an end (succeeded, or failed below `minFailed`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import random
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shoal.api import (
+    Elasticity,
+    Job,
+    Node,
+    Resources,
+    SchedulerName,
+    TaskGroup,
+    TaskRef,
+    TaskState,
+)
+from shoal.control import ControlPlane
+from shoal.control.completion import restarts_whole
+from shoal.executors.contract import RecordedAttempt
+from shoal.executors.local import LocalExecutor
+from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
+from shoal.scheduler.profile import Profile
+from shoal.store import Repository, open_store
+
+NODES = (Node("n0", Resources.of(cpu=8_000, memory=16_384, gpu=4)),
+         Node("n1", Resources.of(cpu=8_000, memory=16_384, gpu=2)))
+HOLDING = (TaskState.BOUND, TaskState.RUNNING, TaskState.RELEASING)
+PLACED = (TaskState.BOUND, TaskState.RUNNING)
+MAX_STEPS = 200
+#: The chance that a running process vanishes at one poll.
+LOSS = 0.08
+LOST = TaskStatus(TaskPhase.LOST, detail="its node died")
+
+
+@cache
+def _template() -> Path:
+    """A migrated store, made once: each example copies it."""
+    directory = tempfile.mkdtemp(prefix="shoal-gang-")
+    atexit.register(shutil.rmtree, directory, True)
+    path = Path(directory) / "template.db"
+    store = open_store(f"sqlite:///{path}")
+    store.migrate()
+    store.close()
+    return path
+
+
+@dataclass
+class Proc:
+    """A fake process: it runs for `polls` more polls, then exits with `code`; once asked
+    to stop, it takes `stopping` more polls."""
+
+    handle: RunningTask
+    ref: TaskRef
+    polls: int
+    code: int
+    stopping: int | None = None
+    ended: TaskStatus | None = None
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A process seen lost, with what its job's other tasks held at that moment."""
+
+    ref: TaskRef
+    task_retries: int
+    job_retries: int
+    peers: dict[TaskRef, int] = field(default_factory=dict)
+    """Each peer BOUND or RUNNING then → its attempt."""
+
+
+class LossyExecutor(LocalExecutor):
+    """Launches fake processes that vanish at random (they poll LOST for good)."""
+
+    def __init__(self, root: Path, repository: Repository, rng: random.Random) -> None:
+        super().__init__(root)
+        self.repository = repository
+        self.rng = rng
+        self.procs: dict[int, Proc] = {}
+        self.claims: dict[tuple[TaskRef, int], RunningTask] = {}
+        self.losses: list[Loss] = []
+        self.violations: list[str] = []
+        self.next_pid = 1000
+
+    def launch(self, spec: TaskLaunch) -> RunningTask:
+        ref = TaskRef(spec.job, spec.group, spec.index)
+        rec = self.repository.task_records([spec.job]).get(ref)
+        if rec is None or rec.state is not TaskState.BOUND or rec.attempts != spec.attempt \
+                or rec.pid:
+            self.violations.append(f"launch of {ref} attempt {spec.attempt} while the store "
+                                   f"holds {rec}")
+        claimed = self.claims.get((ref, spec.attempt))
+        if claimed is not None:  # idempotent per attempt, as the local executor is
+            return claimed
+        self.next_pid += 1
+        pid = self.next_pid
+        out, err = self.log_paths(spec.job, spec.group, spec.index)
+        status = self.task_dir(spec.job, spec.group, spec.index, spec.attempt) / "status"
+        handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, pid,
+                             float(pid), out, err, status)
+        self.claims[(ref, spec.attempt)] = handle
+        self.procs[pid] = Proc(handle, ref, self.rng.randint(1, 5),
+                               1 if self.rng.random() < 0.1 else 0)
+        return handle
+
+    def poll(self, task: RunningTask) -> TaskStatus:
+        proc = self.procs.get(task.pid)
+        if proc is None:
+            return LOST
+        if proc.ended is None:
+            if proc.stopping is not None:
+                if proc.stopping > 0:
+                    proc.stopping -= 1
+                    return RUNNING
+                proc.ended = TaskStatus(TaskPhase.EXITED, signal=15)
+            elif self.rng.random() < LOSS:
+                self._lose(proc)
+            elif proc.polls > 0:
+                proc.polls -= 1
+                return RUNNING
+            else:
+                proc.ended = TaskStatus(TaskPhase.EXITED, exit_code=proc.code)
+        return proc.ended
+
+    def _lose(self, proc: Proc) -> None:
+        proc.ended = LOST
+        job = self.repository.get_job(proc.ref.job)
+        assert job is not None
+        retries = next((t.retries for t in job.tasks if t.ref == proc.ref), 0)
+        peers = {r.ref: r.attempts for r in self.repository.task_records([job.name]).values()
+                 if r.ref != proc.ref and r.state in PLACED}
+        self.losses.append(Loss(proc.ref, retries, job.retries, peers))
+
+    def request_stop(self, task: RunningTask, grace_period: float | None = None) -> bool:
+        proc = self.procs.get(task.pid)
+        if proc is None or proc.ended is not None:
+            return False
+        if proc.stopping is None:
+            proc.stopping = self.rng.randint(0, 3)
+        return True
+
+    def stop(self, task: RunningTask, grace_period: float | None = None) -> TaskStatus:
+        proc = self.procs.get(task.pid)
+        if proc is not None and proc.ended is None:
+            proc.ended = TaskStatus(TaskPhase.EXITED, signal=9)
+        return self.poll(task)
+
+    def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
+        proc = self.procs.get(recorded.pid)
+        return None if proc is None else proc.handle
+
+    def recorded(self, recorded: RecordedAttempt) -> RunningTask:
+        proc = self.procs.get(recorded.pid)
+        return super().recorded(recorded) if proc is None else proc.handle
+
+    def live(self) -> dict[int, Proc]:
+        return {pid: p for pid, p in self.procs.items() if p.ended is None}
+
+
+@st.composite
+def jobs(draw: st.DrawFn) -> list[Job]:
+    made = []
+    for i in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["gang", "gang", "gang", "min-one", "single", "elastic"]))
+        groups = tuple(
+            TaskGroup(f"g{g}", draw(st.integers(2 if g == 0 and kind == "elastic" else 1, 3)),
+                      Resources.of(cpu=draw(st.sampled_from([500, 2_000])), memory=256,
+                                   gpu=draw(st.integers(0, 1))),
+                      command=("true",), task_retry_count=draw(st.integers(0, 2)))
+            for g in range(draw(st.integers(1, 2))))
+        elastic = None
+        if kind == "elastic":
+            top = groups[0].replicas
+            elastic = Elasticity("g0", draw(st.integers(1, top - 1)), top)
+        made.append(Job(f"j{i}", groups,
+                        scheduler_name=SchedulerName.DEFAULT if kind == "single"
+                        else SchedulerName.SHOAL,
+                        min_available=1 if kind == "min-one" else None, elastic=elastic,
+                        job_retry_count=draw(st.integers(0, 2)),
+                        min_failed=draw(st.sampled_from([None, None, 2]))))
+    return made
+
+
+@dataclass
+class World:
+    repository: Repository
+    executor: LossyExecutor
+
+    def plane(self) -> ControlPlane:
+        plane = ControlPlane(self.repository, self.executor, NODES, Profile.default(),
+                             interval=0.0, grace_period=0.0)
+        plane.start()
+        return plane
+
+
+def _world(seed: int) -> Iterator[World]:
+    directory = Path(tempfile.mkdtemp(prefix="shoal-gang-"))
+    shutil.copy(_template(), directory / "shoal.db")
+    store = open_store(f"sqlite:///{directory / 'shoal.db'}")
+    try:
+        repository = Repository(store)
+        yield World(repository, LossyExecutor(directory / "root", repository,
+                                              random.Random(seed)))
+    finally:
+        store.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _check_losses(plane: ControlPlane, executor: LossyExecutor, made: dict[str, Job]) -> None:
+    """No member of a rigid gang is left running the attempt it ran when a peer was lost,
+    once a retry was spent on that loss."""
+    for loss in executor.losses:
+        if not restarts_whole(made[loss.ref.job]):
+            continue
+        job = plane.repository.get_job(loss.ref.job)
+        assert job is not None
+        task = next(t for t in job.tasks if t.ref == loss.ref)
+        if task.retries == loss.task_retries and job.retries == loss.job_retries \
+                and not job.state.terminal:
+            continue  # no retry spent: the job goes on without it (`minFailed`)
+        records = plane.repository.task_records([job.name])
+        for peer, attempt in loss.peers.items():
+            rec = records[peer]
+            assert not (rec.state in PLACED and rec.attempts == attempt), \
+                f"{peer} still runs attempt {attempt} after its peer {loss.ref} was lost " \
+                f"and retried: {_summary(plane, [job.name])}"
+    executor.losses.clear()
+
+
+def _check_tracking(plane: ControlPlane, executor: LossyExecutor, made: dict[str, Job]
+                    ) -> None:
+    records = plane.repository.task_records(made)
+    waiting = plane._handover.waiting()
+    for ref, rec in records.items():
+        if rec.state in HOLDING:
+            assert ref in plane._tasks or (rec.state is TaskState.BOUND and ref in waiting), \
+                f"{ref} is {rec.state} in the store but not tracked"
+    tracked = {t.handle.pid: ref for ref, t in plane._tasks.items()}
+    for pid, proc in executor.live().items():
+        assert tracked.get(pid) == proc.ref, f"process {pid} of {proc.ref} runs untracked"
+        assert records[proc.ref].pid == pid, f"process {pid} of {proc.ref} is not recorded"
+    assert executor.violations == []
+
+
+def _summary(plane: ControlPlane, names: list[str]) -> list[str]:
+    out = []
+    for name in names:
+        job = plane.repository.get_job(name)
+        assert job is not None
+        out.append(f"{name} {job.state} gang={job.gang_minimum} retries={job.retries}/"
+                   f"{job.job_retry_count} tasks=" + ", ".join(
+                       f"{t.group}/{t.index}:{t.state}:{t.retries}" for t in job.tasks))
+    return out
+
+
+def _check_ended(plane: ControlPlane, made: dict[str, Job]) -> None:
+    """Every task of a rigid job that succeeded with the default rule ran to an end."""
+    for name, submitted in made.items():
+        job = plane.repository.get_job(name)
+        assert job is not None and job.state.terminal, _summary(plane, [name])
+        if job.state.value != "Succeeded" or submitted.elastic is not None \
+                or submitted.min_succeeded is not None:
+            continue
+        states = [t.state for t in job.tasks]
+        assert len(states) == submitted.replicas
+        failed = states.count(TaskState.FAILED)
+        assert states.count(TaskState.SUCCEEDED) + failed == submitted.replicas, \
+            _summary(plane, [name])
+        assert failed < job.failure_threshold
+
+
+@settings(max_examples=25, deadline=None)
+@given(jobs(), st.integers(0, 2**32 - 1), st.integers(0, 30))
+def test_a_lost_member_never_leaves_its_gang_running_alone(made: list[Job], seed: int,
+                                                           restart_at: int) -> None:
+    for world in _world(seed):
+        plane = world.plane()
+        made = [j for j in made if plane.feasibility(j) is None]
+        by_name = {j.name: j for j in made}
+        names = list(by_name)
+        for job in made:
+            plane.submit(job)
+        for step in range(MAX_STEPS):
+            if step == restart_at:  # a crash: a new control plane over the same state
+                plane = world.plane()
+                _check_tracking(plane, world.executor, by_name)
+            plane.step()
+            _check_losses(plane, world.executor, by_name)
+            _check_tracking(plane, world.executor, by_name)
+            stored = [plane.repository.get_job(n) for n in names]
+            if all(j is not None and j.state.terminal for j in stored) and not plane._tasks:
+                break
+        else:
+            raise AssertionError(f"not quiet after {MAX_STEPS} steps: {_summary(plane, names)}")
+        assert world.executor.live() == {}
+        _check_ended(plane, by_name)
