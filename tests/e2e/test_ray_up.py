@@ -3,9 +3,10 @@ against a real multi-node Ray cluster started on this machine for the whole modu
 (`ray_support.RayNodes`: a head, and a node with 2 fake GPUs and a custom label).
 
 Reusable by other Ray end-to-end tests: the module-scoped `ray_cluster` fixture (copy it
-with the nodes a module needs), and `RayServers` (a fixture below), which starts `shoal up
---engine ray` against it and, at teardown, stops every server, the task processes they left
-(each runs in its own session on its node, here this machine) and their Ray actors.
+with the nodes a module needs), and `RayServers` (the conftest's `ray_servers` fixture),
+which starts `shoal up --engine ray` against the module's `ray_cluster` and, at teardown,
+stops every server, the task processes they left (each runs in its own session on its node,
+here this machine) and their Ray actors.
 
 As root (CI) the tasks run as unprivileged OS users (Ray runs as root here, as the README
 asks), under the servers' `--work-dir`; they run `task_python()`."""
@@ -89,15 +90,6 @@ class RayServers:
         if root.exists():
             RayExecutor(root, namespace=namespace_of(root)).close()
         self.scratch.close()
-
-
-@pytest.fixture
-def ray_servers(ray_cluster: RayNodes, tmp_path: Path) -> Iterator[RayServers]:
-    servers = RayServers(tmp_path, ray_cluster)
-    try:
-        yield servers
-    finally:
-        servers.close()
 
 
 def _logs(client: httpx.Client, job: str) -> str:

@@ -117,8 +117,10 @@ def stop(server: Server) -> None:
 def kill_leftover_tasks(data: Path) -> None:
     """SIGKILL the process group of every task attempt still alive (each attempt runs in its
     own session, so it survives its server). The pid is checked against its recorded start
-    time so that a recycled pid is never signalled."""
-    for pid_file in data.glob(f"executor/tasks/*/*/attempt-*/{PID_FILE}"):
+    time so that a recycled pid is never signalled. The Ray engine's tasks are its nodes'
+    (`executor/nodes/<node>/tasks`: one disk on this one machine)."""
+    for pid_file in [*data.glob(f"executor/tasks/*/*/attempt-*/{PID_FILE}"),
+                     *data.glob(f"executor/nodes/*/tasks/*/*/attempt-*/{PID_FILE}")]:
         try:
             record = json.loads(pid_file.read_text())
             pid, started = int(record["pid"]), float(record["start_time"])
