@@ -1,8 +1,11 @@
 """Jobs run to completion through the live loop: states, causes, gangs, GPUs, waiting.
 
-Every test runs on both engines (`BOTH_ENGINES`): on Ray each of these few short tasks is an
-actor on the Ray node, and what the loop sees of it (its log, its exit, its GPUs) comes
-through the executor contract only."""
+The tests marked `BOTH_ENGINES` run on the Ray engine too: there each of their few short
+tasks is an actor on the Ray node, and what the loop sees of it (its log, its exit code, its
+GPUs, a stop, a loop in its own thread) comes through the executor contract only. The rest
+run locally only: they are about the scheduling model (a job too big, virtual clusters and
+their carving, restored after a restart), where the engine only runs trivial tasks, as the
+first test does on Ray (and the recovery suite restarts control planes on Ray)."""
 
 from __future__ import annotations
 
@@ -24,12 +27,11 @@ from control_support import (
 from shoal.api import JobState, PendingKind, TaskRef, TaskState
 from shoal.control import ControlPlane
 
-pytestmark = BOTH_ENGINES
-
 ENV = ("import os; print(os.environ['SHOAL_WORLD_SIZE'], os.environ['SHOAL_RANK'], "
        "os.environ['MASTER_PORT'], repr(os.environ['CUDA_VISIBLE_DEVICES']))")
 
 
+@BOTH_ENGINES
 def test_single_task_succeeds_with_causes(plane: ControlPlane) -> None:
     plane.submit(job("ok", "print('hello')"))
     step_until(plane, finished(plane, "ok"))
@@ -46,6 +48,7 @@ def test_single_task_succeeds_with_causes(plane: ControlPlane) -> None:
     assert "ok" not in plane.model.jobs and plane.model.quota.root.usage.cpu == 0
 
 
+@BOTH_ENGINES
 def test_exit_code_3_fails_the_job(plane: ControlPlane) -> None:
     plane.submit(job("bad", "raise SystemExit(3)"))
     step_until(plane, finished(plane, "bad"))
@@ -56,6 +59,7 @@ def test_exit_code_3_fails_the_job(plane: ControlPlane) -> None:
     assert any("exited with code 3" in c for c in causes)
 
 
+@BOTH_ENGINES
 def test_gang_starts_together_with_ranks_and_one_port(plane: ControlPlane) -> None:
     plane.submit(job("gang", ENV, groups=2))
     decisions = plane.step()
@@ -69,6 +73,7 @@ def test_gang_starts_together_with_ranks_and_one_port(plane: ControlPlane) -> No
     assert len(bound) == 2 and bound[0].cause == bound[1].cause
 
 
+@BOTH_ENGINES
 def test_gpus_never_overlap_and_a_waiting_job_has_a_reason(plane: ControlPlane) -> None:
     code = ("import os, time; print(os.environ['CUDA_VISIBLE_DEVICES']); "
             "time.sleep(1.0)")
@@ -99,6 +104,7 @@ def test_too_big_job_waits(plane: ControlPlane) -> None:
     assert reason is not None and "gpu" in reason.message.lower()
 
 
+@BOTH_ENGINES
 def test_first_failure_stops_the_rest(plane: ControlPlane, tmp_path: Path) -> None:
     code = ("import os, sys, time\n"
             "if os.environ['SHOAL_RANK'] == '0': sys.exit(4)\n"
@@ -111,6 +117,7 @@ def test_first_failure_stops_the_rest(plane: ControlPlane, tmp_path: Path) -> No
     assert states == {0: TaskState.FAILED, 1: TaskState.CANCELLED}
 
 
+@BOTH_ENGINES
 def test_run_forever_serves_submissions_from_another_thread(plane: ControlPlane) -> None:
     stop = threading.Event()
     loop = threading.Thread(target=plane.run_forever, args=(stop,))
