@@ -22,9 +22,12 @@ from shoal.api.lifecycle import (
 )
 from shoal.api.objects import (
     BUILTIN_PRIORITY_CLASSES,
+    DEFAULT_ACTIONS,
     DEFAULT_QUEUE,
     GPU_TYPE_LABEL,
     ROOT_QUEUE,
+    FailureAction,
+    FailureEvent,
     FixedSizeNode,
     FixedSizeNodes,
     Job,
@@ -44,6 +47,7 @@ from shoal.api.resources import ZERO, QuantityError, ResourceLimit, Resources, p
 
 __all__ = [
     "BUILTIN_PRIORITY_CLASSES",
+    "DEFAULT_ACTIONS",
     "DEFAULT_QUEUE",
     "GPU_TYPE_LABEL",
     "JOB_LIFECYCLE",
@@ -54,6 +58,8 @@ __all__ = [
     "Decisions",
     "Elasticity",
     "Evict",
+    "FailureAction",
+    "FailureEvent",
     "FixedSizeNode",
     "FixedSizeNodes",
     "IllegalTransitionError",

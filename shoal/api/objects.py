@@ -66,6 +66,30 @@ class SchedulerName(StrEnum):
     """Gang scheduling at `minAvailable`. `volcano` is accepted as an alias by the spec."""
 
 
+class FailureEvent(StrEnum):
+    """How a task ended badly, for its group's `policies` (Volcano's policy events)."""
+
+    TASK_FAILED = "TaskFailed"
+    """It exited non-zero, was killed by a signal, or could not be launched."""
+    TASK_LOST = "TaskLost"
+    """Its process (or its machine) vanished with no exit status recorded."""
+
+
+class FailureAction(StrEnum):
+    """What a task's bad end does while its group's `taskRetryCount` allows a retry."""
+
+    RESTART_TASK = "RestartTask"
+    """Retry it in place; its peers go on."""
+    RESTART_GANG = "RestartGang"
+    """Stop its peers and place the whole gang again (a rigid gang only): the retry is
+    charged to this task."""
+
+
+#: What each event does when a group's `policies` do not say (`TaskGroup.action_on`).
+DEFAULT_ACTIONS = {FailureEvent.TASK_FAILED: FailureAction.RESTART_TASK,
+                   FailureEvent.TASK_LOST: FailureAction.RESTART_GANG}
+
+
 class QueueingPolicy(StrEnum):
     """How a virtual cluster orders its waiting jobs."""
 
@@ -137,6 +161,12 @@ class TaskGroup:
     min_succeeded: int | None = None
     """The job succeeds once this many tasks *of this group* have succeeded (OpenPAI's
     per-role `minSucceededInstances`); None: this group sets no success rule of its own."""
+    policies: Mapping[FailureEvent, FailureAction] = field(default_factory=dict)
+    """What a bad end of one of its tasks does, per event, where it differs from
+    `DEFAULT_ACTIONS` (Volcano's task `policies`)."""
+
+    def action_on(self, event: FailureEvent) -> FailureAction:
+        return self.policies.get(event, DEFAULT_ACTIONS[event])
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,10 @@ Pure functions of a job as stored (its policy, its tasks' states and retry count
   together. The retry is charged to the lost task alone, within the same `taskRetryCount`;
   the job's `retries` do not grow. A gang task that *exits* badly is still retried in place
   (OpenPAI's rule): only a loss — the process or its machine vanished, nothing recorded how
-  it ended — restarts the gang. A lost task whose peers hold nothing (they ended, or wait)
-  has nobody to restart with it and is retried in place.
+  it ended — restarts the gang. A task group's `policies` (Volcano's) change that per event:
+  `TaskFailed → RestartGang` opts a group's exits in, `TaskLost → RestartTask` opts its
+  losses out. A task whose peers hold nothing (they ended, or wait) has nobody to restart
+  with it and is retried in place.
 - The job fails as soon as `minFailed` tasks have failed (default 1) — unless `jobRetryCount`
   allows another run of the whole job (`Verdict.RETRY_JOB`): everything is stopped and the
   job is scheduled again from scratch, as a gang.
@@ -36,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from shoal.api import Job, TaskRef, TaskState
+from shoal.api import FailureAction, FailureEvent, Job, TaskRef, TaskState
 
 
 class Verdict(StrEnum):
@@ -87,18 +89,21 @@ def on_failure(job: Job, ref: TaskRef, how: str, *, lost: str | None = None) -> 
     """Task `ref` of `job` (as stored before its end is recorded) ended badly: `how` says
     how ("exit code 2", "signal 9", "a lost process"). `lost`: the task was lost, and what
     the executor said of it ("its Ray node is gone or unknown"; "" if nothing); None: it
-    ended otherwise. Retry it — with its gang (`restarts_whole`) when it was lost while a
-    peer holds resources, else in place — if its group allows, else judge the job with it
-    FAILED."""
+    ended otherwise. Retry it — with its gang when its group's action for the event is
+    RestartGang (by default: a loss), the job `restarts_whole` and a peer holds resources,
+    else in place — if its group allows, else judge the job with it FAILED."""
     retries = next((t.retries for t in job.tasks if t.ref == ref), 0)
-    allowed = job.group(ref.group).task_retry_count
+    group = job.group(ref.group)
+    allowed = group.task_retry_count
     if retries < allowed:
         retry = f"retry {retries + 1}/{allowed}"
-        if lost is not None and restarts_whole(job) and any(
-                t.ref != ref and t.state.holds_resources for t in job.tasks):
-            detail = f" ({lost})" if lost else ""
+        event = FailureEvent.TASK_FAILED if lost is None else FailureEvent.TASK_LOST
+        if group.action_on(event) is FailureAction.RESTART_GANG and restarts_whole(job) \
+                and any(t.ref != ref and t.state.holds_resources for t in job.tasks):
+            what = f"failed ({how})" if lost is None else \
+                f"was lost ({lost})" if lost else "was lost"
             return Decision(Verdict.RESTART_GANG,
-                            f"gang restarted: task {ref} was lost{detail}; {retry}", ref)
+                            f"gang restarted: task {ref} {what}; {retry}", ref)
         return Decision(Verdict.RETRY_TASK, f"{retry} after {how}", ref)
     states = task_states(job)
     states[ref] = TaskState.FAILED

@@ -46,6 +46,11 @@ class CompletionOut(_Out):
     min_failed: int | None = Field(default=None, alias="minFailed")
 
 
+class FailurePolicyOut(_Out):
+    event: str
+    action: str
+
+
 class TaskGroupOut(_Out):
     name: str
     replicas: int
@@ -56,6 +61,7 @@ class TaskGroupOut(_Out):
     working_dir: str | None = Field(alias="workingDir")
     task_retry_count: int = Field(alias="taskRetryCount")
     completion: CompletionOut | None = None
+    policies: list[FailurePolicyOut] = Field(default_factory=list)
 
 
 class JobMetadataOut(_Out):
@@ -285,7 +291,9 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                            command=list(g.command), env=dict(g.env),
                            node_selector=dict(g.node_selector), working_dir=g.working_dir,
                            task_retry_count=g.task_retry_count,
-                           completion=_completion(g.min_succeeded, None))
+                           completion=_completion(g.min_succeeded, None),
+                           policies=[FailurePolicyOut(event=e.value, action=a.value)
+                                     for e, a in g.policies.items()])
               for g in job.groups]
     return JobOut(
         metadata=_metadata(job),

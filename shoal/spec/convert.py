@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from shoal.api import (
+    FailureAction,
+    FailureEvent,
     FixedSizeNode,
     FixedSizeNodes,
     Job,
@@ -44,6 +46,7 @@ from shoal.spec.documents import (
     JobDocument,
     NodeDocument,
     PriorityClassDocument,
+    TaskGroupSpec,
     VirtualClusterDocument,
 )
 from shoal.spec.elastic import elasticity
@@ -275,7 +278,8 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
             name=g.name, replicas=g.replicas, resources=ZERO if request is None else request,
             command=tuple(g.command),
             env=dict(g.env), node_selector=dict(g.node_selector), working_dir=g.working_dir,
-            task_retry_count=g.task_retry_count, min_succeeded=group_min))
+            task_retry_count=g.task_retry_count, min_succeeded=group_min,
+            policies=_policies(log, doc, f"{path}.policies", g)))
     min_resources = (None if spec.min_resources is None
                      else resources(log, doc, "spec.minResources", spec.min_resources))
     scheduler = _SCHEDULERS[spec.scheduler_name]
@@ -298,6 +302,7 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
                     f"must be at most the job's total replicas ({total}), got {value}")
     tasks = _tasks(log, doc, model)
     elastic, protect_for = elasticity(log, doc, model, groups)
+    _check_gang_restarts(log, doc, model, scheduler, elastic is not None)
     meta = model.metadata
     running = sum(1 for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))
     job = Job(
@@ -314,6 +319,39 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
     # releasing is on its way out and does not count.
     return job if running < job.gang_minimum or running == 0 else \
         dataclasses.replace(job, state=JobState.RUNNING)
+
+
+def _policies(log: IssueLog, doc: DocRef, path: str, group: TaskGroupSpec
+              ) -> dict[FailureEvent, FailureAction]:
+    """A task group's `policies`, one action per event (a second one for an event is an
+    error naming it)."""
+    out: dict[FailureEvent, FailureAction] = {}
+    for i, policy in enumerate(group.policies):
+        event = FailureEvent(policy.event)
+        if event in out:
+            log.add(doc, f"{path}[{i}].event", f"{event} is given twice in this group")
+        out[event] = FailureAction(policy.action)
+    return out
+
+
+def _check_gang_restarts(log: IssueLog, doc: DocRef, model: JobDocument,
+                         scheduler: SchedulerName, elastic: bool) -> None:
+    """A policy that asks for RestartGang needs a rigid gang (`completion.restarts_whole`'s
+    rule): only such a job is placed, and restarted, as one."""
+    spec = model.spec
+    why = ("the job is elastic (it goes on at a smaller size)" if elastic
+           else f"schedulerName is {spec.scheduler_name or 'default'} (no gang)"
+           if scheduler is not SchedulerName.SHOAL
+           else "minAvailable is 1 (no gang)" if spec.min_available == 1
+           else "the job has one task" if sum(g.replicas for g in spec.task_groups) == 1
+           else None)
+    if why is None:
+        return
+    for i, group in enumerate(spec.task_groups):
+        for j, policy in enumerate(group.policies):
+            if policy.action == FailureAction.RESTART_GANG.value:
+                log.add(doc, f"spec.taskGroups[{i}].policies[{j}].action",
+                        f"RestartGang needs a rigid gang, but {why}")
 
 
 def _tasks(log: IssueLog, doc: DocRef, model: JobDocument) -> tuple[Task, ...]:

@@ -238,6 +238,18 @@ class GroupCompletionSpec(_Model):
                     "succeeded (at most the group's replicas); absent: no rule of its own.")
 
 
+class FailurePolicySpec(_Model):
+    """Volcano's task policy: what a task's bad end does while its `taskRetryCount` lasts."""
+
+    event: Literal["TaskFailed", "TaskLost"] = Field(
+        description="TaskFailed: it exited non-zero, was killed by a signal or could not be "
+                    "launched; TaskLost: it vanished with no exit status (its node died).")
+    action: Literal["RestartTask", "RestartGang"] = Field(
+        description="RestartTask: retry it in place (default for TaskFailed); RestartGang: "
+                    "stop its peers and place the whole gang again, charged to its retries "
+                    "(default for TaskLost; a rigid gang only).")
+
+
 class TaskGroupSpec(_Model):
     name: Annotated[StrictStr, Field(pattern=GROUP_NAME_PATTERN, max_length=63)]
     replicas: Int64 = Field(ge=1)
@@ -252,6 +264,10 @@ class TaskGroupSpec(_Model):
                     "restarted in place before it counts as failed; a lost member of a "
                     "rigid gang restarts its whole gang, charged to its own count.")
     completion: GroupCompletionSpec | None = None
+    policies: list[FailurePolicySpec] = Field(
+        default_factory=list, max_length=2,
+        description="What a task's bad end does, per event, where it differs from the "
+                    "default (at most one per event).")
 
 
 class CompletionSpec(_Model):

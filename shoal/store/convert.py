@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shoal.api import (
+    FailureAction,
+    FailureEvent,
     FixedSizeNode,
     FixedSizeNodes,
     Job,
@@ -55,6 +57,7 @@ def group_to_dict(group: TaskGroup) -> dict[str, Any]:
         "working_dir": group.working_dir,
         "task_retry_count": group.task_retry_count,
         "min_succeeded": group.min_succeeded,
+        "policies": {event.value: action.value for event, action in group.policies.items()},
     }
 
 
@@ -66,7 +69,9 @@ def group_from_dict(data: Mapping[str, Any]) -> TaskGroup:
         node_selector=dict(data.get("node_selector", {})), working_dir=data.get("working_dir"),
         # Absent in groups stored before the completion policy existed: the defaults.
         task_retry_count=int(data.get("task_retry_count") or 0),
-        min_succeeded=data.get("min_succeeded"))
+        min_succeeded=data.get("min_succeeded"),
+        policies={FailureEvent(e): FailureAction(a)
+                  for e, a in (data.get("policies") or {}).items()})
 
 
 def job_spec(job: Job) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from shoal.api import (
     Elasticity,
+    FailureAction,
+    FailureEvent,
     Job,
     Resources,
     SchedulerName,
@@ -131,6 +133,27 @@ def test_only_a_loss_of_a_rigid_gang_with_live_peers_restarts_it() -> None:
     assert on_failure(spent, REF0, "a lost process", lost="gone").verdict is Verdict.RETRY_JOB
     assert on_failure(replace(spent, retries=1), REF0, "a lost process", lost="gone").verdict \
         is Verdict.FAIL
+
+
+def _policies(j: Job, event: FailureEvent, action: FailureAction) -> Job:
+    return replace(j, groups=tuple(replace(g, policies={event: action}) for g in j.groups))
+
+
+def test_policies_opt_exits_in_and_losses_out() -> None:
+    gang = _gang([R, R, R], task_retry_count=2)
+    exits = _policies(gang, FailureEvent.TASK_FAILED, FailureAction.RESTART_GANG)
+    decision = on_failure(exits, REF0, "exit code 2")
+    assert (decision.verdict, decision.cause) == \
+        (Verdict.RESTART_GANG, "gang restarted: task j/worker/0 failed (exit code 2); retry 1/2")
+    assert on_failure(exits, REF0, "a lost process", lost="").verdict is Verdict.RESTART_GANG
+    losses = _policies(gang, FailureEvent.TASK_LOST, FailureAction.RESTART_TASK)
+    assert on_failure(losses, REF0, "a lost process", lost="gone").verdict \
+        is Verdict.RETRY_TASK
+    assert on_failure(losses, REF0, "exit code 2").verdict is Verdict.RETRY_TASK
+    # Opted in, a job that is no rigid gang still retries in place.
+    single = _policies(job([R, R], task_retry_count=1), FailureEvent.TASK_FAILED,
+                       FailureAction.RESTART_GANG)
+    assert on_failure(single, REF0, "exit code 2").verdict is Verdict.RETRY_TASK
 
 
 def test_tasks_without_records_are_pending() -> None:

@@ -6,7 +6,8 @@ together (SIGKILL to the process group), so nothing records how it ended. Each t
 a line to `launch-<rank>` on every launch: a test counts launches per task — every member of
 a restarted gang ran exactly twice, a member retried alone ran twice while its peers ran
 once. A second attempt of a gang member waits until all three have been launched twice:
-it succeeds only if the whole gang was restarted together."""
+it succeeds only if the whole gang was restarted together. A task group's `policies` opt its
+exits in to a gang restart, or its losses out."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from control_support import finished, job, state_of, step_until
 
-from shoal.api import Elasticity, JobState, TaskRef, TaskState
+from shoal.api import Elasticity, FailureAction, FailureEvent, JobState, TaskRef, TaskState
 from shoal.control import ControlPlane
 from shoal.store.stops import GANG_RESTARTED, JOB_RETRIED
 
@@ -85,7 +86,8 @@ def _lose(plane: ControlPlane, name: str, index: int) -> None:
     os.killpg(pid, signal.SIGKILL)
 
 
-def _assert_gang_restarted_once(plane: ControlPlane, d: Path, name: str) -> None:
+def _assert_gang_restarted_once(plane: ControlPlane, d: Path, name: str,
+                                why: str = "was lost (") -> None:
     assert state_of(plane, name) is JobState.SUCCEEDED
     assert [_launches(d, r) for r in RANKS] == [2, 2, 2]
     assert _records(plane, name) == {r: (TaskState.SUCCEEDED, 2) for r in RANKS}
@@ -95,7 +97,7 @@ def _assert_gang_restarted_once(plane: ControlPlane, d: Path, name: str) -> None
     events = plane.repository.job_events(name)
     restarted = [e for e in events if e.kind == GANG_RESTARTED]
     assert len(restarted) == 1
-    assert restarted[0].cause.startswith(f"gang restarted: task {name}/worker/1 was lost (")
+    assert restarted[0].cause.startswith(f"gang restarted: task {name}/worker/1 {why}")
     assert restarted[0].cause.endswith("; retry 1/1")
     assert not [e for e in events if e.kind == JOB_RETRIED]
     job_moves = [(e.source, e.target) for e in events if e.task is None and e.source]
@@ -117,6 +119,38 @@ def test_a_lost_member_restarts_the_whole_gang(plane: ControlPlane, tmp_path: Pa
     _lose(plane, "gang", 1)
     step_until(plane, finished(plane, "gang"), TIMEOUT)
     _assert_gang_restarted_once(plane, tmp_path, "gang")
+
+
+def test_a_gang_that_opted_in_restarts_whole_on_an_exit(plane: ControlPlane,
+                                                        tmp_path: Path) -> None:
+    # Rank 1's first launch exits 3 once all three run: the group's policy makes that
+    # restart the gang, as a loss does.
+    fail = ("while rank == 1 and not all(launches(r) for r in range(3)): time.sleep(0.05)\n"
+            "    if rank == 1: sys.exit(3)")
+    made = job("gang", _code(tmp_path, _together(fail)), replicas=3, task_retry_count=1)
+    opted = replace(made, groups=tuple(
+        replace(g, policies={FailureEvent.TASK_FAILED: FailureAction.RESTART_GANG})
+        for g in made.groups))
+    plane.submit(opted)
+    step_until(plane, finished(plane, "gang"), TIMEOUT)
+    _assert_gang_restarted_once(plane, tmp_path, "gang", "failed (exit code 3); retry 1/1")
+
+
+def test_a_gang_that_opted_out_retries_a_lost_task_alone(plane: ControlPlane,
+                                                         tmp_path: Path) -> None:
+    made = job("gang", _code(tmp_path, _released(tmp_path)), replicas=3, task_retry_count=1)
+    opted = replace(made, groups=tuple(
+        replace(g, policies={FailureEvent.TASK_LOST: FailureAction.RESTART_TASK})
+        for g in made.groups))
+    plane.submit(opted)
+    step_until(plane, _running(plane, tmp_path, "gang"), TIMEOUT)
+    _lose(plane, "gang", 1)
+    step_until(plane, lambda: _launches(tmp_path, 1) == 2, TIMEOUT)
+    (tmp_path / "release").touch()
+    step_until(plane, finished(plane, "gang"), TIMEOUT)
+    assert state_of(plane, "gang") is JobState.SUCCEEDED
+    assert [_launches(tmp_path, r) for r in RANKS] == [1, 2, 1]
+    assert not [e for e in plane.repository.job_events("gang") if e.kind == GANG_RESTARTED]
 
 
 def test_past_its_task_retries_the_job_is_retried_whole(plane: ControlPlane,

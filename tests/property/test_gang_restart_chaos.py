@@ -11,7 +11,9 @@ After every step the whole system is checked:
 - no member of a rigid gang runs alone, waiting for a lost peer: once a loss is processed
   and a retry was spent on it (the lost task's, or the job's), no task of the job that held
   resources when its peer was lost still runs — or is bound — as that same attempt: it is
-  being stopped, or runs as a new attempt placed with the restarted gang;
+  being stopped, or runs as a new attempt placed with the restarted gang. The same holds
+  for a failed exit where the group's `policies` restart the gang on it, and not for a
+  loss where they opted out;
 - every task the store holds as BOUND, RUNNING or RELEASING is tracked by the control plane,
   or BOUND and waiting for an eviction's handover; every live process is tracked under the
   pid the store records; the executor only launched attempts the store held as BOUND.
@@ -36,6 +38,8 @@ from hypothesis import strategies as st
 
 from shoal.api import (
     Elasticity,
+    FailureAction,
+    FailureEvent,
     Job,
     Node,
     Resources,
@@ -89,9 +93,10 @@ class Proc:
 
 @dataclass(frozen=True)
 class Loss:
-    """A process seen lost, with what its job's other tasks held at that moment."""
+    """A process seen lost (or failed), with what its job's other tasks held then."""
 
     ref: TaskRef
+    event: FailureEvent
     task_retries: int
     job_retries: int
     peers: dict[TaskRef, int] = field(default_factory=dict)
@@ -143,22 +148,24 @@ class LossyExecutor(LocalExecutor):
                     return RUNNING
                 proc.ended = TaskStatus(TaskPhase.EXITED, signal=15)
             elif self.rng.random() < LOSS:
-                self._lose(proc)
+                proc.ended = LOST
+                self._note(proc, FailureEvent.TASK_LOST)
             elif proc.polls > 0:
                 proc.polls -= 1
                 return RUNNING
             else:
                 proc.ended = TaskStatus(TaskPhase.EXITED, exit_code=proc.code)
+                if proc.code:
+                    self._note(proc, FailureEvent.TASK_FAILED)
         return proc.ended
 
-    def _lose(self, proc: Proc) -> None:
-        proc.ended = LOST
+    def _note(self, proc: Proc, event: FailureEvent) -> None:
         job = self.repository.get_job(proc.ref.job)
         assert job is not None
         retries = next((t.retries for t in job.tasks if t.ref == proc.ref), 0)
         peers = {r.ref: r.attempts for r in self.repository.task_records([job.name]).values()
                  if r.ref != proc.ref and r.state in PLACED}
-        self.losses.append(Loss(proc.ref, retries, job.retries, peers))
+        self.losses.append(Loss(proc.ref, event, retries, job.retries, peers))
 
     def request_stop(self, task: RunningTask, grace_period: float | None = None) -> bool:
         proc = self.procs.get(task.pid)
@@ -191,11 +198,16 @@ def jobs(draw: st.DrawFn) -> list[Job]:
     made = []
     for i in range(draw(st.integers(1, 5))):
         kind = draw(st.sampled_from(["gang", "gang", "gang", "min-one", "single", "elastic"]))
+        # A gang's group may opt its exits in to a gang restart, or its losses out.
+        policies = st.sampled_from([{}, {FailureEvent.TASK_LOST: FailureAction.RESTART_TASK}]
+                                   + ([{FailureEvent.TASK_FAILED: FailureAction.RESTART_GANG}]
+                                      if kind == "gang" else []))
         groups = tuple(
             TaskGroup(f"g{g}", draw(st.integers(2 if g == 0 and kind == "elastic" else 1, 3)),
                       Resources.of(cpu=draw(st.sampled_from([500, 2_000])), memory=256,
                                    gpu=draw(st.integers(0, 1))),
-                      command=("true",), task_retry_count=draw(st.integers(0, 2)))
+                      command=("true",), task_retry_count=draw(st.integers(0, 2)),
+                      policies=draw(policies))
             for g in range(draw(st.integers(1, 2))))
         elastic = None
         if kind == "elastic":
@@ -236,10 +248,12 @@ def _world(seed: int) -> Iterator[World]:
 
 
 def _check_losses(plane: ControlPlane, executor: LossyExecutor, made: dict[str, Job]) -> None:
-    """No member of a rigid gang is left running the attempt it ran when a peer was lost,
-    once a retry was spent on that loss."""
+    """No member of a rigid gang is left running the attempt it ran when a peer was lost
+    (or failed, where its group restarts the gang on exits), once a retry was spent."""
     for loss in executor.losses:
-        if not restarts_whole(made[loss.ref.job]):
+        submitted = made[loss.ref.job]
+        if not restarts_whole(submitted) or submitted.group(loss.ref.group).action_on(
+                loss.event) is not FailureAction.RESTART_GANG:
             continue
         job = plane.repository.get_job(loss.ref.job)
         assert job is not None

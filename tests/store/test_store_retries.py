@@ -11,8 +11,18 @@ import pytest
 from sqlalchemy import text
 from store_helpers import make_job
 
-from shoal.api import Bind, IllegalTransitionError, Job, JobState, Resources, TaskRef, TaskState
-from shoal.store import Repository, StoreError, open_store
+from shoal.api import (
+    Bind,
+    FailureAction,
+    FailureEvent,
+    IllegalTransitionError,
+    Job,
+    JobState,
+    Resources,
+    TaskRef,
+    TaskState,
+)
+from shoal.store import IdempotencyConflict, Repository, StoreError, open_store
 from shoal.store.stops import GANG_RESTARTED, JOB_RETRIED, JOB_STOPPING, FailedTask
 
 W0, W1, M0 = (TaskRef("a", "worker", 0), TaskRef("a", "worker", 1),
@@ -43,6 +53,20 @@ def test_policy_round_trips_and_replays(repo: Repository) -> None:
             stored.retries) == (2, 2, 1, 0)
     assert (stored.groups[1].task_retry_count, stored.groups[1].min_succeeded) == (2, 1)
     assert repo.submit_job(job, idempotency_key="k")[1] is False
+
+
+def test_failure_policies_round_trip_and_take_part_in_replays(repo: Repository) -> None:
+    job = _policy_job()
+    opted = dataclasses.replace(job, groups=(job.groups[0], dataclasses.replace(
+        job.groups[1], policies={FailureEvent.TASK_FAILED: FailureAction.RESTART_GANG})))
+    repo.submit_job(opted, idempotency_key="k")
+    stored = repo.get_job("a")
+    assert stored is not None
+    assert [g.policies for g in stored.groups] == \
+        [{}, {FailureEvent.TASK_FAILED: FailureAction.RESTART_GANG}]
+    assert repo.submit_job(opted, idempotency_key="k")[1] is False
+    with pytest.raises(IdempotencyConflict):
+        repo.submit_job(job, idempotency_key="k")
 
 
 def test_retry_task_records_failed_then_pending(repo: Repository) -> None:

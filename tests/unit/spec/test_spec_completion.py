@@ -1,11 +1,13 @@
 """The completion policy and retries of a shoal/v1 Job: `spec.completion`, `spec.jobRetryCount`,
-and per task group `taskRetryCount` and `completion.minSucceeded`; bad values name their path."""
+and per task group `taskRetryCount`, `completion.minSucceeded` and the failure `policies`; bad
+values name their path."""
 
 from __future__ import annotations
 
 import pytest
 from spec_helpers import JOB, JOB_1, expect, one_issue
 
+from shoal.api import FailureAction, FailureEvent
 from shoal.spec import load_text
 
 POLICY = ("spec:\n  completion: {minSucceeded: 3, minFailed: 2}\n  jobRetryCount: 2\n")
@@ -69,3 +71,50 @@ def test_unknown_completion_field() -> None:
     text = JOB.replace("spec:\n", "spec:\n  completion: {minSuccess: 1}\n")
     expect(one_issue(text), f"{JOB_1}spec.completion.minSuccess: ", "unknown field",
            "minFailed, minSucceeded")
+
+
+# ---- failure policies (Volcano's task `policies`) -------------------------------------------
+
+GANG = "spec:\n  schedulerName: shoal\n"
+
+
+def _with_policies(policies: str, spec: str = GANG) -> str:
+    return JOB.replace("spec:\n", spec).replace(
+        GROUP, GROUP + "      taskRetryCount: 2\n" + f"      policies: {policies}\n")
+
+
+def test_policies_default_and_opt_in() -> None:
+    (plain,) = load_text(JOB).jobs
+    assert plain.groups[0].policies == {}
+    assert plain.groups[0].action_on(FailureEvent.TASK_FAILED) is FailureAction.RESTART_TASK
+    assert plain.groups[0].action_on(FailureEvent.TASK_LOST) is FailureAction.RESTART_GANG
+    (job,) = load_text(_with_policies("[{event: TaskFailed, action: RestartGang}, "
+                                      "{event: TaskLost, action: RestartTask}]")).jobs
+    group = job.groups[0]
+    assert group.action_on(FailureEvent.TASK_FAILED) is FailureAction.RESTART_GANG
+    assert group.action_on(FailureEvent.TASK_LOST) is FailureAction.RESTART_TASK
+
+
+@pytest.mark.parametrize(("policies", "spec", "path", "expected"), [
+    ("[{event: TaskFailed, action: RestartGang}, {event: TaskFailed, action: RestartTask}]",
+     GANG, "policies[1].event", "TaskFailed is given twice in this group"),
+    ("[{event: PodEvicted, action: RestartGang}]", GANG, "policies[0].event", "TaskFailed"),
+    ("[{event: TaskLost, action: RestartJob}]", GANG, "policies[0].action", "RestartGang"),
+    ("[{event: TaskLost}]", GANG, "policies[0].action", "required field is missing"),
+    ("[{event: TaskFailed, action: RestartGang}]", "spec:\n",
+     "policies[0].action", "RestartGang needs a rigid gang, but schedulerName is default"),
+    ("[{event: TaskFailed, action: RestartGang}]", GANG + "  minAvailable: 1\n",
+     "policies[0].action", "RestartGang needs a rigid gang, but minAvailable is 1"),
+    ("[{event: TaskLost, action: RestartGang}]",
+     GANG + "  elastic: {minReplicas: 2}\n",
+     "policies[0].action", "RestartGang needs a rigid gang, but the job is elastic"),
+])
+def test_bad_policies(policies: str, spec: str, path: str, expected: str) -> None:
+    expect(one_issue(_with_policies(policies, spec)),
+           f"{JOB_1}spec.taskGroups[0].{path}: ", expected)
+
+
+def test_too_many_policies() -> None:
+    three = ", ".join(["{event: TaskLost, action: RestartTask}"] * 3)
+    expect(one_issue(_with_policies(f"[{three}]")), f"{JOB_1}spec.taskGroups[0].policies: ",
+           "at most 2 items")
