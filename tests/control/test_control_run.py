@@ -130,7 +130,7 @@ def test_run_forever_serves_submissions_from_another_thread(plane: ControlPlane)
         assert state_of(plane, "threaded") is JobState.SUCCEEDED
     finally:
         stop.set()
-        loop.join(5)
+        loop.join(DEADLINE)  # a safety net: a cycle under way finishes first
     assert not loop.is_alive()
 
 
