@@ -24,7 +24,10 @@ cancellation.
 What does not restart the gang: a gang task that *exits* badly (a code, a signal) is retried
 in place, Shoal's documented OpenPAI rule; an elastic job's lost task is retried in place
 (the job goes on at a smaller size, and torchrun re-rendezvouses); a task past its
-`taskRetryCount` follows the job's rules (`minFailed`, `jobRetryCount`).
+`taskRetryCount` follows the job's rules (`minFailed`, `jobRetryCount`). A task group's
+`policies` (Volcano's event → action) change the first rule for its tasks: `TaskFailed →
+RestartGang` restarts the gang on an exit too, `TaskLost → RestartTask` retries a lost task
+alone. `shoal.control.completion` decides; this module carries the decision out.
 """
 
 from __future__ import annotations
