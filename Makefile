@@ -29,8 +29,9 @@ test: uv postgresql
 	$(UV) run mypy
 	$(UV) run pytest
 
+# bench/api.py compares the local and the Ray engine: the `ray` extra.
 bench: uv
-	$(UV) sync --frozen --quiet
+	$(UV) sync --frozen --extra ray --quiet
 	$(UV) run python bench/cycle.py
 	$(UV) run python bench/sim.py
 	$(UV) run python bench/api.py

@@ -1,6 +1,12 @@
-"""Benchmark: the REST API and the control loop of a real `shoal up`, over HTTP.
+"""Benchmark: the REST API and the control loop of a real `shoal up`, over HTTP, on each
+execution engine side by side.
 
-Starts its own `shoal up` (SQLite, a temporary data directory, one node), then measures:
+Starts its own `shoal up` (SQLite, a temporary data directory, one node of 8 CPUs and
+16 GiB) per engine (`--engines`, default both): `local` (tasks are its subprocesses) and
+`ray` (`shoal up --engine ray` on a one-node Ray cluster that the benchmark starts itself,
+`ray.cluster_utils`, offering the same node: each task is a Ray actor's subprocess). Both
+servers run at once and every measurement alternates between them, so that the shared
+machine's noise falls on each alike. Per engine it measures:
 
 - `submissions_per_second`: sequential `POST /api/v1/jobs` over one keep-alive connection,
   each with its own idempotency key and the spec as JSON. The jobs ask for more CPU than is
@@ -15,13 +21,18 @@ Starts its own `shoal up` (SQLite, a temporary data directory, one node), then m
   one at a time, from just before the client sends the POST to the moment the server
   recorded the task's process as started (the `Running` event's timestamp; client and server
   share this machine's clock).
+- `server_cpu_s`: the `shoal up` process's CPU seconds (user + system) over the whole run,
+  beside the run's `wall_s` (the Ray engine's actor processes are not counted: what it costs
+  is the control plane's side).
 
 As a same-process baseline it times `GET /healthz` (the HTTP floor of this machine and
 client); `submission_vs_health` = submission time / health-check time is the ratio to
-compare across runs and machines. All of these are timed in interleaved rounds, so that the
-shared machine's noise falls on each alike. Prints one JSON object.
+compare across runs and machines. All of these are timed in interleaved rounds. Prints one
+JSON object: one object of these per engine, and `ray_vs_local`, the Ray engine's
+submit→RUNNING p50/p99 and submission rate as ratios to the local engine's.
 
-    uv run python bench/api.py [--submissions 1000] [--latency-jobs 100]
+    uv run --extra ray python bench/api.py [--submissions 1000] [--latency-jobs 100]
+        [--engines local,ray]
 """
 
 from __future__ import annotations
@@ -35,13 +46,16 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
-from local_server import CLUSTER, local_server
+from local_server import CLUSTER, local_server, ray_cluster, server_process
 
 from shoal.client import ShoalClient
 
@@ -59,6 +73,10 @@ spec:
 TRUE = "/bin/true"
 SLEEP = "/bin/sleep, '3600'"
 ROUNDS = 10
+ENGINES = ("local", "ray")
+#: How long a job may take to start: a Ray actor's worker process takes seconds on a busy
+#: machine (a safety net, not a measurement).
+START_TIMEOUT = 120.0
 COMMANDS = {TRUE: ["/bin/true"], SLEEP: ["/bin/sleep", "3600"]}
 
 
@@ -110,7 +128,7 @@ class LeanHttp:
             raise SystemExit(f"{method} {path}: {answer.status} {data.decode()}")
 
 
-def running_at(client: httpx.Client, name: str, timeout: float = 30.0) -> float:
+def running_at(client: httpx.Client, name: str, timeout: float = START_TIMEOUT) -> float:
     """The server's timestamp of the task's `Running` event."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -139,60 +157,144 @@ def per_second(count: int, actions: dict[str, Callable[[int], object]],
 
 
 def percentile(values: list[float], q: float) -> float:
+    if len(values) < 2:
+        return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
 
 
-def measure(client: httpx.Client, submissions: int, latency_jobs: int) -> dict[str, float]:
-    latencies = []
-    for i in range(latency_jobs):
-        name = f"latency-{i:05d}"
-        sent = time.time()
-        submit(client, name, "100m", TRUE)
-        latencies.append((running_at(client, name) - sent) * 1000)
-    submit(client, "blocker", "8", SLEEP)  # from now on nothing else fits
-    running_at(client, "blocker")
-    lean = LeanHttp(client.base_url, client.headers["Authorization"])
-    shoal = ShoalClient(str(client.base_url), client.headers["Authorization"].split()[-1])
-    rates = per_second(submissions, {
-        "health": lambda _i: lean.health(),
-        "json": lambda i: lean.submit(f"json-{i:05d}", as_json=True),
-        "yaml": lambda i: lean.submit(f"yaml-{i:05d}", as_json=False),
-        "client": lambda i: shoal.submit(job_document(f"client-{i:05d}", "1", TRUE))})
-    shoal.close()
-    health_rate, rate = rates["health"], rates["json"]
-    # `shoal up` leaves running tasks alive when it stops (a restart adopts them): cancel the
-    # blocker, or its `sleep` would outlive the benchmark.
-    client.post("/api/v1/jobs/blocker/cancel")
-    deadline = time.monotonic() + 30
-    while (client.get("/api/v1/jobs/blocker").json()["status"]["state"] != "Cancelled"
+@dataclass(frozen=True)
+class Target:
+    """One engine's `shoal up`: an admin client and its process."""
+
+    engine: str
+    client: httpx.Client
+    process: psutil.Process
+
+
+def cancel(client: httpx.Client, name: str) -> None:
+    """`shoal up` leaves running tasks alive when it stops (a restart adopts them): a job
+    still running is cancelled, or its process would outlive the benchmark."""
+    client.post(f"/api/v1/jobs/{name}/cancel")
+    deadline = time.monotonic() + START_TIMEOUT
+    while (client.get(f"/api/v1/jobs/{name}").json()["status"]["state"] != "Cancelled"
            and time.monotonic() < deadline):
         time.sleep(0.1)
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def measure(targets: list[Target], submissions: int, latency_jobs: int
+            ) -> dict[str, dict[str, float]]:
+    """Every measurement on every target, alternating between them."""
+    cpu = {t.engine: cpu_seconds(t.process) for t in targets}
+    latencies: dict[str, list[float]] = {t.engine: [] for t in targets}
+    for i in range(latency_jobs):
+        for target in targets:
+            name = f"latency-{i:05d}"
+            sent = time.time()
+            submit(target.client, name, "100m", TRUE)
+            latencies[target.engine].append((running_at(target.client, name) - sent) * 1000)
+    for target in targets:
+        submit(target.client, "blocker", "8", SLEEP)  # from now on nothing else fits
+    for target in targets:
+        running_at(target.client, "blocker")
+    actions: dict[str, Callable[[int], object]] = {}
+    clients = []
+    for target in targets:
+        lean = LeanHttp(target.client.base_url, target.client.headers["Authorization"])
+        shoal = ShoalClient(str(target.client.base_url),
+                            target.client.headers["Authorization"].split()[-1])
+        clients.append(shoal)
+        actions |= _rates(target.engine, lean, shoal)
+    rates = per_second(submissions, actions)
+    for shoal in clients:
+        shoal.close()
+    results = {}
+    for target in targets:
+        cancel(target.client, "blocker")
+        engine, runs = target.engine, latencies[target.engine]
+        health_rate, rate = rates[f"{engine}.health"], rates[f"{engine}.json"]
+        results[engine] = {
+            "submissions_per_second": round(rate, 1),
+            "yaml_submissions_per_second": round(rates[f"{engine}.yaml"], 1),
+            "client_submissions_per_second": round(rates[f"{engine}.client"], 1),
+            "health_checks_per_second": round(health_rate, 1),
+            "submission_vs_health": round(health_rate / rate, 2),
+            "submit_to_running_p50_ms": round(statistics.median(runs), 1),
+            "submit_to_running_p99_ms": round(percentile(runs, 99), 1),
+            "submit_to_running_max_ms": round(max(runs), 1),
+            "server_cpu_s": round(cpu_seconds(target.process) - cpu[engine], 2),
+        }
+    return results
+
+
+def _rates(engine: str, lean: LeanHttp, shoal: ShoalClient
+           ) -> dict[str, Callable[[int], object]]:
+    """The timed actions on one engine's server, each submitting its own job names."""
     return {
-        "submissions": submissions,
-        "submissions_per_second": round(rate, 1),
-        "yaml_submissions_per_second": round(rates["yaml"], 1),
-        "client_submissions_per_second": round(rates["client"], 1),
-        "health_checks_per_second": round(health_rate, 1),
-        "submission_vs_health": round(health_rate / rate, 2),
-        "latency_jobs": latency_jobs,
-        "submit_to_running_p50_ms": round(statistics.median(latencies), 1),
-        "submit_to_running_p99_ms": round(percentile(latencies, 99), 1),
-        "submit_to_running_max_ms": round(max(latencies), 1),
+        f"{engine}.health": lambda _i: lean.health(),
+        f"{engine}.json": lambda i: lean.submit(f"json-{i:05d}", as_json=True),
+        f"{engine}.yaml": lambda i: lean.submit(f"yaml-{i:05d}", as_json=False),
+        f"{engine}.client": lambda i: shoal.submit(job_document(f"client-{i:05d}", "1", TRUE)),
     }
+
+
+def ratio(ray: float, local: float) -> float:
+    return round(ray / local, 2) if local else 0.0
+
+
+@contextmanager
+def serve(engine: str, workdir: Path) -> Iterator[Target]:
+    """`shoal up` on `engine` over `workdir` (on a Ray cluster of its own for `ray`, shut
+    down after the server)."""
+    workdir.mkdir()
+    with ExitStack() as stack:
+        if engine == "ray":
+            address = stack.enter_context(ray_cluster())
+            args: tuple[str, ...] = ("--engine", "ray", "--ray-address", address)
+        else:
+            cluster = workdir / "cluster.yaml"
+            cluster.write_text(CLUSTER)
+            args = ("--cluster", str(cluster))
+        with local_server(workdir, *args, "--grace-period", "1",
+                          timeout=START_TIMEOUT) as client:
+            yield Target(engine, client, server_process(workdir / "data"))
+
+
+def engines(text: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(e.strip() for e in text.split(",") if e.strip()))
+    unknown = set(chosen) - set(ENGINES)
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(
+            f"engines are a comma-separated list of {', '.join(ENGINES)}; got {text!r}")
+    return chosen
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--submissions", type=int, default=1000)
     parser.add_argument("--latency-jobs", type=int, default=100)
+    parser.add_argument("--engines", type=engines, default=ENGINES,
+                        help="which engines, comma-separated (default: local,ray)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="shoal-bench-api-",
-                                     ignore_cleanup_errors=True) as tmp:
-        cluster = Path(tmp) / "cluster.yaml"
-        cluster.write_text(CLUSTER)
-        with local_server(Path(tmp), "--cluster", str(cluster), "--grace-period", "1") as client:
-            result = measure(client, args.submissions, args.latency_jobs)
-    result["cpus"] = os.cpu_count() or 0
+                                     ignore_cleanup_errors=True) as tmp, ExitStack() as stack:
+        Path(tmp).chmod(0o711)  # tasks' users traverse it to their engine's work directory
+        targets = [stack.enter_context(serve(engine, Path(tmp) / engine))
+                   for engine in args.engines]
+        started = time.perf_counter()
+        per_engine = measure(targets, args.submissions, args.latency_jobs)
+        wall = time.perf_counter() - started
+    result: dict[str, object] = {"engines": list(args.engines), **per_engine}
+    if "local" in per_engine and "ray" in per_engine:
+        local, ray = per_engine["local"], per_engine["ray"]
+        result["ray_vs_local"] = {key: ratio(ray[key], local[key]) for key in (
+            "submit_to_running_p50_ms", "submit_to_running_p99_ms", "submissions_per_second")}
+    result |= {"submissions": args.submissions, "latency_jobs": args.latency_jobs,
+               "wall_s": round(wall, 1), "cpus": os.cpu_count() or 0}
     print(json.dumps(result))
 
 

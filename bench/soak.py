@@ -40,10 +40,9 @@ from glob import glob
 from pathlib import Path
 
 import httpx
-import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
-from local_server import CLUSTER, local_server
+from local_server import CLUSTER, local_server, server_process
 
 from shoal.executors.local import free_port
 
@@ -156,14 +155,6 @@ def percentile(values: list[float], q: int) -> float:
 
 def ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
-
-
-def server_process(data_dir: Path) -> psutil.Process:
-    for child in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            if str(data_dir) in child.cmdline() and "up" in child.cmdline():
-                return child
-    raise SystemExit("could not find the shoal up process")
 
 
 def wait_running(client: httpx.Client, name: str) -> None:

@@ -1,5 +1,7 @@
-"""bench/api.py runs against a real `shoal up` and prints the documented JSON keys; every
-submission it times was accepted (it exits otherwise). Its rates are not tested."""
+"""bench/api.py runs against a real `shoal up` on each engine — local, and Ray on a Ray
+cluster the benchmark starts itself — and prints the documented JSON keys for each, side by
+side; every submission it times was accepted and every job it waits for started (it exits
+otherwise). Its rates and latencies are not tested."""
 
 from __future__ import annotations
 
@@ -9,17 +11,29 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "api.py"
+PER_ENGINE = ("submissions_per_second", "yaml_submissions_per_second",
+              "client_submissions_per_second", "health_checks_per_second",
+              "submission_vs_health", "submit_to_running_p50_ms", "submit_to_running_p99_ms",
+              "server_cpu_s")
 
 
-def test_api_bench_prints_one_json_object() -> None:
+def test_api_bench_prints_both_engines_side_by_side() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--submissions", "20",
-                           "--latency-jobs", "2"], capture_output=True, text=True,
-                          timeout=180, check=False)
+                           "--latency-jobs", "2", "--engines", "local,ray"],
+                          capture_output=True, text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    for key in ("submissions_per_second", "yaml_submissions_per_second",
-                "client_submissions_per_second", "health_checks_per_second",
-                "submission_vs_health", "submit_to_running_p50_ms",
-                "submit_to_running_p99_ms"):
-        assert out[key] > 0, key
-    assert out["submissions"] == 20 and out["latency_jobs"] == 2
+    assert out["engines"] == ["local", "ray"]
+    for engine in ("local", "ray"):
+        for key in PER_ENGINE:
+            assert out[engine][key] > 0, (engine, key)
+    assert set(out["ray_vs_local"]) == {"submit_to_running_p50_ms", "submit_to_running_p99_ms",
+                                        "submissions_per_second"}
+    assert all(value > 0 for value in out["ray_vs_local"].values())
+    assert out["submissions"] == 20 and out["latency_jobs"] == 2 and out["wall_s"] > 0
+
+
+def test_api_bench_refuses_an_unknown_engine() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--engines", "local,slurm"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "--engines" in done.stderr and "'local,slurm'" in done.stderr

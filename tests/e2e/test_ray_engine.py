@@ -67,7 +67,7 @@ def task_torch_python() -> str:
 
 
 def ray_job(name: str, command: list[str], *, replicas: int = 1, cpu: str = "1",
-            gpu: int = 0, job_retries: int = 0) -> str:
+            gpu: int = 0, task_retries: int = 0) -> str:
     """A gang of `replicas` tasks running `command`; one CPU each keeps them on separate
     nodes."""
     return f"""\
@@ -76,11 +76,11 @@ kind: Job
 metadata: {{name: {name}}}
 spec:
   schedulerName: shoal
-  jobRetryCount: {job_retries}
   taskGroups:
     - name: worker
       replicas: {replicas}
       resources: {{cpu: "{cpu}", memory: 256Mi, gpu: {gpu}}}
+      taskRetryCount: {task_retries}
       command: {json.dumps(command)}
 """
 
@@ -210,7 +210,7 @@ def test_a_node_that_dies_under_a_gang_restarts_it_whole_on_the_rest(
     server = ray_servers.start()
     with server.client() as client:
         submit(client, ray_job("gang", gated(launches, go), replicas=2,
-                               gpu=1, job_retries=1))
+                               gpu=1, task_retries=1))
         wait_for_task_running(client, "gang", DEADLINE)
         until(lambda: launch_counts(launches) == {0: 1, 1: 1}, "both members to start")
         first = {t["index"]: t["node"] for t in tasks(client, "gang")}
@@ -221,7 +221,10 @@ def test_a_node_that_dies_under_a_gang_restarts_it_whole_on_the_rest(
         again = {t["index"]: t["node"] for t in tasks(client, "gang")}
         go.touch()
         done = wait_for(client, "gang", {"Succeeded", "Failed"}, DEADLINE)
+        retries = {t["index"]: t["retries"] for t in tasks(client, "gang")}
     assert done["status"]["state"] == "Succeeded", done  # type: ignore[index]
+    # The lost member spent its task retry; the gang's restart spent no job retry.
+    assert retries == {0: 0, 1: 1} and done["status"]["retries"] == 0, (retries, done)  # type: ignore[index]
     assert first[1] not in again.values() and len(set(again.values())) == 2, (first, again)
     assert launch_counts(launches) == {0: 2, 1: 2}
 
