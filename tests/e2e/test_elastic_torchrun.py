@@ -15,8 +15,9 @@ class, which the test releases (a file each) one size at a time, and only once t
 training has done steps at the current size; `scaleCooldown` is 0. And the training cannot
 run out of steps while Shoal and torchrun resize it: the test holds it (train.py's
 `PAUSE_FILE`) from the moment a size has trained until the next world has formed (every
-worker says so in its log as it starts), so a slow re-rendezvous, or a world of 3 that
-torchrun forms on the way to 4 when one agent starts late, never trains a step.
+worker says so in its log as it starts) or, as it shrinks, until the tasks it gave up have
+ended, so a slow re-rendezvous, or a world of 3 that torchrun forms on the way to 4 when
+one agent starts late, never trains a step.
 
 The example needs torch: the CPU build of torch 2.13.0 that this machine's pip installs
 goes into a virtual environment of its own under `.cache/` (made once, then reused), whose
@@ -42,7 +43,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from ray_support import RayNodes
+from ray_support import RayNodes, namespace_of, node_label
 from task_users import Scratch, reachable_by_others
 from test_shoal_up import kill_leftover_tasks, submit, wait_for
 
@@ -52,7 +53,8 @@ from shoal.executors.local import free_port
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "elastic"
 TORCH_ENV = ROOT / ".cache" / "torch-2.13.0"
-STEPS = 600
+#: Enough to learn the weights (loss about 1e-9 at 300 steps, whatever the world sizes).
+STEPS = 300
 #: Steps a size must train before the test lets the job change size.
 TRAINED = 3
 JOB = "elastic-linear"
@@ -60,7 +62,7 @@ JOB = "elastic-linear"
 #: seconds on a loaded machine, and every resize restarts every worker.
 RESIZE_DEADLINE = 300.0
 FINISH_DEADLINE = 600.0
-ENGINES = ("local",)  # "ray" joins once `shoal up --engine ray` exists
+ENGINES = ("local", "ray")
 
 pytestmark = pytest.mark.slow
 
@@ -89,36 +91,71 @@ def torch_path() -> str:
 
 @pytest.fixture(scope="module")
 def ray_nodes() -> Iterator[RayNodes]:
-    """A head without GPUs and four nodes with one fake GPU each, started with torch's `bin`
-    first on the PATH: Ray's workers, which start the tasks, inherit its environment."""
-    nodes = RayNodes({"ray-head": {}, **{f"gpu-{i}": {"num_gpus": 1} for i in range(4)}})
-    path = os.environ["PATH"]
+    """Four nodes (the first is the head) with one fake GPU each, started as the README says
+    a node running the example must be: from the repository's root (the task's command
+    names `examples/elastic/train.py`) with torch's `bin` first on the PATH. Ray's workers,
+    which start the tasks, inherit both from their node."""
+    nodes = RayNodes({f"gpu-{i}": {"num_gpus": 1} for i in range(4)})
+    path, cwd = os.environ["PATH"], Path.cwd()
     os.environ["PATH"] = torch_path()
+    os.chdir(ROOT)
     try:
-        nodes.cluster  # noqa: B018 - started now, with that PATH
+        nodes.cluster  # noqa: B018 - started now, there and with that PATH
     finally:
         os.environ["PATH"] = path
+        os.chdir(cwd)
     with nodes:
         yield nodes
 
 
 @dataclass(frozen=True)
+class Engine:
+    """How `shoal up` runs on an engine, and what its nodes are."""
+
+    name: str
+    args: list[str]
+    addresses: dict[str, str]
+    """Each node's address, which a task placed there as rank 0 gives as MASTER_ADDR."""
+    one_task_per_node: bool
+    """Whether each trainer runs on a node of its own (one GPU per node)."""
+
+
+@dataclass(frozen=True)
 class Elastic:
-    """A running `shoal up` for this test: its URL, data dir, admin token and a directory its
-    tasks may write to (`task_users.Scratch.shared`)."""
+    """A running `shoal up` for this test: its URL, data dir, admin token, a directory its
+    tasks may write to (`task_users.Scratch.shared`) and its engine."""
 
     url: str
     data: Path
     token: str
     shared: Path
+    engine: Engine
 
 
-def engine_args(engine: str, request: pytest.FixtureRequest) -> list[str]:
-    if engine == "local":
-        return ["--cluster", str(EXAMPLE / "cluster.yaml")]
+def engine_for(name: str, request: pytest.FixtureRequest, root: Path) -> Engine:
+    """The engine `name`, for a `shoal up` whose executor root is `root`: the example's
+    cluster file on one machine; on Ray, the module's cluster (its nodes are Shoal's, the
+    file gives the priority classes only), in a Ray namespace of the root's own."""
+    if name == "local":
+        return Engine(name, ["--cluster", str(EXAMPLE / "cluster.yaml")],
+                      {"local": "127.0.0.1"}, one_task_per_node=False)
     nodes: RayNodes = request.getfixturevalue("ray_nodes")
-    return ["--engine", "ray", "--ray-address", nodes.address,
-            "--cluster", str(EXAMPLE / "cluster.yaml")]
+    import ray
+
+    addresses = {n["Labels"][node_label()]: n["NodeManagerAddress"] for n in ray.nodes()
+                 if n["Alive"] and node_label() in n.get("Labels", {})}
+    return Engine(name, ["--engine", "ray", "--ray-address", nodes.address, "--ray-namespace",
+                         namespace_of(root), "--cluster",
+                         str(EXAMPLE / "priority-classes.yaml")],
+                  addresses, one_task_per_node=True)
+
+
+def end_ray_actors(root: Path) -> None:
+    """End the Ray actors a stopped `shoal up` left (they are detached)."""
+    from shoal.executors.ray_engine import RayExecutor
+
+    if root.exists():
+        RayExecutor(root, namespace=namespace_of(root)).close()
 
 
 @pytest.fixture(params=ENGINES)
@@ -130,18 +167,19 @@ def elastic_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[E
     shoal = Path(sys.executable).parent / "shoal"
     scratch = Scratch()
     same_user = [] if reachable_by_others(bin_dir / "python") else ["--insecure-same-user"]
-    args = engine_args(request.param, request)
+    engine = engine_for(request.param, request, data / "executor")
     with open(tmp_path / "server.log", "ab") as log:
         process = subprocess.Popen(
             [str(shoal), "up", "--data-dir", str(data), "--port", str(port), "--profile",
-             "elastic", *args, "--interval", "0.5", "--grace-period", "10", "--work-dir",
+             "elastic", *engine.args, "--interval", "0.5", "--grace-period", "10", "--work-dir",
              str(scratch.work), *same_user],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
-        assert wait_until_healthy(url, 60, lambda: process.poll() is None), \
+        assert wait_until_healthy(url, 180, lambda: process.poll() is None), \
             (tmp_path / "server.log").read_text()
-        yield Elastic(url, data, (data / "admin.token").read_text().strip(), scratch.shared)
+        yield Elastic(url, data, (data / "admin.token").read_text().strip(), scratch.shared,
+                      engine)
     finally:
         process.terminate()
         try:
@@ -150,18 +188,21 @@ def elastic_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[E
             process.kill()
             process.wait()
         kill_leftover_tasks(data)
+        if engine.name == "ray":
+            end_ray_actors(data / "executor")
         scratch.close()
 
 
 def example_job(checkpoints: Path, pause: Path) -> str:
-    """The example as it is, but for where it keeps its checkpoint, its pause file and no
-    cooldown: the test, not a timer, decides when it may grow."""
+    """The example as it is, but for where it keeps its checkpoint, its pause file, no
+    cooldown (the test, not a timer, decides when it may grow) and torchrun's log level
+    (INFO: each agent logs its launch configuration, the rendezvous endpoint among it)."""
     doc = yaml.safe_load((EXAMPLE / "torchrun.yaml").read_text())
     spec = doc["spec"]
     spec["elastic"]["scaleCooldown"] = "0s"
     spec["taskGroups"][0]["env"].update(
         {"CHECKPOINT_DIR": str(checkpoints), "STEPS": str(STEPS), "STEP_SECONDS": "0.05",
-         "PAUSE_FILE": str(pause)})
+         "PAUSE_FILE": str(pause), "LOGLEVEL": "INFO"})
     return yaml.safe_dump(doc)
 
 
@@ -215,12 +256,12 @@ def wait_for_worlds(checkpoints: Path, expected: list[int]) -> None:
     raise AssertionError(f"the training ran in {worlds(checkpoints)}, not {expected} first")
 
 
-def stdout_of(client: httpx.Client, task: str) -> str:
-    """Everything task `task` of the job wrote to stdout, every attempt, through the API."""
+def log_of(client: httpx.Client, task: str, stream: str = "stdout") -> str:
+    """Everything task `task` of the job wrote to `stream`, every attempt, through the API."""
     text, offset = "", 0
     while True:
         answer = client.get(f"/api/v1/jobs/{JOB}/logs",
-                            params={"task": task, "offset": offset})
+                            params={"task": task, "stream": stream, "offset": offset})
         if answer.status_code != 200 or not answer.content:
             return text
         text += answer.text
@@ -233,12 +274,32 @@ def wait_for_world_formed(client: httpx.Client, size: int) -> None:
     deadline = time.monotonic() + RESIZE_DEADLINE
     ranks: set[int] = set()
     while time.monotonic() < deadline:
-        logs = "".join(stdout_of(client, f"trainer-{i}") for i in range(size))
+        logs = "".join(log_of(client, f"trainer-{i}") for i in range(size))
         ranks = {int(r) for r in re.findall(rf"rank (\d+) of {size}: resuming", logs)}
         if ranks == set(range(size)):
             return
         time.sleep(0.5)
     raise AssertionError(f"no world of {size} formed (ranks seen: {sorted(ranks)})")
+
+
+def running_trainers(client: httpx.Client) -> dict[str, str]:
+    """The job's running tasks, each with its node."""
+    tasks = client.get(f"/api/v1/jobs/{JOB}/tasks").json()["items"]
+    return {t["name"]: t["node"] for t in tasks if t["state"] == "Running"}
+
+
+def wait_for_tasks_holding(client: httpx.Client, count: int) -> None:
+    """Until exactly `count` of the job's tasks hold a node (bound, running or stopping):
+    those it gave up have ended."""
+    deadline = time.monotonic() + RESIZE_DEADLINE
+    holding: list[str] = []
+    while time.monotonic() < deadline:
+        tasks = client.get(f"/api/v1/jobs/{JOB}/tasks").json()["items"]
+        holding = [t["name"] for t in tasks if t["state"] in {"Bound", "Running", "Releasing"}]
+        if len(holding) == count:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{JOB} still holds {holding}, not {count} tasks")
 
 
 def grow(client: httpx.Client, checkpoints: Path, pause: Path, releases: list[Path],
@@ -267,15 +328,20 @@ def test_torchrun_scales_with_shoal_and_finishes_training(elastic_server: Elasti
         wait_for_worlds(checkpoints, [1])
         grow(client, checkpoints, pause, released[1:2], [1, 2])
         grow(client, checkpoints, pause, released[2:4], [1, 2, 4])
+        placed = running_trainers(client)
+        assert len(placed) == 4, placed
+        if server.engine.one_task_per_node:  # four agents, four machines
+            assert len(set(placed.values())) == 4, placed
         for i in range(1, 4):
-            assert wait_for(client, f"hold-{i}", {"Succeeded", "Failed"})["status"][  # type: ignore[index]
-                "state"] == "Succeeded"
+            held = wait_for(client, f"hold-{i}", {"Succeeded", "Failed"}, RESIZE_DEADLINE)
+            assert held["status"]["state"] == "Succeeded", held  # type: ignore[index]
 
         # A job of the production class takes two GPUs back: 4 → 2. The training is held
         # until the surplus has gone, so that it cannot end at 4 in the meantime.
         pause.touch()
         submit(client, holding_job("urgent", 2, released[0]))
         wait_for(client, "urgent", {"Running"}, seconds=RESIZE_DEADLINE)
+        wait_for_tasks_holding(client, 2)
         pause.unlink()
         wait_for_worlds(checkpoints, [1, 2, 4, 2])
         # While `urgent` holds two GPUs the job stays at 2, as the API and client say.
@@ -287,6 +353,9 @@ def test_torchrun_scales_with_shoal_and_finishes_training(elastic_server: Elasti
         job = wait_for(client, JOB, {"Succeeded", "Failed"}, seconds=FINISH_DEADLINE)
         events = client.get(f"/api/v1/jobs/{JOB}/events",
                             params={"limit": 1000}).json()["items"]
+        rendezvous = {task: set(re.findall(r"rdzv_endpoint\s*:\s*(\S+):\d+",
+                                           log_of(client, task, "stderr")))
+                      for task in placed}
     assert job["status"]["state"] == "Succeeded", job  # type: ignore[index]
     progress = [json.loads(line) for line in
                 (checkpoints / "progress.jsonl").read_text().splitlines()]
@@ -295,3 +364,7 @@ def test_torchrun_scales_with_shoal_and_finishes_training(elastic_server: Elasti
     assert any(c.startswith("evicted: elastic surplus taken (down to 2) for job 'urgent'")
                for c in causes), causes
     assert any(c.startswith("stopped after eviction") for c in causes), causes
+    # Every agent, every attempt, met the others at rank 0's node (MASTER_ADDR).
+    rank_0 = server.engine.addresses[placed["trainer-0"]]
+    for task, endpoints in rendezvous.items():
+        assert endpoints == {rank_0}, (task, endpoints, rank_0)
