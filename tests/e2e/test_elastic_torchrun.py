@@ -53,7 +53,8 @@ from shoal.executors.local import free_port
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "elastic"
 TORCH_ENV = ROOT / ".cache" / "torch-2.13.0"
-#: Enough to learn the weights (loss about 1e-9 at 300 steps, whatever the world sizes).
+#: Enough to learn the weights: a loss of about 1e-9 after 300 steps at size 1 (larger
+#: worlds average the gradient over more samples).
 STEPS = 300
 #: Steps a size must train before the test lets the job change size.
 TRAINED = 3
@@ -69,7 +70,7 @@ pytestmark = pytest.mark.slow
 
 def torch_bin() -> Path:
     """The `bin` of a virtual environment with torch 2.13.0 (CPU), made if missing or broken.
-    Under a lock: tests in other checkouts' processes may make it at the same time."""
+    Under a lock: another test process may be making it too (two at once break it)."""
     python = TORCH_ENV / "bin" / "python"
     TORCH_ENV.parent.mkdir(parents=True, exist_ok=True)
     with open(TORCH_ENV.parent / f"{TORCH_ENV.name}.lock", "w") as lock:
@@ -95,16 +96,15 @@ def ray_nodes() -> Iterator[RayNodes]:
     a node running the example must be: from the repository's root (the task's command
     names `examples/elastic/train.py`) with torch's `bin` first on the PATH. Ray's workers,
     which start the tasks, inherit both from their node."""
-    nodes = RayNodes({f"gpu-{i}": {"num_gpus": 1} for i in range(4)})
-    path, cwd = os.environ["PATH"], Path.cwd()
-    os.environ["PATH"] = torch_path()
-    os.chdir(ROOT)
-    try:
-        nodes.cluster  # noqa: B018 - started now, there and with that PATH
-    finally:
-        os.environ["PATH"] = path
-        os.chdir(cwd)
-    with nodes:
+    with RayNodes({f"gpu-{i}": {"num_gpus": 1} for i in range(4)}) as nodes:
+        path, cwd = os.environ["PATH"], Path.cwd()
+        os.environ["PATH"] = torch_path()
+        os.chdir(ROOT)
+        try:
+            nodes.cluster  # noqa: B018 - started now, there and with that PATH
+        finally:
+            os.environ["PATH"] = path
+            os.chdir(cwd)
         yield nodes
 
 
