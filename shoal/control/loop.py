@@ -85,7 +85,7 @@ from shoal.control.stopping import Tracked
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
 from shoal.executors.contract import Executor
-from shoal.executors.task import TaskStatus
+from shoal.executors.task import TaskPhase, TaskStatus
 from shoal.scheduler.actions.enqueue import AdmissionCheck
 from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel
@@ -494,11 +494,12 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
     def poll(self) -> bool:
         """Poll every watched task and record the ones that ended; True if any did."""
         ended = False
-        for ref, tracked in list(self._tasks.items()):
+        finished = [(ref, tracked, status) for ref, tracked in list(self._tasks.items())
+                    if not (status := self.executor.poll(tracked.handle)).running]
+        if any(status.phase is TaskPhase.LOST for _, _, status in finished):
+            self._watch_nodes(now=True)  # a node that died must not be given the retry
+        for ref, tracked, status in finished:
             if self._tasks.get(ref) is not tracked:  # an earlier end in this poll moved it
-                continue
-            status = self.executor.poll(tracked.handle)
-            if status.running:
                 continue
             del self._tasks[ref]
             ended = True

@@ -162,11 +162,13 @@ class NodeWatch:
         tuple is replaced whole)."""
         return self._declared
 
-    def tick(self, now: float, executor: Executor, repository: Repository) -> bool:
-        """At most every `interval` seconds (monotonic `now`): ask the engine, record what
-        changed in the store and return whether the scheduler model must be rebuilt. An
-        engine that cannot answer now is asked again at the next tick; nothing changes."""
-        if now < self._next:
+    def tick(self, now: float, executor: Executor, repository: Repository, *,
+             at_once: bool = False) -> bool:
+        """At most every `interval` seconds (monotonic `now`), or `at_once`: ask the
+        engine, record what changed in the store and return whether the scheduler model
+        must be rebuilt. An engine that cannot answer now is asked again at the next tick;
+        nothing changes."""
+        if now < self._next and not at_once:
             return False
         self._next = now + self.interval
         try:
@@ -228,12 +230,13 @@ class NodeWatching:
     def _reload_model(self) -> None:
         raise NotImplementedError
 
-    def _watch_nodes(self) -> None:
-        """Take up, every few seconds, what the engine says of its nodes: nodes that
-        joined, died, came back or changed reach the admission check and, by a rebuild
-        from the store, the model; the loop wakes to place what now fits."""
+    def _watch_nodes(self, *, now: bool = False) -> None:
+        """Take up, every few seconds (or `now`: a task was lost, perhaps with its node),
+        what the engine says of its nodes: nodes that joined, died, came back or changed
+        reach the admission check and, by a rebuild from the store, the model; the loop
+        wakes to place what now fits."""
         watch = self._node_watch
-        if not watch.tick(time.monotonic(), self.executor, self.repository):
+        if not watch.tick(time.monotonic(), self.executor, self.repository, at_once=now):
             return
         self.nodes = watch.schedulable()
         admission = AdmissionCheck(watch.declared(), self.virtual_clusters,

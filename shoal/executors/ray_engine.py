@@ -83,7 +83,13 @@ from typing import Any
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
+from ray.exceptions import (
+    GetTimeoutError,
+    RayActorError,
+    RayError,
+    RayTaskError,
+    TaskUnschedulableError,
+)
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from shoal.executors import ray_nodes
@@ -112,8 +118,10 @@ log = logging.getLogger(__name__)
 #: The Ray node label that names a node for Shoal (`shoal.executors.ray_nodes`).
 NODE_LABEL = ray_nodes.NODE_LABEL
 DEFAULT_NAMESPACE = "shoal"
-#: How long a poll waits for its actor's answer before counting the attempt as RUNNING.
-POLL_TIMEOUT = 10.0
+#: How long a poll waits for a fresh answer before counting the attempt as RUNNING; the
+#: question stays in flight and a later poll takes its answer without waiting, so a node
+#: that stopped answering never holds the control loop for more than this once per attempt.
+POLL_WAIT = 0.5
 #: How long launch, adopt, stop requests and log reads wait for the actor (its start
 #: included: a worker process on a busy machine can take seconds).
 CALL_TIMEOUT = 120.0
@@ -163,6 +171,11 @@ class RayExecutor:
         self._actors: dict[str, Any] = {}
         # Outcomes this instance saw (the attempt's actor is then ended).
         self._ended: dict[str, TaskStatus] = {}
+        # Nodes (ids) that refused work pinned to them: gone, though Ray may list them
+        # alive a little longer; a node id never comes back.
+        self._unplaceable: set[str] = set()
+        # Polls asked and not answered yet: attempt → (its answer, asked of its actor).
+        self._asked: dict[str, tuple[Any, bool]] = {}
 
     # ---- nodes ------------------------------------------------------------------------------
 
@@ -170,7 +183,8 @@ class RayExecutor:
         """Ray's nodes, as `shoal.executors.ray_nodes` reads them: alive ones ready (not
         when being drained), dead ones not ready with Ray's reason; each with its address
         and what it offers. Two calls to Ray's control store (its nodes, the drained ones)."""
-        found = inventory(ray.nodes(), _draining())  # type: ignore[no-untyped-call]
+        found = inventory(ray.nodes(), _draining(),  # type: ignore[no-untyped-call]
+                          self._unplaceable)
         self._node_ids = dict(found.alive)
         return found.health
 
@@ -215,19 +229,32 @@ class RayExecutor:
         """Run `op` of `ray_worker.on_node` on `node` (a short pinned Ray task):
         _NodeGoneError when the node is unknown, dead or does not answer in time
         (GetTimeoutError)."""
-        node_id = None if node is None else self._node_id(node)
-        if node is None or node_id is None:
-            raise _NodeGoneError(node)
-        ref = RemoteOnNode.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-        ).remote(str(self.node_root(node)), self.isolation, op, *args)
+        ref = self._submit_on(node, op, *args)
         try:
             return ray.get(ref, timeout=timeout)
         except GetTimeoutError:
             raise
         except RayError as exc:
-            self._node_ids.pop(node, None)
+            self._forget_node(node or "", exc)
             raise _NodeGoneError(node) from exc
+
+    def _forget_node(self, node: str, error: RayError) -> None:
+        """A call pinned to `node` failed: ask Ray for its id again next time; one that Ray
+        says it can no longer place anything on is gone (Ray may still list it alive for
+        a while, and a task lost with it must not be placed there again meanwhile)."""
+        node_id = self._node_ids.pop(node, None)
+        if node_id is not None and isinstance(error, TaskUnschedulableError):
+            self._unplaceable.add(node_id)
+
+    def _submit_on(self, node: str | None, op: str, *args: Any) -> Any:
+        """Start `op` on `node` (a short pinned Ray task) and return its answer's ref;
+        _NodeGoneError when the node is unknown or dead."""
+        node_id = None if node is None else self._node_id(node)
+        if node is None or node_id is None:
+            raise _NodeGoneError(node)
+        return RemoteOnNode.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        ).remote(str(self.node_root(node)), self.isolation, op, *args)
 
     # ---- actors -----------------------------------------------------------------------------
 
@@ -343,34 +370,59 @@ class RayExecutor:
     # ---- poll and stop ----------------------------------------------------------------------
 
     def poll(self, task: RunningTask) -> TaskStatus:
-        """Where the attempt stands, asked of its actor (bounded: a late answer is RUNNING),
-        or, once that has ended, read from the attempt's files on its node. An attempt's
-        actor is ended as soon as its outcome is known. LOST once nothing can tell."""
+        """Where the attempt stands, asked of its actor or, once that has ended, read from
+        the attempt's files on its node; never blocking for long: an answer that is late is
+        RUNNING now, and the question stays in flight for the next poll. An attempt's actor
+        is ended as soon as its outcome is known. LOST once nothing can tell."""
         name = actor_name(task.job, task.group, task.index, task.attempt)
         ended = self._ended.get(name)
         if ended is not None:
             return ended
-        status: TaskStatus | None = None
-        actor = self._actor(name)
-        if actor is not None:
-            try:
-                status = ray.get(actor.poll.remote(task), timeout=POLL_TIMEOUT)
-            except GetTimeoutError:
-                return RUNNING
-            except RayActorError:
-                self._actors.pop(name, None)
+        asked = self._asked.get(name)
+        status = self._answer(name, task, asked[0], asked[1], 0.0) if asked else None
+        if status is None and asked is None:
+            status = self._ask(name, task)
         if status is None:
-            node = self._placed(task.job, task.group, task.index, task.attempt)
-            try:
-                status = self._run_on(node, "poll", self._record(task), timeout=POLL_TIMEOUT)
-            except GetTimeoutError:
-                return RUNNING
-            except _NodeGoneError:
-                status = _LOST_NODE if node is not None else LOST_ACTOR
-        assert status is not None
+            return RUNNING
         if not status.running:
             self._ended[name] = status
             self._retire(name)
+        return status
+
+    def _ask(self, name: str, task: RunningTask, *, of_actor: bool = True
+             ) -> TaskStatus | None:
+        """Put the question to the attempt's actor (unless it just died), else to its
+        node, and wait POLL_WAIT for the answer; None while it is in flight."""
+        actor = self._actor(name) if of_actor else None
+        if actor is not None:
+            status = self._answer(name, task, actor.poll.remote(task), True, POLL_WAIT)
+            if status is not None or name in self._asked:
+                return status
+        node = self._placed(task.job, task.group, task.index, task.attempt)
+        try:
+            ref = self._submit_on(node, "poll", self._record(task))
+        except _NodeGoneError:
+            return _LOST_NODE if node is not None else LOST_ACTOR
+        return self._answer(name, task, ref, False, POLL_WAIT)
+
+    def _answer(self, name: str, task: RunningTask, ref: Any, of_actor: bool,
+                wait: float) -> TaskStatus | None:
+        """The answer to a poll if it came within `wait` (None, kept in flight, if not). An
+        actor that died answers nothing: the attempt's node is asked next."""
+        ready, _ = ray.wait([ref], timeout=wait)
+        if not ready:
+            self._asked[name] = (ref, of_actor)
+            return None
+        self._asked.pop(name, None)
+        try:
+            status: TaskStatus = ray.get(ref)
+        except RayActorError:
+            self._actors.pop(name, None)
+            return self._ask(name, task, of_actor=False) if of_actor else LOST_ACTOR
+        except RayError as exc:
+            node = self._placed(task.job, task.group, task.index, task.attempt)
+            self._forget_node(node or "", exc)
+            return _LOST_NODE
         return status
 
     def request_stop(self, task: RunningTask, grace_period: float | None = None) -> bool:
@@ -497,6 +549,8 @@ class RayExecutor:
         shutil.rmtree(placements, ignore_errors=True)
         for name in [n for n in self._ended if n.startswith(f"{job}:")]:
             del self._ended[name]
+        for name in [n for n in self._asked if n.startswith(f"{job}:")]:
+            del self._asked[name]
 
     def close(self) -> None:
         """Stop every attempt of this namespace and end their actors (tests, teardown)."""

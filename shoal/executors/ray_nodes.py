@@ -91,10 +91,15 @@ def node_of(record: Mapping[str, Any]) -> Node:
     return Node(node_name(record), capacity, labels)
 
 
-def inventory(records: Iterable[Mapping[str, Any]], draining: Collection[str] = ()
-              ) -> Inventory:
-    """Ray's node records (`ray.nodes()`) and the ids of the nodes it drains, as Shoal's
-    node health, sorted by name; a name with an alive node is that node."""
+#: Why a node Ray still lists as alive is not ready: it refused work pinned to it.
+UNPLACEABLE = "gone: Ray can place nothing on it any more (not yet reported dead)"
+
+
+def inventory(records: Iterable[Mapping[str, Any]], draining: Collection[str] = (),
+              unplaceable: Collection[str] = ()) -> Inventory:
+    """Ray's node records (`ray.nodes()`), the ids of the nodes it drains and of those
+    that refused work pinned to them, as Shoal's node health, sorted by name; a name with
+    an alive node is that node."""
     found: dict[str, NodeHealth] = {}
     alive: dict[str, str] = {}
     for record in records:
@@ -102,7 +107,9 @@ def inventory(records: Iterable[Mapping[str, Any]], draining: Collection[str] = 
         address = str(record.get("NodeManagerAddress") or "")
         if record.get("Alive"):
             alive[name] = node_id
-            ready, reason = (False, "draining") if node_id in draining else (True, "")
+            ready, reason = ((False, "draining") if node_id in draining
+                             else (False, UNPLACEABLE) if node_id in unplaceable
+                             else (True, ""))
             found[name] = NodeHealth(name, ready=ready, reason=reason, address=address,
                                      node=node_of(record))
         elif name not in alive:

@@ -17,7 +17,7 @@ from ray_support import RayNodes
 
 from shoal.api import GPU_TYPE_LABEL, Resources
 from shoal.executors.contract import NodeHealth
-from shoal.executors.ray_nodes import inventory, node_of
+from shoal.executors.ray_nodes import UNPLACEABLE, inventory, node_of
 
 #: A safety net only: on a loaded machine a node takes seconds to join, die or drain.
 DEADLINE = 120.0
@@ -74,6 +74,15 @@ def test_health_from_alive_draining_and_dead_records() -> None:
     assert dict(found.alive) == {"a": "busy-id", "b": "new-id"}
     gone = inventory([_record("x", alive=False, death="the node was preempted")])
     assert gone.health[0].reason == "dead: the node was preempted"
+
+
+def test_a_node_that_refused_pinned_work_is_not_ready_while_ray_lists_it_alive() -> None:
+    found = inventory([_record("gone-id", labels={"shoal.io/node": "a"}),
+                       _record("fine-id", labels={"shoal.io/node": "b"})],
+                      unplaceable={"gone-id"})
+    by_name = {h.name: h for h in found.health}
+    assert (by_name["a"].ready, by_name["a"].reason) == (False, UNPLACEABLE)
+    assert (by_name["b"].ready, by_name["b"].reason) == (True, "")
 
 
 # ---- a real Ray cluster -------------------------------------------------------------------
