@@ -2,10 +2,12 @@
 
 The virtual cluster with the smallest queue-order key (capacity plugin: below its min first,
 then smallest dominant share per weight) gets its next job; the key is recomputed after every
-job. A gang job's first `minAvailable` tasks are placed in one statement, committed only if
-all of them fit. After every job has had its turn, ready gang jobs get their surplus tasks
-one at a time, so no job's extras come before another job's minimum (Volcano pushes a ready
-job back for the same reason). Default-scheduler jobs are placed task by task.
+job. A gang job's missing `minAvailable` tasks are placed in one statement, committed only if
+all of them fit; any of its pending tasks may be among them, not only its first ones in
+task-group order (`shoal.scheduler.gang_choice`). After every job has had its turn, ready
+gang jobs get their surplus tasks one at a time, so no job's extras come before another
+job's minimum (Volcano pushes a ready job back for the same reason). Default-scheduler jobs
+are placed task by task.
 
 With `ordering: global` every job is in one order (virtual clusters still enforce quotas),
 as the single-queue baselines need. With `strict: true` a queue is strictly ordered (Slurm's
@@ -24,6 +26,7 @@ from typing import Any
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.fitting import place_replicas
+from shoal.scheduler.gang_choice import GangNeed, place_gang
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
@@ -104,12 +107,11 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
             "after an eviction")
         return False
     statement = session.statement()
-    for group, indices in job.first_pending(need, session.task_order()):
-        reason = place_replicas(session, memo, statement, job, group, indices)
-        if reason is not None:
-            statement.discard()
-            job.reason = gang_reason(job, need, reason)
-            return False
+    reason = place_gang(session, memo, statement, job, GangNeed(need))
+    if reason is not None:
+        statement.discard()
+        job.reason = gang_reason(job, need, reason)
+        return False
     statement.commit()
     return True
 

@@ -39,18 +39,25 @@ This module owns the action and its arguments. Drivers own what an eviction cost
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
-from shoal.api.objects import TaskGroup
-from shoal.api.resources import total
 from shoal.core.nodes import ClusterState, FitMemo
-from shoal.core.statement import Statement
-from shoal.scheduler.fitting import place_replicas
+from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.framework import JobOrder
+from shoal.scheduler.gang_choice import (
+    GangNeed,
+    least_gpus,
+    least_request,
+    pending_groups,
+    place_gang,
+    replicas_fitting,
+    room_suffices,
+)
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
@@ -59,8 +66,6 @@ from shoal.scheduler.victims import VictimUnit, ordered, units_of
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
 #: ordered queue holds it behind its head.
 _NOT_PREEMPTING = (PendingKind.UNSCHEDULABLE, PendingKind.BLOCKED)
-#: The most units `Preemption._spare` tries to spare one trial placement at a time.
-SPARE_TRIALS = 16
 
 
 class PreemptArguments(Arguments):
@@ -85,8 +90,6 @@ class Preempt:
             if cycle.wants(job) and cycle.preempt_for(job):
                 started += 1
 
-
-Wanted = list[tuple[TaskGroup, list[int]]]
 
 
 class Preemption:
@@ -181,29 +184,31 @@ class Preemption:
         evicted anything to do so."""
         session = self.session
         cluster = session.cluster
-        wanted = preemptor.first_pending(session.min_tasks(preemptor), self.task_order)
-        if not wanted:
+        need = GangNeed.of(session, preemptor)
+        if need.count <= 0:
             return False
         nodes: set[int] = set()
-        for group, _ in wanted:
-            pool = session.pool_for(group)
-            if not pool.nodes:
-                return False
-            nodes.update(s.ordinal for s in pool.nodes)
-        demand = sum(g.resources.gpu * len(indices) for g, indices in wanted)
+        for group in preemptor.groups_with_pending():
+            nodes.update(s.ordinal for s in session.pool_for(group).nodes)
+        if not nodes:
+            return False
+        # Any choice of its missing tasks may start it (`shoal.scheduler.gang_choice`): the
+        # GPUs it needs are the fewest any choice asks.
+        demand = least_gpus(preemptor, need)
         free = sum(cluster.states[o].gpu for o in nodes)
 
-        # Allocation turned the job down; since then only this action's evictions have freed
-        # anything. What an earlier preemption freed beyond its need may be enough already.
-        if self.evicted and free >= demand and self._could_fit(wanted):
+        # No eviction for a job that fits without one: allocation may not have run yet (a
+        # profile may put preempt or reclaim first, as Volcano's capacity setups do), or
+        # this action's earlier evictions freed more than they were taken for.
+        if free >= demand and self._could_fit(preemptor, need):
             statement = session.statement()
-            if self._place(statement, preemptor, wanted):
+            if self._place(statement, preemptor, need):
                 statement.commit()
                 self.fresh.add(preemptor.name)
                 return False
             statement.discard()
 
-        quota_bound = self.quota_bound(preemptor, wanted)
+        quota_bound = self.quota_bound(preemptor, need)
         # A job is useful if any of its tasks frees something the preemptor can use; then all
         # its units are (a later unit needs the earlier ones taken).
         units = self.candidates(preemptor)
@@ -215,16 +220,17 @@ class Preemption:
         if not useful or free + sum(gains.values()) < demand:
             return False
 
+        trial = Trial(free, demand, gains)
         chosen: list[VictimUnit] = []
         statement = session.statement()
         fits = False
         for unit in useful:
             self._evict(statement, unit, preemptor)
             chosen.append(unit)
-            if not self._worth_trying(free, gains, chosen, demand, wanted):
+            if not self._worth_trying(trial, chosen, preemptor, need):
                 continue
             evictions = statement.savepoint()
-            placed = self._place(statement, preemptor, wanted)
+            placed = self._place(statement, preemptor, need)
             if placed:
                 fits = True
                 break
@@ -234,14 +240,13 @@ class Preemption:
             return False
 
         if len(chosen) > 1:
-            used = {op.node.physical.name for op in statement.operations_since(evictions)}
+            used = _nodes_used(statement.operations_since(evictions))
             statement.discard()
-            chosen = self._spare(preemptor, wanted, free, gains, demand, chosen,
-                                 _needed_for(chosen, used, cluster), quota_bound)
+            chosen = self._spare(preemptor, need, trial, chosen, used, quota_bound)
             statement = session.statement()
             for victim in chosen:
                 self._evict(statement, victim, preemptor)
-            if not self._place(statement, preemptor, wanted):  # pragma: no cover - tried
+            if not self._place(statement, preemptor, need):  # pragma: no cover - tried
                 statement.discard()
                 return False
         statement.commit()
@@ -249,11 +254,12 @@ class Preemption:
         self._record(preemptor, chosen)
         return True
 
-    def quota_bound(self, preemptor: JobInfo, wanted: Wanted) -> bool:
+    def quota_bound(self, preemptor: JobInfo, need: GangNeed) -> bool:
         """Whether the preemptor is held by its virtual cluster's quota rather than by room
-        on its nodes: then any eviction in that virtual cluster helps it."""
-        request = total(g.resources.scale(len(ix)) for g, ix in wanted)
-        return self.session.allocatable(preemptor.account, request) is not None
+        on its nodes: then any eviction in that virtual cluster helps it. Judged on the
+        least any choice of its tasks asks."""
+        return self.session.allocatable(preemptor.account,
+                                        least_request(preemptor, need)) is not None
 
     def why(self, preemptor: JobInfo) -> str:
         """Why a victim gave something up, after the verb."""
@@ -281,79 +287,77 @@ class Preemption:
             session.decisions.resizes.append(Resize(
                 name, elastic.group, unit.shrink_to, f"shrunk for {self.why(preemptor)}"))
 
-    def _spare(self, preemptor: JobInfo, wanted: Wanted, free: int, gains: dict[int, int],
-               demand: int, chosen: list[VictimUnit], near: list[VictimUnit],
-               quota_bound: bool) -> list[VictimUnit]:
-        """Drop the units the preemptor does not need. First, for a preemptor held by room
-        rather than by its quota, those the placement found does not need (`near` keeps the
-        units on the nodes it used; without the others that placement still stands, so no
-        trial is needed). Then, one trial placement each, at most SPARE_TRIALS more, the
-        best ranked first — of a job, its latest unit before its earlier ones, and none
-        before a later one is dropped (a shrink from 4 to 2 without the one from 8 to 4
-        would leave the job at 6). The last one chosen is needed: without it the others were
-        tried and did not do. Each trial evicts every unit kept, so trying them all costs
-        the square of the units: large preemptors taking surplus one GPU at a time made a
-        cycle of `bench/preempt.py` (200 nodes) cost 125 times its calibration loop (32 s);
-        with the bound, 7 times (1.3 s), placing 149 preemptors rather than 139."""
-        keep = near if len(near) < len(chosen) and not quota_bound else chosen
+    def _spare(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
+               chosen: list[VictimUnit], used: set[str], quota_bound: bool
+               ) -> list[VictimUnit]:
+        """Drop every unit the preemptor does not need, however many. For a preemptor held
+        by room rather than by its quota, a placement that fits shows at once that the units
+        with no task on a node it used are not needed (`_needed_for`: without them that
+        placement still stands), with no trial. Every other unit is tried, one trial
+        placement each, the best ranked first — of a job, its latest unit before its earlier
+        ones, and none before a later one is dropped (a shrink from 4 to 2 without the one
+        from 8 to 4 would leave the job at 6); each trial that fits drops, through its own
+        placement, the units it did not use. The last one chosen is needed: without it the
+        others were tried and did not do.
+
+        Cost. Each trial evicts every unit kept, so trying them all costs the square of the
+        units. Trials are skipped where the GPUs alone say no (`_worth_trying`, before
+        anything is evicted), and a fitting trial usually spares many units at once. Until
+        issue 16 the trials stopped at 16, and unneeded victims beyond were evicted."""
+        cluster = self.session.cluster
+        keep = chosen if quota_bound else _needed_for(chosen, used, cluster)
         needed = keep[-1] is chosen[-1]
         locked: set[str] = {keep[-1].job.name} if needed else set()
-        trials = 0
+        kept = {id(u) for u in keep}
         for spared in reversed(keep[:-1] if needed else keep):
             name = spared.job.name
-            if name in locked:
-                continue
-            trial = [u for u in keep if u is not spared]
-            if trials == SPARE_TRIALS or not trial:
+            if name in locked or id(spared) not in kept:
+                continue  # needed with a later unit of its job, or spared already
+            candidate = [u for u in keep if u is not spared]
+            if not candidate:
                 break
-            trials += 1
-            if self._enough(preemptor, wanted, trial, free, gains, demand):
-                keep = trial
-            else:
+            placed = self._fits_with(preemptor, need, trial, candidate)
+            if placed is None:
                 locked.add(name)  # this unit stays, and so do the job's earlier ones
+                continue
+            keep = candidate if quota_bound else _needed_for(candidate, placed, cluster)
+            kept = {id(u) for u in keep}
         return keep
 
-    def _enough(self, preemptor: JobInfo, wanted: Wanted, victims: list[VictimUnit],
-                free: int, gains: dict[int, int], demand: int) -> bool:
-        """Whether the preemptor fits once `victims` are evicted (nothing is kept)."""
+    def _fits_with(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
+                   victims: list[VictimUnit]) -> set[str] | None:
+        """The nodes the preemptor's placement uses once `victims` are evicted (nothing is
+        kept); None if it does not fit."""
+        if trial.free + sum(trial.gains[id(u)] for u in victims) < trial.demand:
+            return None
         statement = self.session.statement()
         for victim in victims:
             self._evict(statement, victim, preemptor)
-        fits = self._worth_trying(free, gains, victims, demand, wanted) and \
-            self._place(statement, preemptor, wanted)
+        mark = statement.savepoint()
+        fits = self._could_fit(preemptor, need) and self._place(statement, preemptor, need)
+        used = _nodes_used(statement.operations_since(mark)) if fits else None
         statement.discard()
-        return fits
+        return used
 
-    def _worth_trying(self, free: int, gains: dict[int, int], victims: list[VictimUnit],
-                      demand: int, wanted: Wanted) -> bool:
-        return free + sum(gains[id(u)] for u in victims) >= demand and \
-            self._could_fit(wanted)
+    def _worth_trying(self, trial: Trial, victims: list[VictimUnit], preemptor: JobInfo,
+                      need: GangNeed) -> bool:
+        return trial.free + sum(trial.gains[id(u)] for u in victims) >= trial.demand and \
+            self._could_fit(preemptor, need)
 
-    def _could_fit(self, wanted: Wanted) -> bool:
-        """A necessary condition, node by node: each group's replicas fit its pool's free
-        capacity (ignoring the other groups)."""
+    def _could_fit(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        """A necessary condition, node by node: the replicas each group could place on its
+        pool's free capacity (ignoring the other groups) add up to its missing tasks."""
         session = self.session
         excluded = session.excluded_nodes
-        for group, indices in wanted:
-            request = group.resources
-            if request.is_zero():
-                continue
-            room = 0
-            for state in session.pool_for(group).nodes:
-                if state.ordinal not in excluded:
-                    room += state.how_many(request)
-                    if room >= len(indices):
-                        break
-            if room < len(indices):
-                return False
-        return True
+        counts = []
+        for group, pending in pending_groups(preemptor):
+            enough = min(pending, need.count)
+            counts.append((replicas_fitting(session.pool_for(group).nodes, group.resources,
+                                            enough, excluded), pending))
+        return room_suffices(need, counts)
 
-    def _place(self, statement: Statement, job: JobInfo, wanted: Wanted) -> bool:
-        for group, indices in wanted:
-            if place_replicas(self.session, self.memo, statement, job, group,
-                              indices) is not None:
-                return False
-        return True
+    def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
+        return place_gang(self.session, self.memo, statement, job, need) is None
 
     def _evict(self, statement: Statement, unit: VictimUnit, preemptor: JobInfo) -> None:
         cluster = self.session.cluster
@@ -366,14 +370,29 @@ class Preemption:
                             victim.job.group(task.ref.group).resources, task.gpus, reason)
 
 
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """What a preemption's trial placements are judged against, in GPUs: free on the
+    preemptor's node pools before any eviction, the fewest any choice of its tasks needs, and
+    what each candidate unit frees there (by `id` of the unit)."""
+
+    free: int
+    demand: int
+    gains: dict[int, int]
+
+
+def _nodes_used(operations: list[Allocation | Eviction]) -> set[str]:
+    """The physical nodes a placement's allocations went to."""
+    return {op.node.physical.name for op in operations if isinstance(op, Allocation)}
+
+
 def _needed_for(chosen: list[VictimUnit], used: set[str], cluster: ClusterState
                 ) -> list[VictimUnit]:
-    """Drop, before `_spare` tries what is left one unit at a time, the units the placement
-    found does not need: those with no task on a node it placed a task on. That placement
-    stays valid without them (a preemptor held by room, not by its quota), so they are
-    spared for sure; trying each would cost a trial placement per unit. Of a job, only its
-    latest units go, down to the first one that is needed (a shrink from 4 to 2 without the
-    one from 8 to 4 would leave the job at 6)."""
+    """Drop the units a fitting placement shows are not needed: those with no task on a
+    node it placed a task on. That placement stays valid without them (a preemptor held by
+    room, not by its quota), so they are spared for sure; trying each would cost a trial
+    placement per unit. Of a job, only its latest units go, down to the first one that is
+    needed (a shrink from 4 to 2 without the one from 8 to 4 would leave the job at 6)."""
     by_job: dict[str, list[VictimUnit]] = {}
     for unit in chosen:
         by_job.setdefault(unit.job.name, []).append(unit)
