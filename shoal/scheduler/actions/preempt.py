@@ -46,11 +46,14 @@ from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
-from shoal.core.nodes import ClusterState, FitMemo
+from shoal.api.resources import Resources
+from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.framework import JobOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
+    Room,
+    has_alternatives,
     least_gpus,
     least_request,
     pending_groups,
@@ -220,14 +223,18 @@ class Preemption:
         if not useful or free + sum(gains.values()) < demand:
             return False
 
-        trial = Trial(free, demand, gains)
+        trial = Trial(free, demand, least_request(preemptor, need), gains)
         chosen: list[VictimUnit] = []
         statement = session.statement()
         fits = False
+        gained = 0
+        room = Room(session, preemptor, need)
         for unit in useful:
             self._evict(statement, unit, preemptor)
             chosen.append(unit)
-            if not self._worth_trying(trial, chosen, preemptor, need):
+            gained += gains[id(unit)]
+            room.freed([cluster.by_name[t.node] for t in unit.tasks])
+            if not self._worth_trying(trial, gained, preemptor, need, quota_bound, room):
                 continue
             evictions = statement.savepoint()
             placed = self._place(statement, preemptor, need)
@@ -240,14 +247,19 @@ class Preemption:
             return False
 
         if len(chosen) > 1:
-            used = _nodes_used(statement.operations_since(evictions))
+            sift = self._sift(preemptor, need, chosen, quota_bound,
+                              statement.operations_since(evictions))
             statement.discard()
-            chosen = self._spare(preemptor, need, trial, chosen, used, quota_bound)
+            chosen = self._spare(preemptor, need, trial, chosen, sift, quota_bound)
             statement = session.statement()
             for victim in chosen:
                 self._evict(statement, victim, preemptor)
             if not self._place(statement, preemptor, need):  # pragma: no cover - tried
                 statement.discard()
+                return False
+            if not chosen:  # every unit proved unneeded: it stands on what was free
+                statement.commit()
+                self.fresh.add(preemptor.name)
                 return False
         statement.commit()
         self.fresh.add(preemptor.name)
@@ -288,25 +300,25 @@ class Preemption:
                 name, elastic.group, unit.shrink_to, f"shrunk for {self.why(preemptor)}"))
 
     def _spare(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
-               chosen: list[VictimUnit], used: set[str], quota_bound: bool
+               chosen: list[VictimUnit], sift: Sift, quota_bound: bool
                ) -> list[VictimUnit]:
-        """Drop every unit the preemptor does not need, however many. For a preemptor held
-        by room rather than by its quota, a placement that fits shows at once that the units
-        with no task on a node it used are not needed (`_needed_for`: without them that
-        placement still stands), with no trial. Every other unit is tried, one trial
-        placement each, the best ranked first — of a job, its latest unit before its earlier
-        ones, and none before a later one is dropped (a shrink from 4 to 2 without the one
-        from 8 to 4 would leave the job at 6); each trial that fits drops, through its own
-        placement, the units it did not use. The last one chosen is needed: without it the
-        others were tried and did not do.
+        """Drop every unit the preemptor does not need, however many. `sift`: what the
+        placement that fitted shows, with no trial: the units it does not need, and those
+        its quota surely does (`_sift`). Every other unit is tried, one trial placement
+        each, the best ranked first — of a job, its latest unit before its earlier ones, and
+        none before a later one is dropped (a shrink from 4 to 2 without the one from 8 to 4
+        would leave the job at 6); a trial that fits sifts the units again through its own
+        placement. The last one chosen is needed: without it the others were tried and did
+        not do.
 
-        Cost. Each trial evicts every unit kept, so trying them all costs the square of the
-        units. Trials are skipped where the GPUs alone say no (`_worth_trying`, before
-        anything is evicted), and a fitting trial usually spares many units at once. Until
-        issue 16 the trials stopped at 16, and unneeded victims beyond were evicted."""
-        cluster = self.session.cluster
-        keep = chosen if quota_bound else _needed_for(chosen, used, cluster)
-        needed = keep[-1] is chosen[-1]
+        Cost. A trial evicts every unit kept, so trials over all the units chosen would cost
+        their square: large preemptors taking surplus one GPU at a time made a cycle of
+        `bench/preempt.py` (200 nodes) cost 125 times its calibration loop. Most units are
+        settled by a placement instead — dropped by its slack, or kept by its quota —, so few
+        are left to try; until issue 16 the trials simply stopped at 16, and unneeded
+        victims beyond were evicted."""
+        keep = sift.kept
+        needed = bool(keep) and keep[-1] is chosen[-1]
         locked: set[str] = {keep[-1].job.name} if needed else set()
         kept = {id(u) for u in keep}
         for spared in reversed(keep[:-1] if needed else keep):
@@ -314,35 +326,102 @@ class Preemption:
             if name in locked or id(spared) not in kept:
                 continue  # needed with a later unit of its job, or spared already
             candidate = [u for u in keep if u is not spared]
-            if not candidate:
-                break
-            placed = self._fits_with(preemptor, need, trial, candidate)
-            if placed is None:
+            fewer = None if id(spared) in sift.needed or not candidate else \
+                self._fits_with(preemptor, need, trial, candidate, quota_bound)
+            if fewer is None:
                 locked.add(name)  # this unit stays, and so do the job's earlier ones
                 continue
-            keep = candidate if quota_bound else _needed_for(candidate, placed, cluster)
+            sift = fewer
+            keep = sift.kept
             kept = {id(u) for u in keep}
         return keep
 
     def _fits_with(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
-                   victims: list[VictimUnit]) -> set[str] | None:
-        """The nodes the preemptor's placement uses once `victims` are evicted (nothing is
-        kept); None if it does not fit."""
-        if trial.free + sum(trial.gains[id(u)] for u in victims) < trial.demand:
+                   victims: list[VictimUnit], quota_bound: bool) -> Sift | None:
+        """If the preemptor fits once `victims` are evicted (nothing is kept), what that
+        placement shows of them (`_sift`); else None."""
+        gained = sum(trial.gains[id(u)] for u in victims)
+        if trial.free + gained < trial.demand:
             return None
         statement = self.session.statement()
         for victim in victims:
             self._evict(statement, victim, preemptor)
         mark = statement.savepoint()
-        fits = self._could_fit(preemptor, need) and self._place(statement, preemptor, need)
-        used = _nodes_used(statement.operations_since(mark)) if fits else None
+        fits = self._worth_trying(trial, gained, preemptor, need, quota_bound) and \
+            self._place(statement, preemptor, need)
+        sift = self._sift(preemptor, need, victims, quota_bound,
+                          statement.operations_since(mark)) if fits else None
         statement.discard()
-        return used
+        return sift
 
-    def _worth_trying(self, trial: Trial, victims: list[VictimUnit], preemptor: JobInfo,
-                      need: GangNeed) -> bool:
-        return trial.free + sum(trial.gains[id(u)] for u in victims) >= trial.demand and \
-            self._could_fit(preemptor, need)
+    def _sift(self, preemptor: JobInfo, need: GangNeed, victims: list[VictimUnit],
+              quota_bound: bool, placement: list[Allocation | Eviction]) -> Sift:
+        """What a placement that fits with all of `victims` evicted shows of them, with no
+        trial; called while that placement is still in its statement. A unit is not
+        needed when the placement stands with it running: each of its tasks is on a node
+        the placement did not use, or fits in what that node has left after the placement
+        (less what units already dropped take back there); and, for a preemptor held by
+        its quota, its virtual cluster could still take what the dropped units hold (for a
+        preemptor held by room the quota allowed it before any eviction). Of a job, only its
+        latest units go, down to the first one that is needed (a shrink from 4 to 2 without
+        the one from 8 to 4 would leave the job at 6).
+
+        A unit is surely needed when the preemptor's virtual cluster could not take back
+        what it holds on top of the placement: without it the quota refuses the placement
+        — if no smaller choice of the preemptor's tasks exists (`gang_choice`), else a trial
+        decides. Each verdict is certain, so none costs a trial placement."""
+        cluster = self.session.cluster
+        account = preemptor.account
+        if quota_bound and any(u.job.account != account for u in victims):
+            return Sift(victims)  # its quota is not theirs: try each
+        allocations = [op for op in placement if isinstance(op, Allocation)]
+        slack = {op.node.name: op.node.free() for op in allocations}
+        used = {op.node.physical.name for op in allocations}
+        back = Resources()
+        dropped: set[int] = set()
+        stopped: set[str] = set()
+        for unit in reversed(victims):
+            if unit.job.name in stopped:
+                continue
+            left = dict(slack)
+            fits = True
+            for task in unit.tasks:
+                request = unit.job.job.group(task.ref.group).resources
+                room = left.get(task.node)
+                if room is not None and request.fits(room):
+                    left[task.node] = room.saturating_sub(request)
+                elif room is not None or cluster.by_name[task.node].physical.name in used:
+                    fits = False
+                    break
+            request = back + unit.request
+            if fits and quota_bound:
+                fits = self.session.allocatable(account, request) is None
+            if not fits:
+                stopped.add(unit.job.name)
+                continue
+            slack = left
+            back = request
+            dropped.add(id(unit))
+        kept = [u for u in victims if id(u) not in dropped]
+        if not quota_bound or has_alternatives(preemptor, need):
+            return Sift(kept)
+        return Sift(kept, frozenset(
+            id(u) for u in kept
+            if self.session.allocatable(account, back + u.request) is not None))
+
+    def _worth_trying(self, trial: Trial, gained: int, preemptor: JobInfo, need: GangNeed,
+                      quota_bound: bool, room: Room | None = None) -> bool:
+        """Whether a placement could fit once units freeing `gained` GPUs on the preemptor's
+        pools are evicted: necessary conditions, cheapest first — the GPUs, the quota (for a
+        preemptor held by it: evicting one GPU at a time, hundreds of units may go before
+        it allows anything), then room node by node (`room`, kept up to date by the
+        caller, or counted now)."""
+        if trial.free + gained < trial.demand:
+            return False
+        if quota_bound and \
+                self.session.allocatable(preemptor.account, trial.request) is not None:
+            return False
+        return room.suffices() if room is not None else self._could_fit(preemptor, need)
 
     def _could_fit(self, preemptor: JobInfo, need: GangNeed) -> bool:
         """A necessary condition, node by node: the replicas each group could place on its
@@ -371,36 +450,22 @@ class Preemption:
 
 
 @dataclass(frozen=True, slots=True)
+class Sift:
+    """What one placement that fits shows of the units evicted for it, with no trial."""
+
+    kept: list[VictimUnit]
+    """The units, less those it shows are not needed."""
+    needed: frozenset[int] = frozenset()
+    """The `id`s of kept units the preemptor's quota surely needs evicted."""
+
+
+@dataclass(frozen=True, slots=True)
 class Trial:
-    """What a preemption's trial placements are judged against, in GPUs: free on the
-    preemptor's node pools before any eviction, the fewest any choice of its tasks needs, and
-    what each candidate unit frees there (by `id` of the unit)."""
+    """What a preemption's trial placements are judged against: GPUs free on the
+    preemptor's node pools before any eviction, the fewest GPUs and the least request any
+    choice of its tasks needs, and the GPUs each candidate unit frees there (by `id`)."""
 
     free: int
     demand: int
+    request: Resources
     gains: dict[int, int]
-
-
-def _nodes_used(operations: list[Allocation | Eviction]) -> set[str]:
-    """The physical nodes a placement's allocations went to."""
-    return {op.node.physical.name for op in operations if isinstance(op, Allocation)}
-
-
-def _needed_for(chosen: list[VictimUnit], used: set[str], cluster: ClusterState
-                ) -> list[VictimUnit]:
-    """Drop the units a fitting placement shows are not needed: those with no task on a
-    node it placed a task on. That placement stays valid without them (a preemptor held by
-    room, not by its quota), so they are spared for sure; trying each would cost a trial
-    placement per unit. Of a job, only its latest units go, down to the first one that is
-    needed (a shrink from 4 to 2 without the one from 8 to 4 would leave the job at 6)."""
-    by_job: dict[str, list[VictimUnit]] = {}
-    for unit in chosen:
-        by_job.setdefault(unit.job.name, []).append(unit)
-    spared: set[int] = set()
-    for units in by_job.values():
-        for unit in reversed(units):
-            if any(cluster.by_name[t.node].physical.name in used for t in unit.tasks):
-                break
-            spared.add(id(unit))
-    kept = [u for u in chosen if id(u) not in spared]
-    return kept or chosen
