@@ -56,7 +56,11 @@ class Allocate:
         memo = session.fit_memo
         by_queue: dict[str, deque[JobInfo]] = {}
         single = self.ordering is Ordering.GLOBAL
-        for job in sorted(session.candidates, key=session.job_order_key):
+        # A job that gave up tasks to preempt or reclaim earlier in this cycle (a profile
+        # may run them first) waits for the next one: placing it again would undo that.
+        waiting = [j for j in session.candidates if j.name not in session.preempted] \
+            if session.preempted else session.candidates
+        for job in sorted(waiting, key=session.job_order_key):
             by_queue.setdefault(GLOBAL_QUEUE if single else job.queue, deque()).append(job)
         heap: list[tuple[tuple[Any, ...], str]] = [
             (self._queue_key(session, q), q) for q in by_queue]
@@ -76,7 +80,7 @@ class Allocate:
         # Under strict ordering nothing behind a blocked head goes ahead of it, surplus
         # replicas of running jobs included.
         behind = {j.name for jobs in session.blocked.values() for j in jobs}
-        surplus = [j for j in session.candidates if j.name not in behind
+        surplus = [j for j in waiting if j.name not in behind
                    and session.is_gang(j) and j.pending and session.job_ready(j)]
         for job in sorted(surplus, key=session.job_order_key):
             place_one_by_one(session, memo, job)

@@ -120,9 +120,12 @@ class Preemption:
     # ---- who ------------------------------------------------------------------------------
 
     def wants(self, job: JobInfo) -> bool:
-        """Whether the job should look for victims: still not ready, could run at all."""
+        """Whether the job should look for victims: still not ready, could run at all, and
+        not a victim in this cycle — of this action or of an earlier one (a preempt before a
+        reclaim): placed again, it would undo the eviction it just gave up its tasks for."""
         session = self.session
-        if job.name in self.evicted or not job.pending or session.job_ready(job):
+        if job.name in self.evicted or job.name in session.preempted or not job.pending \
+                or session.job_ready(job):
             return False
         if job.reason is not None and job.reason.kind in _NOT_PREEMPTING:
             return False
