@@ -19,12 +19,16 @@ not `Blocked` behind the head of a strictly ordered queue), in job order:
   least work lost, most recently started — and only those that free something P can use: a
   task on a node of P's node pools, or — when P's virtual cluster is at a quota limit —
   anything.
-- In one statement, units are evicted one at a time. Once the free GPUs of P's pools could
-  cover the gang's demand, and every task group could fit node by node, P's missing tasks
-  (`min_tasks`, as allocate takes them) are placed in the same statement. If P fits, units
-  that turn out not to be needed are spared (tried best ranked first; a job's later unit
-  before its earlier one), and the statement is committed; if P does not fit even with every
-  unit evicted, nothing is evicted.
+- No eviction for a job that fits without one: P is first placed on what is free, as
+  allocate would; the action may run before allocate (Volcano's capacity setups run
+  `enqueue, reclaim, allocate`), and this action's earlier evictions may have freed enough.
+- Otherwise, in one statement, units are evicted one at a time. Once the free GPUs of P's
+  pools could cover the fewest any choice of its missing tasks needs, its quota allows it,
+  and its groups could hold that many tasks node by node, P's missing tasks (`min_tasks`:
+  any of its pending tasks, `shoal.scheduler.gang_choice`) are placed in the same
+  statement. If P fits, every unit it turns out not to need is spared, however many (a
+  job's later unit before its earlier one), and the statement is committed; if P does not
+  fit even with every unit evicted, nothing is evicted.
 
 A committed statement becomes `Evict` and `Bind` decisions through the session's ledger, and
 the model requeues the victims' tasks (an evicted job waits again; a shrunk one keeps
@@ -92,7 +96,6 @@ class Preempt:
                 break
             if cycle.wants(job) and cycle.preempt_for(job):
                 started += 1
-
 
 
 class Preemption:
