@@ -120,8 +120,17 @@ def room_suffices(need: GangNeed, counts: Iterable[tuple[int, int]]) -> bool:
 def place_gang(session: Session, memo: FitMemo, statement: Statement, job: JobInfo,
                need: GangNeed) -> PendingReason | None:
     """Place a choice of `need.count` pending tasks inside `statement` (see the module's
-    text), or return why the first choice did not fit, with the statement as it was."""
+    text), or return why the first choice did not fit; then the statement may still hold
+    part of it, for the caller to roll back or discard."""
     order = session.task_order()
+    if not has_alternatives(job, need):
+        # The one choice, placed as allocate always placed a gang: ten thousand jobs that do
+        # not fit are turned down on this path in each cycle of `bench/cycle.py`.
+        for group, indices in preferred(job, need, order):
+            reason = place_replicas(session, memo, statement, job, group, indices)
+            if reason is not None:
+                return reason
+        return None
     start = statement.savepoint()
     first_reason: PendingReason | None = None
     for group, indices in preferred(job, need, order):
@@ -131,8 +140,6 @@ def place_gang(session: Session, memo: FitMemo, statement: Statement, job: JobIn
     if first_reason is None:
         return None
     statement.roll_back(start)
-    if not has_alternatives(job, need):
-        return first_reason
     # The second pass learns no fit bounds: its statement is never empty after the first
     # replica, and a bound recorded for a choice that is then rolled back would be too low.
     trial = FitMemo(session.cluster)

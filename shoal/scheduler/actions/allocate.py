@@ -111,7 +111,14 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
             "after an eviction")
         return False
     statement = session.statement()
-    reason = place_gang(session, memo, statement, job, GangNeed(need))
+    if len(job.pending) == 1:
+        # One group waits: its first `need` replicas are the only choice. Placed inline, as
+        # ten thousand such jobs are turned down per cycle in `bench/cycle.py`.
+        group = job.groups_with_pending()[0]
+        reason = place_replicas(session, memo, statement, job, group,
+                                job.first_pending(need, session.task_order())[0][1])
+    else:
+        reason = place_gang(session, memo, statement, job, GangNeed(need))
     if reason is not None:
         statement.discard()
         job.reason = gang_reason(job, need, reason)
