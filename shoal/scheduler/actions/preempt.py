@@ -119,6 +119,7 @@ class Preemption:
         """Jobs evicted in this cycle: neither placed again nor preemptors."""
         self._ranks: dict[str, tuple[Any, ...]] = {}
         self._running: dict[str, list[JobInfo]] | None = None
+        self._units: dict[str, list[VictimUnit]] = {}
 
     # ---- who ------------------------------------------------------------------------------
 
@@ -183,6 +184,14 @@ class Preemption:
         """What `job` may give up for `preemptor`, in its own order: the victim-selection
         plugins keep any task they do not list."""
         selections = self.session.hooks.victim_selections
+        if not selections:
+            # Then they do not depend on the preemptor, and a job's units stay as they are
+            # until it is taken from (and then it is no candidate again): listed once per
+            # execution, not once per preemptor that looks at it.
+            units = self._units.get(job.name)
+            if units is None:
+                units = self._units[job.name] = units_of(job, self.session.now)
+            return units
         return units_of(job, self.session.now, lambda tasks: all(
             len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))
 

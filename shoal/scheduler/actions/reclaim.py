@@ -108,10 +108,13 @@ class Reclamation(Preemption):
         excess: dict[str, int] = {}
         stopped: set[str] = set()
         out: list[VictimUnit] = []
+        by_account: dict[str, list[QueueState]] = {}
         for unit in units:
             if unit.job.name in stopped:
                 continue
-            levels = self._levels(unit.job, line)
+            levels = by_account.get(unit.job.account)
+            if levels is None:
+                levels = by_account[unit.job.account] = self._levels(unit.job.account, line)
             lefts = [excess.setdefault(q.name, q.usage.gpu - q.min.gpu) for q in levels]
             if any(unit.gpus > left for left in lefts):
                 stopped.add(unit.job.name)
@@ -121,10 +124,10 @@ class Reclamation(Preemption):
             out.append(unit)
         return out
 
-    def _levels(self, job: JobInfo, line: set[int]) -> list[QueueState]:
-        """The virtual clusters on the job's path below the lowest one it shares with the
+    def _levels(self, account: str, line: set[int]) -> list[QueueState]:
+        """The virtual clusters on `account`'s path below the lowest one it shares with the
         preemptor's line (`line`: the ids of that line's virtual clusters)."""
-        return [q for q in self.session.quota.get(job.account).path() if id(q) not in line]
+        return [q for q in self.session.quota.get(account).path() if id(q) not in line]
 
     def _entitled(self, preemptor: JobInfo, request: Resources, dims: set[str]) -> bool:
         """The request fits in its virtual cluster's unused guarantee and in what each
@@ -142,15 +145,18 @@ class Reclamation(Preemption):
         quota = self.session.quota
         own = quota.get(preemptor.account)
         line = set(map(id, own.path()))
+        # Per virtual cluster, not per job: a few hundred running jobs share a few.
+        borrowing: dict[str, bool] = {}
         for job in self.session.jobs.values():
             if not self.takeable(job, preemptor):
                 continue
-            queue = quota.get(job.account)
-            if _related(queue, own):
-                continue
-            levels = self._levels(job, line)
-            if levels and all(any(q.usage.get(d) > q.min.get(d) for d in dims)
-                              for q in levels):
+            verdict = borrowing.get(job.account)
+            if verdict is None:
+                queue = quota.get(job.account)
+                levels = self._levels(job.account, line)
+                verdict = borrowing[job.account] = not _related(queue, own) and bool(levels) \
+                    and all(any(q.usage.get(d) > q.min.get(d) for d in dims) for q in levels)
+            if verdict:
                 yield job
 
 
