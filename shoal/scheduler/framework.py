@@ -55,7 +55,8 @@ class QueueOrder(Protocol):
 
 @runtime_checkable
 class TaskOrder(Protocol):
-    """Orders a job's pending tasks: which of them form the gang's first `minAvailable`."""
+    """Orders a job's pending tasks: which of them a gang tries first for its `minAvailable`
+    (any of them may start it: `shoal.scheduler.gang_choice`)."""
 
     def task_order_key(self, group: TaskGroup, index: int) -> tuple[Any, ...]: ...
 

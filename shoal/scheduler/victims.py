@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shoal.api.resources import Resources, total
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 
 
@@ -47,6 +48,11 @@ class VictimUnit:
     @property
     def gpus(self) -> int:
         return sum(self.job.job.group(t.ref.group).resources.gpu for t in self.tasks)
+
+    @property
+    def request(self) -> Resources:
+        """What its tasks hold."""
+        return total(self.job.job.group(t.ref.group).resources for t in self.tasks)
 
 
 def units_of(job: JobInfo, now: float,

@@ -49,9 +49,53 @@ GPU_TYPES = ("A100", "V100")
 ZONE_LABEL = "zone"
 
 
+LENDING_PROFILES = {
+    "lend-only": """
+name: lend-only
+description: Guarantees are lent to any task (capacity reclaimMode reclaim), never taken back.
+actions: "enqueue, allocate, backfill"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity, arguments: {reclaimMode: reclaim}},
+              {name: placement}]
+""",
+    "lend-reclaim": """
+name: lend-reclaim
+description: Guarantees are lent to any task (capacity reclaimMode reclaim) and reclaimed.
+actions: "enqueue, allocate, backfill, preempt, reclaim"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity, arguments: {reclaimMode: reclaim}},
+              {name: placement}]
+""",
+    "evict-first": """
+name: evict-first
+description: Reclaim and preempt before allocate, as Volcano's capacity setups order them.
+actions: "enqueue, reclaim, preempt, allocate"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity, arguments: {reclaimMode: reclaim}},
+              {name: placement}]
+""",
+    "place-only": """
+name: place-only
+description: The plugins of evict-first with allocation alone, so what fits without eviction.
+actions: "enqueue, allocate"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity, arguments: {reclaimMode: reclaim}},
+              {name: placement}]
+""",
+}
+"""Test-only profiles beside the built-in ones: guarantees lent, and preemption."""
+
+
 @cache
 def profile(name: str) -> Profile:
-    """Built-in profiles, parsed once per process (a `Profile` is immutable)."""
+    """Built-in profiles and `LENDING_PROFILES`, parsed once per process (a `Profile` is
+    immutable)."""
+    if name in LENDING_PROFILES:
+        return Profile.from_yaml(LENDING_PROFILES[name], name)
     return Profile.load(name)
 
 
@@ -324,12 +368,14 @@ class GuaranteeCase:
 
 
 @st.composite
-def guarantee_cases(draw: st.DrawFn) -> GuaranteeCase:
+def guarantee_cases(draw: st.DrawFn, profiles: Sequence[str] = PROFILE_NAMES
+                    ) -> GuaranteeCase:
     """Nodes of 1–8 slots; a VC tree whose mins and maxes are whole slots; a target leaf VC
     with min ≥ 1 slot; jobs of 1- or 2-slot tasks in the other leaf VCs and `default`,
-    run until the scheduler changes nothing (they borrow whatever they may). The target's own
-    early jobs, if any, run too; those still waiting afterwards are dropped (they ended), so
-    the job the test submits is the target's only waiting job."""
+    run until the scheduler changes nothing (they borrow whatever they may: under a profile
+    that lends, the target's unused guarantee too). The target's own early jobs, if any, run
+    too; those still waiting afterwards are dropped (they ended), so the job the test
+    submits is the target's only waiting job."""
     node_names = draw(st.lists(names, min_size=1, max_size=8, unique=True))
     node_list = tuple(Node(n, SLOT.scale(draw(st.integers(1, 8)))) for n in node_names)
     vcs = draw(vc_trees(capacity(node_list), unit=SLOT))
@@ -344,7 +390,7 @@ def guarantee_cases(draw: st.DrawFn) -> GuaranteeCase:
                            selectors_allowed=False, prefix="bg"))
     own = draw(jobs([target], class_names(classes), max_size=2, request=slot_requests,
                     selectors_allowed=False, prefix="own"))
-    profile_name = draw(st.sampled_from(list(PROFILE_NAMES)))
+    profile_name = draw(st.sampled_from(list(profiles)))
     world = World(node_list, vcs, classes, (*background, *own), profile_name)
     for _ in range(12):
         _, decisions, world = world.step()

@@ -2,10 +2,12 @@
 
 The virtual cluster with the smallest queue-order key (capacity plugin: below its min first,
 then smallest dominant share per weight) gets its next job; the key is recomputed after every
-job. A gang job's first `minAvailable` tasks are placed in one statement, committed only if
-all of them fit. After every job has had its turn, ready gang jobs get their surplus tasks
-one at a time, so no job's extras come before another job's minimum (Volcano pushes a ready
-job back for the same reason). Default-scheduler jobs are placed task by task.
+job. A gang job's missing `minAvailable` tasks are placed in one statement, committed only if
+all of them fit; any of its pending tasks may be among them, not only its first ones in
+task-group order (`shoal.scheduler.gang_choice`). After every job has had its turn, ready
+gang jobs get their surplus tasks one at a time, so no job's extras come before another
+job's minimum (Volcano pushes a ready job back for the same reason). Default-scheduler jobs
+are placed task by task.
 
 With `ordering: global` every job is in one order (virtual clusters still enforce quotas),
 as the single-queue baselines need. With `strict: true` a queue is strictly ordered (Slurm's
@@ -24,6 +26,7 @@ from typing import Any
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.fitting import place_replicas
+from shoal.scheduler.gang_choice import GangNeed, place_gang
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
@@ -53,7 +56,11 @@ class Allocate:
         memo = session.fit_memo
         by_queue: dict[str, deque[JobInfo]] = {}
         single = self.ordering is Ordering.GLOBAL
-        for job in sorted(session.candidates, key=session.job_order_key):
+        # A job that gave up tasks to preempt or reclaim earlier in this cycle (a profile
+        # may run them first) waits for the next one: placing it again would undo that.
+        waiting = [j for j in session.candidates if j.name not in session.preempted] \
+            if session.preempted else session.candidates
+        for job in sorted(waiting, key=session.job_order_key):
             by_queue.setdefault(GLOBAL_QUEUE if single else job.queue, deque()).append(job)
         heap: list[tuple[tuple[Any, ...], str]] = [
             (self._queue_key(session, q), q) for q in by_queue]
@@ -73,7 +80,7 @@ class Allocate:
         # Under strict ordering nothing behind a blocked head goes ahead of it, surplus
         # replicas of running jobs included.
         behind = {j.name for jobs in session.blocked.values() for j in jobs}
-        surplus = [j for j in session.candidates if j.name not in behind
+        surplus = [j for j in waiting if j.name not in behind
                    and session.is_gang(j) and j.pending and session.job_ready(j)]
         for job in sorted(surplus, key=session.job_order_key):
             place_one_by_one(session, memo, job)
@@ -104,12 +111,18 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
             "after an eviction")
         return False
     statement = session.statement()
-    for group, indices in job.first_pending(need, session.task_order()):
-        reason = place_replicas(session, memo, statement, job, group, indices)
-        if reason is not None:
-            statement.discard()
-            job.reason = gang_reason(job, need, reason)
-            return False
+    if len(job.pending) == 1:
+        # One group waits: its first `need` replicas are the only choice. Placed inline, as
+        # ten thousand such jobs are turned down per cycle in `bench/cycle.py`.
+        group = job.groups_with_pending()[0]
+        reason = place_replicas(session, memo, statement, job, group,
+                                job.first_pending(need, session.task_order())[0][1])
+    else:
+        reason = place_gang(session, memo, statement, job, GangNeed(need))
+    if reason is not None:
+        statement.discard()
+        job.reason = gang_reason(job, need, reason)
+        return False
     statement.commit()
     return True
 

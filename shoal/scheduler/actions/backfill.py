@@ -25,6 +25,7 @@ from enum import StrEnum
 from shoal.api.decisions import PendingKind
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import allocate_job
+from shoal.scheduler.gang_choice import GangNeed, least_gpus
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
@@ -115,9 +116,9 @@ def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
 
 
 def _head_demand(session: Session, head: JobInfo) -> int:
+    # The fewest GPUs any choice of its missing tasks asks (`shoal.scheduler.gang_choice`).
     need = max(1, session.min_tasks(head)) if session.is_gang(head) else 1
-    return sum(g.resources.gpu * len(indices)
-               for g, indices in head.first_pending(need, session.task_order()))
+    return least_gpus(head, GangNeed(need))
 
 
 def _try(session: Session, memo: FitMemo, job: JobInfo) -> bool:

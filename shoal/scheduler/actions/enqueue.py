@@ -18,6 +18,14 @@ from shoal.api.objects import Job, Node, PriorityClass, TaskGroup, VirtualCluste
 from shoal.api.resources import ZERO, Resources, total
 from shoal.core.nodes import NodePool, NodeState
 from shoal.scheduler.fitting import no_matching_node
+from shoal.scheduler.gang_choice import (
+    GangNeed,
+    has_alternatives,
+    least_request,
+    pending_groups,
+    preferred,
+    room_suffices,
+)
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Hooks, Session
@@ -59,36 +67,70 @@ class Enqueue:
 
 
 def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
-    """Why the job could never start on this cluster, even idle; None if it could."""
-    cache = session.cluster.idle_replicas
-    if session.is_gang(job):
-        # What it misses (`Session.min_tasks`): succeeded tasks count toward its minimum.
-        needed = job.first_pending(max(1, session.min_tasks(job)), session.task_order())
-    else:
-        needed = [(g, [job.pending[g.name][0]]) for g in job.groups_with_pending()]
-    demand: list[Resources] = []
-    for group, indices in needed:
-        pool = session.pool_for(group)
-        own = session.virtual_nodes_for(job.account, group)
-        if not pool.nodes and not own:
-            return no_matching_node(session, group)
-        if not group.resources.is_zero():
-            key = (pool.key, group.resources)
-            most = cache.get(key)
-            if most is None:
-                most = cache[key] = _replicas_when_idle(pool.nodes, group.resources)
-            most += _replicas_when_idle(own, group.resources)
-            if most < len(indices):
-                return _too_big(pool, own, group, len(indices), most)
-        demand.append(group.resources.scale(len(indices)))
+    """Why the job could never start on this cluster, even idle; None if it could. A gang
+    could start if *any* choice of its missing tasks could (`shoal.scheduler.gang_choice`);
+    the reason given is its first choice's."""
     if not session.is_gang(job):
-        # Tasks go one by one: each must be grantable alone, not all of them together.
-        for one in demand:
-            reason = session.admissible(job.account, one)
-            if reason is not None:
-                return reason
+        return _tasks_feasibility(session, job)
+    # What it misses (`Session.min_tasks`): succeeded tasks count toward its minimum.
+    need = GangNeed(max(1, session.min_tasks(job)))
+    wanted = preferred(job, need, session.task_order())
+    reason = None
+    for group, indices in wanted:
+        most = _most_when_idle(session, job, group)
+        if most is None:
+            reason = no_matching_node(session, group)
+            break
+        if most < len(indices):
+            reason = _too_big(session.pool_for(group),
+                              session.virtual_nodes_for(job.account, group), group,
+                              len(indices), most)
+            break
+    if reason is None:
+        reason = session.admissible(job.account,
+                                    total(g.resources.scale(len(ix)) for g, ix in wanted))
+    if reason is None or not has_alternatives(job, need):
+        return reason
+    counts = [(_most_when_idle(session, job, group) or 0, pending)
+              for group, pending in pending_groups(job)]
+    if room_suffices(need, counts) and \
+            session.admissible(job.account, least_request(job, need)) is None:
         return None
-    return session.admissible(job.account, total(demand))
+    return reason
+
+
+def _tasks_feasibility(session: Session, job: JobInfo) -> PendingReason | None:
+    """A job placed task by task: each group's next task must fit alone, and be grantable
+    alone, not all of them together."""
+    for group in job.groups_with_pending():
+        most = _most_when_idle(session, job, group)
+        if most is None:
+            return no_matching_node(session, group)
+        if most < 1:
+            return _too_big(session.pool_for(group),
+                            session.virtual_nodes_for(job.account, group), group, 1, most)
+    for group in job.groups_with_pending():
+        reason = session.admissible(job.account, group.resources)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _most_when_idle(session: Session, job: JobInfo, group: TaskGroup) -> int | None:
+    """How many replicas of the group the idle cluster holds on its pool and the job's
+    virtual nodes; None when no node matches at all."""
+    pool = session.pool_for(group)
+    own = session.virtual_nodes_for(job.account, group)
+    if not pool.nodes and not own:
+        return None
+    if group.resources.is_zero():
+        return len(job.pending.get(group.name, ()))
+    cache = session.cluster.idle_replicas
+    key = (pool.key, group.resources)
+    most = cache.get(key)
+    if most is None:
+        most = cache[key] = _replicas_when_idle(pool.nodes, group.resources)
+    return most + _replicas_when_idle(own, group.resources)
 
 
 def _replicas_when_idle(nodes: Sequence[NodeState], request: Resources) -> int:

@@ -19,12 +19,16 @@ not `Blocked` behind the head of a strictly ordered queue), in job order:
   least work lost, most recently started — and only those that free something P can use: a
   task on a node of P's node pools, or — when P's virtual cluster is at a quota limit —
   anything.
-- In one statement, units are evicted one at a time. Once the free GPUs of P's pools could
-  cover the gang's demand, and every task group could fit node by node, P's missing tasks
-  (`min_tasks`, as allocate takes them) are placed in the same statement. If P fits, units
-  that turn out not to be needed are spared (tried best ranked first; a job's later unit
-  before its earlier one), and the statement is committed; if P does not fit even with every
-  unit evicted, nothing is evicted.
+- No eviction for a job that fits without one: P is first placed on what is free, as
+  allocate would; the action may run before allocate (Volcano's capacity setups run
+  `enqueue, reclaim, allocate`), and this action's earlier evictions may have freed enough.
+- Otherwise, in one statement, units are evicted one at a time. Once the free GPUs of P's
+  pools could cover the fewest any choice of its missing tasks needs, its quota allows it,
+  and its groups could hold that many tasks node by node, P's missing tasks (`min_tasks`:
+  any of its pending tasks, `shoal.scheduler.gang_choice`) are placed in the same
+  statement. If P fits, every unit it turns out not to need is spared, however many (a
+  job's later unit before its earlier one), and the statement is committed; if P does not
+  fit even with every unit evicted, nothing is evicted.
 
 A committed statement becomes `Evict` and `Bind` decisions through the session's ledger, and
 the model requeues the victims' tasks (an evicted job waits again; a shrunk one keeps
@@ -39,18 +43,28 @@ This module owns the action and its arguments. Drivers own what an eviction cost
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
-from shoal.api.objects import TaskGroup
-from shoal.api.resources import total
-from shoal.core.nodes import ClusterState, FitMemo
-from shoal.core.statement import Statement
-from shoal.scheduler.fitting import place_replicas
+from shoal.api.resources import Resources
+from shoal.core.nodes import FitMemo
+from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.framework import JobOrder
+from shoal.scheduler.gang_choice import (
+    GangNeed,
+    Room,
+    has_alternatives,
+    least_gpus,
+    least_request,
+    pending_groups,
+    place_gang,
+    replicas_fitting,
+    room_suffices,
+)
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
@@ -59,8 +73,6 @@ from shoal.scheduler.victims import VictimUnit, ordered, units_of
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
 #: ordered queue holds it behind its head.
 _NOT_PREEMPTING = (PendingKind.UNSCHEDULABLE, PendingKind.BLOCKED)
-#: The most units `Preemption._spare` tries to spare one trial placement at a time.
-SPARE_TRIALS = 16
 
 
 class PreemptArguments(Arguments):
@@ -86,9 +98,6 @@ class Preempt:
                 started += 1
 
 
-Wanted = list[tuple[TaskGroup, list[int]]]
-
-
 class Preemption:
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
@@ -110,13 +119,17 @@ class Preemption:
         """Jobs evicted in this cycle: neither placed again nor preemptors."""
         self._ranks: dict[str, tuple[Any, ...]] = {}
         self._running: dict[str, list[JobInfo]] | None = None
+        self._units: dict[str, list[VictimUnit]] = {}
 
     # ---- who ------------------------------------------------------------------------------
 
     def wants(self, job: JobInfo) -> bool:
-        """Whether the job should look for victims: still not ready, could run at all."""
+        """Whether the job should look for victims: still not ready, could run at all, and
+        not a victim in this cycle — of this action or of an earlier one (a preempt before a
+        reclaim): placed again, it would undo the eviction it just gave up its tasks for."""
         session = self.session
-        if job.name in self.evicted or not job.pending or session.job_ready(job):
+        if job.name in self.evicted or job.name in session.preempted or not job.pending \
+                or session.job_ready(job):
             return False
         if job.reason is not None and job.reason.kind in _NOT_PREEMPTING:
             return False
@@ -171,6 +184,14 @@ class Preemption:
         """What `job` may give up for `preemptor`, in its own order: the victim-selection
         plugins keep any task they do not list."""
         selections = self.session.hooks.victim_selections
+        if not selections:
+            # Then they do not depend on the preemptor, and a job's units stay as they are
+            # until it is taken from (and then it is no candidate again): listed once per
+            # execution, not once per preemptor that looks at it.
+            units = self._units.get(job.name)
+            if units is None:
+                units = self._units[job.name] = units_of(job, self.session.now)
+            return units
         return units_of(job, self.session.now, lambda tasks: all(
             len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))
 
@@ -181,29 +202,31 @@ class Preemption:
         evicted anything to do so."""
         session = self.session
         cluster = session.cluster
-        wanted = preemptor.first_pending(session.min_tasks(preemptor), self.task_order)
-        if not wanted:
+        need = GangNeed.of(session, preemptor)
+        if need.count <= 0:
             return False
         nodes: set[int] = set()
-        for group, _ in wanted:
-            pool = session.pool_for(group)
-            if not pool.nodes:
-                return False
-            nodes.update(s.ordinal for s in pool.nodes)
-        demand = sum(g.resources.gpu * len(indices) for g, indices in wanted)
+        for group in preemptor.groups_with_pending():
+            nodes.update(s.ordinal for s in session.pool_for(group).nodes)
+        if not nodes:
+            return False
+        # Any choice of its missing tasks may start it (`shoal.scheduler.gang_choice`): the
+        # GPUs it needs are the fewest any choice asks.
+        demand = least_gpus(preemptor, need)
         free = sum(cluster.states[o].gpu for o in nodes)
 
-        # Allocation turned the job down; since then only this action's evictions have freed
-        # anything. What an earlier preemption freed beyond its need may be enough already.
-        if self.evicted and free >= demand and self._could_fit(wanted):
+        # No eviction for a job that fits without one: allocation may not have run yet (a
+        # profile may put preempt or reclaim first, as Volcano's capacity setups do), or
+        # this action's earlier evictions freed more than they were taken for.
+        if free >= demand and self._could_fit(preemptor, need):
             statement = session.statement()
-            if self._place(statement, preemptor, wanted):
+            if self._place(statement, preemptor, need):
                 statement.commit()
                 self.fresh.add(preemptor.name)
                 return False
             statement.discard()
 
-        quota_bound = self.quota_bound(preemptor, wanted)
+        quota_bound = self.quota_bound(preemptor, need)
         # A job is useful if any of its tasks frees something the preemptor can use; then all
         # its units are (a later unit needs the earlier ones taken).
         units = self.candidates(preemptor)
@@ -215,16 +238,21 @@ class Preemption:
         if not useful or free + sum(gains.values()) < demand:
             return False
 
+        trial = Trial(free, demand, least_request(preemptor, need), gains)
         chosen: list[VictimUnit] = []
         statement = session.statement()
         fits = False
+        gained = 0
+        room = Room(session, preemptor, need)
         for unit in useful:
             self._evict(statement, unit, preemptor)
             chosen.append(unit)
-            if not self._worth_trying(free, gains, chosen, demand, wanted):
+            gained += gains[id(unit)]
+            room.freed([cluster.by_name[t.node] for t in unit.tasks])
+            if not self._worth_trying(trial, gained, preemptor, need, quota_bound, room):
                 continue
             evictions = statement.savepoint()
-            placed = self._place(statement, preemptor, wanted)
+            placed = self._place(statement, preemptor, need)
             if placed:
                 fits = True
                 break
@@ -234,26 +262,31 @@ class Preemption:
             return False
 
         if len(chosen) > 1:
-            used = {op.node.physical.name for op in statement.operations_since(evictions)}
+            sift = self._sift(preemptor, need, chosen, quota_bound,
+                              statement.operations_since(evictions))
             statement.discard()
-            chosen = self._spare(preemptor, wanted, free, gains, demand, chosen,
-                                 _needed_for(chosen, used, cluster), quota_bound)
+            chosen = self._spare(preemptor, need, trial, chosen, sift, quota_bound)
             statement = session.statement()
             for victim in chosen:
                 self._evict(statement, victim, preemptor)
-            if not self._place(statement, preemptor, wanted):  # pragma: no cover - tried
+            if not self._place(statement, preemptor, need):  # pragma: no cover - tried
                 statement.discard()
+                return False
+            if not chosen:  # every unit proved unneeded: it stands on what was free
+                statement.commit()
+                self.fresh.add(preemptor.name)
                 return False
         statement.commit()
         self.fresh.add(preemptor.name)
         self._record(preemptor, chosen)
         return True
 
-    def quota_bound(self, preemptor: JobInfo, wanted: Wanted) -> bool:
+    def quota_bound(self, preemptor: JobInfo, need: GangNeed) -> bool:
         """Whether the preemptor is held by its virtual cluster's quota rather than by room
-        on its nodes: then any eviction in that virtual cluster helps it."""
-        request = total(g.resources.scale(len(ix)) for g, ix in wanted)
-        return self.session.allocatable(preemptor.account, request) is not None
+        on its nodes: then any eviction in that virtual cluster helps it. Judged on the
+        least any choice of its tasks asks."""
+        return self.session.allocatable(preemptor.account,
+                                        least_request(preemptor, need)) is not None
 
     def why(self, preemptor: JobInfo) -> str:
         """Why a victim gave something up, after the verb."""
@@ -281,79 +314,144 @@ class Preemption:
             session.decisions.resizes.append(Resize(
                 name, elastic.group, unit.shrink_to, f"shrunk for {self.why(preemptor)}"))
 
-    def _spare(self, preemptor: JobInfo, wanted: Wanted, free: int, gains: dict[int, int],
-               demand: int, chosen: list[VictimUnit], near: list[VictimUnit],
-               quota_bound: bool) -> list[VictimUnit]:
-        """Drop the units the preemptor does not need. First, for a preemptor held by room
-        rather than by its quota, those the placement found does not need (`near` keeps the
-        units on the nodes it used; without the others that placement still stands, so no
-        trial is needed). Then, one trial placement each, at most SPARE_TRIALS more, the
-        best ranked first — of a job, its latest unit before its earlier ones, and none
-        before a later one is dropped (a shrink from 4 to 2 without the one from 8 to 4
-        would leave the job at 6). The last one chosen is needed: without it the others were
-        tried and did not do. Each trial evicts every unit kept, so trying them all costs
-        the square of the units: large preemptors taking surplus one GPU at a time made a
-        cycle of `bench/preempt.py` (200 nodes) cost 125 times its calibration loop (32 s);
-        with the bound, 7 times (1.3 s), placing 149 preemptors rather than 139."""
-        keep = near if len(near) < len(chosen) and not quota_bound else chosen
-        needed = keep[-1] is chosen[-1]
+    def _spare(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
+               chosen: list[VictimUnit], sift: Sift, quota_bound: bool
+               ) -> list[VictimUnit]:
+        """Drop every unit the preemptor does not need, however many. `sift`: what the
+        placement that fitted shows, with no trial: the units it does not need, and those
+        its quota surely does (`_sift`). Every other unit is tried, one trial placement
+        each, the best ranked first — of a job, its latest unit before its earlier ones, and
+        none before a later one is dropped (a shrink from 4 to 2 without the one from 8 to 4
+        would leave the job at 6); a trial that fits sifts the units again through its own
+        placement. The last one chosen is needed: without it the others were tried and did
+        not do.
+
+        Cost. A trial evicts every unit kept, so trials over all the units chosen would cost
+        their square: large preemptors taking surplus one GPU at a time made a cycle of
+        `bench/preempt.py` (200 nodes) cost 125 times its calibration loop. Most units are
+        settled by a placement instead — dropped by its slack, or kept by its quota —, so few
+        are left to try; until issue 16 the trials simply stopped at 16, and unneeded
+        victims beyond were evicted."""
+        keep = sift.kept
+        needed = bool(keep) and keep[-1] is chosen[-1]
         locked: set[str] = {keep[-1].job.name} if needed else set()
-        trials = 0
+        kept = {id(u) for u in keep}
         for spared in reversed(keep[:-1] if needed else keep):
             name = spared.job.name
-            if name in locked:
-                continue
-            trial = [u for u in keep if u is not spared]
-            if trials == SPARE_TRIALS or not trial:
-                break
-            trials += 1
-            if self._enough(preemptor, wanted, trial, free, gains, demand):
-                keep = trial
-            else:
+            if name in locked or id(spared) not in kept:
+                continue  # needed with a later unit of its job, or spared already
+            candidate = [u for u in keep if u is not spared]
+            fewer = None if id(spared) in sift.needed or not candidate else \
+                self._fits_with(preemptor, need, trial, candidate, quota_bound)
+            if fewer is None:
                 locked.add(name)  # this unit stays, and so do the job's earlier ones
+                continue
+            sift = fewer
+            keep = sift.kept
+            kept = {id(u) for u in keep}
         return keep
 
-    def _enough(self, preemptor: JobInfo, wanted: Wanted, victims: list[VictimUnit],
-                free: int, gains: dict[int, int], demand: int) -> bool:
-        """Whether the preemptor fits once `victims` are evicted (nothing is kept)."""
+    def _fits_with(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
+                   victims: list[VictimUnit], quota_bound: bool) -> Sift | None:
+        """If the preemptor fits once `victims` are evicted (nothing is kept), what that
+        placement shows of them (`_sift`); else None."""
+        gained = sum(trial.gains[id(u)] for u in victims)
+        if trial.free + gained < trial.demand:
+            return None
         statement = self.session.statement()
         for victim in victims:
             self._evict(statement, victim, preemptor)
-        fits = self._worth_trying(free, gains, victims, demand, wanted) and \
-            self._place(statement, preemptor, wanted)
+        mark = statement.savepoint()
+        fits = self._worth_trying(trial, gained, preemptor, need, quota_bound) and \
+            self._place(statement, preemptor, need)
+        sift = self._sift(preemptor, need, victims, quota_bound,
+                          statement.operations_since(mark)) if fits else None
         statement.discard()
-        return fits
+        return sift
 
-    def _worth_trying(self, free: int, gains: dict[int, int], victims: list[VictimUnit],
-                      demand: int, wanted: Wanted) -> bool:
-        return free + sum(gains[id(u)] for u in victims) >= demand and \
-            self._could_fit(wanted)
+    def _sift(self, preemptor: JobInfo, need: GangNeed, victims: list[VictimUnit],
+              quota_bound: bool, placement: list[Allocation | Eviction]) -> Sift:
+        """What a placement that fits with all of `victims` evicted shows of them, with no
+        trial; called while that placement is still in its statement. A unit is not
+        needed when the placement stands with it running: each of its tasks is on a node
+        the placement did not use, or fits in what that node has left after the placement
+        (less what units already dropped take back there); and, for a preemptor held by
+        its quota, its virtual cluster could still take what the dropped units hold (for a
+        preemptor held by room the quota allowed it before any eviction). Of a job, only its
+        latest units go, down to the first one that is needed (a shrink from 4 to 2 without
+        the one from 8 to 4 would leave the job at 6).
 
-    def _could_fit(self, wanted: Wanted) -> bool:
-        """A necessary condition, node by node: each group's replicas fit its pool's free
-        capacity (ignoring the other groups)."""
+        A unit is surely needed when the preemptor's virtual cluster could not take back
+        what it holds on top of the placement: without it the quota refuses the placement
+        — if no smaller choice of the preemptor's tasks exists (`gang_choice`), else a trial
+        decides. Each verdict is certain, so none costs a trial placement."""
+        cluster = self.session.cluster
+        account = preemptor.account
+        if quota_bound and any(u.job.account != account for u in victims):
+            return Sift(victims)  # its quota is not theirs: try each
+        allocations = [op for op in placement if isinstance(op, Allocation)]
+        slack = {op.node.name: op.node.free() for op in allocations}
+        used = {op.node.physical.name for op in allocations}
+        back = Resources()
+        dropped: set[int] = set()
+        stopped: set[str] = set()
+        for unit in reversed(victims):
+            if unit.job.name in stopped:
+                continue
+            left = dict(slack)
+            fits = True
+            for task in unit.tasks:
+                request = unit.job.job.group(task.ref.group).resources
+                room = left.get(task.node)
+                if room is not None and request.fits(room):
+                    left[task.node] = room.saturating_sub(request)
+                elif room is not None or cluster.by_name[task.node].physical.name in used:
+                    fits = False
+                    break
+            request = back + unit.request
+            if fits and quota_bound:
+                fits = self.session.allocatable(account, request) is None
+            if not fits:
+                stopped.add(unit.job.name)
+                continue
+            slack = left
+            back = request
+            dropped.add(id(unit))
+        kept = [u for u in victims if id(u) not in dropped]
+        if not quota_bound or has_alternatives(preemptor, need):
+            return Sift(kept)
+        return Sift(kept, frozenset(
+            id(u) for u in kept
+            if self.session.allocatable(account, back + u.request) is not None))
+
+    def _worth_trying(self, trial: Trial, gained: int, preemptor: JobInfo, need: GangNeed,
+                      quota_bound: bool, room: Room | None = None) -> bool:
+        """Whether a placement could fit once units freeing `gained` GPUs on the preemptor's
+        pools are evicted: necessary conditions, cheapest first — the GPUs, the quota (for a
+        preemptor held by it: evicting one GPU at a time, hundreds of units may go before
+        it allows anything), then room node by node (`room`, kept up to date by the
+        caller, or counted now)."""
+        if trial.free + gained < trial.demand:
+            return False
+        if quota_bound and \
+                self.session.allocatable(preemptor.account, trial.request) is not None:
+            return False
+        return room.suffices() if room is not None else self._could_fit(preemptor, need)
+
+    def _could_fit(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        """A necessary condition, node by node: the replicas each group could place on its
+        pool's free capacity (ignoring the other groups) add up to its missing tasks."""
         session = self.session
         excluded = session.excluded_nodes
-        for group, indices in wanted:
-            request = group.resources
-            if request.is_zero():
-                continue
-            room = 0
-            for state in session.pool_for(group).nodes:
-                if state.ordinal not in excluded:
-                    room += state.how_many(request)
-                    if room >= len(indices):
-                        break
-            if room < len(indices):
-                return False
-        return True
+        counts = []
+        for group, pending in pending_groups(preemptor):
+            enough = min(pending, need.count)
+            counts.append((replicas_fitting(session.pool_for(group).nodes, group.resources,
+                                            enough, excluded), pending))
+        return room_suffices(need, counts)
 
-    def _place(self, statement: Statement, job: JobInfo, wanted: Wanted) -> bool:
-        for group, indices in wanted:
-            if place_replicas(self.session, self.memo, statement, job, group,
-                              indices) is not None:
-                return False
-        return True
+    def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
+        return place_gang(self.session, self.memo, statement, job, need) is None
 
     def _evict(self, statement: Statement, unit: VictimUnit, preemptor: JobInfo) -> None:
         cluster = self.session.cluster
@@ -366,22 +464,23 @@ class Preemption:
                             victim.job.group(task.ref.group).resources, task.gpus, reason)
 
 
-def _needed_for(chosen: list[VictimUnit], used: set[str], cluster: ClusterState
-                ) -> list[VictimUnit]:
-    """Drop, before `_spare` tries what is left one unit at a time, the units the placement
-    found does not need: those with no task on a node it placed a task on. That placement
-    stays valid without them (a preemptor held by room, not by its quota), so they are
-    spared for sure; trying each would cost a trial placement per unit. Of a job, only its
-    latest units go, down to the first one that is needed (a shrink from 4 to 2 without the
-    one from 8 to 4 would leave the job at 6)."""
-    by_job: dict[str, list[VictimUnit]] = {}
-    for unit in chosen:
-        by_job.setdefault(unit.job.name, []).append(unit)
-    spared: set[int] = set()
-    for units in by_job.values():
-        for unit in reversed(units):
-            if any(cluster.by_name[t.node].physical.name in used for t in unit.tasks):
-                break
-            spared.add(id(unit))
-    kept = [u for u in chosen if id(u) not in spared]
-    return kept or chosen
+@dataclass(frozen=True, slots=True)
+class Sift:
+    """What one placement that fits shows of the units evicted for it, with no trial."""
+
+    kept: list[VictimUnit]
+    """The units, less those it shows are not needed."""
+    needed: frozenset[int] = frozenset()
+    """The `id`s of kept units the preemptor's quota surely needs evicted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """What a preemption's trial placements are judged against: GPUs free on the
+    preemptor's node pools before any eviction, the fewest GPUs and the least request any
+    choice of its tasks needs, and the GPUs each candidate unit frees there (by `id`)."""
+
+    free: int
+    demand: int
+    request: Resources
+    gains: dict[int, int]

@@ -6,28 +6,36 @@ unused guarantee of others (`shoal.scheduler.plugins.capacity`). When a job W of
 then cannot start, reclaim takes the borrowed resources back for it:
 
 - W is *entitled* when W's missing tasks fit in the unused guarantee of its virtual cluster
-  and of each of its ancestors (below the root): it asks only for what it is owed. A job
-  that would itself borrow reclaims nothing.
-- Candidates are the running jobs of *borrowing* virtual clusters — above their own
-  guarantee in GPUs (or, for a job that needs none, in a dimension it needs) — outside W's
-  line (neither W's virtual cluster, nor an ancestor, nor a descendant of it). Rank does not
-  matter across virtual clusters: a guarantee is owed whatever the borrower's priority.
-- A borrower gives back only what it borrowed: units that would take it below its own
-  guarantee in GPUs are not offered.
+  and in what the quota tree still owes each of its ancestors' subtrees (below the root):
+  `reserved`, the larger of its own unused min and what its children are owed. Not the
+  ancestors' own unused min: when team B borrows team A's guarantee inside department D,
+  B's borrowing is D's usage, so D's min looks used while A is still owed its share of it
+  (issue 16 found A's job then waited for ever). A job that would itself borrow reclaims
+  nothing.
+- Candidates are the running jobs of *borrowing* virtual clusters outside W's line (neither
+  W's virtual cluster, nor an ancestor, nor a descendant of it): every virtual cluster on
+  the candidate's path below the lowest one it shares with W is above its own guarantee in
+  GPUs (or, for a job that needs none, in a dimension it needs). Those are the subtrees that
+  compete with W's line for what their common ancestor was guaranteed, at whatever level the
+  two lines meet. Rank does not matter across virtual clusters: a guarantee is owed whatever
+  the borrower's priority.
+- A borrower gives back only what it borrowed: units that would take any of those virtual
+  clusters below its own guarantee in GPUs are not offered.
 - What they give up, in which order, and all or nothing, is the preempt action's
   (`shoal.scheduler.actions.preempt`, `shoal.scheduler.victims`): elastic surplus one
-  allowed size at a time, then whole jobs; never a protected task; evicted only if W then
-  starts. Under the `elastic` mode only elastic surplus ever borrows, so only elastic
-  surplus is ever taken.
+  allowed size at a time, then whole jobs; never a protected task; nothing for a job that
+  fits without it; evicted only if W then starts. Under the `elastic` mode only elastic
+  surplus ever borrows, so only elastic surplus is ever taken.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shoal.api.resources import Resources, total
+from shoal.api.resources import Resources
 from shoal.core.quota import QueueState
-from shoal.scheduler.actions.preempt import Preemption, Wanted
+from shoal.scheduler.actions.preempt import Preemption
+from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.capacity import Capacity, ReclaimMode
 from shoal.scheduler.registry import Arguments
@@ -67,13 +75,14 @@ class Reclamation(Preemption):
         return (f"job {preemptor.name!r}: virtual cluster {preemptor.account!r} takes back "
                 "its guarantee")
 
-    def quota_bound(self, preemptor: JobInfo, wanted: Wanted) -> bool:
+    def quota_bound(self, preemptor: JobInfo, need: GangNeed) -> bool:
         return False  # entitled: only room on its nodes stands in its way
 
     def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
         session = self.session
-        wanted = preemptor.first_pending(session.min_tasks(preemptor), self.task_order)
-        request = total(g.resources.scale(len(ix)) for g, ix in wanted)
+        # Any choice of its missing tasks may start it: it is owed at least the least any
+        # choice asks (`shoal.scheduler.gang_choice`).
+        request = least_request(preemptor, GangNeed.of(session, preemptor))
         # GPUs are what a GPU job lacks: a virtual cluster over its (often zero) CPU minimum
         # but within its GPUs does not borrow anything such a job could use.
         dims = {"gpu"} if request.gpu else request.dimensions()
@@ -85,46 +94,70 @@ class Reclamation(Preemption):
                 if self.surplus_only and unit.shrink_to is None:
                     break
                 units.append(unit)
-        return self._within_excess(ordered(units, self.rank, session.job_order_key,
-                                           session.now))
+        return self._within_excess(preemptor, ordered(units, self.rank, session.job_order_key,
+                                                      session.now))
 
-    def _within_excess(self, units: list[VictimUnit]) -> list[VictimUnit]:
-        """The units, in order, as long as taking them keeps each borrower at or above its
-        own guarantee in GPUs: reclaim takes back what was borrowed, not what is owed to
-        the borrower. A job whose next unit would cut into its guarantee gives nothing more."""
-        quota = self.session.quota
+    def _within_excess(self, preemptor: JobInfo, units: list[VictimUnit]
+                       ) -> list[VictimUnit]:
+        """The units, in order, as long as taking them keeps every virtual cluster on the
+        borrower's path below the lowest one it shares with the preemptor at or above its
+        own guarantee in GPUs: reclaim takes back what was borrowed, not what is owed to the
+        borrower at any level. A job whose next unit would cut into one of those guarantees
+        gives nothing more."""
+        line = set(map(id, self.session.quota.get(preemptor.account).path()))
         excess: dict[str, int] = {}
         stopped: set[str] = set()
         out: list[VictimUnit] = []
+        by_account: dict[str, list[QueueState]] = {}
         for unit in units:
             if unit.job.name in stopped:
                 continue
-            queue = quota.get(unit.job.account)
-            left = excess.setdefault(queue.name, queue.usage.gpu - queue.min.gpu)
-            if unit.gpus > left:
+            levels = by_account.get(unit.job.account)
+            if levels is None:
+                levels = by_account[unit.job.account] = self._levels(unit.job.account, line)
+            lefts = [excess.setdefault(q.name, q.usage.gpu - q.min.gpu) for q in levels]
+            if any(unit.gpus > left for left in lefts):
                 stopped.add(unit.job.name)
                 continue
-            excess[queue.name] = left - unit.gpus
+            for queue in levels:
+                excess[queue.name] -= unit.gpus
             out.append(unit)
         return out
 
+    def _levels(self, account: str, line: set[int]) -> list[QueueState]:
+        """The virtual clusters on `account`'s path below the lowest one it shares with the
+        preemptor's line (`line`: the ids of that line's virtual clusters)."""
+        return [q for q in self.session.quota.get(account).path() if id(q) not in line]
+
     def _entitled(self, preemptor: JobInfo, request: Resources, dims: set[str]) -> bool:
-        """The request fits in the unused guarantee of its virtual cluster and of every
-        ancestor below the root: it asks only for what it is owed."""
-        path = self.session.quota.get(preemptor.account).path()[1:]
-        return bool(path) and all(request.get(d) <= q.idle.get(d) for q in path for d in dims)
+        """The request fits in its virtual cluster's unused guarantee and in what each
+        ancestor's subtree is still owed (`QueueState.reserved`), below the root: it asks
+        only for what it is owed, at every level."""
+        queue = self.session.quota.get(preemptor.account)
+        if queue.parent is None:
+            return False
+        if any(request.get(d) > queue.idle.get(d) for d in dims):
+            return False
+        return all(request.get(d) <= q.reserved.get(d)
+                   for q in queue.path()[1:-1] for d in dims)
 
     def _borrowers(self, preemptor: JobInfo, dims: set[str]) -> Iterator[JobInfo]:
         quota = self.session.quota
-        line = quota.get(preemptor.account)
+        own = quota.get(preemptor.account)
+        line = set(map(id, own.path()))
+        # Per virtual cluster, not per job: a few hundred running jobs share a few.
+        borrowing: dict[str, bool] = {}
         for job in self.session.jobs.values():
             if not self.takeable(job, preemptor):
                 continue
-            queue = quota.get(job.account)
-            if _related(queue, line) or not any(
-                    queue.usage.get(d) > queue.min.get(d) for d in dims):
-                continue
-            yield job
+            verdict = borrowing.get(job.account)
+            if verdict is None:
+                queue = quota.get(job.account)
+                levels = self._levels(job.account, line)
+                verdict = borrowing[job.account] = not _related(queue, own) and bool(levels) \
+                    and all(any(q.usage.get(d) > q.min.get(d) for d in dims) for q in levels)
+            if verdict:
+                yield job
 
 
 def _related(queue: QueueState, other: QueueState) -> bool:

@@ -1,0 +1,45 @@
+"""Which of a gang's pending tasks start it (`shoal.scheduler.gang_choice`): any
+`minAvailable` of them, split across its task groups as room allows, and the bounds the
+cheap checks use hold for every such choice."""
+
+from __future__ import annotations
+
+from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup
+from shoal.api.objects import QueueingPolicy
+from shoal.core import Snapshot
+from shoal.scheduler import Profile, run_cycle
+from shoal.scheduler.gang_choice import GangNeed, least_request, room_suffices
+from shoal.scheduler.jobs import JobInfo
+
+
+def job(*groups: tuple[str, int, int], min_available: int) -> Job:
+    """A gang of (group name, replicas, GPUs per task) groups."""
+    return Job("j", tuple(TaskGroup(name, replicas, Resources.of(cpu=1000, gpu=gpu))
+                          for name, replicas, gpu in groups),
+               scheduler_name=SchedulerName.SHOAL, min_available=min_available)
+
+
+def test_the_minimum_is_split_across_groups_as_room_allows() -> None:
+    """minAvailable 3 of `a` (2 × 3 GPUs) and `b` (2 × 1 GPU) on one 5-GPU node: the first
+    three in task order (a, a, b) need 7 GPUs and do not fit; a then places the one replica
+    that fits and b makes up the other two — 5 GPUs."""
+    snapshot = Snapshot((Node("n0", Resources.of(cpu=16_000, memory=65_536, gpu=5)),),
+                        (job(("a", 2, 3), ("b", 2, 1), min_available=3),))
+    decisions = run_cycle(snapshot, Profile.default())
+    placed = sorted((b.task.group, b.task.index) for b in decisions.binds)
+    assert placed == [("a", 0), ("b", 0), ("b", 1)], decisions.pending
+
+
+def test_least_request_takes_the_smallest_tasks_per_dimension() -> None:
+    """Per dimension the `count` smallest amounts among the pending tasks, so no choice asks
+    less in any dimension."""
+    info = JobInfo(job(("a", 2, 3), ("b", 1, 1), min_available=2), 0, "default",
+                   QueueingPolicy.PRIORITY)
+    least = least_request(info, GangNeed(2))
+    assert least.gpu == 1 + 3
+    assert least.cpu == 2000
+
+
+def test_room_suffices_caps_each_group_at_its_pending_tasks() -> None:
+    assert room_suffices(GangNeed(3), [(10, 1), (2, 2)])
+    assert not room_suffices(GangNeed(3), [(10, 1), (1, 2)])
