@@ -7,7 +7,7 @@ export UV_PYTHON_DOWNLOADS := never
 PYTHON ?= python3
 UV ?= $(PYTHON) -m uv
 
-.PHONY: run test lint bench uv postgresql
+.PHONY: run test lint bench uv postgresql task-venv
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -18,12 +18,19 @@ postgresql:
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		     apt-get install -y -qq postgresql >/dev/null; }
 
+# Tasks that run as their own OS user cannot reach an interpreter under a 0700 home: the
+# end-to-end tests then make a venv (torch) from Debian's python3, which needs its venv module.
+task-venv:
+	@test ! -x /usr/bin/python3 || /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		     apt-get install -y -qq python3-venv >/dev/null; }
+
 run: uv
 	$(UV) sync --frozen --quiet
 	$(UV) run shoal up $(ARGS)
 
 # The executor contract suite also runs against a real Ray cluster: the `ray` extra.
-test: uv postgresql
+test: uv postgresql task-venv
 	$(UV) sync --frozen --extra ray --quiet
 	$(UV) run ruff check .
 	$(UV) run mypy
