@@ -23,19 +23,11 @@ launching and recording RUNNING re-adopts the process instead of starting a seco
 launches are `shoal.control.launches`': each bind on its own, only while the store holds it
 BOUND, so that one failed launch never stops or corrupts the others.
 
-Ending a job (OpenPAI's rules; the decision is `shoal.control.completion`, pure). A task
-that ends badly — non-zero exit, signal, LOST (its process vanished, e.g. while the control
-plane was down, with no recorded exit status) or a failed launch — is retried in place while
-its group's `taskRetryCount` allows: one transaction records it FAILED and back in PENDING
-("retry 1/3 after exit code 2"), the model releases its resources and the scheduler places
-it again as a new attempt (same MASTER_PORT). Past its retries it counts as failed. The job
-fails as soon as `minFailed` tasks have failed (default 1), and succeeds as soon as
-`minSucceeded` have succeeded (default: all) or a group's own `completion.minSucceeded` of
-its tasks have; when every task has ended below both, it succeeds. A job that would fail is
-instead retried whole while `jobRetryCount` allows: its tasks are stopped, then all of them
-(finished ones included) go back to PENDING, the job to PENDING, its `retries` count grows,
-and it is scheduled again as a gang. A LOST member of a gang is the exception: its whole gang
-is restarted at once, charged to its own `taskRetryCount` (`shoal.control.gang_restart`).
+Ending a job is `shoal.control.completion`'s decision (OpenPAI's rules, pure): a task that
+ends badly — non-zero exit, signal, LOST, a failed launch — is retried in place while its
+group's `taskRetryCount` allows (a new attempt, same MASTER_PORT), a LOST member of a gang
+restarts its whole gang (`shoal.control.gang_restart`), and a job that would fail is retried
+whole while `jobRetryCount` allows. The loop carries each verdict out.
 
 Stopping a job is `shoal.control.stopping`'s: stored first, processes signalled after. When a
 job ends, the work its tasks submitted into its own virtual cluster is stopped with it, and
