@@ -70,6 +70,7 @@ class RayNodes:
         return merged
 
     def _start(self) -> None:
+        node_label()  # the engine before Ray: it turns Ray's `uv run` hook off
         import ray
         from ray.cluster_utils import Cluster
 
