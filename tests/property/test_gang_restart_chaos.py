@@ -24,13 +24,9 @@ that succeeded ran each of its tasks to an end (succeeded, or failed below `minF
 
 from __future__ import annotations
 
-import atexit
 import random
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -41,7 +37,6 @@ from shoal.api import (
     FailureAction,
     FailureEvent,
     Job,
-    Node,
     Resources,
     SchedulerName,
     TaskGroup,
@@ -51,44 +46,24 @@ from shoal.api import (
 from shoal.control import ControlPlane
 from shoal.control.completion import restarts_whole
 from shoal.executors.contract import RecordedAttempt
-from shoal.executors.local import LocalExecutor
 from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
-from shoal.scheduler.profile import Profile
-from shoal.store import Repository, open_store
+from shoal.store import Repository
 
-NODES = (Node("n0", Resources.of(cpu=8_000, memory=16_384, gpu=4)),
-         Node("n1", Resources.of(cpu=8_000, memory=16_384, gpu=2)))
-HOLDING = (TaskState.BOUND, TaskState.RUNNING, TaskState.RELEASING)
+from .chaos_support import (
+    FakeExecutor,
+    Proc,
+    World,
+    check_tracking,
+    run_until_quiet,
+    summary,
+    worlds,
+)
+
 PLACED = (TaskState.BOUND, TaskState.RUNNING)
 MAX_STEPS = 200
 #: The chance that a running process vanishes at one poll.
 LOSS = 0.08
 LOST = TaskStatus(TaskPhase.LOST, detail="its node died")
-
-
-@cache
-def _template() -> Path:
-    """A migrated store, made once: each example copies it."""
-    directory = tempfile.mkdtemp(prefix="shoal-gang-")
-    atexit.register(shutil.rmtree, directory, True)
-    path = Path(directory) / "template.db"
-    store = open_store(f"sqlite:///{path}")
-    store.migrate()
-    store.close()
-    return path
-
-
-@dataclass
-class Proc:
-    """A fake process: it runs for `polls` more polls, then exits with `code`; once asked
-    to stop, it takes `stopping` more polls."""
-
-    handle: RunningTask
-    ref: TaskRef
-    polls: int
-    code: int
-    stopping: int | None = None
-    ended: TaskStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -103,38 +78,18 @@ class Loss:
     """Each peer BOUND or RUNNING then → its attempt."""
 
 
-class LossyExecutor(LocalExecutor):
-    """Launches fake processes that vanish at random (they poll LOST for good)."""
+class LossyExecutor(FakeExecutor):
+    """Launches fake processes that vanish at random (they poll LOST for good), and whose
+    stops take a few polls."""
 
     def __init__(self, root: Path, repository: Repository, rng: random.Random) -> None:
-        super().__init__(root)
-        self.repository = repository
-        self.rng = rng
-        self.procs: dict[int, Proc] = {}
-        self.claims: dict[tuple[TaskRef, int], RunningTask] = {}
+        super().__init__(root, repository, rng)
         self.losses: list[Loss] = []
-        self.violations: list[str] = []
-        self.next_pid = 1000
 
-    def launch(self, spec: TaskLaunch) -> RunningTask:
-        ref = TaskRef(spec.job, spec.group, spec.index)
-        rec = self.repository.task_records([spec.job]).get(ref)
-        if rec is None or rec.state is not TaskState.BOUND or rec.attempts != spec.attempt \
-                or rec.pid:
-            self.violations.append(f"launch of {ref} attempt {spec.attempt} while the store "
-                                   f"holds {rec}")
-        claimed = self.claims.get((ref, spec.attempt))
-        if claimed is not None:  # idempotent per attempt, as the local executor is
-            return claimed
-        self.next_pid += 1
-        pid = self.next_pid
-        out, err = self.log_paths(spec.job, spec.group, spec.index)
-        status = self.task_dir(spec.job, spec.group, spec.index, spec.attempt) / "status"
-        handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, pid,
-                             float(pid), out, err, status)
-        self.claims[(ref, spec.attempt)] = handle
-        self.procs[pid] = Proc(handle, ref, self.rng.randint(1, 5),
-                               1 if self.rng.random() < 0.1 else 0)
+    def start(self, spec: TaskLaunch, ref: TaskRef) -> RunningTask:
+        handle = self.claim(spec, ref, self.new_pid())
+        self.procs[handle.pid] = Proc(handle, ref, self.rng.randint(1, 5),
+                                      1 if self.rng.random() < 0.1 else 0)
         return handle
 
     def poll(self, task: RunningTask) -> TaskStatus:
@@ -181,16 +136,9 @@ class LossyExecutor(LocalExecutor):
             proc.ended = TaskStatus(TaskPhase.EXITED, signal=9)
         return self.poll(task)
 
-    def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
-        proc = self.procs.get(recorded.pid)
-        return None if proc is None else proc.handle
-
     def recorded(self, recorded: RecordedAttempt) -> RunningTask:
         proc = self.procs.get(recorded.pid)
         return super().recorded(recorded) if proc is None else proc.handle
-
-    def live(self) -> dict[int, Proc]:
-        return {pid: p for pid, p in self.procs.items() if p.ended is None}
 
 
 @st.composite
@@ -222,29 +170,9 @@ def jobs(draw: st.DrawFn) -> list[Job]:
     return made
 
 
-@dataclass
-class World:
-    repository: Repository
-    executor: LossyExecutor
-
-    def plane(self) -> ControlPlane:
-        plane = ControlPlane(self.repository, self.executor, NODES, Profile.default(),
-                             interval=0.0, grace_period=0.0)
-        plane.start()
-        return plane
-
-
-def _world(seed: int) -> Iterator[World]:
-    directory = Path(tempfile.mkdtemp(prefix="shoal-gang-"))
-    shutil.copy(_template(), directory / "shoal.db")
-    store = open_store(f"sqlite:///{directory / 'shoal.db'}")
-    try:
-        repository = Repository(store)
-        yield World(repository, LossyExecutor(directory / "root", repository,
-                                              random.Random(seed)))
-    finally:
-        store.close()
-        shutil.rmtree(directory, ignore_errors=True)
+def _world(seed: int) -> Iterator[World[LossyExecutor]]:
+    return worlds("shoal-gang-", lambda root, repository: LossyExecutor(
+        root, repository, random.Random(seed)))
 
 
 def _check_losses(plane: ControlPlane, executor: LossyExecutor, made: dict[str, Job]) -> None:
@@ -266,41 +194,15 @@ def _check_losses(plane: ControlPlane, executor: LossyExecutor, made: dict[str, 
             rec = records[peer]
             assert not (rec.state in PLACED and rec.attempts == attempt), \
                 f"{peer} still runs attempt {attempt} after its peer {loss.ref} was lost " \
-                f"and retried: {_summary(plane, [job.name])}"
+                f"and retried: {summary(plane, [job.name])}"
     executor.losses.clear()
-
-
-def _check_tracking(plane: ControlPlane, executor: LossyExecutor, made: dict[str, Job]
-                    ) -> None:
-    records = plane.repository.task_records(made)
-    waiting = plane._handover.waiting()
-    for ref, rec in records.items():
-        if rec.state in HOLDING:
-            assert ref in plane._tasks or (rec.state is TaskState.BOUND and ref in waiting), \
-                f"{ref} is {rec.state} in the store but not tracked"
-    tracked = {t.handle.pid: ref for ref, t in plane._tasks.items()}
-    for pid, proc in executor.live().items():
-        assert tracked.get(pid) == proc.ref, f"process {pid} of {proc.ref} runs untracked"
-        assert records[proc.ref].pid == pid, f"process {pid} of {proc.ref} is not recorded"
-    assert executor.violations == []
-
-
-def _summary(plane: ControlPlane, names: list[str]) -> list[str]:
-    out = []
-    for name in names:
-        job = plane.repository.get_job(name)
-        assert job is not None
-        out.append(f"{name} {job.state} gang={job.gang_minimum} retries={job.retries}/"
-                   f"{job.job_retry_count} tasks=" + ", ".join(
-                       f"{t.group}/{t.index}:{t.state}:{t.retries}" for t in job.tasks))
-    return out
 
 
 def _check_ended(plane: ControlPlane, made: dict[str, Job]) -> None:
     """Every task of a rigid job that succeeded with the default rule ran to an end."""
     for name, submitted in made.items():
         job = plane.repository.get_job(name)
-        assert job is not None and job.state.terminal, _summary(plane, [name])
+        assert job is not None and job.state.terminal, summary(plane, [name])
         if job.state.value != "Succeeded" or submitted.elastic is not None \
                 or submitted.min_succeeded is not None:
             continue
@@ -308,8 +210,13 @@ def _check_ended(plane: ControlPlane, made: dict[str, Job]) -> None:
         assert len(states) == submitted.replicas
         failed = states.count(TaskState.FAILED)
         assert states.count(TaskState.SUCCEEDED) + failed == submitted.replicas, \
-            _summary(plane, [name])
+            summary(plane, [name])
         assert failed < job.failure_threshold
+
+
+def _check_step(plane: ControlPlane, executor: LossyExecutor, made: dict[str, Job]) -> None:
+    _check_losses(plane, executor, made)
+    check_tracking(plane, executor, made)
 
 
 @settings(max_examples=25, deadline=None)
@@ -317,23 +224,6 @@ def _check_ended(plane: ControlPlane, made: dict[str, Job]) -> None:
 def test_a_lost_member_never_leaves_its_gang_running_alone(made: list[Job], seed: int,
                                                            restart_at: int) -> None:
     for world in _world(seed):
-        plane = world.plane()
-        made = [j for j in made if plane.feasibility(j) is None]
-        by_name = {j.name: j for j in made}
-        names = list(by_name)
-        for job in made:
-            plane.submit(job)
-        for step in range(MAX_STEPS):
-            if step == restart_at:  # a crash: a new control plane over the same state
-                plane = world.plane()
-                _check_tracking(plane, world.executor, by_name)
-            plane.step()
-            _check_losses(plane, world.executor, by_name)
-            _check_tracking(plane, world.executor, by_name)
-            stored = [plane.repository.get_job(n) for n in names]
-            if all(j is not None and j.state.terminal for j in stored) and not plane._tasks:
-                break
-        else:
-            raise AssertionError(f"not quiet after {MAX_STEPS} steps: {_summary(plane, names)}")
-        assert world.executor.live() == {}
+        plane, by_name = run_until_quiet(world, made, restart_at, MAX_STEPS, check_tracking,
+                                         _check_step)
         _check_ended(plane, by_name)

@@ -22,88 +22,38 @@ And every job ends: the plane goes quiet with no process left.
 
 from __future__ import annotations
 
-import atexit
 import random
-import shutil
-import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.api import (
-    Job,
-    Node,
-    Resources,
-    SchedulerName,
-    TaskGroup,
-    TaskRef,
-    TaskState,
-)
+from shoal.api import Job, Resources, SchedulerName, TaskGroup, TaskRef, TaskState
 from shoal.control import ControlPlane
-from shoal.executors.contract import RecordedAttempt
-from shoal.executors.local import LocalExecutor
 from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
-from shoal.scheduler.profile import Profile
-from shoal.store import Repository, open_store
+from shoal.store import Repository
 
-NODES = (Node("n0", Resources.of(cpu=8_000, memory=16_384, gpu=4)),
-         Node("n1", Resources.of(cpu=8_000, memory=16_384, gpu=2)))
-HOLDING = (TaskState.BOUND, TaskState.RUNNING, TaskState.RELEASING)
+from .chaos_support import (
+    HOLDING,
+    NODES,
+    FakeExecutor,
+    Proc,
+    World,
+    check_tracking,
+    run_until_quiet,
+    worlds,
+)
+
 MAX_STEPS = 150
 FAULTS = ("none", "none", "none", "value", "os", "runtime", "no-process", "exits-1")
 
 
-@cache
-def _template() -> Path:
-    """A migrated store, made once: each example copies it (migrating costs more than a
-    whole example)."""
-    directory = tempfile.mkdtemp(prefix="shoal-chaos-")
-    atexit.register(shutil.rmtree, directory, True)
-    path = Path(directory) / "template.db"
-    store = open_store(f"sqlite:///{path}")
-    store.migrate()
-    store.close()
-    return path
-
-
-@dataclass
-class Proc:
-    """A fake process: it runs for `polls` more polls, then exits with `code`."""
-
-    handle: RunningTask
-    ref: TaskRef
-    polls: int
-    code: int
-    ended: TaskStatus | None = None
-
-
-class ChaosExecutor(LocalExecutor):
+class ChaosExecutor(FakeExecutor):
     """Launches fake processes, failing at random; checks every launch against the store."""
 
-    def __init__(self, root: Path, repository: Repository, rng: random.Random) -> None:
-        super().__init__(root)
-        self.repository = repository
-        self.rng = rng
-        self.procs: dict[int, Proc] = {}
-        self.claims: dict[tuple[TaskRef, int], RunningTask] = {}
-        self.violations: list[str] = []
-        self.next_pid = 1000
-
-    def launch(self, spec: TaskLaunch) -> RunningTask:
-        ref = TaskRef(spec.job, spec.group, spec.index)
-        rec = self.repository.task_records([spec.job]).get(ref)
-        if rec is None or rec.state is not TaskState.BOUND or rec.attempts != spec.attempt \
-                or rec.pid:
-            self.violations.append(f"launch of {ref} attempt {spec.attempt} while the store "
-                                   f"holds {rec}")
-        claimed = self.claims.get((ref, spec.attempt))
-        if claimed is not None:  # idempotent per attempt, as the local executor is
-            return claimed
+    def start(self, spec: TaskLaunch, ref: TaskRef) -> RunningTask:
         fault = self.rng.choice(FAULTS)
         if fault == "value":
             raise ValueError("embedded null byte")
@@ -111,15 +61,8 @@ class ChaosExecutor(LocalExecutor):
             raise OSError("no such file or directory")
         if fault == "runtime":
             raise RuntimeError("something nobody planned for")
-        pid = 0
-        if fault != "no-process":
-            self.next_pid += 1
-            pid = self.next_pid
-        out, err = self.log_paths(spec.job, spec.group, spec.index)
-        status = self.task_dir(spec.job, spec.group, spec.index, spec.attempt) / "status"
-        handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, pid,
-                             float(pid), out, err, status)
-        self.claims[(ref, spec.attempt)] = handle
+        pid = 0 if fault == "no-process" else self.new_pid()
+        handle = self.claim(spec, ref, pid)
         if pid:
             polls = 0 if fault == "exits-1" else self.rng.randint(0, 3)
             code = 1 if fault == "exits-1" or self.rng.random() < 0.15 else 0
@@ -148,13 +91,6 @@ class ChaosExecutor(LocalExecutor):
         self.request_stop(task, grace_period)
         return self.poll(task)
 
-    def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
-        proc = self.procs.get(recorded.pid)
-        return None if proc is None else proc.handle
-
-    def live(self) -> dict[int, Proc]:
-        return {pid: p for pid, p in self.procs.items() if p.ended is None}
-
 
 @st.composite
 def jobs(draw: st.DrawFn) -> list[Job]:
@@ -177,27 +113,10 @@ def jobs(draw: st.DrawFn) -> list[Job]:
     return made
 
 
-@dataclass
-class World:
-    directory: Path
-    repository: Repository
-    executor: ChaosExecutor
-
-    def plane(self) -> ControlPlane:
-        plane = ControlPlane(self.repository, self.executor, NODES, Profile.default(),
-                             interval=0.0, grace_period=0.0)
-        plane.start()
-        return plane
-
-
-def _world(seed: int) -> Iterator[World]:
-    directory = Path(tempfile.mkdtemp(prefix="shoal-chaos-"))
-    shutil.copy(_template(), directory / "shoal.db")
-    store = open_store(f"sqlite:///{directory / 'shoal.db'}")
-    try:
-        repository = Repository(store)
+def _world(seed: int) -> Iterator[World[ChaosExecutor]]:
+    def executor(root: Path, repository: Repository) -> ChaosExecutor:
         rng = random.Random(seed)
-        executor = ChaosExecutor(directory / "root", repository, rng)
+        made = ChaosExecutor(root, repository, rng)
         transition = repository.transition_task
 
         def flaky(ref: TaskRef, target: TaskState, cause: str, **kw: Any) -> Any:
@@ -207,19 +126,16 @@ def _world(seed: int) -> Iterator[World]:
             return transition(ref, target, cause, **kw)
 
         repository.transition_task = flaky  # type: ignore[method-assign]
-        yield World(directory, repository, executor)
-    finally:
-        store.close()
-        shutil.rmtree(directory, ignore_errors=True)
+        return made
+
+    return worlds("shoal-chaos-", executor)
 
 
 def _check(plane: ControlPlane, executor: ChaosExecutor, made: dict[str, Job]) -> None:
-    records = plane.repository.task_records(made)
-    waiting = plane._handover.waiting()
-    for ref, rec in records.items():
-        if rec.state in HOLDING:
-            assert ref in plane._tasks or (rec.state is TaskState.BOUND and ref in waiting), \
-                f"{ref} is {rec.state} in the store but not tracked"
+    """`check_tracking`; and every PENDING task holds nothing, in the store or in the model;
+    and no node holds more than it has, nor gives a GPU twice."""
+    records = check_tracking(plane, executor, made)
+    for rec in records.values():
         if rec.state is TaskState.PENDING:
             assert (rec.node, rec.gpus, rec.pid) == (None, (), None), rec
     for info in plane.model.jobs.values():
@@ -227,11 +143,6 @@ def _check(plane: ControlPlane, executor: ChaosExecutor, made: dict[str, Job]) -
             assert records[task.ref].state in HOLDING, \
                 f"the model places {task.ref}, which the store holds as " \
                 f"{records[task.ref].state}"
-    tracked = {t.handle.pid: ref for ref, t in plane._tasks.items()}
-    for pid, proc in executor.live().items():
-        assert tracked.get(pid) == proc.ref, f"process {pid} of {proc.ref} runs untracked"
-        assert records[proc.ref].pid == pid, f"process {pid} of {proc.ref} is not recorded"
-    assert executor.violations == []
     for node in NODES:
         held = [rec for rec in records.values()
                 if rec.node == node.name and rec.state in (TaskState.BOUND, TaskState.RUNNING)]
@@ -243,39 +154,9 @@ def _check(plane: ControlPlane, executor: ChaosExecutor, made: dict[str, Job]) -
         assert used.fits(node.capacity), (node.name, used, held)
 
 
-def _summary(plane: ControlPlane, names: list[str]) -> list[str]:
-    out = []
-    for name in names:
-        job = plane.repository.get_job(name)
-        assert job is not None
-        out.append(f"{name} {job.state} gang={job.gang} retries={job.retries}/"
-                   f"{job.job_retry_count} tasks=" + ", ".join(
-                       f"{t.group}/{t.index}:{t.state}:{t.retries}" for t in job.tasks)
-                   + f" waiting={plane.pending_reason(name)}")
-    return out
-
-
 @settings(max_examples=40, deadline=None)
 @given(jobs(), st.integers(0, 2**32 - 1), st.integers(0, 12))
 def test_launch_failures_never_leave_a_task_untracked(made: list[Job], seed: int,
                                                       restart_at: int) -> None:
     for world in _world(seed):
-        plane = world.plane()
-        # As the API does: a job that could never fit is refused, and never submitted.
-        made = [j for j in made if plane.feasibility(j) is None]
-        by_name = {j.name: j for j in made}
-        names = list(by_name)
-        for job in made:
-            plane.submit(job)
-        for step in range(MAX_STEPS):
-            if step == restart_at:  # a crash: a new control plane over the same state
-                plane = world.plane()
-                _check(plane, world.executor, by_name)
-            plane.step()
-            _check(plane, world.executor, by_name)
-            stored = [plane.repository.get_job(n) for n in names]
-            if all(j is not None and j.state.terminal for j in stored) and not plane._tasks:
-                break
-        else:
-            raise AssertionError(f"not quiet after {MAX_STEPS} steps: {_summary(plane, names)}")
-        assert world.executor.live() == {}
+        run_until_quiet(world, made, restart_at, MAX_STEPS, _check, _check)
