@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,27 @@ def state_of(plane: ControlPlane, name: str) -> JobState:
 
 def finished(plane: ControlPlane, name: str) -> Callable[[], bool]:
     return lambda: state_of(plane, name).terminal
+
+
+def launch_code(d: Path, body: str, noted: str = "SHOAL_ATTEMPT") -> str:
+    """A task's `python -c` code: append the environment variable `noted` to
+    `d/launch-<rank>` (a line per launch), then run `body` with `rank`, `n` (this task's launch
+    count) and `launches(r)` (rank r's) in scope."""
+    return (f"import os, sys, time, signal, pathlib\n"
+            f"d = pathlib.Path({str(d)!r}); rank = int(os.environ['SHOAL_RANK'])\n"
+            "def launches(r):\n"
+            "    p = d / f'launch-{r}'\n"
+            "    return len(p.read_text().splitlines()) if p.exists() else 0\n"
+            "with open(d / f'launch-{rank}', 'a') as h:\n"
+            f"    h.write(os.environ[{noted!r}] + '\\n')\n"
+            "n = launches(rank)\n"
+            f"{body}\n")
+
+
+def launches(d: Path, rank: int) -> int:
+    """How many times rank `rank` was launched (`launch_code`)."""
+    path = d / f"launch-{rank}"
+    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def stdout_of(plane: ControlPlane, name: str, group: str = "worker", index: int = 0) -> str:

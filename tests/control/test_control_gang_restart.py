@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from control_support import finished, job, state_of, step_until
+from control_support import finished, job, launch_code, launches, state_of, step_until
 
 from shoal.api import Elasticity, FailureAction, FailureEvent, JobState, TaskRef, TaskState
 from shoal.control import ControlPlane
@@ -27,19 +27,6 @@ Factory = Callable[..., ControlPlane]
 #: A safety net for a loaded machine, never a guess of how long anything takes.
 TIMEOUT = 120.0
 RANKS = range(3)
-
-
-def _code(d: Path, body: str) -> str:
-    """Record the launch, then run `body` with `rank` and `n` (this task's launch count)."""
-    return (f"import os, sys, time, signal, pathlib\n"
-            f"d = pathlib.Path({str(d)!r}); rank = int(os.environ['SHOAL_RANK'])\n"
-            "def launches(r):\n"
-            "    p = d / f'launch-{r}'\n"
-            "    return len(p.read_text().splitlines()) if p.exists() else 0\n"
-            "with open(d / f'launch-{rank}', 'a') as h:\n"
-            "    h.write(os.environ['SHOAL_ATTEMPT'] + '\\n')\n"
-            "n = launches(rank)\n"
-            f"{body}\n")
 
 
 def _together(first_launch: str = "") -> str:
@@ -62,11 +49,6 @@ def _released(d: Path) -> str:
             f"sys.exit(0 if (d / 'release').exists() else 6)")
 
 
-def _launches(d: Path, rank: int) -> int:
-    path = d / f"launch-{rank}"
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
 def _records(plane: ControlPlane, name: str) -> dict[int, tuple[TaskState, int]]:
     """Per task index: its state and its attempt count (binds)."""
     return {r.ref.index: (r.state, r.attempts)
@@ -75,7 +57,7 @@ def _records(plane: ControlPlane, name: str) -> dict[int, tuple[TaskState, int]]
 
 def _running(plane: ControlPlane, d: Path, name: str, ranks: range = RANKS
              ) -> Callable[[], bool]:
-    return lambda: all(_launches(d, r) == 1 for r in ranks) and all(
+    return lambda: all(launches(d, r) == 1 for r in ranks) and all(
         _records(plane, name)[r][0] is TaskState.RUNNING for r in ranks)
 
 
@@ -89,7 +71,7 @@ def _lose(plane: ControlPlane, name: str, index: int) -> None:
 def _assert_gang_restarted_once(plane: ControlPlane, d: Path, name: str,
                                 why: str = "was lost (") -> None:
     assert state_of(plane, name) is JobState.SUCCEEDED
-    assert [_launches(d, r) for r in RANKS] == [2, 2, 2]
+    assert [launches(d, r) for r in RANKS] == [2, 2, 2]
     assert _records(plane, name) == {r: (TaskState.SUCCEEDED, 2) for r in RANKS}
     stored = plane.repository.get_job(name)
     assert stored is not None and stored.retries == 0  # no job retry was spent
@@ -114,7 +96,7 @@ def _assert_gang_restarted_once(plane: ControlPlane, d: Path, name: str,
 
 
 def test_a_lost_member_restarts_the_whole_gang(plane: ControlPlane, tmp_path: Path) -> None:
-    plane.submit(job("gang", _code(tmp_path, _together()), replicas=3, task_retry_count=1))
+    plane.submit(job("gang", launch_code(tmp_path, _together()), replicas=3, task_retry_count=1))
     step_until(plane, _running(plane, tmp_path, "gang"), TIMEOUT)
     _lose(plane, "gang", 1)
     step_until(plane, finished(plane, "gang"), TIMEOUT)
@@ -127,7 +109,7 @@ def test_a_gang_that_opted_in_restarts_whole_on_an_exit(plane: ControlPlane,
     # restart the gang, as a loss does.
     fail = ("while rank == 1 and not all(launches(r) for r in range(3)): time.sleep(0.05)\n"
             "    if rank == 1: sys.exit(3)")
-    made = job("gang", _code(tmp_path, _together(fail)), replicas=3, task_retry_count=1)
+    made = job("gang", launch_code(tmp_path, _together(fail)), replicas=3, task_retry_count=1)
     opted = replace(made, groups=tuple(
         replace(g, policies={FailureEvent.TASK_FAILED: FailureAction.RESTART_GANG})
         for g in made.groups))
@@ -138,29 +120,29 @@ def test_a_gang_that_opted_in_restarts_whole_on_an_exit(plane: ControlPlane,
 
 def test_a_gang_that_opted_out_retries_a_lost_task_alone(plane: ControlPlane,
                                                          tmp_path: Path) -> None:
-    made = job("gang", _code(tmp_path, _released(tmp_path)), replicas=3, task_retry_count=1)
+    made = job("gang", launch_code(tmp_path, _released(tmp_path)), replicas=3, task_retry_count=1)
     opted = replace(made, groups=tuple(
         replace(g, policies={FailureEvent.TASK_LOST: FailureAction.RESTART_TASK})
         for g in made.groups))
     plane.submit(opted)
     step_until(plane, _running(plane, tmp_path, "gang"), TIMEOUT)
     _lose(plane, "gang", 1)
-    step_until(plane, lambda: _launches(tmp_path, 1) == 2, TIMEOUT)
+    step_until(plane, lambda: launches(tmp_path, 1) == 2, TIMEOUT)
     (tmp_path / "release").touch()
     step_until(plane, finished(plane, "gang"), TIMEOUT)
     assert state_of(plane, "gang") is JobState.SUCCEEDED
-    assert [_launches(tmp_path, r) for r in RANKS] == [1, 2, 1]
+    assert [launches(tmp_path, r) for r in RANKS] == [1, 2, 1]
     assert not [e for e in plane.repository.job_events("gang") if e.kind == GANG_RESTARTED]
 
 
 def test_past_its_task_retries_the_job_is_retried_whole(plane: ControlPlane,
                                                         tmp_path: Path) -> None:
-    plane.submit(job("gang", _code(tmp_path, _together()), replicas=3, job_retry_count=1))
+    plane.submit(job("gang", launch_code(tmp_path, _together()), replicas=3, job_retry_count=1))
     step_until(plane, _running(plane, tmp_path, "gang"), TIMEOUT)
     _lose(plane, "gang", 1)
     step_until(plane, finished(plane, "gang"), TIMEOUT)
     assert state_of(plane, "gang") is JobState.SUCCEEDED
-    assert [_launches(tmp_path, r) for r in RANKS] == [2, 2, 2]
+    assert [launches(tmp_path, r) for r in RANKS] == [2, 2, 2]
     stored = plane.repository.get_job("gang")
     assert stored is not None and stored.retries == 1
     events = plane.repository.job_events("gang")
@@ -172,17 +154,17 @@ def test_an_elastic_jobs_lost_task_is_retried_alone(plane: ControlPlane,
                                                     tmp_path: Path) -> None:
     # Elastic 2..3: it may grow to three in idle capacity; whatever it does, only the lost
     # task runs again.
-    elastic = replace(job("stretchy", _code(tmp_path, _released(tmp_path)), replicas=3,
+    elastic = replace(job("stretchy", launch_code(tmp_path, _released(tmp_path)), replicas=3,
                           task_retry_count=1), elastic=Elasticity("worker", 2, 3))
     plane.submit(elastic)
     step_until(plane, _running(plane, tmp_path, "stretchy", range(2)), TIMEOUT)
     _lose(plane, "stretchy", 1)
-    step_until(plane, lambda: _launches(tmp_path, 1) == 2, TIMEOUT)
+    step_until(plane, lambda: launches(tmp_path, 1) == 2, TIMEOUT)
     (tmp_path / "release").touch()
     step_until(plane, finished(plane, "stretchy"), TIMEOUT)
     assert state_of(plane, "stretchy") is JobState.SUCCEEDED
-    assert (_launches(tmp_path, 0), _launches(tmp_path, 1)) == (1, 2)
-    assert _launches(tmp_path, 2) <= 1
+    assert (launches(tmp_path, 0), launches(tmp_path, 1)) == (1, 2)
+    assert launches(tmp_path, 2) <= 1
     events = plane.repository.job_events("stretchy")
     assert not [e for e in events if e.kind in (GANG_RESTARTED, JOB_RETRIED)]
     assert any(e.cause.startswith("retry 1/1 after a lost process") for e in events
@@ -191,17 +173,17 @@ def test_an_elastic_jobs_lost_task_is_retried_alone(plane: ControlPlane,
 
 def test_a_job_placed_task_by_task_retries_its_lost_task_in_place(
         plane: ControlPlane, tmp_path: Path) -> None:
-    single = replace(job("single", _code(tmp_path, _released(tmp_path)), replicas=3,
+    single = replace(job("single", launch_code(tmp_path, _released(tmp_path)), replicas=3,
                          task_retry_count=1), min_available=1)
     plane.submit(single)
     step_until(plane, _running(plane, tmp_path, "single"), TIMEOUT)
     _lose(plane, "single", 1)
-    step_until(plane, lambda: _launches(tmp_path, 1) == 2, TIMEOUT)
+    step_until(plane, lambda: launches(tmp_path, 1) == 2, TIMEOUT)
     assert [_records(plane, "single")[r][0] for r in (0, 2)] == [TaskState.RUNNING] * 2
     (tmp_path / "release").touch()
     step_until(plane, finished(plane, "single"), TIMEOUT)
     assert state_of(plane, "single") is JobState.SUCCEEDED
-    assert [_launches(tmp_path, r) for r in RANKS] == [1, 2, 1]
+    assert [launches(tmp_path, r) for r in RANKS] == [1, 2, 1]
     assert not [e for e in plane.repository.job_events("single") if e.kind == GANG_RESTARTED]
 
 
@@ -212,7 +194,7 @@ def test_a_crash_between_the_stop_and_the_requeue_finishes_the_restart(
     first = make_plane(grace_period=TIMEOUT)
     first.start()
     ignore = "signal.signal(signal.SIGTERM, signal.SIG_IGN)"
-    first.submit(job("gang", _code(tmp_path, _together(ignore)), replicas=3,
+    first.submit(job("gang", launch_code(tmp_path, _together(ignore)), replicas=3,
                      task_retry_count=1))
     step_until(first, _running(first, tmp_path, "gang"), TIMEOUT)
     _lose(first, "gang", 1)

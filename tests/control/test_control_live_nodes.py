@@ -114,51 +114,48 @@ def test_a_job_waiting_for_a_gpu_node_starts_on_it_when_it_joins(
     assert live.phase("gpu-2") == (NodePhase.READY, "")
 
 
-def _lose_the_node_under(live: Live, ray_nodes: RayNodes, name: str, spare: str,
-                         started: Path) -> str:
-    """Add a spare GPU node, wait until the job's first attempt runs, remove its node and
-    wait until the store shows that node NotReady; returns the node."""
-    ray_nodes.add(spare, num_gpus=1)
-    wait_until(lambda: started.exists() and live.task(name).state is TaskState.RUNNING,
-               "the first attempt runs")
-    node = live.task(name).node
-    assert node is not None
-    ray_nodes.remove(node)
-    wait_until(lambda: live.phase(node)[0] is NodePhase.NOT_READY, f"{node} NotReady")
-    assert live.phase(node)[1].startswith("dead")
+def _lose_the_node_under(live: Live, ray_nodes: RayNodes, tmp_path: Path, name: str,
+                         spare: str, *, task_retry_count: int = 0,
+                         job_retry_count: int = 0) -> str:
+    """Submit `name` (one GPU task whose first attempt blocks, with these retries), add a
+    spare GPU node, wait until the first attempt runs, remove its node, wait until the store
+    shows that node NotReady, then until the job ends: it succeeded, its task ran twice.
+    Returns the node removed."""
+    started, release = tmp_path / "started", tmp_path / "release"
+    try:
+        live.plane.submit(job(name, first_blocks(started, release), gpu=1,
+                              task_retry_count=task_retry_count,
+                              job_retry_count=job_retry_count))
+        ray_nodes.add(spare, num_gpus=1)
+        wait_until(lambda: started.exists() and live.task(name).state is TaskState.RUNNING,
+                   "the first attempt runs")
+        node = live.task(name).node
+        assert node is not None
+        ray_nodes.remove(node)
+        wait_until(lambda: live.phase(node)[0] is NodePhase.NOT_READY, f"{node} NotReady")
+        assert live.phase(node)[1].startswith("dead")
+        wait_until(lambda: live.job(name).state.terminal, "the job ends")
+    finally:
+        release.touch()
+    assert live.job(name).state is JobState.SUCCEEDED
+    assert started.read_text() == "x\nx\n"
     return node
 
 
 def test_a_task_whose_node_dies_is_lost_and_retried_elsewhere(
         live: Live, ray_nodes: RayNodes, tmp_path: Path) -> None:
-    started, release = tmp_path / "started", tmp_path / "release"
-    try:
-        live.plane.submit(job("retried", first_blocks(started, release), gpu=1,
-                              task_retry_count=1))
-        dead = _lose_the_node_under(live, ray_nodes, "retried", "spare-task", started)
-        wait_until(lambda: live.job("retried").state.terminal, "the job ends")
-    finally:
-        release.touch()
-    assert live.job("retried").state is JobState.SUCCEEDED
+    dead = _lose_the_node_under(live, ray_nodes, tmp_path, "retried", "spare-task",
+                                task_retry_count=1)
     task = live.task("retried")
     assert task.node != dead and task.retries == 1
     assert live.job("retried").retries == 0
     causes = [e.cause for e in live.repo.job_events("retried") if e.task is not None]
     assert any("lost" in c.lower() for c in causes), causes
-    assert started.read_text() == "x\nx\n"
 
 
 def test_with_no_task_retry_left_a_lost_task_retries_its_job(
         live: Live, ray_nodes: RayNodes, tmp_path: Path) -> None:
-    started, release = tmp_path / "started", tmp_path / "release"
-    try:
-        live.plane.submit(job("whole", first_blocks(started, release), gpu=1,
-                              job_retry_count=1))
-        dead = _lose_the_node_under(live, ray_nodes, "whole", "spare-job", started)
-        wait_until(lambda: live.job("whole").state.terminal, "the job ends")
-    finally:
-        release.touch()
-    assert live.job("whole").state is JobState.SUCCEEDED
+    dead = _lose_the_node_under(live, ray_nodes, tmp_path, "whole", "spare-job",
+                                job_retry_count=1)
     assert live.job("whole").retries == 1
     assert live.task("whole").node != dead
-    assert started.read_text() == "x\nx\n"

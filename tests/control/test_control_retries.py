@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-from control_support import finished, job, state_of, step_until
+from control_support import finished, job, launch_code, launches, state_of, step_until
 
 from shoal.api import JobState, TaskRef, TaskState
 from shoal.control import ControlPlane
@@ -26,16 +26,7 @@ TIMEOUT = 20.0
 
 
 def _code(d: Path, body: str) -> str:
-    """Record the launch, then run `body` with `rank` and `n` (this task's launch count)."""
-    return (f"import os, sys, time, signal, pathlib\n"
-            f"d = pathlib.Path({str(d)!r}); rank = int(os.environ['SHOAL_RANK'])\n"
-            "def launches(r):\n"
-            "    p = d / f'launch-{r}'\n"
-            "    return len(p.read_text().splitlines()) if p.exists() else 0\n"
-            "with open(d / f'launch-{rank}', 'a') as h:\n"
-            "    h.write(os.environ['MASTER_PORT'] + '\\n')\n"
-            "n = launches(rank)\n"
-            f"{body}\n")
+    return launch_code(d, body, "MASTER_PORT")
 
 
 def _gone(pid: int) -> bool:
@@ -43,11 +34,6 @@ def _gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
-
-
-def _launches(d: Path, rank: int) -> int:
-    path = d / f"launch-{rank}"
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def _states(plane: ControlPlane, name: str) -> dict[int, TaskState]:
@@ -67,7 +53,7 @@ def test_task_retry_succeeds_on_the_second_attempt(plane: ControlPlane, tmp_path
     plane.submit(job("retry", _code(tmp_path, body), replicas=2, task_retry_count=1))
     step_until(plane, finished(plane, "retry"), TIMEOUT)
     assert state_of(plane, "retry") is JobState.SUCCEEDED
-    assert (_launches(tmp_path, 0), _launches(tmp_path, 1)) == (2, 1)
+    assert (launches(tmp_path, 0), launches(tmp_path, 1)) == (2, 1)
     ports = set((tmp_path / "launch-0").read_text().split() +
                 (tmp_path / "launch-1").read_text().split())
     assert len(ports) == 1  # the job's MASTER_PORT stayed
@@ -99,7 +85,7 @@ def test_gang_task_retried_after_its_peer_succeeded(plane: ControlPlane,
     go.touch()
     step_until(plane, finished(plane, "late"), TIMEOUT)
     assert state_of(plane, "late") is JobState.SUCCEEDED
-    assert (_launches(tmp_path, 0), _launches(tmp_path, 1)) == (2, 1)
+    assert (launches(tmp_path, 0), launches(tmp_path, 1)) == (2, 1)
     rank0 = TaskRef("late", "worker", 0)
     moves = [(e.source, e.target, e.cause) for e in plane.repository.job_events("late")
              if e.task == rank0]
@@ -113,7 +99,7 @@ def test_retries_exhausted_fail_the_job(plane: ControlPlane, tmp_path: Path) -> 
     plane.submit(job("hopeless", _code(tmp_path, "sys.exit(2)"), task_retry_count=2))
     step_until(plane, finished(plane, "hopeless"), TIMEOUT)
     assert state_of(plane, "hopeless") is JobState.FAILED
-    assert _launches(tmp_path, 0) == 3
+    assert launches(tmp_path, 0) == 3
     causes = _causes(plane, "hopeless")
     assert "retry 1/2 after exit code 2" in causes and "retry 2/2 after exit code 2" in causes
     assert any(c.startswith("1 task failed (minFailed 1)") for c in causes)
@@ -169,7 +155,7 @@ GANG_RETRY = ("if n > 1: sys.exit(0)\n"
 
 def _assert_gang_ran_twice(plane: ControlPlane, d: Path, name: str) -> None:
     assert state_of(plane, name) is JobState.SUCCEEDED
-    assert (_launches(d, 0), _launches(d, 1)) == (2, 2)
+    assert (launches(d, 0), launches(d, 1)) == (2, 2)
     stored = plane.repository.get_job(name)
     assert stored is not None and (stored.retries, stored.job_retry_count) == (1, 1)
     events = plane.repository.job_events(name)
@@ -212,7 +198,7 @@ def test_cancel_during_a_job_retry_cancels_the_job(plane: ControlPlane,
     step_until(plane, finished(plane, "gang"), TIMEOUT)
     assert state_of(plane, "gang") is JobState.CANCELLED
     assert _states(plane, "gang") == {0: TaskState.FAILED, 1: TaskState.CANCELLED}
-    assert (_launches(tmp_path, 0), _launches(tmp_path, 1)) == (1, 1)
+    assert (launches(tmp_path, 0), launches(tmp_path, 1)) == (1, 1)
     stored = plane.repository.get_job("gang")
     assert stored is not None and stored.retries == 0
 
@@ -222,7 +208,7 @@ def test_lost_process_after_a_restart_is_retried(make_plane: Factory, tmp_path: 
     first.start()
     first.submit(job("lost", _code(tmp_path, "if n > 1: sys.exit(0)\ntime.sleep(60)"),
                      task_retry_count=1))
-    step_until(first, lambda: _launches(tmp_path, 0) == 1, TIMEOUT)
+    step_until(first, lambda: launches(tmp_path, 0) == 1, TIMEOUT)
     pid = first.repository.task_records(["lost"])[TaskRef("lost", "worker", 0)].pid
     assert pid
     del first
@@ -235,7 +221,7 @@ def test_lost_process_after_a_restart_is_retried(make_plane: Factory, tmp_path: 
     second.start()
     step_until(second, finished(second, "lost"), TIMEOUT)
     assert state_of(second, "lost") is JobState.SUCCEEDED
-    assert _launches(tmp_path, 0) == 2
+    assert launches(tmp_path, 0) == 2
     assert "retry 1/1 after a lost process" in _causes(second, "lost")
 
 
@@ -269,7 +255,7 @@ def test_restart_after_the_retry_is_recorded_launches_once(make_plane: Factory,
     second.start()
     step_until(second, finished(second, "again"), TIMEOUT)
     assert state_of(second, "again") is JobState.SUCCEEDED
-    assert _launches(tmp_path, 0) == 2
+    assert launches(tmp_path, 0) == 2
 
 
 def test_restart_between_the_retry_bind_and_its_launch(make_plane: Factory,
@@ -285,7 +271,7 @@ def test_restart_between_the_retry_bind_and_its_launch(make_plane: Factory,
     second.start()
     step_until(second, finished(second, "again"), TIMEOUT)
     assert state_of(second, "again") is JobState.SUCCEEDED
-    assert _launches(tmp_path, 0) == 2
+    assert launches(tmp_path, 0) == 2
     record = second.repository.task_records(["again"])[TaskRef("again", "worker", 0)]
     assert record.attempts == 2
 
@@ -298,7 +284,7 @@ def test_failure_while_down_is_retried_once(make_plane: Factory, tmp_path: Path)
     first = make_plane()
     first.start()
     first.submit(job("again", _code(tmp_path, body), task_retry_count=1))
-    step_until(first, lambda: _launches(tmp_path, 0) == 1, TIMEOUT)
+    step_until(first, lambda: launches(tmp_path, 0) == 1, TIMEOUT)
     status = first.executor.task_dir("again", "worker", 0, 1) / STATUS_FILE
     del first
     go.touch()  # fails while no control plane watches it
@@ -310,5 +296,5 @@ def test_failure_while_down_is_retried_once(make_plane: Factory, tmp_path: Path)
     second.start()
     step_until(second, finished(second, "again"), TIMEOUT)
     assert state_of(second, "again") is JobState.SUCCEEDED
-    assert _launches(tmp_path, 0) == 2
+    assert launches(tmp_path, 0) == 2
     assert "retry 1/1 after exit code 4" in _causes(second, "again")
