@@ -17,6 +17,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from fastapi.testclient import TestClient
+from shoal_documents import job_yaml
 from store_scheduler import StoreScheduler
 
 from shoal.api import (
@@ -68,22 +69,6 @@ def api(tmp_path: Path) -> Iterator[Api]:
     with TestClient(create_app(repository, StoreScheduler(repository))) as http:
         yield Api(http, tokens)
     store.close()
-
-
-def job_yaml(name: str = "train", queue: str = "default", gpu: int = 1) -> str:
-    return f"""\
-apiVersion: shoal/v1
-kind: Job
-metadata: {{name: {name}}}
-spec:
-  schedulerName: shoal
-  queue: {queue}
-  taskGroups:
-    - name: worker
-      replicas: 2
-      resources: {{cpu: 2, memory: 4Gi, gpu: {gpu}}}
-      command: [python, train.py]
-"""
 
 
 # ---- jobs ------------------------------------------------------------------------------------

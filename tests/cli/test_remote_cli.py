@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from shoal_documents import node_yaml, virtual_cluster_yaml
 from task_users import Scratch, task_python
 from typer.testing import CliRunner, Result
 
@@ -22,18 +23,7 @@ from shoal.cli.main import app
 from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
 
-CLUSTER = """\
-apiVersion: shoal/v1
-kind: Node
-metadata: {name: local, labels: {gpu-type: fake}}
-spec:
-  capacity: {cpu: 4, memory: 8Gi, gpu: 2}
----
-apiVersion: shoal/v1
-kind: VirtualCluster
-metadata: {name: team-a}
-spec: {min: {gpu: 1}}
-"""
+CLUSTER = node_yaml() + "---\n" + virtual_cluster_yaml("team-a", "{min: {gpu: 1}}")
 
 runner = CliRunner()
 

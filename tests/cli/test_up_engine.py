@@ -8,24 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from shoal_documents import node_yaml, virtual_cluster_yaml
 from typer.testing import CliRunner
 
 from shoal.cli.main import app
 
 runner = CliRunner()
 
-NODE_AND_QUEUE = """\
-apiVersion: shoal/v1
-kind: Node
-metadata: {name: gpu-01}
-spec:
-  capacity: {cpu: 4, memory: 8Gi, gpu: 2}
----
-apiVersion: shoal/v1
-kind: VirtualCluster
-metadata: {name: team-a}
-spec: {}
-"""
+NODE_AND_QUEUE = node_yaml("gpu-01") + "---\n" + virtual_cluster_yaml("team-a")
 
 
 def test_an_unknown_engine_is_a_usage_error(tmp_path: Path) -> None:

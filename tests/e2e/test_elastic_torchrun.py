@@ -44,6 +44,7 @@ import httpx
 import pytest
 import yaml
 from ray_support import RayNodes, namespace_of, node_label
+from shoal_documents import job_yaml
 from task_users import Scratch, reachable_by_others
 from test_shoal_up import kill_leftover_tasks, submit, wait_for
 
@@ -211,19 +212,9 @@ HOLD = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(
 
 
 def holding_job(name: str, replicas: int, release: Path) -> str:
-    return f"""\
-apiVersion: shoal/v1
-kind: Job
-metadata: {{name: {name}}}
-spec:
-  schedulerName: shoal
-  priorityClassName: production
-  taskGroups:
-    - name: worker
-      replicas: {replicas}
-      resources: {{cpu: 1, memory: 1Gi, gpu: 1}}
-      command: [{sys.executable!r}, -c, {json.dumps(HOLD)}, {str(release)!r}]
-"""
+    return job_yaml(name, queue=None, extra_spec="\n  priorityClassName: production",
+                    replicas=replicas, gpu=1, cpu="1", memory="1Gi",
+                    command=f"[{sys.executable!r}, -c, {json.dumps(HOLD)}, {str(release)!r}]")
 
 
 def worlds(checkpoints: Path) -> list[tuple[int, int]]:

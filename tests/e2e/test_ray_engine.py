@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 import pytest
 from ray_support import RayNodes, node_label
+from shoal_documents import job_yaml
 from task_users import task_python
 from test_ray_up import RayServers
 from test_shoal_up import kill_9, poll_until, submit, wait_for, wait_for_task_running
@@ -70,19 +71,9 @@ def ray_job(name: str, command: list[str], *, replicas: int = 1, cpu: str = "1",
             gpu: int = 0, task_retries: int = 0) -> str:
     """A gang of `replicas` tasks running `command`; one CPU each keeps them on separate
     nodes."""
-    return f"""\
-apiVersion: shoal/v1
-kind: Job
-metadata: {{name: {name}}}
-spec:
-  schedulerName: shoal
-  taskGroups:
-    - name: worker
-      replicas: {replicas}
-      resources: {{cpu: "{cpu}", memory: 256Mi, gpu: {gpu}}}
-      taskRetryCount: {task_retries}
-      command: {json.dumps(command)}
-"""
+    return job_yaml(name, queue=None, replicas=replicas, gpu=gpu, cpu=cpu, memory="256Mi",
+                    command=json.dumps(command),
+                    extra_group=f"\n      taskRetryCount: {task_retries}")
 
 
 def gated(launches: Path, go: Path) -> list[str]:

@@ -13,7 +13,6 @@ asks), under the servers' `--work-dir`; they run `task_python()`."""
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ import httpx
 import pytest
 from ray_support import RayNodes, namespace_of
 from task_users import Scratch
-from test_shoal_up import Server, job_yaml, kill_leftover_tasks, stop, submit, wait_for
+from test_shoal_up import Server, job_yaml, stop, stop_all, submit, wait_for
 
 from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
@@ -80,10 +79,7 @@ class RayServers:
         return server
 
     def close(self) -> None:
-        for server in self.started:
-            with contextlib.suppress(Exception):  # keep cleaning up the others
-                stop(server)
-        kill_leftover_tasks(self.tmp / "data")
+        stop_all(self.started, self.tmp / "data")
         from shoal.executors.ray_engine import RayExecutor
 
         root = self.tmp / "data" / "executor"

@@ -32,35 +32,23 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+import shoal_documents
+from shoal_documents import node_yaml
 from task_users import Scratch, reachable_by_others, task_python
 
 from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
 from shoal.executors.wrapper import PID_FILE
 
-CLUSTER = """\
-apiVersion: shoal/v1
-kind: Node
-metadata: {name: local, labels: {gpu-type: fake}}
-spec:
-  capacity: {cpu: 4, memory: 8Gi, gpu: 2}
-"""
+CLUSTER = node_yaml()
 
 
 def job_yaml(name: str, code: str, replicas: int = 1, gpu: int = 0, cpu: str = "1",
              memory: str = "1Gi") -> str:
-    return f"""\
-apiVersion: shoal/v1
-kind: Job
-metadata: {{name: {name}}}
-spec:
-  schedulerName: shoal
-  taskGroups:
-    - name: worker
-      replicas: {replicas}
-      resources: {{cpu: {cpu}, memory: {memory}, gpu: {gpu}}}
-      command: [{task_python()!r}, -c, {code!r}]
-"""
+    """A gang whose tasks run `python -c code` (`task_python()`), in the default queue."""
+    return shoal_documents.job_yaml(name, queue=None, replicas=replicas, gpu=gpu, cpu=cpu,
+                                    memory=memory,
+                                    command=f"[{task_python()!r}, -c, {code!r}]")
 
 
 @dataclass
@@ -130,6 +118,15 @@ def kill_leftover_tasks(data: Path) -> None:
             continue
 
 
+def stop_all(servers: list[Server], data: Path) -> None:
+    """Stop every server (whatever stopping the others does), then kill every task process
+    they left behind in their data directory `data`."""
+    for server in servers:
+        with contextlib.suppress(Exception):  # keep cleaning up the others
+            stop(server)
+    kill_leftover_tasks(data)
+
+
 @dataclass
 class Servers:
     """Starts `shoal up` on one data directory (a restart reuses it); `close` stops every
@@ -155,10 +152,7 @@ class Servers:
         return server
 
     def close(self) -> None:
-        for server in self.started:
-            with contextlib.suppress(Exception):  # keep cleaning up the others
-                stop(server)
-        kill_leftover_tasks(self.tmp / "data")
+        stop_all(self.started, self.tmp / "data")
         self.scratch.close()
 
 

@@ -1,5 +1,5 @@
 """Builders shared by the REST API tests: the test client wrapper `Api` (over the app with a
-`store_scheduler.StoreScheduler`), and `job_yaml`."""
+`store_scheduler.StoreScheduler`), and `job_yaml` (`shoal_documents`'s)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
+from shoal_documents import job_yaml
 from store_scheduler import StoreScheduler
 
 from shoal.store import Repository
+
+__all__ = ["Api", "StoreScheduler", "job_yaml"]
 
 
 @dataclass
@@ -41,23 +44,3 @@ class Api:
         if key is not None:
             headers["Idempotency-Key"] = key
         return self.request("POST", "/api/v1/jobs", who, content=text, headers=headers)
-
-
-def job_yaml(name: str = "train", *, queue: str = "default", replicas: int = 2, gpu: int = 1,
-             cpu: str = "2", extra_spec: str = "", extra_group: str = "",
-             user: str | None = None) -> str:
-    user_line = f"\n  user: {user}" if user else ""
-    return f"""\
-apiVersion: shoal/v1
-kind: Job
-metadata:
-  name: {name}{user_line}
-spec:
-  schedulerName: shoal
-  queue: {queue}{extra_spec}
-  taskGroups:
-    - name: worker
-      replicas: {replicas}
-      resources: {{cpu: "{cpu}", memory: 4Gi, gpu: {gpu}}}
-      command: [python, train.py]{extra_group}
-"""
