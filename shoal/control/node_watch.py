@@ -100,8 +100,9 @@ def node_changes(known: Mapping[str, Known], reported: Sequence[NodeHealth]
                  ) -> list[NodeChange]:
     """What the engine's report changes of the nodes the loop knows (pure). A node the
     loop does not know is taken only when the engine says what it offers and that it is
-    ready; a known node absent from the report is not ready only when the report is a live
-    inventory's (it lists every node with what it offers): a declared node needs no report."""
+    ready, and what a known node offers changes only while it is ready; a known node
+    absent from the report is not ready only when the report is a live inventory's (it
+    lists every node with what it offers): a declared node needs no report."""
     changes: list[NodeChange] = []
     listed: set[str] = set()
     live = False
@@ -116,7 +117,9 @@ def node_changes(known: Mapping[str, Known], reported: Sequence[NodeHealth]
                 changes.append(NodeChange(ChangeKind.JOINED, Known(health.node)))
             continue
         node = was.node
-        if health.node is not None and _offer(health.node) != _offer(node):
+        # A node that is not ready keeps the offer it had: the tasks it still holds until
+        # they are lost keep their GPUs (Ray reports a dead node with no resources left).
+        if health.ready and health.node is not None and _offer(health.node) != _offer(node):
             node = replace(health.node, name=node.name, schedulable=node.schedulable)
         now = Known(node, condition)
         if now == was:

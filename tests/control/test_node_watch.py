@@ -68,6 +68,16 @@ def test_a_node_goes_not_ready_comes_back_and_changes() -> None:
     assert (grown.kind, grown.now) == (ChangeKind.CHANGED, Known(bigger))
 
 
+def test_a_dead_node_keeps_what_it_offered_while_its_tasks_hold_it() -> None:
+    # Ray lists a dead node with no resources left; its tasks still hold their GPUs there
+    # until they are lost, so the model must keep them.
+    emptied = replace(GPU, capacity=Resources.of(cpu=0, memory=0))
+    dead = NodeHealth("gpu-1", ready=False, reason="dead", node=emptied)
+    (change,) = node_changes(known(CPU, GPU), (ready(CPU), dead))
+    assert change.kind is ChangeKind.NOT_READY
+    assert change.now.node == GPU
+
+
 def test_a_declared_cordon_survives_what_the_engine_reports() -> None:
     cordoned = replace(GPU, schedulable=False)
     assert node_changes(known(cordoned), (ready(GPU),)) == []
