@@ -318,8 +318,9 @@ def _admin_token(repository: Repository, data_dir: Path) -> Path:
 def _log_source(executor: Executor) -> LogSource:
     """The server's log reader: the executor's `read_log`, whatever engine runs the task."""
 
-    def read(ref: TaskRef, stream: str, offset: int, limit: int) -> bytes:
+    def read(ref: TaskRef, stream: str, offset: int, limit: int) -> tuple[int, bytes]:
         which: LogStream = "stderr" if stream == "stderr" else "stdout"
-        return executor.read_log(ref.job, ref.group, ref.index, which, offset, limit).data
+        chunk = executor.read_log(ref.job, ref.group, ref.index, which, offset, limit)
+        return chunk.offset, chunk.data
 
     return read

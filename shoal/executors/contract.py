@@ -55,7 +55,10 @@ recorded outcome, or LOST).
 **Logs** of a task (its stdout and stderr, all attempts appended) are read as bytes from an
 offset, at most `limit` of them (`read_log`): an engine whose tasks run elsewhere fetches
 them from wherever the task ran, and a read of a log that does not exist yet is empty.
-Followers poll `read_log` with growing offsets, so a read must be cheap.
+Followers poll `read_log` with growing offsets, so a read must be cheap, and a byte's offset
+never changes. An engine that lost some of a log's bytes (the Ray engine, a dead node's)
+skips them: the chunk's `offset` is then where its bytes start, after the one asked, and a
+reader goes on from its `next_offset`.
 
 **Files.** `root` is a directory of the control plane's machine, private to the server
 (0700), where the engine keeps what a restart needs and the control loop its own records

@@ -8,6 +8,7 @@ plane needs to find its processes again:
     <root>/tasks/<job>/<group>-<index>/attempt-<n>/launch.json   claim + what was launched
                                                   /pid.json      wrapper pid + start time
                                                   /status.json   exit code or signal
+                                                  /log-start.json where its output starts
     <root>/logs/<job>/<group>-<index>.out|.err                  stdout / stderr (appended)
 
 Every task runs under `wrapper.py` in its own session, so the wrapper's pid is the process
@@ -84,6 +85,10 @@ WRAPPER = Path(__file__).with_name("wrapper.py")
 LAUNCH_FILE = "launch.json"
 RELAUNCH_FILE = "relaunch.json"
 """The second, last claim of an attempt whose first claimant never started it."""
+LOG_START_FILE = "log-start.json"
+"""The sizes of the task's stdout and stderr logs just before the attempt's process starts:
+where its output begins in them (an engine that runs a task's attempts on several nodes
+reassembles its log from these, `shoal.executors.ray_logs`)."""
 DEFAULT_GRACE_PERIOD = 30.0
 #: How long `stop` waits for the group to vanish after SIGKILL before giving up (a process in
 #: uninterruptible sleep cannot be killed any faster; the caller must not block forever).
@@ -318,6 +323,13 @@ class LocalExecutor:
         env, cwd = task_env(spec, base), spec.working_dir
         options: list[str] = []
         try:
+            # Durable before the process starts: nothing of this attempt is in the logs yet,
+            # so what follows these sizes is its output (and later attempts'). A relaunch
+            # keeps the first claimant's record: had that one started a wrapper after all,
+            # its output would come after the first sizes, not the second.
+            if not (task_dir / LOG_START_FILE).exists():
+                write_json_atomic(task_dir / LOG_START_FILE,
+                                  {"stdout": _size(out_path), "stderr": _size(err_path)})
             identity = self._accounts.identity(spec.user)
             if identity is not None:
                 env, cwd, options = self._as_user(spec, identity, base, env)
@@ -558,6 +570,13 @@ def _release(task: RunningTask) -> None:
     does it before recording the outcome; this covers a wrapper that died first)."""
     if task.cgroups:
         drain_cgroups(list(task.cgroups), time.monotonic() + KILL_WAIT)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _alive(pid: int) -> bool:

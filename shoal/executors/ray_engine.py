@@ -51,8 +51,10 @@ placed on, ends its actors and forgets its placements.
 the grace period ran out, escalated by polling — the actor keeps the deadline, so every
 instance that polls the attempt escalates it.
 
-**Logs** (all attempts of a task appended, per node) are read on the node of the task's
-latest attempt, by a short pinned task.
+**Logs** of a task are all its attempts' output, in attempt order, whichever nodes ran
+them, at offsets that never change (a follower goes on across a move to another node):
+`shoal.executors.ray_logs` reassembles them from each node's log, by short pinned tasks.
+A node that dies takes its bytes with it, not their offsets.
 
 **Nodes** are Ray's, live (`shoal.executors.ray_nodes` reads them): alive nodes are ready,
 drained and dead ones are listed not ready with the reason, each with its address (rank 0's
@@ -73,6 +75,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +88,7 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 import ray
 from ray.exceptions import (
     GetTimeoutError,
+    NodeDiedError,
     RayActorError,
     RayError,
     RayTaskError,
@@ -94,7 +98,6 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from shoal.executors import ray_nodes
 from shoal.executors.contract import (
-    MAX_LOG_READ,
     LogChunk,
     LogStream,
     NodeHealth,
@@ -108,6 +111,7 @@ from shoal.executors.local import (
     job_file_paths,
     stop_by_polling,
 )
+from shoal.executors.ray_logs import GONE, LATE, Answer, TaskLogs
 from shoal.executors.ray_nodes import inventory
 from shoal.executors.ray_worker import LOST_ACTOR, RemoteOnNode, RemoteTaskActor
 from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
@@ -176,6 +180,7 @@ class RayExecutor:
         self._unplaceable: set[str] = set()
         # Polls asked and not answered yet: attempt → (its answer, asked of its actor).
         self._asked: dict[str, tuple[Any, bool]] = {}
+        self._logs = TaskLogs(self._task_placements, self._ask_nodes)
 
     # ---- nodes ------------------------------------------------------------------------------
 
@@ -218,11 +223,16 @@ class RayExecutor:
         node = data.get("node") if isinstance(data, dict) else None
         return node if isinstance(node, str) else None
 
-    def _latest_placed(self, job: str, group: str, index: int) -> str | None:
+    def _task_placements(self, job: str, group: str, index: int
+                         ) -> tuple[list[tuple[int, str]], Path]:
+        """The task's placed attempts in order, each with its node, and the directory of
+        its placements (where `ray_logs` keeps what it measured of their logs)."""
         directory = self.root / "placements" / job / f"{group}-{index}"
-        attempts = [int(p.stem.removeprefix("attempt-")) for p in directory.glob("attempt-*.json")
-                    if p.stem.removeprefix("attempt-").isdigit()]
-        return self._placed(job, group, index, max(attempts)) if attempts else None
+        attempts = sorted(int(p.stem.removeprefix("attempt-"))
+                          for p in directory.glob("attempt-*.json")
+                          if p.stem.removeprefix("attempt-").isdigit())
+        placed = [(a, self._placed(job, group, index, a)) for a in attempts]
+        return [(a, node) for a, node in placed if node is not None], directory
 
     def _run_on(self, node: str | None, op: str, *args: Any, timeout: float = CALL_TIMEOUT
                 ) -> Any:
@@ -237,6 +247,36 @@ class RayExecutor:
         except RayError as exc:
             self._forget_node(node or "", exc)
             raise _NodeGoneError(node) from exc
+
+    def _ask_nodes(self, calls: Mapping[str, tuple[str, tuple[Any, ...]]]
+                   ) -> dict[str, Answer]:
+        """Run one op on each node named, at once (short pinned tasks), for `ray_logs`: its
+        answer, GONE when the node is (not alive, or Ray can no longer place anything on
+        it), LATE when it did not answer in CALL_TIMEOUT or failed otherwise (nothing is
+        concluded from that: a node that is merely slow must not lose its bytes)."""
+        answers: dict[str, Answer] = {}
+        refs: dict[str, Any] = {}
+        for node, (op, args) in calls.items():
+            try:
+                refs[node] = self._submit_on(node, op, *args)
+            except _NodeGoneError:
+                answers[node] = GONE
+        if refs:
+            ray.wait(list(refs.values()), num_returns=len(refs), timeout=CALL_TIMEOUT)
+        for node, ref in refs.items():
+            try:
+                answers[node] = ray.get(ref, timeout=0)
+            except GetTimeoutError:
+                answers[node] = LATE
+                with contextlib.suppress(RayError):
+                    ray.cancel(ref, force=True)
+            except (TaskUnschedulableError, NodeDiedError) as exc:
+                self._forget_node(node, exc)
+                answers[node] = GONE
+            except RayError as exc:
+                log.warning("node %s: reading a log failed: %s", node, exc)
+                answers[node] = LATE
+        return answers
 
     def _forget_node(self, node: str, error: RayError) -> None:
         """A call pinned to `node` failed: ask Ray for its id again next time; one that Ray
@@ -456,15 +496,11 @@ class RayExecutor:
 
     def read_log(self, job: str, group: str, index: int, stream: LogStream, offset: int,
                  limit: int) -> LogChunk:
-        """At most `limit` (and `MAX_LOG_READ`) bytes of a task's log, read on the node of
-        its latest attempt (a short pinned task); empty when there is none."""
-        node = self._latest_placed(job, group, index)
-        try:
-            chunk: LogChunk = self._run_on(node, "read_log", job, group, index, stream,
-                                           offset, max(0, min(limit, MAX_LOG_READ)))
-        except (_NodeGoneError, GetTimeoutError):
-            return LogChunk(b"", offset)
-        return chunk
+        """At most `limit` (and `MAX_LOG_READ`) bytes of a task's log, all its attempts in
+        order across the nodes that ran them (`ray_logs`); empty when there is none. Bytes
+        lost with a dead node are skipped: the chunk's `offset` then says where its bytes
+        start."""
+        return self._logs.read(job, group, index, stream, offset, limit)
 
     def job_file(self, kind: str, job: str, user: str | None) -> Path:
         """Where every task of `job` reads a job file, the same path on every node: as the

@@ -20,7 +20,7 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 import ray
 
-from shoal.executors import cgroups
+from shoal.executors import cgroups, ray_logs
 from shoal.executors.contract import RecordedAttempt
 from shoal.executors.local import DEFAULT_GRACE_PERIOD, Isolation, LocalExecutor, replace_file
 from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase, TaskStatus
@@ -129,7 +129,7 @@ RemoteTaskActor: Any = ray.remote(num_cpus=0, max_restarts=0)(TaskActor)
 
 def on_node(node_root: str, isolation: Isolation | None, op: str, *args: Any) -> Any:
     """What a short Ray task pinned to a node does there, with no actor: look at an
-    attempt's files (adopt, poll), read a log, forget a job."""
+    attempt's files (adopt, poll), measure or read a task's log (`ray_logs`), forget a job."""
     local = node_executor(node_root, isolation)
     if op == "adopt":
         return local.adopt(args[0])
@@ -138,8 +138,10 @@ def on_node(node_root: str, isolation: Isolation | None, op: str, *args: Any) ->
         if handle is None:
             return LOST_ACTOR
         return local.poll(handle)
-    if op == "read_log":
-        return local.read_log(*args)
+    if op == "log_layout":
+        return ray_logs.layout(local, *args)
+    if op == "read_segment":
+        return ray_logs.read_segment(local, *args)
     if op == "forget":
         local.forget_job(args[0])
         return None

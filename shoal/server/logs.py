@@ -41,9 +41,11 @@ from shoal.server.auth import Authenticator, check_owner
 from shoal.server.errors import ApiError, responses
 from shoal.store import Repository, User
 
-#: A task's log: (task, "stdout" | "stderr", offset, limit) → at most `limit` bytes from
-#: `offset`, empty when there are none (yet).
-LogSource = Callable[[TaskRef, str, int, int], bytes]
+#: A task's log: (task, "stdout" | "stderr", offset, limit) → (where the bytes start, at
+#: most `limit` bytes), empty when there are none (yet). They start at `offset`, or later
+#: when the source skipped bytes it lost (a dead node's, on the Ray engine): a reader goes
+#: on from the start + their length, so every later byte keeps its offset.
+LogSource = Callable[[TaskRef, str, int, int], tuple[int, bytes]]
 
 #: How often a followed log is checked for more output and for a client that left (seconds).
 FOLLOW_POLL = 0.2
@@ -194,11 +196,11 @@ def logs_router(repository: Repository, logs: LogSource | None,
             # Check for the end *before* reading so that output written just before the task
             # ended is still sent.
             done = await ends.ended(ref)
-            chunk = read(ref, stream.value, offset, CHUNK)
+            start, chunk = read(ref, stream.value, offset, CHUNK)
             while chunk:
-                offset += len(chunk)
+                offset = start + len(chunk)
                 yield chunk
-                chunk = read(ref, stream.value, offset, CHUNK)
+                start, chunk = read(ref, stream.value, offset, CHUNK)
             if done or await request.is_disconnected():
                 return
             await anyio.sleep(FOLLOW_POLL)
@@ -236,8 +238,8 @@ def logs_router(repository: Repository, logs: LogSource | None,
             follows.take(user.name)
             return _FollowResponse(follow(request, logs, ref, stream, offset), headers,
                                    lambda: follows.give_back(user.name))
-        content = logs(ref, stream.value, offset, limit)
-        headers[NEXT_OFFSET_HEADER] = str(offset + len(content))
+        start, content = logs(ref, stream.value, offset, limit)
+        headers[NEXT_OFFSET_HEADER] = str(start + len(content))
         return Response(content, media_type="text/plain", headers=headers)
 
     return router
@@ -246,9 +248,9 @@ def logs_router(repository: Repository, logs: LogSource | None,
 def file_logs(paths: Callable[[TaskRef], tuple[Path, Path]]) -> LogSource:
     """A `LogSource` over local files: `paths` says where a task's (stdout, stderr) are."""
 
-    def read(ref: TaskRef, stream: str, offset: int, limit: int) -> bytes:
+    def read(ref: TaskRef, stream: str, offset: int, limit: int) -> tuple[int, bytes]:
         out, err = paths(ref)
-        return _read(out if stream == Stream.STDOUT.value else err, offset, limit)
+        return offset, _read(out if stream == Stream.STDOUT.value else err, offset, limit)
 
     return read
 

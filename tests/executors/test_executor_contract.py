@@ -8,6 +8,7 @@ on a condition (a state reached, a line written); deadlines are only safety nets
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import subprocess
@@ -245,6 +246,40 @@ def test_logs_are_read_from_an_offset(engine: Engine, root: Path) -> None:
     assert read("job1", "worker", 0, "stdout", 8, 1 << 20).data == b""
     assert read("job1", "worker", 0, "stderr", 0, 1 << 20).data == b"oops\n"
     assert read("job1", "worker", 5, "stdout", 0, 1 << 20).data == b""  # no such log yet
+
+
+def _follow(executor: Executor, limit: int) -> list[tuple[int, bytes]]:
+    """What a follower reads from offset 0, `limit` bytes at a time: (offset, bytes) each."""
+    chunks: list[tuple[int, bytes]] = []
+    offset = 0
+    while (chunk := executor.read_log("job1", "worker", 0, "stdout", offset, limit)).data:
+        chunks.append((chunk.offset, chunk.data))
+        offset = chunk.next_offset
+    return chunks
+
+
+def test_a_task_log_holds_every_attempt_in_order_wherever_it_ran(engine: Engine,
+                                                                  root: Path) -> None:
+    executor = engine.start(root)
+    a, b = engine.nodes[0], engine.nodes[1]
+    # A retry goes to another node and back (its node died, a gang restart).
+    for attempt, (node, word) in enumerate([(a, "one"), (b, "two"), (a, "three")]):
+        task = executor.launch(spec(f"print({word!r})", attempt=attempt, node=node))
+        assert wait_exit(executor, task, DEADLINE).exit_code == 0
+    whole = b"one\ntwo\nthree\n"
+    assert b"".join(data for _, data in _follow(executor, 1 << 20)) == whole
+    for offset in range(len(whole) + 1):  # a read from anywhere: where it says, no gap
+        chunk = executor.read_log("job1", "worker", 0, "stdout", offset, 1 << 20)
+        assert chunk.offset == offset
+        assert whole[offset:].startswith(chunk.data) and (chunk.data or offset == len(whole))
+    for limit in (1, 2, 5):  # a follower with small reads gets every byte at its offset
+        chunks = _follow(executor, limit)
+        assert all(len(data) <= limit for _, data in chunks)
+        assert [o for o, _ in chunks] == list(
+            itertools.accumulate((len(d) for _, d in chunks[:-1]), initial=0))
+        assert b"".join(data for _, data in chunks) == whole
+    # A restarted engine reads the same bytes at the same offsets.
+    assert _follow(engine.start(root), 3) == _follow(executor, 3)
 
 
 def test_a_forgotten_job_starts_from_scratch(engine: Engine, root: Path) -> None:
