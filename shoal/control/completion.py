@@ -25,7 +25,11 @@ Pure functions of a job as stored (its policy, its tasks' states and retry count
   `minFailed`), the job succeeds: FrameworkController's rule for a finished attempt.
 - An elastic job's surplus tasks that are not running (never grown into, or given up) are
   not waited for: the job has ended when every other task has. A job that trained at four
-  of its eight allowed workers succeeds when those four have.
+  of its eight allowed workers succeeds when those four have. A surplus task retried in
+  place is PENDING again, so no longer waited for either (`after_retry`): once its rank 0
+  — its guaranteed part — has succeeded, the job's training is over, and a retry of its
+  surplus (which the elastic action no longer grows into: the job is finishing) does not
+  keep it alive.
 
 Failure is checked before success, so a state that meets both (only reachable by editing
 the store by hand) fails. The functions read no clock and do no I/O; the control loop
@@ -108,6 +112,24 @@ def on_failure(job: Job, ref: TaskRef, how: str, *, lost: str | None = None) -> 
     states = task_states(job)
     states[ref] = TaskState.FAILED
     return judge(job, states, f"task {ref} failed: {how}")
+
+
+def after_retry(job: Job, ref: TaskRef) -> Decision:
+    """What the job decides once task `ref` of `job` (as stored before the retry was
+    recorded) is retried in place (`Verdict.RETRY_TASK`): NOTHING, but for an elastic job's
+    surplus task, which is PENDING again and so no longer waited for (`judge`). Its retry
+    may then be what ends the job: every other task had ended (rank 0 succeeded while this
+    one still ran), and the retried task is stopped with the job, never placed."""
+    elastic = job.elastic
+    if elastic is None or not elastic.is_surplus(ref.group, ref.index):
+        return NOTHING
+    states = task_states(job)
+    states[ref] = TaskState.PENDING
+    decision = judge(job, states)
+    if decision.verdict is Verdict.NOTHING:
+        return decision
+    return Decision(decision.verdict, f"{decision.cause}; surplus task {ref}, retried, "
+                                      "is not waited for")
 
 
 def judge(job: Job, states: Mapping[TaskRef, TaskState] | None = None,

@@ -541,6 +541,8 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
             self.repository.retry_task(failed, decision.cause)
             log.info("task %s: %s", ref, decision.cause)
             self._requeue(ref)
+            # An elastic job's retried surplus task is not waited for: it may end the job.
+            self._apply(ref.job, completion.after_retry(job, ref))
         elif decision.verdict is Verdict.NOTHING:
             self.repository.transition_task(ref, TaskState.FAILED, cause, exit_code=code)
             self._finish_task(ref)

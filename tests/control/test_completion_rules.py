@@ -20,7 +20,14 @@ from shoal.api import (
     TaskRef,
     TaskState,
 )
-from shoal.control.completion import Verdict, judge, on_failure, restarts_whole, task_states
+from shoal.control.completion import (
+    Verdict,
+    after_retry,
+    judge,
+    on_failure,
+    restarts_whole,
+    task_states,
+)
 
 S, F, R, P, C = (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.RUNNING,
                  TaskState.PENDING, TaskState.CANCELLED)
@@ -254,3 +261,23 @@ def test_an_elastic_job_does_not_wait_for_surplus_it_never_ran() -> None:
     grown = replace(job([S, S, R, P]), elastic=Elasticity("worker", 2, 4))
     assert judge(grown).verdict is Verdict.NOTHING
     assert on_failure(grown, TaskRef("j", "worker", 2), "exit code 1").verdict is Verdict.FAIL
+
+
+def test_an_elastic_surplus_task_retried_after_its_minimum_succeeded_is_not_waited_for() -> None:
+    """Rank 0 (the minimum of 1) succeeded while surplus worker 1 ran; worker 1 fails and
+    is retried in place: PENDING surplus is not waited for, so its retry ends the job."""
+    one = TaskRef("j", "worker", 1)
+    ran = replace(job([S, R], task_retry_count=1), elastic=Elasticity("worker", 1, 2))
+    assert on_failure(ran, one, "exit code 1").verdict is Verdict.RETRY_TASK
+    decision = after_retry(ran, one)
+    assert decision.verdict is Verdict.SUCCEED
+    assert decision.cause == ("every task ended: 1 succeeded, 0 failed (below minFailed 1); "
+                              "surplus task j/worker/1, retried, is not waited for")
+    # While a guaranteed task still runs, the job goes on (and may grow into it again).
+    going = replace(job([R, R], task_retry_count=1), elastic=Elasticity("worker", 1, 2))
+    assert after_retry(going, one).verdict is Verdict.NOTHING
+    # A retried guaranteed task is waited for; so is every task of a rigid job.
+    assert after_retry(replace(job([R, S], task_retry_count=1),
+                               elastic=Elasticity("worker", 1, 2)), REF0).verdict \
+        is Verdict.NOTHING
+    assert after_retry(job([S, R], task_retry_count=1), one).verdict is Verdict.NOTHING

@@ -15,7 +15,9 @@ wait, new attempts after an eviction, a restart mid-eviction and a job at its mi
 run locally only, since on Ray they would repeat those paths at the price of many more
 actors (one per attempt, seconds each on a busy machine): a job ending while its surplus
 stops (the preemptor's test already polls RELEASING tasks to their exit on Ray) and a gang
-evicted whole (stops and second attempts, as in the preemptor's test). Every wait is on a
+evicted whole (stops and second attempts, as in the preemptor's test). A surplus task retried
+after rank 0 succeeded does not keep the job alive (local only: it is the loop's decision,
+not the engine's). Every wait is on a
 condition (a task's file written, a state stored); the time stamps compared are the tasks'
 own, taken on this one machine."""
 
@@ -28,7 +30,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from control_support import BOTH_ENGINES, PY, finished, job, state_of, step_until
+from control_support import (
+    BOTH_ENGINES,
+    PY,
+    finished,
+    job,
+    launch_code,
+    launches,
+    state_of,
+    step_until,
+)
 
 from shoal.api import (
     Elasticity,
@@ -272,3 +283,37 @@ def test_without_the_elastic_action_a_job_runs_at_its_minimum(
     assert seen == [[("RANK", "0"), ("WORLD_SIZE", "2")], [("RANK", "1"), ("WORLD_SIZE", "2")]]
     assert task_states(plane, "stretchy") == [TaskState.SUCCEEDED, TaskState.SUCCEEDED,
                                               TaskState.CANCELLED, TaskState.CANCELLED]
+
+
+def test_a_surplus_task_retried_after_rank_0_succeeded_ends_the_job(
+        plane: ControlPlane, tmp_path: Path) -> None:
+    """Rank 0 — the job's minimum — succeeds while its grown surplus task still runs; that
+    task then exits 1 and is retried in place (`taskRetryCount` 1). The retry is PENDING
+    surplus, which is not waited for, and the job is finishing, so nothing would ever place
+    it: the job succeeds at once, the retry is cancelled and never launched. (The loop used
+    to judge a job only when a task ended for good: it stayed RUNNING for ever.)"""
+    go = tmp_path / "go"
+    body = ("if rank == 0:\n"
+            "    while launches(1) < 1: time.sleep(0.05)\n"
+            "    sys.exit(0)\n"
+            f"while not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+            "sys.exit(1)")
+    stretchy = replace(job("stretchy", launch_code(tmp_path, body), replicas=2,
+                           task_retry_count=1), elastic=Elasticity("worker", 1, 2))
+    plane.submit(stretchy)
+    step_until(plane, lambda: task_states(plane, "stretchy")
+               == [TaskState.SUCCEEDED, TaskState.RUNNING], 30.0)
+    go.touch()
+    step_until(plane, finished(plane, "stretchy"), 30.0)
+    assert state_of(plane, "stretchy") is JobState.SUCCEEDED
+    assert task_states(plane, "stretchy") == [TaskState.SUCCEEDED, TaskState.CANCELLED]
+    assert (launches(tmp_path, 0), launches(tmp_path, 1)) == (1, 1)
+    stored = plane.repository.get_job("stretchy")
+    assert stored is not None and [t.retries for t in stored.tasks] == [0, 1]
+    causes = [e.cause for e in plane.repository.job_events("stretchy")]
+    assert "retry 1/1 after exit code 1" in causes
+    assert any(c.endswith("surplus task stretchy/worker/1, retried, is not waited for")
+               for c in causes), causes
+    assert not plane._tasks
+    assert "stretchy" not in plane.model.jobs
+    assert plane.model.quota.root.usage.cpu == 0
