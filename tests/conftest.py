@@ -78,6 +78,19 @@ def _as_user() -> tuple[list[str], pwd.struct_passwd | None]:
                 "runuser/setpriv to start PostgreSQL as")
 
 
+#: The umask the test run started with. An in-process `shoal up` (CliRunner) sets the
+#: server's own (0o077) for the rest of the process; later tests must not inherit it.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+@pytest.fixture(autouse=True)
+def _process_umask() -> Iterator[None]:
+    os.umask(_UMASK)
+    yield
+    os.umask(_UMASK)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")

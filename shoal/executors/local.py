@@ -237,6 +237,7 @@ class LocalExecutor:
         assert identity is not None
         jobs = work_root / ".jobs"
         jobs.mkdir(mode=0o711, exist_ok=True)
+        jobs.chmod(0o711)  # `shoal up`'s umask (0o077) would leave it closed to the tasks
         directory = jobs / job
         directory.mkdir(mode=0o750, exist_ok=True)
         os.chown(directory, os.geteuid(), identity.gid, follow_symlinks=False)

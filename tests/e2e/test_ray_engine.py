@@ -23,6 +23,7 @@ Ray worker process takes seconds to start.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -60,10 +61,14 @@ def task_torch_python() -> str:
     python = TASK_TORCH_ENV / "bin" / "python"
     if not python.exists() or subprocess.run([str(python), "-c", "import torch.distributed"],
                                              capture_output=True, check=False).returncode:
-        subprocess.run([task_python(), "-m", "venv", "--clear", str(TASK_TORCH_ENV)],
-                       check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "torch==2.13.0"],
-                       check=True)
+        readable = os.umask(0o022)  # the task users run it: whatever the run's umask is
+        try:
+            subprocess.run([task_python(), "-m", "venv", "--clear", str(TASK_TORCH_ENV)],
+                           check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "--quiet", "torch==2.13.0"],
+                           check=True)
+        finally:
+            os.umask(readable)
     return str(python)
 
 

@@ -486,7 +486,8 @@ def test_forgetting_a_job_removes_its_working_directories(isolated: Isolated) ->
 def test_a_jobs_shared_file_is_readable_by_its_tasks_only(isolated: Isolated) -> None:
     """Where the control plane puts a job's membership file (on Ray: on the nodes): alice's
     tasks read it, bob's cannot, and the directory is the server's (no link of a task's is
-    followed)."""
+    followed). Written under `shoal up`'s own umask (0o077), which must not close it."""
+    os.umask(0o077)  # the autouse `_process_umask` fixture restores the run's own
     executor = isolated(Policy(Mode.PER_USER))
     path = executor.write_job_file("membership", "elastic", "alice", b'{"worldSize": 2}\n')
     assert path == executor.job_file("membership", "elastic", "alice")
