@@ -41,7 +41,7 @@ from shoal.api import Node, PriorityClass, VirtualCluster
 from shoal.executors.contract import Executor, NodeHealth
 from shoal.scheduler.actions.enqueue import AdmissionCheck
 from shoal.scheduler.profile import Profile
-from shoal.store.nodes import READY, NodeCondition
+from shoal.store.nodes import NodeCondition, NodeRecord
 from shoal.store.repository import Repository
 
 log = logging.getLogger(__name__)
@@ -63,24 +63,9 @@ class ChangeKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Known:
-    """A node as the control loop knows it: what it offers and how its engine reported it."""
-
-    node: Node
-    condition: NodeCondition = READY
-
-    @property
-    def schedulable(self) -> Node:
-        """The node as the scheduler model takes it: unschedulable while not ready."""
-        if self.condition.ready or not self.node.schedulable:
-            return self.node
-        return replace(self.node, schedulable=False)
-
-
-@dataclass(frozen=True, slots=True)
 class NodeChange:
     kind: ChangeKind
-    now: Known
+    now: NodeRecord
     """The node as it is after the change."""
 
     @property
@@ -96,7 +81,7 @@ class NodeChange:
         return f"node {self.name}: {self.kind.value}{why}"
 
 
-def node_changes(known: Mapping[str, Known], reported: Sequence[NodeHealth]
+def node_changes(known: Mapping[str, NodeRecord], reported: Sequence[NodeHealth]
                  ) -> list[NodeChange]:
     """What the engine's report changes of the nodes the loop knows (pure). A node the
     loop does not know is taken only when the engine says what it offers and that it is
@@ -114,14 +99,14 @@ def node_changes(known: Mapping[str, Known], reported: Sequence[NodeHealth]
             False, health.reason or "not ready")
         if was is None:
             if health.ready and health.node is not None:
-                changes.append(NodeChange(ChangeKind.JOINED, Known(health.node)))
+                changes.append(NodeChange(ChangeKind.JOINED, NodeRecord(health.node)))
             continue
         node = was.node
         # A node that is not ready keeps the offer it had: the tasks it still holds until
         # they are lost keep their GPUs (Ray reports a dead node with no resources left).
         if health.ready and health.node is not None and _offer(health.node) != _offer(node):
             node = replace(health.node, name=node.name, schedulable=node.schedulable)
-        now = Known(node, condition)
+        now = NodeRecord(node, condition)
         if now == was:
             continue
         if condition.ready != was.condition.ready:
@@ -133,7 +118,7 @@ def node_changes(known: Mapping[str, Known], reported: Sequence[NodeHealth]
         for name, was in known.items():
             if name not in listed and was.condition.ready:
                 changes.append(NodeChange(ChangeKind.NOT_READY,
-                                          Known(was.node, NodeCondition(False, GONE))))
+                                          NodeRecord(was.node, NodeCondition(False, GONE))))
     return changes
 
 
@@ -147,7 +132,7 @@ class NodeWatch:
     thread). Starts from the nodes the control plane was given, all ready."""
 
     def __init__(self, nodes: Sequence[Node], interval: float = NODE_CHECK_INTERVAL) -> None:
-        self.known: dict[str, Known] = {n.name: Known(n) for n in nodes}
+        self.known: dict[str, NodeRecord] = {n.name: NodeRecord(n) for n in nodes}
         """Read on the loop's thread only."""
         self._declared = tuple(nodes)
         self.interval = interval

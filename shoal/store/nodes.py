@@ -12,7 +12,7 @@ never the condition.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -45,6 +45,13 @@ class NodeRecord:
 
     node: Node
     condition: NodeCondition = READY
+
+    @property
+    def schedulable(self) -> Node:
+        """The node as the scheduler model takes it: unschedulable while not ready."""
+        if self.condition.ready or not self.node.schedulable:
+            return self.node
+        return replace(self.node, schedulable=False)
 
     @property
     def phase(self) -> NodePhase:

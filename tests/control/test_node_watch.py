@@ -15,7 +15,7 @@ from control_support import DEADLINE, finished, job, state_of, step_until
 
 from shoal.api import JobState, Node, NodePhase, PendingKind, Resources
 from shoal.control import ControlPlane
-from shoal.control.node_watch import GONE, ChangeKind, Known, NodeWatch, node_changes
+from shoal.control.node_watch import GONE, ChangeKind, NodeWatch, node_changes
 from shoal.executors.contract import NodeHealth
 from shoal.executors.local import LocalExecutor
 from shoal.scheduler.profile import Profile
@@ -30,8 +30,8 @@ def ready(node: Node) -> NodeHealth:
     return NodeHealth(node.name, ready=True, address="10.0.0.1", node=node)
 
 
-def known(*nodes: Node) -> dict[str, Known]:
-    return {n.name: Known(n) for n in nodes}
+def known(*nodes: Node) -> dict[str, NodeRecord]:
+    return {n.name: NodeRecord(n) for n in nodes}
 
 
 # ---- the comparison (pure) -------------------------------------------------------------------
@@ -45,7 +45,7 @@ def test_a_declared_inventory_that_says_nothing_new_changes_nothing() -> None:
 
 def test_a_ready_node_that_says_what_it_offers_joins() -> None:
     (change,) = node_changes(known(CPU), (ready(CPU), ready(GPU)))
-    assert (change.kind, change.now) == (ChangeKind.JOINED, Known(GPU))
+    assert (change.kind, change.now) == (ChangeKind.JOINED, NodeRecord(GPU))
     # A node the loop never knew is not taken while it is not ready, nor without an offer.
     assert node_changes(known(CPU), (ready(CPU), replace(ready(GPU), ready=False))) == []
     assert node_changes(known(CPU), (ready(CPU), NodeHealth("gpu-1", ready=True))) == []
@@ -55,17 +55,17 @@ def test_a_node_goes_not_ready_comes_back_and_changes() -> None:
     dead = NodeHealth("gpu-1", ready=False, reason="dead: missed heartbeats", node=GPU)
     (change,) = node_changes(known(CPU, GPU), (ready(CPU), dead))
     assert change.kind is ChangeKind.NOT_READY and change.moves_the_model
-    assert change.now == Known(GPU, NodeCondition(False, "dead: missed heartbeats"))
+    assert change.now == NodeRecord(GPU, NodeCondition(False, "dead: missed heartbeats"))
     assert change.now.schedulable == replace(GPU, schedulable=False)
     was = {**known(CPU), "gpu-1": change.now}
     # A new reason only: the store's record changes, the model does not.
     (again,) = node_changes(was, (ready(CPU), replace(dead, reason="dead: drained")))
     assert again.kind is ChangeKind.REASON and not again.moves_the_model
     (back,) = node_changes(was, (ready(CPU), ready(GPU)))
-    assert (back.kind, back.now) == (ChangeKind.READY, Known(GPU))
+    assert (back.kind, back.now) == (ChangeKind.READY, NodeRecord(GPU))
     bigger = replace(GPU, capacity=Resources.of(cpu=4000, memory=4096, gpu=4))
     (grown,) = node_changes(known(CPU, GPU), (ready(CPU), ready(bigger)))
-    assert (grown.kind, grown.now) == (ChangeKind.CHANGED, Known(bigger))
+    assert (grown.kind, grown.now) == (ChangeKind.CHANGED, NodeRecord(bigger))
 
 
 def test_a_dead_node_keeps_what_it_offered_while_its_tasks_hold_it() -> None:
