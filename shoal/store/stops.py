@@ -76,11 +76,7 @@ class Stops:
         counted. Its next bind is a new attempt, so no launch of the old one is repeated."""
         with self.store.sessions.begin() as s:
             row = self._task_row(s, failed.ref)
-            self._move_task(s, row, failed.ref, TaskState.FAILED, failed.cause)
-            if failed.exit_code is not None:
-                row.exit_code = failed.exit_code
-            self._move_task(s, row, failed.ref, TaskState.PENDING, cause)
-            row.retries = (row.retries or 0) + 1
+            self._retried(s, row, failed, cause)
 
     def stop_job(self, name: str, target: JobState, cause: str, *,
                  failed: FailedTask | None = None) -> Job:
@@ -92,20 +88,9 @@ class Stops:
         with self.store.sessions.begin() as s:
             row = self._job_row(s, name, lock=True)
             if failed is not None:
-                task = self._task_in(row, failed.ref)
-                self._move_task(s, task, failed.ref, TaskState.FAILED, failed.cause)
-                if failed.exit_code is not None:
-                    task.exit_code = failed.exit_code
-            holding = False
-            for task in row.tasks:
-                ref = TaskRef(name, task.group_name, task.task_index)
-                state = TaskState(task.state)
-                if state is TaskState.PENDING and target is not JobState.PENDING:
-                    self._move_task(s, task, ref, TaskState.CANCELLED, cause)
-                elif state in (TaskState.BOUND, TaskState.RUNNING):
-                    self._move_task(s, task, ref, TaskState.RELEASING, cause)
-                holding = holding or state.holds_resources
-            if holding:
+                self._failed(s, self._task_in(row, failed.ref), failed)
+            if self._release_holders(s, row, cause,
+                                     cancel_pending=target is not JobState.PENDING):
                 row.stopping, row.stop_cause = target.value, cause
                 s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_STOPPING,
                                target_state=target.value, cause=cause))
@@ -124,21 +109,8 @@ class Stops:
         Returns the job as stored now."""
         with self.store.sessions.begin() as s:
             row = self._job_row(s, failed.ref.job, lock=True)
-            lost = self._task_in(row, failed.ref)
-            self._move_task(s, lost, failed.ref, TaskState.FAILED, failed.cause)
-            if failed.exit_code is not None:
-                lost.exit_code = failed.exit_code
-            self._move_task(s, lost, failed.ref, TaskState.PENDING, cause)
-            lost.retries = (lost.retries or 0) + 1
-            holding = False
-            for task in row.tasks:
-                state = TaskState(task.state)
-                if state in (TaskState.BOUND, TaskState.RUNNING):
-                    self._move_task(s, task, TaskRef(row.name, task.group_name,
-                                                     task.task_index),
-                                    TaskState.RELEASING, cause)
-                holding = holding or state.holds_resources
-            if holding:
+            self._retried(s, self._task_in(row, failed.ref), failed, cause)
+            if self._release_holders(s, row, cause, cancel_pending=False):
                 row.stopping, row.stop_cause = RESTARTING_GANG, cause
                 s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_STOPPING,
                                target_state=JobState.PENDING.value, cause=cause))
@@ -146,6 +118,33 @@ class Stops:
                 self._complete_gang_restart(s, row, cause)
             s.flush()
             return convert.job_from_row(row)
+
+    def _failed(self, s: Session, task: TaskRow, failed: FailedTask) -> None:
+        """Record `failed` FAILED, with its exit code when it had one."""
+        self._move_task(s, task, failed.ref, TaskState.FAILED, failed.cause)
+        if failed.exit_code is not None:
+            task.exit_code = failed.exit_code
+
+    def _retried(self, s: Session, task: TaskRow, failed: FailedTask, cause: str) -> None:
+        """Record `failed` FAILED, then PENDING with `cause`, one more retry counted."""
+        self._failed(s, task, failed)
+        self._move_task(s, task, failed.ref, TaskState.PENDING, cause)
+        task.retries = (task.retries or 0) + 1
+
+    def _release_holders(self, s: Session, row: JobRow, cause: str, *,
+                         cancel_pending: bool) -> bool:
+        """Move the job's BOUND and RUNNING tasks to RELEASING (and its PENDING ones to
+        CANCELLED when `cancel_pending`); whether any task held resources."""
+        holding = False
+        for task in row.tasks:
+            ref = TaskRef(row.name, task.group_name, task.task_index)
+            state = TaskState(task.state)
+            if state is TaskState.PENDING and cancel_pending:
+                self._move_task(s, task, ref, TaskState.CANCELLED, cause)
+            elif state in (TaskState.BOUND, TaskState.RUNNING):
+                self._move_task(s, task, ref, TaskState.RELEASING, cause)
+            holding = holding or state.holds_resources
+        return holding
 
     def finish_stop(self, name: str) -> Job:
         """Complete the stop under way: the job ends in the state `stop_job` recorded, or is
