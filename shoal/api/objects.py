@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from shoal.api.elastic import Elasticity
 from shoal.api.lifecycle import JobState, TaskState
+from shoal.api.queue_policy import PreemptionPolicy, QueuePreemption, QueueStatus
 from shoal.api.resources import ResourceLimit, Resources, total
 
 #: The node label carrying the GPU model; jobs select it with `nodeSelector: {gpu-type: …}`.
@@ -164,6 +165,12 @@ class TaskGroup:
     policies: Mapping[FailureEvent, FailureAction] = field(default_factory=dict)
     """What a bad end of one of its tasks does, per event, where it differs from
     `DEFAULT_ACTIONS` (Volcano's task `policies`)."""
+    min_available: int | None = None
+    """Tasks of this group that must run for the job to run (Volcano's `minTaskMember`):
+    a master/worker gang needs its master. None: no minimum of its own."""
+    min_count: int | None = None
+    """Partial admission (Kueue's PodSet `minCount`): the group may be admitted with as few
+    as this many replicas when that is all that fits; None: all of them."""
 
     def action_on(self, event: FailureEvent) -> FailureAction:
         return self.policies.get(event, DEFAULT_ACTIONS[event])
@@ -252,6 +259,9 @@ class Job:
     sub_clusters: tuple[VirtualCluster, ...] = ()
     """Virtual clusters its running tasks created inside its own (seed 003's nested
     clusters), in creation order, named `sub_cluster_name(name, child)`; removed with it."""
+    preemptable: bool = True
+    """False: preempt, reclaim and the elastic shrink never take its tasks (`spec.preemptable`,
+    Volcano's `volcano.sh/preemptable` annotation)."""
 
     @property
     def success_threshold(self) -> int:
@@ -349,6 +359,19 @@ class VirtualCluster:
     reservation: tuple[VirtualNodePlacement, ...] | None = None
     """Where its fixed-size nodes are carved, in group then node order; None while they are
     not (status, written by the scheduler, never by a user)."""
+    state: QueueStatus = QueueStatus.OPEN
+    """Closed: it admits nothing new; what runs in it runs on (Volcano's queue state)."""
+    priority: int = 0
+    """Orders sibling virtual clusters before their share does: higher first (Volcano's
+    queue `priority`)."""
+    preemption: QueuePreemption = field(default_factory=QueuePreemption)
+    """Whom its jobs may preempt and reclaim from (Kueue's ClusterQueue `preemption`)."""
+    borrowing_limit: ResourceLimit = field(default_factory=ResourceLimit)
+    """At most this much above its guarantee, per resource (Kueue's `borrowingLimit`);
+    dimensions not named are unlimited."""
+    lending_limit: ResourceLimit = field(default_factory=ResourceLimit)
+    """At most this much of its unused guarantee lent to others, per resource (Kueue's
+    `lendingLimit`); dimensions not named may all be lent."""
 
     @property
     def virtual_node_specs(self) -> tuple[FixedSizeNode, ...]:
@@ -378,6 +401,8 @@ class PriorityClass:
     value: int
     description: str = ""
     global_default: bool = False
+    preemption_policy: PreemptionPolicy = PreemptionPolicy.PREEMPT_LOWER_PRIORITY
+    """Never: its jobs never evict others to start (Kubernetes' `preemptionPolicy`)."""
 
 
 #: Seed 002's levels, always defined. A cluster may add more or redefine their values.

@@ -62,6 +62,8 @@ class TaskGroupOut(_Out):
     task_retry_count: int = Field(alias="taskRetryCount")
     completion: CompletionOut | None = None
     policies: list[FailurePolicyOut] = Field(default_factory=list)
+    min_available: int | None = Field(default=None, alias="minAvailable")
+    min_count: int | None = Field(default=None, alias="minCount")
 
 
 class JobMetadataOut(_Out):
@@ -108,6 +110,7 @@ class JobSpecOut(_Out):
     task_groups: list[TaskGroupOut] = Field(alias="taskGroups")
     virtual_cluster: JobVirtualClusterOut | None = Field(default=None, alias="virtualCluster")
     elastic: ElasticOut | None = None
+    preemptable: bool = True
 
 
 class TaskOut(_Out):
@@ -293,7 +296,8 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                            task_retry_count=g.task_retry_count,
                            completion=_completion(g.min_succeeded, None),
                            policies=[FailurePolicyOut(event=e.value, action=a.value)
-                                     for e, a in g.policies.items()])
+                                     for e, a in g.policies.items()],
+                           min_available=g.min_available, min_count=g.min_count)
               for g in job.groups]
     return JobOut(
         metadata=_metadata(job),
@@ -305,7 +309,7 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                         completion=_completion(job.min_succeeded, job.min_failed),
                         job_retry_count=job.job_retry_count, task_groups=groups,
                         virtual_cluster=_job_vc_out(job.virtual_cluster),
-                        elastic=_elastic_out(job)),
+                        elastic=_elastic_out(job), preemptable=job.preemptable),
         status=_status(summary, reason, events))
 
 
@@ -395,6 +399,18 @@ class VirtualClusterStatusOut(_Out):
                     "its fixed-size nodes.")
 
 
+class BorrowWithinParentOut(_Out):
+    policy: str = "Never"
+    max_priority_threshold: int | None = Field(default=None, alias="maxPriorityThreshold")
+
+
+class QueuePreemptionOut(_Out):
+    within_queue: str = Field(default="LowerPriority", alias="withinQueue")
+    reclaim_within_parent: str = Field(default="Any", alias="reclaimWithinParent")
+    borrow_within_parent: BorrowWithinParentOut = Field(
+        default_factory=BorrowWithinParentOut, alias="borrowWithinParent")
+
+
 class VirtualClusterOut(_Out):
     name: str
     parent: str
@@ -411,6 +427,15 @@ class VirtualClusterOut(_Out):
     flexible_idle_timeout: float = Field(
         default=0.0, alias="flexibleIdleTimeout",
         description="Seconds its idle flexible resources on a node stay its own.")
+    state: str = Field(default="Open", description="Open, or Closed: it admits nothing new.")
+    priority: int = 0
+    preemption: QueuePreemptionOut = Field(default_factory=QueuePreemptionOut)
+    borrowing_limit: dict[str, int] = Field(
+        default_factory=dict, alias="borrowingLimit",
+        description="In canonical units; a dimension not named is unlimited.")
+    lending_limit: dict[str, int] = Field(
+        default_factory=dict, alias="lendingLimit",
+        description="In canonical units; a dimension not named may all be lent.")
     status: VirtualClusterStatusOut | None = None
 
 
@@ -419,6 +444,7 @@ class PriorityClassOut(_Out):
     value: int
     description: str
     global_default: bool = Field(alias="globalDefault")
+    preemption_policy: str = Field(default="PreemptLowerPriority", alias="preemptionPolicy")
 
 
 def node_out(record: NodeRecord) -> NodeOut:
@@ -470,12 +496,24 @@ def vc_out(vc: VirtualCluster, status: VirtualClusterStatus | None = None
         flexible_resource_max=vc.max.to_dict(), fixed_size_nodes=_fixed_out(vc),
         guaranteed=_quantities(vc.guaranteed), weight=vc.weight,
         queueing_policy=vc.queueing.value, flexible_idle_timeout=vc.idle_timeout,
+        state=vc.state.value, priority=vc.priority, preemption=_preemption_out(vc),
+        borrowing_limit=vc.borrowing_limit.to_dict(), lending_limit=vc.lending_limit.to_dict(),
         status=None if status is None else vc_status_out(status))
+
+
+def _preemption_out(vc: VirtualCluster) -> QueuePreemptionOut:
+    borrow = vc.preemption.borrow_within_parent
+    return QueuePreemptionOut(
+        within_queue=vc.preemption.within_queue.value,
+        reclaim_within_parent=vc.preemption.reclaim_within_parent.value,
+        borrow_within_parent=BorrowWithinParentOut(
+            policy=borrow.policy.value, max_priority_threshold=borrow.max_priority_threshold))
 
 
 def priority_class_out(pc: PriorityClass) -> PriorityClassOut:
     return PriorityClassOut(name=pc.name, value=pc.value, description=pc.description,
-                            global_default=pc.global_default)
+                            global_default=pc.global_default,
+                            preemption_policy=pc.preemption_policy.value)
 
 
 # ---- users --------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from shoal.spec.documents import (
 )
 from shoal.spec.elastic import elasticity
 from shoal.spec.errors import DocRef, IssueLog, join_path
+from shoal.spec.queue_fields import group_minimums, preemptable, queue_settings
 
 _SCHEDULERS = {
     None: SchedulerName.DEFAULT,
@@ -165,13 +166,19 @@ def virtual_cluster(log: IssueLog, doc: DocRef,
                                   "max", spec.max)
     found = _flexible_and_fixed(log, doc, (min_path, min_given), (max_path, max_given),
                                 "spec.fixedSizeNodes", spec.fixed_size_nodes)
+    settings = queue_settings(log, doc, spec, None if found is None else found[0],
+                              lambda path, value: limit(log, doc, path, value))
     if found is None:
         return None
     minimum, maximum, groups = found
     return VirtualCluster(name=model.metadata.name, parent=spec.parent, min=minimum,
                           max=maximum, weight=spec.weight, queueing=spec.queueing_policy,
                           fixed_size_nodes=groups,
-                          idle_timeout=float(spec.flexible_idle_timeout))
+                          idle_timeout=float(spec.flexible_idle_timeout),
+                          state=settings.state, priority=settings.priority,
+                          preemption=settings.preemption,
+                          borrowing_limit=settings.borrowing_limit,
+                          lending_limit=settings.lending_limit)
 
 
 def job_virtual_cluster(log: IssueLog, doc: DocRef, model: JobDocument
@@ -253,7 +260,8 @@ def fixed_size_nodes(log: IssueLog, doc: DocRef, at: str, specs: list[FixedSizeN
 
 def priority_class(model: PriorityClassDocument) -> PriorityClass:
     return PriorityClass(name=model.metadata.name, value=model.value,
-                         description=model.description, global_default=model.global_default)
+                         description=model.description, global_default=model.global_default,
+                         preemption_policy=model.preemption_policy)
 
 
 # ---- Job ----------------------------------------------------------------------------------
@@ -279,7 +287,8 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
             command=tuple(g.command),
             env=dict(g.env), node_selector=dict(g.node_selector), working_dir=g.working_dir,
             task_retry_count=g.task_retry_count, min_succeeded=group_min,
-            policies=_policies(log, doc, f"{path}.policies", g)))
+            policies=_policies(log, doc, f"{path}.policies", g),
+            min_available=g.min_available, min_count=g.min_count))
     min_resources = (None if spec.min_resources is None
                      else resources(log, doc, "spec.minResources", spec.min_resources))
     scheduler = _SCHEDULERS[spec.scheduler_name]
@@ -303,6 +312,8 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
     tasks = _tasks(log, doc, model)
     elastic, protect_for = elasticity(log, doc, model, groups)
     _check_gang_restarts(log, doc, model, scheduler, elastic is not None)
+    group_minimums(log, doc, model, scheduler is SchedulerName.SHOAL,
+                   None if elastic is None else elastic.group)
     meta = model.metadata
     running = sum(1 for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))
     job = Job(
@@ -314,7 +325,7 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
         min_failed=None if completion is None else completion.min_failed,
         job_retry_count=spec.job_retry_count, tasks=tasks,
         virtual_cluster=job_virtual_cluster(log, doc, model), elastic=elastic,
-        protect_for=protect_for)
+        protect_for=protect_for, preemptable=preemptable(log, doc, model))
     # Running means the gang minimum is bound or running (JobState.RUNNING); a task that is
     # releasing is on its way out and does not count.
     return job if running < job.gang_minimum or running == 0 else \

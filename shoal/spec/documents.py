@@ -26,6 +26,13 @@ from pydantic.fields import ComputedFieldInfo, FieldInfo
 
 from shoal.api import PlacementPolicy, QueueingPolicy
 from shoal.api.lifecycle import TaskState
+from shoal.api.queue_policy import (
+    BorrowPolicy,
+    PreemptionPolicy,
+    QueueStatus,
+    ReclaimWithinParent,
+    WithinQueue,
+)
 from shoal.spec.errors import quote
 
 API_VERSION = "shoal/v1"
@@ -177,6 +184,30 @@ class ClusterResourcesSpec(_Model):
                     "Default 0: at once.")
 
 
+class BorrowWithinParentSpec(_Model):
+    policy: BorrowPolicy = Field(
+        default=BorrowPolicy.NEVER,
+        description="LowerPriority: a job that must borrow to start may preempt lower-"
+                    "priority jobs of other virtual clusters under the same parent.")
+    max_priority_threshold: Int64 | None = Field(
+        default=None, ge=INT64_MIN, alias="maxPriorityThreshold",
+        description="Only jobs of at most this priority may be preempted so; absent: any "
+                    "lower priority.")
+
+
+class QueuePreemptionSpec(_Model):
+    within_queue: WithinQueue = Field(
+        default=WithinQueue.LOWER_PRIORITY, alias="withinQueue",
+        description="Never, LowerPriority (default) or LowerOrNewerEqualPriority: whom a "
+                    "waiting job may preempt in its own virtual cluster.")
+    reclaim_within_parent: ReclaimWithinParent = Field(
+        default=ReclaimWithinParent.ANY, alias="reclaimWithinParent",
+        description="Never, LowerPriority or Any (default): whom a job owed its guarantee "
+                    "may take it back from.")
+    borrow_within_parent: BorrowWithinParentSpec = Field(
+        default_factory=BorrowWithinParentSpec, alias="borrowWithinParent")
+
+
 class VirtualClusterSpec(ClusterResourcesSpec):
     """Seed 003's virtual cluster, plus Shoal's parent, weight and queueing. `min` and `max`
     are the older names of the flexible fields."""
@@ -188,6 +219,26 @@ class VirtualClusterSpec(ClusterResourcesSpec):
     weight: Int64 = Field(default=1, ge=1, description="Fair-share weight among siblings.")
     queueing_policy: QueueingPolicy = Field(
         default=QueueingPolicy.PRIORITY, alias="queueingPolicy")
+    state: QueueStatus = Field(
+        default=QueueStatus.OPEN,
+        description="Open, or Closed: it admits nothing new while its running jobs run on "
+                    "(Volcano's queue state).")
+    priority: Int64 = Field(
+        default=0, ge=INT64_MIN,
+        description="Sibling virtual clusters are served highest priority first, before "
+                    "their share is compared (Volcano's queue priority).")
+    preemption: QueuePreemptionSpec = Field(
+        default_factory=QueuePreemptionSpec,
+        description="Whom its jobs may preempt and reclaim from (Kueue's ClusterQueue "
+                    "preemption).")
+    borrowing_limit: Quantities | None = Field(
+        default=None, alias="borrowingLimit",
+        description="At most this much above its guarantee, per resource (Kueue's "
+                    "borrowingLimit); dimensions not named are unlimited.")
+    lending_limit: Quantities | None = Field(
+        default=None, alias="lendingLimit",
+        description="At most this much of its unused guarantee is lent to others, per "
+                    "resource (Kueue's lendingLimit); at most the guarantee.")
 
 
 class VirtualClusterDocument(_Model):
@@ -211,6 +262,10 @@ class PriorityClassDocument(_Model):
     metadata: PriorityClassMetadata
     value: Int64 = Field(ge=INT64_MIN, description="Higher values are served first.")
     global_default: StrictBool = Field(default=False, alias="globalDefault")
+    preemption_policy: PreemptionPolicy = Field(
+        default=PreemptionPolicy.PREEMPT_LOWER_PRIORITY, alias="preemptionPolicy",
+        description="PreemptLowerPriority (default), or Never: its jobs never evict others "
+                    "to start.")
     description: StrictStr = ""
 
 
@@ -268,6 +323,14 @@ class TaskGroupSpec(_Model):
         default_factory=list, max_length=2,
         description="What a task's bad end does, per event, where it differs from the "
                     "default (at most one per event).")
+    min_available: Int64 | None = Field(
+        default=None, ge=1, alias="minAvailable",
+        description="Tasks of this group the gang needs to run at all (Volcano's "
+                    "minTaskMember); only with schedulerName shoal or volcano.")
+    min_count: Int64 | None = Field(
+        default=None, ge=1, alias="minCount",
+        description="Partial admission (Kueue's minCount): the group may start with as few "
+                    "as this many replicas when that is all that fits; the rest never run.")
 
 
 class CompletionSpec(_Model):
@@ -341,6 +404,10 @@ class JobSpec(_Model):
     elastic: ElasticSpec | None = Field(
         default=None, description="An elastic job (seed 001): one task group scaled in "
                                   "steps between its min and max replicas.")
+    preemptable: StrictBool | None = Field(
+        default=None,
+        description="false: preempt, reclaim and the elastic shrink never take its tasks "
+                    "(Volcano's volcano.sh/preemptable annotation). Default true.")
 
 
 class TaskStatus(_Model):

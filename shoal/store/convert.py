@@ -32,6 +32,15 @@ from shoal.api import (
 )
 from shoal.api.elastic import Elasticity, ScaleStep
 from shoal.api.objects import job_virtual_cluster
+from shoal.api.queue_policy import (
+    BorrowPolicy,
+    BorrowWithinParent,
+    PreemptionPolicy,
+    QueuePreemption,
+    QueueStatus,
+    ReclaimWithinParent,
+    WithinQueue,
+)
 from shoal.api.resources import CPU, GPU, MEMORY
 from shoal.store.models import JobRow, NodeRow, PriorityClassRow, TaskRow, VirtualClusterRow
 
@@ -58,6 +67,8 @@ def group_to_dict(group: TaskGroup) -> dict[str, Any]:
         "task_retry_count": group.task_retry_count,
         "min_succeeded": group.min_succeeded,
         "policies": {event.value: action.value for event, action in group.policies.items()},
+        "min_available": group.min_available,
+        "min_count": group.min_count,
     }
 
 
@@ -71,7 +82,8 @@ def group_from_dict(data: Mapping[str, Any]) -> TaskGroup:
         task_retry_count=int(data.get("task_retry_count") or 0),
         min_succeeded=data.get("min_succeeded"),
         policies={FailureEvent(e): FailureAction(a)
-                  for e, a in (data.get("policies") or {}).items()})
+                  for e, a in (data.get("policies") or {}).items()},
+        min_available=data.get("min_available"), min_count=data.get("min_count"))
 
 
 def job_spec(job: Job) -> dict[str, Any]:
@@ -93,6 +105,7 @@ def job_spec(job: Job) -> dict[str, Any]:
         "job_retry_count": job.job_retry_count,
         "elastic": elastic_to_json(job.elastic),
         "protect_for": job.protect_for,
+        "preemptable": job.preemptable,
     }
 
 
@@ -130,6 +143,7 @@ def row_spec(row: JobRow) -> dict[str, Any]:
         "job_retry_count": row.job_retry_count,
         "elastic": row.elastic,
         "protect_for": row.protect_for or 0.0,
+        "preemptable": row.preemptable is not False,
     }
 
 
@@ -148,6 +162,7 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "job_retry_count": job.job_retry_count, "retries": job.retries,
         "virtual_cluster": job_vc_to_json(job.virtual_cluster, job.sub_clusters),
         "elastic": elastic_to_json(job.elastic), "protect_for": job.protect_for,
+        "preemptable": job.preemptable,
         "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
@@ -218,7 +233,8 @@ def job_from_row(row: JobRow, *, with_tasks: bool = True) -> Job:
         tasks=tuple(task_from_row(row.name, t) for t in row.tasks) if with_tasks else (),
         virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster),
         sub_clusters=sub_clusters_from_json(row.virtual_cluster),
-        elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0)
+        elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0,
+        preemptable=row.preemptable is not False)
 
 
 def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:
@@ -246,6 +262,9 @@ def vc_to_row(vc: VirtualCluster, row: VirtualClusterRow | None = None) -> Virtu
     row.weight = vc.weight
     row.queueing = vc.queueing.value
     row.idle_timeout = vc.idle_timeout
+    row.state = vc.state.value
+    row.priority = vc.priority
+    row.queue_policy = queue_policy_to_json(vc)
     groups = fixed_groups_to_json(vc.fixed_size_nodes)
     if groups != row.fixed_size_nodes or vc.reservation is not None:
         # New fixed-size nodes are carved anew; the same ones keep their carving.
@@ -287,7 +306,40 @@ def vc_from_row(row: VirtualClusterRow) -> VirtualCluster:
                           weight=row.weight, queueing=QueueingPolicy(row.queueing),
                           fixed_size_nodes=fixed_groups_from_json(row.fixed_size_nodes),
                           idle_timeout=row.idle_timeout or 0.0,
-                          reservation=reservation_from_json(row.reservation))
+                          reservation=reservation_from_json(row.reservation),
+                          state=QueueStatus(row.state or QueueStatus.OPEN.value),
+                          priority=row.priority or 0,
+                          **queue_policy_from_json(row.queue_policy))
+
+
+def queue_policy_to_json(vc: VirtualCluster) -> dict[str, Any] | None:
+    """A virtual cluster's preemption policies and limits; None when all are defaults."""
+    defaults = VirtualCluster(vc.name)
+    if (vc.preemption, vc.borrowing_limit, vc.lending_limit) == (
+            defaults.preemption, defaults.borrowing_limit, defaults.lending_limit):
+        return None
+    borrow = vc.preemption.borrow_within_parent
+    return {"withinQueue": vc.preemption.within_queue.value,
+            "reclaimWithinParent": vc.preemption.reclaim_within_parent.value,
+            "borrowWithinParent": {"policy": borrow.policy.value,
+                                   "maxPriorityThreshold": borrow.max_priority_threshold},
+            "borrowingLimit": vc.borrowing_limit.to_dict(),
+            "lendingLimit": vc.lending_limit.to_dict()}
+
+
+def queue_policy_from_json(data: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`VirtualCluster` keyword arguments from `queue_policy_to_json`'s output."""
+    if data is None:
+        return {}
+    borrow = data["borrowWithinParent"]
+    threshold = borrow.get("maxPriorityThreshold")
+    return {"preemption": QueuePreemption(
+                WithinQueue(data["withinQueue"]),
+                ReclaimWithinParent(data["reclaimWithinParent"]),
+                BorrowWithinParent(BorrowPolicy(borrow["policy"]),
+                                   None if threshold is None else int(threshold))),
+            "borrowing_limit": _limit(data["borrowingLimit"]),
+            "lending_limit": _limit(data["lendingLimit"])}
 
 
 def priority_class_to_row(pc: PriorityClass, row: PriorityClassRow | None = None
@@ -296,9 +348,12 @@ def priority_class_to_row(pc: PriorityClass, row: PriorityClassRow | None = None
     row.value = pc.value
     row.description = pc.description
     row.global_default = pc.global_default
+    row.preemption_policy = pc.preemption_policy.value
     return row
 
 
 def priority_class_from_row(row: PriorityClassRow) -> PriorityClass:
     return PriorityClass(name=row.name, value=row.value, description=row.description,
-                         global_default=row.global_default)
+                         global_default=row.global_default,
+                         preemption_policy=PreemptionPolicy(
+                             row.preemption_policy or PreemptionPolicy.PREEMPT_LOWER_PRIORITY))

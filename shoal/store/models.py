@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Double,
     ForeignKey,
@@ -82,6 +83,8 @@ class JobRow(Base):
     elastic: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     """Its elasticity (`convert.elastic_to_json`); NULL: a rigid job."""
     protect_for: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
+    preemptable: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    """False: never preempted, reclaimed nor shrunk for others (`spec.preemptable`)."""
     stopping: Mapped[str | None] = mapped_column(String(32))
     """While the job's tasks are being stopped: the job state it gets once they all have
     (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""
@@ -181,6 +184,11 @@ class VirtualClusterRow(Base):
     created: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
     idle_timeout: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
     """`flexibleIdleTimeout`, seconds."""
+    state: Mapped[str] = mapped_column(String(16), default="Open", server_default="Open")
+    priority: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    queue_policy: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    """Its preemption policies and borrowing/lending limits (`convert.queue_policy_to_json`);
+    NULL: the defaults."""
 
 
 class PriorityClassRow(Base):
@@ -190,6 +198,8 @@ class PriorityClassRow(Base):
     value: Mapped[int] = mapped_column(Integer)
     description: Mapped[str] = mapped_column(Text)
     global_default: Mapped[bool] = mapped_column(Boolean)
+    preemption_policy: Mapped[str] = mapped_column(
+        String(32), default="PreemptLowerPriority", server_default="PreemptLowerPriority")
 
 
 class UserRow(Base):

@@ -21,6 +21,15 @@ from shoal.api import (
     VirtualCluster,
     VirtualNodePlacement,
 )
+from shoal.api.queue_policy import (
+    BorrowPolicy,
+    BorrowWithinParent,
+    PreemptionPolicy,
+    QueuePreemption,
+    QueueStatus,
+    ReclaimWithinParent,
+    WithinQueue,
+)
 from shoal.store import AlreadyExistsError, NotFoundError, Repository, User, hash_token
 from shoal.store.models import TokenRow
 
@@ -116,3 +125,23 @@ def test_users_and_tokens(repo: Repository) -> None:
     with pytest.raises(NotFoundError):
         repo.issue_token("nobody")
     assert repo.get_user("root") == root
+
+
+def test_queue_fields_round_trip(repo: Repository) -> None:
+    """Issue 16's queue fields: state, priority, preemption policies, limits; a cluster with
+    the defaults stores none of them and reads them back as the defaults."""
+    policies = VirtualCluster(
+        "team", min=Resources.of(gpu=8), state=QueueStatus.CLOSED, priority=-5,
+        preemption=QueuePreemption(WithinQueue.LOWER_OR_NEWER_EQUAL_PRIORITY,
+                                   ReclaimWithinParent.LOWER_PRIORITY,
+                                   BorrowWithinParent(BorrowPolicy.LOWER_PRIORITY, 100)),
+        borrowing_limit=ResourceLimit.of({"gpu": 4}), lending_limit=ResourceLimit.of({"gpu": 2}))
+    plain = VirtualCluster("plain")
+    repo.put_virtual_cluster(policies)
+    repo.put_virtual_cluster(plain)
+    assert repo.list_virtual_clusters() == [policies, plain]
+    repo.put_virtual_cluster(replace(policies, state=QueueStatus.OPEN))
+    assert repo.list_virtual_clusters()[0].state is QueueStatus.OPEN
+    never = PriorityClass("batch", 5, preemption_policy=PreemptionPolicy.NEVER)
+    repo.put_priority_class(never)
+    assert never in repo.list_priority_classes()

@@ -184,3 +184,20 @@ def test_an_elastic_job_round_trips_and_is_part_of_its_spec(repo: Repository) ->
                     replace(job, protect_for=0.0), replace(job, elastic=None)):
         with pytest.raises(IdempotencyConflict):
             repo.submit_job(changed, idempotency_key="k")
+
+
+def test_queue_fields_of_a_job_round_trip_and_are_part_of_its_spec(repo: Repository) -> None:
+    base = make_job("pinned")
+    master, worker = base.groups
+    job = replace(base, preemptable=False,
+                  groups=(replace(master, min_available=1),
+                          replace(worker, min_count=1)))
+    stored, _ = repo.submit_job(job, idempotency_key="k")
+    got = repo.get_job("pinned")
+    assert got is not None and got == replace(stored, tasks=got.tasks)
+    assert (got.preemptable, got.groups[0].min_available, got.groups[1].min_count) == (
+        False, 1, 1)
+    assert repo.submit_job(job, idempotency_key="k")[1] is False
+    for changed in (replace(job, preemptable=True), replace(job, groups=base.groups)):
+        with pytest.raises(IdempotencyConflict):
+            repo.submit_job(changed, idempotency_key="k")

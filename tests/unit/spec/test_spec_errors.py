@@ -79,11 +79,11 @@ def test_min_available_below_one_and_unknown_scheduler() -> None:
     ("{name: train-a}", "{name: train-a, namespace: x}", "metadata.namespace",
      "annotations, creationTimestamp, name, user"),
     ("spec:\n", "spec:\n  replicas: 3\n", "spec.replicas",
-     "completion, elastic, jobRetryCount, minAvailable, minResources, priorityClassName, "
-     "queue, schedulerName, taskGroups, virtualCluster"),
+     "completion, elastic, jobRetryCount, minAvailable, minResources, preemptable, "
+     "priorityClassName, queue, schedulerName, taskGroups, virtualCluster"),
     ("replicas: 4\n", "replicas: 4\n      image: pytorch\n", "spec.taskGroups[0].image",
-     "command, completion, env, name, nodeSelector, policies, replicas, resources, "
-     "taskRetryCount, workingDir"),
+     "command, completion, env, minAvailable, minCount, name, nodeSelector, policies, "
+     "replicas, resources, taskRetryCount, workingDir"),
 ])
 def test_unknown_field(before: str, after: str, path: str, allowed: str) -> None:
     field = path.rsplit(".", 1)[-1]
