@@ -144,22 +144,23 @@ def nodes_table(nodes: Sequence[NodeView]) -> Table:
 
 
 def virtual_clusters_table(vcs: Sequence[VirtualClusterView]) -> Table:
-    table = _table(None, "NAME", "PARENT", "FLEXIBLE MIN", "FLEXIBLE MAX", "FIXED NODES",
-                   "GUARANTEED", "WEIGHT", "POLICY")
+    table = _table(None, "NAME", "PARENT", "STATE", "PRIORITY", "FLEXIBLE MIN",
+                   "FLEXIBLE MAX", "FIXED NODES", "GUARANTEED", "WEIGHT", "POLICY")
     for vc in vcs:
         limits = ", ".join(f"{k}={v}" for k, v in vc.max.items()) or "unlimited"
         fixed = "; ".join(f"{len(g.get('nodes', []))} {g.get('schedulingPolicy', '')}"
                           for g in vc.fixed_size_nodes) or "-"
         if vc.fixed_size_nodes and vc.status is not None:
             fixed += " (reserved)" if vc.status.reservation == "reserved" else " (queued)"
-        table.add_row(vc.name, vc.parent, _quantities(vc.min), limits, fixed,
+        table.add_row(vc.name, vc.parent, vc.state, str(vc.priority), _quantities(vc.min),
+                      limits, fixed,
                       _quantities(vc.guaranteed), str(vc.weight), vc.queueing_policy)
     return table
 
 
 def priority_classes_table(pcs: Sequence[PriorityClassView]) -> Table:
-    table = _table(None, "NAME", "VALUE", "DEFAULT", "DESCRIPTION")
+    table = _table(None, "NAME", "VALUE", "DEFAULT", "PREEMPTION", "DESCRIPTION")
     for pc in pcs:
         table.add_row(pc.name, str(pc.value), "yes" if pc.global_default else "",
-                      pc.description)
+                      pc.preemption_policy, pc.description)
     return table

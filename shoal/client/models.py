@@ -283,6 +283,9 @@ class VirtualClusterView:
     max: dict[str, int]
     weight: int
     queueing_policy: str
+    state: str = "Open"
+    """Open, or Closed: it admits nothing new."""
+    priority: int = 0
     guaranteed: Quantities = field(default_factory=dict)
     fixed_size_nodes: list[Json] = field(default_factory=list)
     status: VirtualClusterStatusView | None = None
@@ -295,6 +298,7 @@ class VirtualClusterView:
                    min=dict(data.get("flexibleResourceMin") or {}),
                    max=dict(data.get("flexibleResourceMax") or {}),
                    weight=int(data["weight"]), queueing_policy=str(data["queueingPolicy"]),
+                   state=str(data.get("state", "Open")), priority=int(data.get("priority", 0)),
                    guaranteed=dict(data.get("guaranteed") or {}),
                    fixed_size_nodes=list(data.get("fixedSizeNodes") or []),
                    status=(None if not data.get("status")
@@ -308,13 +312,16 @@ class PriorityClassView:
     value: int
     description: str
     global_default: bool
+    preemption_policy: str = "PreemptLowerPriority"
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def from_json(cls, data: Json) -> PriorityClassView:
         return cls(name=str(data["name"]), value=int(data["value"]),
                    description=str(data.get("description", "")),
-                   global_default=bool(data.get("globalDefault", False)), raw=data)
+                   global_default=bool(data.get("globalDefault", False)),
+                   preemption_policy=str(data.get("preemptionPolicy", "PreemptLowerPriority")),
+                   raw=data)
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,11 @@ def test_create_virtual_clusters_is_for_admins(api: Api) -> None:
     with pytest.raises(ShoalApiError) as again:
         api.client("root").create_virtual_clusters(spec)
     assert (again.value.status, again.value.path) == (409, "metadata.name")
+    closed = spec.replace("team-b", "team-c").replace("weight: 2", "state: Closed, priority: 3")
+    [made] = api.client("root").create_virtual_clusters(closed)
+    assert (made.state, made.priority) == ("Closed", 3)
+    listed = {vc.name: vc for vc in api.client("root").virtual_clusters()}
+    assert (listed["team-b"].state, listed["team-c"].state) == ("Open", "Closed")
 
 
 def test_create_user_then_me_with_their_token(api: Api) -> None:

@@ -67,3 +67,9 @@ def test_vc_list_says_whether_fixed_size_nodes_are_reserved() -> None:
         console.print(virtual_clusters_table([listed("fixedSizeNodes[0]: not now")]))
     text = captured.get()
     assert "2 STRICT_SPREAD (reserved)" in text and "2 STRICT_SPREAD (queued)" in text
+    closed = VirtualClusterView.from_json({**listed("reserved").raw, "state": "Closed",
+                                           "priority": 7})
+    with console.capture() as captured:
+        console.print(virtual_clusters_table([closed]))
+    row = next(line for line in captured.get().splitlines() if line.startswith("pg "))
+    assert row.split()[1:4] == ["root", "Closed", "7"]
