@@ -5,8 +5,12 @@ always the PREEMPTOR's virtual cluster's (its `queue`), as in Kueue, never the v
 - `withinQueue` (the preempt action: victims in the preemptor's own virtual cluster):
   `Never` — none; `LowerPriority` (default) — jobs that rank strictly behind it (priority,
   then the order plugins: Shoal's behaviour before the field existed);
-  `LowerOrNewerEqualPriority` — also jobs of equal priority (`PriorityClass` value)
-  submitted after it (later `(submitted, name)`), whatever the order plugins say of them.
+  `LowerOrNewerEqualPriority` — also jobs that rank level with it, submitted after it
+  (later `(submitted, name)`). Level in the same rank as `LowerPriority`'s "behind": of
+  equal priority in a priority-ordered queue (Kueue's words), and any job in a `fifo`
+  queue, where priority orders nothing — there the oldest job comes first, and may take
+  from a newer one. A victim is never newer than a job it could later take back from, so
+  nothing churns.
 - `reclaimWithinParent` (the reclaim action, for a job *entitled* to its guarantee, i.e.
   one that does not borrow): `Never` — it takes nothing back, it waits; `LowerPriority` —
   only from borrowers of lower priority than its own; `Any` (default) — from any borrower.
@@ -49,16 +53,16 @@ def policy_of(session: Session, job: JobInfo) -> QueuePreemption:
 
 
 def within_queue_victim(policy: QueuePreemption, preemptor: JobInfo, victim: JobInfo,
-                        behind: bool) -> bool:
+                        behind: bool, level: bool) -> bool:
     """Whether `victim`, a job of the preemptor's own virtual cluster, may be preempted for
-    it; `behind`: the victim ranks strictly behind the preemptor (the action's rank)."""
+    it. `behind`: the victim ranks strictly behind the preemptor (the preempt action's rank);
+    `level`: the two rank the same."""
     within = policy.within_queue
     if within is WithinQueue.NEVER:
         return False
     if behind:
         return True
-    return within is WithinQueue.LOWER_OR_NEWER_EQUAL_PRIORITY \
-        and victim.priority == preemptor.priority \
+    return within is WithinQueue.LOWER_OR_NEWER_EQUAL_PRIORITY and level \
         and (victim.job.submitted, victim.name) > (preemptor.job.submitted, preemptor.name)
 
 

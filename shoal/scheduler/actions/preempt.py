@@ -13,8 +13,8 @@ not `Blocked` behind the head of a strictly ordered queue), in job order:
   would put every waiting job ahead of every running one; and the session's final
   tie-breaks (submission, name) are left out too, so equal keys never preempt each other.
 - P's virtual cluster's `withinQueue` changes that (`shoal.scheduler.queue_preemption`):
-  `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs of P's priority submitted
-  after it.
+  `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs that rank level with P and
+  were submitted after it.
 - What a candidate gives up comes in *units* (`shoal.scheduler.victims`): an elastic job's
   surplus one allowed size at a time, then the job whole; never a protected task
   (`protectFor`), never a task a victim-selection plugin keeps. Units are taken in the
@@ -184,10 +184,10 @@ class Preemption:
         rank = self.rank(preemptor)
         units: list[VictimUnit] = []
         for job in self.running(preemptor.queue):
-            behind = self.rank(job) > rank
-            if not behind and not newer_equal_allowed(policy):
-                break  # the list is worst first: no later job ranks behind the preemptor
-            if within_queue_victim(policy, preemptor, job, behind) and \
+            theirs = self.rank(job)
+            if theirs <= rank and not (theirs == rank and newer_equal_allowed(policy)):
+                break  # the list is worst first: no later job ranks behind (or level)
+            if within_queue_victim(policy, preemptor, job, theirs > rank, theirs == rank) and \
                     self.takeable(job, preemptor):
                 units.extend(self.units(job, preemptor))
         return ordered(units, self.rank, self.session.job_order_key, self.session.now)
