@@ -1,11 +1,14 @@
 """Per-queue preemption policies (issue 16; `shoal.scheduler.queue_preemption`): whatever the
 world, every eviction is one the PREEMPTOR's virtual cluster allows.
 
-A random world runs under a profile that lends every guarantee (`lend-only`), so that some
-virtual clusters borrow; then every virtual cluster draws a policy (`withinQueue`,
-`reclaimWithinParent`, `borrowWithinParent` with or without a threshold), and one cycle runs
-under `lend-reclaim` (preempt and reclaim, guarantees lent). For each eviction, the job it
-was taken for (the eviction's reason names it) and the victim must satisfy:
+Worlds are contended on purpose (random worlds seldom evict): `contended` fills a slot
+cluster beyond capacity under `lend-only` (queues borrow others' unused guarantees) and adds
+newcomers leaning to high priorities and to lending queues; `lent` adds newcomers to the
+lending leaf of a `guarantee_cases` world. Each virtual cluster then draws a policy
+(`withinQueue`, `reclaimWithinParent`, `borrowWithinParent` with or without a threshold) and
+one cycle runs under `lend-reclaim` (preempt and reclaim, guarantees lent). For each
+eviction, the job it was taken for (the eviction's reason names it) and the victim must
+satisfy:
 
 - same virtual cluster: `withinQueue` Never — never; LowerPriority — the victim ranks
   strictly behind (lower priority in a priority-ordered queue; nobody in a `fifo` one);
@@ -13,10 +16,14 @@ was taken for (the eviction's reason names it) and the victim must satisfy:
 - another virtual cluster: `reclaimWithinParent` Any, or LowerPriority and the victim of
   lower priority, or `borrowWithinParent` LowerPriority and the victim of lower priority and
   at most the threshold. So a queue whose `reclaimWithinParent` and `borrowWithinParent` are
-  both Never never takes anything from another queue.
+  both Never never takes anything from another queue (and with `withinQueue` Never too,
+  nothing is evicted at all).
 
-The oracle reads the api objects only (priorities from the priority classes, ranks from the
-queueing policy), never the scheduler's working state.
+And a preemptor stays within its own quota: what a job took by evicting queue-mates fits,
+under `borrowWithinParent: Never`, in what its queue may use without borrowing a guarantee.
+
+The oracles read the api objects only (priorities from the priority classes, ranks from the
+queueing policy, headroom from `QuotaOracle`), never the scheduler's working state.
 """
 
 from __future__ import annotations
@@ -44,9 +51,11 @@ from shoal.api.queue_policy import (
     ReclaimWithinParent,
     WithinQueue,
 )
+from shoal.api.resources import total
 from shoal.core.snapshot import PriorityTable
-from shoal.scheduler import run_cycle
+from shoal.scheduler import Profile, run_cycle
 
+from .oracles import QuotaOracle, queue_usage
 from .strategies import (
     SLOT,
     World,
@@ -210,3 +219,47 @@ def test_never_never_evicts(world: World) -> None:
     decisions = run_cycle(world.snapshot(), profile("lend-reclaim"))
     assert not decisions.evictions, "; ".join(
         f"{e.task}: {e.reason}" for e in decisions.evictions)
+
+
+PREEMPT_LENDING = Profile.from_yaml("""
+name: preempt-lending
+description: Guarantees lent to any task (capacity reclaimMode reclaim); preempt, no reclaim.
+actions: "enqueue, allocate, backfill, preempt"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity, arguments: {reclaimMode: reclaim}},
+              {name: placement}]
+""", "preempt-lending")
+
+
+@pytest.mark.slow
+@RULES
+@given(world=contended(), borrow=st.sampled_from(list(BorrowPolicy)))
+def test_a_preemptor_stays_within_its_own_quota(world: World, borrow: BorrowPolicy) -> None:
+    """Only one job waits — the first newcomer, X — among jobs that hold all their tasks,
+    and every queue's `borrowWithinParent` is `borrow`. If X starts by evicting queue-mates
+    under `borrowWithinParent: Never`, what X took must fit in its queue's headroom *as if
+    nothing were lent* (`QuotaOracle`, from the quota tree's docstring), over the usage left
+    once its victims are gone: X runs on no other subtree's unused guarantee."""
+    preemptor = next((j for j in world.jobs if j.name.startswith("new-")), None)
+    if preemptor is None:
+        return
+    settled = [j for j in world.jobs if len(j.tasks) >= j.replicas and
+               all(t.state.holds_resources for t in j.tasks)]
+    world = _with_policies(world.with_jobs([*settled, preemptor]),
+                           [QueuePreemption(borrow_within_parent=BorrowWithinParent(borrow))])
+    decisions = run_cycle(world.snapshot(), PREEMPT_LENDING)
+    if not decisions.evictions or borrow is BorrowPolicy.LOWER_PRIORITY:
+        return
+    jobs = {j.name: j for j in world.jobs}
+    evicted = {e.task for e in decisions.evictions}
+    remaining = [replace(j, tasks=tuple(t for t in j.tasks if t.ref not in evicted))
+                 for j in world.jobs]
+    oracle = QuotaOracle(world.virtual_clusters, capacity(world.nodes, world.jobs),
+                         queue_usage(remaining))
+    took = total(b.resources for b in decisions.binds if b.task.job == preemptor.name)
+    assert all(jobs[e.task.job].queue == preemptor.queue for e in decisions.evictions)
+    assert oracle.admits(preemptor.queue, took), (
+        f"{preemptor.name} evicted {sorted(str(t) for t in evicted)} in {preemptor.queue!r} "
+        f"and took {took}, beyond what its queue may use without borrowing a guarantee: "
+        f"{oracle.headroom(preemptor.queue)}")
