@@ -6,11 +6,11 @@ always the PREEMPTOR's virtual cluster's (its `queue`), as in Kueue, never the v
   `Never` — none; `LowerPriority` (default) — jobs that rank strictly behind it (priority,
   then the order plugins: Shoal's behaviour before the field existed);
   `LowerOrNewerEqualPriority` — also jobs that rank level with it, submitted after it
-  (later `(submitted, name)`). Level in the same rank as `LowerPriority`'s "behind": of
-  equal priority in a priority-ordered queue (Kueue's words), and any job in a `fifo`
-  queue, where priority orders nothing — there the oldest job comes first, and may take
-  from a newer one. A victim is never newer than a job it could later take back from, so
-  nothing churns.
+  (later `(submitted, name)`). "Level" is judged by the same rank as `LowerPriority`'s
+  "behind": equal priority in a priority-ordered queue (Kueue's words), and any job in a
+  `fifo` queue, where priority orders nothing — there the older job comes first and may
+  take from a newer one. Nothing churns: the evicted job is newer than the one that took
+  its place, so it can never take it back.
 - `reclaimWithinParent` (the reclaim action, for a job *entitled* to its guarantee, i.e.
   one that does not borrow): `Never` — it takes nothing back, it waits; `LowerPriority` —
   only from borrowers of lower priority than its own; `Any` (default) — from any borrower.
