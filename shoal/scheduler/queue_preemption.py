@@ -5,12 +5,11 @@ always the PREEMPTOR's virtual cluster's (its `queue`), as in Kueue, never the v
 - `withinQueue` (the preempt action: victims in the preemptor's own virtual cluster):
   `Never` — none; `LowerPriority` (default) — jobs that rank strictly behind it (priority,
   then the order plugins: Shoal's behaviour before the field existed);
-  `LowerOrNewerEqualPriority` — also jobs that rank level with it, submitted after it
-  (later `(submitted, name)`). "Level" is judged by the same rank as `LowerPriority`'s
-  "behind": equal priority in a priority-ordered queue (Kueue's words), and any job in a
-  `fifo` queue, where priority orders nothing — there the older job comes first and may
-  take from a newer one. Nothing churns: the evicted job is newer than the one that took
-  its place, so it can never take it back.
+  `LowerOrNewerEqualPriority` — also jobs of equal priority (Kueue's words) that rank level
+  with it and were submitted after it (later `(submitted, name)`). In a `fifo` queue, where
+  priority orders nothing, every job ranks level: there it takes newer jobs of its own
+  priority, never one of a higher priority. Nothing churns: the evicted job is newer than
+  the one that took its place, so it can never take it back.
 - `reclaimWithinParent` (the reclaim action, for a job *entitled* to its guarantee, i.e.
   one that does not borrow): `Never` — it takes nothing back, it waits; `LowerPriority` —
   only from borrowers of lower priority than its own; `Any` (default) — from any borrower.
@@ -56,13 +55,14 @@ def within_queue_victim(policy: QueuePreemption, preemptor: JobInfo, victim: Job
                         behind: bool, level: bool) -> bool:
     """Whether `victim`, a job of the preemptor's own virtual cluster, may be preempted for
     it. `behind`: the victim ranks strictly behind the preemptor (the preempt action's rank);
-    `level`: the two rank the same."""
+    `level`: the two rank the same (then the priorities must be equal too)."""
     within = policy.within_queue
     if within is WithinQueue.NEVER:
         return False
     if behind:
         return True
     return within is WithinQueue.LOWER_OR_NEWER_EQUAL_PRIORITY and level \
+        and victim.priority == preemptor.priority \
         and (victim.job.submitted, victim.name) > (preemptor.job.submitted, preemptor.name)
 
 

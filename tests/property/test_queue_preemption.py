@@ -12,7 +12,7 @@ satisfy:
 
 - same virtual cluster: `withinQueue` Never — never; LowerPriority — the victim ranks
   strictly behind (lower priority in a priority-ordered queue; nobody in a `fifo` one);
-  LowerOrNewerEqualPriority — that, or level with it and submitted after it;
+  LowerOrNewerEqualPriority — that, or of equal priority and submitted after it;
 - another virtual cluster: `reclaimWithinParent` Any, or LowerPriority and the victim of
   lower priority, or `borrowWithinParent` LowerPriority and the victim of lower priority and
   at most the threshold. So a queue whose `reclaimWithinParent` and `borrowWithinParent` are
@@ -101,7 +101,7 @@ def _allowed(policy: QueuePreemption, queueing: QueueingPolicy, priority: dict[s
     if preemptor.queue == victim.queue:
         ranked = queueing is QueueingPolicy.PRIORITY
         behind = ranked and theirs < mine
-        level = not ranked or theirs == mine
+        level = theirs == mine  # in a fifo queue every job ranks level: priority decides
         newer = (victim.submitted, victim.name) > (preemptor.submitted, preemptor.name)
         within = policy.within_queue
         if within is WithinQueue.NEVER:

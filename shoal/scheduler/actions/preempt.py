@@ -13,8 +13,8 @@ not `Blocked` behind the head of a strictly ordered queue), in job order:
   would put every waiting job ahead of every running one; and the session's final
   tie-breaks (submission, name) are left out too, so equal keys never preempt each other.
 - P's virtual cluster's `withinQueue` changes that (`shoal.scheduler.queue_preemption`):
-  `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs that rank level with P and
-  were submitted after it.
+  `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs of P's priority that rank
+  level with P and were submitted after it.
 - What a candidate gives up comes in *units* (`shoal.scheduler.victims`): an elastic job's
   surplus one allowed size at a time, then the job whole; never a protected task
   (`protectFor`), never a task a victim-selection plugin keeps. Units are taken in the
