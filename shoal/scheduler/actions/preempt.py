@@ -117,7 +117,7 @@ class Preempt:
 class Preemption:
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
-    it overrides `candidates`, `quota_bound` and the wording of its reasons."""
+    it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
 
     verb = "preempted"
     """How an evicted victim's reason says it was taken."""
