@@ -114,6 +114,10 @@ class QuotaTree:
         stale."""
         self._checked: dict[tuple[str, Resources, bool],
                             tuple[int, PendingReason | None]] = {}
+        self.lending = True
+        """False while a job that evicted its queue-mates is placed: `check` then answers as
+        if nothing were lent, whatever `lend` asks (`shoal.scheduler.queue_preemption`: a
+        preemptor never borrows a guarantee its owner would reclaim at once)."""
 
     def _build(self, name: str, specs: dict[str, VirtualCluster], trail: tuple[str, ...]
                ) -> QueueState:
@@ -234,6 +238,7 @@ class QuotaTree:
         """None if the VC may take `request` now; otherwise the first limit, from the root
         down, that stands in the way. Answers are cached until usage next changes: a full
         cluster turns down many jobs of the same shape between two allocations."""
+        lend = lend and self.lending
         key = (name, request, lend)
         cached = self._checked.get(key)
         if cached is not None and cached[0] == self.version:

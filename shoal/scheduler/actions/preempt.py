@@ -12,6 +12,9 @@ not `Blocked` behind the head of a strictly ordered queue), in job order:
   decide readiness (gang): the gang key ranks a job by how far its placement got, which
   would put every waiting job ahead of every running one; and the session's final
   tie-breaks (submission, name) are left out too, so equal keys never preempt each other.
+- P's virtual cluster's `withinQueue` changes that (`shoal.scheduler.queue_preemption`):
+  `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs of P's priority that rank
+  level with P and were submitted after it.
 - What a candidate gives up comes in *units* (`shoal.scheduler.victims`): an elastic job's
   surplus one allowed size at a time, then the job whole; never a protected task
   (`protectFor`), never a task a victim-selection plugin keeps. Units are taken in the
@@ -22,6 +25,10 @@ not `Blocked` behind the head of a strictly ordered queue), in job order:
 - No eviction for a job that fits without one: P is first placed on what is free, as
   allocate would; the action may run before allocate (Volcano's capacity setups run
   `enqueue, reclaim, allocate`), and this action's earlier evictions may have freed enough.
+- A preemptor stays within its own quota: once it must evict, P is placed as if the profile
+  lent nothing — never onto another subtree's unused guarantee, which that subtree would
+  reclaim at once — unless its virtual cluster's `borrowWithinParent` is `LowerPriority`
+  (`shoal.scheduler.queue_preemption`).
 - Otherwise, in one statement, units are evicted one at a time. Once the free GPUs of P's
   pools could cover the fewest any choice of its missing tasks needs, its quota allows it,
   and its groups could hold that many tasks node by node, P's missing tasks (`min_tasks`:
@@ -66,6 +73,12 @@ from shoal.scheduler.gang_choice import (
     room_suffices,
 )
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.queue_preemption import (
+    may_borrow_after_preempting,
+    newer_equal_allowed,
+    policy_of,
+    within_queue_victim,
+)
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
 from shoal.scheduler.victims import VictimUnit, ordered, units_of
@@ -91,17 +104,20 @@ class Preempt:
     def execute(self, session: Session) -> None:
         cycle = Preemption(session)
         started = 0
-        for job in sorted(session.candidates, key=session.job_order_key):
-            if self.max_preemptors is not None and started >= self.max_preemptors:
-                break
-            if cycle.wants(job) and cycle.preempt_for(job):
-                started += 1
+        try:
+            for job in sorted(session.candidates, key=session.job_order_key):
+                if self.max_preemptors is not None and started >= self.max_preemptors:
+                    break
+                if cycle.wants(job) and cycle.preempt_for(job):
+                    started += 1
+        finally:
+            session.quota.lending = True  # as `preempt_for` may have left it
 
 
 class Preemption:
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
-    it overrides `candidates`, `quota_bound` and the wording of its reasons."""
+    it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
 
     verb = "preempted"
     """How an evicted victim's reason says it was taken."""
@@ -162,13 +178,17 @@ class Preemption:
         return self._running.get(queue, [])
 
     def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
-        """What the preemptor may take, in the order of the victims' score."""
+        """What the preemptor may take, in the order of the victims' score: what its
+        virtual cluster's `withinQueue` allows (`shoal.scheduler.queue_preemption`)."""
+        policy = policy_of(self.session, preemptor)
         rank = self.rank(preemptor)
         units: list[VictimUnit] = []
         for job in self.running(preemptor.queue):
-            if self.rank(job) <= rank:
-                break  # the list is worst first: no later job ranks behind the preemptor
-            if self.takeable(job, preemptor):
+            theirs = self.rank(job)
+            if theirs <= rank and not (theirs == rank and newer_equal_allowed(policy)):
+                break  # the list is worst first: no later job ranks behind (or level)
+            if within_queue_victim(policy, preemptor, job, theirs > rank, theirs == rank) and \
+                    self.takeable(job, preemptor):
                 units.extend(self.units(job, preemptor))
         return ordered(units, self.rank, self.session.job_order_key, self.session.now)
 
@@ -202,6 +222,7 @@ class Preemption:
         evicted anything to do so."""
         session = self.session
         cluster = session.cluster
+        session.quota.lending = True
         need = GangNeed.of(session, preemptor)
         if need.count <= 0:
             return False
@@ -226,6 +247,9 @@ class Preemption:
                 return False
             statement.discard()
 
+        # From here on it evicts: it stays within its own quota unless its policy lets it
+        # borrow (`shoal.scheduler.queue_preemption`); `Preempt.execute` restores lending.
+        session.quota.lending = self.may_borrow(preemptor)
         quota_bound = self.quota_bound(preemptor, need)
         # A job is useful if any of its tasks frees something the preemptor can use; then all
         # its units are (a later unit needs the earlier ones taken).
@@ -280,6 +304,11 @@ class Preemption:
         self.fresh.add(preemptor.name)
         self._record(preemptor, chosen)
         return True
+
+    def may_borrow(self, preemptor: JobInfo) -> bool:
+        """Whether the preemptor, once it evicts, may run on guarantees lent by other
+        subtrees (`shoal.scheduler.queue_preemption`)."""
+        return may_borrow_after_preempting(policy_of(self.session, preemptor))
 
     def quota_bound(self, preemptor: JobInfo, need: GangNeed) -> bool:
         """Whether the preemptor is held by its virtual cluster's quota rather than by room

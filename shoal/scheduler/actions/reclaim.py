@@ -11,14 +11,19 @@ then cannot start, reclaim takes the borrowed resources back for it:
   ancestors' own unused min: when team B borrows team A's guarantee inside department D,
   B's borrowing is D's usage, so D's min looks used while A is still owed its share of it
   (issue 16 found A's job then waited for ever). A job that would itself borrow reclaims
-  nothing.
+  nothing — unless its virtual cluster's `borrowWithinParent` is `LowerPriority` (below).
+- W's virtual cluster's policy narrows the candidates (`shoal.scheduler.queue_preemption`):
+  an entitled W takes from any borrower (`reclaimWithinParent: Any`, the default), only from
+  those of lower priority (`LowerPriority`), or from none (`Never`); a W that would borrow
+  takes, under `borrowWithinParent: LowerPriority`, from the borrowers below those of lower
+  priority than its own and, with `maxPriorityThreshold`, at most that.
 - Candidates are the running jobs of *borrowing* virtual clusters outside W's line (neither
   W's virtual cluster, nor an ancestor, nor a descendant of it): every virtual cluster on
   the candidate's path below the lowest one it shares with W is above its own guarantee in
   GPUs (or, for a job that needs none, in a dimension it needs). Those are the subtrees that
   compete with W's line for what their common ancestor was guaranteed, at whatever level the
   two lines meet. Rank does not matter across virtual clusters: a guarantee is owed whatever
-  the borrower's priority.
+  the borrower's priority (unless W's policy says otherwise, above).
 - A borrower gives back only what it borrowed: units that would take any of those virtual
   clusters below its own guarantee in GPUs are not offered.
 - What they give up, in which order, and all or nothing, is the preempt action's
@@ -31,6 +36,7 @@ then cannot start, reclaim takes the borrowed resources back for it:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from shoal.api.resources import Resources
 from shoal.core.quota import QueueState
@@ -38,6 +44,7 @@ from shoal.scheduler.actions.preempt import Preemption
 from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.capacity import Capacity, ReclaimMode
+from shoal.scheduler.queue_preemption import policy_of, reclaim_victim, reclaims
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
 from shoal.scheduler.victims import VictimUnit, ordered
@@ -70,26 +77,49 @@ class Reclamation(Preemption):
     def __init__(self, session: Session, *, surplus_only: bool) -> None:
         super().__init__(session)
         self.surplus_only = surplus_only
+        self._claims: dict[str, _Claim] = {}
+        """Per preemptor, judged once per execution: what it holds does not change while
+        it is looked at, and a preemptor is looked at once."""
 
     def why(self, preemptor: JobInfo) -> str:
-        return (f"job {preemptor.name!r}: virtual cluster {preemptor.account!r} takes back "
-                "its guarantee")
+        if self._claim(preemptor).entitled:
+            return (f"job {preemptor.name!r}: virtual cluster {preemptor.account!r} takes "
+                    "back its guarantee")
+        return (f"job {preemptor.name!r} of virtual cluster {preemptor.account!r}, which "
+                "borrows ahead of lower-priority borrowers (borrowWithinParent)")
+
+    def may_borrow(self, preemptor: JobInfo) -> bool:
+        return True  # entitled: it asks only for what it is owed; else it borrows on purpose
 
     def quota_bound(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        return False  # entitled: only room on its nodes stands in its way
+        if self._claim(preemptor).entitled:
+            return False  # only room on its nodes stands in its way
+        return super().quota_bound(preemptor, need)  # a borrower may meet a ceiling
+
+    def _claim(self, preemptor: JobInfo) -> _Claim:
+        """What the preemptor asks of the quota tree, and whether it is owed it. Any
+        choice of its missing tasks may start it: it is owed at least the least any choice
+        asks (`shoal.scheduler.gang_choice`). GPUs are what a GPU job lacks: a virtual
+        cluster over its (often zero) CPU minimum but within its GPUs does not borrow
+        anything such a job could use."""
+        claim = self._claims.get(preemptor.name)
+        if claim is None:
+            request = least_request(preemptor, GangNeed.of(self.session, preemptor))
+            dims = frozenset({"gpu"} if request.gpu else request.dimensions())
+            claim = self._claims[preemptor.name] = _Claim(
+                request, dims, self._entitled(preemptor, request, dims))
+        return claim
 
     def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
         session = self.session
-        # Any choice of its missing tasks may start it: it is owed at least the least any
-        # choice asks (`shoal.scheduler.gang_choice`).
-        request = least_request(preemptor, GangNeed.of(session, preemptor))
-        # GPUs are what a GPU job lacks: a virtual cluster over its (often zero) CPU minimum
-        # but within its GPUs does not borrow anything such a job could use.
-        dims = {"gpu"} if request.gpu else request.dimensions()
-        if request.is_zero() or not self._entitled(preemptor, request, dims):
-            return []  # it would borrow itself
+        request, dims, entitled = self._claim(preemptor)
+        policy = policy_of(session, preemptor)
+        if request.is_zero() or not reclaims(policy, entitled):
+            return []  # its virtual cluster's policy keeps it from taking anything
         units: list[VictimUnit] = []
         for job in self._borrowers(preemptor, dims):
+            if not reclaim_victim(policy, preemptor, job, entitled):
+                continue
             for unit in self.units(job, preemptor):
                 if self.surplus_only and unit.shrink_to is None:
                     break
@@ -129,7 +159,8 @@ class Reclamation(Preemption):
         preemptor's line (`line`: the ids of that line's virtual clusters)."""
         return [q for q in self.session.quota.get(account).path() if id(q) not in line]
 
-    def _entitled(self, preemptor: JobInfo, request: Resources, dims: set[str]) -> bool:
+    def _entitled(self, preemptor: JobInfo, request: Resources, dims: frozenset[str]
+                  ) -> bool:
         """The request fits in its virtual cluster's unused guarantee and in what each
         ancestor's subtree is still owed (`QueueState.reserved`), below the root: it asks
         only for what it is owed, at every level."""
@@ -141,7 +172,7 @@ class Reclamation(Preemption):
         return all(request.get(d) <= q.reserved.get(d)
                    for q in queue.path()[1:-1] for d in dims)
 
-    def _borrowers(self, preemptor: JobInfo, dims: set[str]) -> Iterator[JobInfo]:
+    def _borrowers(self, preemptor: JobInfo, dims: frozenset[str]) -> Iterator[JobInfo]:
         quota = self.session.quota
         own = quota.get(preemptor.account)
         line = set(map(id, own.path()))
@@ -158,6 +189,14 @@ class Reclamation(Preemption):
                     and all(any(q.usage.get(d) > q.min.get(d) for d in dims) for q in levels)
             if verdict:
                 yield job
+
+
+class _Claim(NamedTuple):
+    request: Resources
+    dims: frozenset[str]
+    entitled: bool
+    """It fits in what its virtual cluster and every ancestor's subtree are owed: it would
+    not borrow."""
 
 
 def _related(queue: QueueState, other: QueueState) -> bool:
