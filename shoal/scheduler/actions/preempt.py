@@ -4,7 +4,8 @@ same virtual cluster that ranks ahead of them can start.
 Job-level, gang-aware and all-or-nothing (seed 001: "if the preempted tasks cannot meet the
 scheduling requirements … preemption will not be performed"). For each job P still not
 ready after allocation (holding nothing, or a gang below its minimum; not `Unschedulable`,
-not `Blocked` behind the head of a strictly ordered queue), in job order:
+not `Blocked` behind the head of a strictly ordered queue; its priority class not
+`preemptionPolicy: Never`), in job order:
 
 - *Candidates* are jobs V of P's virtual cluster (across virtual clusters it would be
   reclaim, another action) that hold tasks placed before this cycle and rank strictly
@@ -13,7 +14,8 @@ not `Blocked` behind the head of a strictly ordered queue), in job order:
   would put every waiting job ahead of every running one; and the session's final
   tie-breaks (submission, name) are left out too, so equal keys never preempt each other.
 - What a candidate gives up comes in *units* (`shoal.scheduler.victims`): an elastic job's
-  surplus one allowed size at a time, then the job whole; never a protected task
+  surplus one allowed size at a time, then the job whole — or, for a job placed task by
+  task, one task at a time; nothing of a non-preemptable job; never a protected task
   (`protectFor`), never a task a victim-selection plugin keeps. Units are taken in the
   order of the victims' score — lowest rank first, elastic surplus before guaranteed tasks,
   least work lost, most recently started — and only those that free something P can use: a
@@ -133,6 +135,9 @@ class Preemption:
             return False
         if job.reason is not None and job.reason.kind in _NOT_PREEMPTING:
             return False
+        # Its priority class says `preemptionPolicy: Never`: it waits for room instead.
+        if not session.model.priorities.may_preempt(job.job):
+            return False
         return session.min_tasks(job) > 0 and session.startable(job)
 
     def rank(self, job: JobInfo) -> tuple[Any, ...]:
@@ -227,12 +232,13 @@ class Preemption:
             statement.discard()
 
         quota_bound = self.quota_bound(preemptor, need)
-        # A job is useful if any of its tasks frees something the preemptor can use; then all
-        # its units are (a later unit needs the earlier ones taken).
+        # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any of
+        # its tasks frees something the preemptor can use; then all its units are (a later
+        # unit needs the earlier ones taken).
         units = self.candidates(preemptor)
-        helps = {u.job.name for u in units if quota_bound or any(
+        helps = {u.chain for u in units if quota_bound or any(
             cluster.by_name[t.node].ordinal in nodes for t in u.tasks)}
-        useful = [u for u in units if u.job.name in helps]
+        useful = [u for u in units if u.chain in helps]
         gains = {id(u): sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
                             if cluster.by_name[t.node].ordinal in nodes) for u in useful}
         if not useful or free + sum(gains.values()) < demand:
@@ -334,10 +340,10 @@ class Preemption:
         victims beyond were evicted."""
         keep = sift.kept
         needed = bool(keep) and keep[-1] is chosen[-1]
-        locked: set[str] = {keep[-1].job.name} if needed else set()
+        locked: set[str] = {keep[-1].chain} if needed else set()
         kept = {id(u) for u in keep}
         for spared in reversed(keep[:-1] if needed else keep):
-            name = spared.job.name
+            name = spared.chain
             if name in locked or id(spared) not in kept:
                 continue  # needed with a later unit of its job, or spared already
             candidate = [u for u in keep if u is not spared]
@@ -379,7 +385,8 @@ class Preemption:
         its quota, its virtual cluster could still take what the dropped units hold (for a
         preemptor held by room the quota allowed it before any eviction). Of a job, only its
         latest units go, down to the first one that is needed (a shrink from 4 to 2 without
-        the one from 8 to 4 would leave the job at 6).
+        the one from 8 to 4 would leave the job at 6); a task that stands alone
+        (`VictimUnit.chain`) goes or stays on its own.
 
         A unit is surely needed when the preemptor's virtual cluster could not take back
         what it holds on top of the placement: without it the quota refuses the placement
@@ -396,7 +403,7 @@ class Preemption:
         dropped: set[int] = set()
         stopped: set[str] = set()
         for unit in reversed(victims):
-            if unit.job.name in stopped:
+            if unit.chain in stopped:
                 continue
             left = dict(slack)
             fits = True
@@ -412,7 +419,7 @@ class Preemption:
             if fits and quota_bound:
                 fits = self.session.allocatable(account, request) is None
             if not fits:
-                stopped.add(unit.job.name)
+                stopped.add(unit.chain)
                 continue
             slack = left
             back = request
