@@ -179,10 +179,11 @@ class Preemption:
 
     def takeable(self, job: JobInfo, preemptor: JobInfo) -> bool:
         """Whether `job` may give anything up in this execution: it runs tasks placed before
-        it, was not taken from yet, and is not already stopping (its resources then come
-        back without an eviction)."""
-        return job is not preemptor and bool(job.running) and job.name not in self.evicted \
-            and job.name not in self.fresh \
+        it, was not taken from yet — unless it is placed task by task: then, as pods, its
+        other tasks may go to the next preemptor —, and is not already stopping (its
+        resources then come back without an eviction)."""
+        return job is not preemptor and bool(job.running) and job.name not in self.fresh \
+            and (job.name not in self.evicted or not job.job.gang) \
             and not any(t.state is TaskState.RELEASING for t in job.running)
 
     def units(self, job: JobInfo, preemptor: JobInfo) -> list[VictimUnit]:
@@ -307,6 +308,7 @@ class Preemption:
         for name, unit in last.items():
             self.evicted.add(name)
             session.preempted.add(name)
+            self._units.pop(name, None)  # what it has left is listed afresh
             victim = unit.job
             if unit.shrink_to is None:
                 victim.reason = PendingReason(
