@@ -50,7 +50,8 @@ class VictimUnit:
     job: JobInfo
     tasks: tuple[TaskInfo, ...]
     shrink_to: int | None
-    """The elastic size the job is left at; None: the job is evicted whole."""
+    """The elastic size the job is left at; None: no shrink — the job is evicted whole, or
+    (`alone`) loses one task."""
     seq: int
     """Its place among its job's units."""
     alone: bool = False

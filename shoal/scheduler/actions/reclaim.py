@@ -23,9 +23,11 @@ then cannot start, reclaim takes the borrowed resources back for it:
   clusters below its own guarantee in GPUs are not offered.
 - What they give up, in which order, and all or nothing, is the preempt action's
   (`shoal.scheduler.actions.preempt`, `shoal.scheduler.victims`): elastic surplus one
-  allowed size at a time, then whole jobs; never a protected task; nothing for a job that
-  fits without it; evicted only if W then starts. Under the `elastic` mode only elastic
-  surplus ever borrows, so only elastic surplus is ever taken.
+  allowed size at a time, then whole jobs (single tasks of a job placed task by task);
+  nothing of a non-preemptable job, nor for a job whose priority class never preempts;
+  never a protected task; nothing for a job that fits without it; evicted only if W then
+  starts. Under the `elastic` mode only elastic surplus ever borrows, so only elastic
+  surplus is ever taken.
 """
 
 from __future__ import annotations
