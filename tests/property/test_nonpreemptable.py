@@ -1,9 +1,12 @@
 """Non-preemptable work and task-level eviction (issue 16), as properties of whole cycles.
 
 1. Non-preemptable work is never evicted. A random world (some jobs running, some waiting)
-   gets production jobs on top, some running jobs say `preemptable: false`, and a few cycles
-   run under profiles that preempt, reclaim and shrink: no eviction ever names a task of a
-   non-preemptable job.
+   gets production jobs on top, some running jobs say `preemptable: false`, some gangs are
+   made elastic (surplus to shrink, sizes to repair), and a few cycles run under profiles
+   that preempt, reclaim and shrink: no eviction ever names a task of a non-preemptable
+   job. The same, aimed at the elastic paths: a non-preemptable elastic gang found at any
+   size (often one its step rule does not allow) beside a production gang that wants room
+   is neither shrunk for it nor repaired down.
 2. A job whose priority class says `preemptionPolicy: Never` evicts nothing. The same world
    with every priority class (the built-in ones redefined too) set to Never: however its
    waiting jobs rank, a cycle under those profiles evicts nothing (these worlds hold no
@@ -28,12 +31,14 @@ from shoal.api import (
     DEFAULT_QUEUE,
     Decisions,
     Job,
+    JobState,
     Node,
     SchedulerName,
     Task,
     TaskGroup,
     TaskState,
 )
+from shoal.api.elastic import Elasticity, ScaleStep, step_allows
 from shoal.api.queue_policy import PreemptionPolicy
 from shoal.scenario import apply
 from shoal.scheduler import Profile, run_cycle
@@ -84,6 +89,23 @@ def urgent_jobs(draw: st.DrawFn, world: World, prefix: str) -> tuple[Job, ...]:
     return tuple(replace(j, priority_class="production", submitted=50.0) for j in drawn)
 
 
+def made_elastic(data: st.DataObject, job: Job, always: bool = False) -> Job:
+    """A gang of one group made elastic up to its replicas (steps of one or powers of two;
+    now and then, or `always`): its tasks above the minimum become surplus, some running —
+    perhaps at a size its step rule does not allow —, so preempt and reclaim may shrink it
+    and the elastic action may grow or repair it."""
+    if not job.gang or len(job.groups) != 1 or job.groups[0].replicas < 2 \
+            or not (always or data.draw(st.booleans())):
+        return job
+    group = job.groups[0]
+    step = data.draw(st.sampled_from([ScaleStep.ANY, ScaleStep.POWER_OF_TWO,
+                                      ScaleStep.POWER_OF_TWO]))
+    least = data.draw(st.sampled_from(
+        [n for n in range(1, group.replicas) if step_allows(step, 1, n)]))
+    return replace(job, elastic=Elasticity(group.name, least, group.replicas, step),
+                   min_available=None)
+
+
 @pytest.mark.slow
 @RULES
 @given(world=worlds(profiles=("default",)), data=st.data(),
@@ -93,13 +115,56 @@ def test_non_preemptable_work_is_never_evicted(world: World, data: st.DataObject
     candidates = sorted(j.name for j in world.jobs if running(j))
     kept = data.draw(st.sets(st.sampled_from(candidates)) if candidates else st.just(set()))
     urgent = data.draw(urgent_jobs(world, "urgent"))
-    world = world.with_jobs([*(replace(j, preemptable=False) if j.name in kept else j
+    world = world.with_jobs([*(made_elastic(data, replace(j, preemptable=False), True)
+                               if j.name in kept else made_elastic(data, j)
                                for j in world.jobs), *urgent])
     for cycle in range(3):
         _, decisions, world = world.step(profile_name)
         taken = [e for e in decisions.evictions if e.task.job in kept]
         assert not taken, (
             f"cycle {cycle + 1} ({profile_name}) evicted non-preemptable work: "
+            + "; ".join(f"{e.task} ({e.reason})" for e in taken))
+
+
+@st.composite
+def odd_sizes(draw: st.DrawFn) -> World:
+    """One node of 2-8 slots: a non-preemptable elastic gang running at any size from its
+    minimum up — often one its step rule does not allow —, a default-scheduler job on some
+    of the rest, and a production gang that wants room."""
+    slots = draw(st.integers(2, 8))
+    replicas = draw(st.integers(2, 8))
+    step = draw(st.sampled_from([ScaleStep.ANY, ScaleStep.POWER_OF_TWO]))
+    least = draw(st.sampled_from(
+        [n for n in range(1, replicas) if step_allows(step, 1, n)]))
+    size = draw(st.integers(min(least, slots), min(replicas, slots)))
+    others = draw(st.integers(0, slots - size))
+
+    def running(name: str, count: int, first: int) -> tuple[Task, ...]:
+        return tuple(Task(name, "w", i, TaskState.RUNNING, "n0", (first + i,), 0.0)
+                     for i in range(count))
+    keeper = Job("keeper", (TaskGroup("w", replicas, SLOT),),
+                 scheduler_name=SchedulerName.SHOAL, priority_class="experiment",
+                 elastic=Elasticity("w", least, replicas, step), preemptable=False,
+                 state=JobState.RUNNING, tasks=running("keeper", size, 0))
+    pods = Job("pods", (TaskGroup("w", others, SLOT),), priority_class="experiment",
+               state=JobState.RUNNING, tasks=running("pods", others, size))
+    urgent = Job("urgent", (TaskGroup("w", draw(st.integers(1, slots)), SLOT),),
+                 scheduler_name=SchedulerName.SHOAL, priority_class="production",
+                 submitted=1.0)
+    jobs_now = (keeper, urgent) if others == 0 else (keeper, pods, urgent)
+    return World((Node("n0", SLOT.scale(slots)),), (), (), jobs_now, now=10.0)
+
+
+@pytest.mark.slow
+@RULES
+@given(world=odd_sizes(), profile_name=st.sampled_from(EVICTING))
+def test_a_non_preemptable_elastic_job_is_never_shrunk(world: World,
+                                                       profile_name: str) -> None:
+    for cycle in range(3):
+        _, decisions, world = world.step(profile_name)
+        taken = [e for e in decisions.evictions if e.task.job == "keeper"]
+        assert not taken, (
+            f"cycle {cycle + 1} ({profile_name}) shrank the non-preemptable elastic job: "
             + "; ".join(f"{e.task} ({e.reason})" for e in taken))
 
 
