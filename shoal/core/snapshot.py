@@ -17,6 +17,7 @@ from shoal.api.objects import (
     PriorityClass,
     VirtualCluster,
 )
+from shoal.api.queue_policy import PreemptionPolicy
 from shoal.api.resources import Resources, total
 
 
@@ -40,6 +41,9 @@ class PriorityTable:
             c for c in BUILTIN_PRIORITY_CLASSES if c.global_default)
         self._values = {n: c.value for n, c in classes.items()}
         self.default = classes[default.name].value
+        self._never_preempt = frozenset(
+            n for n, c in classes.items() if c.preemption_policy is PreemptionPolicy.NEVER)
+        self._default_name = default.name
 
     def priority(self, job: Job) -> int:
         """The job's priority value: its class's, or the global default's."""
@@ -50,6 +54,12 @@ class PriorityTable:
         except KeyError:
             raise SnapshotError(
                 f"job {job.name} names unknown priority class {job.priority_class!r}") from None
+
+    def may_preempt(self, job: Job) -> bool:
+        """Whether the job may evict others to start: not when its priority class (or the
+        global default's) says `preemptionPolicy: Never`."""
+        name = self._default_name if job.priority_class is None else job.priority_class
+        return name not in self._never_preempt
 
     def __contains__(self, name: object) -> bool:
         return name in self._values

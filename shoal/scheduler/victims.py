@@ -8,10 +8,19 @@ A job is never cut at random: it gives up a *unit* at a time.
   below `minReplicas`, so it never breaks the gang.
 - Then it is evicted whole: every task it still holds. A gang is never left running below
   its minimum.
+- A job placed task by task (the default scheduler: no gang) is never evicted whole: it
+  gives up its tasks (after any elastic surplus) one at a time, as pods are preempted under
+  Volcano, and runs on with the others. Its newest task first (its tasks share its
+  priority: the latest started, then the last group's highest index). Each such unit
+  stands alone: taking it needs none of the job's other units, so the actions may take or
+  spare it on its own (`VictimUnit.chain`).
+
+Non-preemptable work (`Job.preemptable` false: `spec.preemptable: false`, Volcano's
+`volcano.sh/preemptable: "false"`) gives up nothing: it has no units.
 
 Protection: no task is taken before it has run `protectFor` seconds (Volcano's
 `volcano.sh/cooldown-time`). A unit that would take a protected task is not offered, nor any
-unit of that job after it.
+unit of that job after it (a task-by-task job's other tasks are still offered).
 
 Order of units across the candidate jobs (the score; the preemptor takes the first ones
 until it fits):
@@ -41,9 +50,21 @@ class VictimUnit:
     job: JobInfo
     tasks: tuple[TaskInfo, ...]
     shrink_to: int | None
-    """The elastic size the job is left at; None: the job is evicted whole."""
+    """The elastic size the job is left at; None: no shrink — the job is evicted whole, or
+    (`alone`) loses one task."""
     seq: int
     """Its place among its job's units."""
+    alone: bool = False
+    """A single task of a job placed task by task: it needs none of the job's other units
+    taken before it, nor keeps them from being taken without it."""
+
+    @property
+    def chain(self) -> str:
+        """What the unit is chained to: its job, whose units go in order (an elastic job is
+        shrunk 8 → 4 before 4 → 2) — or, for a unit that stands alone, its own task. Where
+        an action would stop at a job's unit that it cannot take or must keep, it stops at
+        the chain."""
+        return str(self.tasks[0].ref) if self.alone else self.job.name
 
     @property
     def gpus(self) -> int:
@@ -59,6 +80,8 @@ def units_of(job: JobInfo, now: float,
              allowed: Callable[[Sequence[TaskInfo]], bool] = lambda _: True) -> list[VictimUnit]:
     """The units `job` may give up, in its own order (see the module's text). `allowed`
     says whether a set of tasks may be taken (the victim-selection plugins)."""
+    if not job.job.preemptable:
+        return []
     out: list[VictimUnit] = []
     left = list(job.running)
     elastic = job.job.elastic
@@ -77,8 +100,26 @@ def units_of(job: JobInfo, now: float,
             left = [t for t in left if t not in taken]
             size = smaller
             smaller = elastic.shrunk(size)
-    if left and _free(job, left, now) and allowed(left):
+    if not job.job.gang:
+        out.extend(_task_units(job, left, now, allowed, len(out)))
+    elif left and _free(job, left, now) and allowed(left):
         out.append(VictimUnit(job, tuple(left), None, len(out)))
+    return out
+
+
+def _task_units(job: JobInfo, tasks: list[TaskInfo], now: float,
+                allowed: Callable[[Sequence[TaskInfo]], bool], seq: int) -> list[VictimUnit]:
+    """A job placed task by task gives up `tasks` one at a time, newest first: the latest
+    started (a task not started yet counts as started now), then the last group's highest
+    index. A protected or vetoed task is skipped, not a stop: the others do not need it."""
+    position = {g.name: i for i, g in enumerate(job.job.groups)}
+    newest = sorted(tasks, reverse=True, key=lambda t: (
+        now if t.started is None else t.started, position[t.ref.group], t.ref.index))
+    out: list[VictimUnit] = []
+    for task in newest:
+        taken = (task,)
+        if _free(job, taken, now) and allowed(taken):
+            out.append(VictimUnit(job, taken, None, seq + len(out), alone=True))
     return out
 
 

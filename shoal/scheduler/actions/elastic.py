@@ -23,7 +23,9 @@ nothing is evicted to make room.
 Repair. A job whose surplus tasks ended or were evicted may run at a size its step rule does
 not allow (a power-of-two job at 3). It is brought back at once, cooldown or not: up to the
 next allowed size if the missing tasks fit now, else down to the allowed size below, by
-evicting its highest-indexed surplus tasks.
+evicting its highest-indexed surplus tasks — unless the job is not preemptable
+(`spec.preemptable: false`): nothing evicts its tasks, so it runs on at that size until the
+missing ones fit.
 
 Every size change is a `Resize` decision (the job's new size and why) beside the binds and
 evictions it takes. Taking surplus back for other jobs is reclaim's and preempt's.
@@ -120,6 +122,8 @@ def _repair(session: Session, info: JobInfo, elastic: Elasticity, size: int) -> 
     down = elastic.shrunk(size)
     if down is None:  # below its minimum: its guaranteed part is allocate's to restore
         return
+    if not info.job.preemptable:
+        return  # its tasks are never evicted, not even to bring it to an allowed size
     group = info.job.group(elastic.group)
     statement = session.statement()
     surplus = sorted((t for t in info.running if info.is_surplus(t.ref.group, t.ref.index)),

@@ -4,7 +4,8 @@ same virtual cluster that ranks ahead of them can start.
 Job-level, gang-aware and all-or-nothing (seed 001: "if the preempted tasks cannot meet the
 scheduling requirements … preemption will not be performed"). For each job P still not
 ready after allocation (holding nothing, or a gang below its minimum; not `Unschedulable`,
-not `Blocked` behind the head of a strictly ordered queue), in job order:
+not `Blocked` behind the head of a strictly ordered queue; its priority class not
+`preemptionPolicy: Never`), in job order:
 
 - *Candidates* are jobs V of P's virtual cluster (across virtual clusters it would be
   reclaim, another action) that hold tasks placed before this cycle and rank strictly
@@ -16,7 +17,8 @@ not `Blocked` behind the head of a strictly ordered queue), in job order:
   `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs of P's priority that rank
   level with P and were submitted after it.
 - What a candidate gives up comes in *units* (`shoal.scheduler.victims`): an elastic job's
-  surplus one allowed size at a time, then the job whole; never a protected task
+  surplus one allowed size at a time, then the job whole — or, for a job placed task by
+  task, one task at a time; nothing of a non-preemptable job; never a protected task
   (`protectFor`), never a task a victim-selection plugin keeps. Units are taken in the
   order of the victims' score — lowest rank first, elastic surplus before guaranteed tasks,
   least work lost, most recently started — and only those that free something P can use: a
@@ -149,6 +151,9 @@ class Preemption:
             return False
         if job.reason is not None and job.reason.kind in _NOT_PREEMPTING:
             return False
+        # Its priority class says `preemptionPolicy: Never`: it waits for room instead.
+        if not session.model.priorities.may_preempt(job.job):
+            return False
         return session.min_tasks(job) > 0 and session.startable(job)
 
     def rank(self, job: JobInfo) -> tuple[Any, ...]:
@@ -194,10 +199,11 @@ class Preemption:
 
     def takeable(self, job: JobInfo, preemptor: JobInfo) -> bool:
         """Whether `job` may give anything up in this execution: it runs tasks placed before
-        it, was not taken from yet, and is not already stopping (its resources then come
-        back without an eviction)."""
-        return job is not preemptor and bool(job.running) and job.name not in self.evicted \
-            and job.name not in self.fresh \
+        it, was not taken from yet — unless it is placed task by task: then, as pods, its
+        other tasks may go to the next preemptor —, and is not already stopping (its
+        resources then come back without an eviction)."""
+        return job is not preemptor and bool(job.running) and job.name not in self.fresh \
+            and (job.name not in self.evicted or not job.job.gang) \
             and not any(t.state is TaskState.RELEASING for t in job.running)
 
     def units(self, job: JobInfo, preemptor: JobInfo) -> list[VictimUnit]:
@@ -251,12 +257,13 @@ class Preemption:
         # borrow (`shoal.scheduler.queue_preemption`); `Preempt.execute` restores lending.
         session.quota.lending = self.may_borrow(preemptor)
         quota_bound = self.quota_bound(preemptor, need)
-        # A job is useful if any of its tasks frees something the preemptor can use; then all
-        # its units are (a later unit needs the earlier ones taken).
+        # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any of
+        # its tasks frees something the preemptor can use; then all its units are (a later
+        # unit needs the earlier ones taken).
         units = self.candidates(preemptor)
-        helps = {u.job.name for u in units if quota_bound or any(
+        helps = {u.chain for u in units if quota_bound or any(
             cluster.by_name[t.node].ordinal in nodes for t in u.tasks)}
-        useful = [u for u in units if u.job.name in helps]
+        useful = [u for u in units if u.chain in helps]
         gains = {id(u): sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
                             if cluster.by_name[t.node].ordinal in nodes) for u in useful}
         if not useful or free + sum(gains.values()) < demand:
@@ -330,6 +337,7 @@ class Preemption:
         for name, unit in last.items():
             self.evicted.add(name)
             session.preempted.add(name)
+            self._units.pop(name, None)  # what it has left is listed afresh
             victim = unit.job
             if unit.shrink_to is None:
                 victim.reason = PendingReason(
@@ -363,10 +371,10 @@ class Preemption:
         victims beyond were evicted."""
         keep = sift.kept
         needed = bool(keep) and keep[-1] is chosen[-1]
-        locked: set[str] = {keep[-1].job.name} if needed else set()
+        locked: set[str] = {keep[-1].chain} if needed else set()
         kept = {id(u) for u in keep}
         for spared in reversed(keep[:-1] if needed else keep):
-            name = spared.job.name
+            name = spared.chain
             if name in locked or id(spared) not in kept:
                 continue  # needed with a later unit of its job, or spared already
             candidate = [u for u in keep if u is not spared]
@@ -408,7 +416,8 @@ class Preemption:
         its quota, its virtual cluster could still take what the dropped units hold (for a
         preemptor held by room the quota allowed it before any eviction). Of a job, only its
         latest units go, down to the first one that is needed (a shrink from 4 to 2 without
-        the one from 8 to 4 would leave the job at 6).
+        the one from 8 to 4 would leave the job at 6); a task that stands alone
+        (`VictimUnit.chain`) goes or stays on its own.
 
         A unit is surely needed when the preemptor's virtual cluster could not take back
         what it holds on top of the placement: without it the quota refuses the placement
@@ -425,7 +434,7 @@ class Preemption:
         dropped: set[int] = set()
         stopped: set[str] = set()
         for unit in reversed(victims):
-            if unit.job.name in stopped:
+            if unit.chain in stopped:
                 continue
             left = dict(slack)
             fits = True
@@ -441,7 +450,7 @@ class Preemption:
             if fits and quota_bound:
                 fits = self.session.allocatable(account, request) is None
             if not fits:
-                stopped.add(unit.job.name)
+                stopped.add(unit.chain)
                 continue
             slack = left
             back = request

@@ -28,9 +28,11 @@ then cannot start, reclaim takes the borrowed resources back for it:
   clusters below its own guarantee in GPUs are not offered.
 - What they give up, in which order, and all or nothing, is the preempt action's
   (`shoal.scheduler.actions.preempt`, `shoal.scheduler.victims`): elastic surplus one
-  allowed size at a time, then whole jobs; never a protected task; nothing for a job that
-  fits without it; evicted only if W then starts. Under the `elastic` mode only elastic
-  surplus ever borrows, so only elastic surplus is ever taken.
+  allowed size at a time, then whole jobs (single tasks of a job placed task by task);
+  nothing of a non-preemptable job, nor for a job whose priority class never preempts;
+  never a protected task; nothing for a job that fits without it; evicted only if W then
+  starts. Under the `elastic` mode only elastic surplus ever borrows, so only elastic
+  surplus is ever taken.
 """
 
 from __future__ import annotations
@@ -133,21 +135,21 @@ class Reclamation(Preemption):
         borrower's path below the lowest one it shares with the preemptor at or above its
         own guarantee in GPUs: reclaim takes back what was borrowed, not what is owed to the
         borrower at any level. A job whose next unit would cut into one of those guarantees
-        gives nothing more."""
+        gives nothing more (a task that stands alone only itself: `VictimUnit.chain`)."""
         line = set(map(id, self.session.quota.get(preemptor.account).path()))
         excess: dict[str, int] = {}
         stopped: set[str] = set()
         out: list[VictimUnit] = []
         by_account: dict[str, list[QueueState]] = {}
         for unit in units:
-            if unit.job.name in stopped:
+            if unit.chain in stopped:
                 continue
             levels = by_account.get(unit.job.account)
             if levels is None:
                 levels = by_account[unit.job.account] = self._levels(unit.job.account, line)
             lefts = [excess.setdefault(q.name, q.usage.gpu - q.min.gpu) for q in levels]
             if any(unit.gpus > left for left in lefts):
-                stopped.add(unit.job.name)
+                stopped.add(unit.chain)
                 continue
             for queue in levels:
                 excess[queue.name] -= unit.gpus
