@@ -9,24 +9,31 @@
 2. A closed virtual cluster never gets a new bind: random worlds with some virtual clusters
    closed, cycles under profiles that allocate, preempt, reclaim (guarantees lent, or shares
    proportional) and grow elastic jobs; no job in a closed subtree gets a bind.
+3. Proportional reclaim takes only what is above a deserved share, and only for a virtual
+   cluster that stays within its own: after a cycle of reclaim alone, every virtual cluster
+   that lost tasks holds at least what it deserves, every one that gained at most.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.api import DEFAULT_QUEUE, ROOT_QUEUE, Resources, VirtualCluster
+from shoal.api import DEFAULT_QUEUE, ROOT_QUEUE, Node, Resources, VirtualCluster
 from shoal.api.queue_policy import QueueStatus
 from shoal.core.deserved import Claim, deserved_shares, water_fill
 from shoal.core.quota import QuotaTree
 from shoal.scenario import apply
 from shoal.scheduler import Profile, run_cycle
+from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.plugins.capacity import Capacity
+from shoal.scheduler.session import Hooks, Session
 
-from .strategies import World, capacity, nodes, vc_trees, worlds
+from .strategies import SLOT, World, capacity, class_names, jobs, nodes, vc_trees, worlds
 
 RULES = settings(max_examples=60, deadline=None)
 TOLERANCE = 1e-6
@@ -160,3 +167,86 @@ def test_a_closed_virtual_cluster_never_gets_a_new_bind(world: World, data: st.D
                 assert pending.reason.kind.value == "QueueClosed"
         jobs = apply(jobs, decisions, now=now)
         now += 1.0
+
+
+RECLAIM_ONLY = Profile.from_yaml("""
+name: proportional-reclaim-only
+description: Weighted proportional share; reclaim alone, so every eviction is reclaim's.
+actions: "enqueue, reclaim"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity, arguments: {share: proportional}},
+              {name: placement}]
+""", "proportional-reclaim-only")
+
+
+@st.composite
+def crowded_worlds(draw: st.DrawFn) -> World:
+    """A slot cluster (`SLOT`: a GPU with its CPU and memory) filled by the jobs of a few
+    virtual clusters with weights and no minimum, under the default profile; then jobs of
+    others arrive: the shape in which some virtual clusters hold more than they deserve."""
+    node_list = tuple(Node(f"n{i}", SLOT.scale(draw(st.sampled_from([2, 4, 8]))))
+                      for i in range(draw(st.integers(1, 3))))
+    count = draw(st.integers(2, 4))
+    vcs: list[VirtualCluster] = []
+    for i in range(count):
+        parent = draw(st.sampled_from([ROOT_QUEUE, ROOT_QUEUE, *(vc.name for vc in vcs)])) \
+            if i else ROOT_QUEUE
+        vcs.append(VirtualCluster(f"vc{i}", parent, weight=draw(st.integers(1, 4))))
+    queues = [vc.name for vc in vcs]
+    slots = st.sampled_from([SLOT, SLOT.scale(2)])
+    early = [replace(j, submitted=0.0) for j in draw(jobs(
+        queues[:2], class_names(()), max_size=10, request=slots, selectors_allowed=False,
+        prefix="early"))]
+    world = World(node_list, tuple(vcs), (), tuple(early))
+    for _ in range(2):
+        world = world.step()[2]
+    later = draw(jobs(queues[1:], class_names(()), max_size=6, request=slots,
+                      selectors_allowed=False, prefix="late"))
+    return world.with_jobs([*world.jobs, *(replace(j, submitted=world.now) for j in later)])
+
+
+@settings(max_examples=150, deadline=None)
+@given(world=crowded_worlds())
+def test_proportional_reclaim_takes_no_victim_below_its_deserved_share(world: World) -> None:
+    """3. Under `share: proportional`, reclaim leaves every virtual cluster it took from at
+    or above its deserved share in GPUs (when every job placed asks GPUs, GPUs are the
+    dimension reclaim judges), and every reclaimer at or below its own."""
+    snapshot = world.snapshot()
+    session = Session(snapshot, Hooks(RECLAIM_ONLY.plugins()))
+    [capacity_plugin] = [p for p in session.hooks.plugins if isinstance(p, Capacity)]
+    shares = capacity_plugin.deserved
+    assert shares is not None
+    usage = {q.name: q.usage.gpu for q in session.quota}
+    decisions = run_cycle(snapshot, RECLAIM_ONLY)
+    jobs = {j.name: j for j in world.jobs}
+    if not decisions.evictions or any(
+            g.resources.gpu == 0 for b in decisions.binds for g in jobs[b.task.job].groups):
+        return
+    model = SchedulerModel.from_snapshot(snapshot)
+    account = {name: info.account for name, info in model.jobs.items()}
+    after = dict(usage)
+    for evict in decisions.evictions:
+        for q in model.quota.get(account[evict.task.job]).path():
+            after[q.name] -= jobs[evict.task.job].group(evict.task.group).resources.gpu
+    for bind in decisions.binds:
+        for q in model.quota.get(account[bind.task.job]).path():
+            after[q.name] += bind.resources.gpu
+    victims = {account[e.task.job] for e in decisions.evictions}
+    for leaf in victims:
+        assert after[leaf] >= shares.of(leaf, "gpu") - TOLERANCE, \
+            f"{leaf!r} left with {after[leaf]} GPUs, deserves {shares.of(leaf, 'gpu')}"
+    # A reclaimer is named in its victims' reasons. Jobs that fitted without evicting are
+    # placed by the action too, whatever they deserve; counted up to the reclaimer's own
+    # binds (the decisions keep their order), they bound what it found.
+    reclaimers = {m.group(1) for e in decisions.evictions
+                  for m in [re.search(r" for job '([^']+)'", e.reason)] if m}
+    held = dict(usage)
+    for bind in decisions.binds:
+        leaf = account[bind.task.job]
+        held[leaf] += bind.resources.gpu
+        if bind.task.job in reclaimers and leaf not in victims:
+            assert held[leaf] <= shares.of(leaf, "gpu") + TOLERANCE, \
+                f"reclaimer {leaf!r} holds {held[leaf]} GPUs, deserves " \
+                f"{shares.of(leaf, 'gpu')}"
+
