@@ -76,7 +76,7 @@ class QueueState:
         self.status = status
         """Its own state; a closed ancestor closes it too (`closed_by`)."""
         self.priority = priority
-        """Its place among its siblings before their share (`shoal.scheduler.queue_order`)."""
+        """Its place among its siblings before their share (`shoal.scheduler.queue_status`)."""
 
     @property
     def idle(self) -> Resources:
@@ -89,8 +89,8 @@ class QueueState:
 
     def closed_by(self) -> QueueState | None:
         """The closest virtual cluster on its path, itself included, that is closed (None:
-        it is open). Closing a virtual cluster closes its whole subtree, as in Volcano's
-        hierarchical queues: a parent that admits nothing admits nothing through a child."""
+        it is open). Closing a virtual cluster closes its whole subtree: a parent that admits
+        nothing admits nothing through a child."""
         node: QueueState | None = self
         while node is not None:
             if node.status is QueueStatus.CLOSED:

@@ -2,17 +2,17 @@
 cycle holds back because a virtual cluster is closed — and its `priority` — where it stands
 among its siblings before their share does (Volcano's queue `state` and `priority`).
 
-Closed (Volcano's `state: Closed`).
-
-A job whose virtual cluster — or any ancestor of it: closing closes the subtree — is closed
-gets no new bind in the cycle, whatever the action: its waiting job is no candidate (so
-neither allocate, backfill, preempt nor reclaim acts for it; it is no preemptor and no
-reclaimer), a running job's missing or surplus tasks are not placed, and the elastic
-action neither grows nor repairs it. What it runs keeps running, and may still be taken by
-another virtual cluster's reclaim or its own queue's preempt as before: closing a queue
-does not protect its work. Job-scoped virtual clusters (seed 003's `job:<name>`) are
-closed through their queue like any child; a job's own virtual cluster is not even created
-in a closed queue (its guarantee would be new admission).
+Closed (Volcano's `state: Closed`). A job whose virtual cluster — or any ancestor of it:
+closing closes the subtree — is closed gets no new bind in the cycle, whatever the action:
+its waiting job is no candidate (so neither allocate, backfill, preempt nor reclaim acts for
+it; it is no preemptor and no reclaimer), a running job's missing or surplus tasks are not
+placed, and the elastic action neither grows nor repairs it. What it runs keeps running,
+and may still be taken by another virtual cluster's reclaim: closing a queue does not
+protect its work. A job submitted into a closed queue is accepted and waits, with a
+`QueueClosed` reason (Volcano refuses it at admission instead): reopening starts it without
+a resubmission. Job-scoped virtual clusters (seed 003's `job:<name>`) are closed through
+their queue like any child; a job's own virtual cluster is not even created in a closed
+queue (its guarantee would be new admission).
 
 Priority. Sibling virtual clusters are ordered by `priority` (higher first) before the
 capacity plugin's share decides (`QueuePriorities`). Allocation serves leaf virtual

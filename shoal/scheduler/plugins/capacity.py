@@ -83,10 +83,6 @@ class Capacity:
             self.deserved = deserved_shares(session.quota, _asked(session), session.closed)
 
     @property
-    def proportional(self) -> bool:
-        return self.arguments.share is Share.PROPORTIONAL
-
-    @property
     def reclaim_mode(self) -> ReclaimMode:
         return self.arguments.reclaim_mode
 
