@@ -33,6 +33,8 @@ class PendingKind(StrEnum):
     """Strict FIFO: an earlier job of the same queue is waiting."""
     RESERVATION = "Reservation"
     """Its virtual cluster's fixed-size nodes are not carved yet (queued, seed 003)."""
+    QUEUE_CLOSED = "QueueClosed"
+    """Its virtual cluster, or an ancestor of it, is closed: it admits nothing new."""
 
 
 @dataclass(frozen=True, slots=True)

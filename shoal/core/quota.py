@@ -41,6 +41,7 @@ from collections.abc import Iterator, Sequence
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import DEFAULT_QUEUE, ROOT_QUEUE, QueueingPolicy, VirtualCluster
+from shoal.api.queue_policy import QueueStatus
 from shoal.api.resources import ResourceLimit, Resources, total
 
 
@@ -48,10 +49,12 @@ class QueueState:
     """One VC's working state during a cycle."""
 
     __slots__ = ("carved", "children", "children_reserved", "depth", "max", "min", "name",
-                 "parent", "queueing", "reserved", "spec_max", "spec_min", "usage", "weight")
+                 "parent", "priority", "queueing", "reserved", "spec_max", "spec_min",
+                 "status", "usage", "weight")
 
     def __init__(self, name: str, parent: QueueState | None, minimum: Resources,
-                 maximum: ResourceLimit, weight: int, queueing: QueueingPolicy) -> None:
+                 maximum: ResourceLimit, weight: int, queueing: QueueingPolicy,
+                 status: QueueStatus = QueueStatus.OPEN, priority: int = 0) -> None:
         self.name = name
         self.parent = parent
         self.children: list[QueueState] = []
@@ -70,6 +73,10 @@ class QueueState:
         self.reserved = minimum
         """Guarantee still owed to this subtree (see the module docstring)."""
         self.depth: int = 0 if parent is None else parent.depth + 1
+        self.status = status
+        """Its own state; a closed ancestor closes it too (`closed_by`)."""
+        self.priority = priority
+        """Its place among its siblings before their share (`shoal.scheduler.queue_status`)."""
 
     @property
     def idle(self) -> Resources:
@@ -79,6 +86,17 @@ class QueueState:
     def owed(self) -> Resources:
         """reserved(q) = max(min − usage, Σ reserved(children)), from the stored parts."""
         return self.idle.maximum(self.children_reserved)
+
+    def closed_by(self) -> QueueState | None:
+        """The closest virtual cluster on its path, itself included, that is closed (None:
+        it is open). Closing a virtual cluster closes its whole subtree: a parent that admits
+        nothing admits nothing through a child."""
+        node: QueueState | None = self
+        while node is not None:
+            if node.status is QueueStatus.CLOSED:
+                return node
+            node = node.parent
+        return None
 
     def path(self) -> list[QueueState]:
         """Ancestors from the root down to this VC, inclusive."""
@@ -132,7 +150,7 @@ class QuotaTree:
         parent = self._build(spec.parent, specs, (*trail, name)) if spec.parent != ROOT_QUEUE \
             else self.root
         queue = QueueState(name, parent, spec.guaranteed, spec.ceiling, spec.weight,
-                           spec.queueing)
+                           spec.queueing, spec.state, spec.priority)
         parent.children.append(queue)
         self.queues[name] = queue
         return queue
@@ -143,7 +161,8 @@ class QuotaTree:
         if vc.name in self.queues:
             raise ValueError(f"virtual cluster {vc.name!r} already exists")
         parent = self.get(vc.parent)
-        queue = QueueState(vc.name, parent, vc.guaranteed, vc.ceiling, vc.weight, vc.queueing)
+        queue = QueueState(vc.name, parent, vc.guaranteed, vc.ceiling, vc.weight, vc.queueing,
+                           vc.state, vc.priority)
         parent.children.append(queue)
         parent.children.sort(key=lambda q: q.name)
         self.queues[vc.name] = queue

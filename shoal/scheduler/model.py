@@ -36,6 +36,7 @@ from shoal.core.snapshot import PriorityTable, Snapshot, SnapshotError
 from shoal.core.virtual_nodes import unplaceable
 from shoal.scheduler.flexible import FlexibleHolds
 from shoal.scheduler.jobs import JobInfo, TaskInfo
+from shoal.scheduler.queue_status import closed_reason
 from shoal.scheduler.reservations import FixedNodeReservations
 
 
@@ -343,6 +344,10 @@ class SchedulerModel:
             assert vc is not None
             if job_virtual_cluster(info.name) in self.retiring:  # a job retry's, emptying
                 info.blocker = _unmade(info, "its previous one still holds jobs being stopped")
+                continue
+            closed = closed_reason(self.quota.get(info.queue))
+            if closed is not None:  # its guarantee would be admitted into a closed queue
+                info.blocker = closed
                 continue
             never = self._never(info.queue, vc)
             if never is not None:

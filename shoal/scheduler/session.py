@@ -34,6 +34,7 @@ from shoal.scheduler.framework import (
 )
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.queue_status import closed_queues
 
 
 class Hooks:
@@ -82,8 +83,11 @@ class Session:
         self.blocked: dict[str, list[JobInfo]] = {}
         """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
         self.decisions.reservations = model.reserve()
+        self.closed = closed_queues(model.quota)
+        """Closed virtual clusters (theirs or an ancestor's state) → why their jobs wait:
+        none of their jobs gets a bind in this cycle (`shoal.scheduler.queue_status`)."""
         for job in model.waiting.values():
-            job.reason = job.blocker
+            job.reason = self.closed.get(job.account) or job.blocker
         for plugin in hooks.session_opens:
             plugin.open_session(self)
 

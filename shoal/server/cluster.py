@@ -156,6 +156,40 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         catalog_changed()
         return [vc_out(vc) for vc in bundle.virtual_clusters]
 
+    @router.put("/virtual-clusters/{name:path}", response_model=VirtualClusterOut,
+                tags=["cluster"], openapi_extra=SPEC_BODY,
+                responses={**spec_errors, **responses(404)})
+    def replace_virtual_cluster(name: str, _admin: Annotated[User, Depends(current_admin)],
+                                body: Annotated[RawBody, body_dependency]
+                                ) -> VirtualClusterOut:
+        """Replace a stored virtual cluster with the one `VirtualCluster` document sent, of
+        the same name: how a queue is closed or opened (`state`), reprioritised or given
+        other quotas while the scheduler runs. The scheduler takes it up at its next turn:
+        a closed one admits nothing new from then on, what runs in it runs on. Its parent
+        stays (moving a subtree is deleting and creating it); refused with 422 like a
+        creation when the cluster could not honour it."""
+        stored = {vc.name: vc for vc in repository.list_virtual_clusters()}
+        old = stored.get(name)
+        if old is None:
+            raise ApiError(404, f"no stored virtual cluster {name!r}", "path.name")
+        bundle = load_body(body, kind="VirtualCluster", known_queues=set(stored))
+        if len(bundle.virtual_clusters) != 1 or bundle.virtual_clusters[0].name != name:
+            raise ApiError(422, f"send exactly one VirtualCluster document named {name!r}",
+                           "metadata.name")
+        [vc] = bundle.virtual_clusters
+        if vc.parent != old.parent:
+            raise ApiError(422, f"the parent of virtual cluster {name!r} is {old.parent!r} "
+                                f"and cannot change (got {vc.parent!r})", "spec.parent")
+        nodes = repository.list_nodes()
+        others = [v for v in stored.values() if v.name != name]
+        problem = nodes and vc_problem([vc], others, nodes)
+        if problem:
+            raise ApiError(422, f"virtual cluster {problem.name!r} cannot be honoured on this "
+                                f"cluster: {problem.message}", problem.path)
+        repository.put_virtual_cluster(vc)
+        catalog_changed()
+        return vc_out(vc)
+
     # ---- priority classes -----------------------------------------------------------------
 
     @router.get("/priority-classes", response_model=list[PriorityClassOut], tags=["cluster"],

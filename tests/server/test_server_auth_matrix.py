@@ -30,6 +30,7 @@ from fastapi.routing import APIRoute
 from server_helpers import Api, job_yaml
 
 from shoal.api import JobState
+from shoal.api.queue_policy import QueueStatus
 
 OWNED = "owned"
 """The job alice submitted before each request (queue `default`, two tasks)."""
@@ -38,6 +39,8 @@ OWNED_LOG = "rank 0 of alice's job: the secret is 42\n"
 YAML = {"Content-Type": "application/yaml"}
 NODE = "apiVersion: shoal/v1\nkind: Node\nmetadata: {name: cpu-0}\nspec: {capacity: {cpu: 8}}\n"
 VC = "apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: team-b}\n"
+CLOSED_TEAM = ("apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: team-a}\n"
+               "spec: {state: Closed}\n")
 PC = "apiVersion: shoal/v1\nkind: PriorityClass\nmetadata: {name: vip}\nvalue: 50000\n"
 
 ROLES: dict[str, str | None] = {"anonymous": None, "owner": "alice", "other": "bob",
@@ -114,6 +117,10 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
         admin_only(201), {"content": VC, "headers": YAML},
         stored=lambda api: "team-b" in {v.name for v in
                                         api.repository.list_virtual_clusters()}),
+    ("PUT", "/api/v1/virtual-clusters/{name}"): Row(
+        admin_only(200), {"content": CLOSED_TEAM, "headers": YAML},
+        stored=lambda api: any(v.name == "team-a" and v.state is QueueStatus.CLOSED
+                               for v in api.repository.list_virtual_clusters())),
     ("GET", "/api/v1/priority-classes"): Row(ANY_USER),
     ("POST", "/api/v1/priority-classes"): Row(
         admin_only(201), {"content": PC, "headers": YAML},

@@ -55,7 +55,7 @@ class Elastic:
         jobs = [info for info in session.jobs.values()
                 if info.job.elastic is not None and not info.pending and info.running
                 and not info.stopping and not info.finishing
-                and info.name not in session.preempted]
+                and info.name not in session.preempted and info.account not in session.closed]
         jobs.sort(key=lambda info: (info.attained(session.now), _served(info),
                                     session.job_order_key(info)))
         for info in jobs:

@@ -63,11 +63,19 @@ class Reclaim:
         del arguments
 
     def execute(self, session: Session) -> None:
-        mode = next((p.reclaim_mode for p in session.hooks.plugins if isinstance(p, Capacity)),
-                    ReclaimMode.NONE)
-        if mode is ReclaimMode.NONE:
+        capacity = next((p for p in session.hooks.plugins if isinstance(p, Capacity)), None)
+        mode = ReclaimMode.NONE if capacity is None else capacity.reclaim_mode
+        cycle: Reclamation
+        if capacity is not None and capacity.deserved is not None:
+            # `share: proportional`: what is above a deserved share is taken back, whether
+            # guarantees are lent or not. Imported here: that module extends this one.
+            from shoal.scheduler.actions.reclaim_proportional import ProportionalReclamation
+            cycle = ProportionalReclamation(session, capacity.deserved,
+                                            surplus_only=mode is ReclaimMode.ELASTIC)
+        elif mode is ReclaimMode.NONE:
             return  # nothing is ever lent: nothing to take back
-        cycle = Reclamation(session, surplus_only=mode is ReclaimMode.ELASTIC)
+        else:
+            cycle = Reclamation(session, surplus_only=mode is ReclaimMode.ELASTIC)
         for job in sorted(session.candidates, key=session.job_order_key):
             if cycle.wants(job):
                 cycle.preempt_for(job)

@@ -1,9 +1,14 @@
 """The capacity plugin: virtual-cluster quotas (min guaranteed, max ceiling, borrowing).
 
 Allocation is allowed while the virtual cluster's headroom in the quota tree holds the
-request (see `shoal.core.quota` for the borrowing rule). Virtual clusters below their
-guaranteed minimum are served first, then the one with the smallest dominant share per
-unit of weight — Volcano's capacity/proportion ordering, with DRF's dominant share.
+request (see `shoal.core.quota` for the borrowing rule). Queue order: a higher `priority`
+first, compared from the top of the tree down (`shoal.scheduler.queue_status`); then, under
+`share: explicit` (default), virtual clusters below their guaranteed minimum first, then
+the smallest dominant share of the cluster per unit of weight — Volcano's capacity
+ordering, with DRF's dominant share; under `share: proportional`, the smallest share of
+what each deserves (`shoal.core.deserved`: Volcano's `proportion` plugin, its weights
+water-filled over the tree, once per cycle), which is also what the reclaim action then
+takes back (`shoal.scheduler.actions.reclaim_proportional`).
 
 `reclaimMode` (seed 001, set per profile by an admin) says whether guarantees are lent:
 - `none` (default): never. A virtual cluster borrows only what nobody is owed, so its own
@@ -16,14 +21,17 @@ unit of weight — Volcano's capacity/proportion ordering, with DRF's dominant s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from shoal.api.decisions import PendingReason
-from shoal.api.resources import Resources
+from shoal.api.decisions import PendingKind, PendingReason
+from shoal.api.resources import Resources, total
+from shoal.core.deserved import DeservedShares, deserved_shares
 from shoal.core.quota import QueueState, QuotaTree
+from shoal.scheduler.queue_status import QueuePriorities
 from shoal.scheduler.registry import Arguments
 
 if TYPE_CHECKING:
@@ -36,11 +44,25 @@ class ReclaimMode(StrEnum):
     ELASTIC = "elastic"
 
 
+class Share(StrEnum):
+    EXPLICIT = "explicit"
+    """Each virtual cluster is owed its `min`, shares the rest by weight in queue order."""
+    PROPORTIONAL = "proportional"
+    """Each deserves its weight's water-filled part of its parent's (Volcano's proportion)."""
+
+
 class CapacityArguments(Arguments):
     reclaim_mode: ReclaimMode = Field(
         default=ReclaimMode.NONE, alias="reclaimMode",
         description="none: guarantees are never lent; reclaim: any task may borrow them "
                     "and is reclaimed; elastic: only elastic surplus may (seed 001).")
+    share: Share = Field(
+        default=Share.EXPLICIT,
+        description="explicit: queue order by dominant share per weight, below-min first; "
+                    "proportional: each virtual cluster deserves its weight's part of its "
+                    "parent's (capped by max and demand, floored by min), queue order by "
+                    "usage over deserved, and reclaim takes back what is above it "
+                    "(Volcano's proportion plugin).")
 
 
 class Capacity:
@@ -49,9 +71,16 @@ class Capacity:
     def __init__(self, arguments: CapacityArguments) -> None:
         self.arguments = arguments
         self.quota: QuotaTree | None = None
+        self.deserved: DeservedShares | None = None
+        """Under `share: proportional`, what each virtual cluster deserves this cycle."""
+        self.priorities: QueuePriorities | None = None
 
     def open_session(self, session: Session) -> None:
         self.quota = session.quota
+        self.priorities = QueuePriorities.of(session.quota)
+        self.deserved = None
+        if self.arguments.share is Share.PROPORTIONAL:
+            self.deserved = deserved_shares(session.quota, _asked(session), session.closed)
 
     @property
     def reclaim_mode(self) -> ReclaimMode:
@@ -72,8 +101,21 @@ class Capacity:
         return self.quota.never_fits(queue.name, request)
 
     def queue_order_key(self, queue: QueueState) -> tuple[Any, ...]:
-        assert self.quota is not None
+        assert self.quota is not None and self.priorities is not None
+        first = self.priorities.key(queue)
+        if self.deserved is not None:
+            return (first, self.deserved.share(queue))
         capacity = self.quota.capacity
         under_min = any(queue.usage.get(d) < v for d, v in queue.min.items())
         share = max((queue.usage.get(d) / v for d, v in capacity.items()), default=0.0)
-        return (0 if under_min else 1, share / queue.weight)
+        return (first, 0 if under_min else 1, share / queue.weight)
+
+
+def _asked(session: Session) -> Iterator[tuple[str, Resources]]:
+    """What each waiting job asks (its pending tasks), with its virtual cluster: its part of
+    the demand that caps a deserved share. A job that can never run asks nothing."""
+    for job in session.model.waiting.values():
+        if job.reason is not None and job.reason.kind is PendingKind.UNSCHEDULABLE:
+            continue
+        yield job.account, total(g.resources.scale(len(job.pending[g.name]))
+                                 for g in job.groups_with_pending())

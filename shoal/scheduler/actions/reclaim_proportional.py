@@ -1,0 +1,122 @@
+"""Reclaim by deserved share (the capacity plugin's `share: proportional`, Volcano's
+`proportion` plugin's `Reclaimable`/`Overused`): a virtual cluster below what it deserves
+takes resources back from virtual clusters above what they deserve.
+
+What each virtual cluster deserves this cycle is the capacity plugin's water-filling
+(`shoal.core.deserved`). For a waiting job W (the reclaim action's candidates, in job order):
+
+- W may reclaim from a running job J of another line (neither W's virtual cluster, nor an
+  ancestor, nor a descendant of it) when, on W's path below the lowest virtual cluster the
+  two share, every level stays within what it deserves once W's missing tasks are added
+  (the least any choice of them asks, `shoal.scheduler.gang_choice`), and every level on
+  J's path below that shared one is above what it deserves. The levels above the shared
+  one do not move: what J gives up, W takes.
+- J gives up units (`shoal.scheduler.victims`: elastic surplus first, then the job) only
+  while every one of its levels stays at or above what it deserves: reclaim takes the
+  excess, never part of a deserved share.
+- Dimensions: GPUs for a job that asks GPUs (what it lacks); otherwise every dimension it
+  asks.
+
+The rest — all or nothing, unneeded victims spared, nothing evicted for a job that fits —
+is the preempt action's machinery, as for the guarantee-based reclaim
+(`shoal.scheduler.actions.reclaim`), of which this is a variant with other candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shoal.api.resources import Resources
+from shoal.core.deserved import DeservedShares
+from shoal.core.quota import QueueState
+from shoal.scheduler.actions.reclaim import Reclamation
+from shoal.scheduler.gang_choice import GangNeed, least_request
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.session import Session
+from shoal.scheduler.victims import VictimUnit, ordered
+
+#: Deserved shares are fractions: a level "within" its share may be this far over it.
+_EPSILON = 1e-9
+
+
+class ProportionalReclamation(Reclamation):
+    def __init__(self, session: Session, deserved: DeservedShares, *,
+                 surplus_only: bool) -> None:
+        super().__init__(session, surplus_only=surplus_only)
+        self.deserved = deserved
+
+    def why(self, preemptor: JobInfo) -> str:
+        return (f"job {preemptor.name!r}: virtual cluster {preemptor.account!r} is below its "
+                "deserved share and takes back what is above others'")
+
+    def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
+        session = self.session
+        request = least_request(preemptor, GangNeed.of(session, preemptor))
+        dims = {"gpu"} if request.gpu else request.dimensions()
+        if request.is_zero():
+            return []
+        units: list[VictimUnit] = []
+        for job in self._over_deserved(preemptor, request, dims):
+            for unit in self.units(job, preemptor):
+                if self.surplus_only and unit.shrink_to is None:
+                    break
+                units.append(unit)
+        ranked = ordered(units, self.rank, session.job_order_key, session.now)
+        return self._above_deserved(preemptor, ranked, dims)
+
+    def _over_deserved(self, preemptor: JobInfo, request: Resources, dims: set[str]
+                       ) -> Iterator[JobInfo]:
+        quota = self.session.quota
+        mine = quota.get(preemptor.account).path()
+        # Per virtual cluster, not per job: a few hundred running jobs share a few.
+        verdicts: dict[str, bool] = {}
+        for job in self.session.jobs.values():
+            if not self.takeable(job, preemptor):
+                continue
+            verdict = verdicts.get(job.account)
+            if verdict is None:
+                theirs = quota.get(job.account).path()
+                shared = _shared(mine, theirs)
+                verdict = verdicts[job.account] = shared < min(len(mine), len(theirs)) and \
+                    all(self.deserved.room(q, d) + _EPSILON >= request.get(d)
+                        for q in mine[shared:] for d in dims) and \
+                    all(any(self.deserved.room(q, d) < -_EPSILON for d in dims)
+                        for q in theirs[shared:])
+            if verdict:
+                yield job
+
+    def _above_deserved(self, preemptor: JobInfo, units: list[VictimUnit], dims: set[str]
+                        ) -> list[VictimUnit]:
+        """The units, in order, as long as taking them leaves every level of the victim's
+        line (below the one it shares with the preemptor) at or above what it deserves. A
+        job whose next unit would cut into a deserved share gives nothing more."""
+        quota = self.session.quota
+        mine = quota.get(preemptor.account).path()
+        excess: dict[tuple[str, str], float] = {}
+        stopped: set[str] = set()
+        out: list[VictimUnit] = []
+        for unit in units:
+            if unit.job.name in stopped:
+                continue
+            theirs = quota.get(unit.job.account).path()
+            levels = theirs[_shared(mine, theirs):]
+            request = unit.request
+            lefts = [(q, d, excess.setdefault((q.name, d), -self.deserved.room(q, d)))
+                     for q in levels for d in dims]
+            if any(request.get(d) > left + _EPSILON for _, d, left in lefts):
+                stopped.add(unit.job.name)
+                continue
+            for q, d, _ in lefts:
+                excess[(q.name, d)] -= request.get(d)
+            out.append(unit)
+        return out
+
+
+def _shared(mine: list[QueueState], theirs: list[QueueState]) -> int:
+    """How many virtual clusters two paths from the root share (the root at least)."""
+    count = 0
+    for a, b in zip(mine, theirs, strict=False):
+        if a is not b:
+            break
+        count += 1
+    return count
