@@ -68,7 +68,7 @@ def test_admin_changes_are_visible(api: Api) -> None:
                        ).status_code == 201
     classes = api.request("GET", "/api/v1/priority-classes", "bob").json()
     assert classes[-1] == {"name": "vip", "value": 50000, "description": "",
-                           "globalDefault": False}
+                           "globalDefault": False, "preemptionPolicy": "PreemptLowerPriority"}
     assert "normal" in [c["name"] for c in classes]
     # The control plane was told of both catalog changes (and of nothing for the nodes).
     assert api.scheduler.catalog_reloads == 2
