@@ -312,6 +312,14 @@ class QuotaTree:
             room = new_room
         return None
 
+    def over_ceiling(self, name: str, request: Resources) -> bool:
+        """Whether `request` would take the VC or an ancestor above its `max` or its
+        `min + borrowingLimit`, whatever is free: only taking usage back inside that
+        subtree lets it in."""
+        return any(queue.max.exceeded_by(queue.usage, request)
+                   or queue.borrow_max.exceeded_by(queue.usage, request)
+                   for queue in self.get(name).path())
+
     def can_grant(self, name: str, guarantee: Resources) -> PendingReason | None:
         """None if a new child of the VC could be guaranteed `guarantee` now: the VC's
         headroom, less what it still owes its children, holds it. Otherwise why not."""

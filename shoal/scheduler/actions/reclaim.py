@@ -76,7 +76,12 @@ class Reclamation(Preemption):
                 "its guarantee")
 
     def quota_bound(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        return False  # entitled: only room on its nodes stands in its way
+        """Entitled, it is owed the request: only room on its nodes stands in its way —
+        unless an ancestor's ceiling does (`max`, or the `borrowingLimit` a borrowing
+        sibling has used up): then what frees it is taken back inside that ancestor, on
+        whatever node."""
+        return self.session.quota.over_ceiling(preemptor.account,
+                                               least_request(preemptor, need))
 
     def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
         session = self.session
