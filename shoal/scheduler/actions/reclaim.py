@@ -21,6 +21,10 @@ then cannot start, reclaim takes the borrowed resources back for it:
   the borrower's priority.
 - A borrower gives back only what it borrowed: units that would take any of those virtual
   clusters below its own guarantee in GPUs are not offered.
+- W is usually held by room on its nodes alone; but when an ancestor's ceiling holds it
+  (its `max`, or its `borrowingLimit` used up by a borrowing sibling), room freed on any
+  node inside that ancestor counts (`quota_bound`): otherwise W, though owed, would wait for
+  ever beside idle GPUs it may not use.
 - What they give up, in which order, and all or nothing, is the preempt action's
   (`shoal.scheduler.actions.preempt`, `shoal.scheduler.victims`): elastic surplus one
   allowed size at a time, then whole jobs; never a protected task; nothing for a job that
