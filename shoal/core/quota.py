@@ -171,6 +171,7 @@ class QuotaTree:
         self.queues[vc.name] = queue
         parent.children_reserved = parent.children_reserved + queue.reserved
         parent.children_unlent = parent.children_unlent + queue.unlent
+        self.version += 1  # what is owed changed: cached answers are stale
         self._update_path(parent.name, Resources(), +1)
         return queue
 
@@ -187,6 +188,7 @@ class QuotaTree:
         parent.children_reserved = parent.children_reserved - queue.reserved
         parent.children_unlent = parent.children_unlent - queue.unlent
         del self.queues[name]
+        self.version += 1  # what is owed changed: cached answers are stale
         self._update_path(parent.name, Resources(), +1)
 
     def set_capacity(self, capacity: Resources) -> None:

@@ -69,3 +69,12 @@ def test_borrowing_limit_counts_carved_fixed_size_nodes_as_guaranteed() -> None:
     reason = t.never_fits("a", gpu(5))
     assert reason is not None and "borrowingLimit gpu=1" in reason.message
     assert t.never_fits("a", gpu(4)) is None
+
+
+def test_adding_or_removing_a_virtual_cluster_invalidates_cached_answers() -> None:
+    t = QuotaTree([], gpu(8))
+    assert t.check("default", gpu(6), lend=True) is None  # cached
+    t.add(VirtualCluster("job-vc", min=gpu(4), lending_limit=limit(1)))
+    assert t.check("default", gpu(6), lend=True) is not None  # 3 of the 8 kept unlent
+    t.remove("job-vc")
+    assert t.check("default", gpu(6), lend=True) is None
