@@ -24,6 +24,8 @@ from shoal.api import (
     DEFAULT_QUEUE,
     ROOT_QUEUE,
     Job,
+    Node,
+    ResourceLimit,
     Resources,
     SchedulerName,
     TaskGroup,
@@ -175,3 +177,50 @@ def test_a_job_within_the_unlent_guarantee_starts_without_eviction(
         f"{len(placed)} of {k} placed: {decisions.pending_by_job().get(job.name)}; " \
         f"capacity {capacity(world.nodes)}"
     assert not decisions.evictions, decisions.evictions
+
+
+@st.composite
+def capped_departments(draw: st.DrawFn) -> tuple[World, int]:
+    """One node of `capacity` slots; a department with a borrowingLimit and two teams
+    splitting its guarantee; the borrowing team ran one-slot jobs under a profile that lends
+    every guarantee until nothing changed, so it holds as much of the lending team's
+    guarantee and of what the department may borrow as it wanted (one-slot jobs: whatever
+    it borrowed, it can give back job by job). Returns the world and the lending team's
+    unused guarantee (≥ 1)."""
+    lend = draw(st.integers(1, 4))
+    own = draw(st.integers(0, 4))
+    borrow = draw(st.integers(0, 4))
+    slots = lend + own + draw(st.integers(0, 6))
+    vcs = (VirtualCluster("dept", min=SLOT.scale(lend + own),
+                          borrowing_limit=ResourceLimit.from_resources(SLOT.scale(borrow))),
+           VirtualCluster("lender", parent="dept", min=SLOT.scale(lend)),
+           VirtualCluster("borrower", parent="dept", min=SLOT.scale(own)))
+    jobs = tuple(Job(f"b{i}", (TaskGroup("w", 1, SLOT),), queue="borrower",
+                     scheduler_name=SchedulerName.SHOAL, submitted=float(i))
+                 for i in range(draw(st.integers(1, 12))))
+    world = World((Node("n", SLOT.scale(slots)),), vcs, (), jobs, "lend-only")
+    for _ in range(8):
+        _, decisions, world = world.step()
+        if not decisions.changes_anything():
+            break
+    return world, lend
+
+
+@LIMITS
+@given(case=capped_departments(), size=st.integers(1, 8))
+def test_a_lender_under_a_capped_department_takes_its_guarantee_back(
+        case: tuple[World, int], size: int) -> None:
+    """Whatever its sibling borrowed, up to the department's borrowingLimit, the lending
+    team's gang within its unused guarantee starts in the next reclaim cycle: when the
+    department's cap (not room) holds it, reclaim takes back inside the department what the
+    cap needs, rather than leave it waiting beside idle slots."""
+    world, lend = case
+    k = (size - 1) % lend + 1
+    job = Job("owed", (TaskGroup("w", k, SLOT),), queue="lender",
+              scheduler_name=SchedulerName.SHOAL, submitted=100.0)
+    world = world.with_jobs([*world.jobs, job])
+    decisions = run_cycle(world.snapshot(), profile("lend-reclaim"))
+    placed = [b for b in decisions.binds if b.task.job == job.name]
+    assert len(placed) == k, \
+        f"{len(placed)} of {k} placed: {decisions.pending_by_job().get(job.name)}; " \
+        f"usage {queue_usage(world.jobs)}"
