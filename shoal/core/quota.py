@@ -28,6 +28,9 @@ Lending. Asked with `lend=True`, `check` lets the request use guarantees owed to
 subtrees too (only capacity and ceilings bound it): what the capacity plugin's `reclaim` mode
 allows every task, and its `elastic` mode elastic surplus only. What is lent that way is
 taken back by the reclaim action when its owner needs it (`shoal.scheduler.actions.reclaim`).
+A VC's `lendingLimit` bounds what is lent of it: lending subtracts each sibling's *unlent*
+part instead of nothing; and its `borrowingLimit` is a second ceiling, `min +
+borrowingLimit`, lent or not (`shoal.core.quota_limits`).
 
 Why the sibling guarantees are subtracted at every level rather than once at the root:
 a guarantee is a promise made by the parent to its child, so a borrower in another subtree
@@ -43,18 +46,24 @@ from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import DEFAULT_QUEUE, ROOT_QUEUE, QueueingPolicy, VirtualCluster
 from shoal.api.queue_policy import QueueStatus
 from shoal.api.resources import ResourceLimit, Resources, total
+from shoal.core.quota_limits import borrowing_ceiling, unlendable
+
+_UNLIMITED = ResourceLimit()
 
 
 class QueueState:
     """One VC's working state during a cycle."""
 
-    __slots__ = ("carved", "children", "children_reserved", "depth", "max", "min", "name",
-                 "parent", "priority", "queueing", "reserved", "spec_max", "spec_min",
-                 "status", "usage", "weight")
+    __slots__ = ("borrow_max", "borrowing_limit", "carved", "children", "children_reserved",
+                 "children_unlent", "depth", "lending_limit", "max", "min", "name", "parent",
+                 "priority", "queueing", "reserved", "spec_max", "spec_min", "status", "unlent",
+                 "usage", "weight")
 
     def __init__(self, name: str, parent: QueueState | None, minimum: Resources,
                  maximum: ResourceLimit, weight: int, queueing: QueueingPolicy,
-                 status: QueueStatus = QueueStatus.OPEN, priority: int = 0) -> None:
+                 status: QueueStatus = QueueStatus.OPEN, priority: int = 0,
+                 borrowing_limit: ResourceLimit = _UNLIMITED,
+                 lending_limit: ResourceLimit = _UNLIMITED) -> None:
         self.name = name
         self.parent = parent
         self.children: list[QueueState] = []
@@ -72,6 +81,15 @@ class QueueState:
         """Σ reserved(child) over this VC's children."""
         self.reserved = minimum
         """Guarantee still owed to this subtree (see the module docstring)."""
+        self.borrowing_limit = borrowing_limit
+        self.lending_limit = lending_limit
+        self.borrow_max = borrowing_ceiling(minimum, borrowing_limit)
+        """`min + borrowingLimit`: a ceiling on the subtree's usage, beside `max`."""
+        self.children_unlent = Resources()
+        """Σ unlent(child) over this VC's children."""
+        self.unlent = unlendable(minimum, lending_limit)
+        """What of `reserved` is never lent, even when guarantees are
+        (`shoal.core.quota_limits`)."""
         self.depth: int = 0 if parent is None else parent.depth + 1
         self.status = status
         """Its own state; a closed ancestor closes it too (`closed_by`)."""
@@ -97,6 +115,11 @@ class QueueState:
                 return node
             node = node.parent
         return None
+
+    def kept(self) -> Resources:
+        """unlent(q) = max(reserved − lendingLimit, Σ unlent(children)), from the stored
+        parts (`reserved` already updated)."""
+        return unlendable(self.reserved, self.lending_limit).maximum(self.children_unlent)
 
     def path(self) -> list[QueueState]:
         """Ancestors from the root down to this VC, inclusive."""
@@ -127,6 +150,8 @@ class QuotaTree:
         for queue in sorted(self.queues.values(), key=lambda q: -q.depth):
             queue.children_reserved = total(child.reserved for child in queue.children)
             queue.reserved = queue.owed()
+            queue.children_unlent = total(child.unlent for child in queue.children)
+            queue.unlent = queue.kept()
         self.version = 0
         """Moves on every charge and refund; answers cached under an older version are
         stale."""
@@ -150,7 +175,8 @@ class QuotaTree:
         parent = self._build(spec.parent, specs, (*trail, name)) if spec.parent != ROOT_QUEUE \
             else self.root
         queue = QueueState(name, parent, spec.guaranteed, spec.ceiling, spec.weight,
-                           spec.queueing, spec.state, spec.priority)
+                           spec.queueing, spec.state, spec.priority, spec.borrowing_limit,
+                           spec.lending_limit)
         parent.children.append(queue)
         self.queues[name] = queue
         return queue
@@ -162,11 +188,13 @@ class QuotaTree:
             raise ValueError(f"virtual cluster {vc.name!r} already exists")
         parent = self.get(vc.parent)
         queue = QueueState(vc.name, parent, vc.guaranteed, vc.ceiling, vc.weight, vc.queueing,
-                           vc.state, vc.priority)
+                           vc.state, vc.priority, vc.borrowing_limit, vc.lending_limit)
         parent.children.append(queue)
         parent.children.sort(key=lambda q: q.name)
         self.queues[vc.name] = queue
         parent.children_reserved = parent.children_reserved + queue.reserved
+        parent.children_unlent = parent.children_unlent + queue.unlent
+        self.version += 1  # what is owed changed: cached answers are stale
         self._update_path(parent.name, Resources(), +1)
         return queue
 
@@ -181,7 +209,9 @@ class QuotaTree:
         assert parent is not None
         parent.children.remove(queue)
         parent.children_reserved = parent.children_reserved - queue.reserved
+        parent.children_unlent = parent.children_unlent - queue.unlent
         del self.queues[name]
+        self.version += 1  # what is owed changed: cached answers are stale
         self._update_path(parent.name, Resources(), +1)
 
     def set_capacity(self, capacity: Resources) -> None:
@@ -199,6 +229,7 @@ class QuotaTree:
             queue.carved = queue.carved + fixed if sign > 0 else queue.carved - fixed
             queue.min = queue.spec_min.saturating_sub(queue.carved)
             queue.max = queue.spec_max.lowered_by(queue.carved)
+            queue.borrow_max = borrowing_ceiling(queue.min, queue.borrowing_limit)
         self.set_capacity(self.capacity - fixed if sign > 0 else self.capacity + fixed)
         self._update_path(name, Resources(), +1)
 
@@ -225,32 +256,43 @@ class QuotaTree:
 
     def _update_path(self, name: str, request: Resources, sign: int) -> None:
         """Change usage from the VC up to the root, keeping every reserved(q) and its
-        parent's sum of them exact (only the path's values can change)."""
+        parent's sum of them exact, and so every unlent(q) and its sum (only the path's values
+        can change)."""
         queue: QueueState | None = self.get(name)
         while queue is not None:
             queue.usage = queue.usage + request if sign > 0 else queue.usage - request
             old = queue.reserved
+            old_unlent = queue.unlent
             queue.reserved = queue.owed()
+            queue.unlent = queue.kept()
             parent = queue.parent
             if parent is not None and queue.reserved != old:
                 parent.children_reserved = parent.children_reserved - old + queue.reserved
+            if parent is not None and queue.unlent != old_unlent:
+                parent.children_unlent = parent.children_unlent - old_unlent + queue.unlent
             queue = parent
 
     # ---- headroom -------------------------------------------------------------------------
 
-    def headroom(self, name: str) -> Resources:
-        """How much more the VC's subtree may use now (see the module docstring)."""
+    def headroom(self, name: str, lend: bool = False) -> Resources:
+        """How much more the VC's subtree may use now (see the module docstring); with
+        `lend`, using others' guarantees where their lending limits allow."""
         room = Resources()
         for queue in self.get(name).path():
-            room = self._step(queue, room)
+            room = self._step(queue, room, lend)
         return room
 
     def _step(self, queue: QueueState, parent_room: Resources, lend: bool = False
               ) -> Resources:
         if queue.parent is None:
             return self.capacity.saturating_sub(queue.usage)
-        siblings_owed = queue.parent.children_reserved - queue.reserved
-        room = parent_room if lend else parent_room.saturating_sub(siblings_owed)
+        # Lending gives away what siblings are owed, but never what their lending limits
+        # keep back.
+        siblings_kept = queue.parent.children_unlent - queue.unlent if lend else \
+            queue.parent.children_reserved - queue.reserved
+        room = parent_room.saturating_sub(siblings_kept)
+        if not queue.borrow_max.is_unlimited():
+            room = _cap(room, queue.borrow_max, queue.usage)
         return room if queue.max.is_unlimited() else _cap(room, queue.max, queue.usage)
 
     def check(self, name: str, request: Resources, lend: bool = False) -> PendingReason | None:
@@ -286,21 +328,23 @@ class QuotaTree:
                     f"virtual cluster {queue.name!r} would exceed its max {dim}="
                     f"{queue.max.get(dim)} (uses {queue.usage.get(dim)}, "
                     f"{request.get(dim)} more needed)", resource=dim, queue=queue.name)
+            over = queue.borrow_max.exceeded_by(queue.usage, request)
+            if over:
+                return borrowing_refused(queue, request, over[0])
             new_room = self._step(queue, room, lend)
             short = request.shortfall(new_room)
             if short:
-                dim = short[0]
-                holders = [s.name for s in queue.parent.children
-                           if s is not queue and s.reserved.get(dim) > 0]
-                return PendingReason(
-                    PendingKind.GUARANTEE,
-                    f"{room.get(dim)} {dim} is free for {queue.parent.name!r}, but "
-                    f"{(queue.parent.children_reserved - queue.reserved).get(dim)} of it is "
-                    f"the unused guaranteed min of {', '.join(repr(h) for h in holders)}; "
-                    f"virtual cluster {queue.name!r} can borrow {new_room.get(dim)} {dim}, "
-                    f"{request.get(dim)} needed", resource=dim, queue=queue.name)
+                return guarantee_refused(queue, request, room, new_room, short[0], lend)
             room = new_room
         return None
+
+    def over_ceiling(self, name: str, request: Resources) -> bool:
+        """Whether `request` would take the VC or an ancestor above its `max` or its
+        `min + borrowingLimit`, whatever is free: only taking usage back inside that
+        subtree lets it in."""
+        return any(queue.max.exceeded_by(queue.usage, request)
+                   or queue.borrow_max.exceeded_by(queue.usage, request)
+                   for queue in self.get(name).path())
 
     def can_grant(self, name: str, guarantee: Resources) -> PendingReason | None:
         """None if a new child of the VC could be guaranteed `guarantee` now: the VC's
@@ -328,6 +372,15 @@ class QuotaTree:
                     PendingKind.UNSCHEDULABLE,
                     f"needs {request.get(dim)} {dim} but virtual cluster {queue.name!r} has "
                     f"max {dim}={queue.spec_max.get(dim)}", resource=dim, queue=queue.name)
+            over = borrowing_ceiling(queue.spec_min, queue.borrowing_limit).exceeded(request)
+            if over:
+                dim = over[0]
+                return PendingReason(
+                    PendingKind.UNSCHEDULABLE,
+                    f"needs {request.get(dim)} {dim} but virtual cluster {queue.name!r} may "
+                    f"use at most its guarantee {queue.spec_min.get(dim)} plus its "
+                    f"borrowingLimit {dim}={queue.borrowing_limit.get(dim)}",
+                    resource=dim, queue=queue.name)
         physical = self.capacity + total(q.carved for q in self.root.children)
         short = request.shortfall(physical)
         if short:
@@ -337,6 +390,37 @@ class QuotaTree:
                 f"needs {request.get(dim)} {dim} but the whole cluster has "
                 f"{physical.get(dim)}", resource=dim)
         return None
+
+
+def borrowing_refused(queue: QueueState, request: Resources, dim: str) -> PendingReason:
+    """Why `request` would take the VC's subtree above `min + borrowingLimit` in `dim`."""
+    return PendingReason(
+        PendingKind.QUEUE_LIMIT,
+        f"virtual cluster {queue.name!r} would borrow above its borrowingLimit {dim}="
+        f"{queue.borrowing_limit.get(dim)} (guaranteed {queue.min.get(dim)}, uses "
+        f"{queue.usage.get(dim)}, {request.get(dim)} more needed)", resource=dim,
+        queue=queue.name)
+
+
+def guarantee_refused(queue: QueueState, request: Resources, room: Resources,
+                      new_room: Resources, dim: str, lend: bool) -> PendingReason:
+    """Why `request` does not fit what `queue` may borrow of its parent's free `room`: the
+    siblings' guarantees (without lending) or what their lending limits keep (with it)."""
+    assert queue.parent is not None
+    siblings = [s for s in queue.parent.children if s is not queue]
+    if lend:
+        kept = (queue.parent.children_unlent - queue.unlent).get(dim)
+        holders = [s.name for s in siblings if s.unlent.get(dim) > 0]
+        what = f"kept unlent by the lendingLimit of {', '.join(repr(h) for h in holders)}"
+    else:
+        kept = (queue.parent.children_reserved - queue.reserved).get(dim)
+        holders = [s.name for s in siblings if s.reserved.get(dim) > 0]
+        what = f"the unused guaranteed min of {', '.join(repr(h) for h in holders)}"
+    return PendingReason(
+        PendingKind.GUARANTEE,
+        f"{room.get(dim)} {dim} is free for {queue.parent.name!r}, but {kept} of it is "
+        f"{what}; virtual cluster {queue.name!r} can borrow {new_room.get(dim)} {dim}, "
+        f"{request.get(dim)} needed", resource=dim, queue=queue.name)
 
 
 def _cap(room: Resources, limit: ResourceLimit, usage: Resources) -> Resources:

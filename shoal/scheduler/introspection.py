@@ -64,7 +64,9 @@ class VirtualClusterStatus:
     """What the tasks of its whole subtree hold now."""
     available: Resources
     """What its subtree could take now: its headroom in the quota tree (the parent's idle
-    resources it may borrow, less every guarantee still owed to others)."""
+    resources it may borrow, less every guarantee still owed to others, within its max and
+    its `min + borrowingLimit`). Guarantees are not counted as lent here, whatever the
+    profile's reclaimMode: what may be lent is taken back."""
     borrowed: Resources
     """What it uses beyond its guarantee."""
     pending_jobs: int

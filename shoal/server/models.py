@@ -384,7 +384,8 @@ class VirtualClusterStatusOut(_Out):
     used: Quantities = Field(description="What the tasks of its whole subtree hold.")
     available: Quantities = Field(
         description="What its subtree could take now: what its ancestors have idle, less "
-                    "every guarantee still owed to others, within its ceiling.")
+                    "every guarantee still owed to others, within its ceiling and its "
+                    "borrowingLimit.")
     borrowed: Quantities = Field(description="What it uses beyond its guarantee.")
     pending_jobs: int = Field(alias="pendingJobs", description="Its own jobs still waiting.")
     running_jobs: int = Field(alias="runningJobs")

@@ -122,9 +122,16 @@ class QuotaOracle:
         usage(q)    = Σ what was charged to q and its descendants
         reserved(q) = max(min(q) − usage(q), Σ reserved(k) over q's children k, 0)
         headroom(root) = capacity − usage(root)
-        headroom(c)    = min(max(c) − usage(c), headroom(parent) − Σ reserved(siblings))
+        headroom(c)    = min(max(c) − usage(c), min(c) + borrowingLimit(c) − usage(c),
+                             headroom(parent) − Σ reserved(siblings))
 
-    with a negative headroom read as 0 and an unlimited dimension of max as +∞."""
+    with a negative headroom read as 0 and an unlimited dimension of max (and of
+    borrowingLimit) as +∞. Lent (`lend=True`), the siblings' `unlent` is subtracted instead
+    of their `reserved` (`shoal.core.quota_limits`):
+
+        unlent(q) = max(reserved(q) − lendingLimit(q), Σ unlent(k) over q's children k, 0)
+
+    an unlimited dimension of lendingLimit keeping nothing back."""
 
     def __init__(self, vcs: Sequence[VirtualCluster], capacity: Resources,
                  charged: Mapping[str, Resources]) -> None:
@@ -143,7 +150,8 @@ class QuotaOracle:
         for r in [*charged.values(), *(vc.min for vc in self.specs.values())]:
             dims |= r.dimensions()
         for vc in self.specs.values():
-            dims |= {d for d, _ in vc.max.limits}
+            dims |= {d for d, _ in (*vc.max.limits, *vc.borrowing_limit.limits,
+                                    *vc.lending_limit.limits)}
         self.dims = sorted(dims)
 
     def _subtree(self, name: str) -> Resources:
@@ -165,27 +173,43 @@ class QuotaOracle:
     def reserved_vector(self, name: str) -> dict[str, int]:
         return {d: self.reserved(name, d) for d in self.dims}
 
+    def unlent(self, name: str, dim: str) -> int:
+        """What of the guarantee owed to `name`'s subtree is never lent."""
+        below = sum(self.unlent(k, dim) for k in self.children[name])
+        lending = None if name == ROOT_QUEUE else self.specs[name].lending_limit.get(dim)
+        own = 0 if lending is None else self.reserved(name, dim) - lending
+        return max(own, below, 0)
+
+    def unlent_vector(self, name: str) -> dict[str, int]:
+        return {d: self.unlent(name, d) for d in self.dims}
+
+    def borrowing_cap(self, name: str, dim: str) -> int | None:
+        """min + borrowingLimit in `dim`; None when unlimited."""
+        limit = self.specs[name].borrowing_limit.get(dim)
+        return None if limit is None else self.specs[name].min.get(dim) + limit
+
     def path(self, name: str) -> list[str]:
         out = [name]
         while out[-1] != ROOT_QUEUE:
             out.append(self.parent[out[-1]])
         return out[::-1]
 
-    def headroom(self, name: str) -> dict[str, int]:
+    def headroom(self, name: str, lend: bool = False) -> dict[str, int]:
         room = {d: max(0, self.capacity.get(d) - self.usage[ROOT_QUEUE].get(d))
                 for d in self.dims}
+        owed = self.unlent if lend else self.reserved
         for queue in self.path(name)[1:]:
             siblings = [s for s in self.children[self.parent[queue]] if s != queue]
             for d in self.dims:
-                value = room[d] - sum(self.reserved(s, d) for s in siblings)
-                ceiling = self.limit(queue).get(d)
-                if ceiling is not None:
-                    value = min(value, ceiling - self.usage[queue].get(d))
+                value = room[d] - sum(owed(s, d) for s in siblings)
+                for ceiling in (self.limit(queue).get(d), self.borrowing_cap(queue, d)):
+                    if ceiling is not None:
+                        value = min(value, ceiling - self.usage[queue].get(d))
                 room[d] = max(0, value)
         return room
 
-    def admits(self, name: str, request: Resources) -> bool:
-        room = self.headroom(name)
+    def admits(self, name: str, request: Resources, lend: bool = False) -> bool:
+        room = self.headroom(name, lend)
         return all(request.get(d) <= room.get(d, 0) for d in request.dimensions())
 
 

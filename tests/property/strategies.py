@@ -190,12 +190,14 @@ def _split(draw: st.DrawFn, room: Resources, dims: Sequence[str] = CORE_DIMENSIO
 
 @st.composite
 def vc_trees(draw: st.DrawFn, root_min: Resources, max_vcs: int = 5, max_depth: int = 3,
-             unit: Resources | None = None) -> tuple[VirtualCluster, ...]:
+             unit: Resources | None = None, limits: bool = False
+             ) -> tuple[VirtualCluster, ...]:
     """0–`max_vcs` VCs in a tree at most `max_depth` levels below the root. Every VC's `min`
     fits in what its parent's `min` has left after the siblings drawn before it (the root's
     `min` is `root_min`, the cluster's capacity), so Σ children's min ≤ parent's min. An
     optional `max` limits some dimensions, each at or above the `min`. With `unit`, mins and
-    maxes are whole multiples of it."""
+    maxes are whole multiples of it. With `limits`, some VCs have a `borrowingLimit` and a
+    `lendingLimit` (issue 16), the latter at most the `min` (`_limits`)."""
     count = draw(st.integers(0, max_vcs))
     vc_names = draw(st.lists(names.map(lambda s: "vc-" + s), min_size=count, max_size=count,
                              unique=True))
@@ -225,10 +227,34 @@ def vc_trees(draw: st.DrawFn, root_min: Resources, max_vcs: int = 5, max_depth: 
             else:
                 slots_max = minimum.gpu + draw(st.integers(0, 6))
                 maximum = ResourceLimit.from_resources(unit.scale(slots_max))
+        borrowing, lending = _limits(draw, minimum, unit) if limits else \
+            (ResourceLimit(), ResourceLimit())
         out.append(VirtualCluster(
             name, parent, minimum, maximum, weight=draw(st.integers(1, 3)),
-            queueing=draw(st.sampled_from(list(QueueingPolicy)))))
+            queueing=draw(st.sampled_from(list(QueueingPolicy))),
+            borrowing_limit=borrowing, lending_limit=lending))
     return tuple(out)
+
+
+def _limits(draw: st.DrawFn, minimum: Resources, unit: Resources | None
+            ) -> tuple[ResourceLimit, ResourceLimit]:
+    """An optional borrowingLimit (some dimensions, any amount; whole units with `unit`) and
+    an optional lendingLimit at most `minimum` (as the spec layer requires)."""
+    borrowing = lending = ResourceLimit()
+    if unit is not None:
+        if draw(st.booleans()):
+            borrowing = ResourceLimit.from_resources(unit.scale(draw(st.integers(0, 4))))
+        if draw(st.booleans()):
+            lending = ResourceLimit.from_resources(
+                unit.scale(draw(st.integers(0, minimum.gpu))))
+        return borrowing, lending
+    if draw(st.booleans()):
+        dims = draw(st.lists(st.sampled_from(CORE_DIMENSIONS), min_size=1, unique=True))
+        borrowing = ResourceLimit.of({d: draw(st.sampled_from(MAX_SLACK[d])) for d in dims})
+    if draw(st.booleans()):
+        dims = draw(st.lists(st.sampled_from(CORE_DIMENSIONS), min_size=1, unique=True))
+        lending = ResourceLimit.of({d: draw(st.integers(0, minimum.get(d))) for d in dims})
+    return borrowing, lending
 
 
 def leaves(vcs: Sequence[VirtualCluster]) -> list[str]:
@@ -323,12 +349,12 @@ def warm_up(world: World, later: Sequence[Job], cycles: int, finished: Sequence[
 
 @st.composite
 def worlds(draw: st.DrawFn, max_nodes: int = 12, max_jobs: int = 25,
-           profiles: Sequence[str] = PROFILE_NAMES) -> World:
+           profiles: Sequence[str] = PROFILE_NAMES, limits: bool = False) -> World:
     """A random cluster, VC tree, priority classes and jobs; some jobs already running (the
     early ones, after 0–2 real cycles), some of those finished, some nodes possibly cordoned
     with their tasks still running, and the later jobs waiting."""
     node_list = draw(nodes(max_size=max_nodes))
-    vcs = draw(vc_trees(capacity(node_list)))
+    vcs = draw(vc_trees(capacity(node_list), limits=limits))
     classes = draw(priority_classes())
     queues = [vc.name for vc in vcs] + [DEFAULT_QUEUE]
     # Real clusters have a few standard task flavours; drawing requests from a small
@@ -368,8 +394,8 @@ class GuaranteeCase:
 
 
 @st.composite
-def guarantee_cases(draw: st.DrawFn, profiles: Sequence[str] = PROFILE_NAMES
-                    ) -> GuaranteeCase:
+def guarantee_cases(draw: st.DrawFn, profiles: Sequence[str] = PROFILE_NAMES,
+                    limits: bool = False) -> GuaranteeCase:
     """Nodes of 1–8 slots; a VC tree whose mins and maxes are whole slots; a target leaf VC
     with min ≥ 1 slot; jobs of 1- or 2-slot tasks in the other leaf VCs and `default`,
     run until the scheduler changes nothing (they borrow whatever they may: under a profile
@@ -378,7 +404,7 @@ def guarantee_cases(draw: st.DrawFn, profiles: Sequence[str] = PROFILE_NAMES
     submits is the target's only waiting job."""
     node_names = draw(st.lists(names, min_size=1, max_size=8, unique=True))
     node_list = tuple(Node(n, SLOT.scale(draw(st.integers(1, 8)))) for n in node_names)
-    vcs = draw(vc_trees(capacity(node_list), unit=SLOT))
+    vcs = draw(vc_trees(capacity(node_list), unit=SLOT, limits=limits))
     specs = {vc.name: vc for vc in vcs}
     candidates = [name for name in leaves(vcs) if specs[name].min.gpu >= 1]
     assume(candidates)

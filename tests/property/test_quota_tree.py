@@ -35,7 +35,7 @@ operations = st.lists(
 @st.composite
 def trees(draw: st.DrawFn) -> tuple[Resources, tuple[VirtualCluster, ...]]:
     capacity = draw(capacities)
-    return capacity, draw(vc_trees(capacity))
+    return capacity, draw(vc_trees(capacity, limits=True))
 
 
 def _replay(case: tuple[Resources, tuple[VirtualCluster, ...]],
@@ -69,8 +69,10 @@ def test_quota_tree_bookkeeping_matches_its_definition(
     subtree; its kept `reserved` equals the docstring's recursive definition
     max(min − usage, Σ children's reserved, 0) recomputed from scratch; its kept
     `children_reserved` equals Σ of its children's `reserved` (the incremental sum the
-    borrowing rule subtracts; `children_idle` before commit e380a93); and `headroom` equals
-    the docstring's top-down definition computed by brute force."""
+    borrowing rule subtracts; `children_idle` before commit e380a93); its kept `unlent` and
+    `children_unlent` likewise match `shoal.core.quota_limits`' definition (lending limits);
+    and `headroom`, lent or not, equals the docstring's top-down definition computed by
+    brute force (borrowing limits included)."""
     for tree, oracle in _replay(case, ops):
         for queue in tree:
             assert queue.usage == oracle.usage[queue.name], queue.name
@@ -78,37 +80,51 @@ def test_quota_tree_bookkeeping_matches_its_definition(
             assert queue.children_reserved == recomputed, \
                 f"{queue.name}: children_reserved {queue.children_reserved}, Σ children's " \
                 f"reserved {recomputed}"
+            recomputed = total(child.unlent for child in queue.children)
+            assert queue.children_unlent == recomputed, \
+                f"{queue.name}: children_unlent {queue.children_unlent}, Σ children's " \
+                f"unlent {recomputed}"
             if queue.name != ROOT_QUEUE:
                 expected_reserved = oracle.reserved_vector(queue.name)
                 assert {d: queue.reserved.get(d) for d in oracle.dims} == expected_reserved, \
                     f"reserved({queue.name}) = {queue.reserved}, docstring gives " \
                     f"{expected_reserved}"
-            room = tree.headroom(queue.name)
-            expected = oracle.headroom(queue.name)
-            assert {d: room.get(d) for d in oracle.dims} == expected, \
-                f"headroom({queue.name}) = {room}, the docstring gives {expected}"
-            assert room.dimensions() <= set(oracle.dims)
+                expected_unlent = oracle.unlent_vector(queue.name)
+                assert {d: queue.unlent.get(d) for d in oracle.dims} == expected_unlent, \
+                    f"unlent({queue.name}) = {queue.unlent}, quota_limits gives " \
+                    f"{expected_unlent}"
+            for lend in (False, True):
+                room = tree.headroom(queue.name, lend)
+                expected = oracle.headroom(queue.name, lend)
+                assert {d: room.get(d) for d in oracle.dims} == expected, \
+                    f"headroom({queue.name}, lend={lend}) = {room}, the docstring gives " \
+                    f"{expected}"
+                assert room.dimensions() <= set(oracle.dims)
 
 
 @settings(max_examples=150, deadline=None)
-@given(case=trees(), ops=operations, probe=charges)
+@given(case=trees(), ops=operations, probe=charges, lend=st.booleans())
 @example(  # a VC already above its GPU max (max lowered, say) asks for CPU only: see report
     case=(Resources.of(cpu=4000, gpu=4),
           (VirtualCluster("vc", max=ResourceLimit.of({"gpu": 1})),)),
-    ops=[(1, Resources.of(gpu=2), False, 0)], probe=Resources.of(cpu=1000))
+    ops=[(1, Resources.of(gpu=2), False, 0)], probe=Resources.of(cpu=1000), lend=False)
+@example(  # the same above its borrowing limit
+    case=(Resources.of(cpu=4000, gpu=4),
+          (VirtualCluster("vc", borrowing_limit=ResourceLimit.of({"gpu": 1})),)),
+    ops=[(1, Resources.of(gpu=2), False, 0)], probe=Resources.of(cpu=1000), lend=True)
 def test_check_admits_exactly_what_fits_the_headroom(
         case: tuple[Resources, tuple[VirtualCluster, ...]],
-        ops: list[tuple[int, Resources, bool, int]], probe: Resources) -> None:
-    """`check(name, r)` is None (the capacity plugin allows the allocation) exactly when `r`
-    fits `headroom(name)` as the docstring defines it — asked twice, so the second answer
-    comes from the check cache."""
+        ops: list[tuple[int, Resources, bool, int]], probe: Resources, lend: bool) -> None:
+    """`check(name, r, lend)` is None (the capacity plugin allows the allocation) exactly
+    when `r` fits `headroom(name, lend)` as the docstring defines it — asked twice, so the
+    second answer comes from the check cache."""
     for tree, oracle in _replay(case, ops):
         for queue in tree:
             if queue.name == ROOT_QUEUE:
                 continue
-            expected = oracle.admits(queue.name, probe)
+            expected = oracle.admits(queue.name, probe, lend)
             for _ in range(2):
-                reason = tree.check(queue.name, probe)
+                reason = tree.check(queue.name, probe, lend)
                 assert (reason is None) is expected, \
                     f"check({queue.name}, {probe}) = {reason}; headroom " \
-                    f"{oracle.headroom(queue.name)}, usage {oracle.usage[queue.name]}"
+                    f"{oracle.headroom(queue.name, lend)}, usage {oracle.usage[queue.name]}"

@@ -26,6 +26,10 @@ then cannot start, reclaim takes the borrowed resources back for it:
   the borrower's priority (unless W's policy says otherwise, above).
 - A borrower gives back only what it borrowed: units that would take any of those virtual
   clusters below its own guarantee in GPUs are not offered.
+- W is usually held by room on its nodes alone; but when an ancestor's ceiling holds it
+  (its `max`, or its `borrowingLimit` used up by a borrowing sibling), room freed on any
+  node inside that ancestor counts (`quota_bound`): otherwise W, though owed, would wait for
+  ever beside idle GPUs it may not use.
 - What they give up, in which order, and all or nothing, is the preempt action's
   (`shoal.scheduler.actions.preempt`, `shoal.scheduler.victims`): elastic surplus one
   allowed size at a time, then whole jobs (single tasks of a job placed task by task);
@@ -102,9 +106,14 @@ class Reclamation(Preemption):
         return True  # entitled: it asks only for what it is owed; else it borrows on purpose
 
     def quota_bound(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        """Entitled, it is owed the request: only room on its nodes stands in its way —
+        unless an ancestor's ceiling does (`max`, or the `borrowingLimit` a borrowing
+        sibling has used up): then what frees it is taken back inside that ancestor, on
+        whatever node. A borrower (borrowWithinParent) may meet its own ceilings too."""
         if self._claim(preemptor).entitled:
-            return False  # only room on its nodes stands in its way
-        return super().quota_bound(preemptor, need)  # a borrower may meet a ceiling
+            return self.session.quota.over_ceiling(preemptor.account,
+                                                   least_request(preemptor, need))
+        return super().quota_bound(preemptor, need)
 
     def _claim(self, preemptor: JobInfo) -> _Claim:
         """What the preemptor asks of the quota tree, and whether it is owed it. Any
