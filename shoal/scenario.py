@@ -140,11 +140,12 @@ def apply(jobs: dict[str, Job], decisions: Decisions, now: float) -> dict[str, J
     for name, job in jobs.items():
         records = tuple(sorted(tasks[name].values(), key=lambda t: (t.group, t.index)))
         running = sum(1 for t in records if t.state in (TaskState.BOUND, TaskState.RUNNING))
-        ended = sum(1 for t in records if t.state.terminal)
         job_state = job.state
-        # Tasks that ended for good count toward the gang minimum (`JobInfo.ready`).
-        target = JobState.RUNNING if running and running + ended >= job.gang_minimum \
-            else JobState.PENDING
+        # Tasks that ended for good count toward the gang minimum (`JobInfo.ready`), each
+        # group's own minimum included.
+        target = JobState.RUNNING if running and job.gang_met(
+            t for t in records if t.state in (TaskState.BOUND, TaskState.RUNNING)
+            or t.state.terminal) else JobState.PENDING
         if target is not job_state:
             JOB_LIFECYCLE.move(job_state, target, "gang minimum placed" if target is
                                JobState.RUNNING else "fell below its gang minimum")

@@ -284,9 +284,9 @@ class Repository(Stops, JobQueries, Accounts, NodeInventory):
             evicted = {e.task.job: e.reason for e in evictions}
             for job_row in jobs.values():
                 job = convert.job_from_row(job_row)
-                held = sum(1 for t in job.tasks
-                           if t.state in (TaskState.BOUND, TaskState.RUNNING))
-                if job.state is JobState.PENDING and held >= job.gang_minimum:
+                bound = [t for t in job.tasks if t.state in (TaskState.BOUND, TaskState.RUNNING)]
+                held = len(bound)
+                if job.state is JobState.PENDING and job.gang_met(bound):
                     self._move_job(s, job_row, JobState.RUNNING,
                                    f"{held} of {job.replicas} tasks bound "
                                    f"(gang minimum {job.gang_minimum}): {cause}")

@@ -118,7 +118,7 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
         reason = place_replicas(session, memo, statement, job, group,
                                 job.first_pending(need, session.task_order())[0][1])
     else:
-        reason = place_gang(session, memo, statement, job, GangNeed(need))
+        reason = place_gang(session, memo, statement, job, GangNeed.of(session, job))
     if reason is not None:
         statement.discard()
         job.reason = gang_reason(job, need, reason)

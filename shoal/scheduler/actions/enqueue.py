@@ -73,7 +73,7 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
     if not session.is_gang(job):
         return _tasks_feasibility(session, job)
     # What it misses (`Session.min_tasks`): succeeded tasks count toward its minimum.
-    need = GangNeed(max(1, session.min_tasks(job)))
+    need = GangNeed.of(session, job, at_least=1)
     wanted = preferred(job, need, session.task_order())
     reason = None
     for group, indices in wanted:
@@ -91,7 +91,7 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
                                     total(g.resources.scale(len(ix)) for g, ix in wanted))
     if reason is None or not has_alternatives(job, need):
         return reason
-    counts = [(_most_when_idle(session, job, group) or 0, pending)
+    counts = [(group.name, _most_when_idle(session, job, group) or 0, pending)
               for group, pending in pending_groups(job)]
     if room_suffices(need, counts) and \
             session.admissible(job.account, least_request(job, need)) is None:
