@@ -3,7 +3,8 @@ report what the scheduler decided and why jobs wait.
 
 It is the smallest driver of the core: after each cycle it applies the decisions to its own
 copy of the jobs (a bound task starts running at once; an evicted task goes back to pending),
-moving every task and job through the lifecycle tables so an illegal decision fails loudly.
+moving every task and job through the lifecycle tables so an illegal decision fails loudly; a
+partial admission's `Resize` lowers the job's replicas, as the control plane stores it.
 The clock is the cycle number. Its JSON output is a stable, documented interface
 (docs/scenario-output.md) that other tools read.
 """
@@ -136,8 +137,15 @@ def apply(jobs: dict[str, Job], decisions: Decisions, now: float) -> dict[str, J
         TASK_LIFECYCLE.move(TaskState.BOUND, TaskState.RUNNING, "started")
         tasks[bind.task.job][key] = Task(bind.task.job, bind.task.group, bind.task.index,
                                          TaskState.RUNNING, bind.node, bind.gpus, now)
+    admitted = {(r.job, r.group): r.replicas for r in decisions.resizes
+                 if r.partial_admission}
     out: dict[str, Job] = {}
-    for name, job in jobs.items():
+    for name, given in jobs.items():
+        # Partially admitted: the job has the admitted replicas for good, as the control
+        # plane stores it.
+        job = replace(given, groups=tuple(
+            replace(g, replicas=admitted.get((name, g.name), g.replicas))
+            for g in given.groups)) if any(n == name for n, _ in admitted) else given
         records = tuple(sorted(tasks[name].values(), key=lambda t: (t.group, t.index)))
         running = sum(1 for t in records if t.state in (TaskState.BOUND, TaskState.RUNNING))
         job_state = job.state

@@ -68,7 +68,11 @@ class GangNeed:
     @staticmethod
     def of(session: Session, job: JobInfo, at_least: int = 0) -> GangNeed:
         """What the job misses now (`Session.min_tasks`, at least `at_least`), with its
-        groups' shortfalls when it is placed as a gang."""
+        groups' shortfalls when it is placed as a gang — or, for a job whose first start
+        may be a partial admission, its least admission (`least_admission`), gang or not:
+        no start of it is smaller."""
+        if job.admits_partially():
+            return least_admission(job)
         count = max(at_least, session.min_tasks(job))
         return GangNeed(count, tuple(job.shortfalls()) if session.is_gang(job) else ())
 
@@ -77,6 +81,13 @@ class GangNeed:
             if name == group:
                 return short
         return 0
+
+
+def least_admission(job: JobInfo) -> GangNeed:
+    """A partial admission's smallest start (`shoal.scheduler.partial_admission`) as a
+    need: every pending group's least admitted count, each as a floor."""
+    floors = tuple((g.name, job.least_admitted(g)) for g in job.groups_with_pending())
+    return GangNeed(sum(n for _, n in floors), floors)
 
 
 def preferred(job: JobInfo, need: GangNeed, order: TaskOrderKey) -> Wanted:

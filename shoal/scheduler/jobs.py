@@ -20,6 +20,11 @@ from shoal.api.lifecycle import TaskState
 from shoal.api.objects import Job, QueueingPolicy, TaskGroup, TaskRef
 
 
+def reducible(group: TaskGroup) -> bool:
+    """Whether the group may be admitted with fewer than its replicas (`min_count`)."""
+    return group.min_count is not None and group.min_count < group.replicas
+
+
 @dataclass(slots=True)
 class TaskInfo:
     """A task that holds resources at the start of the cycle."""
@@ -127,6 +132,24 @@ class JobInfo:
         counted = self.counted
         return [(name, floor - counted.get(name, 0)) for name, floor in self.floors
                 if counted.get(name, 0) < floor]
+
+    def admits_partially(self) -> bool:
+        """Whether its first start may be a partial admission (`TaskGroup.min_count`, see
+        `shoal.scheduler.partial_admission`): a group of it may start with fewer replicas,
+        and none of its tasks has started (none holds resources, ended, or is stopping)."""
+        if self.holding or self.ended or self.stopping:
+            return False
+        if not any(reducible(g) for g in self.job.groups):
+            return False
+        return all(t.state is TaskState.PENDING for t in self.job.tasks)
+
+    def least_admitted(self, group: TaskGroup) -> int:
+        """The fewest replicas of `group` a partial admission may start: its `min_count` or
+        its own minimum (`floors`), whichever is more; all of a group that is not
+        reducible."""
+        if not reducible(group):
+            return group.replicas
+        return max(group.min_count or 0, dict(self.floors).get(group.name, 0))
 
     @property
     def gang_met(self) -> bool:
