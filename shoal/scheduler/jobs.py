@@ -134,12 +134,12 @@ class JobInfo:
                 if counted.get(name, 0) < floor]
 
     def admits_partially(self) -> bool:
-        """Whether its first start may be a partial admission (`TaskGroup.min_count`, see
-        `shoal.scheduler.partial_admission`): a group of it may start with fewer replicas,
-        and none of its tasks has started (none holds resources, ended, or is stopping)."""
+        """Whether its first start is an admission, whole or partial (`TaskGroup.min_count`,
+        see `shoal.scheduler.partial_admission`): a group of it gives a `min_count`, and none
+        of its tasks has started (none holds resources, ended, or is stopping)."""
         if self.holding or self.ended or self.stopping:
             return False
-        if not any(reducible(g) for g in self.job.groups):
+        if all(g.min_count is None for g in self.job.groups):
             return False
         return all(t.state is TaskState.PENDING for t in self.job.tasks)
 

@@ -1,9 +1,9 @@
 """Partial admission (Kueue's PodSet `minCount`): a job that does not fit whole starts with
 fewer replicas of a group that allows it, and the rest of that group never runs.
 
-A job is *admissible in part* while none of its tasks has started and one of its task groups
-has a `min_count` below its replicas (`JobInfo.admits_partially`). Its first start is all at once,
-gang or not:
+A job with a `min_count` on one of its task groups is *admitted* while none of its tasks has
+started (`JobInfo.admits_partially`); a group whose `min_count` is below its replicas is
+*reducible*. Its first start is all at once, gang or not:
 
 1. the whole job (every pending task, the elastic surplus aside) in one statement; if that
    fits, it starts whole and nothing is reduced;
@@ -51,6 +51,9 @@ def admit(session: Session, memo: FitMemo, job: JobInfo) -> bool:
         statement.commit()
         return True
     statement.discard()
+    if not any(reducible(g) for g in job.groups_with_pending()):
+        job.reason = whole  # minCount is all its replicas: whole or not at all
+        return False
     statement = session.statement()
     admitted = _place_in_part(session, statement, job)
     if admitted is None:
