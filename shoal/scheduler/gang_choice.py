@@ -69,10 +69,13 @@ class GangNeed:
     def of(session: Session, job: JobInfo, at_least: int = 0) -> GangNeed:
         """What the job misses now (`Session.min_tasks`, at least `at_least`), with its
         groups' shortfalls when it is placed as a gang — or, for a job whose first start
-        may be a partial admission, its least admission (`least_admission`), gang or not:
-        no start of it is smaller."""
+        is an admission (`JobInfo.admits_partially`), its least admission as floors
+        (`least_admission`): no start of it is smaller. A gang's start that does not reduce
+        it (preempt's, reclaim's) still needs its whole gang minimum."""
         if job.admits_partially():
-            return least_admission(job)
+            least = least_admission(job)
+            gang = session.min_tasks(job) if session.is_gang(job) else 0
+            return GangNeed(max(at_least, least.count, gang), least.floors)
         count = max(at_least, session.min_tasks(job))
         return GangNeed(count, tuple(job.shortfalls()) if session.is_gang(job) else ())
 

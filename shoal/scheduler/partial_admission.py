@@ -19,9 +19,10 @@ and its completion counts only the admitted tasks), and a `Resize` with
 
 Only allocation (and backfill, which allocates) admits in part, on capacity that is free.
 Preempt and reclaim free room for the job's *least* admission (`gang_choice.least_admission`:
-every group's least count, all at once; enqueue judges feasibility by it too), so no start of
-the job is below its `minCount`; a job they start keeps all its replicas, the rest placed
-later as they fit (a gang's as surplus).
+every group's least count, all at once — and a gang's whole gang minimum, as they do not
+reduce it), so no start of the job is below its `minCount`; a job they start keeps all its
+replicas, the rest placed later as they fit (a gang's as surplus). Enqueue judges a job
+feasible by its least admission alone: allocation may start it reduced.
 """
 
 from __future__ import annotations

@@ -70,14 +70,18 @@ def bound_per_group(decisions: Decisions, job: str) -> dict[str, int]:
 @CHECKS
 @given(world=group_worlds(), finish=finishing)
 def test_no_gang_runs_below_a_groups_minimum(world: World, finish: list[list[int]]) -> None:
-    """After every cycle, a gang that holds any task holds at least each group's own
-    minimum of that group (within the group's replicas, which a partial admission may have
-    lowered to no less than that minimum)."""
+    """After every cycle, a gang that holds any task holds at least its minAvailable (within
+    its replicas, which a partial admission may have lowered) and each group's own minimum
+    of that group (within the group's replicas, lowered to no less than that minimum)."""
     for _, _, after in evolve(world, finish):
         for job in after.jobs:
             held = held_per_group(job)
             if not job.gang or not held:
                 continue
+            replicas = sum(g.replicas for g in job.groups)
+            least = replicas if job.min_available is None else min(job.min_available, replicas)
+            assert sum(held.values()) >= least, \
+                f"gang {job.name} holds {held}, below its minimum {least}"
             for group in job.groups:
                 if group.min_available is not None:
                     assert held.get(group.name, 0) >= min(group.min_available,
