@@ -136,12 +136,14 @@ class JobInfo:
     def admits_partially(self) -> bool:
         """Whether its first start is an admission, whole or partial (`TaskGroup.min_count`,
         see `shoal.scheduler.partial_admission`): a group of it gives a `min_count`, and none
-        of its tasks has started (none holds resources, ended, or is stopping)."""
+        of its tasks has started: none holds resources or ended, and every one but the
+        elastic surplus waits to be placed (none is held back while its evicted process
+        stops: a start without it would be a start below the job's size)."""
         if self.holding or self.ended or self.stopping:
             return False
         if all(g.min_count is None for g in self.job.groups):
             return False
-        return all(t.state is TaskState.PENDING for t in self.job.tasks)
+        return self.pending_count() == self.job.replicas - self.job.elastic_surplus
 
     def least_admitted(self, group: TaskGroup) -> int:
         """The fewest replicas of `group` a partial admission may start: its `min_count` or
