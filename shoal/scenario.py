@@ -3,7 +3,8 @@ report what the scheduler decided and why jobs wait.
 
 It is the smallest driver of the core: after each cycle it applies the decisions to its own
 copy of the jobs (a bound task starts running at once; an evicted task goes back to pending),
-moving every task and job through the lifecycle tables so an illegal decision fails loudly.
+moving every task and job through the lifecycle tables so an illegal decision fails loudly; a
+partial admission's `Resize` lowers the job's replicas, as the control plane stores it.
 The clock is the cycle number. Its JSON output is a stable, documented interface
 (docs/scenario-output.md) that other tools read.
 """
@@ -136,15 +137,23 @@ def apply(jobs: dict[str, Job], decisions: Decisions, now: float) -> dict[str, J
         TASK_LIFECYCLE.move(TaskState.BOUND, TaskState.RUNNING, "started")
         tasks[bind.task.job][key] = Task(bind.task.job, bind.task.group, bind.task.index,
                                          TaskState.RUNNING, bind.node, bind.gpus, now)
+    admitted = {(r.job, r.group): r.replicas for r in decisions.resizes
+                 if r.partial_admission}
     out: dict[str, Job] = {}
-    for name, job in jobs.items():
+    for name, given in jobs.items():
+        # Partially admitted: the job has the admitted replicas for good, as the control
+        # plane stores it.
+        job = replace(given, groups=tuple(
+            replace(g, replicas=admitted.get((name, g.name), g.replicas))
+            for g in given.groups)) if any(n == name for n, _ in admitted) else given
         records = tuple(sorted(tasks[name].values(), key=lambda t: (t.group, t.index)))
         running = sum(1 for t in records if t.state in (TaskState.BOUND, TaskState.RUNNING))
-        ended = sum(1 for t in records if t.state.terminal)
         job_state = job.state
-        # Tasks that ended for good count toward the gang minimum (`JobInfo.ready`).
-        target = JobState.RUNNING if running and running + ended >= job.gang_minimum \
-            else JobState.PENDING
+        # Tasks that ended for good count toward the gang minimum (`JobInfo.ready`), each
+        # group's own minimum included.
+        target = JobState.RUNNING if running and job.gang_met(
+            t for t in records if t.state in (TaskState.BOUND, TaskState.RUNNING)
+            or t.state.terminal) else JobState.PENDING
         if target is not job_state:
             JOB_LIFECYCLE.move(job_state, target, "gang minimum placed" if target is
                                JobState.RUNNING else "fell below its gang minimum")

@@ -109,16 +109,23 @@ class Evict:
 
 @dataclass(frozen=True, slots=True)
 class Resize:
-    """Change the number of replicas of an elastic job's task group."""
+    """Change the number of replicas of an elastic job's task group — or, with
+    `partial_admission`, of a job admitted with fewer replicas than it asked for."""
 
     job: str
     group: str
     replicas: int
     reason: str
+    partial_admission: bool = False
+    """Kueue's partial admission (`TaskGroup.min_count`): the group has `replicas` for good,
+    its other replicas never run; drivers store the job's new size."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"job": self.job, "group": self.group, "replicas": self.replicas,
-                "reason": self.reason}
+        out: dict[str, Any] = {"job": self.job, "group": self.group,
+                               "replicas": self.replicas, "reason": self.reason}
+        if self.partial_admission:
+            out["partialAdmission"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)

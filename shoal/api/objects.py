@@ -7,7 +7,7 @@ or scheduled. Mappings (labels, env, selectors) are stored as given and must not
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -288,8 +288,30 @@ class Job:
         if not self.gang:
             return 1
         if self.min_available is not None:
-            return self.min_available
+            # Within its replicas: a partially admitted job (`TaskGroup.min_count`) keeps its
+            # `minAvailable` but has fewer replicas, all of which start together.
+            return min(self.min_available, self.replicas)
         return self.replicas - self.elastic_surplus
+
+    @property
+    def group_minimums(self) -> tuple[tuple[str, int], ...]:
+        """(group, minimum) for each task group with a minimum of its own (`minAvailable`,
+        Volcano's `minTaskMember`), within its replicas; none off a gang."""
+        if not self.gang:
+            return ()
+        return tuple((g.name, min(g.min_available, g.replicas)) for g in self.groups
+                     if g.min_available is not None and g.min_available > 0)
+
+    def gang_met(self, counted: Iterable[Task]) -> bool:
+        """Whether `counted` — its tasks that count toward the gang (running, or ended for
+        good) — make the job run: some, at least `gang_minimum` of them, and each group's
+        own minimum (`group_minimums`). A master/worker gang without its master does not."""
+        per_group: dict[str, int] = {}
+        for task in counted:
+            per_group[task.group] = per_group.get(task.group, 0) + 1
+        held = sum(per_group.values())
+        return held > 0 and held >= self.gang_minimum and all(
+            per_group.get(name, 0) >= floor for name, floor in self.group_minimums)
 
     @property
     def elastic_surplus(self) -> int:

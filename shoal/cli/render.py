@@ -29,7 +29,7 @@ def render_schedule(console: Console, result: ScenarioResult) -> None:
     if evictions.row_count:
         console.print(evictions)
 
-    resizes = Table(title="Resizes (elastic jobs)", title_justify="left")
+    resizes = Table(title="Resizes (elastic jobs, partial admissions)", title_justify="left")
     for column in ("cycle", "job", "group", "size", "reason"):
         resizes.add_column(column, overflow="fold", no_wrap=column == "job")
     for record in result.cycles:

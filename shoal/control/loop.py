@@ -440,9 +440,11 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         self._waiting.replace(decisions.pending_by_job(), model.now)
         self._waiting.flush(self.repository)
         self._consider_scale_up()
+        admissions = [r for r in decisions.resizes if r.partial_admission]
         if decisions.binds or decisions.evictions:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
-            self.repository.record_binds(decisions.binds, cause, decisions.evictions)
+            self.repository.record_binds(decisions.binds, cause, decisions.evictions,
+                                         admissions)
             for evict in decisions.evictions:
                 self._evict(evict)
             self._launch_bound([b.task for b in decisions.binds])

@@ -26,8 +26,12 @@ room a later group needed more, which bin-packing placement makes rare.
 The bounds the cheap checks use (`least_request`, `room_suffices`) hold for *every* choice,
 so a job is never turned away, nor denied a preemption, for its first groups alone.
 
-Per-group minimums (Volcano's `minTaskMember`) are not a feature yet; `GangNeed` is where
-they will go: each group's floor is placed first, then the rest of `count` as above.
+Per-group minimums (a task group's `minAvailable`, Volcano's `minTaskMember`) narrow the
+choices: `GangNeed.floors` holds each group's shortfall below its own minimum, and every
+choice holds those tasks — the first choice takes them first, then the rest of `count` in
+task order; the second pass places each floor before its greedy fill. A master/worker gang
+whose workers fit but whose master does not is not started on workers alone. The bounds
+count the floors as fixed and take only the rest from the cheapest groups.
 """
 
 from __future__ import annotations
@@ -57,15 +61,66 @@ class GangNeed:
 
     count: int
     """Tasks still missing from the gang's minimum (≤ 0: none)."""
+    floors: tuple[tuple[str, int], ...] = ()
+    """(group, tasks) each choice must include: the group's shortfall below its own
+    minimum (`JobInfo.shortfalls`); their sum is at most `count`."""
 
     @staticmethod
-    def of(session: Session, job: JobInfo) -> GangNeed:
-        return GangNeed(session.min_tasks(job))
+    def of(session: Session, job: JobInfo, at_least: int = 0) -> GangNeed:
+        """What the job misses now (`Session.min_tasks`, at least `at_least`), with its
+        groups' shortfalls when it is placed as a gang — or, for a job whose first start
+        is an admission (`JobInfo.admits_partially`), its least admission as floors
+        (`least_admission`): no start of it is smaller. A gang's start that does not reduce
+        it (preempt's, reclaim's) still needs its whole gang minimum."""
+        if job.admits_partially():
+            least = least_admission(job)
+            gang = session.min_tasks(job) if session.is_gang(job) else 0
+            return GangNeed(max(at_least, least.count, gang), least.floors)
+        count = max(at_least, session.min_tasks(job))
+        return GangNeed(count, tuple(job.shortfalls()) if session.is_gang(job) else ())
+
+    def floor(self, group: str) -> int:
+        for name, short in self.floors:
+            if name == group:
+                return short
+        return 0
+
+
+def least_admission(job: JobInfo) -> GangNeed:
+    """A partial admission's smallest start (`shoal.scheduler.partial_admission`) as a
+    need: every pending group's least admitted count, each as a floor."""
+    floors = tuple((g.name, job.least_admitted(g)) for g in job.groups_with_pending())
+    return GangNeed(sum(n for _, n in floors), floors)
 
 
 def preferred(job: JobInfo, need: GangNeed, order: TaskOrderKey) -> Wanted:
-    """The first choice: the first `need.count` pending tasks in task order."""
-    return job.first_pending(need.count, order)
+    """The first choice: each group's floor (`need.floors`), then the first of the other
+    pending tasks in task order, up to `need.count`."""
+    if not need.floors:
+        return job.first_pending(need.count, order)
+    groups = job.groups_with_pending()
+    every = [(group, index) for group in groups for index in job.pending[group.name]]
+    if order is not None:  # as `JobInfo.first_pending` orders them
+        position = {g.name: p for p, g in enumerate(groups)}
+        every.sort(key=lambda t: (order(t[0], t[1]), position[t[0].name], t[1]))
+    left = dict(need.floors)
+    chosen: set[tuple[str, int]] = set()
+    for group, index in every:
+        if left.get(group.name, 0) > 0:
+            left[group.name] -= 1
+            chosen.add((group.name, index))
+    rest = need.count - len(chosen)
+    for group, index in every:
+        if rest <= 0:
+            break
+        if (group.name, index) not in chosen:
+            chosen.add((group.name, index))
+            rest -= 1
+    by_group: dict[str, tuple[TaskGroup, list[int]]] = {}
+    for group, index in every:
+        if (group.name, index) in chosen:
+            by_group.setdefault(group.name, (group, []))[1].append(index)
+    return list(by_group.values())
 
 
 def has_alternatives(job: JobInfo, need: GangNeed) -> bool:
@@ -89,16 +144,20 @@ def least_request(job: JobInfo, need: GangNeed) -> Resources:
         return group.resources.scale(min(need.count, groups[0][1]))
     dims = sorted({d for g, _ in groups for d in g.resources.dimensions()},
                   key=lambda d: (d not in CORE_DIMENSIONS, d))
+    # Each group's floor is in every choice; only the rest is taken from the cheapest.
+    floors = [(g, min(need.floor(g.name), n)) for g, n in groups]
+    rest = need.count - sum(f for _, f in floors)
+    others = [(g, n - f) for (g, n), (_, f) in zip(groups, floors, strict=True)]
     amounts: dict[str, int] = {}
     for dim in dims:
-        left = need.count
-        amount = 0
-        for value, pending in sorted((g.resources.get(dim), n) for g, n in groups):
+        left = rest
+        amount = sum(g.resources.get(dim) * f for g, f in floors)
+        for value, pending in sorted((g.resources.get(dim), n) for g, n in others):
+            if left <= 0:
+                break
             take = min(left, pending)
             amount += value * take
             left -= take
-            if left <= 0:
-                break
         amounts[dim] = amount
     extras = {d: v for d, v in amounts.items() if d not in CORE_DIMENSIONS}
     return Resources.of(amounts.get("cpu", 0), amounts.get("memory", 0),
@@ -110,11 +169,16 @@ def least_gpus(job: JobInfo, need: GangNeed) -> int:
     return least_request(job, need).gpu
 
 
-def room_suffices(need: GangNeed, counts: Iterable[tuple[int, int]]) -> bool:
+def room_suffices(need: GangNeed, counts: Iterable[tuple[str, int, int]]) -> bool:
     """A necessary condition for some choice to fit: the replicas each group could place,
-    capped by how many of its tasks pend, add up to `need.count`. `counts`: per group
-    (replicas that fit, replicas pending)."""
-    return sum(min(fit, pending) for fit, pending in counts) >= need.count
+    capped by how many of its tasks pend, add up to `need.count`, and each group could place
+    its floor. `counts`: per group (name, replicas that fit, replicas pending)."""
+    room = 0
+    for name, fit, pending in counts:
+        if need.floors and min(fit, pending) < need.floor(name):
+            return False
+        room += min(fit, pending)
+    return room >= need.count
 
 
 def place_gang(session: Session, memo: FitMemo, statement: Statement, job: JobInfo,
@@ -144,6 +208,14 @@ def place_gang(session: Session, memo: FitMemo, statement: Statement, job: JobIn
     # replica, and a bound recorded for a choice that is then rolled back would be too low.
     trial = FitMemo(session.cluster)
     missing = need.count
+    for name, short in need.floors:
+        group = job.job.group(name)
+        indices = list(job.pending.get(name, ()))[:short]
+        if len(indices) < short or \
+                place_up_to(session, trial, statement, job, group, indices) < short:
+            statement.roll_back(start)
+            return first_reason
+        missing -= short
     for group, indices in job.first_pending(job.pending_count(), order):
         if missing <= 0:
             break
@@ -201,7 +273,8 @@ class Room:
                 for state in session.pool_for(group).nodes:
                     if state.ordinal not in excluded:
                         counts[id(state)] = state.how_many(request)
-            self._groups.append(_GroupRoom(request, pending, counts, sum(counts.values())))
+            self._groups.append(_GroupRoom(group.name, request, pending, counts,
+                                           sum(counts.values())))
 
     def freed(self, states: Iterable[NodeState]) -> None:
         """Capacity was freed on `states` (each counted again)."""
@@ -215,12 +288,13 @@ class Room:
 
     def suffices(self) -> bool:
         return room_suffices(self.need, (
-            (room.pending if room.request.is_zero() else room.total, room.pending)
+            (room.name, room.pending if room.request.is_zero() else room.total, room.pending)
             for room in self._groups))
 
 
 @dataclass(slots=True)
 class _GroupRoom:
+    name: str
     request: Resources
     pending: int
     counts: dict[int, int]

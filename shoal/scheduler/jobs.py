@@ -20,6 +20,11 @@ from shoal.api.lifecycle import TaskState
 from shoal.api.objects import Job, QueueingPolicy, TaskGroup, TaskRef
 
 
+def reducible(group: TaskGroup) -> bool:
+    """Whether the group may be admitted with fewer than its replicas (`min_count`)."""
+    return group.min_count is not None and group.min_count < group.replicas
+
+
 @dataclass(slots=True)
 class TaskInfo:
     """A task that holds resources at the start of the cycle."""
@@ -32,9 +37,9 @@ class TaskInfo:
 
 
 class JobInfo:
-    __slots__ = ("account", "blocker", "ended", "gang_minimum", "holding", "job", "pending",
-                 "priority", "queue", "queueing", "reason", "resized", "running", "stopping",
-                 "succeeded", "surplus")
+    __slots__ = ("account", "blocker", "counted", "ended", "floors", "gang_minimum",
+                 "holding", "job", "pending", "priority", "queue", "queueing", "reason",
+                 "resized", "running", "stopping", "succeeded", "surplus")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
@@ -46,6 +51,8 @@ class JobInfo:
         queue, or its own job-scoped virtual cluster once that exists (seed 003)."""
         self.queueing = queueing
         self.gang_minimum = job.gang_minimum
+        self.floors = job.group_minimums
+        """Each group's own minimum (`TaskGroup.min_available`), where it sets one."""
         self.running: list[TaskInfo] = []
         self.holding = 0
         """Tasks holding resources now: at the cycle start plus those placed since."""
@@ -66,6 +73,12 @@ class JobInfo:
         """How many of its tasks ended for good in this run — succeeded, or failed (retries
         spent) or cancelled while the job goes on (`SchedulerModel.finish_task` counts them
         live): they count toward its gang minimum (`ready`)."""
+        self.counted: dict[str, int] = {}
+        """Per task group, its tasks that count toward the gang (`ready`, group by group):
+        kept with `holding` and `ended` (`count`), read against `floors`."""
+        for task in job.tasks:
+            if task.state.terminal:
+                self.count(task.group, 1)
         self.succeeded = sum(1 for t in job.tasks if t.state is TaskState.SUCCEEDED)
         """How many of those succeeded (`SchedulerModel.task_succeeded`): one is enough to
         make it `finishing`."""
@@ -102,6 +115,49 @@ class JobInfo:
         fits (counting live peers only, the retry could never reach the minimum and the job
         would wait forever)."""
         return self.holding + self.ended
+
+    def count(self, group: str, delta: int) -> None:
+        """One more (or, negative, fewer) task of `group` counts toward the gang."""
+        self.counted[group] = self.counted.get(group, 0) + delta
+
+    def hold(self, group: str, delta: int) -> None:
+        """A task of `group` starts (1) or stops (-1) holding resources."""
+        self.holding += delta
+        self.counted[group] = self.counted.get(group, 0) + delta
+
+    def shortfalls(self) -> list[tuple[str, int]]:
+        """(group, tasks missing) for each group below its own minimum (`floors`)."""
+        if not self.floors:
+            return []
+        counted = self.counted
+        return [(name, floor - counted.get(name, 0)) for name, floor in self.floors
+                if counted.get(name, 0) < floor]
+
+    def admits_partially(self) -> bool:
+        """Whether its first start is an admission, whole or partial (`TaskGroup.min_count`,
+        see `shoal.scheduler.partial_admission`): a group of it gives a `min_count`, and none
+        of its tasks has started: none holds resources or ended, and every one but the
+        elastic surplus waits to be placed (none is held back while its evicted process
+        stops: a start without it would be a start below the job's size)."""
+        if self.holding or self.ended or self.stopping:
+            return False
+        if all(g.min_count is None for g in self.job.groups):
+            return False
+        return self.pending_count() == self.job.replicas - self.job.elastic_surplus
+
+    def least_admitted(self, group: TaskGroup) -> int:
+        """The fewest replicas of `group` a partial admission may start: its `min_count` or
+        its own minimum (`floors`), whichever is more; all of a group that is not
+        reducible."""
+        if not reducible(group):
+            return group.replicas
+        return max(group.min_count or 0, dict(self.floors).get(group.name, 0))
+
+    @property
+    def gang_met(self) -> bool:
+        """Its gang minimum counts (`ready`) and so does every group's own minimum: a
+        master/worker gang without its master is not running."""
+        return self.ready >= self.gang_minimum and not self.shortfalls()
 
     @property
     def finishing(self) -> bool:

@@ -133,7 +133,7 @@ class SchedulerModel:
             if state.owner is None:
                 self.quota.charge(info.account, request)
             info.running.append(TaskInfo(task.ref, state.name, gpus, task.state, task.started))
-            info.holding += 1
+            info.hold(task.group, 1)
 
     def _home(self, queue: str, state: NodeState, task: Task, request: Resources
               ) -> NodeState:
@@ -224,6 +224,7 @@ class SchedulerModel:
             if task.ref == ref:
                 self._release(info, task)
                 info.ended += 1  # it still counts toward the gang minimum (`JobInfo.ready`)
+                info.count(ref.group, 1)
                 return
 
     def task_succeeded(self, ref: TaskRef) -> None:
@@ -280,7 +281,7 @@ class SchedulerModel:
             else:
                 self.holds.touched(state, self.now)
         info.running.remove(task)
-        info.holding -= 1
+        info.hold(task.ref.group, -1)
 
     def cordon(self, name: str) -> None:
         """Take a node out of service (failed or drained). Its tasks must have been released

@@ -132,7 +132,10 @@ class Session:
         while some of a gang's tasks are held back because their evicted processes are
         still stopping (`SchedulerModel.hold_back`). Tasks that ended for good need no
         placing: a gang whose task is retried after a peer succeeded needs only the retry."""
-        return job.pending_count() >= self.min_tasks(job)
+        if job.pending_count() < self.min_tasks(job):
+            return False
+        return not self.is_gang(job) or all(
+            len(job.pending.get(name, ())) >= short for name, short in job.shortfalls())
 
     def job_ready(self, job: JobInfo) -> bool:
         """Whether the job runs as far as placement goes: every readiness plugin agrees, and
@@ -235,18 +238,18 @@ class Session:
     def allocated(self, allocation: Allocation) -> None:
         job = self.jobs[allocation.task.job]
         job.take(allocation.task.group, allocation.task.index)
-        job.holding += 1
+        job.hold(allocation.task.group, 1)
 
     def unallocated(self, allocation: Allocation) -> None:
         job = self.jobs[allocation.task.job]
         job.give_back(allocation.task.group, allocation.task.index)
-        job.holding -= 1
+        job.hold(allocation.task.group, -1)
 
     def evicted(self, eviction: Eviction) -> None:
-        self.jobs[eviction.task.job].holding -= 1
+        self.jobs[eviction.task.job].hold(eviction.task.group, -1)
 
     def unevicted(self, eviction: Eviction) -> None:
-        self.jobs[eviction.task.job].holding += 1
+        self.jobs[eviction.task.job].hold(eviction.task.group, 1)
 
     def committed(self, operations: list[Allocation | Eviction]) -> None:
         waiting = self.model.waiting

@@ -258,7 +258,7 @@ class Simulator:
             touched[run.spec.name] = run
         for name, run in touched.items():
             info = self.model.jobs[name]
-            if info.ready < info.gang_minimum:
+            if not info.gang_met:
                 if run.running or info.holding:
                     self._evict_whole(run, now)
             else:

@@ -312,10 +312,8 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
     tasks = _tasks(log, doc, model)
     elastic, protect_for = elasticity(log, doc, model, groups)
     _check_gang_restarts(log, doc, model, scheduler, elastic is not None)
-    group_minimums(log, doc, model, scheduler is SchedulerName.SHOAL,
-                   None if elastic is None else elastic.group)
+    group_minimums(log, doc, model, scheduler is SchedulerName.SHOAL, elastic)
     meta = model.metadata
-    running = sum(1 for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))
     job = Job(
         name=meta.name, groups=tuple(groups), queue=spec.queue, scheduler_name=scheduler,
         min_available=spec.min_available, min_resources=min_resources,
@@ -326,10 +324,10 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
         job_retry_count=spec.job_retry_count, tasks=tasks,
         virtual_cluster=job_virtual_cluster(log, doc, model), elastic=elastic,
         protect_for=protect_for, preemptable=preemptable(log, doc, model))
-    # Running means the gang minimum is bound or running (JobState.RUNNING); a task that is
-    # releasing is on its way out and does not count.
-    return job if running < job.gang_minimum or running == 0 else \
-        dataclasses.replace(job, state=JobState.RUNNING)
+    # Running means the gang minimum, each group's own included, is bound or running
+    # (JobState.RUNNING); a task that is releasing is on its way out and does not count.
+    running = (t for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))
+    return dataclasses.replace(job, state=JobState.RUNNING) if job.gang_met(running) else job
 
 
 def _policies(log: IssueLog, doc: DocRef, path: str, group: TaskGroupSpec

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shoal.api import ResourceLimit, Resources
+from shoal.api.elastic import Elasticity
 from shoal.api.queue_policy import (
     BorrowPolicy,
     BorrowWithinParent,
@@ -88,10 +89,13 @@ def preemptable(log: IssueLog, doc: DocRef, model: JobDocument) -> bool:
 
 
 def group_minimums(log: IssueLog, doc: DocRef, model: JobDocument, gang: bool,
-                   elastic_group: str | None) -> None:
+                   elastic: Elasticity | None) -> None:
     """Each group's `minAvailable` and `minCount` within its replicas; `minAvailable` only
-    for a gang, and the groups' minimums together within the job's `minAvailable`;
-    `minCount` not on the elastic group (it already scales between its sizes)."""
+    for a gang, within the elastic group's `minReplicas` (its tasks above are surplus, never
+    needed to start, and shrunk away first), and the groups' minimums together within the
+    job's `minAvailable`; `minCount` at least the group's own `minAvailable` (fewer could
+    never run), and not on the elastic group (it already scales between its sizes)."""
+    elastic_group = None if elastic is None else elastic.group
     spec = model.spec
     groups: Sequence[TaskGroupSpec] = spec.task_groups
     floor = 0
@@ -107,10 +111,19 @@ def group_minimums(log: IssueLog, doc: DocRef, model: JobDocument, gang: bool,
                 log.add(doc, f"{path}.minAvailable",
                         f"must be at most the group's replicas ({g.replicas}), got "
                         f"{g.min_available}")
+            elif elastic is not None and g.name == elastic.group \
+                    and g.min_available > elastic.min_replicas:
+                log.add(doc, f"{path}.minAvailable",
+                        f"must be at most spec.elastic's minReplicas ({elastic.min_replicas}) "
+                        f"on the elastic task group, got {g.min_available}")
         if g.min_count is not None:
             if g.min_count > g.replicas:
                 log.add(doc, f"{path}.minCount",
                         f"must be at most the group's replicas ({g.replicas}), got "
+                        f"{g.min_count}")
+            elif g.min_available is not None and g.min_count < g.min_available:
+                log.add(doc, f"{path}.minCount",
+                        f"must be at least the group's minAvailable ({g.min_available}), got "
                         f"{g.min_count}")
             if g.name == elastic_group:
                 log.add(doc, f"{path}.minCount",

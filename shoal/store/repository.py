@@ -40,11 +40,13 @@ from shoal.api import (
     Node,
     PriorityClass,
     Reserve,
+    Resize,
     TaskRef,
     TaskState,
     Transition,
     VirtualCluster,
 )
+from shoal.api.lifecycle import IllegalTransitionError
 from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster
 from shoal.store import convert
 from shoal.store.accounts import TOKEN_CACHE_TTL, Accounts, User
@@ -72,6 +74,9 @@ SUBMITTED = "Submitted"
 JOB_STATE = "JobStateChanged"
 TASK_STATE = "TaskStateChanged"
 WAITING = "Waiting"
+PARTIALLY_ADMITTED = "PartiallyAdmitted"
+"""The scheduler admitted the job with fewer replicas of a group (Kueue's partial admission):
+its stored size became the admitted one."""
 """Why the scheduler left the job waiting (its pending reason), recorded when it changes."""
 _INSERT_JOB = insert(JobRow).returning(JobRow.id)
 _INSERT_EVENT = insert(EventRow)
@@ -254,13 +259,16 @@ class Repository(Stops, JobQueries, Accounts, NodeInventory):
             return move
 
     def record_binds(self, binds: Sequence[Bind], cause: str,
-                     evictions: Sequence[Evict] = ()) -> None:
-        """Persist one cycle's evictions and binds together. An evicted task that has a
-        process goes RELEASING (its node and pid kept: it is stopped, then PENDING,
-        `evicted_task_stopped`); one that never started goes straight back to PENDING. A job
-        left holding none of its tasks goes back to PENDING. Bound tasks → BOUND on their
-        node and GPUs, and each job whose gang minimum is now held → RUNNING. Any bad move
-        stores none of them."""
+                     evictions: Sequence[Evict] = (),
+                     admissions: Sequence[Resize] = ()) -> None:
+        """Persist one cycle's evictions, partial admissions and binds together. An evicted
+        task that has a process goes RELEASING (its node and pid kept: it is stopped, then
+        PENDING, `evicted_task_stopped`); one that never started goes straight back to
+        PENDING. A job left holding none of its tasks goes back to PENDING. A partially
+        admitted job's group gets the admitted replicas and loses the task rows above them
+        (never started: they never will). Bound tasks → BOUND on their node and GPUs, and
+        each job whose gang minimum is now held → RUNNING. Any bad move stores none of
+        them."""
         with self.store.sessions.begin() as s:
             jobs: dict[str, JobRow] = {}
 
@@ -276,6 +284,8 @@ class Repository(Stops, JobQueries, Accounts, NodeInventory):
                 if not row.pid:
                     self._move_task(s, row, evict.task, TaskState.PENDING,
                                     "stopped before it was launched")
+            for admission in admissions:
+                self._admit_partially(s, job_of(admission.job), admission)
             for bind in binds:
                 row = self._task_in(job_of(bind.task.job), bind.task)
                 self._move_task(s, row, bind.task, TaskState.BOUND, cause)
@@ -284,9 +294,9 @@ class Repository(Stops, JobQueries, Accounts, NodeInventory):
             evicted = {e.task.job: e.reason for e in evictions}
             for job_row in jobs.values():
                 job = convert.job_from_row(job_row)
-                held = sum(1 for t in job.tasks
-                           if t.state in (TaskState.BOUND, TaskState.RUNNING))
-                if job.state is JobState.PENDING and held >= job.gang_minimum:
+                bound = [t for t in job.tasks if t.state in (TaskState.BOUND, TaskState.RUNNING)]
+                held = len(bound)
+                if job.state is JobState.PENDING and job.gang_met(bound):
                     self._move_job(s, job_row, JobState.RUNNING,
                                    f"{held} of {job.replicas} tasks bound "
                                    f"(gang minimum {job.gang_minimum}): {cause}")
@@ -302,6 +312,26 @@ class Repository(Stops, JobQueries, Accounts, NodeInventory):
             if exit_code is not None:
                 row.exit_code = exit_code
             self._move_task(s, row, ref, TaskState.PENDING, f"stopped after eviction ({how})")
+
+    def _admit_partially(self, s: Session, row: JobRow, admission: Resize) -> None:
+        """Group `admission.group` of job `row` has `admission.replicas` replicas for good."""
+        if not any(g["name"] == admission.group for g in row.spec):
+            raise NotFoundError(f"job {row.name!r} has no task group {admission.group!r}")
+        dropped = [t for t in row.tasks if t.group_name == admission.group
+                   and t.task_index >= admission.replicas]
+        for task in dropped:
+            if TaskState(task.state) is not TaskState.PENDING:
+                raise IllegalTransitionError(
+                    f"task {row.name}/{task.group_name}/{task.task_index} is "
+                    f"{task.state}: a partial admission drops only tasks that never started")
+            row.tasks.remove(task)
+        # A new list: the JSON column is not tracked for changes in place.
+        row.spec = [dict(g, replicas=admission.replicas) if g["name"] == admission.group
+                    else g for g in row.spec]
+        now = self.clock()
+        row.updated = now
+        s.add(EventRow(job_id=row.id, time=now, kind=PARTIALLY_ADMITTED,
+                       cause=admission.reason))
 
     def _job_row(self, s: Session, name: str, *, lock: bool = False) -> JobRow:
         query = select(JobRow).where(JobRow.name == name).options(selectinload(JobRow.tasks))

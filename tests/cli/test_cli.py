@@ -49,7 +49,7 @@ def test_schedule_table_shows_resizes(tmp_path: Path) -> None:
         "  taskGroups: [{name: w, replicas: 4, resources: {cpu: 1, gpu: 1}}]\n")
     result = runner.invoke(app, ["schedule", str(cluster), "--profile", "elastic"])
     assert result.exit_code == 0, result.output
-    assert "Resizes (elastic jobs)" in result.stdout
+    assert "Resizes (elastic jobs, partial admissions)" in result.stdout
     assert "grown from 2 into idle" in result.stdout  # 1 → 2 in cycle 1, 2 → 4 in cycle 2
 
 

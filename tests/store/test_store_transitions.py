@@ -11,6 +11,7 @@ from shoal.api import (
     Evict,
     IllegalTransitionError,
     JobState,
+    Resize,
     Resources,
     TaskRef,
     TaskState,
@@ -158,3 +159,31 @@ def test_a_bad_eviction_stores_nothing_of_its_cycle(repo: Repository) -> None:
         repo.record_binds([bind("a", "worker", 0)], "cycle",
                           [Evict(TaskRef("a", "worker", 1), "n1", "why")])
     assert (repo.get_job("a"), repo.job_events("a")) == before
+
+
+def test_a_partial_admission_stores_the_admitted_size(repo: Repository) -> None:
+    """A gang (minAvailable 5: every task) admitted with 2 of its 4 workers: the worker
+    group's replicas become 2, the rows of the workers that never run are gone, and the
+    master with 2 workers is the whole (clipped) gang minimum, so the job runs."""
+    repo.submit_job(make_job("p", replicas=4, min_available=5), idempotency_key=None)
+    admission = Resize("p", "worker", 2, "partially admitted: 2 of 4 replicas fit "
+                       "(minCount 2)", partial_admission=True)
+    repo.record_binds([bind("p", "master", 0), bind("p", "worker", 0, gpus=(0,)),
+                       bind("p", "worker", 1, gpus=(1,))], "cycle 1", (), [admission])
+    p = repo.get_job("p")
+    assert p is not None
+    assert (p.group("worker").replicas, p.replicas, p.gang_minimum) == (2, 3, 3)
+    assert sorted(str(t.ref) for t in p.tasks) == ["p/master/0", "p/worker/0", "p/worker/1"]
+    assert p.state is JobState.RUNNING
+    assert any(e.kind == "PartiallyAdmitted" and "2 of 4" in e.cause
+               for e in repo.job_events("p"))
+
+
+def test_a_partial_admission_never_drops_a_started_task(repo: Repository) -> None:
+    repo.submit_job(make_job("p", replicas=4, gang=False), idempotency_key=None)
+    repo.record_binds([bind("p", "worker", 3)], "cycle 1")
+    with pytest.raises(IllegalTransitionError):
+        repo.record_binds([], "cycle 2", (), [Resize("p", "worker", 2, "partially admitted",
+                                                     partial_admission=True)])
+    p = repo.get_job("p")
+    assert p is not None and p.group("worker").replicas == 4

@@ -7,7 +7,8 @@ all of them fit; any of its pending tasks may be among them, not only its first 
 task-group order (`shoal.scheduler.gang_choice`). After every job has had its turn, ready
 gang jobs get their surplus tasks one at a time, so no job's extras come before another
 job's minimum (Volcano pushes a ready job back for the same reason). Default-scheduler jobs
-are placed task by task.
+are placed task by task. A job with a `minCount` below a group's replicas starts whole or
+partially admitted, all at once (`shoal.scheduler.partial_admission`).
 
 With `ordering: global` every job is in one order (virtual clusters still enforce quotas),
 as the single-queue baselines need. With `strict: true` a queue is strictly ordered (Slurm's
@@ -28,6 +29,7 @@ from shoal.core.nodes import FitMemo
 from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.gang_choice import GangNeed, place_gang
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.partial_admission import admit
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
 
@@ -99,6 +101,8 @@ GLOBAL_QUEUE = "*"
 
 def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
     """Place what the job needs now; True if it placed anything."""
+    if job.admits_partially():
+        return admit(session, memo, job)
     if not session.is_gang(job):
         return place_one_by_one(session, memo, job)
     need = session.min_tasks(job)
@@ -118,7 +122,7 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
         reason = place_replicas(session, memo, statement, job, group,
                                 job.first_pending(need, session.task_order())[0][1])
     else:
-        reason = place_gang(session, memo, statement, job, GangNeed(need))
+        reason = place_gang(session, memo, statement, job, GangNeed.of(session, job))
     if reason is not None:
         statement.discard()
         job.reason = gang_reason(job, need, reason)

@@ -117,8 +117,8 @@ def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
 
 def _head_demand(session: Session, head: JobInfo) -> int:
     # The fewest GPUs any choice of its missing tasks asks (`shoal.scheduler.gang_choice`).
-    need = max(1, session.min_tasks(head)) if session.is_gang(head) else 1
-    return least_gpus(head, GangNeed(need))
+    need = GangNeed.of(session, head, at_least=1) if session.is_gang(head) else GangNeed(1)
+    return least_gpus(head, need)
 
 
 def _try(session: Session, memo: FitMemo, job: JobInfo) -> bool:

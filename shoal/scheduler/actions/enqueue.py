@@ -21,6 +21,7 @@ from shoal.scheduler.fitting import no_matching_node
 from shoal.scheduler.gang_choice import (
     GangNeed,
     has_alternatives,
+    least_admission,
     least_request,
     pending_groups,
     preferred,
@@ -51,7 +52,9 @@ class Enqueue:
             if job.reason is not None:
                 continue
             if job.holding == 0:
+                partial = least_admission(job).floors if job.admits_partially() else None
                 shape = (job.account, session.is_gang(job), session.min_tasks(job),
+                         job.floors, partial,
                          *((g.name, session.pool_key(g), g.resources, len(job.pending[g.name]))
                            for g in job.groups_with_pending()))
                 if shape in verdicts:
@@ -70,10 +73,15 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
     """Why the job could never start on this cluster, even idle; None if it could. A gang
     could start if *any* choice of its missing tasks could (`shoal.scheduler.gang_choice`);
     the reason given is its first choice's."""
-    if not session.is_gang(job):
+    if job.admits_partially():
+        # It may start partially admitted: what its least admission asks (every group's
+        # least count as a floor), gang or not.
+        need = least_admission(job)
+    elif not session.is_gang(job):
         return _tasks_feasibility(session, job)
-    # What it misses (`Session.min_tasks`): succeeded tasks count toward its minimum.
-    need = GangNeed(max(1, session.min_tasks(job)))
+    else:
+        # What it misses (`Session.min_tasks`): succeeded tasks count toward its minimum.
+        need = GangNeed.of(session, job, at_least=1)
     wanted = preferred(job, need, session.task_order())
     reason = None
     for group, indices in wanted:
@@ -91,7 +99,7 @@ def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
                                     total(g.resources.scale(len(ix)) for g, ix in wanted))
     if reason is None or not has_alternatives(job, need):
         return reason
-    counts = [(_most_when_idle(session, job, group) or 0, pending)
+    counts = [(group.name, _most_when_idle(session, job, group) or 0, pending)
               for group, pending in pending_groups(job)]
     if room_suffices(need, counts) and \
             session.admissible(job.account, least_request(job, need)) is None:

@@ -484,8 +484,8 @@ class Preemption:
         counts = []
         for group, pending in pending_groups(preemptor):
             enough = min(pending, need.count)
-            counts.append((replicas_fitting(session.pool_for(group).nodes, group.resources,
-                                            enough, excluded), pending))
+            counts.append((group.name, replicas_fitting(
+                session.pool_for(group).nodes, group.resources, enough, excluded), pending))
         return room_suffices(need, counts)
 
     def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:

@@ -41,5 +41,51 @@ def test_least_request_takes_the_smallest_tasks_per_dimension() -> None:
 
 
 def test_room_suffices_caps_each_group_at_its_pending_tasks() -> None:
-    assert room_suffices(GangNeed(3), [(10, 1), (2, 2)])
-    assert not room_suffices(GangNeed(3), [(10, 1), (1, 2)])
+    assert room_suffices(GangNeed(3), [("a", 10, 1), ("b", 2, 2)])
+    assert not room_suffices(GangNeed(3), [("a", 10, 1), ("b", 1, 2)])
+
+
+def test_room_suffices_needs_each_groups_floor() -> None:
+    # Room for 3 in all, but group a (floor 1) has room for none of its own.
+    assert not room_suffices(GangNeed(3, (("a", 1),)), [("a", 0, 1), ("b", 5, 5)])
+    assert room_suffices(GangNeed(3, (("a", 1),)), [("a", 1, 1), ("b", 5, 5)])
+
+
+def master_workers(master_gpu: int, workers: int, min_available: int) -> Job:
+    """A gang of one master (`minAvailable: 1` of its own) and `workers` one-GPU workers."""
+    return Job("j", (TaskGroup("master", 1, Resources.of(cpu=1000, gpu=master_gpu),
+                               min_available=1),
+                     TaskGroup("worker", workers, Resources.of(cpu=1000, gpu=1))),
+               scheduler_name=SchedulerName.SHOAL, min_available=min_available)
+
+
+def test_least_request_counts_a_groups_floor_in_full() -> None:
+    """The master's floor is in every choice: the bound is its 4 GPUs plus the cheapest
+    worker, not the two cheapest tasks (two workers)."""
+    info = JobInfo(master_workers(4, 3, min_available=2), 0, "default",
+                   QueueingPolicy.PRIORITY)
+    need = GangNeed(2, tuple(info.shortfalls()))
+    assert need.floors == (("master", 1),)
+    assert least_request(info, need).gpu == 4 + 1
+
+
+def test_a_gang_below_a_groups_minimum_does_not_start() -> None:
+    """Workers fit (3 GPUs free) but the master (4 GPUs) does not: minAvailable 2 would be
+    met by two workers, the master's own minimum is not, so nothing starts."""
+    snapshot = Snapshot((Node("n0", Resources.of(cpu=16_000, memory=65_536, gpu=3)),),
+                        (master_workers(4, 3, min_available=2),))
+    decisions = run_cycle(snapshot, Profile.default())
+    assert decisions.binds == []
+    assert [p.job for p in decisions.pending] == ["j"]
+
+
+def test_a_groups_floor_is_placed_before_earlier_tasks_in_order() -> None:
+    """minAvailable 2, the master listed last: the first two in task order are workers, but
+    the master's floor comes first, then one worker."""
+    job = Job("j", (TaskGroup("worker", 3, Resources.of(cpu=1000, gpu=1)),
+                    TaskGroup("master", 1, Resources.of(cpu=1000, gpu=1), min_available=1)),
+              scheduler_name=SchedulerName.SHOAL, min_available=2)
+    snapshot = Snapshot((Node("n0", Resources.of(cpu=16_000, memory=65_536, gpu=2)),), (job,))
+    decisions = run_cycle(snapshot, Profile.default())
+    placed = sorted((b.task.group, b.task.index) for b in decisions.binds)
+    assert placed == [("master", 0), ("worker", 0)], decisions.pending

@@ -94,6 +94,13 @@ def test_group_minimums_are_checked() -> None:
     count = JOB.replace("replicas: 4\n", "replicas: 4\n      minCount: 9\n")
     expect(one_issue(count), f"{JOB_1}spec.taskGroups[0].minCount: ",
            "at most the group's replicas (4)")
+    short = GANG.replace("replicas: 4\n", "replicas: 4\n      minAvailable: 3\n      minCount: 2\n")
+    expect(one_issue(short), f"{JOB_1}spec.taskGroups[0].minCount: ",
+           "at least the group's minAvailable (3)")
+    elastic = GANG.replace("replicas: 4\n", "replicas: 4\n      minAvailable: 3\n") \
+        + "  elastic: {minReplicas: 2}\n"
+    expect(one_issue(elastic), f"{JOB_1}spec.taskGroups[0].minAvailable: ",
+           "at most spec.elastic's minReplicas (2)")
 
 
 def test_a_priority_class_that_never_preempts() -> None:
