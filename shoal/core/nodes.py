@@ -30,6 +30,8 @@ from sortedcontainers import SortedList
 from shoal.api.objects import Node
 from shoal.api.resources import PODS, Resources
 
+_ONE_TASK = Resources.of(extras={PODS: 1})
+
 
 class NodeState:
     """One node's free capacity during a cycle."""
@@ -88,6 +90,11 @@ class NodeState:
                 free = max(0, state.extras.get(PODS, 0))
                 slots = free if slots is None else min(slots, free)
         return slots
+
+    def footprint(self, request: Resources) -> Resources:
+        """What one task of `request` takes of this node's `free()`: its request, and one
+        task slot where the node has a task limit."""
+        return request + _ONE_TASK if self.pod_limited else request
 
     def how_many(self, request: Resources) -> int:
         """How many replicas of `request` fit here now, task limit included (a zero request

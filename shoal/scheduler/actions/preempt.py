@@ -401,7 +401,9 @@ class Preemption:
             left = dict(slack)
             fits = True
             for task in unit.tasks:
-                request = unit.job.job.group(task.ref.group).resources
+                # Its request and, on a node with a task limit (pods), its task slot.
+                request = cluster.by_name[task.node].footprint(
+                    unit.job.job.group(task.ref.group).resources)
                 room = left.get(task.node)
                 if room is not None and request.fits(room):
                     left[task.node] = room.saturating_sub(request)
