@@ -174,6 +174,16 @@ def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo, best_effort:
     return placed
 
 
+def waits_for_backfill_only(session: Session, job: JobInfo) -> bool:
+    """Whether what the job would place next may be a best-effort task that only backfill
+    places: all its waiting groups are best-effort, or it goes task by task and one is (a
+    preemptor's choice might fall on it). Such a job neither preempts nor reclaims."""
+    groups = job.groups_with_pending()
+    if session.is_gang(job):
+        return all(is_best_effort(g) for g in groups)
+    return any(is_best_effort(g) for g in groups)
+
+
 def waits_for_backfill(job: JobInfo) -> None:
     """Say why a job's best-effort tasks wait, in a profile without the backfill action,
     unless something else already keeps it waiting."""

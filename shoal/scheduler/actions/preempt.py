@@ -4,7 +4,9 @@ same virtual cluster that ranks ahead of them can start.
 Job-level, gang-aware and all-or-nothing (seed 001: "if the preempted tasks cannot meet the
 scheduling requirements … preemption will not be performed"). For each job P still not
 ready after allocation (holding nothing, or a gang below its minimum; not `Unschedulable`,
-not `Blocked` behind the head of a strictly ordered queue), in job order:
+not `Blocked` behind the head of a strictly ordered queue; not one whose next task may be a
+best-effort one, which only backfill places: `allocate.waits_for_backfill_only`), in job
+order:
 
 - *Candidates* are jobs V of P's virtual cluster (across virtual clusters it would be
   reclaim, another action) that hold tasks placed before this cycle and rank strictly
@@ -53,6 +55,7 @@ from shoal.api.lifecycle import TaskState
 from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
+from shoal.scheduler.actions.allocate import waits_for_backfill_only
 from shoal.scheduler.framework import JobOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
@@ -132,6 +135,8 @@ class Preemption:
                 or session.job_ready(job):
             return False
         if job.reason is not None and job.reason.kind in _NOT_PREEMPTING:
+            return False
+        if waits_for_backfill_only(session, job):
             return False
         return session.min_tasks(job) > 0 and session.startable(job)
 
