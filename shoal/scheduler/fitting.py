@@ -94,7 +94,8 @@ class Diagnosis:
 
     fit: int
     short: dict[str, int]
-    """Resource dimension → number of nodes too short of it to take even one replica."""
+    """Resource dimension → number of nodes too short of it to take even one replica
+    (`pods`: nodes at their task limit, short of nothing else)."""
 
 
 def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
