@@ -29,6 +29,9 @@ GPU = "gpu"
 #: The Kubernetes device-plugin name of an NVIDIA GPU; accepted as an alias of `gpu`.
 NVIDIA_GPU = "nvidia.com/gpu"
 CORE_DIMENSIONS = (CPU, MEMORY, GPU)
+#: A node's task limit (Kubernetes' `capacity.pods`): declared in a node's capacity like an
+#: extra, but no task requests it — every task placed on the node counts one against it.
+PODS = "pods"
 
 _EXTRA_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_.\-/]*[a-zA-Z0-9])?$")
 

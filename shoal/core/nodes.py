@@ -11,6 +11,13 @@ from the bucket with the fewest free GPUs so that GPU machines stay free for GPU
 Every change of a node's free capacity goes through `ClusterState.take` / `give`, which keep
 all pools containing that node in step. `release_epoch` counts every `give` that is not the
 undo of a discarded statement: caches of "what cannot fit" stay valid until it moves.
+
+A node may declare a task limit, `capacity.pods` (Kubernetes' pod capacity). It is kept as
+the extra dimension `pods` of the node's free capacity, but no task requests it: every task
+taken onto the node (`take`/`give` with `tasks=1`, the default) counts one against it,
+whatever it requests — a best-effort task too. A node that declares no `pods` takes any
+number of tasks; `pods` is never charged to a virtual cluster's quota. A task on a virtual
+node counts against the physical node it is carved from as well.
 """
 
 from __future__ import annotations
@@ -21,14 +28,16 @@ from dataclasses import dataclass
 from sortedcontainers import SortedList
 
 from shoal.api.objects import Node
-from shoal.api.resources import Resources
+from shoal.api.resources import PODS, Resources
+
+_ONE_TASK = Resources.of(extras={PODS: 1})
 
 
 class NodeState:
     """One node's free capacity during a cycle."""
 
     __slots__ = ("allocatable", "cpu", "extras", "gpu", "gpu_free_mask", "host", "memory",
-                 "name", "node", "ordinal", "owner", "pools")
+                 "name", "node", "ordinal", "owner", "pod_limited", "pools")
 
     def __init__(self, ordinal: int, node: Node, host: NodeState | None = None,
                  owner: str | None = None, gpus: tuple[int, ...] = ()) -> None:
@@ -41,6 +50,9 @@ class NodeState:
         self.memory = alloc.memory
         self.gpu = alloc.gpu
         self.extras: dict[str, int] = dict(alloc.extras)
+        self.pod_limited = PODS in self.extras
+        """Whether the node declares a task limit (`capacity.pods`); without one it takes any
+        number of tasks (not zero: an absent dimension here means unlimited)."""
         self.gpu_free_mask = (1 << alloc.gpu) - 1
         self.pools: list[NodePool] = []
         self.host = host
@@ -56,15 +68,37 @@ class NodeState:
         return self.host or self
 
     def fits(self, request: Resources) -> bool:
+        """Whether one more task of `request` fits here now: its resources, and a free task
+        slot where a task limit (`capacity.pods`) is declared."""
         if request.cpu > self.cpu or request.memory > self.memory or request.gpu > self.gpu:
             return False
         if request.extras:
             extras = self.extras
-            return all(v <= extras.get(k, 0) for k, v in request.extras)
-        return True
+            if not all(v <= extras.get(k, 0) for k, v in request.extras):
+                return False
+        if self.pod_limited and self.extras.get(PODS, 0) < 1:
+            return False
+        host = self.host
+        return host is None or not host.pod_limited or host.extras.get(PODS, 0) >= 1
+
+    def task_slots(self) -> int | None:
+        """How many more tasks the node's task limit admits now (the fewest of its own and,
+        for a virtual node, its physical node's); None: no limit is declared."""
+        slots: int | None = None
+        for state in (self, self.host):
+            if state is not None and state.pod_limited:
+                free = max(0, state.extras.get(PODS, 0))
+                slots = free if slots is None else min(slots, free)
+        return slots
+
+    def footprint(self, request: Resources) -> Resources:
+        """What one task of `request` takes of this node's `free()`: its request, and one
+        task slot where the node has a task limit."""
+        return request + _ONE_TASK if self.pod_limited else request
 
     def how_many(self, request: Resources) -> int:
-        """How many replicas of `request` fit here now (request must not be zero)."""
+        """How many replicas of `request` fit here now, task limit included (a zero request
+        only on a node with a task limit: else the answer is unbounded)."""
         counts = []
         if request.cpu:
             counts.append(self.cpu // request.cpu)
@@ -74,10 +108,18 @@ class NodeState:
             counts.append(self.gpu // request.gpu)
         for key, value in request.extras:
             counts.append(self.extras.get(key, 0) // value)
+        if self.pod_limited or self.host is not None:
+            slots = self.task_slots()
+            if slots is not None:
+                counts.append(slots)
         return min(counts) if counts else 0
 
     def free(self) -> Resources:
-        return Resources.of(self.cpu, self.memory, self.gpu, self.extras)
+        extras = self.extras
+        if self.pod_limited and extras[PODS] < 0:
+            # More tasks than its limit were already running (the limit was lowered).
+            extras = {**extras, PODS: 0}
+        return Resources.of(self.cpu, self.memory, self.gpu, extras)
 
     def used(self) -> Resources:
         return self.allocatable.saturating_sub(self.free())
@@ -160,7 +202,7 @@ class ClusterState:
               owner: str, gpus: tuple[int, ...] | None = None) -> NodeState:
         """Carve a virtual node of `size` out of `host` (which must have it free), holding
         the GPU indices `gpus` there (the lowest free ones when None)."""
-        taken = self.take(host, size, gpus)
+        taken = self.take(host, size, gpus, tasks=0)
         node = Node(name, size, {**host.node.labels, **labels})
         state = NodeState(self._next_ordinal, node, host, owner, taken)
         self._next_ordinal += 1
@@ -173,7 +215,7 @@ class ClusterState:
         if state.free() != state.allocatable:
             raise ValueError(f"virtual node {state.name} still holds tasks")
         del self.virtual[state.name], self.by_name[state.name]
-        self.give(state.host, state.allocatable, self.free_gpu_indices(state))
+        self.give(state.host, state.allocatable, self.free_gpu_indices(state), tasks=0)
 
     def set_cordoned(self, name: str, cordoned: bool) -> None:
         """Take a node out of service or bring it back. Pools are rebuilt on next use (node
@@ -188,16 +230,19 @@ class ClusterState:
         for state in self.states:
             state.pools.clear()
 
-    def take(self, state: NodeState, request: Resources, gpus: tuple[int, ...] | None = None
-             ) -> tuple[int, ...]:
-        """Reserve `request` on the node; returns the GPU indices taken (the lowest free ones
-        unless `gpus` names them)."""
+    def take(self, state: NodeState, request: Resources, gpus: tuple[int, ...] | None = None,
+             tasks: int = 1) -> tuple[int, ...]:
+        """Reserve `request` on the node for `tasks` tasks (each counts one against a task
+        limit; 0 for capacity that is no task's, as a carved virtual node); returns the GPU
+        indices taken (the lowest free ones unless `gpus` names them)."""
         old_gpu = state.gpu
         state.cpu -= request.cpu
         state.memory -= request.memory
         state.gpu -= request.gpu
         for key, value in request.extras:
             state.extras[key] = state.extras.get(key, 0) - value
+        if tasks:
+            _count_tasks(state, -tasks)
         if gpus is None:
             gpus = _lowest_bits(state.gpu_free_mask, request.gpu)
         for index in gpus:
@@ -208,15 +253,17 @@ class ClusterState:
         return gpus
 
     def give(self, state: NodeState, request: Resources, gpus: tuple[int, ...],
-             undo: bool = False) -> None:
-        """Return `request` to the node. `undo` marks the reversal of a tentative take, which
-        frees nothing that was free before the statement began."""
+             undo: bool = False, tasks: int = 1) -> None:
+        """Return `request` and `tasks` task slots to the node. `undo` marks the reversal of
+        a tentative take, which frees nothing that was free before the statement began."""
         old_gpu = state.gpu
         state.cpu += request.cpu
         state.memory += request.memory
         state.gpu += request.gpu
         for key, value in request.extras:
             state.extras[key] = state.extras.get(key, 0) + value
+        if tasks:
+            _count_tasks(state, tasks)
         for index in gpus:
             state.gpu_free_mask |= 1 << index
         if state.gpu != old_gpu:
@@ -269,6 +316,16 @@ class FitMemo:
         entry = self._bounds.get((pool.key, request))
         if entry is not None:
             entry.replicas = max(0, entry.replicas - replicas)
+
+
+def _count_tasks(state: NodeState, change: int) -> None:
+    """Move the task slots of the node, and of the physical node a virtual one is carved
+    from, by `change` (negative: tasks taken); nodes without a task limit keep none."""
+    if state.pod_limited:
+        state.extras[PODS] += change
+    host = state.host
+    if host is not None and host.pod_limited:
+        host.extras[PODS] += change
 
 
 def _lowest_bits(mask: int, count: int) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup, TaskRef
-from shoal.api.resources import Resources
+from shoal.api.resources import PODS, Resources
 from shoal.core.nodes import FitMemo, NodePool
 from shoal.core.statement import Statement
 from shoal.scheduler.jobs import JobInfo
@@ -94,7 +94,8 @@ class Diagnosis:
 
     fit: int
     short: dict[str, int]
-    """Resource dimension → number of nodes too short of it to take even one replica."""
+    """Resource dimension → number of nodes too short of it to take even one replica
+    (`pods`: nodes at their task limit, short of nothing else)."""
 
 
 def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
@@ -114,24 +115,29 @@ def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
             memo.record(pool, request, fit, diagnosis)
     where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"
     short = diagnosis.short
-    detail = ", ".join(f"{n} lack {dim}" for dim, n in
-                       sorted(short.items(), key=lambda kv: (-kv[1], kv[0])))
+    detail = ", ".join(f"{n} at their task limit (pods)" if dim == PODS else f"{n} lack {dim}"
+                       for dim, n in sorted(short.items(), key=lambda kv: (-kv[1], kv[0])))
     main = max(short, key=lambda d: (short[d], d)) if short else None
+    # A node full by task count lacks no resource: its task limit is a predicate, as
+    # Kubernetes' pod-count check is.
     return PendingReason(
         PendingKind.INSUFFICIENT_RESOURCES,
         f"task group {group.name!r} needs {count} × {request}; {fit} fit now on the {where}"
         + (f" ({detail})" if detail else ""),
-        resource=main)
+        resource=None if main == PODS else main, predicate=PODS if main == PODS else None)
 
 
 def diagnose(pool: NodePool, request: Resources, count: int) -> Diagnosis:
     short: dict[str, int] = {}
     fit = 0
     for node in pool.nodes:
-        here = node.how_many(request) if not request.is_zero() else count
+        if request.is_zero():
+            slots = node.task_slots()
+            here = count if slots is None else slots
+        else:
+            here = node.how_many(request)
         fit += here
         if here == 0:
-            dims = request.shortfall(node.free())
-            if dims:
-                short[dims[0]] = short.get(dims[0], 0) + 1
+            dims = request.shortfall(node.free()) or [PODS]
+            short[dims[0]] = short.get(dims[0], 0) + 1
     return Diagnosis(fit, short)

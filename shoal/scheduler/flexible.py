@@ -61,7 +61,8 @@ class FlexibleHolds:
                                        {VIRTUAL_CLUSTER_LABEL: vc}, vc)
             self.kept[key] = state
         state.allocatable = state.allocatable + request
-        self.cluster.give(state, request, gpus, undo=True)  # nothing new is free
+        # Nothing new is free, but for the ended task's slot under a task limit (pods).
+        self.cluster.give(state, request, gpus, undo=not host.pod_limited)
         self.expiry[key] = now + timeout
         return True
 
@@ -98,9 +99,9 @@ class FlexibleHolds:
             return False
         gpus = self.cluster.free_gpu_indices(state)
         assert state.host is not None
-        self.cluster.take(state, idle, gpus)
+        self.cluster.take(state, idle, gpus, tasks=0)
         state.allocatable = state.allocatable - idle
-        self.cluster.give(state.host, idle, gpus)
+        self.cluster.give(state.host, idle, gpus, tasks=0)
         self.quota.refund(key[0], idle)
         if state.allocatable.is_zero():
             del self.kept[key], self.expiry[key]

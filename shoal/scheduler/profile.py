@@ -85,7 +85,15 @@ class Profile:
 
     def actions(self) -> list[Action]:
         arguments = {c.name: c.arguments for c in self.doc.configurations}
-        return [ACTIONS.create(a, arguments.get(a)) for a in self.doc.actions]
+        from shoal.scheduler.actions.allocate import Allocate
+
+        actions = [ACTIONS.create(a, arguments.get(a)) for a in self.doc.actions]
+        for action in actions:
+            # Best-effort tasks are the backfill action's alone (`actions.allocate`):
+            # allocate tells them so when the profile has none.
+            if isinstance(action, Allocate):
+                action.backfill_runs = "backfill" in self.doc.actions
+        return actions
 
     def plugin_names(self) -> list[str]:
         return [p.name for t in self.doc.tiers for p in t.plugins]

@@ -39,7 +39,7 @@ from shoal.api import (
     parse_resources,
 )
 from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
-from shoal.api.resources import ZERO, canonical_name, parse_quantity
+from shoal.api.resources import PODS, ZERO, canonical_name, parse_quantity
 from shoal.spec.documents import (
     INT64_MAX,
     FixedSizeNodesSpec,
@@ -114,9 +114,13 @@ def _without_subject(message: str, key: str) -> str:
 
 
 def resources(log: IssueLog, doc: DocRef, path: str,
-              mapping: Mapping[str, int | float | str]) -> Resources | None:
-    """A quantity mapping → `Resources`, or None after logging what is wrong with it."""
+              mapping: Mapping[str, int | float | str], task_limit: bool = False
+              ) -> Resources | None:
+    """A quantity mapping → `Resources`, or None after logging what is wrong with it.
+    `task_limit`: a node's capacity, the one place `pods` may be named."""
     if _parse_each(log, doc, path, mapping) is None:
+        return None
+    if not task_limit and not _no_pods(log, doc, path, mapping):
         return None
     try:
         return parse_resources(mapping)
@@ -130,16 +134,31 @@ def limit(log: IssueLog, doc: DocRef, path: str,
     if mapping is None:
         return ResourceLimit.unlimited()
     parsed = _parse_each(log, doc, path, mapping)
-    return None if parsed is None else ResourceLimit.of(parsed)
+    if parsed is None or not _no_pods(log, doc, path, mapping):
+        return None
+    return ResourceLimit.of(parsed)
+
+
+def _no_pods(log: IssueLog, doc: DocRef, path: str,
+             mapping: Mapping[str, int | float | str]) -> bool:
+    """`pods` is a node's task limit, counted one per task, not something a task asks for or
+    a quota divides (Kubernetes' ResourceQuota and Kueue can count pods; Shoal does not)."""
+    if PODS not in mapping:
+        return True
+    log.add(doc, join_path(path, PODS),
+            "is a node's task limit (a node's capacity.pods), not a resource: every task "
+            "counts one against its node's, so a task cannot request it nor a quota limit it")
+    return False
 
 
 # ---- Node ---------------------------------------------------------------------------------
 
 def nodes(log: IssueLog, doc: DocRef, model: NodeDocument) -> tuple[Node, ...] | None:
     spec = model.spec
-    capacity = resources(log, doc, "spec.capacity", spec.capacity)
+    capacity = resources(log, doc, "spec.capacity", spec.capacity, task_limit=True)
     allocatable = (None if spec.allocatable is None
-                   else resources(log, doc, "spec.allocatable", spec.allocatable))
+                   else resources(log, doc, "spec.allocatable", spec.allocatable,
+                                  task_limit=True))
     if capacity is None or (spec.allocatable is not None and allocatable is None):
         return None
     if allocatable is not None and not allocatable.fits(capacity):

@@ -125,7 +125,9 @@ class NodeMetadata(_Model):
 
 class NodeSpec(_Model):
     capacity: Quantities = Field(
-        description="cpu, memory, gpu (or nvidia.com/gpu) and named extras with whole counts.")
+        description="cpu, memory, gpu (or nvidia.com/gpu) and named extras with whole counts; "
+                    "pods: the node's task limit (every task counts one, whatever it "
+                    "requests; none given: unlimited).")
     allocatable: Quantities | None = Field(
         default=None, description="What the scheduler may hand out; defaults to capacity.")
     unschedulable: StrictBool = False
@@ -308,7 +310,9 @@ class FailurePolicySpec(_Model):
 class TaskGroupSpec(_Model):
     name: Annotated[StrictStr, Field(pattern=GROUP_NAME_PATTERN, max_length=63)]
     replicas: Int64 = Field(ge=1)
-    resources: Quantities = Field(description="Per replica.")
+    resources: Quantities = Field(
+        description="Per replica. {} (no request at all): best-effort tasks, placed by the "
+                    "backfill action only; pods may not be requested.")
     command: list[StrictStr] = Field(default_factory=list)
     env: StringMap = Field(default_factory=dict)
     node_selector: StringMap = Field(default_factory=dict, alias="nodeSelector")

@@ -10,6 +10,16 @@ job's minimum (Volcano pushes a ready job back for the same reason). Default-sch
 are placed task by task. A job with a `minCount` below a group's replicas starts whole or
 partially admitted, all at once (`shoal.scheduler.partial_admission`).
 
+Best-effort tasks — of a task group that requests no resources at all, Kubernetes'
+BestEffort class — are not allocate's (Volcano's allocate skips them too): the backfill
+action places them once every job has had its turn, so they never take a task slot
+(`capacity.pods`) ahead of work that asks for resources. A gang made only of best-effort
+tasks is backfill's as a whole. A gang that mixes them is placed here, best-effort members
+of its minimum included: its minimum starts together or not at all (Volcano instead counts
+pending best-effort tasks as ready and may run such a gang short of its minimum); its
+best-effort surplus is backfill's. In a profile without backfill (fifo, sjf, las) such
+tasks wait with an `Unschedulable` reason saying so.
+
 With `ordering: global` every job is in one order (virtual clusters still enforce quotas),
 as the single-queue baselines need. With `strict: true` a queue is strictly ordered (Slurm's
 priority order, Kueue's StrictFIFO): once its head job cannot be placed, the jobs behind it
@@ -25,6 +35,7 @@ from enum import StrEnum
 from typing import Any
 
 from shoal.api.decisions import PendingKind, PendingReason
+from shoal.api.objects import TaskGroup
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.gang_choice import GangNeed, place_gang
@@ -53,6 +64,9 @@ class Allocate:
     def __init__(self, arguments: AllocateArguments) -> None:
         self.strict = arguments.strict
         self.ordering = arguments.ordering
+        self.backfill_runs = True
+        """Whether the profile runs the backfill action, which alone places best-effort
+        tasks (`Profile.actions` sets it); False: they are told they never will be."""
 
     def execute(self, session: Session) -> None:
         memo = session.fit_memo
@@ -72,6 +86,8 @@ class Allocate:
             jobs = by_queue[name]
             head = jobs.popleft()
             placed = allocate_job(session, memo, head)
+            if not self.backfill_runs and not placed:
+                waits_for_backfill(head)
             if self.strict and not placed and not session.job_ready(head) \
                     and head.reason is not None \
                     and head.reason.kind is not PendingKind.UNSCHEDULABLE:
@@ -85,7 +101,8 @@ class Allocate:
         surplus = [j for j in waiting if j.name not in behind
                    and session.is_gang(j) and j.pending and session.job_ready(j)]
         for job in sorted(surplus, key=session.job_order_key):
-            place_one_by_one(session, memo, job)
+            if not place_one_by_one(session, memo, job) and not self.backfill_runs:
+                waits_for_backfill(job)
 
 
     @staticmethod
@@ -99,15 +116,24 @@ class Allocate:
 GLOBAL_QUEUE = "*"
 
 
-def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
-    """Place what the job needs now; True if it placed anything."""
-    if job.admits_partially():
+def is_best_effort(group: TaskGroup) -> bool:
+    """A group whose tasks request no resources (Kubernetes' BestEffort class)."""
+    return group.resources.is_zero()
+
+
+def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False
+                 ) -> bool:
+    """Place what the job needs now; True if it placed anything. `best_effort`: its
+    best-effort tasks, for the backfill action; else the others (module docstring)."""
+    if job.admits_partially() and not best_effort:
         return admit(session, memo, job)
     if not session.is_gang(job):
-        return place_one_by_one(session, memo, job)
+        return place_one_by_one(session, memo, job, best_effort)
     need = session.min_tasks(job)
     if need <= 0:
         return False  # ready: its surplus waits for the surplus pass
+    if all(is_best_effort(g) for g in job.groups_with_pending()) is not best_effort:
+        return False  # a gang of best-effort tasks only is backfill's; any other, allocate's
     if not session.startable(job):
         job.reason = PendingReason(
             PendingKind.GANG, f"gang of {need} task{'s' if need != 1 else ''} (minAvailable "
@@ -131,11 +157,15 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
     return True
 
 
-def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo) -> bool:
+def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False
+                     ) -> bool:
     """Place pending tasks each in its own statement; a group stops at its first misfit,
-    since its other replicas are identical."""
+    since its other replicas are identical. Only best-effort groups when `best_effort`,
+    only the others when not."""
     placed = False
     for group in job.groups_with_pending():
+        if is_best_effort(group) is not best_effort:
+            continue
         for index in list(job.pending[group.name]):
             statement = session.statement()
             reason = place_replicas(session, memo, statement, job, group, [index])
@@ -146,6 +176,30 @@ def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo) -> bool:
             statement.commit()
             placed = True
     return placed
+
+
+def waits_for_backfill_only(session: Session, job: JobInfo) -> bool:
+    """Whether what the job would place next may be a best-effort task that only backfill
+    places: all its waiting groups are best-effort, or it goes task by task and one is (a
+    preemptor's choice might fall on it). Such a job neither preempts nor reclaims."""
+    groups = job.groups_with_pending()
+    if session.is_gang(job):
+        return all(is_best_effort(g) for g in groups)
+    return any(is_best_effort(g) for g in groups)
+
+
+def waits_for_backfill(job: JobInfo) -> None:
+    """Say why a job's best-effort tasks wait, in a profile without the backfill action,
+    unless something else already keeps it waiting."""
+    groups = [g.name for g in job.groups_with_pending() if is_best_effort(g)]
+    if not groups or job.reason is not None:
+        return
+    several = len(groups) != 1
+    job.reason = PendingReason(
+        PendingKind.UNSCHEDULABLE,
+        f"task group{'s' if several else ''} {', '.join(repr(n) for n in groups)} "
+        f"request{'' if several else 's'} no resources (best-effort): only the backfill "
+        "action places such tasks, and this profile does not run it")
 
 
 def gang_reason(job: JobInfo, need: int, reason: PendingReason) -> PendingReason:

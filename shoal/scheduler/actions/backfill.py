@@ -14,7 +14,15 @@ Two ways to know that, chosen by the `reservation` argument:
   more than the extra GPUs (which it then uses up). Counting is in GPUs, the scarce resource,
   over the head's pool as a whole; tasks without an estimate are taken never to end.
 
-Without `allocate.strict`, no job is ever blocked and this action has nothing to do.
+Without `allocate.strict`, no job is ever blocked and that part has nothing to do.
+
+Then, in every profile that runs it, backfill places the best-effort tasks — of task groups
+that request no resources — which allocate leaves alone (as Volcano's backfill does): every
+waiting job's, in job order, a gang made only of them as a gang (its minimum in one
+statement), the others task by task. They take nothing any job could use but a node's task
+slot (`capacity.pods`), which is why they come last. Jobs behind a blocked head are served
+too: a best-effort task cannot delay the head except by the last slot of a node with a task
+limit.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from enum import StrEnum
 
 from shoal.api.decisions import PendingKind
 from shoal.core.nodes import FitMemo
-from shoal.scheduler.actions.allocate import allocate_job
+from shoal.scheduler.actions.allocate import allocate_job, is_best_effort, place_one_by_one
 from shoal.scheduler.gang_choice import GangNeed, least_gpus
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
@@ -52,6 +60,7 @@ class Backfill:
                 self._easy(session, head, behind)
             else:
                 self._outside_head_pools(session, head, behind)
+        place_best_effort(session)
 
     # ---- pools -------------------------------------------------------------------------------
 
@@ -87,6 +96,18 @@ class Backfill:
                 continue
             if _try(session, session.fit_memo, job) and not ends_in_time:
                 extra -= demand
+
+
+def place_best_effort(session: Session) -> None:
+    """Place the waiting jobs' best-effort tasks (module docstring). A job that gave up tasks
+    to preempt or reclaim in this cycle waits for the next, as in allocate."""
+    memo = session.fit_memo
+    jobs = [j for j in session.candidates if j.pending and j.name not in session.preempted
+            and any(is_best_effort(g) for g in j.groups_with_pending())]
+    for job in sorted(jobs, key=session.job_order_key):
+        allocate_job(session, memo, job, best_effort=True)
+        if session.is_gang(job) and job.pending and session.job_ready(job):
+            place_one_by_one(session, memo, job, best_effort=True)  # its surplus
 
 
 def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:

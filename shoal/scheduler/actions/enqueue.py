@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import Job, Node, PriorityClass, TaskGroup, VirtualCluster
-from shoal.api.resources import ZERO, Resources, total
+from shoal.api.resources import PODS, ZERO, Resources, total
 from shoal.core.nodes import NodePool, NodeState
 from shoal.scheduler.fitting import no_matching_node
 from shoal.scheduler.gang_choice import (
@@ -132,7 +132,9 @@ def _most_when_idle(session: Session, job: JobInfo, group: TaskGroup) -> int | N
     if not pool.nodes and not own:
         return None
     if group.resources.is_zero():
-        return len(job.pending.get(group.name, ()))
+        # Only task limits (capacity.pods) bound best-effort tasks.
+        pending = len(job.pending.get(group.name, ()))
+        return min(pending, _replicas_when_idle([*pool.nodes, *own], ZERO, pending))
     cache = session.cluster.idle_replicas
     key = (pool.key, group.resources)
     most = cache.get(key)
@@ -141,12 +143,15 @@ def _most_when_idle(session: Session, job: JobInfo, group: TaskGroup) -> int | N
     return most + _replicas_when_idle(own, group.resources)
 
 
-def _replicas_when_idle(nodes: Sequence[NodeState], request: Resources) -> int:
+def _replicas_when_idle(nodes: Sequence[NodeState], request: Resources, unbounded: int = 0
+                        ) -> int:
+    """`unbounded`: what a node counts for a zero request when it has no task limit."""
     count = 0
     for state in nodes:
         alloc = state.allocatable
         if request.fits(alloc):
-            count += min(alloc.get(d) // v for d, v in request.items())
+            most = min((alloc.get(d) // v for d, v in request.items()), default=unbounded)
+            count += min(most, alloc.get(PODS)) if state.pod_limited else most
     return count
 
 

@@ -5,7 +5,8 @@ Job-level, gang-aware and all-or-nothing (seed 001: "if the preempted tasks cann
 scheduling requirements … preemption will not be performed"). For each job P still not
 ready after allocation (holding nothing, or a gang below its minimum; not `Unschedulable`,
 not `Blocked` behind the head of a strictly ordered queue; its priority class not
-`preemptionPolicy: Never`), in job order:
+`preemptionPolicy: Never`; not one whose next task may be a best-effort one, which only
+backfill places: `allocate.waits_for_backfill_only`), in job order:
 
 - *Candidates* are jobs V of P's virtual cluster (across virtual clusters it would be
   reclaim, another action) that hold tasks placed before this cycle and rank strictly
@@ -62,6 +63,7 @@ from shoal.api.lifecycle import TaskState
 from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
+from shoal.scheduler.actions.allocate import waits_for_backfill_only
 from shoal.scheduler.framework import JobOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
@@ -153,6 +155,8 @@ class Preemption:
             return False
         # Its priority class says `preemptionPolicy: Never`: it waits for room instead.
         if not session.model.priorities.may_preempt(job.job):
+            return False
+        if waits_for_backfill_only(session, job):
             return False
         return session.min_tasks(job) > 0 and session.startable(job)
 
@@ -439,7 +443,9 @@ class Preemption:
             left = dict(slack)
             fits = True
             for task in unit.tasks:
-                request = unit.job.job.group(task.ref.group).resources
+                # Its request and, on a node with a task limit (pods), its task slot.
+                request = cluster.by_name[task.node].footprint(
+                    unit.job.job.group(task.ref.group).resources)
                 room = left.get(task.node)
                 if room is not None and request.fits(room):
                     left[task.node] = room.saturating_sub(request)
