@@ -26,6 +26,7 @@ from typing import Any
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.fitting import place_replicas
+from shoal.scheduler.flavors import choose
 from shoal.scheduler.gang_choice import GangNeed, place_gang
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
@@ -99,6 +100,7 @@ GLOBAL_QUEUE = "*"
 
 def allocate_job(session: Session, memo: FitMemo, job: JobInfo) -> bool:
     """Place what the job needs now; True if it placed anything."""
+    choose(session, job)  # on the flavor it would be admitted on now, if it holds nothing
     if not session.is_gang(job):
         return place_one_by_one(session, memo, job)
     need = session.min_tasks(job)
