@@ -44,6 +44,11 @@ def in_flavor(resources: Resources, flavor: str, covered: Iterable[str] | None =
         if not is_flavor_dimension(name) and (names is None or name in names)})
 
 
+def flavor_part(resources: Resources) -> Resources:
+    """Only the flavor dimensions of `resources`."""
+    return Resources.of(extras={k: v for k, v in resources.extras if is_flavor_dimension(k)})
+
+
 def unflavored(resources: Resources) -> Resources:
     """`resources` without any flavor dimension."""
     if not any(is_flavor_dimension(name) for name, _ in resources.extras):
@@ -157,6 +162,7 @@ __all__ = [
     "WhenCanBorrow",
     "WhenCanPreempt",
     "flavor_dimension",
+    "flavor_part",
     "flavor_quotas_max",
     "flavor_quotas_min",
     "in_flavor",

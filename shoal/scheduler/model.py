@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from shoal.api.decisions import PendingKind, PendingReason, Reserve
-from shoal.api.flavors import ResourceFlavor
+from shoal.api.flavors import ResourceFlavor, flavor_part
 from shoal.api.objects import (
     ROOT_QUEUE,
     Job,
@@ -138,6 +138,10 @@ class SchedulerModel:
             gpus = self.cluster.take(state, request, _claimable(state, task, request))
             if state.owner is None:
                 self.quota.charge(info.account, request)
+                if not state.node.schedulable:
+                    # As `held_on_cordoned` counts its resources at the root: its flavor's
+                    # too (the driver, which knows no flavors, could not).
+                    self.quota.set_capacity(self.quota.capacity + flavor_part(request))
             info.running.append(TaskInfo(task.ref, state.name, gpus, task.state, task.started))
             info.holding += 1
 

@@ -50,8 +50,12 @@ class ClusterLike(Protocol):
     @property
     def priority_classes(self) -> Sequence[PriorityClass]: ...
 
-    @property
-    def resource_flavors(self) -> Sequence[ResourceFlavor]: ...
+
+def _resource_flavors(cluster: ClusterLike) -> Sequence[ResourceFlavor]:
+    """The description's resource flavors (`ClusterDescription.resource_flavors`); one
+    that does not say declares none."""
+    flavors: Sequence[ResourceFlavor] = getattr(cluster, "resource_flavors", ())
+    return flavors
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +136,7 @@ class Simulator:
         self.progress = progress
         self.model = SchedulerModel(cluster.nodes, cluster.virtual_clusters,
                                     cluster.priority_classes,
-                                    resource_flavors=cluster.resource_flavors)
+                                    resource_flavors=_resource_flavors(cluster))
         # Plugins keep no state from one cycle to the next, so one set serves every cycle.
         plugins = profile.plugins()
         self._hooks = Hooks(plugins)
