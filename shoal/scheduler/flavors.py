@@ -10,8 +10,9 @@ taken —
 - *borrows*: the quota tree allows it only above that guarantee: taken when
   `whenCanBorrow: Borrow` (Kueue's default), else the later flavors are tried first;
 - *preempts*: it does not fit now but could with evictions (within every ceiling and the
-  flavor's whole capacity): taken when `whenCanPreempt: Preempt`, else the later flavors
-  are tried first (Kueue's default);
+  flavor's whole capacity, and something there could be evicted for it: `_evictable`):
+  taken when `whenCanPreempt: Preempt`, else the later flavors are tried first (Kueue's
+  default);
 - otherwise the flavor cannot hold it.
 
 When no flavor is taken outright, the best seen is (fits, then borrows, then preempts, the
@@ -40,6 +41,7 @@ from shoal.api.flavors import (
     ResourceFlavor,
     WhenCanBorrow,
     WhenCanPreempt,
+    flavor_dimension,
     in_flavor,
     node_flavor_resources,
 )
@@ -213,6 +215,24 @@ def _outcome(session: Session, info: JobInfo, quota: FlavorQuota, request: Resou
         state = session.quota.get(info.queue)
         within = own.fits(state.min.saturating_sub(state.usage))
         return Outcome.FITS if within else Outcome.BORROWS
-    if session.admissible(info.account, asked) is None:
+    if session.admissible(info.account, asked) is None and _evictable(session, info, quota, own):
         return Outcome.PREEMPTS
     return Outcome.NEVER
+
+
+def _evictable(session: Session, info: JobInfo, quota: FlavorQuota, own: Resources) -> bool:
+    """Whether evictions could make room on the flavor: the virtual cluster is below its
+    guarantee there (reclaim may take it back), or a job of lower priority runs on it
+    (preempt may). A cheap necessary condition, not a dry run of those actions: without it
+    `whenCanPreempt: Preempt` would keep a job waiting on a flavor where nothing can be
+    evicted for it while a later one has room (Kueue's fix #1366)."""
+    state = session.quota.get(info.queue)
+    if any(state.usage.get(dim) < state.min.get(dim) for dim, _ in own.items()):
+        return True
+    prefix = flavor_dimension(quota.name, "")
+    for other in session.jobs.values():
+        if other.holding and other.priority < info.priority and any(
+                dim.startswith(prefix) for group in other.job.groups
+                for dim, _ in group.resources.extras):
+            return True
+    return False
