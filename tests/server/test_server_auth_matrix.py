@@ -39,6 +39,7 @@ YAML = {"Content-Type": "application/yaml"}
 NODE = "apiVersion: shoal/v1\nkind: Node\nmetadata: {name: cpu-0}\nspec: {capacity: {cpu: 8}}\n"
 VC = "apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: team-b}\n"
 PC = "apiVersion: shoal/v1\nkind: PriorityClass\nmetadata: {name: vip}\nvalue: 50000\n"
+FLAVOR = "apiVersion: shoal/v1\nkind: ResourceFlavor\nmetadata: {name: spot}\n"
 
 ROLES: dict[str, str | None] = {"anonymous": None, "owner": "alice", "other": "bob",
                                 "admin": "root", "task": "task"}
@@ -118,6 +119,10 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
     ("POST", "/api/v1/priority-classes"): Row(
         admin_only(201), {"content": PC, "headers": YAML},
         stored=lambda api: "vip" in {p.name for p in api.repository.list_priority_classes()}),
+    ("GET", "/api/v1/resource-flavors"): Row(ANY_USER),
+    ("POST", "/api/v1/resource-flavors"): Row(
+        admin_only(201), {"content": FLAVOR, "headers": YAML},
+        stored=lambda api: "spot" in {f.name for f in api.repository.list_resource_flavors()}),
     ("POST", "/api/v1/users"): Row(
         admin_only(201), {"json": {"name": "carol", "queues": ["default"]}},
         stored=lambda api: api.repository.get_user("carol") is not None),
