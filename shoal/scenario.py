@@ -86,7 +86,7 @@ def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles:
     for cycle in range(1, max_cycles + 1):
         snapshot = Snapshot(bundle.nodes, tuple(jobs.values()),
                             tuple(virtual_clusters.values()), bundle.priority_classes,
-                            now=float(cycle))
+                            now=float(cycle), resource_flavors=bundle.resource_flavors)
         decisions = run_cycle(snapshot, profile)
         result.cycles.append(CycleRecord(cycle, decisions.binds, decisions.evictions,
                                          decisions.resizes, decisions.reservations))

@@ -60,7 +60,8 @@ class StoreScheduler:
             raise TimeoutError
         model = SchedulerModel(self.repository.list_nodes(),
                                self.repository.list_virtual_clusters(),
-                               self.repository.list_priority_classes())
+                               self.repository.list_priority_classes(),
+                               resource_flavors=self.repository.list_resource_flavors())
         model.add_jobs(self.repository.snapshot_jobs())
         model.reserve()  # what the control loop's next cycle would carve
         return virtual_cluster_status(model)

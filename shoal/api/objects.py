@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from shoal.api.elastic import Elasticity
+from shoal.api.flavors import FlavorFungibility, FlavorQuota, flavor_quotas_max, flavor_quotas_min
 from shoal.api.lifecycle import JobState, TaskState
 from shoal.api.queue_policy import PreemptionPolicy, QueuePreemption, QueueStatus
 from shoal.api.resources import ResourceLimit, Resources, total
@@ -394,6 +395,14 @@ class VirtualCluster:
     lending_limit: ResourceLimit = field(default_factory=ResourceLimit)
     """At most this much of its unused guarantee lent to others, per resource (Kueue's
     `lendingLimit`); dimensions not named may all be lent."""
+    flavors: tuple[FlavorQuota, ...] = ()
+    """Its quota per resource flavor, in its order of preference (Kueue's ClusterQueue
+    `resourceGroups[].flavors`): a job in it is admitted on one of them
+    (`shoal.scheduler.flavors`). Counted in the flavors' own dimensions, on top of
+    `min` and `max`."""
+    flavor_fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+    """Whether a job tries its next flavor rather than borrow or wait for evictions on the
+    one before (Kueue's `flavorFungibility`)."""
 
     @property
     def virtual_node_specs(self) -> tuple[FixedSizeNode, ...]:
@@ -406,13 +415,17 @@ class VirtualCluster:
 
     @property
     def guaranteed(self) -> Resources:
-        """The flexible minimum plus the fixed-size nodes: reserved all at once."""
-        return self.min + self.fixed_resources
+        """The flexible minimum plus the fixed-size nodes: reserved all at once; and every
+        flavor's minimum in its own dimensions."""
+        out = self.min + self.fixed_resources
+        return out + flavor_quotas_min(self.flavors) if self.flavors else out
 
     @property
     def ceiling(self) -> ResourceLimit:
-        """The flexible maximum plus the fixed-size nodes; unlimited where max is."""
-        return self.max.raised_by(self.fixed_resources)
+        """The flexible maximum plus the fixed-size nodes; unlimited where max is; and every
+        flavor's maximum in its own dimensions."""
+        out = self.max.raised_by(self.fixed_resources)
+        return flavor_quotas_max(out, self.flavors) if self.flavors else out
 
 
 @dataclass(frozen=True, slots=True)

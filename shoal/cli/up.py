@@ -239,6 +239,9 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     out.print(engine.describe(nodes), highlight=False, soft_wrap=True)
     vcs = bundle.virtual_clusters if bundle is not None else ()
     pcs = bundle.priority_classes if bundle is not None else ()
+    flavors = bundle.resource_flavors if bundle is not None else ()
+    for flavor in flavors:
+        repository.put_resource_flavor(flavor)
     for node in nodes:
         repository.put_node(node)
     for vc in vcs:
@@ -255,6 +258,7 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     plane = ControlPlane(repository, executor, nodes, chosen,
                          virtual_clusters=repository.list_virtual_clusters(),
                          priority_classes=repository.list_priority_classes(),
+                         resource_flavors=repository.list_resource_flavors(),
                          interval=interval, grace_period=grace, scale_up=hook,
                          server_url=_url(api_host, port), job_ttl=job_ttl)
     plane.start()

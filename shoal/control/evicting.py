@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from shoal.api import Job, Node, PriorityClass, TaskRef, TaskState, VirtualCluster
 from shoal.api.decisions import Evict
+from shoal.api.flavors import ResourceFlavor
 from shoal.api.resources import total
 from shoal.control.handover import Handover
 from shoal.control.stopping import Stopping, Tracked
@@ -38,6 +39,7 @@ class Evicting(Stopping):
 
     nodes: tuple[Node, ...]
     priority_classes: tuple[PriorityClass, ...]
+    resource_flavors: tuple[ResourceFlavor, ...]
     clock: Callable[[], float]
     _handover: Handover
 
@@ -63,7 +65,8 @@ class Evicting(Stopping):
         held = total(j.group(t.group).resources for j in jobs if not j.state.terminal
                      for t in j.tasks if t.state.holds_resources and t.node in cordoned)
         model = SchedulerModel(self.nodes, virtual_clusters, self.priority_classes,
-                               now=self.clock(), held_on_cordoned=held)
+                               now=self.clock(), held_on_cordoned=held,
+                               resource_flavors=self.resource_flavors)
         model.add_jobs(jobs)
         for ref in evicted:
             model.hold_back(ref)

@@ -60,6 +60,7 @@ from shoal.api import (
     VirtualCluster,
 )
 from shoal.api.decisions import Decisions, Reserve
+from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
@@ -114,6 +115,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
+                 resource_flavors: Sequence[ResourceFlavor] = (),
                  clock: Callable[[], float] = time.time, interval: float = 5.0,
                  grace_period: float = 30.0, scale_up: ScaleUpHook | None = None,
                  server_url: str | None = None, job_ttl: float = DEFAULT_JOB_TTL) -> None:
@@ -130,6 +132,8 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         self.profile = profile
         self.virtual_clusters = tuple(virtual_clusters)
         self.priority_classes = tuple(priority_classes)
+        self.resource_flavors = tuple(resource_flavors)
+        """Issue 16's node pools, given to every model the loop builds."""
         self.clock = clock
         self._credentials = TaskCredentials(repository, server_url)
         self._expiry = JobExpiry(repository, job_ttl, forget=executor.forget_job)
@@ -219,16 +223,18 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
             self._reload_model()
 
     def reload_catalog(self) -> None:
-        """Take up the virtual clusters and priority classes the store holds now (the API
-        added some): the admission check at once, the scheduler model at the loop's next
-        turn — a rebuild from the store, as after an error, queued behind the commands
+        """Take up the virtual clusters, priority classes and resource flavors the store holds
+        now (the API added some): the admission check at once, the scheduler model at the
+        loop's next turn — a rebuild from the store, as after an error, queued behind the commands
         already waiting so that no job submitted later is admitted into the old model."""
         virtual_clusters = tuple(self.repository.list_virtual_clusters())
         priority_classes = tuple(self.repository.list_priority_classes())
+        resource_flavors = tuple(self.repository.list_resource_flavors())
         admission = AdmissionCheck(self._node_watch.declared(), virtual_clusters,
                                    priority_classes, self.profile)
         with self._admission_lock:
             self.virtual_clusters, self.priority_classes = virtual_clusters, priority_classes
+            self.resource_flavors = resource_flavors
             self._admission = admission
         self._command(self._reload_model)
 

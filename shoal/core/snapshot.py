@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import (
     BUILTIN_PRIORITY_CLASSES,
     Job,
@@ -73,12 +74,16 @@ class Snapshot:
     priority_classes: tuple[PriorityClass, ...] = ()
     """Declared classes; the built-in levels are always present unless redefined here."""
     now: float = 0.0
+    resource_flavors: tuple[ResourceFlavor, ...] = ()
+    """Declared resource flavors (issue 16): the node pools virtual clusters' `flavors`
+    name."""
     priorities: PriorityTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _unique("node", [n.name for n in self.nodes])
         _unique("job", [j.name for j in self.jobs])
         _unique("virtual cluster", [v.name for v in self.virtual_clusters])
+        _unique("resource flavor", [f.name for f in self.resource_flavors])
         object.__setattr__(self, "priorities", PriorityTable(self.priority_classes))
         names = {n.name for n in self.nodes}
         for job in self.jobs:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shoal.api.flavors import ResourceFlavor, node_flavor_resources
 from shoal.api.objects import ROOT_QUEUE, Node, VirtualCluster
 from shoal.api.resources import Resources, total
 from shoal.core.virtual_nodes import uncarvable, unplaceable
@@ -35,8 +36,10 @@ class VirtualClusterProblem:
 
 
 def vc_problem(new: Sequence[VirtualCluster], stored: Sequence[VirtualCluster],
-               nodes: Sequence[Node]) -> VirtualClusterProblem | None:
-    """The first reason the `new` virtual clusters cannot join `stored` on `nodes`."""
+               nodes: Sequence[Node], flavors: Sequence[ResourceFlavor] = ()
+               ) -> VirtualClusterProblem | None:
+    """The first reason the `new` virtual clusters cannot join `stored` on `nodes`; quotas
+    on resource `flavors` are guaranteed out of those flavors' nodes."""
     for vc in new:
         placement = unplaceable(vc.fixed_size_nodes, nodes)
         if placement is not None:
@@ -45,7 +48,9 @@ def vc_problem(new: Sequence[VirtualCluster], stored: Sequence[VirtualCluster],
     together = uncarvable(list(tree.values()), nodes)
     if together is not None:
         return VirtualClusterProblem(together[0], "spec.fixedSizeNodes", together[1])
-    capacity = total(n.allocatable_resources for n in nodes if n.schedulable)
+    capacity = total(n.allocatable_resources
+                     + node_flavor_resources(n.allocatable_resources, n.labels, flavors)
+                     for n in nodes if n.schedulable)
     for parent in dict.fromkeys(vc.parent for vc in new):
         children = [vc for vc in tree.values() if vc.parent == parent]
         wanted = total(vc.guaranteed for vc in children)

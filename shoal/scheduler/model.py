@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from shoal.api.decisions import PendingKind, PendingReason, Reserve
+from shoal.api.flavors import ResourceFlavor, flavor_part
 from shoal.api.objects import (
     ROOT_QUEUE,
     Job,
@@ -34,6 +35,7 @@ from shoal.core.nodes import ClusterState, FitMemo, NodeState
 from shoal.core.quota import QuotaTree
 from shoal.core.snapshot import PriorityTable, Snapshot, SnapshotError
 from shoal.core.virtual_nodes import unplaceable
+from shoal.scheduler.flavors import FlavorBook
 from shoal.scheduler.flexible import FlexibleHolds
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.queue_status import closed_reason
@@ -43,9 +45,14 @@ from shoal.scheduler.reservations import FixedNodeReservations
 class SchedulerModel:
     def __init__(self, nodes: Iterable[Node], virtual_clusters: Iterable[VirtualCluster] = (),
                  priority_classes: Iterable[PriorityClass] = (), now: float = 0.0,
-                 held_on_cordoned: Resources | None = None) -> None:
-        node_list = list(nodes)
+                 held_on_cordoned: Resources | None = None,
+                 resource_flavors: Iterable[ResourceFlavor] = ()) -> None:
         vc_list = list(virtual_clusters)
+        self.flavors = FlavorBook(resource_flavors, vc_list)
+        """Resource flavors: nodes count in their flavors' dimensions too, and a job of a
+        virtual cluster with `flavors` is shown to cycles on the flavor it runs on or would
+        be admitted on (`shoal.scheduler.flavors`)."""
+        node_list = self.flavors.nodes(nodes)
         self.now = now
         self.priorities = PriorityTable(priority_classes)
         self.cluster = ClusterState(node_list)
@@ -89,7 +96,8 @@ class SchedulerModel:
                      if not job.state.terminal for task in job.tasks
                      if task.state.holds_resources and task.node in cordoned)
         model = SchedulerModel(snapshot.nodes, snapshot.virtual_clusters,
-                               snapshot.priority_classes, snapshot.now, held)
+                               snapshot.priority_classes, snapshot.now, held,
+                               snapshot.resource_flavors)
         model.add_jobs(snapshot.jobs)
         return model
 
@@ -106,6 +114,9 @@ class SchedulerModel:
                 raise SnapshotError(f"job {job.name!r} is already in the model")
             info = self._info(job)
             holding = [t for t in job.tasks if t.state.holds_resources]
+            if holding and self.flavors.queues:
+                self.flavors.running(info, (self.cluster.by_name[t.node].node.labels
+                                            for t in holding if t.node in self.cluster.by_name))
             if job.virtual_cluster is not None and info.queue == job.queue:
                 if job_virtual_cluster(job.name) not in self.retiring and (
                         holding or job.virtual_cluster.reservation is not None
@@ -132,6 +143,10 @@ class SchedulerModel:
             gpus = self.cluster.take(state, request, _claimable(state, task, request))
             if state.owner is None:
                 self.quota.charge(info.account, request)
+                if not state.node.schedulable:
+                    # As `held_on_cordoned` counts its resources at the root: its flavor's
+                    # too (the driver, which knows no flavors, could not).
+                    self.quota.set_capacity(self.quota.capacity + flavor_part(request))
             info.running.append(TaskInfo(task.ref, state.name, gpus, task.state, task.started))
             info.hold(task.group, 1)
 
@@ -154,6 +169,7 @@ class SchedulerModel:
         """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
         info = self.jobs.pop(name)
         self.waiting.pop(name, None)
+        self.flavors.forget(name)
         self.unmade.pop(name, None)
         self.unblock()  # a strict-FIFO head that leaves unblocks the jobs behind it
         for task in list(info.running):

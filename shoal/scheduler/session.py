@@ -12,6 +12,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from shoal.api.decisions import Bind, Decisions, Evict, Pending, PendingKind, PendingReason
+from shoal.api.flavors import unflavored
 from shoal.api.lifecycle import TaskState
 from shoal.api.objects import TaskGroup
 from shoal.api.resources import Resources
@@ -19,6 +20,7 @@ from shoal.core.nodes import NodePool, NodeState
 from shoal.core.quota import QueueState
 from shoal.core.snapshot import Snapshot
 from shoal.core.statement import Allocation, Eviction, Statement
+from shoal.scheduler.flavors import choose_all
 from shoal.scheduler.framework import (
     Allocatable,
     JobOrder,
@@ -90,6 +92,7 @@ class Session:
             job.reason = self.closed.get(job.account) or job.blocker
         for plugin in hooks.session_opens:
             plugin.open_session(self)
+        choose_all(self)  # every action then sees each job on its resource flavor
 
     # ---- extension points -----------------------------------------------------------------
 
@@ -258,7 +261,7 @@ class Session:
             if isinstance(op, Allocation):
                 virtual = op.node.name if op.node.host is not None else None
                 self.decisions.binds.append(Bind(op.task, op.node.physical.name, op.gpus,
-                                                 op.request, virtual))
+                                                 unflavored(op.request), virtual))
                 job.running.append(TaskInfo(op.task, op.node.name, op.gpus, TaskState.BOUND,
                                             self.now))
                 if not job.pending:

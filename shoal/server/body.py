@@ -126,7 +126,8 @@ def _item(path: str, message: str) -> ErrorItem:
 
 def load_body(body: RawBody, *, kind: str, known_queues: Collection[str] = (),
               known_nodes: Collection[str] = (),
-              known_priority_classes: Collection[str] = ()) -> SpecBundle:
+              known_priority_classes: Collection[str] = (),
+              known_resource_flavors: Collection[str] = ()) -> SpecBundle:
     """The documents of `body`, all of `kind` (422 otherwise). Jobs must be launchable."""
     content_type, data, limits = body.content_type, body.data, body.limits
     if content_type not in YAML_TYPES + JSON_TYPES:
@@ -142,7 +143,8 @@ def load_body(body: RawBody, *, kind: str, known_queues: Collection[str] = (),
     try:
         load = load_json if content_type in JSON_TYPES else load_text
         bundle = load(text, "request", known_queues=known_queues, known_nodes=known_nodes,
-                      known_priority_classes=known_priority_classes, limits=limits,
+                      known_priority_classes=known_priority_classes,
+                      known_resource_flavors=known_resource_flavors, limits=limits,
                       launchable=kind == "Job")
     except SpecError as exc:
         shown = exc.issues[:limits.max_issues]
@@ -156,6 +158,7 @@ def load_body(body: RawBody, *, kind: str, known_queues: Collection[str] = (),
     others = {"Job": len(bundle.jobs), "Node": len(bundle.nodes),
               "VirtualCluster": len(bundle.virtual_clusters),
               "PriorityClass": len(bundle.priority_classes),
+              "ResourceFlavor": len(bundle.resource_flavors),
               "SchedulerProfile": int(bundle.profile is not None)}
     wrong = sorted(k for k, n in others.items() if n and k != kind)
     if wrong:

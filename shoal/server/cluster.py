@@ -1,8 +1,8 @@
-"""The cluster routes: nodes, virtual clusters, priority classes and users.
+"""The cluster routes: nodes, virtual clusters, priority classes, resource flavors and users.
 
-Reading nodes, virtual clusters and priority classes is open to every user (they explain why
-jobs wait); changing them, and creating users, is for admins. Nodes, virtual clusters and
-priority classes are sent as `shoal/v1` documents, the same YAML as a cluster file.
+Reading nodes, virtual clusters, priority classes and resource flavors is open to every user
+(they explain why jobs wait); changing them, and creating users, is for admins. They are
+sent as `shoal/v1` documents, the same YAML as a cluster file.
 """
 
 from collections.abc import Callable, Mapping
@@ -21,12 +21,14 @@ from shoal.server.models import (
     NewUserOut,
     NodeOut,
     PriorityClassOut,
+    ResourceFlavorOut,
     UserIn,
     UserOut,
     VirtualClusterOut,
     VirtualClusterStatusOut,
     node_out,
     priority_class_out,
+    resource_flavor_out,
     user_out,
     vc_out,
     vc_status_out,
@@ -139,7 +141,9 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         cluster could not honour them: guarantees beyond the parent's, or fixed-size
         virtual nodes that no node (or, for STRICT_SPREAD, too few nodes) could hold."""
         existing = {vc.name for vc in repository.list_virtual_clusters()}
-        bundle = load_body(body, kind="VirtualCluster", known_queues=existing)
+        flavors = repository.list_resource_flavors()
+        bundle = load_body(body, kind="VirtualCluster", known_queues=existing,
+                           known_resource_flavors={f.name for f in flavors})
         for vc in bundle.virtual_clusters:
             if vc.name in existing or vc.name == ROOT_QUEUE:
                 raise ApiError(409, f"virtual cluster {vc.name!r} exists already",
@@ -147,7 +151,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         nodes = repository.list_nodes()
         # With no nodes recorded yet the cluster is unknown: nothing to check against.
         problem = nodes and vc_problem(bundle.virtual_clusters,
-                                       repository.list_virtual_clusters(), nodes)
+                                       repository.list_virtual_clusters(), nodes, flavors)
         if problem:
             raise ApiError(422, f"virtual cluster {problem.name!r} cannot be honoured on this "
                                 f"cluster: {problem.message}", problem.path)
@@ -222,6 +226,36 @@ def cluster_router(repository: Repository, current_user: Authenticator,
             repository.put_priority_class(pc)
         catalog_changed()
         return [priority_class_out(pc) for pc in bundle.priority_classes]
+
+    # ---- resource flavors -----------------------------------------------------------------
+
+    @router.get("/resource-flavors", response_model=list[ResourceFlavorOut], tags=["cluster"],
+                responses=responses(422))
+    def list_resource_flavors(_user: Annotated[User, Depends(current_user)],
+                              limit: Limit = MAX_LIST, after: After = None
+                              ) -> list[ResourceFlavorOut]:
+        """The stored resource flavors (issue 16's node pools), by name, at most `limit`."""
+        return [resource_flavor_out(f) for f in page(
+            repository.list_resource_flavors(), lambda f: f.name, limit, after)]
+
+    @router.post("/resource-flavors", status_code=201,
+                 response_model=list[ResourceFlavorOut], tags=["cluster"],
+                 openapi_extra=SPEC_BODY, responses={**spec_errors, **responses(409)})
+    def create_resource_flavors(_admin: Annotated[User, Depends(current_admin)],
+                                body: Annotated[RawBody, body_dependency]
+                                ) -> list[ResourceFlavorOut]:
+        """Create the resource flavors of the `ResourceFlavor` documents sent; virtual
+        clusters may then give quota on them. One whose labels match no node is fine."""
+        existing = {f.name for f in repository.list_resource_flavors()}
+        bundle = load_body(body, kind="ResourceFlavor")
+        for flavor in bundle.resource_flavors:
+            if flavor.name in existing:
+                raise ApiError(409, f"resource flavor {flavor.name!r} exists already",
+                               "metadata.name")
+        for flavor in bundle.resource_flavors:
+            repository.put_resource_flavor(flavor)
+        catalog_changed()
+        return [resource_flavor_out(f) for f in bundle.resource_flavors]
 
     # ---- users ----------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from shoal.api import (
     VirtualCluster,
 )
 from shoal.api.elastic import Elasticity, ScaleStep
+from shoal.api.flavors import ResourceFlavor
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.spec import API_VERSION
 from shoal.spec.elastic import PROTECT
@@ -412,6 +413,23 @@ class QueuePreemptionOut(_Out):
         default_factory=BorrowWithinParentOut, alias="borrowWithinParent")
 
 
+class FlavorQuotaOut(_Out):
+    name: str
+    min: Quantities
+    max: dict[str, int] = Field(
+        description="Limits in canonical units; a dimension not named is unlimited.")
+
+
+class FlavorFungibilityOut(_Out):
+    when_can_borrow: str = Field(default="Borrow", alias="whenCanBorrow")
+    when_can_preempt: str = Field(default="TryNextFlavor", alias="whenCanPreempt")
+
+
+class ResourceFlavorOut(_Out):
+    name: str
+    node_labels: dict[str, str] = Field(alias="nodeLabels")
+
+
 class VirtualClusterOut(_Out):
     name: str
     parent: str
@@ -437,6 +455,11 @@ class VirtualClusterOut(_Out):
     lending_limit: dict[str, int] = Field(
         default_factory=dict, alias="lendingLimit",
         description="In canonical units; a dimension not named may all be lent.")
+    flavors: list[FlavorQuotaOut] = Field(
+        default_factory=list, description="Its quota per resource flavor, in order of "
+                                          "preference.")
+    flavor_fungibility: FlavorFungibilityOut = Field(
+        default_factory=FlavorFungibilityOut, alias="flavorFungibility")
     status: VirtualClusterStatusOut | None = None
 
 
@@ -499,6 +522,11 @@ def vc_out(vc: VirtualCluster, status: VirtualClusterStatus | None = None
         queueing_policy=vc.queueing.value, flexible_idle_timeout=vc.idle_timeout,
         state=vc.state.value, priority=vc.priority, preemption=_preemption_out(vc),
         borrowing_limit=vc.borrowing_limit.to_dict(), lending_limit=vc.lending_limit.to_dict(),
+        flavors=[FlavorQuotaOut(name=q.name, min=_quantities(q.min), max=q.max.to_dict())
+                 for q in vc.flavors],
+        flavor_fungibility=FlavorFungibilityOut(
+            when_can_borrow=vc.flavor_fungibility.when_can_borrow.value,
+            when_can_preempt=vc.flavor_fungibility.when_can_preempt.value),
         status=None if status is None else vc_status_out(status))
 
 
@@ -509,6 +537,10 @@ def _preemption_out(vc: VirtualCluster) -> QueuePreemptionOut:
         reclaim_within_parent=vc.preemption.reclaim_within_parent.value,
         borrow_within_parent=BorrowWithinParentOut(
             policy=borrow.policy.value, max_priority_threshold=borrow.max_priority_threshold))
+
+
+def resource_flavor_out(flavor: ResourceFlavor) -> ResourceFlavorOut:
+    return ResourceFlavorOut(name=flavor.name, node_labels=dict(flavor.node_labels))
 
 
 def priority_class_out(pc: PriorityClass) -> PriorityClassOut:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from shoal.api.decisions import Decisions
+from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import Node, PriorityClass, VirtualCluster
 from shoal.scheduler.framework import TimeDependent
 from shoal.scheduler.model import SchedulerModel
@@ -48,6 +49,13 @@ class ClusterLike(Protocol):
 
     @property
     def priority_classes(self) -> Sequence[PriorityClass]: ...
+
+
+def _resource_flavors(cluster: ClusterLike) -> Sequence[ResourceFlavor]:
+    """The description's resource flavors (`ClusterDescription.resource_flavors`); one
+    that does not say declares none."""
+    flavors: Sequence[ResourceFlavor] = getattr(cluster, "resource_flavors", ())
+    return flavors
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +135,8 @@ class Simulator:
         self.config = config or SimConfig()
         self.progress = progress
         self.model = SchedulerModel(cluster.nodes, cluster.virtual_clusters,
-                                    cluster.priority_classes)
+                                    cluster.priority_classes,
+                                    resource_flavors=_resource_flavors(cluster))
         # Plugins keep no state from one cycle to the next, so one set serves every cycle.
         plugins = profile.plugins()
         self._hooks = Hooks(plugins)

@@ -20,6 +20,7 @@ from shoal.api import (
     PriorityClass,
     VirtualCluster,
 )
+from shoal.api.flavors import ResourceFlavor
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class SpecBundle:
     """As declared; the implicit `default` is only here when a document declares it."""
     priority_classes: tuple[PriorityClass, ...] = ()
     """As declared; the built-in classes are not repeated here."""
+    resource_flavors: tuple[ResourceFlavor, ...] = ()
+    """As declared (issue 16's node pools)."""
     jobs: tuple[Job, ...] = ()
     profile: Mapping[str, Any] | None = None
     """The `spec` of the load's SchedulerProfile document, unvalidated, or None."""

@@ -28,11 +28,13 @@ from shoal.api import (
     Resources,
     VirtualCluster,
 )
+from shoal.api.flavors import ResourceFlavor, node_flavor_resources
 from shoal.api.objects import JOB_VIRTUAL_CLUSTER_PREFIX
 from shoal.api.resources import total
 from shoal.core.virtual_nodes import uncarvable, unplaceable
 from shoal.spec.convert import Declared
 from shoal.spec.errors import DocRef, IssueLog
+from shoal.spec.flavors import unknown_flavors
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Declarations:
     nodes: list[Declared[tuple[Node, ...]]] = field(default_factory=list)
     virtual_clusters: list[Declared[VirtualCluster]] = field(default_factory=list)
     priority_classes: list[Declared[PriorityClass]] = field(default_factory=list)
+    resource_flavors: list[Declared[ResourceFlavor]] = field(default_factory=list)
     jobs: list[Declared[Job]] = field(default_factory=list)
     profiles: list[DocRef] = field(default_factory=list)
     profile_spec: dict[str, Any] | None = None
@@ -71,6 +74,7 @@ class Known:
     queues: Collection[str] = ()
     nodes: Collection[str] = ()
     priority_classes: Collection[str] = ()
+    resource_flavors: Collection[str] = ()
 
 
 def check_all(log: IssueLog, d: Declarations, known: Known) -> None:
@@ -78,6 +82,12 @@ def check_all(log: IssueLog, d: Declarations, known: Known) -> None:
     _duplicates(log, "VirtualCluster", ((x.doc, x.value.name) for x in d.virtual_clusters))
     _duplicates(log, "PriorityClass", ((x.doc, x.value.name) for x in d.priority_classes))
     _duplicates(log, "Job", ((x.doc, x.value.name) for x in d.jobs))
+    _duplicates(log, "ResourceFlavor", ((x.doc, x.value.name) for x in d.resource_flavors))
+    if _resolvable(d, "ResourceFlavor"):
+        unknown_flavors(log, ((x.doc, x.value) for x in d.virtual_clusters),
+                        {x.value.name for x in d.resource_flavors}
+                        | d.failed_names.get("ResourceFlavor", set())
+                        | set(known.resource_flavors))
     _singletons(log, d)
     _quota_tree(log, d, known)
     _job_references(log, d, known)
@@ -195,7 +205,11 @@ def _guarantees_fit(log: IssueLog, parent: str, kids: list[Declared[VirtualClust
                 f"cluster ({names}) add up to {wanted}, but its minimum is zero; declare "
                 f"'default' with a minimum")
     elif parent == ROOT_QUEUE and d.has_nodes and _resolvable(d, "Node"):
-        capacity = total(n.allocatable_resources for x in d.nodes for n in x.value)
+        flavors = [x.value for x in d.resource_flavors]
+        # Flavor quotas are guaranteed out of the flavors' nodes (`shoal.api.flavors`).
+        capacity = total(n.allocatable_resources
+                         + node_flavor_resources(n.allocatable_resources, n.labels, flavors)
+                         for x in d.nodes for n in x.value)
         if not wanted.fits(capacity):
             log.add(first.doc, first_path,
                     f"the guaranteed minimums of the virtual clusters under root ({names}) add "

@@ -51,6 +51,7 @@ from shoal.spec.documents import (
 )
 from shoal.spec.elastic import elasticity
 from shoal.spec.errors import DocRef, IssueLog, join_path
+from shoal.spec.flavors import flavor_quotas
 from shoal.spec.queue_fields import group_minimums, preemptable, queue_settings
 
 _SCHEDULERS = {
@@ -187,6 +188,9 @@ def virtual_cluster(log: IssueLog, doc: DocRef,
                                 "spec.fixedSizeNodes", spec.fixed_size_nodes)
     settings = queue_settings(log, doc, spec, None if found is None else found[0],
                               lambda path, value: limit(log, doc, path, value))
+    flavors, fungibility = flavor_quotas(
+        log, doc, spec, lambda path, value: resources(log, doc, path, value),
+        lambda path, value: limit(log, doc, path, value))
     if found is None:
         return None
     minimum, maximum, groups = found
@@ -197,7 +201,8 @@ def virtual_cluster(log: IssueLog, doc: DocRef,
                           state=settings.state, priority=settings.priority,
                           preemption=settings.preemption,
                           borrowing_limit=settings.borrowing_limit,
-                          lending_limit=settings.lending_limit)
+                          lending_limit=settings.lending_limit,
+                          flavors=flavors, flavor_fungibility=fungibility)
 
 
 def job_virtual_cluster(log: IssueLog, doc: DocRef, model: JobDocument

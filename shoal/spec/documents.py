@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic.fields import ComputedFieldInfo, FieldInfo
 
 from shoal.api import PlacementPolicy, QueueingPolicy
+from shoal.api.flavors import WhenCanBorrow, WhenCanPreempt
 from shoal.api.lifecycle import TaskState
 from shoal.api.queue_policy import (
     BorrowPolicy,
@@ -210,6 +211,26 @@ class QueuePreemptionSpec(_Model):
         default_factory=BorrowWithinParentSpec, alias="borrowWithinParent")
 
 
+class FlavorQuotaSpec(_Model):
+    name: ObjectName = Field(description="A declared ResourceFlavor.")
+    min: Quantities | None = Field(
+        default=None, description="Guaranteed on this flavor, e.g. {gpu: 8}; default none.")
+    max: Quantities | None = Field(
+        default=None, description="Ceiling on this flavor; resources not named are "
+                                  "unlimited.")
+
+
+class FlavorFungibilitySpec(_Model):
+    when_can_borrow: WhenCanBorrow = Field(
+        default=WhenCanBorrow.BORROW, alias="whenCanBorrow",
+        description="Borrow (default): a flavor where the job fits only by borrowing is "
+                    "taken; TryNextFlavor: the later flavors are tried first.")
+    when_can_preempt: WhenCanPreempt = Field(
+        default=WhenCanPreempt.TRY_NEXT_FLAVOR, alias="whenCanPreempt",
+        description="TryNextFlavor (default): a flavor where the job fits only after "
+                    "evictions is passed over for a later one that fits; Preempt: taken.")
+
+
 class VirtualClusterSpec(ClusterResourcesSpec):
     """Seed 003's virtual cluster, plus Shoal's parent, weight and queueing. `min` and `max`
     are the older names of the flexible fields."""
@@ -241,6 +262,14 @@ class VirtualClusterSpec(ClusterResourcesSpec):
         default=None, alias="lendingLimit",
         description="At most this much of its unused guarantee is lent to others, per "
                     "resource (Kueue's lendingLimit); at most the guarantee.")
+    flavors: list[FlavorQuotaSpec] = Field(
+        default_factory=list, max_length=64,
+        description="Quota per ResourceFlavor, in order of preference: a job is admitted "
+                    "on one of them (Kueue's resourceGroups flavors).")
+    flavor_fungibility: FlavorFungibilitySpec = Field(
+        default_factory=FlavorFungibilitySpec, alias="flavorFungibility",
+        description="Whether a job tries the next flavor rather than borrow or wait for "
+                    "evictions (Kueue's flavorFungibility).")
 
 
 class VirtualClusterDocument(_Model):
@@ -248,6 +277,28 @@ class VirtualClusterDocument(_Model):
     kind: Literal["VirtualCluster"]
     metadata: VirtualClusterMetadata
     spec: VirtualClusterSpec = Field(default_factory=VirtualClusterSpec)
+
+
+# ---- ResourceFlavor -----------------------------------------------------------------------
+
+class ResourceFlavorMetadata(_Model):
+    name: ObjectName
+
+
+class ResourceFlavorSpec(_Model):
+    node_labels: StringMap = Field(
+        default_factory=dict, alias="nodeLabels",
+        description="The flavor's nodes are those carrying every one of these labels, e.g. "
+                    "{gpu-type: a100}; none: every node.")
+
+
+class ResourceFlavorDocument(_Model):
+    """A node pool a virtual cluster's quota may be given in (Kueue's ResourceFlavor)."""
+
+    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
+    kind: Literal["ResourceFlavor"]
+    metadata: ResourceFlavorMetadata
+    spec: ResourceFlavorSpec = Field(default_factory=ResourceFlavorSpec)
 
 
 # ---- PriorityClass ------------------------------------------------------------------------
@@ -452,7 +503,7 @@ class SchedulerProfileDocument(_Model):
 
 
 Document = (NodeDocument | VirtualClusterDocument | PriorityClassDocument | JobDocument
-            | SchedulerProfileDocument)
+            | SchedulerProfileDocument | ResourceFlavorDocument)
 
 #: The model of each kind, in the order the JSON Schema lists them.
 DOCUMENT_MODELS: dict[str, type[Document]] = {
@@ -461,4 +512,5 @@ DOCUMENT_MODELS: dict[str, type[Document]] = {
     "PriorityClass": PriorityClassDocument,
     "Job": JobDocument,
     "SchedulerProfile": SchedulerProfileDocument,
+    "ResourceFlavor": ResourceFlavorDocument,
 }

@@ -27,10 +27,12 @@ from shoal.spec.documents import (
     JobDocument,
     NodeDocument,
     PriorityClassDocument,
+    ResourceFlavorDocument,
     SchedulerProfileDocument,
     VirtualClusterDocument,
 )
 from shoal.spec.errors import DocRef, IssueLog, SpecError, SpecIssue, quote
+from shoal.spec.flavors import resource_flavor
 from shoal.spec.launch import launch_problems
 from shoal.spec.limits import DEFAULT_LIMITS, Limits, document_problems, node_count_problem
 from shoal.spec.messages import describe
@@ -42,6 +44,7 @@ _KINDS = ", ".join(sorted(DOCUMENT_MODELS))
 def load_text(text: str, source: str = "<string>", *, known_queues: Collection[str] = (),
               known_nodes: Collection[str] = (),
               known_priority_classes: Collection[str] = (),
+              known_resource_flavors: Collection[str] = (),
               limits: Limits = DEFAULT_LIMITS, launchable: bool = False) -> SpecBundle:
     """Load the documents of one YAML text; `source` names it in error messages.
 
@@ -49,13 +52,15 @@ def load_text(text: str, source: str = "<string>", *, known_queues: Collection[s
     environment names: `shoal.spec.launch`), as a submission to a running Shoal must be; a
     scenario or trace, which only schedules, may leave its commands out."""
     return _load([(source, text)], IssueLog(),
-                 Known(known_queues, known_nodes, known_priority_classes), [source],
+                 Known(known_queues, known_nodes, known_priority_classes,
+                       known_resource_flavors), [source],
                  _Options(limits, launchable))
 
 
 def load_json(text: str, source: str = "<string>", *, known_queues: Collection[str] = (),
               known_nodes: Collection[str] = (),
               known_priority_classes: Collection[str] = (),
+              known_resource_flavors: Collection[str] = (),
               limits: Limits = DEFAULT_LIMITS, launchable: bool = False) -> SpecBundle:
     """Load one document given as a JSON object (what API clients send).
 
@@ -63,7 +68,8 @@ def load_json(text: str, source: str = "<string>", *, known_queues: Collection[s
     faster, and it reads JSON as JSON, where PyYAML's YAML 1.1 would take `1e3` for a string.
     Checked and converted exactly as a YAML document is."""
     return _load([(source, text)], IssueLog(),
-                 Known(known_queues, known_nodes, known_priority_classes), [source],
+                 Known(known_queues, known_nodes, known_priority_classes,
+                       known_resource_flavors), [source],
                  _Options(limits, launchable), reader=json_documents)
 
 
@@ -130,6 +136,7 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
         nodes=tuple(n for x in d.nodes for n in x.value),
         virtual_clusters=tuple(x.value for x in d.virtual_clusters),
         priority_classes=tuple(x.value for x in d.priority_classes),
+        resource_flavors=tuple(x.value for x in d.resource_flavors),
         jobs=tuple(x.value for x in d.jobs),
         profile=d.profile_spec)
 
@@ -215,6 +222,9 @@ def _convert(log: IssueLog, d: Declarations, doc: DocRef, data: Any, options: _O
         return vc is not None
     if isinstance(model, PriorityClassDocument):
         d.priority_classes.append(Declared(doc, convert.priority_class(model)))
+        return True
+    if isinstance(model, ResourceFlavorDocument):
+        d.resource_flavors.append(Declared(doc, resource_flavor(model)))
         return True
     if isinstance(model, JobDocument):
         d.jobs.append(Declared(doc, convert.job(log, doc, model, jobs_seen)))

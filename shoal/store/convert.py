@@ -31,6 +31,13 @@ from shoal.api import (
     VirtualNodePlacement,
 )
 from shoal.api.elastic import Elasticity, ScaleStep
+from shoal.api.flavors import (
+    FlavorFungibility,
+    FlavorQuota,
+    ResourceFlavor,
+    WhenCanBorrow,
+    WhenCanPreempt,
+)
 from shoal.api.objects import job_virtual_cluster
 from shoal.api.queue_policy import (
     BorrowPolicy,
@@ -42,7 +49,14 @@ from shoal.api.queue_policy import (
     WithinQueue,
 )
 from shoal.api.resources import CPU, GPU, MEMORY
-from shoal.store.models import JobRow, NodeRow, PriorityClassRow, TaskRow, VirtualClusterRow
+from shoal.store.models import (
+    JobRow,
+    NodeRow,
+    PriorityClassRow,
+    ResourceFlavorRow,
+    TaskRow,
+    VirtualClusterRow,
+)
 
 
 def resources_to_json(resources: Resources) -> dict[str, int]:
@@ -313,18 +327,30 @@ def vc_from_row(row: VirtualClusterRow) -> VirtualCluster:
 
 
 def queue_policy_to_json(vc: VirtualCluster) -> dict[str, Any] | None:
-    """A virtual cluster's preemption policies and limits; None when all are defaults."""
+    """A virtual cluster's preemption policies and limits, and its resource flavors' quotas
+    and fungibility (keys `flavors`, `flavorFungibility`: only when it has flavors, so rows
+    written before them read the same); None when all are defaults."""
     defaults = VirtualCluster(vc.name)
-    if (vc.preemption, vc.borrowing_limit, vc.lending_limit) == (
-            defaults.preemption, defaults.borrowing_limit, defaults.lending_limit):
+    if (vc.preemption, vc.borrowing_limit, vc.lending_limit, vc.flavors,
+            vc.flavor_fungibility) == (
+            defaults.preemption, defaults.borrowing_limit, defaults.lending_limit,
+            defaults.flavors, defaults.flavor_fungibility):
         return None
     borrow = vc.preemption.borrow_within_parent
-    return {"withinQueue": vc.preemption.within_queue.value,
-            "reclaimWithinParent": vc.preemption.reclaim_within_parent.value,
-            "borrowWithinParent": {"policy": borrow.policy.value,
-                                   "maxPriorityThreshold": borrow.max_priority_threshold},
-            "borrowingLimit": vc.borrowing_limit.to_dict(),
-            "lendingLimit": vc.lending_limit.to_dict()}
+    out: dict[str, Any] = {
+        "withinQueue": vc.preemption.within_queue.value,
+        "reclaimWithinParent": vc.preemption.reclaim_within_parent.value,
+        "borrowWithinParent": {"policy": borrow.policy.value,
+                               "maxPriorityThreshold": borrow.max_priority_threshold},
+        "borrowingLimit": vc.borrowing_limit.to_dict(),
+        "lendingLimit": vc.lending_limit.to_dict()}
+    if vc.flavors or vc.flavor_fungibility != defaults.flavor_fungibility:
+        out["flavors"] = [{"name": q.name, "min": resources_to_json(q.min),
+                           "max": q.max.to_dict()} for q in vc.flavors]
+        out["flavorFungibility"] = {
+            "whenCanBorrow": vc.flavor_fungibility.when_can_borrow.value,
+            "whenCanPreempt": vc.flavor_fungibility.when_can_preempt.value}
+    return out
 
 
 def queue_policy_from_json(data: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -339,7 +365,32 @@ def queue_policy_from_json(data: Mapping[str, Any] | None) -> dict[str, Any]:
                 BorrowWithinParent(BorrowPolicy(borrow["policy"]),
                                    None if threshold is None else int(threshold))),
             "borrowing_limit": _limit(data["borrowingLimit"]),
-            "lending_limit": _limit(data["lendingLimit"])}
+            "lending_limit": _limit(data["lendingLimit"]),
+            **_flavors_from_json(data)}
+
+
+def _flavors_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`flavors` and `flavor_fungibility` keyword arguments; none from a row without them."""
+    if "flavors" not in data:
+        return {}
+    fungibility = data.get("flavorFungibility") or {}
+    return {"flavors": tuple(FlavorQuota(str(q["name"]), resources_from_json(q["min"]),
+                                         _limit(q["max"])) for q in data["flavors"]),
+            "flavor_fungibility": FlavorFungibility(
+                WhenCanBorrow(fungibility.get("whenCanBorrow", WhenCanBorrow.BORROW.value)),
+                WhenCanPreempt(fungibility.get("whenCanPreempt",
+                                               WhenCanPreempt.TRY_NEXT_FLAVOR.value)))}
+
+
+def resource_flavor_to_row(flavor: ResourceFlavor, row: ResourceFlavorRow | None = None
+                           ) -> ResourceFlavorRow:
+    row = row or ResourceFlavorRow(name=flavor.name)
+    row.node_labels = dict(flavor.node_labels)
+    return row
+
+
+def resource_flavor_from_row(row: ResourceFlavorRow) -> ResourceFlavor:
+    return ResourceFlavor(row.name, dict(row.node_labels or {}))
 
 
 def priority_class_to_row(pc: PriorityClass, row: PriorityClassRow | None = None

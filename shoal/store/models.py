@@ -202,6 +202,15 @@ class PriorityClassRow(Base):
         String(32), default="PreemptLowerPriority", server_default="PreemptLowerPriority")
 
 
+class ResourceFlavorRow(Base):
+    """A resource flavor (issue 16): a node pool named by labels."""
+
+    __tablename__ = "resource_flavors"
+
+    name: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    node_labels: Mapped[dict[str, str]] = mapped_column(JSON)
+
+
 class UserRow(Base):
     __tablename__ = "users"
 

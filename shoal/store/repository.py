@@ -46,6 +46,7 @@ from shoal.api import (
     Transition,
     VirtualCluster,
 )
+from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster
 from shoal.store import convert
@@ -64,6 +65,7 @@ from shoal.store.models import (
     JobRow,
     NodeRow,
     PriorityClassRow,
+    ResourceFlavorRow,
     TaskRow,
     VirtualClusterRow,
 )
@@ -481,6 +483,18 @@ class Repository(Stops, JobQueries, Accounts, NodeInventory):
         with self.store.sessions.begin() as s:
             s.add(convert.priority_class_to_row(pc, s.get(PriorityClassRow, pc.name)))
         self._catalog.invalidate()
+
+    def put_resource_flavor(self, flavor: ResourceFlavor) -> None:
+        with self.store.sessions.begin() as s:
+            s.add(convert.resource_flavor_to_row(flavor, s.get(ResourceFlavorRow, flavor.name)))
+        self._catalog.invalidate()
+
+    def list_resource_flavors(self) -> list[ResourceFlavor]:
+        def load() -> tuple[ResourceFlavor, ...]:
+            with self.store.reads.begin() as s:
+                return tuple(convert.resource_flavor_from_row(r) for r in s.scalars(
+                    select(ResourceFlavorRow).order_by(ResourceFlavorRow.name)))
+        return list(self._catalog.get("resource-flavors", load))
 
     def list_priority_classes(self) -> list[PriorityClass]:
         def load() -> tuple[PriorityClass, ...]:

@@ -42,6 +42,7 @@ VC = "apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: team-b}\n"
 CLOSED_TEAM = ("apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: team-a}\n"
                "spec: {state: Closed}\n")
 PC = "apiVersion: shoal/v1\nkind: PriorityClass\nmetadata: {name: vip}\nvalue: 50000\n"
+FLAVOR = "apiVersion: shoal/v1\nkind: ResourceFlavor\nmetadata: {name: spot}\n"
 
 ROLES: dict[str, str | None] = {"anonymous": None, "owner": "alice", "other": "bob",
                                 "admin": "root", "task": "task"}
@@ -125,6 +126,10 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
     ("POST", "/api/v1/priority-classes"): Row(
         admin_only(201), {"content": PC, "headers": YAML},
         stored=lambda api: "vip" in {p.name for p in api.repository.list_priority_classes()}),
+    ("GET", "/api/v1/resource-flavors"): Row(ANY_USER),
+    ("POST", "/api/v1/resource-flavors"): Row(
+        admin_only(201), {"content": FLAVOR, "headers": YAML},
+        stored=lambda api: "spot" in {f.name for f in api.repository.list_resource_flavors()}),
     ("POST", "/api/v1/users"): Row(
         admin_only(201), {"json": {"name": "carol", "queues": ["default"]}},
         stored=lambda api: api.repository.get_user("carol") is not None),

@@ -21,6 +21,13 @@ from shoal.api import (
     VirtualCluster,
     VirtualNodePlacement,
 )
+from shoal.api.flavors import (
+    FlavorFungibility,
+    FlavorQuota,
+    ResourceFlavor,
+    WhenCanBorrow,
+    WhenCanPreempt,
+)
 from shoal.api.queue_policy import (
     BorrowPolicy,
     BorrowWithinParent,
@@ -145,3 +152,32 @@ def test_queue_fields_round_trip(repo: Repository) -> None:
     never = PriorityClass("batch", 5, preemption_policy=PreemptionPolicy.NEVER)
     repo.put_priority_class(never)
     assert never in repo.list_priority_classes()
+
+
+def test_resource_flavors_round_trip(repo: Repository) -> None:
+    """Issue 16's resource flavors: their own table; a virtual cluster's quota per flavor
+    and fungibility in its queue policy, read back as written."""
+    a100 = ResourceFlavor("a100", {"gpu-type": "a100"})
+    anywhere = ResourceFlavor("anywhere")
+    repo.put_resource_flavor(a100)
+    repo.put_resource_flavor(anywhere)
+    assert repo.list_resource_flavors() == [a100, anywhere]
+    repo.put_resource_flavor(ResourceFlavor("a100", {"gpu-type": "A100"}))
+    assert repo.list_resource_flavors()[0].node_labels == {"gpu-type": "A100"}
+    team = VirtualCluster(
+        "team", flavors=(FlavorQuota("a100", Resources.of(gpu=8), ResourceLimit.of({"gpu": 16})),
+                         FlavorQuota("anywhere")),
+        flavor_fungibility=FlavorFungibility(WhenCanBorrow.TRY_NEXT_FLAVOR,
+                                             WhenCanPreempt.PREEMPT))
+    repo.put_virtual_cluster(team)
+    assert repo.list_virtual_clusters() == [team]
+
+
+def test_a_queue_policy_written_before_flavors_reads_without_them() -> None:
+    from shoal.store.convert import queue_policy_from_json, queue_policy_to_json
+
+    stored = queue_policy_to_json(VirtualCluster("team", borrowing_limit=ResourceLimit.of(
+        {"gpu": 4})))
+    assert stored is not None and "flavors" not in stored
+    read = VirtualCluster("team", **queue_policy_from_json(stored))
+    assert read.flavors == () and read.flavor_fungibility == FlavorFungibility()

@@ -38,6 +38,7 @@ from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.fitting import place_replicas
+from shoal.scheduler.flavors import choose
 from shoal.scheduler.gang_choice import GangNeed, place_gang
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.partial_admission import admit
@@ -125,6 +126,7 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: boo
                  ) -> bool:
     """Place what the job needs now; True if it placed anything. `best_effort`: its
     best-effort tasks, for the backfill action; else the others (module docstring)."""
+    choose(session, job)  # on the flavor it would be admitted on now, if it holds nothing
     if job.admits_partially() and not best_effort:
         return admit(session, memo, job)
     if not session.is_gang(job):

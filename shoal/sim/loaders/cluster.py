@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shoal.api import GPU_TYPE_LABEL, ZERO, Node, PriorityClass, Resources, VirtualCluster
+from shoal.api.flavors import ResourceFlavor
 from shoal.api.resources import total
 from shoal.sim.loaders._yaml import document_lines, read_text, spec_error
 from shoal.sim.loaders.alibaba import GpuSharing, load_alibaba_nodes
@@ -48,12 +49,15 @@ class ClusterDescription:
     priority_classes: tuple[PriorityClass, ...] = ()
     """Declared ones only; the built-in classes always exist besides them."""
     source: str = "<synthetic>"
+    resource_flavors: tuple[ResourceFlavor, ...] = ()
+    """Declared resource flavors (issue 16)."""
 
     @staticmethod
     def of(nodes: Iterable[Node], virtual_clusters: Iterable[VirtualCluster] = (), *,
            gpus_per_node: int | None = None,
            priority_classes: Iterable[PriorityClass] = (),
-           source: str = "<synthetic>") -> ClusterDescription:
+           source: str = "<synthetic>",
+           resource_flavors: Iterable[ResourceFlavor] = ()) -> ClusterDescription:
         """Build one; `gpus_per_node` defaults to the most common GPU count of the nodes."""
         node_tuple = tuple(nodes)
         if gpus_per_node is None:
@@ -61,7 +65,7 @@ class ClusterDescription:
         elif gpus_per_node < 1:
             raise ValueError(f"gpus_per_node must be at least 1, got {gpus_per_node}")
         return ClusterDescription(node_tuple, tuple(virtual_clusters), gpus_per_node,
-                                  tuple(priority_classes), source)
+                                  tuple(priority_classes), source, tuple(resource_flavors))
 
     @property
     def capacity(self) -> Resources:
@@ -96,7 +100,8 @@ def load_cluster(path: str | os.PathLike[str], *,
         raise TraceError(source, None, None, "declares no Node; a cluster needs at least one")
     return ClusterDescription.of(bundle.nodes, bundle.virtual_clusters,
                                  gpus_per_node=gpus_per_node,
-                                 priority_classes=bundle.priority_classes, source=source)
+                                 priority_classes=bundle.priority_classes, source=source,
+                                 resource_flavors=bundle.resource_flavors)
 
 
 def synthetic_cluster(nodes: int, gpus_per_node: int = 8, cpu: int = 64000,
