@@ -59,8 +59,11 @@ class PriorityTable:
     def may_preempt(self, job: Job) -> bool:
         """Whether the job may evict others to start: not when its priority class (or the
         global default's) says `preemptionPolicy: Never`."""
-        name = self._default_name if job.priority_class is None else job.priority_class
-        return name not in self._never_preempt
+        return self.class_of(job) not in self._never_preempt
+
+    def class_of(self, job: Job) -> str:
+        """The name of the job's priority class: its own, or the global default's."""
+        return self._default_name if job.priority_class is None else job.priority_class
 
     def __contains__(self, name: object) -> bool:
         return name in self._values

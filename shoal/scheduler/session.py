@@ -9,6 +9,7 @@ this cycle — lives for one cycle only.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from shoal.api.decisions import Bind, Decisions, Evict, Pending, PendingKind, PendingReason
@@ -37,6 +38,10 @@ from shoal.scheduler.framework import (
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.queue_status import closed_queues
+
+MAX_HELD_BACK_NOTES = 2
+"""At most this many notes (`hold_back`) are appended to one reason: a preempt and a
+reclaim action may each have one."""
 
 
 class Hooks:
@@ -82,6 +87,9 @@ class Session:
         changes): a driver that skips quiet cycles wakes up then (the simulator)."""
         self.preempted: set[str] = set()
         """Jobs that gave up tasks to others in this cycle: not grown back in it."""
+        self.held_back: dict[str, list[str]] = {}
+        """Per waiting job, why a preempt or reclaim action took none of the victims it
+        could have (`shoal.scheduler.held_back`): appended to its reason at `close`."""
         self.blocked: dict[str, list[JobInfo]] = {}
         """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
         self.decisions.reservations = model.reserve()
@@ -284,8 +292,17 @@ class Session:
                 continue
             reason = job.reason or PendingReason(
                 PendingKind.INSUFFICIENT_RESOURCES, "not reached in this cycle")
+            notes = self.held_back.get(job.name)
+            if notes:
+                reason = replace(reason, message="; ".join([reason.message, *notes]))
             self.decisions.pending.append(Pending(job.name, reason))
         return self.decisions
+
+    def hold_back(self, job: JobInfo, note: str) -> None:
+        """Note why an action evicted nothing for the job though it could have."""
+        notes = self.held_back.setdefault(job.name, [])
+        if note not in notes and len(notes) < MAX_HELD_BACK_NOTES:
+            notes.append(note)
 
     def waiting_jobs(self) -> list[JobInfo]:
         """Jobs with tasks still to place, in submission order."""

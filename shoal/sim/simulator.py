@@ -12,6 +12,11 @@ skipped when nothing happened since the last one and the profile's decisions do 
 on time: the core is deterministic, so that cycle would decide nothing — this is what lets a
 month of a cluster replay in seconds.
 
+A job placed task by task (`schedulerName: default`, `TraceJob.gang` False) runs from its
+first task; preempt and reclaim may take single tasks from it: it runs on, slower, the task
+waits to be placed again, and the work that task did since its last checkpoint is lost and
+counted (`Simulator._lose_tasks`).
+
 Each job's record keeps the intervals in which it held GPUs (one per run between evictions,
 split where a running gang changes size), and the result keeps each virtual cluster's weight
 and guaranteed GPUs, so the metrics can tell what a virtual cluster used within its `min`
@@ -27,7 +32,7 @@ from typing import Protocol
 
 from shoal.api.decisions import Decisions
 from shoal.api.flavors import ResourceFlavor
-from shoal.api.objects import Node, PriorityClass, VirtualCluster
+from shoal.api.objects import Node, PriorityClass, TaskRef, VirtualCluster
 from shoal.scheduler.framework import TimeDependent
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
@@ -107,6 +112,8 @@ class _JobRun:
     version: int = 0
     held: list[tuple[float, float, int]] = field(default_factory=list)
     """(start, end, GPUs) intervals in which the job held GPUs, up to `last`."""
+    started: dict[TaskRef, float] = field(default_factory=dict)
+    """When each of its tasks holding resources now was bound."""
 
     def advance(self, now: float) -> None:
         """Account for the time since the last change at the current rate (callers advance
@@ -124,6 +131,16 @@ class _JobRun:
             else:
                 held.append((self.last, now, self.held_gpus))
         self.last = now
+
+
+@dataclass(slots=True)
+class _LostTasks:
+    """Tasks evicted from one job in one cycle: the GPUs it held and its rate before, and
+    each task's (GPUs, bind time)."""
+
+    held: int
+    rate: float
+    tasks: list[tuple[int, float]] = field(default_factory=list)
 
 
 class Simulator:
@@ -255,15 +272,21 @@ class Simulator:
 
     def _apply(self, decisions: Decisions, now: float) -> None:
         touched: dict[str, _JobRun] = {}
+        # Per job, the tasks evicted from it: a job placed task by task may run on without.
+        lost: dict[str, _LostTasks] = {}
         for evict in decisions.evictions:
             run = self.runs[evict.task.job]
             run.advance(now)
-            run.held_gpus -= self._gangs[run.spec.name].group(evict.task.group).resources.gpu
+            gpus = self._gangs[run.spec.name].group(evict.task.group).resources.gpu
+            taken = lost.setdefault(run.spec.name, _LostTasks(run.held_gpus, run.rate))
+            taken.tasks.append((gpus, run.started.pop(evict.task, run.run_start)))
+            run.held_gpus -= gpus
             touched[run.spec.name] = run
         for bind in decisions.binds:
             run = self.runs[bind.task.job]
             run.advance(now)
             run.held_gpus += bind.resources.gpu
+            run.started[bind.task] = now
             touched[run.spec.name] = run
         for name, run in touched.items():
             info = self.model.jobs[name]
@@ -271,6 +294,9 @@ class Simulator:
                 if run.running or info.holding:
                     self._evict_whole(run, now)
             else:
+                gone = lost.get(name)
+                if gone is not None and run.running and not info.job.gang:
+                    self._lose_tasks(run, gone, now)
                 self._restart_clock(run, now)
         if decisions.evictions:
             self._changed(now)
@@ -292,6 +318,33 @@ class Simulator:
         if math.isfinite(finish):
             self.events.push(finish, EventKind.COMPLETION, spec.name, run.version)
 
+    def _lose_tasks(self, run: _JobRun, taken: _LostTasks, now: float) -> None:
+        """Single tasks of a job placed task by task were evicted and it runs on without
+        them (issue 16's task-level eviction): what each did since its last checkpoint is
+        lost, as a whole job's run is (`_evict_whole`). A task's share of the job's progress
+        is its GPUs' share at the job's rate when it was evicted — the work model knows the
+        job's rate, not each task's. Its service moves to the job's attained service (the
+        running tasks no longer count it), and out of this run's tally, which a later
+        eviction of the whole job would otherwise count twice. Elastic surplus taken from a
+        gang costs no work (a resize, `shoal.sim.trace`) and does not come here."""
+        info = self.model.jobs[run.spec.name]
+        per_gpu = taken.rate / taken.held if taken.held > 0 else 0.0
+        service = 0.0
+        for gpus, started in taken.tasks:
+            ran_for = now - max(started, run.run_start)
+            if ran_for <= 0:
+                continue
+            kept = self.config.work.kept_on_eviction(ran_for)
+            work = min(run.run_progress, (ran_for - kept) * per_gpu * gpus)
+            run.run_progress -= work
+            run.remaining += work
+            run.gpu_seconds_lost += gpus * (ran_for - kept)
+            service += gpus * ran_for
+        run.run_used_at_start += service
+        info.job = replace(info.job,
+                           attained_gpu_seconds=info.job.attained_gpu_seconds + service)
+        run.preemptions += 1
+
     def _evict_whole(self, run: _JobRun, now: float) -> None:
         """A gang below its minimum cannot run: stop every task, keep the checkpointed work,
         requeue it."""
@@ -311,6 +364,7 @@ class Simulator:
                 run.gpu_seconds_lost += run_used * (ran_for - kept_time) / ran_for
             self.running -= 1
         run.held_gpus = 0
+        run.started.clear()
         run.running = False
         run.version += 1
         run.preemptions += 1
@@ -326,6 +380,7 @@ class Simulator:
         run.running = False
         self.running -= 1
         run.held_gpus = 0
+        run.started.clear()
         self.model.remove_job(name)
         self.finished += 1
         self._changed(now)

@@ -31,7 +31,10 @@ traces record jobs that ran at their full size, so they start whole or not at al
 it is made elastic (`TraceJob.elastic`, seed 001): then its gang minimum is the elastic
 minimum, it runs at any size its step rule allows up to its requested replicas, and its
 progress rate follows the GPUs it holds through the speed-up curve (`shoal.sim.work`). A
-resize costs no work in this model.
+resize costs no work in this model. A job built with `gang=False` is a default-scheduler
+job instead (`schedulerName: default`, issue 16): placed task by task, running from its
+first task, and preempt and reclaim may take single tasks from it (`shoal.sim.simulator`
+accounts the work such a task loses). No trace format records one; tests build them.
 """
 
 from __future__ import annotations
@@ -110,6 +113,8 @@ class TraceJob:
     """Labels a node must carry (e.g. `{gpu-type: T4}`); must not be mutated."""
     elastic: Elasticity | None = None
     """Its task group `worker` ranges over [min, replicas] (seed 001); None: rigid."""
+    gang: bool = True
+    """False: a default-scheduler job (task by task, no gang minimum) rather than a gang."""
 
     def __post_init__(self) -> None:
         if not 0 < self.duration < math.inf:
@@ -143,11 +148,13 @@ class TraceJob:
     def to_job(self) -> Job:
         """The `shoal.api.Job` the scheduler sees: one task group `worker` of `replicas`
         tasks of `per_task`, gang-scheduled (`schedulerName: shoal`) with every task
-        required (`min_available` None means all), submitted at `submit_time`."""
+        required (`min_available` None means all) — or, with `gang` False, placed task by
+        task (`schedulerName: default`) — submitted at `submit_time`."""
         group = TaskGroup(name=WORKER_GROUP, replicas=self.replicas, resources=self.per_task,
                           node_selector=dict(self.node_selector))
         return Job(name=self.name, groups=(group,), queue=self.queue,
-                   scheduler_name=SchedulerName.SHOAL, min_available=None,
+                   scheduler_name=SchedulerName.SHOAL if self.gang else SchedulerName.DEFAULT,
+                   min_available=None,
                    priority_class=self.priority_class, user=self.user,
                    submitted=self.submit_time, elastic=self.elastic)
 
@@ -172,6 +179,7 @@ def prechecked_job(name: str, submit_time: float, duration: float, replicas: int
     _set(job, "model", None)
     _set(job, "node_selector", {})
     _set(job, "elastic", None)
+    _set(job, "gang", True)
     return job
 
 

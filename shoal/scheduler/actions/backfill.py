@@ -22,7 +22,9 @@ waiting job's, in job order, a gang made only of them as a gang (its minimum in 
 statement), the others task by task. They take nothing any job could use but a node's task
 slot (`capacity.pods`), which is why they come last. Jobs behind a blocked head are served
 too: a best-effort task cannot delay the head except by the last slot of a node with a task
-limit.
+limit. An elastic job whose elastic group is best-effort is grown (or repaired) here, one
+allowed size at a time, by the elastic action's rules (`actions.elastic.resize_best_effort`),
+not by the elastic action.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from enum import StrEnum
 from shoal.api.decisions import PendingKind
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import allocate_job, is_best_effort, place_one_by_one
+from shoal.scheduler.actions.elastic import resize_best_effort
 from shoal.scheduler.gang_choice import GangNeed, least_gpus
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
@@ -108,6 +111,7 @@ def place_best_effort(session: Session) -> None:
         allocate_job(session, memo, job, best_effort=True)
         if session.is_gang(job) and job.pending and session.job_ready(job):
             place_one_by_one(session, memo, job, best_effort=True)  # its surplus
+    resize_best_effort(session)  # elastic jobs whose elastic group is best-effort
 
 
 def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:

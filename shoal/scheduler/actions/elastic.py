@@ -27,6 +27,11 @@ evicting its highest-indexed surplus tasks — unless the job is not preemptable
 (`spec.preemptable: false`): nothing evicts its tasks, so it runs on at that size until the
 missing ones fit.
 
+Best-effort surplus. An elastic group that requests no resources (best-effort tasks) is not
+this action's: best-effort tasks are the backfill action's only (`actions.allocate`), so
+backfill resizes such a job, by the same rules (`resize_best_effort`), and in a profile
+without backfill (`las-elastic`) it is never grown nor repaired — it keeps the size it has.
+
 Every size change is a `Resize` decision (the job's new size and why) beside the binds and
 evictions it takes. Taking surplus back for other jobs is reclaim's and preempt's.
 """
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 from shoal.api.decisions import Resize
 from shoal.api.elastic import Elasticity
+from shoal.scheduler.actions.allocate import is_best_effort
 from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
@@ -52,31 +58,49 @@ class Elastic:
         del arguments
 
     def execute(self, session: Session) -> None:
-        jobs = [info for info in session.jobs.values()
-                if info.job.elastic is not None and not info.pending and info.running
-                and not info.stopping and not info.finishing
-                and info.name not in session.preempted and info.account not in session.closed]
-        jobs.sort(key=lambda info: (info.attained(session.now), _served(info),
-                                    session.job_order_key(info)))
-        for info in jobs:
-            elastic = info.job.elastic
-            assert elastic is not None
-            size = info.elastic_size()
-            if not elastic.allows(size):
-                _repair(session, info, elastic, size)
-                continue
-            if not info.surplus:
-                continue
-            ready = _ready_at(session, info, elastic)
-            if ready > session.now:
-                _regrow_at(session, ready)  # its cooldown holds it back until then
-                continue
-            target = elastic.grown(size)
-            if target is not None and _grow(session, info, elastic, target):
-                _resized(session, info, elastic, target,
-                         f"grown from {size} into idle capacity")
-                if info.surplus:  # one step per cycle: the next may follow
-                    _regrow_at(session, session.now + elastic.scale_cooldown)
+        for info in _elastic_jobs(session, best_effort=False):
+            _step(session, info)
+
+
+def resize_best_effort(session: Session) -> None:
+    """The backfill action's share of this action: resize the jobs whose elastic group is
+    best-effort, as `Elastic.execute` resizes the others (module docstring)."""
+    for info in _elastic_jobs(session, best_effort=True):
+        _step(session, info)
+
+
+def _elastic_jobs(session: Session, best_effort: bool) -> list[JobInfo]:
+    """The jobs that may change size, least served first (module docstring): those whose
+    elastic group is best-effort when `best_effort`, else the others."""
+    jobs = [info for info in session.jobs.values()
+            if info.job.elastic is not None and not info.pending and info.running
+            and not info.stopping and not info.finishing
+            and info.name not in session.preempted and info.account not in session.closed
+            and is_best_effort(info.job.group(info.job.elastic.group)) is best_effort]
+    jobs.sort(key=lambda info: (info.attained(session.now), _served(info),
+                                session.job_order_key(info)))
+    return jobs
+
+
+def _step(session: Session, info: JobInfo) -> None:
+    """Repair the job's size, or grow it one step."""
+    elastic = info.job.elastic
+    assert elastic is not None
+    size = info.elastic_size()
+    if not elastic.allows(size):
+        _repair(session, info, elastic, size)
+        return
+    if not info.surplus:
+        return
+    ready = _ready_at(session, info, elastic)
+    if ready > session.now:
+        _regrow_at(session, ready)  # its cooldown holds it back until then
+        return
+    target = elastic.grown(size)
+    if target is not None and _grow(session, info, elastic, target):
+        _resized(session, info, elastic, target, f"grown from {size} into idle capacity")
+        if info.surplus:  # one step per cycle: the next may follow
+            _regrow_at(session, session.now + elastic.scale_cooldown)
 
 
 def _served(info: JobInfo) -> float:

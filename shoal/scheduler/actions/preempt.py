@@ -25,6 +25,9 @@ backfill places: `allocate.waits_for_backfill_only`), in job order:
   least work lost, most recently started — and only those that free something P can use: a
   task on a node of P's node pools, or — when P's virtual cluster is at a quota limit —
   anything.
+- A job kept from evicting by its priority class or its virtual cluster's policy, when
+  the victims they excluded would have let it evict, has its pending reason say so
+  (`shoal.scheduler.held_back`).
 - No eviction for a job that fits without one: P is first placed on what is free, as
   allocate would; the action may run before allocate (Volcano's capacity setups run
   `enqueue, reclaim, allocate`), and this action's earlier evictions may have freed enough.
@@ -60,6 +63,7 @@ from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
+from shoal.api.queue_policy import QueuePreemption
 from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
@@ -75,6 +79,13 @@ from shoal.scheduler.gang_choice import (
     place_gang,
     replicas_fitting,
     room_suffices,
+)
+from shoal.scheduler.held_back import (
+    could_evict,
+    priority_class_note,
+    unit_key,
+    widest_within_queue,
+    within_queue_note,
 )
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.queue_preemption import (
@@ -153,12 +164,19 @@ class Preemption:
             return False
         if job.reason is not None and job.reason.kind in _NOT_PREEMPTING:
             return False
-        # Its priority class says `preemptionPolicy: Never`: it waits for room instead.
-        if not session.model.priorities.may_preempt(job.job):
-            return False
         if waits_for_backfill_only(session, job):
             return False
-        return session.min_tasks(job) > 0 and session.startable(job)
+        if not (session.min_tasks(job) > 0 and session.startable(job)):
+            return False
+        # Its priority class says `preemptionPolicy: Never`: it waits for room instead —
+        # and says so when there was something to take (`shoal.scheduler.held_back`).
+        priorities = session.model.priorities
+        if not priorities.may_preempt(job.job):
+            widest = self.widest(job, policy_of(session, job))
+            if self._could_evict(job, [], self.candidates(job, widest)):
+                session.hold_back(job, priority_class_note(priorities.class_of(job.job)))
+            return False
+        return True
 
     def rank(self, job: JobInfo) -> tuple[Any, ...]:
         key = self._ranks.get(job.name)
@@ -186,10 +204,13 @@ class Preemption:
                 for q, entries in by_queue.items()}
         return self._running.get(queue, [])
 
-    def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
+    def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
+                   ) -> list[VictimUnit]:
         """What the preemptor may take, in the order of the victims' score: what its
-        virtual cluster's `withinQueue` allows (`shoal.scheduler.queue_preemption`)."""
-        policy = policy_of(self.session, preemptor)
+        virtual cluster's `withinQueue` allows (`shoal.scheduler.queue_preemption`), or
+        `policy` when given (what another policy would have offered)."""
+        if policy is None:
+            policy = policy_of(self.session, preemptor)
         rank = self.rank(preemptor)
         units: list[VictimUnit] = []
         for job in self.running(preemptor.queue):
@@ -271,6 +292,7 @@ class Preemption:
         gains = {id(u): sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
                             if cluster.by_name[t.node].ordinal in nodes) for u in useful}
         if not useful or free + sum(gains.values()) < demand:
+            self._note_policy(preemptor, units)
             return False
 
         trial = Trial(free, demand, least_request(preemptor, need), gains)
@@ -294,6 +316,7 @@ class Preemption:
             statement.roll_back(evictions)  # keep the evictions, drop the failed placement
         if not fits:
             statement.discard()
+            self._note_policy(preemptor, units)
             return False
 
         if len(chosen) > 1:
@@ -327,6 +350,36 @@ class Preemption:
         least any choice of its tasks asks."""
         return self.session.allocatable(preemptor.account,
                                         least_request(preemptor, need)) is not None
+
+    def widest(self, preemptor: JobInfo, policy: QueuePreemption) -> QueuePreemption:
+        """The policy that would have offered the preemptor the most victims, as far as
+        `policy_note` can name what narrowed it (`shoal.scheduler.held_back`)."""
+        del preemptor
+        return widest_within_queue(policy)
+
+    def policy_note(self, preemptor: JobInfo, policy: QueuePreemption) -> str | None:
+        """Why its virtual cluster's policy offered it fewer victims than `widest`."""
+        return within_queue_note(preemptor.queue, policy)
+
+    def _note_policy(self, preemptor: JobInfo, units: list[VictimUnit]) -> None:
+        """The preemptor evicts nothing: if its virtual cluster's policy excluded victims
+        that would have let it evict, its reason says so (`shoal.scheduler.held_back`)."""
+        policy = policy_of(self.session, preemptor)
+        widest = self.widest(preemptor, policy)
+        note = None if widest == policy else self.policy_note(preemptor, policy)
+        if note is None:
+            return
+        offered = {unit_key(u) for u in units}
+        excluded = [u for u in self.candidates(preemptor, widest) if unit_key(u) not in offered]
+        if self._could_evict(preemptor, units, excluded):
+            self.session.hold_back(preemptor, note)
+
+    def _could_evict(self, preemptor: JobInfo, offered: list[VictimUnit],
+                     excluded: list[VictimUnit]) -> bool:
+        need = GangNeed.of(self.session, preemptor)
+        return need.count > 0 and bool(excluded) and could_evict(
+            self.session, preemptor, need, self.quota_bound(preemptor, need), offered,
+            excluded)
 
     def why(self, preemptor: JobInfo) -> str:
         """Why a victim gave something up, after the verb."""

@@ -35,7 +35,9 @@ then cannot start, reclaim takes the borrowed resources back for it:
   allowed size at a time, then whole jobs (single tasks of a job placed task by task);
   nothing of a non-preemptable job, nor for a job whose priority class never preempts;
   never a protected task; nothing for a job that fits without it; evicted only if W then
-  starts. Under the `elastic` mode only elastic surplus ever borrows, so only elastic
+  starts. A W kept from reclaiming by its priority class or its policy, where the borrowers
+  excluded would have let it evict, has its reason say so (`shoal.scheduler.held_back`).
+  Under the `elastic` mode only elastic surplus ever borrows, so only elastic
   surplus is ever taken.
 """
 
@@ -44,10 +46,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from shoal.api.queue_policy import QueuePreemption
 from shoal.api.resources import Resources
 from shoal.core.quota import QueueState
 from shoal.scheduler.actions.preempt import Preemption
 from shoal.scheduler.gang_choice import GangNeed, least_request
+from shoal.scheduler.held_back import reclaim_note, widest_reclaim
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.capacity import Capacity, ReclaimMode
 from shoal.scheduler.queue_preemption import policy_of, reclaim_victim, reclaims
@@ -129,10 +133,18 @@ class Reclamation(Preemption):
                 request, dims, self._entitled(preemptor, request, dims))
         return claim
 
-    def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
+    def widest(self, preemptor: JobInfo, policy: QueuePreemption) -> QueuePreemption:
+        return widest_reclaim(policy, self._claim(preemptor).entitled)
+
+    def policy_note(self, preemptor: JobInfo, policy: QueuePreemption) -> str | None:
+        return reclaim_note(preemptor.queue, policy, self._claim(preemptor).entitled)
+
+    def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
+                   ) -> list[VictimUnit]:
         session = self.session
         request, dims, entitled = self._claim(preemptor)
-        policy = policy_of(session, preemptor)
+        if policy is None:
+            policy = policy_of(session, preemptor)
         if request.is_zero() or not reclaims(policy, entitled):
             return []  # its virtual cluster's policy keeps it from taking anything
         units: list[VictimUnit] = []

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from shoal.api.queue_policy import QueuePreemption
 from shoal.api.resources import Resources
 from shoal.core.deserved import DeservedShares
 from shoal.core.quota import QueueState
@@ -49,7 +50,13 @@ class ProportionalReclamation(Reclamation):
         return (f"job {preemptor.name!r}: virtual cluster {preemptor.account!r} is below its "
                 "deserved share and takes back what is above others'")
 
-    def candidates(self, preemptor: JobInfo) -> list[VictimUnit]:
+    def widest(self, preemptor: JobInfo, policy: QueuePreemption) -> QueuePreemption:
+        del preemptor
+        return policy  # deserved shares, not the queue's policy, decide who gives back
+
+    def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
+                   ) -> list[VictimUnit]:
+        del policy
         session = self.session
         request = least_request(preemptor, GangNeed.of(session, preemptor))
         dims = {"gpu"} if request.gpu else request.dimensions()
