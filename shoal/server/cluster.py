@@ -239,8 +239,10 @@ def cluster_router(repository: Repository, current_user: Authenticator,
     def list_resource_flavors(_user: Annotated[User, Depends(current_user)],
                               limit: Limit = MAX_LIST, after: After = None
                               ) -> list[ResourceFlavorOut]:
-        """The stored resource flavors (issue 16's node pools), by name, at most `limit`."""
-        return [resource_flavor_out(f) for f in page(
+        """The stored resource flavors (issue 16's node pools), by name, at most `limit`,
+        each with how many nodes its labels match now."""
+        nodes = repository.list_nodes()
+        return [resource_flavor_out(f, nodes) for f in page(
             repository.list_resource_flavors(), lambda f: f.name, limit, after)]
 
     @router.post("/resource-flavors", status_code=201,
@@ -260,7 +262,8 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         for flavor in bundle.resource_flavors:
             repository.put_resource_flavor(flavor)
         catalog_changed()
-        return [resource_flavor_out(f) for f in bundle.resource_flavors]
+        nodes = repository.list_nodes()
+        return [resource_flavor_out(f, nodes) for f in bundle.resource_flavors]
 
     # ---- users ----------------------------------------------------------------------------
 
