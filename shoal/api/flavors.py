@@ -49,6 +49,17 @@ def flavor_part(resources: Resources) -> Resources:
     return Resources.of(extras={k: v for k, v in resources.extras if is_flavor_dimension(k)})
 
 
+def over_flavors(resources: Resources) -> dict[str, int]:
+    """The flavor dimensions of `resources` summed per resource over every flavor:
+    `flavor.a100/gpu: 2, flavor.h100/gpu: 6` → `gpu: 8`."""
+    out: dict[str, int] = {}
+    for name, amount in resources.extras:
+        if is_flavor_dimension(name):
+            resource = name[len(FLAVOR_PREFIX):].partition("/")[2]
+            out[resource] = out.get(resource, 0) + amount
+    return out
+
+
 def unflavored(resources: Resources) -> Resources:
     """`resources` without any flavor dimension."""
     if not any(is_flavor_dimension(name) for name, _ in resources.extras):
@@ -168,5 +179,6 @@ __all__ = [
     "in_flavor",
     "is_flavor_dimension",
     "node_flavor_resources",
+    "over_flavors",
     "unflavored",
 ]

@@ -28,7 +28,7 @@ import typer
 from rich.live import Live
 
 from shoal.api import JobState
-from shoal.cli.remote_admin import login, nodes, pc_app, user_app, vc_app, whoami
+from shoal.cli.remote_admin import flavors_app, login, nodes, pc_app, user_app, vc_app, whoami
 from shoal.cli.remote_render import job_detail, jobs_table
 from shoal.cli.remote_support import (
     JOB_FAILED,
@@ -56,6 +56,7 @@ def register(app: typer.Typer) -> None:
         app.command(rich_help_panel="Talking to a server")(command)
     app.add_typer(vc_app, name="vc", rich_help_panel="Talking to a server")
     app.add_typer(pc_app, name="pc", rich_help_panel="Talking to a server")
+    app.add_typer(flavors_app, name="flavors", rich_help_panel="Talking to a server")
     app.add_typer(user_app, name="user", rich_help_panel="Talking to a server")
 
 

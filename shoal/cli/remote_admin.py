@@ -1,6 +1,6 @@
 """The client verbs about the cluster and accounts: `nodes`, `vc list|tree|create`, `pc list`,
-`user add`, `login` and `whoami` (registered by `shoal.cli.remote`, whose docstring lists the
-exit codes)."""
+`flavors list|create`, `user add`, `login` and `whoami` (registered by `shoal.cli.remote`,
+whose docstring lists the exit codes)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,12 @@ from shoal.cli.config import (
     read_token_file,
     write_config,
 )
-from shoal.cli.remote_render import nodes_table, priority_classes_table, virtual_clusters_table
+from shoal.cli.remote_render import (
+    nodes_table,
+    priority_classes_table,
+    resource_flavors_table,
+    virtual_clusters_table,
+)
 from shoal.cli.remote_support import (
     USAGE_ERROR,
     Format,
@@ -37,6 +42,8 @@ from shoal.client import ShoalClient, UserView
 vc_app = typer.Typer(help="Virtual clusters (queues): list, tree, create.",
                      no_args_is_help=True)
 pc_app = typer.Typer(help="Priority classes: list.", no_args_is_help=True)
+flavors_app = typer.Typer(help="Resource flavors (node pools by label): list, create.",
+                          no_args_is_help=True)
 user_app = typer.Typer(help="Users: add (admins only).", no_args_is_help=True)
 
 
@@ -109,6 +116,37 @@ def pc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
             out().print(priority_classes_table(found))
         else:
             emit(output, [p.raw for p in found])
+    remote(server, token, action)
+
+
+@flavors_app.command("list")
+def flavors_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
+                 token: TokenOption = None) -> None:
+    """List the resource flavors: the node labels that make a node one of them, and how
+    many nodes they match now."""
+    def action(shoal: ShoalClient) -> None:
+        found = shoal.resource_flavors()
+        if output is Format.TABLE:
+            out().print(resource_flavors_table(found))
+        else:
+            emit(output, [f.raw for f in found])
+    remote(server, token, action)
+
+
+@flavors_app.command("create")
+def flavors_create(
+    file: Annotated[Path, typer.Argument(help="shoal/v1 ResourceFlavor documents (YAML).",
+                                         show_default=False)],
+    output: OutputOption = Format.TABLE, server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Create resource flavors (admins only); virtual clusters may then give quota on them."""
+    def action(shoal: ShoalClient) -> None:
+        created = shoal.create_resource_flavors(file)
+        if output is Format.TABLE:
+            out().print(resource_flavors_table(created))
+        else:
+            emit(output, [f.raw for f in created])
     remote(server, token, action)
 
 

@@ -16,6 +16,7 @@ from shoal.client import (
     JobView,
     NodeView,
     PriorityClassView,
+    ResourceFlavorView,
     TaskView,
     VirtualClusterView,
 )
@@ -155,6 +156,14 @@ def virtual_clusters_table(vcs: Sequence[VirtualClusterView]) -> Table:
         table.add_row(vc.name, vc.parent, vc.state, str(vc.priority), _quantities(vc.min),
                       limits, fixed,
                       _quantities(vc.guaranteed), str(vc.weight), vc.queueing_policy)
+    return table
+
+
+def resource_flavors_table(flavors: Sequence[ResourceFlavorView]) -> Table:
+    table = _table(None, "NAME", "NODE LABELS", "NODES")
+    for flavor in flavors:
+        labels = ",".join(f"{k}={v}" for k, v in flavor.node_labels.items()) or "(every node)"
+        table.add_row(flavor.name, labels, "?" if flavor.nodes is None else str(flavor.nodes))
     return table
 
 

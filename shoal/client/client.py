@@ -42,6 +42,7 @@ from shoal.client.models import (
     Json,
     NodeView,
     PriorityClassView,
+    ResourceFlavorView,
     TaskPage,
     TaskView,
     UserView,
@@ -350,6 +351,15 @@ class ShoalClient:
 
     def priority_classes(self) -> list[PriorityClassView]:
         return [PriorityClassView.from_json(p) for p in self._all(f"{API}/priority-classes")]
+
+    def resource_flavors(self) -> list[ResourceFlavorView]:
+        """Every resource flavor, with how many nodes its labels match now."""
+        return [ResourceFlavorView.from_json(f) for f in self._all(f"{API}/resource-flavors")]
+
+    def create_resource_flavors(self, spec: Spec) -> list[ResourceFlavorView]:
+        """Create the ResourceFlavor documents of `spec` (admins only)."""
+        return [ResourceFlavorView.from_json(f)
+                for f in self._post_spec(f"{API}/resource-flavors", spec)]
 
     # ---- users -----------------------------------------------------------------------------
 

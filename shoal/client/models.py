@@ -325,6 +325,25 @@ class PriorityClassView:
 
 
 @dataclass(frozen=True)
+class ResourceFlavorView:
+    """A resource flavor (issue 16): a node pool named by its labels; `nodes`, how many
+    nodes they match now (None from a server that does not say)."""
+
+    name: str
+    node_labels: dict[str, str]
+    nodes: int | None = None
+    raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Json) -> ResourceFlavorView:
+        count = data.get("nodes")
+        return cls(name=str(data["name"]),
+                   node_labels={str(k): str(v) for k, v in
+                                (data.get("nodeLabels") or {}).items()},
+                   nodes=None if count is None else int(count), raw=data)
+
+
+@dataclass(frozen=True)
 class UserView:
     """A user; `token` is set only in the answer that created it (shown once)."""
 

@@ -148,10 +148,9 @@ def cluster_router(repository: Repository, current_user: Authenticator,
             if vc.name in existing or vc.name == ROOT_QUEUE:
                 raise ApiError(409, f"virtual cluster {vc.name!r} exists already",
                                "metadata.name")
-        nodes = repository.list_nodes()
-        # With no nodes recorded yet the cluster is unknown: nothing to check against.
-        problem = nodes and vc_problem(bundle.virtual_clusters,
-                                       repository.list_virtual_clusters(), nodes, flavors)
+        # With no nodes recorded yet the cluster is unknown: only the tree is judged.
+        problem = vc_problem(bundle.virtual_clusters, repository.list_virtual_clusters(),
+                             repository.list_nodes() or None, flavors)
         if problem:
             raise ApiError(422, f"virtual cluster {problem.name!r} cannot be honoured on this "
                                 f"cluster: {problem.message}", problem.path)
@@ -171,12 +170,17 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         other quotas while the scheduler runs. The scheduler takes it up at its next turn:
         a closed one admits nothing new from then on, what runs in it runs on. Its parent
         stays (moving a subtree is deleting and creating it); refused with 422 like a
-        creation when the cluster could not honour it."""
+        creation when the cluster could not honour it, and when its own children would no
+        longer fit in it: their guarantees beyond its new minimum
+        (`spec.flexibleResourceMin`), or one beyond its new maximum
+        (`spec.flexibleResourceMax`)."""
         stored = {vc.name: vc for vc in repository.list_virtual_clusters()}
         old = stored.get(name)
         if old is None:
             raise ApiError(404, f"no stored virtual cluster {name!r}", "path.name")
-        bundle = load_body(body, kind="VirtualCluster", known_queues=set(stored))
+        flavors = repository.list_resource_flavors()
+        bundle = load_body(body, kind="VirtualCluster", known_queues=set(stored),
+                           known_resource_flavors={f.name for f in flavors})
         if len(bundle.virtual_clusters) != 1 or bundle.virtual_clusters[0].name != name:
             raise ApiError(422, f"send exactly one VirtualCluster document named {name!r}",
                            "metadata.name")
@@ -184,9 +188,10 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         if vc.parent != old.parent:
             raise ApiError(422, f"the parent of virtual cluster {name!r} is {old.parent!r} "
                                 f"and cannot change (got {vc.parent!r})", "spec.parent")
-        nodes = repository.list_nodes()
+        # Judged as a parent too: its stored children must still fit under its new
+        # minimum and maximum (nothing is stored otherwise).
         others = [v for v in stored.values() if v.name != name]
-        problem = nodes and vc_problem([vc], others, nodes)
+        problem = vc_problem([vc], others, repository.list_nodes() or None, flavors)
         if problem:
             raise ApiError(422, f"virtual cluster {problem.name!r} cannot be honoured on this "
                                 f"cluster: {problem.message}", problem.path)
@@ -234,8 +239,10 @@ def cluster_router(repository: Repository, current_user: Authenticator,
     def list_resource_flavors(_user: Annotated[User, Depends(current_user)],
                               limit: Limit = MAX_LIST, after: After = None
                               ) -> list[ResourceFlavorOut]:
-        """The stored resource flavors (issue 16's node pools), by name, at most `limit`."""
-        return [resource_flavor_out(f) for f in page(
+        """The stored resource flavors (issue 16's node pools), by name, at most `limit`,
+        each with how many nodes its labels match now."""
+        nodes = repository.list_nodes()
+        return [resource_flavor_out(f, nodes) for f in page(
             repository.list_resource_flavors(), lambda f: f.name, limit, after)]
 
     @router.post("/resource-flavors", status_code=201,
@@ -255,7 +262,8 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         for flavor in bundle.resource_flavors:
             repository.put_resource_flavor(flavor)
         catalog_changed()
-        return [resource_flavor_out(f) for f in bundle.resource_flavors]
+        nodes = repository.list_nodes()
+        return [resource_flavor_out(f, nodes) for f in bundle.resource_flavors]
 
     # ---- users ----------------------------------------------------------------------------
 

@@ -7,12 +7,14 @@ like what was submitted; resources are Kubernetes-style quantities (`cpu: "500m"
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoal.api import (
     Job,
+    Node,
     NodePhase,
     PendingReason,
     PriorityClass,
@@ -428,6 +430,8 @@ class FlavorFungibilityOut(_Out):
 class ResourceFlavorOut(_Out):
     name: str
     node_labels: dict[str, str] = Field(alias="nodeLabels")
+    nodes: int = Field(description="How many of the cluster's nodes its labels match now, "
+                                   "cordoned and not-ready ones included.")
 
 
 class VirtualClusterOut(_Out):
@@ -539,8 +543,9 @@ def _preemption_out(vc: VirtualCluster) -> QueuePreemptionOut:
             policy=borrow.policy.value, max_priority_threshold=borrow.max_priority_threshold))
 
 
-def resource_flavor_out(flavor: ResourceFlavor) -> ResourceFlavorOut:
-    return ResourceFlavorOut(name=flavor.name, node_labels=dict(flavor.node_labels))
+def resource_flavor_out(flavor: ResourceFlavor, nodes: Iterable[Node]) -> ResourceFlavorOut:
+    return ResourceFlavorOut(name=flavor.name, node_labels=dict(flavor.node_labels),
+                             nodes=sum(1 for n in nodes if flavor.matches(n.labels)))
 
 
 def priority_class_out(pc: PriorityClass) -> PriorityClassOut:

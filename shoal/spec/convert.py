@@ -1,5 +1,6 @@
 """One validated document → the `shoal.api` value objects it declares, with the checks that
-need only that document: resource quantities (per resource name), allocatable within
+need only that document: resource quantities (per resource name; no `pods` but in a node's
+capacity, no name with the reserved `flavor.` prefix), allocatable within
 capacity, a virtual cluster's min within its max, the gang minimum against the replicas, and
 a job's status tasks against its own task groups.
 
@@ -38,6 +39,7 @@ from shoal.api import (
     VirtualCluster,
     parse_resources,
 )
+from shoal.api.flavors import FLAVOR_PREFIX, is_flavor_dimension
 from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
 from shoal.api.resources import PODS, ZERO, canonical_name, parse_quantity
 from shoal.spec.documents import (
@@ -89,6 +91,10 @@ def _parse_each(log: IssueLog, doc: DocRef, path: str,
             log.add(doc, where, _without_subject(str(exc), key))
             ok = False
             continue
+        if is_flavor_dimension(name):
+            log.add(doc, where, _FLAVOR_RESERVED)
+            ok = False
+            continue
         if amount > INT64_MAX:
             log.add(doc, where, f"is too large: {amount.bit_length()} bits in its unit, more "
                                 f"than the 63 any quantity may have")
@@ -101,6 +107,14 @@ def _parse_each(log: IssueLog, doc: DocRef, path: str,
         parsed[name] = amount
         first_key[name] = key
     return parsed if ok else None
+
+
+_FLAVOR_RESERVED = (
+    f"is not a resource name Shoal accepts: names starting with {FLAVOR_PREFIX!r} are kept "
+    f"for the amounts it counts per resource flavor (give a flavor's quota in "
+    f"spec.flavors[].min/max with plain names, and declare its nodes with a ResourceFlavor)")
+"""Why a declared `flavor.…` name is refused: the core counts a flavor's amounts in dimensions
+of that name (`shoal.api.flavors`), so a declared one would be taken for a flavor's."""
 
 
 def _without_subject(message: str, key: str) -> str:

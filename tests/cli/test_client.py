@@ -282,6 +282,26 @@ def test_create_virtual_clusters_is_for_admins(api: Api) -> None:
     assert (listed["team-b"].state, listed["team-c"].state) == ("Open", "Closed")
 
 
+def test_resource_flavors_are_created_by_admins_and_listed_with_their_nodes(api: Api
+                                                                            ) -> None:
+    spec = ("apiVersion: shoal/v1\nkind: ResourceFlavor\nmetadata: {name: a100}\n"
+            "spec: {nodeLabels: {gpu-type: a100}}\n---\n"
+            "apiVersion: shoal/v1\nkind: ResourceFlavor\nmetadata: {name: spot}\n"
+            "spec: {nodeLabels: {lifecycle: spot}}\n")
+    assert api.client("alice").resource_flavors() == []
+    with pytest.raises(ShoalApiError) as error:
+        api.client("alice").create_resource_flavors(spec)
+    assert error.value.status == 403
+    created = api.client("root").create_resource_flavors(spec)
+    assert [(f.name, f.node_labels, f.nodes) for f in created] == [
+        ("a100", {"gpu-type": "a100"}, 1), ("spot", {"lifecycle": "spot"}, 0)]
+    listed = api.client("alice").resource_flavors()
+    assert listed == created and listed[0].raw["nodeLabels"] == {"gpu-type": "a100"}
+    with pytest.raises(ShoalApiError) as again:
+        api.client("root").create_resource_flavors(spec)
+    assert (again.value.status, again.value.path) == (409, "metadata.name")
+
+
 def test_create_user_then_me_with_their_token(api: Api) -> None:
     created = api.client("root").create_user("carol", queues=["team-a"])
     assert created.token and created.queues == ("team-a",) and not created.admin

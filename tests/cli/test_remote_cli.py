@@ -219,6 +219,34 @@ def test_nodes_vc_and_pc(server: Server, tmp_path: Path) -> None:
     assert classes.exit_code == 0 and "production" in classes.stdout
 
 
+def test_flavors_create_and_list(server: Server, tmp_path: Path) -> None:
+    empty = server.shoal("flavors", "list", "-o", "json")
+    assert empty.exit_code == 0 and json.loads(empty.stdout) == []
+    spec = tmp_path / "flavors.yaml"
+    spec.write_text("apiVersion: shoal/v1\nkind: ResourceFlavor\nmetadata: {name: fake}\n"
+                    "spec: {nodeLabels: {gpu-type: fake}}\n---\n"
+                    "apiVersion: shoal/v1\nkind: ResourceFlavor\nmetadata: {name: any}\n"
+                    "---\n"
+                    "apiVersion: shoal/v1\nkind: ResourceFlavor\nmetadata: {name: spot}\n"
+                    "spec: {nodeLabels: {lifecycle: spot}}\n")
+    created = server.shoal("flavors", "create", str(spec))
+    assert created.exit_code == 0, created.output
+    table = server.shoal("flavors", "list")
+    assert table.exit_code == 0, table.output
+    rows = {line.split()[0]: line.split()[1:] for line in table.stdout.splitlines()[1:]
+            if line.strip() and not line.startswith(("─", "━", "-"))}
+    assert table.stdout.split()[:4] == ["NAME", "NODE", "LABELS", "NODES"]
+    # The one node of this server is labelled gpu-type=fake; a flavor without labels is
+    # every node.
+    assert rows == {"any": ["(every", "node)", "1"], "fake": ["gpu-type=fake", "1"],
+                    "spot": ["lifecycle=spot", "0"]}
+    as_json = json.loads(server.shoal("flavors", "list", "-o", "json").stdout)
+    assert [(f["name"], f["nodes"]) for f in as_json] == [("any", 1), ("fake", 1),
+                                                          ("spot", 0)]
+    again = server.shoal("flavors", "create", str(spec))
+    assert again.exit_code == 2 and "exists already" in again.stderr
+
+
 def test_a_new_user_may_not_submit_to_a_queue_not_theirs(server: Server, tmp_path: Path
                                                          ) -> None:
     added = server.shoal("user", "add", "bob", "--queue", "default")

@@ -31,8 +31,10 @@ def test_flavors_are_created_listed_and_named_by_virtual_clusters(api: Api) -> N
                         flavor("a100", "{gpu-type: a100}") + "---\n"
                         + flavor("h100", "{gpu-type: h100}"))
     assert status == 201, body
-    assert body == [{"name": "a100", "nodeLabels": {"gpu-type": "a100"}},
-                    {"name": "h100", "nodeLabels": {"gpu-type": "h100"}}]
+    # `nodes`: how many nodes the labels match (both of this cluster's for a100, none yet
+    # for h100).
+    assert body == [{"name": "a100", "nodeLabels": {"gpu-type": "a100"}, "nodes": 2},
+                    {"name": "h100", "nodeLabels": {"gpu-type": "h100"}, "nodes": 0}]
     assert api.request("GET", "/api/v1/resource-flavors", "bob").json() == body
     status, body = post(api, "/api/v1/virtual-clusters", vc(
         "team", "{flavors: [{name: a100, min: {gpu: 16}}, {name: h100, max: {gpu: 4}}], "

@@ -175,3 +175,72 @@ def test_a_job_with_its_own_virtual_cluster_is_stored_shown_and_checked(api: Api
                                                 "    flexibleResourceMax: {gpu: 2}"))
     assert bad.status_code == 422, bad.text
     assert bad.json()["errors"][0]["path"] == "spec.virtualCluster.flexibleResourceMin"
+
+
+def replace_vc(api: Api, name: str, spec: str) -> tuple[int, Any]:
+    answer = api.request("PUT", f"/api/v1/virtual-clusters/{name}", "root",
+                         content=vc(name, spec), headers=YAML)
+    return answer.status_code, answer.json()
+
+
+def shown(api: Api, name: str) -> dict[str, Any]:
+    answer = api.request("GET", f"/api/v1/virtual-clusters/{name}", "bob")
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+def _department(api: Api) -> None:
+    # dept guarantees 8 GPUs, up to 12; its children are guaranteed 6 and 2 of them.
+    status, body = create(api, vc("dept", "{flexibleResourceMin: {gpu: 8}, "
+                                  "flexibleResourceMax: {gpu: 12}}") + "---\n"
+                          + vc("vision", "{parent: dept, flexibleResourceMin: {gpu: 6}}")
+                          + "---\n" + vc("speech", "{parent: dept, "
+                                                   "flexibleResourceMin: {gpu: 2}}"))
+    assert status == 201, body
+
+
+def test_a_replacement_may_not_lower_a_parents_minimum_below_its_childrens(api: Api) -> None:
+    _department(api)
+    before = shown(api, "dept")
+    status, body = replace_vc(api, "dept", "{flexibleResourceMin: {gpu: 7}, "
+                                           "flexibleResourceMax: {gpu: 12}}")
+    assert status == 422, body
+    [error] = body["errors"]
+    assert error["path"] == "spec.flexibleResourceMin"
+    assert "'dept'" in message(body) and "'vision', 'speech'" in message(body)
+    assert "over in gpu" in message(body)
+    assert shown(api, "dept") == before  # nothing stored
+    # Exactly the children's sum, and a higher maximum: accepted and stored.
+    status, body = replace_vc(api, "dept", "{flexibleResourceMin: {gpu: 8}, "
+                                           "flexibleResourceMax: {gpu: 16}}")
+    assert status == 200, body
+    assert shown(api, "dept")["flexibleResourceMax"] == {"gpu": 16}
+
+
+def test_a_replacement_may_not_cap_a_parent_below_a_childs_guarantee(api: Api) -> None:
+    _department(api)
+    before = shown(api, "dept")
+    status, body = replace_vc(api, "dept", "{flexibleResourceMax: {gpu: 4}}")
+    assert status == 422, body
+    [error] = body["errors"]
+    assert error["path"] == "spec.flexibleResourceMax"
+    assert "'vision'" in message(body) and "gpu 6 > 4" in message(body)
+    assert shown(api, "dept") == before
+    # A maximum lowered under the parent's own minimum is refused by the document itself.
+    status, body = replace_vc(api, "dept", "{flexibleResourceMin: {gpu: 8}, "
+                                           "flexibleResourceMax: {gpu: 6}}")
+    assert status == 422, body
+    assert shown(api, "dept") == before
+
+
+def test_a_replaced_child_is_still_judged_under_its_parent(api: Api) -> None:
+    _department(api)
+    status, body = replace_vc(api, "speech", "{parent: dept, flexibleResourceMin: {gpu: 3}}")
+    assert status == 422, body
+    assert body["errors"][0]["path"] == "spec.flexibleResourceMin"
+    assert "more than 'dept' can guarantee" in message(body)
+    assert shown(api, "speech")["flexibleResourceMin"] == {"gpu": 2}
+    # A leaf has no children to hold: lowering its own quota is fine.
+    status, body = replace_vc(api, "speech", "{parent: dept, flexibleResourceMin: {gpu: 1}, "
+                                             "flexibleResourceMax: {gpu: 1}}")
+    assert status == 200, body

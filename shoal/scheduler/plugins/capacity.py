@@ -5,7 +5,10 @@ request (see `shoal.core.quota` for the borrowing rule). Queue order: a higher `
 first, compared from the top of the tree down (`shoal.scheduler.queue_status`); then, under
 `share: explicit` (default), virtual clusters below their guaranteed minimum first, then
 the smallest dominant share of the cluster per unit of weight — Volcano's capacity
-ordering, with DRF's dominant share; under `share: proportional`, the smallest share of
+ordering, with DRF's dominant share. Resource flavors count in total per resource, as
+Kueue's fair sharing sums a resource over its flavors: below the guarantee is below the
+flavors' minimums summed (`below_guarantee`), and the dominant share is read in the plain
+dimensions, which hold every flavor's use; under `share: proportional`, the smallest share of
 what each deserves (`shoal.core.deserved`: Volcano's `proportion` plugin, its weights
 water-filled over the tree, once per cycle), which is also what the reclaim action then
 takes back (`shoal.scheduler.actions.reclaim_proportional`).
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason
+from shoal.api.flavors import is_flavor_dimension, over_flavors, unflavored
 from shoal.api.resources import Resources, total
 from shoal.core.deserved import DeservedShares, deserved_shares
 from shoal.core.quota import QueueState, QuotaTree
@@ -105,10 +109,25 @@ class Capacity:
         first = self.priorities.key(queue)
         if self.deserved is not None:
             return (first, self.deserved.share(queue))
-        capacity = self.quota.capacity
-        under_min = any(queue.usage.get(d) < v for d, v in queue.min.items())
-        share = max((queue.usage.get(d) / v for d, v in capacity.items()), default=0.0)
-        return (first, 0 if under_min else 1, share / queue.weight)
+        share = max((queue.usage.get(d) / v for d, v in self.quota.capacity.items()
+                     if not is_flavor_dimension(d)), default=0.0)
+        return (first, 0 if below_guarantee(queue) else 1, share / queue.weight)
+
+
+def below_guarantee(queue: QueueState) -> bool:
+    """Whether the virtual cluster uses less than it is guaranteed in some resource.
+
+    Its flavors count in total, per resource: a cluster owed 2 A100 and 2 H100 GPUs that
+    runs 6 on A100 is not below its guarantee for its idle H100 share — it already holds
+    more GPUs than it is owed in all. Which flavor a waiting job would take is not known
+    here (queue order is per virtual cluster, the flavor is chosen per job as it starts),
+    and a flavor's own guarantee is still served by the quota tree: nobody else may use it.
+    """
+    plain = unflavored(queue.min)
+    if any(queue.usage.get(d) < v for d, v in plain.items()):
+        return True
+    used = over_flavors(queue.usage)
+    return any(used.get(r, 0) < v for r, v in over_flavors(queue.min).items())
 
 
 def _asked(session: Session) -> Iterator[tuple[str, Resources]]:
