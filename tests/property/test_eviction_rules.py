@@ -88,8 +88,21 @@ def _gives_back(oracle: QuotaOracle, target: str, job: Job) -> bool:
     theirs = oracle.path(job.queue)
     if job.queue in mine or target in theirs:
         return False  # the same line: an ancestor, a descendant, or the target itself
+    capped = _capped_ancestor(oracle, target)
+    if capped is not None and capped not in theirs:
+        return False  # the target's line is at a ceiling that only work inside it can free
     levels = [q for q in theirs if q not in mine and q != ROOT_QUEUE]
     return all(oracle.usage[q].gpu - oracle.minimum(q).gpu >= gpus for q in levels)
+
+
+def _capped_ancestor(oracle: QuotaOracle, target: str) -> str | None:
+    """The highest virtual cluster on the target's line whose `max` leaves no room for one
+    more slot: evictions outside it free nothing the target may use."""
+    for queue in oracle.path(target)[1:]:
+        cap = oracle.limit(queue).get("gpu")
+        if cap is not None and oracle.usage[queue].gpu + SLOT.gpu > cap:
+            return queue
+    return None
 
 
 @pytest.mark.slow
