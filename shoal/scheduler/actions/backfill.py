@@ -103,11 +103,20 @@ def place_best_effort(session: Session) -> None:
     to preempt or reclaim in this cycle waits for the next, as in allocate."""
     memo = session.fit_memo
     jobs = [j for j in session.candidates if j.pending and j.name not in session.preempted
-            and any(is_best_effort(g) for g in j.groups_with_pending())]
+            and any(is_best_effort(g) for g in j.groups_with_pending())
+            and not _awaits_admission(j)]
     for job in sorted(jobs, key=session.job_order_key):
         allocate_job(session, memo, job, best_effort=True)
         if session.is_gang(job) and job.pending and session.job_ready(job):
             place_one_by_one(session, memo, job, best_effort=True)  # its surplus
+
+
+def _awaits_admission(job: JobInfo) -> bool:
+    """Whether the job's first start is an admission (`JobInfo.admits_partially`) that
+    allocate has not made: groups that request resources wait. Its best-effort tasks wait
+    with them — started alone, they would start the job below its groups' `minCount`."""
+    return job.admits_partially() and not all(
+        is_best_effort(g) for g in job.groups_with_pending())
 
 
 def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
