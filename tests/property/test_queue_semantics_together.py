@@ -71,13 +71,21 @@ from shoal.scenario import apply
 from shoal.scheduler import Profile, run_cycle
 
 from .oracles import QuotaOracle, bind_problems, node_problems, queue_usage, vc_max_problems
-from .strategies import capacity, class_names, jobs, nodes, priority_classes, vc_trees
+from .strategies import (
+    capacity,
+    class_names,
+    jobs,
+    nodes,
+    priority_classes,
+    small_requests,
+    vc_trees,
+)
 from .test_flavors import FLAVORS, flavor_problems, flavored_clusters
 from .test_group_minimums import group_fields, held_per_group
 from .test_queue_preemption import FOR_JOB, _allowed, policies
 from .test_task_limits import best_effort_or_not, task_limit_problems
 
-CHECKS = settings(max_examples=250, deadline=None)
+CHECKS = settings(max_examples=200, deadline=None)
 
 _PLUGINS = """
 tiers:
@@ -191,11 +199,16 @@ def together(draw: st.DrawFn) -> Together:
     plain = draw(jobs(queues, levels, max_size=14, request=best_effort_or_not))
     mixed = [replace(draw(group_fields(j)), preemptable=draw(st.integers(0, 4)) != 0)
              for j in plain]
+    # Low-priority background that arrives first and fills the cluster: later arrivals
+    # have something to preempt and reclaim.
+    background = draw(jobs(queues, ["experiment", "offline"], max_size=8,
+                           request=small_requests, prefix="bg"))
+    mixed += [replace(draw(group_fields(j)), submitted=0.0) for j in background]
     mixed += [draw(_elastic_job(f"e-{i}", queues, levels))
               for i in range(draw(st.integers(0, 2)))]
     arrivals = []
     for job in mixed:
-        at = draw(st.integers(0, 3))
+        at = 0 if job.name.startswith("bg-") else draw(st.integers(0, 3))
         # Later arrivals lean to the top class: they find lower work to preempt.
         top = at > 0 and draw(st.booleans())
         arrivals.append((at, replace(job, priority_class="production") if top else job))
