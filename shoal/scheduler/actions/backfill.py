@@ -35,6 +35,7 @@ from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import allocate_job, is_best_effort, place_one_by_one
 from shoal.scheduler.gang_choice import GangNeed, least_gpus
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.partial_admission import admit
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
 
@@ -106,6 +107,11 @@ def place_best_effort(session: Session) -> None:
             and any(is_best_effort(g) for g in j.groups_with_pending())
             and not _awaits_admission(j)]
     for job in sorted(jobs, key=session.job_order_key):
+        if job.admits_partially():
+            # Made only of best-effort tasks, its first start is still an admission: whole
+            # or in part, every group at least its minCount, in one statement.
+            admit(session, memo, job)
+            continue
         allocate_job(session, memo, job, best_effort=True)
         if session.is_gang(job) and job.pending and session.job_ready(job):
             place_one_by_one(session, memo, job, best_effort=True)  # its surplus
