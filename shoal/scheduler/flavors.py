@@ -18,7 +18,8 @@ taken —
 When no flavor is taken outright, the best seen is (fits, then borrows, then preempts, the
 earlier flavor first), and failing every one, the first flavor a job's node selector allows,
 so its pending reason speaks of it. A flavor whose labels contradict a group's own
-`nodeSelector` is never chosen.
+`nodeSelector` is never chosen; a job that every flavor contradicts waits, Unschedulable (it
+is no candidate: placed on a flavor, its own selector would be lost).
 
 A chosen flavor shows in the job the cycle sees (`JobInfo.job`, see `FlavorBook.flavored`):
 each group's request gains the same amounts in the flavor's dimensions (those the virtual
@@ -36,6 +37,7 @@ from dataclasses import replace
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
+from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.flavors import (
     FlavorQuota,
     ResourceFlavor,
@@ -163,6 +165,13 @@ def choose(session: Session, info: JobInfo) -> None:
             best = (outcome, quota)
     chosen = best[1] if best is not None else allowed or vc.flavors[0]
     book.show(info, chosen)
+    if allowed is None and info.reason is None:
+        # Shown on a flavor, its groups' own selectors would be overridden by the flavor's
+        # labels: it must not run at all, so it is no candidate in this cycle.
+        info.reason = PendingReason(
+            PendingKind.UNSCHEDULABLE, f"its nodeSelector contradicts every resource flavor "
+            f"of virtual cluster {vc.name!r} ({', '.join(q.name for q in vc.flavors)})",
+            queue=vc.name, predicate="flavor")
 
 
 def choose_all(session: Session) -> None:

@@ -38,6 +38,7 @@ from shoal.scheduler.actions.allocate import allocate_job, is_best_effort, place
 from shoal.scheduler.actions.elastic import resize_best_effort
 from shoal.scheduler.gang_choice import GangNeed, least_gpus
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.partial_admission import admit
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
 
@@ -106,12 +107,26 @@ def place_best_effort(session: Session) -> None:
     to preempt or reclaim in this cycle waits for the next, as in allocate."""
     memo = session.fit_memo
     jobs = [j for j in session.candidates if j.pending and j.name not in session.preempted
-            and any(is_best_effort(g) for g in j.groups_with_pending())]
+            and any(is_best_effort(g) for g in j.groups_with_pending())
+            and not _awaits_admission(j)]
     for job in sorted(jobs, key=session.job_order_key):
+        if job.admits_partially():
+            # Made only of best-effort tasks, its first start is still an admission: whole
+            # or in part, every group at least its minCount, in one statement.
+            admit(session, memo, job)
+            continue
         allocate_job(session, memo, job, best_effort=True)
         if session.is_gang(job) and job.pending and session.job_ready(job):
             place_one_by_one(session, memo, job, best_effort=True)  # its surplus
     resize_best_effort(session)  # elastic jobs whose elastic group is best-effort
+
+
+def _awaits_admission(job: JobInfo) -> bool:
+    """Whether the job's first start is an admission (`JobInfo.admits_partially`) that
+    allocate has not made: groups that request resources wait. Its best-effort tasks wait
+    with them — started alone, they would start the job below its groups' `minCount`."""
+    return job.admits_partially() and not all(
+        is_best_effort(g) for g in job.groups_with_pending())
 
 
 def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
