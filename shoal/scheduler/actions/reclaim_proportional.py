@@ -16,6 +16,9 @@ What each virtual cluster deserves this cycle is the capacity plugin's water-fil
   excess, never part of a deserved share.
 - Dimensions: GPUs for a job that asks GPUs (what it lacks); otherwise every dimension it
   asks.
+- The candidates are judged on the least W asks; the placement may choose tasks that ask
+  more. When it evicts, no virtual cluster on W's path that the statement makes grow may
+  end above what it deserves, or nothing is evicted.
 
 The rest — all or nothing, unneeded victims spared, nothing evicted for a job that fits —
 is the preempt action's machinery, as for the guarantee-based reclaim
@@ -30,6 +33,7 @@ from shoal.api.queue_policy import QueuePreemption
 from shoal.api.resources import Resources
 from shoal.core.deserved import DeservedShares
 from shoal.core.quota import QueueState
+from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.actions.reclaim import Reclamation
 from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.jobs import JobInfo
@@ -70,6 +74,36 @@ class ProportionalReclamation(Reclamation):
                 units.append(unit)
         ranked = ordered(units, self.rank, session.job_order_key, session.now)
         return self._above_deserved(preemptor, ranked, dims)
+
+    def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
+        """Place as the preempt action does; but when the statement evicts, no virtual
+        cluster the placement makes grow may end above what it deserves. The candidates
+        were judged on the least any choice of the job's tasks asks, and the choice placed
+        may ask more (a default-scheduler job's first pending task, a bigger group)."""
+        mark = statement.savepoint()
+        if not super()._place(statement, job, need):
+            return False
+        operations = statement.operations_since(0)
+        if not any(isinstance(op, Eviction) for op in operations) or \
+                self._grows_within_deserved(job, operations):
+            return True
+        statement.roll_back(mark)
+        return False
+
+    def _grows_within_deserved(self, job: JobInfo, operations: list[Allocation | Eviction]
+                               ) -> bool:
+        quota = self.session.quota
+        for level in quota.get(job.account).path()[1:]:
+            change: dict[str, int] = {}  # signed: what the level gains, per dimension
+            for op in operations:
+                if level in quota.get(op.queue).path():
+                    sign = 1 if isinstance(op, Allocation) else -1
+                    for dim, value in op.request.items():
+                        change[dim] = change.get(dim, 0) + sign * value
+            if any(value > 0 and self.deserved.room(level, dim) < -_EPSILON
+                   for dim, value in change.items()):
+                return False
+        return True
 
     def _over_deserved(self, preemptor: JobInfo, request: Resources, dims: set[str]
                        ) -> Iterator[JobInfo]:
