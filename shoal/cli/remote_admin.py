@@ -4,10 +4,12 @@ whose docstring lists the exit codes)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Protocol, TypeVar
 
 import typer
+from rich.table import Table
 
 from shoal.api import DEFAULT_QUEUE
 from shoal.cli.config import (
@@ -46,31 +48,41 @@ flavors_app = typer.Typer(help="Resource flavors (node pools by label): list, cr
                           no_args_is_help=True)
 user_app = typer.Typer(help="Users: add (admins only).", no_args_is_help=True)
 
+View = TypeVar("View", bound="Listed")
+
+
+class Listed(Protocol):
+    """A view the API sent: `raw` is its JSON, what `-o json|yaml` prints."""
+
+    @property
+    def raw(self) -> Any: ...
+
+
+def show(server: str | None, token: str | None, output: Format,
+         fetch: Callable[[ShoalClient], Sequence[View]],
+         table: Callable[[Sequence[View]], Table]) -> None:
+    """Ask the server for views and print them as a table, or their JSON as JSON or YAML."""
+    def action(shoal: ShoalClient) -> None:
+        found = fetch(shoal)
+        if output is Format.TABLE:
+            out().print(table(found))
+        else:
+            emit(output, [view.raw for view in found])
+    remote(server, token, action)
+
 
 def nodes(output: OutputOption = Format.TABLE, server: ServerOption = None,
           token: TokenOption = None) -> None:
     """List the cluster's nodes: state (Ready, NotReady and why, Cordoned), labels,
     capacity, what is allocatable."""
-    def action(shoal: ShoalClient) -> None:
-        found = shoal.nodes()
-        if output is Format.TABLE:
-            out().print(nodes_table(found))
-        else:
-            emit(output, [n.raw for n in found])
-    remote(server, token, action)
+    show(server, token, output, ShoalClient.nodes, nodes_table)
 
 
 @vc_app.command("list")
 def vc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
             token: TokenOption = None) -> None:
     """List the virtual clusters with their min, max, weight and policy."""
-    def action(shoal: ShoalClient) -> None:
-        found = shoal.virtual_clusters()
-        if output is Format.TABLE:
-            out().print(virtual_clusters_table(found))
-        else:
-            emit(output, [v.raw for v in found])
-    remote(server, token, action)
+    show(server, token, output, ShoalClient.virtual_clusters, virtual_clusters_table)
 
 
 @vc_app.command("tree")
@@ -97,26 +109,15 @@ def vc_create(
     token: TokenOption = None,
 ) -> None:
     """Create virtual clusters (admins only)."""
-    def action(shoal: ShoalClient) -> None:
-        created = shoal.create_virtual_clusters(file)
-        if output is Format.TABLE:
-            out().print(virtual_clusters_table(created))
-        else:
-            emit(output, [v.raw for v in created])
-    remote(server, token, action)
+    show(server, token, output, lambda shoal: shoal.create_virtual_clusters(file),
+         virtual_clusters_table)
 
 
 @pc_app.command("list")
 def pc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
             token: TokenOption = None) -> None:
     """List the priority classes in effect (stored and built-in), lowest first."""
-    def action(shoal: ShoalClient) -> None:
-        found = shoal.priority_classes()
-        if output is Format.TABLE:
-            out().print(priority_classes_table(found))
-        else:
-            emit(output, [p.raw for p in found])
-    remote(server, token, action)
+    show(server, token, output, ShoalClient.priority_classes, priority_classes_table)
 
 
 @flavors_app.command("list")
@@ -124,13 +125,7 @@ def flavors_list(output: OutputOption = Format.TABLE, server: ServerOption = Non
                  token: TokenOption = None) -> None:
     """List the resource flavors: the node labels that make a node one of them, and how
     many nodes they match now."""
-    def action(shoal: ShoalClient) -> None:
-        found = shoal.resource_flavors()
-        if output is Format.TABLE:
-            out().print(resource_flavors_table(found))
-        else:
-            emit(output, [f.raw for f in found])
-    remote(server, token, action)
+    show(server, token, output, ShoalClient.resource_flavors, resource_flavors_table)
 
 
 @flavors_app.command("create")
@@ -141,13 +136,8 @@ def flavors_create(
     token: TokenOption = None,
 ) -> None:
     """Create resource flavors (admins only); virtual clusters may then give quota on them."""
-    def action(shoal: ShoalClient) -> None:
-        created = shoal.create_resource_flavors(file)
-        if output is Format.TABLE:
-            out().print(resource_flavors_table(created))
-        else:
-            emit(output, [f.raw for f in created])
-    remote(server, token, action)
+    show(server, token, output, lambda shoal: shoal.create_resource_flavors(file),
+         resource_flavors_table)
 
 
 @user_app.command("add")
