@@ -42,6 +42,14 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
+def out(tmp_path: Path) -> Path:
+    """Where a test's tasks write what they record (`checkpointing_worker`)."""
+    made = tmp_path / "out"
+    made.mkdir()
+    return made
+
+
+@pytest.fixture
 def repo(store: Store) -> Repository:
     return Repository(store)
 

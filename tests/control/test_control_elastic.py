@@ -24,15 +24,14 @@ own, taken on this one machine."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from checkpointing_worker import started, stopped_at, task_states, worker_job
 from control_support import (
     BOTH_ENGINES,
-    PY,
     finished,
     job,
     launch_code,
@@ -43,13 +42,9 @@ from control_support import (
 
 from shoal.api import (
     Elasticity,
-    Job,
     JobState,
     PriorityClass,
-    Resources,
     ScaleStep,
-    SchedulerName,
-    TaskGroup,
     TaskState,
 )
 from shoal.control import ControlPlane
@@ -57,67 +52,12 @@ from shoal.scheduler.profile import Profile
 
 CLASSES = (PriorityClass("high", 1000), PriorityClass("low", 10))
 
-#: A task that records what it was told and when it started, then runs until `release`
-#: exists. On SIGTERM it takes 0.3 s (a checkpoint), records when it stopped, and exits 143.
-WORKER = """
-import json, os, signal, sys, time
-out = sys.argv[1]
-me = f"{os.environ['SHOAL_JOB']}-{os.environ['SHOAL_TASK_INDEX']}-{os.environ['SHOAL_ATTEMPT']}"
-def stop(*_):
-    time.sleep(0.3)
-    open(os.path.join(out, me + '.stopped'), 'w').write(repr(time.time()))
-    sys.exit(143)
-signal.signal(signal.SIGTERM, stop)
-seen = {k: os.environ.get(k) for k in ('RANK', 'WORLD_SIZE', 'CUDA_VISIBLE_DEVICES',
-                                       'SHOAL_MEMBERSHIP_FILE')}
-seen['started'] = time.time()
-json.dump(seen, open(os.path.join(out, me + '.started'), 'w'))
-while not os.path.exists(os.path.join(out, 'release')):
-    time.sleep(0.05)
-"""
-
 
 @pytest.fixture
 def make_elastic_plane(make_plane: Callable[..., ControlPlane]) -> Callable[[], ControlPlane]:
     """Control planes under the `elastic` profile (preempt, reclaim, elastic), with a grace
     period long enough for the tasks' SIGTERM handler."""
     return lambda: make_plane(Profile.load("elastic"), CLASSES, 5.0)
-
-
-@pytest.fixture
-def out(tmp_path: Path) -> Path:
-    made = tmp_path / "out"
-    made.mkdir()
-    return made
-
-
-def worker_job(name: str, out: Path, *, replicas: int, priority: str,
-               elastic: Elasticity | None = None) -> Job:
-    group = TaskGroup("worker", replicas, Resources.of(cpu=500, memory=128, gpu=1),
-                      command=(PY, "-c", WORKER, str(out)))
-    return Job(name, (group,), scheduler_name=SchedulerName.SHOAL, priority_class=priority,
-               elastic=elastic, submitted=time.time())
-
-
-def started(out: Path, name: str, index: int, attempt: int = 1) -> dict[str, object] | None:
-    path = out / f"{name}-{index}-{attempt}.started"
-    if not path.exists():
-        return None
-    try:
-        loaded: dict[str, object] = json.loads(path.read_text())
-    except json.JSONDecodeError:  # being written
-        return None
-    return loaded
-
-
-def stopped_at(out: Path, name: str, index: int, attempt: int = 1) -> float:
-    return float((out / f"{name}-{index}-{attempt}.stopped").read_text())
-
-
-def task_states(plane: ControlPlane, name: str) -> list[TaskState]:
-    stored = plane.repository.get_job(name)
-    assert stored is not None
-    return [t.state for t in sorted(stored.tasks, key=lambda t: t.index)]
 
 
 def membership_file(plane: ControlPlane, name: str) -> Path:

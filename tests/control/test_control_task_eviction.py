@@ -12,72 +12,17 @@ on a condition (a task's file written, a state stored)."""
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-from control_support import PY, finished, state_of, step_until
+from checkpointing_worker import started, started_at, stopped_at, task_states, worker_job
+from control_support import finished, state_of, step_until
 
-from shoal.api import (
-    Job,
-    JobState,
-    PriorityClass,
-    Resources,
-    SchedulerName,
-    TaskGroup,
-    TaskState,
-)
+from shoal.api import JobState, PriorityClass, SchedulerName, TaskState
 from shoal.control import ControlPlane
 from shoal.scheduler.profile import Profile
 
 CLASSES = (PriorityClass("high", 1000), PriorityClass("low", 10))
-
-#: Records when it started, runs until `release` exists; on SIGTERM takes 0.3 s (a
-#: checkpoint), records when it stopped, and exits 143.
-WORKER = """
-import json, os, signal, sys, time
-out = sys.argv[1]
-me = f"{os.environ['SHOAL_JOB']}-{os.environ['SHOAL_TASK_INDEX']}-{os.environ['SHOAL_ATTEMPT']}"
-def stop(*_):
-    time.sleep(0.3)
-    open(os.path.join(out, me + '.stopped'), 'w').write(repr(time.time()))
-    sys.exit(143)
-signal.signal(signal.SIGTERM, stop)
-json.dump({'started': time.time()}, open(os.path.join(out, me + '.started'), 'w'))
-while not os.path.exists(os.path.join(out, 'release')):
-    time.sleep(0.05)
-"""
-
-
-@pytest.fixture
-def out(tmp_path: Path) -> Path:
-    made = tmp_path / "out"
-    made.mkdir()
-    return made
-
-
-def worker_job(name: str, out: Path, *, replicas: int, priority: str,
-               scheduler: SchedulerName) -> Job:
-    group = TaskGroup("worker", replicas, Resources.of(cpu=500, memory=128, gpu=1),
-                      command=(PY, "-c", WORKER, str(out)))
-    return Job(name, (group,), scheduler_name=scheduler, priority_class=priority,
-               submitted=time.time())
-
-
-def started(out: Path, name: str, index: int, attempt: int = 1) -> float | None:
-    path = out / f"{name}-{index}-{attempt}.started"
-    try:
-        return float(json.loads(path.read_text())["started"])
-    except (FileNotFoundError, json.JSONDecodeError):  # not yet, or being written
-        return None
-
-
-def task_states(plane: ControlPlane, name: str) -> list[TaskState]:
-    stored = plane.repository.get_job(name)
-    assert stored is not None
-    return [t.state for t in sorted(stored.tasks, key=lambda t: t.index)]
 
 
 def test_a_default_scheduler_job_loses_one_task_and_runs_on(
@@ -97,7 +42,7 @@ def test_a_default_scheduler_job_loses_one_task_and_runs_on(
     assert state_of(plane, "pods") is JobState.RUNNING
     assert task_states(plane, "urgent") == [TaskState.BOUND]
     step_until(plane, lambda: started(out, "urgent", 0) is not None)
-    assert (started(out, "urgent", 0) or 0.0) >= float((out / "pods-3-1.stopped").read_text())
+    assert started_at(out, "urgent", 0) >= stopped_at(out, "pods", 3)
     stored = plane.repository.get_job("pods")
     assert stored is not None and stored.state is JobState.RUNNING
     tasks = sorted(stored.tasks, key=lambda t: t.index)
