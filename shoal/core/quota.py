@@ -44,11 +44,12 @@ from collections.abc import Iterator, Sequence
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import DEFAULT_QUEUE, ROOT_QUEUE, QueueingPolicy, VirtualCluster
-from shoal.api.queue_policy import QueueStatus
+from shoal.api.queue_policy import QueuePreemption, QueueStatus
 from shoal.api.resources import ResourceLimit, Resources, total
 from shoal.core.quota_limits import borrowing_ceiling, unlendable
 
 _UNLIMITED = ResourceLimit()
+_DEFAULT_PREEMPTION = QueuePreemption()
 
 
 class QueueState:
@@ -56,14 +57,15 @@ class QueueState:
 
     __slots__ = ("borrow_max", "borrowing_limit", "carved", "children", "children_reserved",
                  "children_unlent", "depth", "lending_limit", "max", "min", "name", "parent",
-                 "priority", "queueing", "reserved", "spec_max", "spec_min", "status", "unlent",
-                 "usage", "weight")
+                 "preemption", "priority", "queueing", "reserved", "spec_max", "spec_min",
+                 "status", "unlent", "usage", "weight")
 
     def __init__(self, name: str, parent: QueueState | None, minimum: Resources,
                  maximum: ResourceLimit, weight: int, queueing: QueueingPolicy,
                  status: QueueStatus = QueueStatus.OPEN, priority: int = 0,
                  borrowing_limit: ResourceLimit = _UNLIMITED,
-                 lending_limit: ResourceLimit = _UNLIMITED) -> None:
+                 lending_limit: ResourceLimit = _UNLIMITED,
+                 preemption: QueuePreemption = _DEFAULT_PREEMPTION) -> None:
         self.name = name
         self.parent = parent
         self.children: list[QueueState] = []
@@ -94,6 +96,8 @@ class QueueState:
         self.status = status
         """Its own state; a closed ancestor closes it too (`closed_by`)."""
         self.priority = priority
+        self.preemption = preemption
+        """Whom its jobs may preempt and reclaim from (`shoal.scheduler.queue_preemption`)."""
         """Its place among its siblings before their share (`shoal.scheduler.queue_status`)."""
 
     @property
@@ -176,7 +180,7 @@ class QuotaTree:
             else self.root
         queue = QueueState(name, parent, spec.guaranteed, spec.ceiling, spec.weight,
                            spec.queueing, spec.state, spec.priority, spec.borrowing_limit,
-                           spec.lending_limit)
+                           spec.lending_limit, spec.preemption)
         parent.children.append(queue)
         self.queues[name] = queue
         return queue
@@ -188,7 +192,8 @@ class QuotaTree:
             raise ValueError(f"virtual cluster {vc.name!r} already exists")
         parent = self.get(vc.parent)
         queue = QueueState(vc.name, parent, vc.guaranteed, vc.ceiling, vc.weight, vc.queueing,
-                           vc.state, vc.priority, vc.borrowing_limit, vc.lending_limit)
+                           vc.state, vc.priority, vc.borrowing_limit, vc.lending_limit,
+                           vc.preemption)
         parent.children.append(queue)
         parent.children.sort(key=lambda q: q.name)
         self.queues[vc.name] = queue

@@ -29,7 +29,6 @@ from shoal.api.objects import (
     job_of_virtual_cluster,
     job_virtual_cluster,
 )
-from shoal.api.queue_policy import QueuePreemption
 from shoal.api.resources import ZERO, Resources, total
 from shoal.core.nodes import ClusterState, FitMemo, NodeState
 from shoal.core.quota import QuotaTree
@@ -65,9 +64,6 @@ class SchedulerModel:
         """Flexible parts kept for their virtual cluster after its tasks there ended."""
         for vc in vc_list:
             self.holds.set_timeout(vc.name, vc.idle_timeout)
-        self.queue_preemption: dict[str, QueuePreemption] = {
-            vc.name: vc.preemption for vc in vc_list}
-        """Each virtual cluster's preemption policies (`shoal.scheduler.queue_preemption`)."""
         self.fit_memo = FitMemo(self.cluster)
         """Fit bounds survive cycles: they expire only when capacity is released."""
         self.jobs: dict[str, JobInfo] = {}
@@ -195,7 +191,6 @@ class SchedulerModel:
     def _add_sub_cluster(self, own: str, vc: VirtualCluster) -> None:
         self.quota.add(vc)
         self.holds.set_timeout(vc.name, vc.idle_timeout)
-        self.queue_preemption[vc.name] = vc.preemption
         self.sub_clusters.setdefault(own, []).append(vc.name)
         self.unblock()  # jobs that waited for it (submitted in the same breath) may go
 
@@ -211,7 +206,6 @@ class SchedulerModel:
         for name in reversed(self.sub_clusters.pop(own, [])):
             self.holds.remove(name)
             self.quota.remove(name)
-            self.queue_preemption.pop(name, None)
         self.holds.remove(own)
         self.reservations.remove(own)
         self.quota.remove(own)

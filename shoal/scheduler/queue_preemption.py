@@ -42,13 +42,11 @@ from shoal.api.queue_policy import BorrowPolicy, QueuePreemption, ReclaimWithinP
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.session import Session
 
-_DEFAULT = QueuePreemption()
-
 
 def policy_of(session: Session, job: JobInfo) -> QueuePreemption:
     """The preemption policy of the virtual cluster the job waits in (defaults for `root`
     and for virtual clusters created by jobs, which declare none)."""
-    return session.model.queue_preemption.get(job.queue, _DEFAULT)
+    return session.quota.get(job.queue).preemption
 
 
 def within_queue_victim(policy: QueuePreemption, preemptor: JobInfo, victim: JobInfo,
