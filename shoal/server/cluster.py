@@ -5,7 +5,7 @@ Reading nodes, virtual clusters, priority classes and resource flavors is open t
 sent as `shoal/v1` documents, the same YAML as a cluster file.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
@@ -144,10 +144,8 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         flavors = repository.list_resource_flavors()
         bundle = load_body(body, kind="VirtualCluster", known_queues=existing,
                            known_resource_flavors={f.name for f in flavors})
-        for vc in bundle.virtual_clusters:
-            if vc.name in existing or vc.name == ROOT_QUEUE:
-                raise ApiError(409, f"virtual cluster {vc.name!r} exists already",
-                               "metadata.name")
+        refuse_existing((vc.name for vc in bundle.virtual_clusters), existing | {ROOT_QUEUE},
+                        "virtual cluster")
         # With no nodes recorded yet the cluster is unknown: only the tree is judged.
         problem = vc_problem(bundle.virtual_clusters, repository.list_virtual_clusters(),
                              repository.list_nodes() or None, flavors)
@@ -223,10 +221,8 @@ def cluster_router(repository: Repository, current_user: Authenticator,
                                 ) -> list[PriorityClassOut]:
         existing = {pc.name for pc in repository.list_priority_classes()}
         bundle = load_body(body, kind="PriorityClass")
-        for pc in bundle.priority_classes:
-            if pc.name in existing:
-                raise ApiError(409, f"priority class {pc.name!r} exists already",
-                               "metadata.name")
+        refuse_existing((pc.name for pc in bundle.priority_classes), existing,
+                        "priority class")
         for pc in bundle.priority_classes:
             repository.put_priority_class(pc)
         catalog_changed()
@@ -255,10 +251,8 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         clusters may then give quota on them. One whose labels match no node is fine."""
         existing = {f.name for f in repository.list_resource_flavors()}
         bundle = load_body(body, kind="ResourceFlavor")
-        for flavor in bundle.resource_flavors:
-            if flavor.name in existing:
-                raise ApiError(409, f"resource flavor {flavor.name!r} exists already",
-                               "metadata.name")
+        refuse_existing((f.name for f in bundle.resource_flavors), existing,
+                        "resource flavor")
         for flavor in bundle.resource_flavors:
             repository.put_resource_flavor(flavor)
         catalog_changed()
@@ -287,3 +281,11 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         return UserOut(**user_out(user))
 
     return router
+
+
+def refuse_existing(names: Iterable[str], existing: Container[str], what: str) -> None:
+    """A creation never replaces: 409 on `metadata.name` for the first name already
+    stored."""
+    for name in names:
+        if name in existing:
+            raise ApiError(409, f"{what} {name!r} exists already", "metadata.name")
