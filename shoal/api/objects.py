@@ -263,6 +263,10 @@ class Job:
     preemptable: bool = True
     """False: preempt, reclaim and the elastic shrink never take its tasks (`spec.preemptable`,
     Volcano's `volcano.sh/preemptable` annotation)."""
+    freezing_window: float | None = None
+    """Seconds after any change of its size (a start, a growth, a shrink) during which the
+    fairshare action neither grows nor shrinks it (seed 002's `FreezingWindow`,
+    `spec.freezingWindow`); None: the profile's default (`shoal.scheduler.actions.fairshare`)."""
 
     @property
     def success_threshold(self) -> int:

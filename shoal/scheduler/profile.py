@@ -272,6 +272,20 @@ tiers:
   - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
 """,
     # ---- end las ---------------------------------------------------------------------------
+    # ---- fairshare: seed 002's GpuPriorityCFS (plugins/fairshare.py, actions/fairshare.py) -
+    "fairshare": """
+name: fairshare
+description: Seed 002's fair share - jobs ordered by weighted running time (GPU >> CPU >>
+  memory, divided by the priority weight); after allocate and backfill, the least served
+  jobs start or grow one step at a time, and when shares are far from even the most served
+  elastic job gives one step to the least served; a job that changed size within its
+  freezing window is left alone.
+actions: "enqueue, allocate, backfill, fairshare"
+tiers:
+  - plugins: [{name: fairshare}, {name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""",
+    # ---- end fairshare ---------------------------------------------------------------------
 }
 
 _registered = False
@@ -312,3 +326,10 @@ def _register_builtins() -> None:
     ACTIONS.register("reclaim", ReclaimArguments, Reclaim)
     PLUGINS.register("las", LasArguments, LeastAttainedService)
     # ---- end las ---------------------------------------------------------------------------
+    # ---- fairshare: seed 002's GpuPriorityCFS ---------------------------------------------
+    from shoal.scheduler.actions.fairshare import FairShareAction, FairShareActionArguments
+    from shoal.scheduler.plugins.fairshare import FairShare, FairShareArguments
+
+    ACTIONS.register("fairshare", FairShareActionArguments, FairShareAction)
+    PLUGINS.register("fairshare", FairShareArguments, FairShare)
+    # ---- end fairshare ---------------------------------------------------------------------

@@ -114,6 +114,10 @@ class JobSpecOut(_Out):
     virtual_cluster: JobVirtualClusterOut | None = Field(default=None, alias="virtualCluster")
     elastic: ElasticOut | None = None
     preemptable: bool = True
+    freezing_window: float | None = Field(
+        default=None, alias="freezingWindow",
+        description="Seconds after a change of size during which the fairshare action "
+                    "leaves the job alone; null: the profile's default.")
 
 
 class TaskOut(_Out):
@@ -312,7 +316,8 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                         completion=_completion(job.min_succeeded, job.min_failed),
                         job_retry_count=job.job_retry_count, task_groups=groups,
                         virtual_cluster=_job_vc_out(job.virtual_cluster),
-                        elastic=_elastic_out(job), preemptable=job.preemptable),
+                        elastic=_elastic_out(job), preemptable=job.preemptable,
+                        freezing_window=job.freezing_window),
         status=_status(summary, reason, events))
 
 

@@ -53,6 +53,7 @@ from shoal.spec.documents import (
 )
 from shoal.spec.elastic import elasticity
 from shoal.spec.errors import DocRef, IssueLog, join_path
+from shoal.spec.fairshare_fields import freezing_window
 from shoal.spec.flavors import flavor_quotas
 from shoal.spec.queue_fields import group_minimums, preemptable, queue_settings
 
@@ -361,7 +362,8 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
         min_failed=None if completion is None else completion.min_failed,
         job_retry_count=spec.job_retry_count, tasks=tasks,
         virtual_cluster=job_virtual_cluster(log, doc, model), elastic=elastic,
-        protect_for=protect_for, preemptable=preemptable(log, doc, model))
+        protect_for=protect_for, preemptable=preemptable(log, doc, model),
+        freezing_window=freezing_window(log, doc, model))
     # Running means the gang minimum, each group's own included, is bound or running
     # (JobState.RUNNING); a task that is releasing is on its way out and does not count.
     running = (t for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))

@@ -463,6 +463,11 @@ class JobSpec(_Model):
         default=None,
         description="false: preempt, reclaim and the elastic shrink never take its tasks "
                     "(Volcano's volcano.sh/preemptable annotation). Default true.")
+    freezing_window: Duration | None = Field(
+        default=None, alias="freezingWindow",
+        description="Seconds (or a duration such as 5m) after any change of the job's size "
+                    "during which the fairshare action neither grows nor shrinks it (seed "
+                    "002's FreezingWindow). Default: the profile's freezingWindow.")
 
 
 class TaskStatus(_Model):

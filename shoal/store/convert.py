@@ -120,6 +120,7 @@ def job_spec(job: Job) -> dict[str, Any]:
         "elastic": elastic_to_json(job.elastic),
         "protect_for": job.protect_for,
         "preemptable": job.preemptable,
+        "freezing_window": job.freezing_window,
     }
 
 
@@ -158,6 +159,7 @@ def row_spec(row: JobRow) -> dict[str, Any]:
         "elastic": row.elastic,
         "protect_for": row.protect_for or 0.0,
         "preemptable": row.preemptable is not False,
+        "freezing_window": row.freezing_window,
     }
 
 
@@ -177,6 +179,7 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "virtual_cluster": job_vc_to_json(job.virtual_cluster, job.sub_clusters),
         "elastic": elastic_to_json(job.elastic), "protect_for": job.protect_for,
         "preemptable": job.preemptable,
+        "freezing_window": job.freezing_window,
         "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
@@ -248,7 +251,8 @@ def job_from_row(row: JobRow, *, with_tasks: bool = True) -> Job:
         virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster),
         sub_clusters=sub_clusters_from_json(row.virtual_cluster),
         elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0,
-        preemptable=row.preemptable is not False)
+        preemptable=row.preemptable is not False,
+        freezing_window=row.freezing_window)
 
 
 def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:

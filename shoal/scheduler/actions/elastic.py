@@ -165,3 +165,28 @@ def _resized(session: Session, info: JobInfo, elastic: Elasticity, size: int,
              why: str) -> None:
     info.resized = session.now
     session.decisions.resizes.append(Resize(info.name, elastic.group, size, why))
+
+
+# ---- for the fairshare action (seed 002), which resizes by these same rules -----------------
+
+def grow_step(session: Session, info: JobInfo, why: str) -> int | None:
+    """Grow the job by one allowed step, all of the step's tasks or none, recording the
+    `Resize`; its new size, or None if the step does not fit (or it is at its maximum)."""
+    elastic = info.job.elastic
+    assert elastic is not None
+    size = info.elastic_size()
+    target = elastic.grown(size)
+    if target is None or not _grow(session, info, elastic, target):
+        return None
+    _resized(session, info, elastic, target, why.format(size=size, target=target))
+    return target
+
+
+def repair_size(session: Session, info: JobInfo) -> None:
+    """Bring a job running at a size its step rule does not allow to an allowed one, as
+    this action does (module docstring: Repair)."""
+    elastic = info.job.elastic
+    assert elastic is not None
+    size = info.elastic_size()
+    if not elastic.allows(size):
+        _repair(session, info, elastic, size)
