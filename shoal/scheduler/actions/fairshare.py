@@ -19,6 +19,8 @@ step of its step rule (`shoal.scheduler.actions.elastic.grow_step`: all the step
 none). A unit that changed is re-keyed (removed and added under its new key) and the walk
 repeats; a unit that could not change leaves the walk, since capacity only shrinks during
 it. The walk ends when no unit is left, after at most one pass plus one step per placement.
+A waiting job that allocate already tried in this cycle (it has a reason) is not tried
+again: capacity has only shrunk since.
 Because the key counts what a unit holds now (rate × quantum), a grown unit moves right at
 once and the next step goes to another unit: growth is spread, not poured into one job.
 
@@ -29,7 +31,8 @@ key is more than `unevenRatio` times the taker's, the giver is shrunk by one all
 giver's step is not enough, the next giver from the right gives one step too, while its key
 is still over the bar; the evictions are committed only if the taker then starts or grows,
 else undone — nothing is stopped for nothing. The first `MAX_SHRINK_TRIES` takers from the
-left are tried, one rebalance per cycle, so each giver loses at most one step per cycle.
+left are tried, with at most `MAX_GIVERS` givers each, one rebalance per cycle, so each
+giver loses at most one step per cycle.
 A giver is never shrunk below its minimum, nor if it is not preemptable
 (`spec.preemptable: false`), nor while a task to stop is protected (`protectFor`).
 
@@ -68,6 +71,9 @@ from shoal.scheduler.session import Session
 MAX_SHRINK_TRIES = 4
 """Takers tried per cycle for a rebalance, left-most first: bounds the trial placements a
 cycle spends on takers that fit nowhere (a large gang)."""
+MAX_GIVERS = 8
+"""Givers that may give a step to one taker in one rebalance: a gang that needs more than
+that waits for what ends, or for a profile that preempts (preempt, reclaim)."""
 
 
 class FairShareActionArguments(Arguments):
@@ -146,8 +152,11 @@ class _Cycle:
             return
         wants_later = bool(tried) or self.thaw_take is not None
         gives_later = bool(self.givers) or self.thaw_give is not None
+        frozen = self.thaw_take is not None or self.thaw_give is not None
+        # One job that both wants and could give has no one to rebalance with.
+        two = frozen or len(set(tried) | set(self.givers)) > 1
         self._wake(self.thaw_take)
-        if wants_later and gives_later:
+        if wants_later and gives_later and two:
             self._wake(self.thaw_give)
             self._wake(self.now + max(self.plugin.quantum, 1.0))
 
@@ -162,7 +171,11 @@ class _Cycle:
             assert name is not None
             info = jobs[name]
             self.takers.remove(name)
-            if self._take(info):
+            if info.reason is not None and not info.holding:
+                # Allocate tried it in this cycle and it did not fit; capacity has only
+                # shrunk since, so trying again would cost a placement for nothing.
+                tried.append(name)
+            elif self._take(info):
                 changed = True
                 self.givers.discard(name)
                 self._index(info)
@@ -181,6 +194,8 @@ class _Cycle:
             statement = session.statement()
             shrunk: list[tuple[JobInfo, int, int, str]] = []
             for giver_name in self.givers.reversed():
+                if len(shrunk) >= MAX_GIVERS:
+                    break
                 giver = session.jobs[giver_name]
                 giver_key = self.plugin.key(giver, self.now)
                 if giver_key <= bar:

@@ -22,8 +22,13 @@ its key is its earlier service, 0 for a new job. Ties fall to the next plugins' 
 priority plugin in a later tier of the `fairshare` profile), then to submission time.
 
 The order moves with the clock alone (running jobs accrue score at different rates), so the
-plugin is `time_dependent`; no cheap formula says when two keys next cross, so `next_change`
-asks for a cycle one `quantum` on while anything runs, CFS's scheduling period.
+plugin is `time_dependent`. What other actions order, though, is waiting jobs, and a job
+that holds nothing has a constant key: their order never changes by itself. Only a job that
+both runs and waits — a default-scheduler job with tasks left to place — moves among them,
+and no cheap formula says when its key crosses another's, so `next_change` asks for a cycle
+one `quantum` on (CFS's scheduling period) while such a job exists, and says never
+otherwise. Rebalancing between running jobs is the fairshare action's, which asks drivers
+to come back itself (`Session.regrow_at`).
 """
 
 from __future__ import annotations
@@ -114,8 +119,8 @@ class FairShare:
     # ---- for drivers ----------------------------------------------------------------------
 
     def next_change(self, session: Session) -> float | None:
-        """One quantum on while any job runs (module docstring); None when none does."""
-        if any(job.running for job in session.jobs.values()):
+        """One quantum on while a job both runs and waits (module docstring); else None."""
+        if any(job.running and job.pending for job in session.model.waiting.values()):
             return session.now + max(self.quantum, 1.0)
         return None
 

@@ -105,11 +105,18 @@ def test_higher_priority_is_served_first_for_the_same_service() -> None:
     assert session.job_order_key(model.jobs["high"]) < session.job_order_key(model.jobs["low"])
 
 
-def test_next_change_is_one_quantum_on_while_anything_runs() -> None:
+def test_next_change_only_while_a_job_both_runs_and_waits() -> None:
     plugin = FairShare(FairShareArguments(quantum=30.0))
     model = model_of(now=5.0)
     assert plugin.next_change(Session(model, [plugin])) is None
-    model.add_jobs([elastic_job("e", 1, 0)])
+    # Running jobs and a waiting one that holds nothing: their order is fixed.
+    model.add_jobs([elastic_job("e", 1, 0),
+                    Job("waits", (TaskGroup("w", 9, WORKER),),
+                        scheduler_name=SchedulerName.SHOAL)])
+    assert plugin.next_change(Session(model, [plugin])) is None
+    # Placed task by task, one of two running: its key grows while it waits for the other.
+    model.add_jobs([Job("half", (TaskGroup("w", 2, WORKER),), tasks=(
+        Task("half", "w", 0, TaskState.RUNNING, "n0", (7,), 0.0),))])
     assert plugin.next_change(Session(model, [plugin])) == 35.0
 
 
@@ -185,3 +192,20 @@ def test_without_the_plugin_the_action_keys_units_with_its_defaults() -> None:
     run_cycle(model, bare)
     assert sizes(model) == {"big": 5, "small": 3}
 
+
+
+def wake_up(model: SchedulerModel, used: Profile) -> float | None:
+    session = Session(model, used.plugins())
+    for action in used.actions():
+        action.execute(session)
+    session.close()
+    return session.regrow_at
+
+
+def test_drivers_come_back_a_quantum_later_only_while_two_jobs_could_rebalance() -> None:
+    # Even shares: nothing to do now, but the keys drift; one quantum (60 s) on, a cycle.
+    model = model_of(elastic_job("a", 4, 0), elastic_job("b", 4, 4), now=10.0)
+    assert wake_up(model, profile()) == 70.0
+    # One job alone on a full node wants more and could give, but to no one: no wake-up.
+    alone = model_of(elastic_job("a", 8, 0, most=16), now=10.0)
+    assert wake_up(alone, profile()) is None
