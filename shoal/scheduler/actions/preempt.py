@@ -56,6 +56,7 @@ This module owns the action and its arguments. Drivers own what an eviction cost
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +69,7 @@ from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.actions.allocate import waits_for_backfill_only
-from shoal.scheduler.framework import JobOrder
+from shoal.scheduler.framework import PreemptionRank
 from shoal.scheduler.gang_choice import (
     GangNeed,
     Room,
@@ -142,8 +143,10 @@ class Preemption:
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
         readiness = {id(p) for p in session.hooks.job_readies}
-        self.rank_orders: list[JobOrder] = [
-            p for p in session.hooks.job_orders if id(p) not in readiness]
+        # A plugin whose order gives no right to evict (aging) ranks by its own key here.
+        self.rank_orders: list[Callable[[JobInfo], tuple[Any, ...]]] = [
+            p.preemption_rank_key if isinstance(p, PreemptionRank) else p.job_order_key
+            for p in session.hooks.job_orders if id(p) not in readiness]
         self.fresh = {b.task.job for b in session.decisions.binds}
         """Jobs placed (wholly or partly) in this cycle: never victims."""
         self.evicted: set[str] = set()
@@ -182,8 +185,8 @@ class Preemption:
         key = self._ranks.get(job.name)
         if key is None:
             key = ()
-            for plugin in self.rank_orders:
-                key += plugin.job_order_key(job)
+            for order in self.rank_orders:
+                key += order(job)
             self._ranks[job.name] = key
         return key
 
