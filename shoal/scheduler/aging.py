@@ -26,7 +26,10 @@ Two rules, both off unless the priority plugin is given `agingHalfLife`:
   jobs behind it in its virtual cluster wait (`Blocked`, naming it), unless the backfill
   action can start them without delaying it — on nodes it cannot use, or (`reservation:
   estimates`) for no longer than until it could start — exactly as behind the head of a
-  strictly ordered queue (`allocate.strict`, Slurm's backfill, Kueue's StrictFIFO). Other
+  strictly ordered queue (`allocate.strict`, Slurm's backfill, Kueue's StrictFIFO); the
+  elastic action does not grow jobs onto what it could use either. A job held back may still
+  preempt (by its class, which aging does not change): a production job is not kept waiting
+  behind a starving experiment job for capacity it may take by eviction. Other
   virtual clusters are not held back: across virtual clusters the queue order (capacity,
   fair share) decides, as Kueue's StrictFIFO is per ClusterQueue. A starving job evicts
   nothing it could not evict anyway (non-preemptable jobs and services stay), so a cluster

@@ -242,6 +242,17 @@ def reserve(session: Session, queue: str, head: JobInfo, behind: list[JobInfo], 
     where = None if queue == GLOBAL_QUEUE else queue
     for job in behind:
         job.reason = held_back_reason(head.name, since, where)
+        session.behind_reservation.add(job.name)
+
+
+def head_nodes(session: Session, head: JobInfo) -> set[int]:
+    """The node ordinals a blocked head could use: those of its groups' node pools that
+    could host one of its tasks (a node too small for every one of them it never gets)."""
+    nodes: set[int] = set()
+    for group in head.groups_with_pending():
+        nodes.update(s.ordinal for s in session.pool_for(group).nodes
+                     if group.resources.fits(s.allocatable))
+    return nodes
 
 
 def block(session: Session, queue: str, head: JobInfo, behind: list[JobInfo]) -> None:

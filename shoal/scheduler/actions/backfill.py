@@ -36,7 +36,12 @@ from enum import StrEnum
 
 from shoal.api.decisions import PendingKind
 from shoal.core.nodes import FitMemo
-from shoal.scheduler.actions.allocate import allocate_job, is_best_effort, place_one_by_one
+from shoal.scheduler.actions.allocate import (
+    allocate_job,
+    head_nodes,
+    is_best_effort,
+    place_one_by_one,
+)
 from shoal.scheduler.actions.elastic import resize_best_effort
 from shoal.scheduler.gang_choice import GangNeed, least_gpus
 from shoal.scheduler.jobs import JobInfo
@@ -72,11 +77,7 @@ class Backfill:
 
     def _outside_head_pools(self, session: Session, head: JobInfo, behind: list[JobInfo]
                             ) -> None:
-        excluded: set[int] = set()
-        for group in head.groups_with_pending():
-            # A node too small for any of its tasks is nothing the head could ever have.
-            excluded.update(s.ordinal for s in session.pool_for(group).nodes
-                            if group.resources.fits(s.allocatable))
+        excluded = head_nodes(session, head)
         short = head.reason.resource if head.reason is not None and head.reason.kind in (
             PendingKind.QUEUE_LIMIT, PendingKind.GUARANTEE) else None
         session.excluded_nodes = excluded

@@ -4,9 +4,10 @@ same virtual cluster that ranks ahead of them can start.
 Job-level, gang-aware and all-or-nothing (seed 001: "if the preempted tasks cannot meet the
 scheduling requirements … preemption will not be performed"). For each job P still not
 ready after allocation (holding nothing, or a gang below its minimum; not `Unschedulable`,
-not `Blocked` behind the head of a strictly ordered queue; its priority class not
-`preemptionPolicy: Never`; not one whose next task may be a best-effort one, which only
-backfill places: `allocate.waits_for_backfill_only`), in job order:
+not `Blocked` behind the head of a strictly ordered queue — behind a starving job's
+reservation it may, as aging gives that job no rank over it (`shoal.scheduler.aging`); its
+priority class not `preemptionPolicy: Never`; not one whose next task may be a best-effort
+one, which only backfill places: `allocate.waits_for_backfill_only`), in job order:
 
 - *Candidates* are jobs V of P's virtual cluster (across virtual clusters it would be
   reclaim, another action) that hold tasks placed before this cycle and rank strictly
@@ -14,6 +15,8 @@ backfill places: `allocate.waits_for_backfill_only`), in job order:
   decide readiness (gang): the gang key ranks a job by how far its placement got, which
   would put every waiting job ahead of every running one; and the session's final
   tie-breaks (submission, name) are left out too, so equal keys never preempt each other.
+  A plugin that ranks preemptors apart from its order (`PreemptionRank`: the priority
+  plugin with aging, whose waiting-time bonus is no right to evict) gives its own key.
 - P's virtual cluster's `withinQueue` changes that (`shoal.scheduler.queue_preemption`):
   `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs of P's priority that rank
   level with P and were submitted after it.
@@ -165,7 +168,8 @@ class Preemption:
         if job.name in self.evicted or job.name in session.preempted or not job.pending \
                 or session.job_ready(job):
             return False
-        if job.reason is not None and job.reason.kind in _NOT_PREEMPTING:
+        if job.reason is not None and job.reason.kind in _NOT_PREEMPTING \
+                and job.name not in session.behind_reservation:
             return False
         if waits_for_backfill_only(session, job):
             return False
