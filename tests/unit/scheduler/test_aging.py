@@ -168,3 +168,20 @@ def test_elastic_growth_keeps_off_a_starving_jobs_nodes() -> None:
     assert [(b.task.job, b.node) for b in decisions.binds] == [("elastic", "n0")]
     assert {p.job: p.reason.kind for p in decisions.pending} == {
         "wide": PendingKind.INSUFFICIENT_RESOURCES}
+
+
+def test_a_starving_job_evicts_nothing_that_may_not_be_evicted() -> None:
+    # A starving normal job, first in order, on a cluster full of a non-preemptable
+    # experiment job: it waits (the seed's exception), holding its reservation. The same
+    # job preemptable is evicted, by class, as without aging.
+    chosen = profile("enqueue, allocate, preempt", agingHalfLife=10)
+    for preemptable, evicted in ((False, []), (True, ["service"])):
+        model = SchedulerModel([node("n0", 8)])
+        model.add_job(replace(running(job("service", 8, 0.0, "experiment"), ["n0"], 0.0),
+                              preemptable=preemptable))
+        model.add_job(job("starving", 8, 10.0, "normal"))
+        _, decisions = cycle(model, 500.0, chosen)
+        assert [e.task.job for e in decisions.evictions] == evicted
+        if not evicted:
+            reason = {p.job: p.reason for p in decisions.pending}["starving"]
+            assert "holds a reservation since 20" in reason.message
