@@ -138,6 +138,23 @@ class TimeDependent(Protocol):
     def next_change(self, session: Session) -> float | None: ...
 
 
+@runtime_checkable
+class Starvation(Protocol):
+    """Says when a waiting job started starving (`shoal.scheduler.aging`): the first such
+    job of a virtual cluster that cannot be placed holds a reservation (allocate)."""
+
+    def starving_since(self, job: JobInfo) -> float | None: ...
+
+
+@runtime_checkable
+class PreemptionRank(Protocol):
+    """A job-order plugin whose order gives no right to evict: the preempt and reclaim
+    actions rank preemptor and victims by this key instead of `job_order_key` (the priority
+    plugin's aging orders waiting jobs but lets no job evict by having waited)."""
+
+    def preemption_rank_key(self, job: JobInfo) -> tuple[Any, ...]: ...
+
+
 class Action(Protocol):
     """One step of the cycle (enqueue, allocate, backfill …)."""
 

@@ -92,6 +92,9 @@ class Session:
         could have (`shoal.scheduler.held_back`): appended to its reason at `close`."""
         self.blocked: dict[str, list[JobInfo]] = {}
         """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
+        self.behind_reservation: set[str] = set()
+        """Jobs in `blocked` behind a starving job's reservation, not behind a strictly
+        ordered queue's head (`shoal.scheduler.aging`): they may still preempt."""
         self.decisions.reservations = model.reserve()
         self.closed = closed_queues(model.quota)
         """Closed virtual clusters (theirs or an ancestor's state) → why their jobs wait:

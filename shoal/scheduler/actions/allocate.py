@@ -24,7 +24,8 @@ With `ordering: global` every job is in one order (virtual clusters still enforc
 as the single-queue baselines need. With `strict: true` a queue is strictly ordered (Slurm's
 priority order, Kueue's StrictFIFO): once its head job cannot be placed, the jobs behind it
 wait with a `Blocked` reason — unless the backfill action can place them without delaying
-the head.
+the head. A job that has starved (the priority plugin's aging, `shoal.scheduler.aging`) holds
+its virtual cluster the same way once it is the first that cannot be placed, in any profile.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ from typing import Any
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
 from shoal.core.nodes import FitMemo
+from shoal.scheduler.aging import held_back_reason, reservation_reason
 from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.flavors import choose
+from shoal.scheduler.framework import Starvation
 from shoal.scheduler.gang_choice import GangNeed, place_gang
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.partial_admission import admit
@@ -82,6 +85,8 @@ class Allocate:
         heap: list[tuple[tuple[Any, ...], str]] = [
             (self._queue_key(session, q), q) for q in by_queue]
         heapq.heapify(heap)
+        rules: list[Starvation] = [p for p in session.hooks.plugins
+                                   if isinstance(p, Starvation)]
         while heap:
             _, name = heapq.heappop(heap)
             jobs = by_queue[name]
@@ -89,11 +94,15 @@ class Allocate:
             placed = allocate_job(session, memo, head)
             if not self.backfill_runs and not placed:
                 waits_for_backfill(head)
-            if self.strict and not placed and not session.job_ready(head) \
-                    and head.reason is not None \
+            if not placed and not session.job_ready(head) and head.reason is not None \
                     and head.reason.kind is not PendingKind.UNSCHEDULABLE:
-                block(session, name, head, list(jobs))
-                continue
+                if self.strict:
+                    block(session, name, head, list(jobs))
+                    continue
+                since = starving_since(rules, head)
+                if since is not None:
+                    reserve(session, name, head, list(jobs), since)
+                    continue
             if jobs:
                 heapq.heappush(heap, (self._queue_key(session, name), name))
         # Under strict ordering nothing behind a blocked head goes ahead of it, surplus
@@ -211,6 +220,39 @@ def gang_reason(job: JobInfo, need: int, reason: PendingReason) -> PendingReason
         kind, f"gang of {need} task{'s' if need != 1 else ''} (minAvailable "
               f"{job.gang_minimum}) cannot start together: {reason.message}",
         resource=reason.resource, queue=reason.queue, predicate=reason.predicate)
+
+
+def starving_since(rules: list[Starvation], job: JobInfo) -> float | None:
+    """When the job started starving, by the first rule that says it is (aging)."""
+    for rule in rules:
+        since = rule.starving_since(job)
+        if since is not None:
+            return since
+    return None
+
+
+def reserve(session: Session, queue: str, head: JobInfo, behind: list[JobInfo], since: float
+            ) -> None:
+    """A starving head that cannot be placed holds a reservation (`shoal.scheduler.aging`):
+    the jobs behind it wait as behind a strictly ordered queue's head, and the backfill
+    action starts those it can without delaying it."""
+    session.blocked[queue] = [head, *behind]
+    if head.reason is not None:
+        head.reason = reservation_reason(head.reason, head.job, since)
+    where = None if queue == GLOBAL_QUEUE else queue
+    for job in behind:
+        job.reason = held_back_reason(head.name, since, where)
+        session.behind_reservation.add(job.name)
+
+
+def head_nodes(session: Session, head: JobInfo) -> set[int]:
+    """The node ordinals a blocked head could use: those of its groups' node pools that
+    could host one of its tasks (a node too small for every one of them it never gets)."""
+    nodes: set[int] = set()
+    for group in head.groups_with_pending():
+        nodes.update(s.ordinal for s in session.pool_for(group).nodes
+                     if group.resources.fits(s.allocatable))
+    return nodes
 
 
 def block(session: Session, queue: str, head: JobInfo, behind: list[JobInfo]) -> None:

@@ -4,7 +4,8 @@ doing so does not delay the head.
 Two ways to know that, chosen by the `reservation` argument:
 
 - `pools` (default; no runtime estimates needed): a job behind the head may start only on
-  nodes outside every node pool the head could use, and, when the head is held back by a
+  nodes outside every node pool the head could use (a node of its pools too small for any
+  of its tasks counts as outside), and, when the head is held back by a
   quota limit, only if it asks for none of the resource that limit is short of. It takes
   nothing the head could ever have had.
 - `estimates` (EASY backfill, as Slurm's backfill with time limits): from the running
@@ -14,7 +15,8 @@ Two ways to know that, chosen by the `reservation` argument:
   more than the extra GPUs (which it then uses up). Counting is in GPUs, the scarce resource,
   over the head's pool as a whole; tasks without an estimate are taken never to end.
 
-Without `allocate.strict`, no job is ever blocked and that part has nothing to do.
+Without `allocate.strict`, a job is blocked only behind a starving job's reservation (the
+priority plugin's aging, `shoal.scheduler.aging`); with neither, that part has nothing to do.
 
 Then, in every profile that runs it, backfill places the best-effort tasks — of task groups
 that request no resources — which allocate leaves alone (as Volcano's backfill does): every
@@ -34,7 +36,12 @@ from enum import StrEnum
 
 from shoal.api.decisions import PendingKind
 from shoal.core.nodes import FitMemo
-from shoal.scheduler.actions.allocate import allocate_job, is_best_effort, place_one_by_one
+from shoal.scheduler.actions.allocate import (
+    allocate_job,
+    head_nodes,
+    is_best_effort,
+    place_one_by_one,
+)
 from shoal.scheduler.actions.elastic import resize_best_effort
 from shoal.scheduler.gang_choice import GangNeed, least_gpus
 from shoal.scheduler.jobs import JobInfo
@@ -70,9 +77,7 @@ class Backfill:
 
     def _outside_head_pools(self, session: Session, head: JobInfo, behind: list[JobInfo]
                             ) -> None:
-        excluded: set[int] = set()
-        for group in head.groups_with_pending():
-            excluded.update(s.ordinal for s in session.pool_for(group).nodes)
+        excluded = head_nodes(session, head)
         short = head.reason.resource if head.reason is not None and head.reason.kind in (
             PendingKind.QUEUE_LIMIT, PendingKind.GUARANTEE) else None
         session.excluded_nodes = excluded

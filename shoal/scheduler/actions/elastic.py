@@ -18,7 +18,9 @@ once per cycle, and only once `scaleCooldown` seconds have passed since it last 
 A start counts as a change of size: its latest task start, or the elastic action's own
 last resize of it (`JobInfo.resized`), whichever is later. Growth uses free capacity within
 the quota tree only: its virtual cluster's ceiling bounds it as it bounds any task, and
-nothing is evicted to make room.
+nothing is evicted to make room. Nor does it use a node a blocked head could use (the head
+of a strictly ordered queue, or a starving job holding a reservation:
+`shoal.scheduler.aging`): that capacity is the head's once it frees up.
 
 Repair. A job whose surplus tasks ended or were evicted may run at a size its step rule does
 not allow (a power-of-two job at 3). It is brought back at once, cooldown or not: up to the
@@ -40,7 +42,8 @@ from __future__ import annotations
 
 from shoal.api.decisions import Resize
 from shoal.api.elastic import Elasticity
-from shoal.scheduler.actions.allocate import is_best_effort
+from shoal.core.nodes import FitMemo
+from shoal.scheduler.actions.allocate import head_nodes, is_best_effort
 from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
@@ -58,8 +61,22 @@ class Elastic:
         del arguments
 
     def execute(self, session: Session) -> None:
-        for info in _elastic_jobs(session, best_effort=False):
-            _step(session, info)
+        reserved: set[int] = set()
+        for head, *_ in session.blocked.values():
+            reserved |= head_nodes(session, head)
+        if not reserved:
+            for info in _elastic_jobs(session, best_effort=False):
+                _step(session, info)
+            return
+        # Growth keeps off what a blocked head could use, as the jobs behind it do; with
+        # a private memo, as bounds learnt with nodes excluded would be wrong without them.
+        shared = session.fit_memo
+        session.excluded_nodes, session.fit_memo = reserved, FitMemo(session.cluster)
+        try:
+            for info in _elastic_jobs(session, best_effort=False):
+                _step(session, info)
+        finally:
+            session.excluded_nodes, session.fit_memo = set(), shared
 
 
 def resize_best_effort(session: Session) -> None:

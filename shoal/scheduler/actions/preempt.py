@@ -4,9 +4,10 @@ same virtual cluster that ranks ahead of them can start.
 Job-level, gang-aware and all-or-nothing (seed 001: "if the preempted tasks cannot meet the
 scheduling requirements … preemption will not be performed"). For each job P still not
 ready after allocation (holding nothing, or a gang below its minimum; not `Unschedulable`,
-not `Blocked` behind the head of a strictly ordered queue; its priority class not
-`preemptionPolicy: Never`; not one whose next task may be a best-effort one, which only
-backfill places: `allocate.waits_for_backfill_only`), in job order:
+not `Blocked` behind the head of a strictly ordered queue — behind a starving job's
+reservation it may, as aging gives that job no rank over it (`shoal.scheduler.aging`); its
+priority class not `preemptionPolicy: Never`; not one whose next task may be a best-effort
+one, which only backfill places: `allocate.waits_for_backfill_only`), in job order:
 
 - *Candidates* are jobs V of P's virtual cluster (across virtual clusters it would be
   reclaim, another action) that hold tasks placed before this cycle and rank strictly
@@ -14,6 +15,8 @@ backfill places: `allocate.waits_for_backfill_only`), in job order:
   decide readiness (gang): the gang key ranks a job by how far its placement got, which
   would put every waiting job ahead of every running one; and the session's final
   tie-breaks (submission, name) are left out too, so equal keys never preempt each other.
+  A plugin that ranks preemptors apart from its order (`PreemptionRank`: the priority
+  plugin with aging, whose waiting-time bonus is no right to evict) gives its own key.
 - P's virtual cluster's `withinQueue` changes that (`shoal.scheduler.queue_preemption`):
   `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs of P's priority that rank
   level with P and were submitted after it.
@@ -56,6 +59,7 @@ This module owns the action and its arguments. Drivers own what an eviction cost
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +72,7 @@ from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.actions.allocate import waits_for_backfill_only
-from shoal.scheduler.framework import JobOrder
+from shoal.scheduler.framework import PreemptionRank
 from shoal.scheduler.gang_choice import (
     GangNeed,
     Room,
@@ -142,8 +146,10 @@ class Preemption:
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
         readiness = {id(p) for p in session.hooks.job_readies}
-        self.rank_orders: list[JobOrder] = [
-            p for p in session.hooks.job_orders if id(p) not in readiness]
+        # A plugin whose order gives no right to evict (aging) ranks by its own key here.
+        self.rank_orders: list[Callable[[JobInfo], tuple[Any, ...]]] = [
+            p.preemption_rank_key if isinstance(p, PreemptionRank) else p.job_order_key
+            for p in session.hooks.job_orders if id(p) not in readiness]
         self.fresh = {b.task.job for b in session.decisions.binds}
         """Jobs placed (wholly or partly) in this cycle: never victims."""
         self.evicted: set[str] = set()
@@ -162,7 +168,8 @@ class Preemption:
         if job.name in self.evicted or job.name in session.preempted or not job.pending \
                 or session.job_ready(job):
             return False
-        if job.reason is not None and job.reason.kind in _NOT_PREEMPTING:
+        if job.reason is not None and job.reason.kind in _NOT_PREEMPTING \
+                and job.name not in session.behind_reservation:
             return False
         if waits_for_backfill_only(session, job):
             return False
@@ -182,8 +189,8 @@ class Preemption:
         key = self._ranks.get(job.name)
         if key is None:
             key = ()
-            for plugin in self.rank_orders:
-                key += plugin.job_order_key(job)
+            for order in self.rank_orders:
+                key += order(job)
             self._ranks[job.name] = key
         return key
 
