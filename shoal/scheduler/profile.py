@@ -312,3 +312,7 @@ def _register_builtins() -> None:
     ACTIONS.register("reclaim", ReclaimArguments, Reclaim)
     PLUGINS.register("las", LasArguments, LeastAttainedService)
     # ---- end las ---------------------------------------------------------------------------
+    # ---- usage: decayed usage per virtual cluster and user (issue 17) ----------------------
+    from shoal.scheduler.plugins.usage import Usage, UsageArguments
+
+    PLUGINS.register("usage", UsageArguments, Usage)
