@@ -32,6 +32,12 @@ class UserQuota:
         self.held: dict[tuple[str, str], Resources] = {}
         """(limited virtual cluster, user) → what the user's tasks hold in its subtree."""
 
+    def add(self, vc: VirtualCluster) -> None:
+        """A virtual cluster that joined the tree (a job's sub-cluster): its limit counts
+        from now on, for tasks that start in it (none runs in it yet)."""
+        if not vc.max_per_user.is_unlimited():
+            self.limits[vc.name] = vc.max_per_user
+
     def __bool__(self) -> bool:
         return bool(self.limits)
 

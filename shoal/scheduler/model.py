@@ -199,6 +199,7 @@ class SchedulerModel:
 
     def _add_sub_cluster(self, own: str, vc: VirtualCluster) -> None:
         self.quota.add(vc)
+        self.users.add(vc)
         self.holds.set_timeout(vc.name, vc.idle_timeout)
         self.sub_clusters.setdefault(own, []).append(vc.name)
         self.unblock()  # jobs that waited for it (submitted in the same breath) may go

@@ -52,3 +52,14 @@ def test_a_request_alone_over_a_limit_never_fits() -> None:
     assert reason.message == ("needs 5 gpu but virtual cluster 'team' allows at most 4 gpu "
                               "per user (maxPerUser)")
     assert quota.never_fits(FREE, GPU.scale(7)) is not None  # org's 6
+
+
+def test_a_cluster_that_joins_later_counts_from_then_on() -> None:
+    quota = UserQuota()
+    assert not quota
+    quota.add(VirtualCluster("plain"))
+    assert not quota
+    quota.add(VirtualCluster("sub", max_per_user=ResourceLimit.of({"gpu": 1})))
+    quota.hold(["root", "sub"], "alice", GPU, +1)
+    reason = quota.check(["root", "sub"], "alice", GPU)
+    assert reason is not None and reason.queue == "sub"
