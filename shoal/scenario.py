@@ -19,7 +19,9 @@ from shoal.api.decisions import Bind, Decisions, Evict, Pending, Reserve, Resize
 from shoal.api.lifecycle import JOB_LIFECYCLE, TASK_LIFECYCLE, JobState, TaskState
 from shoal.api.objects import Job, Task, VirtualCluster, job_of_virtual_cluster
 from shoal.core.snapshot import Snapshot
+from shoal.core.usage import UsageLedger, job_holdings
 from shoal.scheduler.cycle import run_cycle
+from shoal.scheduler.plugins.usage import usage_half_life
 from shoal.scheduler.profile import Profile
 from shoal.spec import SpecBundle
 
@@ -83,10 +85,15 @@ def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles:
     jobs = {j.name: j for j in bundle.jobs}
     virtual_clusters = {vc.name: vc for vc in bundle.virtual_clusters}
     result = ScenarioResult(profile.name)
+    # Decayed usage per virtual cluster and user, charged for what runs as the clock moves
+    # (issue 17): tasks recorded as running since a `startTime` are charged from it.
+    usage = UsageLedger(usage_half_life(profile))
     for cycle in range(1, max_cycles + 1):
+        usage = usage.charged(job_holdings(jobs.values()), float(cycle))
         snapshot = Snapshot(bundle.nodes, tuple(jobs.values()),
                             tuple(virtual_clusters.values()), bundle.priority_classes,
-                            now=float(cycle), resource_flavors=bundle.resource_flavors)
+                            now=float(cycle), resource_flavors=bundle.resource_flavors,
+                            usage=usage)
         decisions = run_cycle(snapshot, profile)
         result.cycles.append(CycleRecord(cycle, decisions.binds, decisions.evictions,
                                          decisions.resizes, decisions.reservations))

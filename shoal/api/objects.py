@@ -407,6 +407,10 @@ class VirtualCluster:
     flavor_fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
     """Whether a job tries its next flavor rather than borrow or wait for evictions on the
     one before (Kueue's `flavorFungibility`)."""
+    max_per_user: ResourceLimit = field(default_factory=ResourceLimit)
+    """At most this much held by one user's running tasks in its subtree, per resource
+    (`maxPerUser`, issue 17: Slurm's MaxTRESPerUser); dimensions not named are
+    unlimited (`shoal.core.user_quota`)."""
 
     @property
     def virtual_node_specs(self) -> tuple[FixedSizeNode, ...]:

@@ -146,7 +146,8 @@ def nodes_table(nodes: Sequence[NodeView]) -> Table:
 
 def virtual_clusters_table(vcs: Sequence[VirtualClusterView]) -> Table:
     table = _table(None, "NAME", "PARENT", "STATE", "PRIORITY", "FLEXIBLE MIN",
-                   "FLEXIBLE MAX", "FIXED NODES", "GUARANTEED", "WEIGHT", "POLICY")
+                   "FLEXIBLE MAX", "FIXED NODES", "GUARANTEED", "WEIGHT", "POLICY",
+                   "PER USER")
     for vc in vcs:
         limits = ", ".join(f"{k}={v}" for k, v in vc.max.items()) or "unlimited"
         fixed = "; ".join(f"{len(g.get('nodes', []))} {g.get('schedulingPolicy', '')}"
@@ -155,7 +156,8 @@ def virtual_clusters_table(vcs: Sequence[VirtualClusterView]) -> Table:
             fixed += " (reserved)" if vc.status.reservation == "reserved" else " (queued)"
         table.add_row(vc.name, vc.parent, vc.state, str(vc.priority), _quantities(vc.min),
                       limits, fixed,
-                      _quantities(vc.guaranteed), str(vc.weight), vc.queueing_policy)
+                      _quantities(vc.guaranteed), str(vc.weight), vc.queueing_policy,
+                      ", ".join(f"{k}={v}" for k, v in vc.max_per_user.items()) or "-")
     return table
 
 

@@ -288,6 +288,8 @@ class VirtualClusterView:
     priority: int = 0
     guaranteed: Quantities = field(default_factory=dict)
     fixed_size_nodes: list[Json] = field(default_factory=list)
+    max_per_user: dict[str, int] = field(default_factory=dict)
+    """`maxPerUser` (issue 17) in canonical units; empty: no per-user limit."""
     status: VirtualClusterStatusView | None = None
     """Absent in the answer to a creation."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -301,6 +303,7 @@ class VirtualClusterView:
                    state=str(data.get("state", "Open")), priority=int(data.get("priority", 0)),
                    guaranteed=dict(data.get("guaranteed") or {}),
                    fixed_size_nodes=list(data.get("fixedSizeNodes") or []),
+                   max_per_user=dict(data.get("maxPerUser") or {}),
                    status=(None if not data.get("status")
                            else VirtualClusterStatusView.from_json(data["status"])),
                    raw=data)

@@ -75,6 +75,7 @@ from shoal.control.node_watch import NodeWatch, NodeWatching
 from shoal.control.records import MasterPorts
 from shoal.control.scale_up import ScaleUpHook, shortfall
 from shoal.control.stopping import Tracked
+from shoal.control.usage_charge import UsageKeeper
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
 from shoal.executors.contract import Executor
@@ -171,6 +172,8 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         self.last_cycle_seconds = 0.0
         """How long the latest cycle took to decide (wall clock; launches not included)."""
         self.last_decisions: Decisions | None = None
+        self._usage = UsageKeeper(repository, profile)
+        """Decayed usage per virtual cluster and user: charged each cycle, kept in the store."""
 
     # ---- the API's side (any thread) ----------------------------------------------------
 
@@ -378,6 +381,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         jobs = self.repository.snapshot_jobs()
         self._ending = self.repository.stopping_jobs()
         self._model, evicted = self._model_of(jobs, self.virtual_clusters)
+        self._usage.restore(self._model)
         self._reconcile(jobs, evicted)  # one job at a time: one bad job stops no other
         self.repository.revoke_job_tokens()  # of jobs that ended while we were down
         for name, cause in orphaned(self._model).items():
@@ -404,6 +408,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         except Exception:
             log.exception("cannot rebuild the scheduler model from the store")
             return
+        self._usage.carry(self._model, model)
         self._model = model
         for name in self._ending:
             self._stop_wanting(name)
@@ -428,6 +433,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         """One scheduling cycle over the model; binds are persisted, then launched."""
         model = self.model
         model.now = self.clock()
+        self._usage.charge(model)
         started = time.perf_counter()
         session = Session(model, self._hooks)
         for action in self._actions:

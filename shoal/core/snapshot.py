@@ -20,6 +20,7 @@ from shoal.api.objects import (
 )
 from shoal.api.queue_policy import PreemptionPolicy
 from shoal.api.resources import Resources, total
+from shoal.core.usage import UsageLedger
 
 
 class SnapshotError(ValueError):
@@ -80,6 +81,8 @@ class Snapshot:
     resource_flavors: tuple[ResourceFlavor, ...] = ()
     """Declared resource flavors (issue 16): the node pools virtual clusters' `flavors`
     name."""
+    usage: UsageLedger = field(default_factory=UsageLedger)
+    """Decayed usage per virtual cluster and user (issue 17), as the driver charged it."""
     priorities: PriorityTable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

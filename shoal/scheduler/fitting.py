@@ -1,9 +1,9 @@
 """Placing a batch of identical replicas, and saying why they do not fit.
 
 `place_replicas` places `count` replicas of one task group inside a statement. Before it
-touches a node it asks two cheap questions: may the virtual cluster take all of them
-(quota), and could the node pool hold them at all (`FitMemo`)? Only then does it place
-replica by replica through the node index.
+touches a node it asks cheap questions: may the job's user take all of them (`maxPerUser`),
+may the virtual cluster (quota), and could the node pool hold them at all (`FitMemo`)?
+Only then does it place replica by replica through the node index.
 
 `FitMemo` (in `shoal.core.nodes`) keeps an upper bound on how many replicas of a request fit
 in a pool, so a job asking for more fails in O(1): the exact count is computed once per
@@ -30,6 +30,9 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
     statement for the caller to discard). Replicas go to the VC's own virtual nodes first,
     the rest to the flexible part (the physical nodes, under the quota tree)."""
     request = group.resources
+    reason = session.user_allows(job, request.scale(len(indices)))
+    if reason is not None:
+        return reason
     if session.model.reservations.on(job.account) or session.model.holds.on(job.account):
         indices = _onto_virtual_nodes(session, statement, job, group, indices)
         if not indices:

@@ -39,7 +39,7 @@ class TaskInfo:
 class JobInfo:
     __slots__ = ("account", "blocker", "counted", "ended", "floors", "gang_minimum",
                  "holding", "job", "pending", "priority", "queue", "queueing", "reason",
-                 "resized", "running", "stopping", "succeeded", "surplus")
+                 "resized", "running", "stopping", "succeeded", "surplus", "tally")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
@@ -82,6 +82,9 @@ class JobInfo:
         self.succeeded = sum(1 for t in job.tasks if t.state is TaskState.SUCCEEDED)
         """How many of those succeeded (`SchedulerModel.task_succeeded`): one is enough to
         make it `finishing`."""
+        self.tally: Callable[[JobInfo, str, int], None] | None = None
+        """Told of every change in what it holds (`hold`): the model's per-user count
+        (`shoal.core.user_quota`)."""
         self.resized: float | None = None
         """When the elastic action last changed its size, if it did since the job was added
         (starts of its tasks count too: `shoal.scheduler.actions.elastic`)."""
@@ -124,6 +127,8 @@ class JobInfo:
         """A task of `group` starts (1) or stops (-1) holding resources."""
         self.holding += delta
         self.counted[group] = self.counted.get(group, 0) + delta
+        if self.tally is not None:
+            self.tally(self, group, delta)
 
     def shortfalls(self) -> list[tuple[str, int]]:
         """(group, tasks missing) for each group below its own minimum (`floors`)."""

@@ -12,11 +12,11 @@ is plain data with no I/O or clock; `from_snapshot` builds the same model from s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from shoal.api.decisions import PendingKind, PendingReason, Reserve
-from shoal.api.flavors import ResourceFlavor, flavor_part
+from shoal.api.flavors import ResourceFlavor, flavor_part, unflavored
 from shoal.api.objects import (
     ROOT_QUEUE,
     Job,
@@ -33,6 +33,8 @@ from shoal.api.resources import ZERO, Resources, total
 from shoal.core.nodes import ClusterState, FitMemo, NodeState
 from shoal.core.quota import QuotaTree
 from shoal.core.snapshot import PriorityTable, Snapshot, SnapshotError
+from shoal.core.usage import NO_USER, Holding, UsageLedger
+from shoal.core.user_quota import UserQuota
 from shoal.core.virtual_nodes import unplaceable
 from shoal.scheduler.flavors import FlavorBook
 from shoal.scheduler.flexible import FlexibleHolds
@@ -82,6 +84,12 @@ class SchedulerModel:
         self.arrivals: list[JobInfo] = []
         """Jobs added since `settled()`; kept only while nothing is unblocked (they matter
         only then), so a driver that never settles — the simulator — keeps none."""
+        self.users = UserQuota(vc_list)
+        """What each user's running tasks hold in each virtual cluster with a `maxPerUser`
+        (issue 17), kept with every task that starts or stops holding (`JobInfo.tally`)."""
+        self.usage = UsageLedger()
+        """Decayed usage per virtual cluster and user (`shoal.core.usage`): the driver's,
+        charged and handed in by it before each cycle; read by the `usage` plugin."""
 
     @staticmethod
     def from_snapshot(snapshot: Snapshot) -> SchedulerModel:
@@ -94,6 +102,7 @@ class SchedulerModel:
         model = SchedulerModel(snapshot.nodes, snapshot.virtual_clusters,
                                snapshot.priority_classes, snapshot.now, held,
                                snapshot.resource_flavors)
+        model.usage = snapshot.usage
         model.add_jobs(snapshot.jobs)
         return model
 
@@ -190,6 +199,7 @@ class SchedulerModel:
 
     def _add_sub_cluster(self, own: str, vc: VirtualCluster) -> None:
         self.quota.add(vc)
+        self.users.add(vc)
         self.holds.set_timeout(vc.name, vc.idle_timeout)
         self.sub_clusters.setdefault(own, []).append(vc.name)
         self.unblock()  # jobs that waited for it (submitted in the same breath) may go
@@ -444,6 +454,26 @@ class SchedulerModel:
         idle = total(v.free() for v in self.holds.kept.values())
         return (usage + on_fixed).saturating_sub(idle)
 
+    def holdings(self) -> Iterator[Holding]:
+        """What every running task holds, for whom (`UsageLedger.charged`)."""
+        for info in self.jobs.values():
+            user = user_of(info)
+            for task in info.running:
+                yield Holding(info.queue, user,
+                              unflavored(info.job.group(task.ref.group).resources),
+                              task.started)
+
+    def user_path(self, queue: str) -> list[str]:
+        """The virtual clusters whose `maxPerUser` a task charged to `queue` counts against
+        (root first): those on its path."""
+        return [q.name for q in self.quota.get(queue).path()]
+
+    def _tally(self, info: JobInfo, group: str, delta: int) -> None:
+        # The job's queue, not its account: a job's own virtual cluster comes and goes with
+        # it, its queue (which holds it) does not, so a start and a stop count in one place.
+        self.users.hold(self.user_path(info.queue), user_of(info),
+                        unflavored(info.job.group(group).resources), delta)
+
     def node(self, name: str) -> NodeState:
         return self.cluster.by_name[name]
 
@@ -451,12 +481,19 @@ class SchedulerModel:
         known = job.queue in self.quota.queues and job.queue != ROOT_QUEUE
         queue = job.queue if known else ROOT_QUEUE
         info = JobInfo(job, self.priority(job), queue, self.quota.get(queue).queueing)
+        if self.users:
+            info.tally = self._tally
         info.blocker = self.reservations.blocker(queue)
         if not known:
             info.blocker = PendingReason(
                 PendingKind.UNSCHEDULABLE, f"virtual cluster {job.queue!r} does not exist",
                 queue=job.queue)
         return info
+
+
+def user_of(info: JobInfo) -> str:
+    """Who the job's tasks count for in per-user quotas and usage."""
+    return info.job.user or NO_USER
 
 
 def _claimable(state: NodeState, task: Task, request: Resources) -> tuple[int, ...] | None:

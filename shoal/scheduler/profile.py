@@ -333,3 +333,7 @@ def _register_builtins() -> None:
     ACTIONS.register("fairshare", FairShareActionArguments, FairShareAction)
     PLUGINS.register("fairshare", FairShareArguments, FairShare)
     # ---- end fairshare ---------------------------------------------------------------------
+    # ---- usage: decayed usage per virtual cluster and user (issue 17) ----------------------
+    from shoal.scheduler.plugins.usage import Usage, UsageArguments
+
+    PLUGINS.register("usage", UsageArguments, Usage)

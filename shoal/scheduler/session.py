@@ -36,7 +36,7 @@ from shoal.scheduler.framework import (
     VictimSelection,
 )
 from shoal.scheduler.jobs import JobInfo, TaskInfo
-from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.model import SchedulerModel, user_of
 from shoal.scheduler.queue_status import closed_queues
 
 MAX_HELD_BACK_NOTES = 2
@@ -168,12 +168,26 @@ class Session:
                 return reason
         return None
 
+    def user_allows(self, job: JobInfo, request: Resources) -> PendingReason | None:
+        """Whether the job's user may take `request` more in its virtual cluster
+        (`maxPerUser`, `shoal.core.user_quota`): asked before every placement
+        (`shoal.scheduler.fitting`), so allocate, backfill, preempt, reclaim and elastic
+        growth all keep to it. Under a profile with a quota plugin, as `allocatable`."""
+        users = self.model.users
+        if not users or not self.hooks.allocatables:
+            return None
+        return users.check(self.model.user_path(job.queue), user_of(job), unflavored(request))
+
     def admissible(self, queue: str, request: Resources) -> PendingReason | None:
         state = self.quota.get(queue)
         for plugin in self.hooks.allocatables:
             reason = plugin.admissible(state, request)
             if reason is not None:
                 return reason
+        users = self.model.users
+        if users and self.hooks.allocatables:
+            # The same for every user: a request over `maxPerUser` alone never runs.
+            return users.never_fits(self.model.user_path(queue), unflavored(request))
         return None
 
     def pool_key(self, group: TaskGroup) -> Hashable:

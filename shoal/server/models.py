@@ -469,6 +469,10 @@ class VirtualClusterOut(_Out):
                                           "preference.")
     flavor_fungibility: FlavorFungibilityOut = Field(
         default_factory=FlavorFungibilityOut, alias="flavorFungibility")
+    max_per_user: dict[str, int] = Field(
+        default_factory=dict, alias="maxPerUser",
+        description="At most this much held by one user's running tasks in it, canonical "
+                    "units; a dimension not named is unlimited.")
     status: VirtualClusterStatusOut | None = None
 
 
@@ -536,6 +540,7 @@ def vc_out(vc: VirtualCluster, status: VirtualClusterStatus | None = None
         flavor_fungibility=FlavorFungibilityOut(
             when_can_borrow=vc.flavor_fungibility.when_can_borrow.value,
             when_can_preempt=vc.flavor_fungibility.when_can_preempt.value),
+        max_per_user=vc.max_per_user.to_dict(),
         status=None if status is None else vc_status_out(status))
 
 

@@ -33,8 +33,11 @@ from typing import Protocol
 from shoal.api.decisions import Decisions
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import Node, PriorityClass, TaskRef, VirtualCluster
+from shoal.core.usage import UsageLedger
 from shoal.scheduler.framework import TimeDependent
 from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.plugins.usage import NAME as USAGE
+from shoal.scheduler.plugins.usage import usage_half_life
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.sim.engine import EventKind, EventQueue
@@ -54,6 +57,10 @@ class ClusterLike(Protocol):
 
     @property
     def priority_classes(self) -> Sequence[PriorityClass]: ...
+
+
+_RELEASING = frozenset({EventKind.COMPLETION, EventKind.NODE_DOWN})
+"""Events that stop running tasks outside a cycle."""
 
 
 def _resource_flavors(cluster: ClusterLike) -> Sequence[ResourceFlavor]:
@@ -177,6 +184,10 @@ class Simulator:
         self._dirty = False
         self._tick_at: float | None = None
         self._cycle_now_at: float | None = None
+        # Decayed usage per virtual cluster and user (issue 17), on the simulated clock.
+        # Charging walks the live jobs, so it is kept only where the profile reads it.
+        self._charges_usage = USAGE in profile.plugin_names()
+        self.model.usage = UsageLedger(usage_half_life(profile))
 
     # ---- the loop -------------------------------------------------------------------------
 
@@ -191,6 +202,8 @@ class Simulator:
             event = self.events.pop()
             now = event.time
             self.model.now = now  # what the model does between cycles is stamped too
+            if event.kind in _RELEASING:
+                self._charge_usage(now)  # before what runs stops, its last stretch too
             if event.kind is EventKind.ARRIVAL:
                 self._arrive(event.subject, now)
             elif event.kind is EventKind.COMPLETION:
@@ -235,6 +248,7 @@ class Simulator:
         if not self._dirty and not (self._time_dependent and self.model.waiting):
             return
         self._dirty = False
+        self._charge_usage(now)
         session = Session(self.model, self._hooks)
         for action in self._actions:
             action.execute(session)
@@ -249,6 +263,11 @@ class Simulator:
             self._schedule_tick(min(self.model.holds.expiry.values()))
         if self._time_dependent and self.model.waiting:
             self._wake_for_time(session, now)
+
+    def _charge_usage(self, now: float) -> None:
+        """Charge the usage ledger for what ran up to `now` (once per instant)."""
+        if self._charges_usage and self.model.usage.at != now:
+            self.model.usage = self.model.usage.charged(self.model.holdings(), now)
 
     def _wake_for_time(self, session: Session, now: float) -> None:
         """With jobs waiting under a time-dependent profile, the next cycle is due when the

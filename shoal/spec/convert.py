@@ -42,6 +42,7 @@ from shoal.api import (
 from shoal.api.flavors import FLAVOR_PREFIX, is_flavor_dimension
 from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
 from shoal.api.resources import PODS, ZERO, canonical_name, parse_quantity
+from shoal.api.resources import total as total_of
 from shoal.spec.documents import (
     INT64_MAX,
     FixedSizeNodesSpec,
@@ -56,6 +57,7 @@ from shoal.spec.errors import DocRef, IssueLog, join_path
 from shoal.spec.fairshare_fields import freezing_window
 from shoal.spec.flavors import flavor_quotas
 from shoal.spec.queue_fields import group_minimums, preemptable, queue_settings
+from shoal.spec.user_fields import max_per_user
 
 _SCHEDULERS = {
     None: SchedulerName.DEFAULT,
@@ -206,6 +208,10 @@ def virtual_cluster(log: IssueLog, doc: DocRef,
     flavors, fungibility = flavor_quotas(
         log, doc, spec, lambda path, value: resources(log, doc, path, value),
         lambda path, value: limit(log, doc, path, value))
+    per_user = max_per_user(
+        log, doc, spec, None if found is None else found[1].raised_by(
+            total_of(g.resources for g in found[2])),
+        lambda path, value: limit(log, doc, path, value))
     if found is None:
         return None
     minimum, maximum, groups = found
@@ -217,7 +223,8 @@ def virtual_cluster(log: IssueLog, doc: DocRef,
                           preemption=settings.preemption,
                           borrowing_limit=settings.borrowing_limit,
                           lending_limit=settings.lending_limit,
-                          flavors=flavors, flavor_fungibility=fungibility)
+                          flavors=flavors, flavor_fungibility=fungibility,
+                          max_per_user=per_user)
 
 
 def job_virtual_cluster(log: IssueLog, doc: DocRef, model: JobDocument

@@ -270,6 +270,11 @@ class VirtualClusterSpec(ClusterResourcesSpec):
         default_factory=FlavorFungibilitySpec, alias="flavorFungibility",
         description="Whether a job tries the next flavor rather than borrow or wait for "
                     "evictions (Kueue's flavorFungibility).")
+    max_per_user: Quantities | None = Field(
+        default=None, alias="maxPerUser",
+        description="At most this much held by one user's running tasks in this virtual "
+                    "cluster (and its children), per resource (Slurm's MaxTRESPerUser); "
+                    "dimensions not named are unlimited.")
 
 
 class VirtualClusterDocument(_Model):

@@ -283,6 +283,7 @@ def vc_to_row(vc: VirtualCluster, row: VirtualClusterRow | None = None) -> Virtu
     row.state = vc.state.value
     row.priority = vc.priority
     row.queue_policy = queue_policy_to_json(vc)
+    row.max_per_user = vc.max_per_user.to_dict()
     groups = fixed_groups_to_json(vc.fixed_size_nodes)
     if groups != row.fixed_size_nodes or vc.reservation is not None:
         # New fixed-size nodes are carved anew; the same ones keep their carving.
@@ -327,7 +328,8 @@ def vc_from_row(row: VirtualClusterRow) -> VirtualCluster:
                           reservation=reservation_from_json(row.reservation),
                           state=QueueStatus(row.state or QueueStatus.OPEN.value),
                           priority=row.priority or 0,
-                          **queue_policy_from_json(row.queue_policy))
+                          **queue_policy_from_json(row.queue_policy),
+                          max_per_user=_limit(row.max_per_user or {}))
 
 
 def queue_policy_to_json(vc: VirtualCluster) -> dict[str, Any] | None:

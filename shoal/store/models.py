@@ -191,6 +191,9 @@ class VirtualClusterRow(Base):
     queue_policy: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     """Its preemption policies and borrowing/lending limits (`convert.queue_policy_to_json`);
     NULL: the defaults."""
+    max_per_user: Mapped[dict[str, int]] = mapped_column(JSON, default=dict,
+                                                         server_default="{}")
+    """`maxPerUser` (issue 17): only the limited dimensions; empty: no per-user limit."""
 
 
 class PriorityClassRow(Base):
@@ -211,6 +214,26 @@ class ResourceFlavorRow(Base):
 
     name: Mapped[str] = mapped_column(String(NAME), primary_key=True)
     node_labels: Mapped[dict[str, str]] = mapped_column(JSON)
+
+
+class UsageRow(Base):
+    """Decayed usage of one user in one virtual cluster (issue 17, `shoal.core.usage`): the
+    control plane's ledger, rewritten as it charges it, read back at a restart. One row per
+    (virtual cluster, user) that used anything recently: bounded by `MAX_ENTRIES`."""
+
+    __tablename__ = "usage"
+
+    vc: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    user: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    """'' for jobs without a user (`NO_USER`)."""
+    gpu_seconds: Mapped[float] = mapped_column(Double)
+    cpu_seconds: Mapped[float] = mapped_column(Double)
+    """Core-seconds."""
+    memory_seconds: Mapped[float] = mapped_column(Double)
+    """GiB-seconds."""
+    at: Mapped[float] = mapped_column(Double)
+    """When the values were last charged (they decay from then on)."""
+    half_life: Mapped[float] = mapped_column(Double)
 
 
 class UserRow(Base):

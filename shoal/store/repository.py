@@ -71,6 +71,7 @@ from shoal.store.models import (
 )
 from shoal.store.nodes import NodeInventory
 from shoal.store.stops import Stops
+from shoal.store.usage import UsageRecords
 
 SUBMITTED = "Submitted"
 JOB_STATE = "JobStateChanged"
@@ -127,7 +128,7 @@ class Waiting:
     cause: str
 
 
-class Repository(Stops, JobQueries, Accounts, NodeInventory):
+class Repository(Stops, JobQueries, Accounts, NodeInventory, UsageRecords):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:

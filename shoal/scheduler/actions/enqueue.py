@@ -62,7 +62,8 @@ class Enqueue:
                 else:
                     reason = verdicts[shape] = feasibility(session, job)
                 if reason is None and job.job.min_resources is not None:
-                    reason = session.allocatable(job.account, job.job.min_resources)
+                    reason = session.allocatable(job.account, job.job.min_resources) or \
+                        session.user_allows(job, job.job.min_resources)
                 if reason is not None:
                     job.reason = reason
                     continue
