@@ -5,8 +5,9 @@ finds a node for a task without scanning every node.
 that pass a task group's static predicates (node selector, GPU type), bucketed by free GPU
 count: a GPU task looks only at buckets with enough free GPUs, in the order the placement
 policy asks for (fullest first to bin-pack, emptiest first to spread). CPU-only tasks search
-from the bucket with the fewest free GPUs so that GPU machines stay free for GPU jobs
-(seed 002: "jobs require GPU resource should have higher priority to run on GPU machines").
+the nodes without GPUs first, then from the bucket with the fewest free GPUs, so that GPU
+machines stay free for GPU jobs (seed 002: "jobs require GPU resource should have higher
+priority to run on GPU machines").
 
 Every change of a node's free capacity goes through `ClusterState.take` / `give`, which keep
 all pools containing that node in step. `release_epoch` counts every `give` that is not the
