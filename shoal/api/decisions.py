@@ -47,10 +47,13 @@ class PendingReason:
     """The virtual cluster whose limit binds, when one does."""
     predicate: str | None = None
     """The predicate that filtered nodes out, when one did."""
+    field: str | None = None
+    """The job's field at fault, as a path (`spec.taskGroups[0].resources.cpu`), when the
+    reason is one field of the spec (a rule the job breaks, not a shortage)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind.value, "message": self.message}
-        for key in ("resource", "queue", "predicate"):
+        for key in ("resource", "queue", "predicate", "field"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value

@@ -5,8 +5,9 @@ finds a node for a task without scanning every node.
 that pass a task group's static predicates (node selector, GPU type), bucketed by free GPU
 count: a GPU task looks only at buckets with enough free GPUs, in the order the placement
 policy asks for (fullest first to bin-pack, emptiest first to spread). CPU-only tasks search
-from the bucket with the fewest free GPUs so that GPU machines stay free for GPU jobs
-(seed 002: "jobs require GPU resource should have higher priority to run on GPU machines").
+the nodes without GPUs first, then from the bucket with the fewest free GPUs, so that GPU
+machines stay free for GPU jobs (seed 002: "jobs require GPU resource should have higher
+priority to run on GPU machines").
 
 Every change of a node's free capacity goes through `ClusterState.take` / `give`, which keep
 all pools containing that node in step. `release_epoch` counts every `give` that is not the
@@ -18,6 +19,16 @@ taken onto the node (`take`/`give` with `tasks=1`, the default) counts one again
 whatever it requests — a best-effort task too. A node that declares no `pods` takes any
 number of tasks; `pods` is never charged to a virtual cluster's quota. A task on a virtual
 node counts against the physical node it is carved from as well.
+
+CPU kept for idle GPUs (seed 002: a GPU job needs CPU to feed its GPUs; the `gpu-discipline`
+plugin, `shoal.scheduler.plugins.gpu_discipline`): with `ClusterState.set_cpu_reserve(r)`, a
+CPU-only request (CPU, no GPU) sees a node's free CPU less `r` per idle GPU there, so CPU
+work never leaves an idle GPU without the CPU to use it; a request with GPUs sees all of it.
+CPU-only nodes sit in a bucket of their own (`CPU_ONLY`), searched first for CPU-only
+requests, ahead of GPU nodes with no free GPU. The reserve is a slot on each node, read only
+for CPU-only requests and only when it is non-zero: it costs a fit nothing when it is off.
+A GPU task that takes less than `r` CPU per GPU *widens* the CPU-only view, so such a `take`
+moves the release epoch (the memo's bounds would no longer be upper bounds otherwise).
 """
 
 from __future__ import annotations
@@ -32,12 +43,16 @@ from shoal.api.resources import PODS, Resources
 
 _ONE_TASK = Resources.of(extras={PODS: 1})
 
+CPU_ONLY = -1
+"""The bucket of a pool's nodes that have no GPU at all: searched before every other bucket
+for CPU-only requests, never for GPU requests."""
+
 
 class NodeState:
     """One node's free capacity during a cycle."""
 
-    __slots__ = ("allocatable", "cpu", "extras", "gpu", "gpu_free_mask", "host", "memory",
-                 "name", "node", "ordinal", "owner", "pod_limited", "pools")
+    __slots__ = ("allocatable", "cpu", "cpu_reserve", "extras", "gpu", "gpu_free_mask", "host",
+                 "memory", "name", "node", "ordinal", "owner", "pod_limited", "pools")
 
     def __init__(self, ordinal: int, node: Node, host: NodeState | None = None,
                  owner: str | None = None, gpus: tuple[int, ...] = ()) -> None:
@@ -61,6 +76,8 @@ class NodeState:
         """For a virtual node: the virtual cluster whose it is."""
         if host is not None:
             self.gpu_free_mask = sum(1 << index for index in gpus)
+        self.cpu_reserve = 0
+        """Millicores kept per idle GPU from CPU-only requests (`set_cpu_reserve`)."""
 
     @property
     def physical(self) -> NodeState:
@@ -71,6 +88,9 @@ class NodeState:
         """Whether one more task of `request` fits here now: its resources, and a free task
         slot where a task limit (`capacity.pods`) is declared."""
         if request.cpu > self.cpu or request.memory > self.memory or request.gpu > self.gpu:
+            return False
+        if self.cpu_reserve and request.cpu and not request.gpu and \
+                request.cpu > self.cpu - self.gpu * self.cpu_reserve:
             return False
         if request.extras:
             extras = self.extras
@@ -101,7 +121,7 @@ class NodeState:
         only on a node with a task limit: else the answer is unbounded)."""
         counts = []
         if request.cpu:
-            counts.append(self.cpu // request.cpu)
+            counts.append(max(0, self.cpu_for(request)) // request.cpu)
         if request.memory:
             counts.append(self.memory // request.memory)
         if request.gpu:
@@ -113,6 +133,22 @@ class NodeState:
             if slots is not None:
                 counts.append(slots)
         return min(counts) if counts else 0
+
+    def cpu_for(self, request: Resources) -> int:
+        """The free CPU `request` may use: all of it for a request with GPUs (or none of
+        CPU), less the reserve of the idle GPUs for a CPU-only one (may be negative)."""
+        if self.cpu_reserve and request.cpu and not request.gpu:
+            return self.cpu - self.gpu * self.cpu_reserve
+        return self.cpu
+
+    def free_for(self, request: Resources) -> Resources:
+        """`free()` as `request` sees it: the CPU kept for idle GPUs left out of a CPU-only
+        request's view (for saying which dimension is short)."""
+        free = self.free()
+        cpu = self.cpu_for(request)
+        if cpu == self.cpu:
+            return free
+        return Resources.of(max(0, cpu), free.memory, free.gpu, dict(free.extras))
 
     def free(self) -> Resources:
         extras = self.extras
@@ -142,13 +178,14 @@ class NodePool:
             state.pools.append(self)
 
     def _add(self, state: NodeState) -> None:
-        bucket = self.buckets.get(state.gpu)
+        level = state.gpu if state.allocatable.gpu else CPU_ONLY
+        bucket = self.buckets.get(level)
         if bucket is None:
-            bucket = self.buckets[state.gpu] = SortedList()
+            bucket = self.buckets[level] = SortedList()
         bucket.add(state.ordinal)
 
     def _move(self, state: NodeState, old_gpu: int) -> None:
-        self.buckets[old_gpu].remove(state.ordinal)
+        self.buckets[old_gpu if state.allocatable.gpu else CPU_ONLY].remove(state.ordinal)
         self._add(state)
 
     def gpu_slots(self, gpu: int) -> int:
@@ -159,9 +196,12 @@ class NodePool:
 
     def candidates(self, request: Resources, spread: bool) -> Iterator[NodeState]:
         """Nodes with enough free GPUs, fullest first (or emptiest first when `spread` and
-        the request has GPUs). Other dimensions are for the caller to check."""
-        levels = [level for level in self.buckets if level >= request.gpu and self.buckets[level]]
-        levels.sort(reverse=spread and request.gpu > 0)
+        the request has GPUs); for a CPU-only request, nodes without GPUs first (`CPU_ONLY`).
+        Other dimensions are for the caller to check."""
+        gpu = request.gpu
+        levels = [level for level in self.buckets
+                  if (level >= gpu or not gpu) and self.buckets[level]]
+        levels.sort(reverse=spread and gpu > 0)
         lookup = self.lookup
         for level in levels:
             # No copy: callers stop iterating before they change any node.
@@ -187,8 +227,24 @@ class ClusterState:
         self.cordoned: set[str] = set()
         """Nodes taken out of service (failed, drained): in no pool, whatever their flag."""
         self.idle_replicas: dict[tuple[Hashable, Resources], int] = {}
-        """(pool, request) → replicas the pool holds when idle; depends on the nodes only."""
+        """(pool, request) → replicas the pool holds when idle; depends on the nodes only (not
+        on the CPU reserve: a CPU-only task kept off idle GPUs can run once they are busy)."""
+        self.cpu_reserve = 0
+        """Millicores kept per idle GPU from CPU-only requests, on every node."""
 
+    def set_cpu_reserve(self, millicores: int) -> None:
+        """Keep `millicores` per idle GPU from CPU-only requests on every node (0: off).
+        O(1) when unchanged, as on every cycle but the first; lowering it frees capacity, so
+        it moves the release epoch."""
+        if millicores == self.cpu_reserve:
+            return
+        if millicores < 0:
+            raise ValueError("the CPU reserve per idle GPU must not be negative")
+        if millicores < self.cpu_reserve:
+            self.release_epoch += 1
+        self.cpu_reserve = millicores
+        for state in (*self.states, *self.virtual.values()):
+            state.cpu_reserve = millicores
     def pool(self, key: Hashable, admit: Callable[[Node], bool]) -> NodePool:
         """The pool for `key`, built once from the schedulable nodes that `admit` accepts."""
         pool = self.pools.get(key)
@@ -205,6 +261,7 @@ class ClusterState:
         taken = self.take(host, size, gpus, tasks=0)
         node = Node(name, size, {**host.node.labels, **labels})
         state = NodeState(self._next_ordinal, node, host, owner, taken)
+        state.cpu_reserve = self.cpu_reserve
         self._next_ordinal += 1
         self.virtual[name] = self.by_name[name] = state
         return state
@@ -250,6 +307,10 @@ class ClusterState:
         if state.gpu != old_gpu:
             for pool in state.pools:
                 pool._move(state, old_gpu)
+            if state.cpu_reserve and request.cpu < request.gpu * state.cpu_reserve:
+                # Its GPUs were idle and kept more CPU than it takes: CPU-only requests
+                # see more free CPU than before (see the module's docstring).
+                self.release_epoch += 1
         return gpus
 
     def give(self, state: NodeState, request: Resources, gpus: tuple[int, ...],

@@ -99,6 +99,9 @@ class Diagnosis:
     short: dict[str, int]
     """Resource dimension → number of nodes too short of it to take even one replica
     (`pods`: nodes at their task limit, short of nothing else)."""
+    kept: int = 0
+    """Of the nodes short of CPU, those that have it free but keep it for their idle GPUs
+    (gpu-discipline's `cpuReservedPerIdleGpu`)."""
 
 
 def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
@@ -120,6 +123,9 @@ def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
     short = diagnosis.short
     detail = ", ".join(f"{n} at their task limit (pods)" if dim == PODS else f"{n} lack {dim}"
                        for dim, n in sorted(short.items(), key=lambda kv: (-kv[1], kv[0])))
+    if diagnosis.kept:
+        detail += (f"; {diagnosis.kept} of them keep{'s' if diagnosis.kept == 1 else ''} "
+                   f"their free cpu for idle GPUs (gpu-discipline)")
     main = max(short, key=lambda d: (short[d], d)) if short else None
     # A node full by task count lacks no resource: its task limit is a predicate, as
     # Kubernetes' pod-count check is.
@@ -132,7 +138,7 @@ def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
 
 def diagnose(pool: NodePool, request: Resources, count: int) -> Diagnosis:
     short: dict[str, int] = {}
-    fit = 0
+    fit = kept = 0
     for node in pool.nodes:
         if request.is_zero():
             slots = node.task_slots()
@@ -141,6 +147,8 @@ def diagnose(pool: NodePool, request: Resources, count: int) -> Diagnosis:
             here = node.how_many(request)
         fit += here
         if here == 0:
-            dims = request.shortfall(node.free()) or [PODS]
+            dims = request.shortfall(node.free_for(request)) or [PODS]
             short[dims[0]] = short.get(dims[0], 0) + 1
-    return Diagnosis(fit, short)
+            if dims[0] == "cpu" and request.cpu <= node.cpu:
+                kept += 1
+    return Diagnosis(fit, short, kept)

@@ -119,6 +119,15 @@ class Allocatable(Protocol):
 
 
 @runtime_checkable
+class JobValid(Protocol):
+    """Whether a job is well-formed for this cluster's rules at all (Volcano's `JobValid`):
+    a reason, of kind `Unschedulable`, turns it away at submission and keeps a stored one
+    waiting with that reason; None lets it through."""
+
+    def job_valid(self, job: JobInfo) -> PendingReason | None: ...
+
+
+@runtime_checkable
 class VictimSelection(Protocol):
     """Filters the tasks that may be evicted for a preemptor. Consumed by the preempt and
     reclaim actions (seed 001), which are not part of the default profile yet."""

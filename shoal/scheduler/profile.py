@@ -174,11 +174,12 @@ BUILTIN_PROFILES = {
     "default": """
 name: default
 description: Gang scheduling with priorities, virtual-cluster quotas and bin-packing; elastic
-  jobs grow step by step into what is idle.
+  jobs grow step by step into what is idle; GPU tasks bring CPU for their GPUs and CPU-only
+  tasks leave idle GPUs theirs (gpu-discipline).
 actions: "enqueue, allocate, backfill, elastic"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}, {name: gpu-discipline}]
 """,
     "strict-fifo": """
 name: strict-fifo
@@ -189,7 +190,7 @@ configurations:
     arguments: {strict: true}
 tiers:
   - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}, {name: gpu-discipline}]
 """,
     "spread": """
 name: spread
@@ -198,7 +199,7 @@ actions: "enqueue, allocate, backfill"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity},
-              {name: placement, arguments: {strategy: spread}}]
+              {name: placement, arguments: {strategy: spread}}, {name: gpu-discipline}]
 """,
     "elastic": """
 name: elastic
@@ -209,7 +210,7 @@ actions: "enqueue, allocate, backfill, preempt, reclaim, elastic"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity, arguments: {reclaimMode: elastic}},
-              {name: placement}]
+              {name: placement}, {name: gpu-discipline}]
 """,
     # ---- baselines, for comparisons in the simulator -------------------------------------
     "fifo": """
@@ -337,3 +338,8 @@ def _register_builtins() -> None:
     from shoal.scheduler.plugins.usage import Usage, UsageArguments
 
     PLUGINS.register("usage", UsageArguments, Usage)
+    # ---- gpu-discipline: CPU per GPU, CPU kept for idle GPUs (seed 002) --------------------
+    from shoal.scheduler.plugins.gpu_discipline import GpuDiscipline, GpuDisciplineArguments
+
+    PLUGINS.register("gpu-discipline", GpuDisciplineArguments, GpuDiscipline)
+    # ---- end gpu-discipline ----------------------------------------------------------------

@@ -26,6 +26,7 @@ from shoal.scheduler.framework import (
     Allocatable,
     JobOrder,
     JobReady,
+    JobValid,
     NodeScore,
     NodeSearchOrder,
     Plugin,
@@ -60,6 +61,7 @@ class Hooks:
         self.allocatables = [p for p in plugins if isinstance(p, Allocatable)]
         self.victim_selections = [p for p in plugins if isinstance(p, VictimSelection)]
         self.session_opens = [p for p in plugins if isinstance(p, SessionOpen)]
+        self.job_valids = [p for p in plugins if isinstance(p, JobValid)]
 
 
 class Session:
@@ -101,8 +103,12 @@ class Session:
         none of their jobs gets a bind in this cycle (`shoal.scheduler.queue_status`)."""
         for job in model.waiting.values():
             job.reason = self.closed.get(job.account) or job.blocker
+        self.cpu_reserve_per_idle_gpu = 0
+        """Millicores per idle GPU that CPU-only tasks leave free on a node (set by the
+        gpu-discipline plugin when the session opens; 0: off)."""
         for plugin in hooks.session_opens:
             plugin.open_session(self)
+        self.cluster.set_cpu_reserve(self.cpu_reserve_per_idle_gpu)
         choose_all(self)  # every action then sees each job on its resource flavor
 
     # ---- extension points -----------------------------------------------------------------
@@ -130,6 +136,14 @@ class Session:
                 out += plugin.task_order_key(group, index)
             return out
         return key
+
+    def job_valid(self, job: JobInfo) -> PendingReason | None:
+        """Why the job is not acceptable under the profile's rules at all (`JobValid`)."""
+        for plugin in self.hooks.job_valids:
+            reason = plugin.job_valid(job)
+            if reason is not None:
+                return reason
+        return None
 
     def is_gang(self, job: JobInfo) -> bool:
         """A gang job under a profile with gang semantics; otherwise tasks go one by one."""

@@ -129,7 +129,7 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
         reason = scheduler.feasibility(job)
         if reason is not None and reason.kind is PendingKind.UNSCHEDULABLE:
             raise ApiError(422, f"the job can never run on this cluster: {reason.message}",
-                           "spec", reason=reason.to_dict())
+                           reason.field or "spec", reason=reason.to_dict())
         try:
             saved, created = scheduler.submit(job, idempotency_key, wake=False)
         except IdempotencyConflict as exc:

@@ -145,6 +145,8 @@ class PendingReasonOut(_Out):
     resource: str | None = None
     queue: str | None = None
     predicate: str | None = None
+    field: str | None = Field(default=None, description="The job's field at fault (a path), "
+                              "when the reason is a rule the spec breaks.")
 
 
 class EventOut(_Out):

@@ -37,7 +37,7 @@ def worker_job(name: str, out: Path, *, replicas: int, priority: str,
                elastic: Elasticity | None = None,
                scheduler: SchedulerName = SchedulerName.SHOAL) -> Job:
     """A job of `replicas` workers, one GPU each, that write into `out`."""
-    group = TaskGroup("worker", replicas, Resources.of(cpu=500, memory=128, gpu=1),
+    group = TaskGroup("worker", replicas, Resources.of(cpu=1000, memory=128, gpu=1),
                       command=(PY, "-c", WORKER, str(out)))
     return Job(name, (group,), scheduler_name=scheduler, priority_class=priority,
                elastic=elastic, submitted=time.time())

@@ -33,7 +33,7 @@ def job(name: str, code: str, *, replicas: int = 1, gpu: int = 0, groups: int = 
     """A gang job whose tasks run `python -c code`; `groups` splits it into roles; the
     keywords are its completion policy (`taskRetryCount` for every group)."""
     made = tuple(TaskGroup(f"g{i}" if groups > 1 else "worker", replicas,
-                           Resources.of(cpu=500, memory=128, gpu=gpu),
+                           Resources.of(cpu=max(500, 1000 * gpu), memory=128, gpu=gpu),
                            command=(PY, "-c", code), task_retry_count=task_retry_count)
                  for i in range(groups))
     return Job(name, made, scheduler_name=SchedulerName.SHOAL, min_succeeded=min_succeeded,

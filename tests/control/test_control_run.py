@@ -206,7 +206,7 @@ def test_a_jobs_own_virtual_cluster_lives_and_goes_with_it(plane: ControlPlane) 
         VirtualCluster,
     )
 
-    bundle = Resources.of(cpu=500, memory=128, gpu=1)
+    bundle = Resources.of(cpu=1000, memory=128, gpu=1)
     own = VirtualCluster("job:pg", max=ResourceLimit.of({"gpu": 0}),
                          fixed_size_nodes=(FixedSizeNodes((FixedSizeNode(bundle),
                                                            FixedSizeNode(bundle))),))

@@ -40,7 +40,7 @@ def test_every_task_of_a_gang_is_told_rank_zeros_node(repo: Repository, tmp_path
     plane.start()
     # One GPU each and one per node: the two tasks run on different nodes.
     code = "import os; print(os.environ['RANK'], os.environ['MASTER_ADDR'])"
-    plane.submit(Job("gang", (TaskGroup("worker", 2, Resources.of(cpu=500, memory=128, gpu=1),
+    plane.submit(Job("gang", (TaskGroup("worker", 2, Resources.of(cpu=1000, memory=128, gpu=1),
                                         command=(PY, "-c", code)),),
                      scheduler_name=SchedulerName.SHOAL))
     step_until(plane, finished(plane, "gang"))

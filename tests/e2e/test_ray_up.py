@@ -108,7 +108,7 @@ def test_shoal_up_on_ray_lists_rays_nodes_and_runs_a_job(ray_servers: RayServers
         code = ("import os; print(os.environ['CUDA_VISIBLE_DEVICES'], "
                 "os.environ['MASTER_ADDR'], os.environ['RANK'], os.environ['WORLD_SIZE'])")
         # One GPU: only ray-gpu has any, so that is where it runs.
-        submit(client, job_yaml("on-ray", code, gpu=1, cpu="500m", memory="128Mi"))
+        submit(client, job_yaml("on-ray", code, gpu=1, cpu="1", memory="128Mi"))
         job = wait_for(client, "on-ray", {"Succeeded", "Failed"}, DEADLINE)
         assert job["status"]["state"] == "Succeeded", _logs(client, "on-ray")  # type: ignore[index]
         tasks = client.get("/api/v1/jobs/on-ray/tasks").json()["items"]

@@ -187,7 +187,7 @@ def test_gang_runs_with_ranks_and_exact_gpus(server: Server) -> None:
 
 def test_impossible_job_is_rejected_and_cancel_kills(server: Server) -> None:
     with server.client() as client:
-        answer = client.post("/api/v1/jobs", content=job_yaml("huge", "pass", gpu=8),
+        answer = client.post("/api/v1/jobs", content=job_yaml("huge", "pass", gpu=8, cpu="8"),
                              headers={"Content-Type": "application/yaml"})
         assert answer.status_code == 422 and "gpu" in answer.text
         submit(client, job_yaml("sleeper", "import time; time.sleep(60)"))

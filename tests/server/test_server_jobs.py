@@ -36,7 +36,7 @@ def test_submit_yaml_then_get(api: Api) -> None:
     assert detail["spec"] == body["spec"]
     assert detail["status"]["pendingReason"] == {"kind": "Gang", "message": "only 1 of 2 fit",
                                                  "resource": None, "queue": None,
-                                                 "predicate": None}
+                                                 "predicate": None, "field": None}
     assert [e["kind"] for e in detail["status"]["events"]] == ["Submitted"]
     events = api.request("GET", "/api/v1/jobs/train/events", "alice").json()
     assert events == {"items": detail["status"]["events"], "next": None}
@@ -45,7 +45,7 @@ def test_submit_yaml_then_get(api: Api) -> None:
 def test_submit_json(api: Api) -> None:
     document = {"apiVersion": "shoal/v1", "kind": "Job", "metadata": {"name": "j1"},
                 "spec": {"queue": "team-a", "taskGroups": [
-                    {"name": "main", "replicas": 1, "resources": {"cpu": 1, "gpu": 2},
+                    {"name": "main", "replicas": 1, "resources": {"cpu": 2, "gpu": 2},
                      "command": ["true"]}]}}
     answer = api.submit(json.dumps(document), content_type="application/json")
     assert answer.status_code == 201, answer.text

@@ -73,7 +73,11 @@ class Enqueue:
 def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
     """Why the job could never start on this cluster, even idle; None if it could. A gang
     could start if *any* choice of its missing tasks could (`shoal.scheduler.gang_choice`);
-    the reason given is its first choice's."""
+    the reason given is its first choice's. A job the profile's rules refuse (`JobValid`)
+    could never start either."""
+    invalid = session.job_valid(job)
+    if invalid is not None:
+        return invalid
     if job.admits_partially():
         # It may start partially admitted: what its least admission asks (every group's
         # least count as a floor), gang or not.

@@ -14,7 +14,7 @@ from shoal.scheduler.jobs import JobInfo
 
 def job(*groups: tuple[str, int, int], min_available: int) -> Job:
     """A gang of (group name, replicas, GPUs per task) groups."""
-    return Job("j", tuple(TaskGroup(name, replicas, Resources.of(cpu=1000, gpu=gpu))
+    return Job("j", tuple(TaskGroup(name, replicas, Resources.of(cpu=1000 * max(gpu, 1), gpu=gpu))
                           for name, replicas, gpu in groups),
                scheduler_name=SchedulerName.SHOAL, min_available=min_available)
 
@@ -37,7 +37,7 @@ def test_least_request_takes_the_smallest_tasks_per_dimension() -> None:
                    QueueingPolicy.PRIORITY)
     least = least_request(info, GangNeed(2))
     assert least.gpu == 1 + 3
-    assert least.cpu == 2000
+    assert least.cpu == 1000 + 3000  # b's task (1 GPU) and one of a's (3 GPUs)
 
 
 def test_room_suffices_caps_each_group_at_its_pending_tasks() -> None:
@@ -53,7 +53,8 @@ def test_room_suffices_needs_each_groups_floor() -> None:
 
 def master_workers(master_gpu: int, workers: int, min_available: int) -> Job:
     """A gang of one master (`minAvailable: 1` of its own) and `workers` one-GPU workers."""
-    return Job("j", (TaskGroup("master", 1, Resources.of(cpu=1000, gpu=master_gpu),
+    master = Resources.of(cpu=1000 * max(master_gpu, 1), gpu=master_gpu)
+    return Job("j", (TaskGroup("master", 1, master,
                                min_available=1),
                      TaskGroup("worker", workers, Resources.of(cpu=1000, gpu=1))),
                scheduler_name=SchedulerName.SHOAL, min_available=min_available)

@@ -27,7 +27,7 @@ def nodes(count: int = 1, gpus: int = 4) -> tuple[Node, ...]:
 
 def gang(name: str, tasks: int, gpu: int, at: float = 0.0, min_available: int | None = None,
          attained: float = 0.0) -> Job:
-    return Job(name, (TaskGroup("w", tasks, Resources.of(cpu=1000, gpu=gpu)),),
+    return Job(name, (TaskGroup("w", tasks, Resources.of(cpu=1000 * max(gpu, 1), gpu=gpu)),),
                scheduler_name=SchedulerName.SHOAL, submitted=at, min_available=min_available,
                attained_gpu_seconds=attained)
 

@@ -12,7 +12,7 @@ NODES = tuple(Node(f"n{i}", Resources.of(cpu=8000, gpu=4)) for i in range(2))
 
 
 def gang(name: str, tasks: int, gpu: int, at: float) -> Job:
-    return Job(name, (TaskGroup("w", tasks, Resources.of(cpu=1000, gpu=gpu)),),
+    return Job(name, (TaskGroup("w", tasks, Resources.of(cpu=1000 * max(gpu, 1), gpu=gpu)),),
                scheduler_name=SchedulerName.SHOAL, submitted=at)
 
 

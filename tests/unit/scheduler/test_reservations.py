@@ -35,7 +35,7 @@ NODES = tuple(Node(f"n{i}", Resources.of(cpu=32_000, gpu=8)) for i in range(2))
 
 
 def gpu(n: int) -> Resources:
-    return Resources.of(cpu=1000, gpu=n)
+    return Resources.of(cpu=1000 * max(n, 1), gpu=n)
 
 
 def fixed(*sizes: int, policy: PlacementPolicy = PlacementPolicy.STRICT_SPREAD,
@@ -407,4 +407,5 @@ def test_a_selector_matching_only_a_too_small_virtual_node_is_refused_with_a_rea
     reason = admission_check(tight, NODES, [])
     assert reason is not None and reason.kind is PendingKind.UNSCHEDULABLE
     assert "more than any of the 1 matching node" in reason.message
-    assert reason.resource == "gpu"
+    # It asks one CPU per GPU, so CPU is short too: the first short dimension is named.
+    assert reason.resource == "cpu" and "gpu=4" in reason.message
