@@ -263,6 +263,10 @@ class Job:
     preemptable: bool = True
     """False: preempt, reclaim and the elastic shrink never take its tasks (`spec.preemptable`,
     Volcano's `volcano.sh/preemptable` annotation)."""
+    checkpoint_interval: float | None = None
+    """Seconds between the job's checkpoints (`spec.checkpointInterval`, > 0); None: it keeps
+    nothing when evicted. Victims are ranked by the work an eviction would lose
+    (`shoal.scheduler.work_lost`), and the simulator keeps the checkpointed work."""
 
     @property
     def success_threshold(self) -> int:

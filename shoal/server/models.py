@@ -114,6 +114,7 @@ class JobSpecOut(_Out):
     virtual_cluster: JobVirtualClusterOut | None = Field(default=None, alias="virtualCluster")
     elastic: ElasticOut | None = None
     preemptable: bool = True
+    checkpoint_interval: float | None = Field(default=None, alias="checkpointInterval")
 
 
 class TaskOut(_Out):
@@ -312,7 +313,8 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                         completion=_completion(job.min_succeeded, job.min_failed),
                         job_retry_count=job.job_retry_count, task_groups=groups,
                         virtual_cluster=_job_vc_out(job.virtual_cluster),
-                        elastic=_elastic_out(job), preemptable=job.preemptable),
+                        elastic=_elastic_out(job), preemptable=job.preemptable,
+                        checkpoint_interval=job.checkpoint_interval),
         status=_status(summary, reason, events))
 
 

@@ -463,6 +463,11 @@ class JobSpec(_Model):
         default=None,
         description="false: preempt, reclaim and the elastic shrink never take its tasks "
                     "(Volcano's volcano.sh/preemptable annotation). Default true.")
+    checkpoint_interval: Duration | None = Field(
+        default=None, alias="checkpointInterval",
+        description="Seconds (or a Go duration such as 10m0s) between the job's checkpoints, "
+                    "> 0: an eviction loses the work since the last one, and victims are "
+                    "chosen by least work lost. Default: none (an eviction loses the run).")
 
 
 class TaskStatus(_Model):

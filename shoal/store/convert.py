@@ -120,6 +120,7 @@ def job_spec(job: Job) -> dict[str, Any]:
         "elastic": elastic_to_json(job.elastic),
         "protect_for": job.protect_for,
         "preemptable": job.preemptable,
+        "checkpoint_interval": job.checkpoint_interval,
     }
 
 
@@ -158,6 +159,7 @@ def row_spec(row: JobRow) -> dict[str, Any]:
         "elastic": row.elastic,
         "protect_for": row.protect_for or 0.0,
         "preemptable": row.preemptable is not False,
+        "checkpoint_interval": row.checkpoint_interval,
     }
 
 
@@ -176,7 +178,7 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "job_retry_count": job.job_retry_count, "retries": job.retries,
         "virtual_cluster": job_vc_to_json(job.virtual_cluster, job.sub_clusters),
         "elastic": elastic_to_json(job.elastic), "protect_for": job.protect_for,
-        "preemptable": job.preemptable,
+        "preemptable": job.preemptable, "checkpoint_interval": job.checkpoint_interval,
         "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
@@ -248,7 +250,8 @@ def job_from_row(row: JobRow, *, with_tasks: bool = True) -> Job:
         virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster),
         sub_clusters=sub_clusters_from_json(row.virtual_cluster),
         elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0,
-        preemptable=row.preemptable is not False)
+        preemptable=row.preemptable is not False,
+        checkpoint_interval=row.checkpoint_interval)
 
 
 def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:

@@ -85,6 +85,8 @@ class JobRow(Base):
     protect_for: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
     preemptable: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     """False: never preempted, reclaimed nor shrunk for others (`spec.preemptable`)."""
+    checkpoint_interval: Mapped[float | None] = mapped_column(Double, nullable=True)
+    """Seconds between its checkpoints (`spec.checkpointInterval`); NULL: none."""
     stopping: Mapped[str | None] = mapped_column(String(32))
     """While the job's tasks are being stopped: the job state it gets once they all have
     (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""
