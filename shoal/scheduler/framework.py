@@ -46,6 +46,17 @@ class JobOrder(Protocol):
 
 
 @runtime_checkable
+class PreemptionOrder(Protocol):
+    """The part of a job-order plugin's key that justifies evicting one job for another.
+    The preempt and reclaim actions rank a preemptor against its candidates with this key
+    where a plugin has one, else with its whole `job_order_key`: a plugin may order jobs
+    finely (FIFO within a class) yet let only the coarse part (the class) preempt, so two
+    jobs it ranks level here never evict each other (the las plugin)."""
+
+    def preemption_key(self, job: JobInfo) -> tuple[Any, ...]: ...
+
+
+@runtime_checkable
 class QueueOrder(Protocol):
     """Orders virtual clusters; the smallest key gets the next job. Called again after each
     job, so a key may depend on usage."""

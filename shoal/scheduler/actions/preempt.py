@@ -14,6 +14,8 @@ backfill places: `allocate.waits_for_backfill_only`), in job order:
   decide readiness (gang): the gang key ranks a job by how far its placement got, which
   would put every waiting job ahead of every running one; and the session's final
   tie-breaks (submission, name) are left out too, so equal keys never preempt each other.
+  A plugin with a `preemption_key` (`framework.PreemptionOrder`) ranks by it instead of its
+  job-order key: las ranks by its attained-service class only, not its FIFO within one.
 - P's virtual cluster's `withinQueue` changes that (`shoal.scheduler.queue_preemption`):
   `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs of P's priority that rank
   level with P and were submitted after it.
@@ -56,6 +58,7 @@ This module owns the action and its arguments. Drivers own what an eviction cost
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +71,7 @@ from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.actions.allocate import waits_for_backfill_only
-from shoal.scheduler.framework import JobOrder
+from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
     Room,
@@ -142,8 +145,9 @@ class Preemption:
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
         readiness = {id(p) for p in session.hooks.job_readies}
-        self.rank_orders: list[JobOrder] = [
-            p for p in session.hooks.job_orders if id(p) not in readiness]
+        self.rank_keys: list[Callable[[JobInfo], tuple[Any, ...]]] = [
+            p.preemption_key if isinstance(p, PreemptionOrder) else p.job_order_key
+            for p in session.hooks.job_orders if id(p) not in readiness]
         self.fresh = {b.task.job for b in session.decisions.binds}
         """Jobs placed (wholly or partly) in this cycle: never victims."""
         self.evicted: set[str] = set()
@@ -182,8 +186,8 @@ class Preemption:
         key = self._ranks.get(job.name)
         if key is None:
             key = ()
-            for plugin in self.rank_orders:
-                key += plugin.job_order_key(job)
+            for rank_key in self.rank_keys:
+                key += rank_key(job)
             self._ranks[job.name] = key
         return key
 
