@@ -15,9 +15,11 @@ a waiting job evicts a running one only from a strictly worse queue, never one o
 queue, however much older the waiting job is. FIFO within a queue orders who starts first,
 not who is evicted: with submission time in the preemption rank, an older waiting job
 evicted a newer running job of its own class — about half of las's preemptions on the ITP
-trace, each throwing work away only to swap two jobs Tiresias treats as equals (issue 17). A
-virtual cluster whose `withinQueue` is `LowerOrNewerEqualPriority` still lets a job evict a
-newer one of its own class: that policy says so explicitly.
+trace, each throwing work away only to swap two jobs Tiresias treats as equals (issue 17).
+On ITP cluster01 (16 × 8 GPUs, no checkpoints) preempting by class only cut preemptions from
+2,539 to 768 and mean JCT from 10.1 h to 6.2 h; with 60 s checkpoints, 1,241 to 573 and
+4.47 h to 4.42 h. A virtual cluster whose `withinQueue` is `LowerOrNewerEqualPriority`
+still lets a job evict a newer one of its own class: that policy says so explicitly.
 
 The order depends on the clock (a running job crosses a threshold while nothing else
 happens), so the plugin is `time_dependent`: drivers must run cycles while jobs wait even if
