@@ -267,6 +267,10 @@ class Job:
     """Seconds after any change of its size (a start, a growth, a shrink) during which the
     fairshare action neither grows nor shrinks it (seed 002's `FreezingWindow`,
     `spec.freezingWindow`); None: the profile's default (`shoal.scheduler.actions.fairshare`)."""
+    checkpoint_interval: float | None = None
+    """Seconds between the job's checkpoints (`spec.checkpointInterval`, > 0); None: it keeps
+    nothing when evicted. Victims are ranked by the work an eviction would lose
+    (`shoal.scheduler.work_lost`), and the simulator keeps the checkpointed work."""
 
     @property
     def success_threshold(self) -> int:

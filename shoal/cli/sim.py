@@ -53,8 +53,9 @@ EventsOpt = Annotated[bool, typer.Option("--cycle-on-events/--periodic-only",
                                          help="Also run a cycle right after each arrival "
                                               "and completion.")]
 CheckpointOpt = Annotated[float | None, typer.Option(
-    "--checkpoint", min=0.001, help="Checkpoint interval in seconds (default: an evicted "
-                                    "job loses all its work).")]
+    "--checkpoint", min=0.001, help="Checkpoint interval in seconds of the jobs that "
+                                    "declare none (spec.checkpointInterval); default: an "
+                                    "evicted job loses all its work.")]
 SpeedupOpt = Annotated[list[str] | None, typer.Option(
     "--speedup", help="MODEL=FILE: a scalability table (CSV gpus,throughput) for the jobs "
                       "of that model; '*=FILE' for every job. Repeatable. Default: linear.")]

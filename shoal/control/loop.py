@@ -34,7 +34,8 @@ job ends, the work its tasks submitted into its own virtual cluster is stopped w
 its tasks' token revoked (`shoal.control.job_scope`). A cycle's evictions (preempt, reclaim,
 an elastic job shrunk) are stored with its binds and applied by `shoal.control.evicting`:
 the evicted processes are stopped and the tasks bound in their place start once they are
-gone (`shoal.control.handover`). An elastic job's tasks learn its size from their
+gone (`shoal.control.handover`); the notice of why, and by when, is written into the job's
+membership file before they are signalled. An elastic job's tasks learn its size from their
 environment and its membership file (`shoal.control.membership`).
 """
 
@@ -457,6 +458,9 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
             self.repository.record_binds(decisions.binds, cause, decisions.evictions,
                                          admissions)
+            # The notice first: a task may read it as soon as its SIGTERM comes.
+            self._membership.notify(model, decisions.evictions,
+                                    self.clock() + self.grace_period)
             for evict in decisions.evictions:
                 self._evict(evict)
             self._launch_bound([b.task for b in decisions.binds])

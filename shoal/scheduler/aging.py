@@ -15,7 +15,7 @@ Two rules, both off unless the priority plugin is given `agingHalfLife`:
   it had been submitted `agingHalfLife × log2(p)` seconds earlier. So a job ranks ahead of
   every job submitted more than `agingHalfLife × log2(pmax / pmin)` seconds after it.
   Aging orders jobs; it gives no right to evict: the preempt and reclaim actions rank a
-  preemptor and its victims by their priority class alone (`preemption_rank_key`), or a
+  preemptor and its victims by their priority class alone (`preemption_key`), or a
   waiting job that had aged past a running one of a higher class would evict it, and the
   evicted job, aging in turn, would evict it back.
 

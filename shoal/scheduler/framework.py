@@ -46,6 +46,18 @@ class JobOrder(Protocol):
 
 
 @runtime_checkable
+class PreemptionOrder(Protocol):
+    """The part of a job-order plugin's key that justifies evicting one job for another.
+    The preempt and reclaim actions rank a preemptor against its candidates with this key
+    where a plugin has one, else with its whole `job_order_key`: a plugin may order jobs
+    finely (FIFO within a class) yet let only the coarse part (the class) preempt, so two
+    jobs it ranks level here never evict each other (the las plugin), or order waiting jobs by
+    something that gives no right to evict at all (the priority plugin's aging)."""
+
+    def preemption_key(self, job: JobInfo) -> tuple[Any, ...]: ...
+
+
+@runtime_checkable
 class QueueOrder(Protocol):
     """Orders virtual clusters; the smallest key gets the next job. Called again after each
     job, so a key may depend on usage."""
@@ -153,15 +165,6 @@ class Starvation(Protocol):
     job of a virtual cluster that cannot be placed holds a reservation (allocate)."""
 
     def starving_since(self, job: JobInfo) -> float | None: ...
-
-
-@runtime_checkable
-class PreemptionRank(Protocol):
-    """A job-order plugin whose order gives no right to evict: the preempt and reclaim
-    actions rank preemptor and victims by this key instead of `job_order_key` (the priority
-    plugin's aging orders waiting jobs but lets no job evict by having waited)."""
-
-    def preemption_rank_key(self, job: JobInfo) -> tuple[Any, ...]: ...
 
 
 class Action(Protocol):

@@ -26,7 +26,11 @@ Order of units across the candidate jobs (the score; the preemptor takes the fir
 until it fits):
 1. the lowest-ranked job first (the preempt action's rank: priority, and the order plugins);
 2. elastic surplus before any guaranteed task;
-3. the least work lost first: the GPU-seconds its tasks ran since they started;
+3. the least work lost first (issue 17): what its tasks did since their last checkpoint —
+   GPU-seconds, then CPU core-seconds (`shoal.scheduler.work_lost`); a job without
+   `spec.checkpointInterval` loses everything since its tasks started. It comes after rank,
+   as Volcano ranks victims by priority first: a cheap victim of a better rank is still
+   spared; and after the surplus-first rule, since taking surplus keeps the job running;
 4. the most recently started first;
 5. the job that comes last in the session's job order first.
 
@@ -43,6 +47,7 @@ from typing import Any
 
 from shoal.api.resources import Resources, total
 from shoal.scheduler.jobs import JobInfo, TaskInfo
+from shoal.scheduler.work_lost import WorkLost, work_lost
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +134,10 @@ def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
     below rank and kind are the same for all of a job's units of one kind (its first one's
     loss; its latest start), so each job's units keep their own order. Last tie-break: the
     job that comes last in the session's full `order`, first."""
-    lost: dict[tuple[str, bool], float] = {}
+    lost: dict[tuple[str, bool], WorkLost] = {}
     for unit in units:
         lost.setdefault((unit.job.name, unit.shrink_to is None),
-                        unit.job.run_service(now, unit.tasks))
+                        work_lost(unit.job, unit.tasks, now))
     latest = {u.job.name: u.job.latest_start(now) for u in units}
     out = sorted(units, key=lambda u: u.seq)
     out.sort(key=lambda u: order(u.job), reverse=True)

@@ -118,6 +118,7 @@ class JobSpecOut(_Out):
         default=None, alias="freezingWindow",
         description="Seconds after a change of size during which the fairshare action "
                     "leaves the job alone; null: the profile's default.")
+    checkpoint_interval: float | None = Field(default=None, alias="checkpointInterval")
 
 
 class TaskOut(_Out):
@@ -319,7 +320,8 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                         job_retry_count=job.job_retry_count, task_groups=groups,
                         virtual_cluster=_job_vc_out(job.virtual_cluster),
                         elastic=_elastic_out(job), preemptable=job.preemptable,
-                        freezing_window=job.freezing_window),
+                        freezing_window=job.freezing_window,
+                        checkpoint_interval=job.checkpoint_interval),
         status=_status(summary, reason, events))
 
 

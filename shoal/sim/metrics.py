@@ -14,6 +14,8 @@ Definitions (times in simulated seconds):
   q-th percentile is at rank h = (n − 1)·q/100, interpolated between x⌊h⌋ and x⌊h⌋₊₁. The median
   is the 50th percentile (the mean of the two middle values for even n).
 * Queueing delay = first start − submit, over *started* jobs.
+* Total wait (`shoal.sim.waiting`) = time between submit and end not running, waits after
+  evictions included, over *finished* jobs: its mean, and the worst VC's mean.
 * Makespan = last end (over finished jobs) − first submit (over all jobs).
 * Utilisation: the samples are a step function (a sample holds until the next one; before the
   first sample the cluster is idle; samples at the same instant: the last one wins). The average
@@ -47,6 +49,7 @@ from itertools import pairwise
 from typing import Any
 
 from shoal.sim.result import HeldInterval, JobRecord, Sample, SimResult
+from shoal.sim.waiting import TotalWait, total_wait
 
 #: Most points in `Summary.utilization_series` and `Summary.queue_series`.
 SERIES_POINTS = 200
@@ -157,6 +160,9 @@ class Summary:
     lower_bound_mean_jct_s: float | None
     """Mean duration over all jobs: the mean JCT if every job ran at once, with no queueing."""
     events: int
+    total_wait: TotalWait | None = None
+    """Total waiting time, evictions' waits included (`shoal.sim.waiting`); None when no
+    job finished."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: keys are the field names; floats rounded to `DECIMALS`; series as
@@ -168,6 +174,8 @@ class Summary:
                 out[f.name] = {q: share.to_dict() for q, share in value.items()}
             elif f.name.endswith("_series"):
                 out[f.name] = [[_round(t), _round(v)] for t, v in value]
+            elif isinstance(value, TotalWait):
+                out[f.name] = value.to_dict()
             else:
                 out[f.name] = _json_value(value)
         return out
@@ -231,6 +239,7 @@ def summarize(result: SimResult, *, points: int = SERIES_POINTS) -> Summary:
         lost_gpu_hours=math.fsum(j.gpu_seconds_lost for j in jobs) / 3600,
         lower_bound_mean_jct_s=_mean([j.duration for j in jobs]),
         events=result.events,
+        total_wait=total_wait(jobs),
     )
 
 

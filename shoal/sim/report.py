@@ -127,6 +127,10 @@ METRIC_ROWS: tuple[tuple[str, Callable[[Summary], str]], ...] = (
     ("p95 JCT", lambda s: fmt_seconds(s.p95_jct_s)),
     ("p99 JCT", lambda s: fmt_seconds(s.p99_jct_s)),
     ("mean queueing delay", lambda s: fmt_seconds(s.mean_queueing_delay_s)),
+    ("mean total wait", lambda s: fmt_seconds(
+        None if s.total_wait is None else s.total_wait.mean_s)),
+    ("worst VC mean total wait", lambda s: MISSING if s.total_wait is None else
+     f"{fmt_seconds(s.total_wait.worst_queue_mean_s)} ({s.total_wait.worst_queue})"),
     ("makespan", lambda s: fmt_seconds(s.makespan_s)),
     ("GPU utilisation", lambda s: fmt_percent(s.avg_utilization)),
     ("preemptions", lambda s: str(s.preemptions)),
@@ -199,8 +203,10 @@ figure svg { max-width: 100%; height: auto; }
 
 _DEFINITIONS = (
     "<p>JCT = end − submit over finished jobs (percentiles by linear interpolation); "
-    "queueing delay = first start − submit over started jobs; makespan = last end − first "
-    "submit; utilisation = busy GPUs / cluster GPUs, time-averaged over the makespan. "
+    "queueing delay = first start − submit over started jobs; total wait = time not running "
+    "between submit and end, waits after evictions included, over finished jobs; "
+    "makespan = last end − first submit; utilisation = busy GPUs / cluster GPUs, "
+    "time-averaged over the makespan. "
     "Jain's fairness is (Σx)² / (n·Σx²) over queues with demand, x = service ratio (GPU-seconds "
     "used / demanded) ÷ queue weight. The lower bound is the mean JCT if every job started on "
     "arrival and never stopped. Per queue, with in_use(t) the GPUs its jobs hold and min its "

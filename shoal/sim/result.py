@@ -49,6 +49,10 @@ class JobRecord:
     `gpu_seconds_used`. Empty for a job that never held any (and in records built by hand,
     which the metrics then read as one interval from `first_start`, see
     `shoal.sim.metrics`)."""
+    total_wait: float | None = None
+    """Seconds between submission and finish in which it was not running: its queueing
+    delay plus every wait after an eviction (issue 17); None if it did not finish. At least
+    `queueing_delay`, equal to it for a job never evicted."""
 
     @property
     def jct(self) -> float | None:

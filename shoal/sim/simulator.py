@@ -20,7 +20,14 @@ counted (`Simulator._lose_tasks`).
 Each job's record keeps the intervals in which it held GPUs (one per run between evictions,
 split where a running gang changes size), and the result keeps each virtual cluster's weight
 and guaranteed GPUs, so the metrics can tell what a virtual cluster used within its `min`
-and what it borrowed above it.
+and what it borrowed above it. It also keeps the job's total waiting time: every stretch
+between submission and finish in which it was not running, the waits after its evictions
+included (its queueing delay counts only the first).
+
+Checkpoints (issue 17): a job checkpoints every `Job.checkpoint_interval` seconds — its own
+`spec.checkpointInterval`, else the work model's interval (`--checkpoint`), which the
+simulator writes onto the jobs it hands the scheduler, so that victims are chosen by the
+work the simulator will take from them (`shoal.scheduler.work_lost`).
 """
 
 from __future__ import annotations
@@ -121,6 +128,10 @@ class _JobRun:
     """(start, end, GPUs) intervals in which the job held GPUs, up to `last`."""
     started: dict[TaskRef, float] = field(default_factory=dict)
     """When each of its tasks holding resources now was bound."""
+    waited: float = 0.0
+    """Seconds it waited, up to its current run's start (its total waiting time)."""
+    stopped: float | None = None
+    """When its last run was stopped; None: it has not run yet (it waits since submission)."""
 
     def advance(self, now: float) -> None:
         """Account for the time since the last change at the current rate (callers advance
@@ -175,7 +186,11 @@ class Simulator:
         self.runs = {j.name: _JobRun(j, j.duration) for j in trace.jobs}
         # The simulator knows every job's duration: that is the runtime estimate the
         # estimate-based policies (SJF, EASY backfill) get, an oracle as in the literature.
-        self._gangs = {j.name: replace(j.to_job(), runtime_estimate=j.duration)
+        # A job checkpoints at its own interval, else at the work model's (module text).
+        every = self.config.work.checkpoint_interval
+        default = every if every is not None and every > 0 else None
+        self._gangs = {j.name: replace(j.to_job(), runtime_estimate=j.duration,
+                                       checkpoint_interval=j.checkpoint_interval or default)
                        for j in trace.jobs}
         self.capacity_gpus = sum(n.allocatable_resources.gpu for n in cluster.nodes)
         self.samples: list[Sample] = []
@@ -328,6 +343,7 @@ class Simulator:
             run.run_start = now
             run.run_progress = 0.0
             run.run_used_at_start = run.gpu_seconds_used
+            run.waited += now - (run.spec.submit_time if run.stopped is None else run.stopped)
             if run.first_start is None:
                 run.first_start = now
         spec = run.spec
@@ -353,7 +369,7 @@ class Simulator:
             ran_for = now - max(started, run.run_start)
             if ran_for <= 0:
                 continue
-            kept = self.config.work.kept_on_eviction(ran_for)
+            kept = self.config.work.kept_on_eviction(ran_for, info.job.checkpoint_interval)
             work = min(run.run_progress, (ran_for - kept) * per_gpu * gpus)
             run.run_progress -= work
             run.remaining += work
@@ -377,11 +393,12 @@ class Simulator:
             # The service this run had stays with the job (least attained service counts it).
             info.job = replace(info.job,
                                attained_gpu_seconds=info.job.attained_gpu_seconds + run_used)
-            kept_time = self.config.work.kept_on_eviction(ran_for)
+            kept_time = self.config.work.kept_on_eviction(ran_for, info.job.checkpoint_interval)
             run.remaining += run.run_progress - min(run.run_progress, kept_time * run.rate)
             if ran_for > 0:
                 run.gpu_seconds_lost += run_used * (ran_for - kept_time) / ran_for
             self.running -= 1
+            run.stopped = now
         run.held_gpus = 0
         run.started.clear()
         run.running = False
@@ -447,7 +464,8 @@ class Simulator:
             JobRecord(r.spec.name, r.spec.queue, r.spec.gpus, r.spec.duration,
                       r.spec.submit_time, r.first_start, r.end, r.preemptions,
                       r.gpu_seconds_used, r.gpu_seconds_lost,
-                      tuple(HeldInterval(*h) for h in r.held))
+                      tuple(HeldInterval(*h) for h in r.held),
+                      total_wait=None if r.end is None else r.waited)
             for r in self.runs.values())
         queues = [q for q in self.model.quota if q.parent is not None]
         weights = tuple(sorted((q.name, q.weight) for q in queues))

@@ -115,6 +115,9 @@ class TraceJob:
     """Its task group `worker` ranges over [min, replicas] (seed 001); None: rigid."""
     gang: bool = True
     """False: a default-scheduler job (task by task, no gang minimum) rather than a gang."""
+    checkpoint_interval: float | None = None
+    """Seconds between its checkpoints (`spec.checkpointInterval` of a native trace's job);
+    None: the simulator's `--checkpoint`, if any (`shoal.sim.work`)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.duration < math.inf:
@@ -156,7 +159,8 @@ class TraceJob:
                    scheduler_name=SchedulerName.SHOAL if self.gang else SchedulerName.DEFAULT,
                    min_available=None,
                    priority_class=self.priority_class, user=self.user,
-                   submitted=self.submit_time, elastic=self.elastic)
+                   submitted=self.submit_time, elastic=self.elastic,
+                   checkpoint_interval=self.checkpoint_interval)
 
 
 _set = object.__setattr__
@@ -180,6 +184,7 @@ def prechecked_job(name: str, submit_time: float, duration: float, replicas: int
     _set(job, "node_selector", {})
     _set(job, "elastic", None)
     _set(job, "gang", True)
+    _set(job, "checkpoint_interval", None)
     return job
 
 

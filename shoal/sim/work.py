@@ -7,6 +7,8 @@ curve is linear by default or read from a per-model scalability table (GPUs → 
 throughput, linearly interpolated, flat beyond the last point). An evicted job keeps the
 work done up to its last checkpoint; checkpoints are taken every `checkpoint_interval`
 seconds of running time, and with none (the default) it loses everything since it started.
+A job's own interval (`spec.checkpointInterval`, `Job.checkpoint_interval`) wins over the
+model's, which is the simulator's default for jobs that declare none (`--checkpoint`).
 """
 
 from __future__ import annotations
@@ -90,8 +92,10 @@ class WorkModel:
             return 1.0
         return curve.speedup(held) / curve.speedup(requested)
 
-    def kept_on_eviction(self, ran_for: float) -> float:
-        """Seconds of this run's progress that survive an eviction after `ran_for` seconds."""
-        if self.checkpoint_interval is None or self.checkpoint_interval <= 0:
+    def kept_on_eviction(self, ran_for: float, interval: float | None = None) -> float:
+        """Seconds of this run's progress that survive an eviction after `ran_for` seconds,
+        checkpointing every `interval` seconds (the job's own), else the model's."""
+        every = self.checkpoint_interval if interval is None else interval
+        if every is None or every <= 0:
             return 0.0
-        return math.floor(ran_for / self.checkpoint_interval) * self.checkpoint_interval
+        return math.floor(ran_for / every) * every

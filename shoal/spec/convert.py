@@ -43,6 +43,7 @@ from shoal.api.flavors import FLAVOR_PREFIX, is_flavor_dimension
 from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
 from shoal.api.resources import PODS, ZERO, canonical_name, parse_quantity
 from shoal.api.resources import total as total_of
+from shoal.spec.checkpoint_fields import checkpoint_interval
 from shoal.spec.documents import (
     INT64_MAX,
     FixedSizeNodesSpec,
@@ -370,7 +371,8 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
         job_retry_count=spec.job_retry_count, tasks=tasks,
         virtual_cluster=job_virtual_cluster(log, doc, model), elastic=elastic,
         protect_for=protect_for, preemptable=preemptable(log, doc, model),
-        freezing_window=freezing_window(log, doc, model))
+        freezing_window=freezing_window(log, doc, model),
+        checkpoint_interval=checkpoint_interval(log, doc, model))
     # Running means the gang minimum, each group's own included, is bound or running
     # (JobState.RUNNING); a task that is releasing is on its way out and does not count.
     running = (t for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))

@@ -473,6 +473,11 @@ class JobSpec(_Model):
         description="Seconds (or a duration such as 5m) after any change of the job's size "
                     "during which the fairshare action neither grows nor shrinks it (seed "
                     "002's FreezingWindow). Default: the profile's freezingWindow.")
+    checkpoint_interval: Duration | None = Field(
+        default=None, alias="checkpointInterval",
+        description="Seconds (or a Go duration such as 10m0s) between the job's checkpoints, "
+                    "> 0: an eviction loses the work since the last one, and victims are "
+                    "chosen by least work lost. Default: none (an eviction loses the run).")
 
 
 class TaskStatus(_Model):

@@ -121,6 +121,7 @@ def job_spec(job: Job) -> dict[str, Any]:
         "protect_for": job.protect_for,
         "preemptable": job.preemptable,
         "freezing_window": job.freezing_window,
+        "checkpoint_interval": job.checkpoint_interval,
     }
 
 
@@ -160,6 +161,7 @@ def row_spec(row: JobRow) -> dict[str, Any]:
         "protect_for": row.protect_for or 0.0,
         "preemptable": row.preemptable is not False,
         "freezing_window": row.freezing_window,
+        "checkpoint_interval": row.checkpoint_interval,
     }
 
 
@@ -178,8 +180,8 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "job_retry_count": job.job_retry_count, "retries": job.retries,
         "virtual_cluster": job_vc_to_json(job.virtual_cluster, job.sub_clusters),
         "elastic": elastic_to_json(job.elastic), "protect_for": job.protect_for,
-        "preemptable": job.preemptable,
-        "freezing_window": job.freezing_window,
+        "preemptable": job.preemptable, "freezing_window": job.freezing_window,
+        "checkpoint_interval": job.checkpoint_interval,
         "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
@@ -252,7 +254,8 @@ def job_from_row(row: JobRow, *, with_tasks: bool = True) -> Job:
         sub_clusters=sub_clusters_from_json(row.virtual_cluster),
         elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0,
         preemptable=row.preemptable is not False,
-        freezing_window=row.freezing_window)
+        freezing_window=row.freezing_window,
+        checkpoint_interval=row.checkpoint_interval)
 
 
 def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:

@@ -87,6 +87,8 @@ class JobRow(Base):
     """False: never preempted, reclaimed nor shrunk for others (`spec.preemptable`)."""
     freezing_window: Mapped[float | None] = mapped_column(Double, nullable=True)
     """`spec.freezingWindow` (seconds); NULL: the profile's default (seed 002)."""
+    checkpoint_interval: Mapped[float | None] = mapped_column(Double, nullable=True)
+    """Seconds between its checkpoints (`spec.checkpointInterval`); NULL: none."""
     stopping: Mapped[str | None] = mapped_column(String(32))
     """While the job's tasks are being stopped: the job state it gets once they all have
     (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""

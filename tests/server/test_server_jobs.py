@@ -200,3 +200,16 @@ def test_an_elastic_job_shows_its_range_and_which_tasks_are_surplus(api: Api) ->
                                                             "step: powerOfTwo}"))
     assert bad.status_code == 422
     assert bad.json()["errors"][0]["path"] == "spec.elastic.minReplicas"
+
+
+def test_a_jobs_checkpoint_interval_is_shown(api: Api) -> None:
+    answer = api.submit(job_yaml("saving", extra_spec="\n  checkpointInterval: 2m"))
+    assert answer.status_code == 201, answer.text
+    job = api.request("GET", "/api/v1/jobs/saving", "bob").json()
+    assert job["spec"]["checkpointInterval"] == 120.0
+    assert api.submit(job_yaml("plain")).status_code == 201
+    assert api.request("GET", "/api/v1/jobs/plain", "bob").json()["spec"].get(
+        "checkpointInterval") is None
+    bad = api.submit(job_yaml("bad", extra_spec="\n  checkpointInterval: 0"))
+    assert bad.status_code == 422, bad.text
+    assert bad.json()["errors"][0]["path"] == "spec.checkpointInterval"

@@ -201,3 +201,16 @@ def test_queue_fields_of_a_job_round_trip_and_are_part_of_its_spec(repo: Reposit
     for changed in (replace(job, preemptable=True), replace(job, groups=base.groups)):
         with pytest.raises(IdempotencyConflict):
             repo.submit_job(changed, idempotency_key="k")
+
+
+def test_a_jobs_checkpoint_interval_round_trips_and_is_part_of_its_spec(
+        repo: Repository) -> None:
+    job = replace(make_job("saving"), checkpoint_interval=90.0)
+    stored, _ = repo.submit_job(job, idempotency_key="c")
+    got = repo.get_job("saving")
+    assert got is not None and got.checkpoint_interval == 90.0
+    assert got == replace(stored, tasks=got.tasks)
+    assert repo.submit_job(job, idempotency_key="c")[1] is False
+    with pytest.raises(IdempotencyConflict):
+        repo.submit_job(replace(job, checkpoint_interval=None), idempotency_key="c")
+    assert repo.get_job(repo.submit_job(make_job("plain"))[0].name).checkpoint_interval is None

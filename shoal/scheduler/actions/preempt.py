@@ -15,8 +15,9 @@ one, which only backfill places: `allocate.waits_for_backfill_only`), in job ord
   decide readiness (gang): the gang key ranks a job by how far its placement got, which
   would put every waiting job ahead of every running one; and the session's final
   tie-breaks (submission, name) are left out too, so equal keys never preempt each other.
-  A plugin that ranks preemptors apart from its order (`PreemptionRank`: the priority
-  plugin with aging, whose waiting-time bonus is no right to evict) gives its own key.
+  A plugin with a `preemption_key` (`framework.PreemptionOrder`) ranks by it instead of its
+  job-order key: las ranks by its attained-service class only, not its FIFO within one;
+  the priority plugin by the class value alone, not what aging added.
 - P's virtual cluster's `withinQueue` changes that (`shoal.scheduler.queue_preemption`):
   `Never`, no candidate; `LowerOrNewerEqualPriority`, also jobs of P's priority that rank
   level with P and were submitted after it.
@@ -72,7 +73,7 @@ from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.actions.allocate import waits_for_backfill_only
-from shoal.scheduler.framework import PreemptionRank
+from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
     Room,
@@ -146,9 +147,8 @@ class Preemption:
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
         readiness = {id(p) for p in session.hooks.job_readies}
-        # A plugin whose order gives no right to evict (aging) ranks by its own key here.
-        self.rank_orders: list[Callable[[JobInfo], tuple[Any, ...]]] = [
-            p.preemption_rank_key if isinstance(p, PreemptionRank) else p.job_order_key
+        self.rank_keys: list[Callable[[JobInfo], tuple[Any, ...]]] = [
+            p.preemption_key if isinstance(p, PreemptionOrder) else p.job_order_key
             for p in session.hooks.job_orders if id(p) not in readiness]
         self.fresh = {b.task.job for b in session.decisions.binds}
         """Jobs placed (wholly or partly) in this cycle: never victims."""
@@ -189,8 +189,8 @@ class Preemption:
         key = self._ranks.get(job.name)
         if key is None:
             key = ()
-            for order in self.rank_orders:
-                key += order(job)
+            for rank_key in self.rank_keys:
+                key += rank_key(job)
             self._ranks[job.name] = key
         return key
 

@@ -59,7 +59,7 @@ class Priority:
             return (-job.priority,)
         return (-self.aging.aged_log2(job.priority, job.job, self._now), -job.priority)
 
-    def preemption_rank_key(self, job: JobInfo) -> tuple[Any, ...]:
+    def preemption_key(self, job: JobInfo) -> tuple[Any, ...]:
         """The class value alone: having waited gives no right to evict (`aging`)."""
         return (-job.priority if job.queueing is QueueingPolicy.PRIORITY else 0,)
 

@@ -96,7 +96,8 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
                              what="field")
         jobs.append(TraceJob(job.name, arrival, duration, group.replicas, group.resources,
                              job.queue, job.user, job.priority_class, model,
-                             dict(group.node_selector)))
+                             dict(group.node_selector),
+                             checkpoint_interval=job.checkpoint_interval))
     return finish(jobs, source, limit)
 
 

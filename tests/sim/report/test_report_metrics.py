@@ -143,7 +143,7 @@ def test_to_dict_keys_rounding_and_series() -> None:
                    "min_utilization": None},
         },
         "jain_fairness": 0.999, "preemptions": 1, "lost_gpu_hours": 0.001,
-        "lower_bound_mean_jct_s": 11.667, "events": 11,
+        "lower_bound_mean_jct_s": 11.667, "events": 11, "total_wait": None,
     }
 
 

@@ -79,9 +79,9 @@ def test_min_available_below_one_and_unknown_scheduler() -> None:
     ("{name: train-a}", "{name: train-a, namespace: x}", "metadata.namespace",
      "annotations, creationTimestamp, name, user"),
     ("spec:\n", "spec:\n  replicas: 3\n", "spec.replicas",
-     "completion, elastic, freezingWindow, jobRetryCount, minAvailable, minResources, "
-     "preemptable, "
-     "priorityClassName, queue, schedulerName, taskGroups, virtualCluster"),
+     "checkpointInterval, completion, elastic, freezingWindow, jobRetryCount, minAvailable, "
+     "minResources, preemptable, priorityClassName, queue, schedulerName, taskGroups, "
+     "virtualCluster"),
     ("replicas: 4\n", "replicas: 4\n      image: pytorch\n", "spec.taskGroups[0].image",
      "command, completion, env, minAvailable, minCount, name, nodeSelector, policies, "
      "replicas, resources, taskRetryCount, workingDir"),
