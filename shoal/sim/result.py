@@ -49,6 +49,8 @@ class JobRecord:
     `gpu_seconds_used`. Empty for a job that never held any (and in records built by hand,
     which the metrics then read as one interval from `first_start`, see
     `shoal.sim.metrics`)."""
+    user: str | None = None
+    """Who submitted it, when the trace says (the per-user fairness figures group by it)."""
 
     @property
     def jct(self) -> float | None:

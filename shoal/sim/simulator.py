@@ -428,7 +428,8 @@ class Simulator:
             JobRecord(r.spec.name, r.spec.queue, r.spec.gpus, r.spec.duration,
                       r.spec.submit_time, r.first_start, r.end, r.preemptions,
                       r.gpu_seconds_used, r.gpu_seconds_lost,
-                      tuple(HeldInterval(*h) for h in r.held))
+                      tuple(HeldInterval(*h) for h in r.held),
+                      user=r.spec.user)
             for r in self.runs.values())
         queues = [q for q in self.model.quota if q.parent is not None]
         weights = tuple(sorted((q.name, q.weight) for q in queues))
