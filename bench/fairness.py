@@ -11,8 +11,8 @@ within 10 % of the best other profile; null on a trace with one virtual cluster)
 
 Traces (`--traces`, comma-separated):
 
-- `philly`: the first `--jobs` jobs of `../shared/traces/philly/philly.csv` with its 15
-  virtual clusters (min 0, declared from the trace) on 80 × 8 GPUs
+- `philly`: the first `--jobs` jobs of `../shared/traces/philly/philly.csv` (`--philly-trace`)
+  with its 15 virtual clusters (min 0, declared from the trace) on 80 × 8 GPUs
   (`examples/traces/cluster-philly-small.yaml`);
 - `philly-vc`: the same with the per-VC minimums of `examples/traces/cluster-philly-vc.yaml`;
 - `itp`: Microsoft ITP `cluster01.csv` (`--itp-trace`) on 8 × 8 GPUs (`--itp-cluster`; its
@@ -74,9 +74,8 @@ class TraceSetup:
     limit: int | None
 
 
-def setups(names: list[str], *, jobs: int, quick: bool, itp_trace: Path,
+def setups(names: list[str], *, jobs: int, quick: bool, philly: Path, itp_trace: Path,
            itp_cluster: str) -> list[TraceSetup]:
-    philly = SHARED / "philly" / "philly.csv"
     small = str(EXAMPLES / "cluster-philly-small.yaml")
     by_name = {
         "philly": TraceSetup("philly", philly, small, jobs),
@@ -94,7 +93,12 @@ def setups(names: list[str], *, jobs: int, quick: bool, itp_trace: Path,
     if unknown:
         raise SystemExit(f"unknown trace(s) {', '.join(unknown)}; known: "
                          f"{', '.join(by_name)}")
-    return [by_name[n] for n in names]
+    chosen = [by_name[n] for n in names]
+    missing = sorted({str(s.path) for s in chosen if not s.path.is_file()})
+    if missing:
+        raise SystemExit(f"no trace file {', '.join(missing)} (--philly-trace, --itp-trace; "
+                         "--quick uses the samples in examples/traces)")
+    return chosen
 
 
 @cache
@@ -193,6 +197,13 @@ def _run_star(args: tuple[TraceSetup, str, float | None]) -> dict[str, Any]:
     return run_one(*args)
 
 
+def _done(row: dict[str, Any]) -> dict[str, Any]:
+    """Say on stderr that a run is done: the JSON lines wait for every profile of a trace."""
+    what = row.get("error") or f"cpu {row['cpu_s']} s, wall {row['wall_s']} s"
+    print(f"done: {row['trace']} / {row['profile']}: {what}", file=sys.stderr, flush=True)
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", default="philly,itp",
@@ -204,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", type=float, default=None,
                         help="checkpoint interval (s) of every job; default: none, an "
                              "evicted job loses all its work")
+    parser.add_argument("--philly-trace", type=Path,
+                        default=SHARED / "philly" / "philly.csv")
     parser.add_argument("--itp-trace", type=Path, default=SHARED / "itp" / "cluster01.csv")
     parser.add_argument("--itp-cluster", default="8x8")
     parser.add_argument("--quick", action="store_true",
@@ -213,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jobs and --workers must be at least 1")
 
     chosen = setups([t.strip() for t in args.traces.split(",") if t.strip()],
-                    jobs=args.jobs, quick=args.quick, itp_trace=args.itp_trace,
+                    jobs=args.jobs, quick=args.quick, philly=args.philly_trace,
+                    itp_trace=args.itp_trace,
                     itp_cluster=args.itp_cluster)
     profiles = []
     for name in (p.strip() for p in args.profiles.split(",") if p.strip()):
@@ -223,13 +237,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skip: {name!r} is not a built-in profile in this build (built-in: "
                   f"{', '.join(sorted(BUILTIN_PROFILES))})", file=sys.stderr, flush=True)
     tasks = [(setup, p, args.checkpoint) for setup in chosen for p in profiles]
+    rows: list[dict[str, Any]] = []
     if args.workers == 1 or len(tasks) <= 1:
-        rows = [_run_star(t) for t in tasks]
+        for task in tasks:
+            rows.append(_done(_run_star(task)))
     else:
         # fork would share the parent's loaded modules cheaply, but spawn is safe everywhere
         # and the trace is loaded once per worker anyway (`_inputs`).
         with multiprocessing.get_context("spawn").Pool(min(args.workers, len(tasks))) as pool:
-            rows = pool.map(_run_star, tasks, chunksize=1)
+            rows.extend(_done(row) for row in pool.imap(_run_star, tasks, chunksize=1))
     compare(rows)
     for row in rows:
         print(json.dumps(row), flush=True)
