@@ -205,7 +205,7 @@ def summarize(result: SimResult, *, points: int = SERIES_POINTS) -> Summary:
         queue_series = queued.bucket_means(window[0], window[1], points)
 
     per_queue = _per_queue(jobs, dict(result.queue_min_gpus), window)
-    fair = fairness(jobs, result.cluster_gpus)
+    fair = fairness(jobs, result.cluster_gpus, result.cycle_interval)
 
     return Summary(
         profile=result.profile,

@@ -53,7 +53,7 @@ def _num(x: float | None) -> str:
 def write_jobs_csv(result: SimResult, path: Path | str) -> Path:
     """One row per job in the result's order, columns `JOBS_CSV_HEADER`, LF line ends."""
     path = Path(path)
-    rhos = finish_time_fairness(result.jobs, result.cluster_gpus)
+    rhos = finish_time_fairness(result.jobs, result.cluster_gpus, result.cycle_interval)
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(JOBS_CSV_HEADER)
@@ -217,8 +217,9 @@ _DEFINITIONS = (
     "mean JCT ÷ mean duration of its finished jobs; Jain's index (Σx)² / (n·Σx²) over those "
     "stretches is 1 when every virtual cluster (user) waited in the same proportion. "
     "Finish-time fairness ρ (Themis) = JCT ÷ JCT on a 1/N share of the cluster, N = the "
-    "average number of active jobs over the job's life, the 1/N-share JCT = duration × "
-    "max(1, GPUs × N ÷ cluster GPUs); ρ > 1: the job would have done better on its own share. "
+    "average number of active jobs over the job's life, the 1/N-share JCT = the wait for the "
+    "first scheduling cycle + duration × max(1, GPUs × N ÷ cluster GPUs); ρ > 1: the job "
+    "would have done better on its own share. "
     "The lower bound is the mean JCT if every job started on "
     "arrival and never stopped. Per queue, with in_use(t) the GPUs its jobs hold and min its "
     "guaranteed GPUs: borrowed = ∫ max(0, in_use − min) dt, borrowed share = borrowed / used, "

@@ -85,3 +85,6 @@ class SimResult:
     queue_min_gpus: tuple[tuple[str, int], ...] = ()
     """Guaranteed GPUs (the `min`) of each virtual cluster, by name; a virtual cluster not
     listed has none."""
+    cycle_interval: float = 0.0
+    """Seconds between the driver's periodic cycles (0: a cycle on every event): the latency
+    a job has at best before it starts, which finish-time fairness allows for."""

@@ -435,7 +435,9 @@ class Simulator:
         weights = tuple(sorted((q.name, q.weight) for q in queues))
         mins = tuple(sorted((q.name, q.min.gpu) for q in queues))
         return SimResult(self.profile.name, self.trace.source, self.capacity_gpus, records,
-                         tuple(self.samples), self.events.processed, weights, mins)
+                         tuple(self.samples), self.events.processed, weights, mins,
+                         cycle_interval=(0.0 if self.config.cycle_on_events
+                                         else self.config.cycle_interval))
 
 
 def simulate(trace: Trace, cluster: ClusterLike, profile: Profile,

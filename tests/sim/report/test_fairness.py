@@ -3,16 +3,21 @@ queueing delay and finish-time fairness ρ, each on a tiny job list computed by 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from shoal.api import Node, PriorityClass, Resources, VirtualCluster
+from shoal.scheduler import Profile
 from shoal.sim.fairness import (
     ActiveJobs,
     by_queue,
     by_user,
     fairness,
     finish_time_fairness,
+    first_cycle_latency,
     group_stretch,
     jain_stretch,
     job_stretch,
@@ -21,6 +26,8 @@ from shoal.sim.fairness import (
 )
 from shoal.sim.metrics import summarize
 from shoal.sim.result import JobRecord, SimResult
+from shoal.sim.simulator import SimConfig, simulate
+from shoal.sim.trace import Trace, TraceJob
 
 
 def exact(x: float | None) -> Any:
@@ -144,3 +151,52 @@ def test_finish_time_fairness_edge_cases() -> None:
     f = fairness((), 8)
     assert (f.jain_vc_stretch, f.jain_user_stretch, f.worst_vc_mean_queueing_delay_s,
             f.max_rho, f.frac_rho_gt_1) == (None, None, None, None, None)
+
+
+def test_first_cycle_latency() -> None:
+    assert first_cycle_latency(1.0, 5.0) == 4.0
+    assert first_cycle_latency(5.0, 5.0) == 0.0  # a cycle at the very instant
+    assert first_cycle_latency(7.5, 0.0) == 0.0  # cycles on every event
+
+
+def test_finish_time_fairness_allows_for_the_first_cycle() -> None:
+    # submitted at 1, started at the 5-second cycle, ran 10 s: the best its own share gives
+    prompt = job("p", "q", 1, 10.0, 1.0, 5.0, 15.0)
+    assert finish_time_fairness((prompt,), 8)["p"].rho == exact(14 / 10)  # no latency: > 1
+    with_cycles = finish_time_fairness((prompt,), 8, cycle_interval=5.0)["p"]
+    assert with_cycles.independent_jct == 14.0 and with_cycles.rho == 1.0
+    assert fairness((prompt,), 8, cycle_interval=5.0).frac_rho_gt_1 == 0.0
+    # one more cycle of waiting is unfair: ρ = 19/14
+    late = job("l", "q", 1, 10.0, 1.0, 10.0, 20.0)
+    assert fairness((late,), 8, cycle_interval=5.0).frac_rho_gt_1 == 1.0
+    assert fairness((late,), 8, cycle_interval=5.0).max_rho == exact(19 / 14)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    nodes: Sequence[Node]
+    virtual_clusters: Sequence[VirtualCluster] = ()
+    priority_classes: Sequence[PriorityClass] = ()
+
+
+def one_node() -> Cluster:
+    return Cluster((Node("n0", Resources.of(cpu=64_000, memory=65_536, gpu=4)),))
+
+
+@pytest.mark.parametrize(("config", "interval"), [(SimConfig(), 5.0),
+                                                  (SimConfig(cycle_interval=2.0), 2.0),
+                                                  (SimConfig(cycle_on_events=True), 0.0)])
+def test_the_simulator_records_users_and_its_cycle(config: SimConfig, interval: float) -> None:
+    # 2 then 4 GPUs on 4 GPUs: "second" waits for "first"; users from the trace
+    jobs = [TraceJob("first", 1.0, 10.0, 1, Resources.of(cpu=1000, gpu=2), user="ann"),
+            TraceJob("second", 2.0, 10.0, 1, Resources.of(cpu=1000, gpu=4), user="bob")]
+    result = simulate(Trace.of(jobs, "hand"), one_node(), Profile.load("default"), config)
+    assert result.cycle_interval == interval
+    assert {j.name: j.user for j in result.jobs} == {"first": "ann", "second": "bob"}
+    s = summarize(result)
+    # "first" starts at its first cycle and its 2 GPUs are within a half share (N < 2):
+    # ρ = 1; "second" waits for it to end, longer than its half share would take: ρ > 1
+    rho = finish_time_fairness(result.jobs, 4, interval)
+    assert rho["first"].rho == exact(1.0)
+    assert rho["second"].rho > 1 and s.frac_rho_gt_1 == 0.5
+    assert s.jain_user_stretch is not None and s.jain_user_stretch < 1
