@@ -38,7 +38,7 @@ import multiprocessing
 import sys
 import time
 import traceback
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -112,7 +112,8 @@ def _inputs(setup: TraceSetup) -> tuple[Trace, ClusterDescription]:
 
 def _has_total_wait() -> bool:
     """Whether this build's job records carry a total wait (preempted jobs' waits too)."""
-    return any(f.name == "total_wait" for f in fields(JobRecord))
+    # a field (a slot descriptor on the class) or a property: either way an attribute
+    return hasattr(JobRecord, "total_wait")
 
 
 def run_one(setup: TraceSetup, profile_name: str,
