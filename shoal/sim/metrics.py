@@ -2,7 +2,7 @@
 
 This module owns every metric definition (JCT statistics, queueing delay, makespan,
 utilisation, per-queue shares, what each virtual cluster used of its guarantee and borrowed
-above it, Jain's fairness index, the no-queueing lower bound) so that the CSV/JSON/HTML
+above it, the no-queueing lower bound) so that the CSV/JSON/HTML
 reports (`shoal.sim.report`) and `shoal sim compare` all agree. Everything is a pure function
 of the `SimResult`: no clock, no randomness, no dict-order dependence, so the same result
 always gives the same summary.
@@ -37,6 +37,10 @@ Definitions (times in simulated seconds):
   A record with no intervals but GPU-seconds used (one built by hand) is read as one
   interval of `gpus` GPUs from `first_start`, `gpu_seconds_used / gpus` seconds long. Only the
   jobs submitted to a VC count, not those of its child VCs.
+* Fairness: each VC's stretch (mean JCT ÷ mean duration), Jain's index over the VCs' and the
+  users' stretches, the worst VC's mean queueing delay and Themis's finish-time fairness ρ
+  are defined in `shoal.sim.fairness`. They replace a service-based Jain index (GPU-seconds
+  used ÷ demanded), which read 1.0 on every run in which all jobs finished.
 """
 
 from __future__ import annotations
@@ -48,8 +52,12 @@ from dataclasses import dataclass, fields
 from itertools import pairwise
 from typing import Any
 
+from shoal.sim.fairness import fairness, group_stretch, jain_index, mean_queueing_delay
 from shoal.sim.result import HeldInterval, JobRecord, Sample, SimResult
 from shoal.sim.waiting import TotalWait, total_wait
+
+__all__ = ["DECIMALS", "SERIES_POINTS", "QueueShare", "Series", "Summary", "held_intervals",
+           "jain_index", "percentile", "summarize"]
 
 #: Most points in `Summary.utilization_series` and `Summary.queue_series`.
 SERIES_POINTS = 200
@@ -75,19 +83,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     if lo + 1 >= len(xs):
         return xs[-1]
     return xs[lo] + (h - lo) * (xs[lo + 1] - xs[lo])
-
-
-def jain_index(xs: Sequence[float]) -> float | None:
-    """Jain's fairness index (Σx)² / (n·Σx²) ∈ [1/n, 1]; None for no values.
-
-    1.0 when all values are equal, zeros included (0/0 is read as "everyone got the same").
-    """
-    if not xs:
-        return None
-    squares = math.fsum(x * x for x in xs)
-    if squares == 0:
-        return 1.0
-    return math.fsum(xs) ** 2 / (len(xs) * squares)
 
 
 @dataclass(frozen=True)
@@ -118,6 +113,10 @@ class QueueShare:
     min_utilization: float | None = None
     """∫ min(in_use(t), min_gpus) dt / (min_gpus × makespan) over the makespan window; None
     when min_gpus is 0 or the makespan is zero or undefined."""
+    stretch: float | None = None
+    """Mean JCT ÷ mean duration of its finished jobs (`shoal.sim.fairness.group_stretch`)."""
+    mean_queueing_delay_s: float | None = None
+    """Mean first start − submit of its started jobs."""
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: _json_value(getattr(self, f.name)) for f in fields(self)}
@@ -125,15 +124,8 @@ class QueueShare:
 
 @dataclass(frozen=True)
 class Summary:
-    """One run's metrics (see the module docstring for the exact definitions).
-
-    ``jain_fairness`` is Jain's index (Σx)² / (n·Σx²) over the queues with demand > 0, where
-    x_i = service_ratio_i / weight_i and weight_i is the queue's weight from
-    `SimResult.queue_weights` (1 for a queue not listed there, or when none are given; queues
-    with weight ≤ 0 are left out). It is 1.0 when every queue got the same weighted service
-    (a single queue in particular) and tends to 1/n when one queue got everything. None when no
-    queue demanded anything.
-    """
+    """One run's metrics (see the module docstring for the exact definitions, and
+    `shoal.sim.fairness` for the fairness figures)."""
 
     profile: str
     trace: str
@@ -154,7 +146,15 @@ class Summary:
     """(bucket start, average number of queued jobs in the bucket), same buckets."""
     per_queue: dict[str, QueueShare]
     """Per queue, in queue-name order."""
-    jain_fairness: float | None
+    jain_vc_stretch: float | None
+    """Jain's index over the virtual clusters' stretches (mean JCT ÷ mean duration)."""
+    jain_user_stretch: float | None
+    """Jain's index over the users' stretches; None when no finished job has a user."""
+    worst_vc_mean_queueing_delay_s: float | None
+    max_rho: float | None
+    """The largest finish-time fairness ρ (JCT ÷ JCT on a 1/N share) of a finished job."""
+    frac_rho_gt_1: float | None
+    """The fraction of finished jobs with ρ > 1."""
     preemptions: int
     lost_gpu_hours: float
     lower_bound_mean_jct_s: float | None
@@ -213,10 +213,7 @@ def summarize(result: SimResult, *, points: int = SERIES_POINTS) -> Summary:
         queue_series = queued.bucket_means(window[0], window[1], points)
 
     per_queue = _per_queue(jobs, dict(result.queue_min_gpus), window)
-    weights = dict(result.queue_weights)
-    xs = [share.service_ratio / weights.get(q, 1)
-          for q, share in per_queue.items()
-          if share.service_ratio is not None and weights.get(q, 1) > 0]
+    fair = fairness(jobs, result.cluster_gpus, result.cycle_interval)
 
     return Summary(
         profile=result.profile,
@@ -234,7 +231,11 @@ def summarize(result: SimResult, *, points: int = SERIES_POINTS) -> Summary:
         utilization_series=util_series,
         queue_series=queue_series,
         per_queue=per_queue,
-        jain_fairness=jain_index(xs),
+        jain_vc_stretch=fair.jain_vc_stretch,
+        jain_user_stretch=fair.jain_user_stretch,
+        worst_vc_mean_queueing_delay_s=fair.worst_vc_mean_queueing_delay_s,
+        max_rho=fair.max_rho,
+        frac_rho_gt_1=fair.frac_rho_gt_1,
         preemptions=sum(j.preemptions for j in jobs),
         lost_gpu_hours=math.fsum(j.gpu_seconds_lost for j in jobs) / 3600,
         lower_bound_mean_jct_s=_mean([j.duration for j in jobs]),
@@ -268,6 +269,8 @@ def _per_queue(jobs: Iterable[JobRecord], mins: dict[str, int],
             borrowed_share=borrowed / used if used > 0 else None,
             min_utilization=(within / (min_gpus * (window[1] - window[0]))
                              if min_gpus > 0 and window is not None else None),
+            stretch=group_stretch(js),
+            mean_queueing_delay_s=mean_queueing_delay(js),
         )
     return out
 

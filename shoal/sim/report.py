@@ -3,14 +3,16 @@
 This module owns the output formats (the metrics themselves live in `shoal.sim.metrics`, the
 plots in `shoal.sim.report_plots`):
 
-* ``jobs-<profile>.csv`` — one row per job (`write_jobs_csv`);
+* ``jobs-<profile>.csv`` — one row per job (`write_jobs_csv`), with its user, stretch and
+  finish-time fairness ρ (`shoal.sim.fairness`);
 * ``summary-<profile>.json`` — `Summary.to_dict` (`write_summary_json`);
 * ``report.html`` — one self-contained page comparing the profiles, plots inlined as SVG
   (`write_html_report`);
 * the side-by-side table `shoal sim compare` prints (`compare_table`), and the per-queue
   table of one run (`queue_table`: GPU-hours used and demanded, share, service ratio, mean
-  JCT, and per virtual cluster its guaranteed GPUs, borrowed GPU-hours and share, and the
-  utilisation of its guarantee; the HTML report has the same columns).
+  JCT, and per virtual cluster its guaranteed GPUs, borrowed GPU-hours and share, the
+  utilisation of its guarantee, its stretch and mean queueing delay; the HTML report has the
+  same columns).
 
 Every output is deterministic: the same results give byte-identical files (fixed float
 formats, sorted JSON keys, no timestamps, SVG ids salted with a constant).
@@ -27,12 +29,14 @@ from pathlib import Path
 
 from rich.table import Table
 
+from shoal.sim.fairness import finish_time_fairness, job_stretch
 from shoal.sim.metrics import QueueShare, Summary, summarize
 from shoal.sim.result import SimResult
 
 #: Columns of the per-job CSV, in order.
 JOBS_CSV_HEADER = ("name", "queue", "gpus", "duration", "submit", "first_start", "end", "jct",
-                   "queueing_delay", "preemptions", "gpu_seconds_used", "gpu_seconds_lost")
+                   "queueing_delay", "preemptions", "gpu_seconds_used", "gpu_seconds_lost",
+                   "user", "stretch", "rho")
 
 #: Shown for a metric that is undefined (no finished job, zero-length makespan, …).
 MISSING = "-"
@@ -49,6 +53,7 @@ def _num(x: float | None) -> str:
 def write_jobs_csv(result: SimResult, path: Path | str) -> Path:
     """One row per job in the result's order, columns `JOBS_CSV_HEADER`, LF line ends."""
     path = Path(path)
+    rhos = finish_time_fairness(result.jobs, result.cluster_gpus, result.cycle_interval)
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(JOBS_CSV_HEADER)
@@ -56,7 +61,9 @@ def write_jobs_csv(result: SimResult, path: Path | str) -> Path:
             writer.writerow([j.name, j.queue, j.gpus, _num(j.duration), _num(j.submit),
                              _num(j.first_start), _num(j.end), _num(j.jct),
                              _num(j.queueing_delay), j.preemptions, _num(j.gpu_seconds_used),
-                             _num(j.gpu_seconds_lost)])
+                             _num(j.gpu_seconds_lost),
+                             j.user or "", _num(job_stretch(j)),
+                             _num(rhos[j.name].rho if j.name in rhos else None)])
     return path
 
 
@@ -135,7 +142,11 @@ METRIC_ROWS: tuple[tuple[str, Callable[[Summary], str]], ...] = (
     ("GPU utilisation", lambda s: fmt_percent(s.avg_utilization)),
     ("preemptions", lambda s: str(s.preemptions)),
     ("lost GPU-hours", lambda s: fmt_hours(s.lost_gpu_hours)),
-    ("Jain's fairness", lambda s: fmt_ratio(s.jain_fairness)),
+    ("Jain's index, VC stretch", lambda s: fmt_ratio(s.jain_vc_stretch)),
+    ("Jain's index, user stretch", lambda s: fmt_ratio(s.jain_user_stretch)),
+    ("worst VC mean queueing delay", lambda s: fmt_seconds(s.worst_vc_mean_queueing_delay_s)),
+    ("max finish-time fairness ρ", lambda s: fmt_ratio(s.max_rho)),
+    ("jobs with ρ > 1", lambda s: fmt_percent(s.frac_rho_gt_1)),
     ("lower bound (mean JCT, no queueing)", lambda s: fmt_seconds(s.lower_bound_mean_jct_s)),
     ("events", lambda s: str(s.events)),
 )
@@ -144,7 +155,7 @@ METRIC_ROWS: tuple[tuple[str, Callable[[Summary], str]], ...] = (
 #: Header of the per-queue tables (text and HTML); the first column is the queue's name.
 QUEUE_COLUMNS = ("queue", "min GPUs", "GPU-hours used", "share", "GPU-hours demanded",
                  "service ratio", "mean JCT", "borrowed GPU-hours", "borrowed share",
-                 "min utilisation")
+                 "min utilisation", "stretch", "mean queueing delay")
 
 
 def queue_cells(share: QueueShare) -> tuple[str, ...]:
@@ -153,18 +164,19 @@ def queue_cells(share: QueueShare) -> tuple[str, ...]:
             fmt_percent(share.share), fmt_hours(share.demand_gpu_seconds / 3600),
             fmt_ratio(share.service_ratio), fmt_seconds(share.mean_jct_s),
             fmt_hours(share.borrowed_gpu_seconds / 3600), fmt_percent(share.borrowed_share),
-            fmt_percent(share.min_utilization))
+            fmt_percent(share.min_utilization), fmt_ratio(share.stretch),
+            fmt_seconds(share.mean_queueing_delay_s))
 
 
 #: The columns the terminal table shows (it must fit 80 columns); the HTML and JSON have all.
 TERMINAL_QUEUE_COLUMNS = ("queue", "min GPUs", "GPU-hours used", "mean JCT", "borrowed share",
-                          "min utilisation")
+                          "min utilisation", "stretch")
 
 
 def queue_table(summary: Summary) -> Table:
     """The per-queue (virtual cluster) table of one run, for a terminal: its guaranteed
     GPUs, what it used, its mean JCT, the share of its use borrowed above its guarantee and
-    how much of the guarantee it used."""
+    how much of the guarantee it used, and its stretch (mean JCT ÷ mean duration)."""
     table = Table(title=f"per queue: {summary.profile}", title_justify="left")
     shown = [QUEUE_COLUMNS.index(c) for c in TERMINAL_QUEUE_COLUMNS]
     for i in shown:
@@ -204,11 +216,17 @@ figure svg { max-width: 100%; height: auto; }
 _DEFINITIONS = (
     "<p>JCT = end − submit over finished jobs (percentiles by linear interpolation); "
     "queueing delay = first start − submit over started jobs; total wait = time not running "
-    "between submit and end, waits after evictions included, over finished jobs; "
-    "makespan = last end − first submit; utilisation = busy GPUs / cluster GPUs, "
-    "time-averaged over the makespan. "
-    "Jain's fairness is (Σx)² / (n·Σx²) over queues with demand, x = service ratio (GPU-seconds "
-    "used / demanded) ÷ queue weight. The lower bound is the mean JCT if every job started on "
+    "between submit and end, waits after evictions included, over finished jobs; makespan = "
+    "last end − first submit; utilisation = busy GPUs / cluster GPUs, time-averaged over the "
+    "makespan. "
+    "Stretch = JCT ÷ duration at the requested size; a virtual cluster's (a user's) stretch = "
+    "mean JCT ÷ mean duration of its finished jobs; Jain's index (Σx)² / (n·Σx²) over those "
+    "stretches is 1 when every virtual cluster (user) waited in the same proportion. "
+    "Finish-time fairness ρ (Themis) = JCT ÷ JCT on a 1/N share of the cluster, N = the "
+    "average number of active jobs over the job's life, the 1/N-share JCT = the wait for the "
+    "first scheduling cycle + duration × max(1, GPUs × N ÷ cluster GPUs); ρ > 1: the job "
+    "would have done better on its own share. "
+    "The lower bound is the mean JCT if every job started on "
     "arrival and never stopped. Per queue, with in_use(t) the GPUs its jobs hold and min its "
     "guaranteed GPUs: borrowed = ∫ max(0, in_use − min) dt, borrowed share = borrowed / used, "
     "min utilisation = ∫ min(in_use, min) dt / (min × makespan).</p>"
@@ -217,7 +235,8 @@ _DEFINITIONS = (
 
 def write_html_report(results: Sequence[SimResult], path: Path | str) -> Path:
     """One self-contained HTML page comparing `results` (one profile each, same trace):
-    summary table, utilisation and queue length over time, JCT CDF, per-queue shares."""
+    summary table, utilisation and queue length over time, JCT CDF, per-queue shares and
+    stretch."""
     return _write_html(results, [summarize(r) for r in results], Path(path))
 
 
@@ -256,6 +275,9 @@ def html_report(results: Sequence[SimResult], summaries: Sequence[Summary]) -> s
         _figure(report_plots.jct_cdf_svg(results), "CDF of job completion time"),
         "<h2>Per-queue shares</h2>",
         _figure(report_plots.queue_share_svg(summaries), "Share of GPU-seconds per queue"),
+        "<h2>Per-queue stretch</h2>",
+        _figure(report_plots.queue_stretch_svg(summaries),
+                "Stretch per queue: mean JCT ÷ mean duration (1 = no waiting)"),
         _queue_tables(summaries),
         "</body>",
         "</html>",

@@ -147,3 +147,29 @@ def _queue_share_figure(summaries: Sequence[Summary]) -> Figure:
     ax.set_xticks(range(len(queues)), queues)
     ax.legend(loc="best")
     return fig
+
+
+def queue_stretch_svg(summaries: Sequence[Summary]) -> str:
+    """Each queue's stretch (mean JCT ÷ mean duration), grouped bars (one bar per profile),
+    with a line at 1: the bars a report's unfairness shows in (`shoal.sim.fairness`)."""
+    return _render("queue-stretch", lambda: _queue_stretch_figure(summaries))
+
+
+def _queue_stretch_figure(summaries: Sequence[Summary]) -> Figure:
+    queues = sorted({q for s in summaries for q in s.per_queue})
+    fig, ax = _new("stretch (mean JCT ÷ mean duration)", "queue")
+    if not queues:
+        _no_data(ax, "queues")
+        return fig
+    width = 0.8 / len(summaries)
+    for k, s in enumerate(summaries):
+        heights = []
+        for q in queues:
+            share = s.per_queue.get(q)
+            heights.append(share.stretch if share is not None and share.stretch else 0.0)
+        xs = [i - 0.4 + width * (k + 0.5) for i in range(len(queues))]
+        ax.bar(xs, heights, width=width, label=s.profile)
+    ax.axhline(1.0, color="#888", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(queues)), queues)
+    ax.legend(loc="best")
+    return fig

@@ -53,6 +53,8 @@ class JobRecord:
     """Seconds between submission and finish in which it was not running: its queueing
     delay plus every wait after an eviction (issue 17); None if it did not finish. At least
     `queueing_delay`, equal to it for a job never evicted."""
+    user: str | None = None
+    """Who submitted it, when the trace says (the per-user fairness figures group by it)."""
 
     @property
     def jct(self) -> float | None:
@@ -87,3 +89,6 @@ class SimResult:
     queue_min_gpus: tuple[tuple[str, int], ...] = ()
     """Guaranteed GPUs (the `min`) of each virtual cluster, by name; a virtual cluster not
     listed has none."""
+    cycle_interval: float = 0.0
+    """Seconds between the driver's periodic cycles (0: a cycle on every event): the latency
+    a job has at best before it starts, which finish-time fairness allows for."""

@@ -465,13 +465,16 @@ class Simulator:
                       r.spec.submit_time, r.first_start, r.end, r.preemptions,
                       r.gpu_seconds_used, r.gpu_seconds_lost,
                       tuple(HeldInterval(*h) for h in r.held),
-                      total_wait=None if r.end is None else r.waited)
+                      total_wait=None if r.end is None else r.waited,
+                      user=r.spec.user)
             for r in self.runs.values())
         queues = [q for q in self.model.quota if q.parent is not None]
         weights = tuple(sorted((q.name, q.weight) for q in queues))
         mins = tuple(sorted((q.name, q.min.gpu) for q in queues))
         return SimResult(self.profile.name, self.trace.source, self.capacity_gpus, records,
-                         tuple(self.samples), self.events.processed, weights, mins)
+                         tuple(self.samples), self.events.processed, weights, mins,
+                         cycle_interval=(0.0 if self.config.cycle_on_events
+                                         else self.config.cycle_interval))
 
 
 def simulate(trace: Trace, cluster: ClusterLike, profile: Profile,

@@ -24,6 +24,8 @@ from shoal.sim.trace import Trace, TraceJob
 EXACT = SimConfig(cycle_on_events=True, check_invariants=True)
 NEW_KEYS = {"min_gpus", "borrowed_gpu_seconds", "borrowed_share", "min_utilization"}
 OLD_KEYS = {"gpu_seconds", "share", "demand_gpu_seconds", "service_ratio", "mean_jct_s"}
+#: Issue 17's per-VC fairness figures (shoal.sim.fairness).
+FAIRNESS_KEYS = {"stretch", "mean_queueing_delay_s"}
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,9 @@ def test_json_per_queue_has_old_and_new_keys() -> None:
     doc = json.loads(summary_json(summarize(two_teams())))
     assert set(doc["per_queue"]) == {"a", "b", "c"}
     for q in doc["per_queue"].values():
-        assert set(q) == OLD_KEYS | NEW_KEYS
+        assert set(q) == OLD_KEYS | NEW_KEYS | FAIRNESS_KEYS
+        # every job of the two-team run starts on arrival and runs through
+        assert (q["stretch"], q["mean_queueing_delay_s"]) == (1.0, 0.0)
     a, c = doc["per_queue"]["a"], doc["per_queue"]["c"]
     assert (a["min_gpus"], a["borrowed_gpu_seconds"], a["borrowed_share"],
             a["min_utilization"]) == (8, 200.0, 0.2, 0.5)

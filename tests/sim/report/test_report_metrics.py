@@ -100,27 +100,45 @@ def test_three_jobs_per_queue_shares() -> None:
     assert q1 == QueueShare(gpu_seconds=64.0, share=exact(64 / 74), demand_gpu_seconds=60.0,
                             service_ratio=exact(64 / 60), mean_jct_s=18.5,
                             min_gpus=0, borrowed_gpu_seconds=64.0, borrowed_share=1.0,
-                            min_utilization=None)
+                            min_utilization=None,
+                            stretch=exact(18.5 / 15),  # mean JCT (10, 27) ÷ mean (10, 20)
+                            mean_queueing_delay_s=0.0)
     assert q2 == QueueShare(gpu_seconds=10.0, share=exact(10 / 74), demand_gpu_seconds=10.0,
                             service_ratio=1.0, mean_jct_s=6.0,
                             min_gpus=0, borrowed_gpu_seconds=10.0, borrowed_share=1.0,
-                            min_utilization=None)
+                            min_utilization=None, stretch=exact(6 / 5),
+                            mean_queueing_delay_s=1.0)
 
 
-def test_three_jobs_jain_unweighted() -> None:
-    # x = (16/15, 1): (31/15)² / (2·((16/15)² + 1)) = 961 / 962
-    assert summarize(three_jobs()).jain_fairness == exact(961 / 962)
+def test_three_jobs_jain_over_vc_stretch() -> None:
+    # stretches q1 = 18.5 / 15 = 37/30, q2 = 6/5 = 36/30: 73² / (2·(37² + 36²)) = 5329 / 5330
+    s = summarize(three_jobs())
+    assert s.jain_vc_stretch == exact(5329 / 5330)
+    assert s.jain_user_stretch is None  # no job has a user
+    assert s.worst_vc_mean_queueing_delay_s == 1.0  # q1 waits 0, q2 waits 1
 
 
-def test_three_jobs_jain_weighted() -> None:
-    # q1 weight 2: x = (8/15, 1): (23/15)² / (2·((8/15)² + 1)) = 529 / 578
-    s = summarize(three_jobs(queue_weights=(("q1", 2), ("q2", 1))))
-    assert s.jain_fairness == exact(529 / 578)
+def test_three_jobs_jain_over_vc_stretch_ignores_weights() -> None:
+    # A weight shares GPUs; it does not make a longer wait fair (shoal.sim.fairness).
+    for weights in ((("q1", 2), ("q2", 1)), (("q1", 1),), (("q1", 0),)):
+        assert summarize(three_jobs(queue_weights=weights)).jain_vc_stretch == exact(5329 / 5330)
 
 
-def test_jain_missing_weight_is_one_and_zero_weight_is_left_out() -> None:
-    assert summarize(three_jobs(queue_weights=(("q1", 1),))).jain_fairness == exact(961 / 962)
-    assert summarize(three_jobs(queue_weights=(("q1", 0),))).jain_fairness == 1.0
+def test_three_jobs_jain_over_user_stretch() -> None:
+    # u1 = a, c: mean JCT 8 ÷ mean duration 7.5 = 64/60; u2 = b: 27/20 = 81/60
+    r = three_jobs()
+    users = {"a": "u1", "b": "u2", "c": "u1"}
+    r = replace(r, jobs=tuple(replace(j, user=users[j.name]) for j in r.jobs))
+    assert summarize(r).jain_user_stretch == exact(145**2 / (2 * (64**2 + 81**2)))
+
+
+def test_three_jobs_finish_time_fairness() -> None:
+    # active jobs: 2 on [0, 1), 3 on [1, 7), 2 on [7, 10), 1 on [10, 27); cluster 4 GPUs
+    # a: N = 26/10, 1/N-share JCT = 10 × 2·2.6/4 = 13, ρ = 10/13
+    # b: N = 43/27, 2·N/4 < 1 so 20, ρ = 27/20;  c: N = 3, 5 × 1.5 = 7.5, ρ = 6/7.5
+    s = summarize(three_jobs())
+    assert s.max_rho == exact(27 / 20)
+    assert s.frac_rho_gt_1 == exact(1 / 3)
 
 
 def test_to_dict_keys_rounding_and_series() -> None:
@@ -136,13 +154,15 @@ def test_to_dict_keys_rounding_and_series() -> None:
             "q1": {"gpu_seconds": 64.0, "share": 0.865, "demand_gpu_seconds": 60.0,
                    "service_ratio": 1.067, "mean_jct_s": 18.5, "min_gpus": 0,
                    "borrowed_gpu_seconds": 64.0, "borrowed_share": 1.0,
-                   "min_utilization": None},
+                   "min_utilization": None, "stretch": 1.233, "mean_queueing_delay_s": 0.0},
             "q2": {"gpu_seconds": 10.0, "share": 0.135, "demand_gpu_seconds": 10.0,
                    "service_ratio": 1.0, "mean_jct_s": 6.0, "min_gpus": 0,
                    "borrowed_gpu_seconds": 10.0, "borrowed_share": 1.0,
-                   "min_utilization": None},
+                   "min_utilization": None, "stretch": 1.2, "mean_queueing_delay_s": 1.0},
         },
-        "jain_fairness": 0.999, "preemptions": 1, "lost_gpu_hours": 0.001,
+        "jain_vc_stretch": 1.0, "jain_user_stretch": None,
+        "worst_vc_mean_queueing_delay_s": 1.0, "max_rho": 1.35, "frac_rho_gt_1": 0.333,
+        "preemptions": 1, "lost_gpu_hours": 0.001,
         "lower_bound_mean_jct_s": 11.667, "events": 11, "total_wait": None,
     }
 
@@ -200,8 +220,11 @@ def test_no_finished_job() -> None:
     assert s.per_queue == {"q1": QueueShare(gpu_seconds=20.0, share=1.0,
                                             demand_gpu_seconds=4200.0,  # 4·1000 + 4·50
                                             service_ratio=exact(20 / 4200), mean_jct_s=None,
-                                            borrowed_gpu_seconds=20.0, borrowed_share=1.0)}
-    assert s.jain_fairness == 1.0  # a single queue
+                                            borrowed_gpu_seconds=20.0, borrowed_share=1.0,
+                                            mean_queueing_delay_s=5.0)}
+    assert s.jain_vc_stretch is None  # no finished job: no stretch
+    assert s.worst_vc_mean_queueing_delay_s == 5.0  # only "long" started
+    assert s.max_rho is None and s.frac_rho_gt_1 is None
     assert s.lower_bound_mean_jct_s == 525.0
     d = s.to_dict()
     assert d["mean_jct_s"] is None and d["utilization_series"] == []
@@ -216,8 +239,10 @@ def test_zero_length_makespan() -> None:
     assert s.utilization_series == s.queue_series == ()
     assert s.per_queue == {"only": QueueShare(gpu_seconds=0.0, share=None,
                                               demand_gpu_seconds=0.0, service_ratio=None,
-                                              mean_jct_s=0.0)}
-    assert s.jain_fairness is None  # no queue demanded anything
+                                              mean_jct_s=0.0, mean_queueing_delay_s=0.0)}
+    assert s.jain_vc_stretch is None  # a zero duration has no stretch
+    assert s.max_rho is None  # nor a finish-time fairness
+    assert s.worst_vc_mean_queueing_delay_s == 0.0
     assert s.lower_bound_mean_jct_s == 0.0
 
 
@@ -228,7 +253,8 @@ def test_single_queue_is_perfectly_fair() -> None:
     assert list(s.per_queue) == ["only"]
     assert s.per_queue["only"].share == 1.0
     assert s.per_queue["only"].service_ratio == exact(74 / 70)
-    assert s.jain_fairness == 1.0
+    assert s.per_queue["only"].stretch == exact(43 / 35)
+    assert s.jain_vc_stretch == 1.0
 
 
 def test_no_jobs_at_all() -> None:
@@ -236,7 +262,8 @@ def test_no_jobs_at_all() -> None:
     assert (s.jobs, s.finished, s.unfinished, s.preemptions) == (0, 0, 0, 0)
     assert s.mean_jct_s is None and s.mean_queueing_delay_s is None
     assert s.makespan_s is None and s.avg_utilization is None
-    assert s.per_queue == {} and s.jain_fairness is None
+    assert s.per_queue == {} and s.jain_vc_stretch is None and s.jain_user_stretch is None
+    assert s.worst_vc_mean_queueing_delay_s is None and s.max_rho is None
     assert s.lower_bound_mean_jct_s is None
     assert s.lost_gpu_hours == 0.0
 

@@ -27,7 +27,7 @@ from shoal.sim.report import (
 from shoal.sim.result import JobRecord
 
 HEADER = ("name,queue,gpus,duration,submit,first_start,end,jct,queueing_delay,preemptions,"
-          "gpu_seconds_used,gpu_seconds_lost\n")
+          "gpu_seconds_used,gpu_seconds_lost,user,stretch,rho\n")
 
 
 # --- CSV ---------------------------------------------------------------------------------------
@@ -35,24 +35,27 @@ HEADER = ("name,queue,gpus,duration,submit,first_start,end,jct,queueing_delay,pr
 def test_jobs_csv_exact_text(tmp_path: Path) -> None:
     path = write_jobs_csv(three_jobs(), tmp_path / "jobs.csv")
     assert path.read_bytes().decode() == HEADER + (
-        "a,q1,2,10.000,0.000,0.000,10.000,10.000,0.000,0,20.000,0.000\n"
-        "b,q1,2,20.000,0.000,0.000,27.000,27.000,0.000,1,44.000,4.000\n"
-        "c,q2,2,5.000,1.000,2.000,7.000,6.000,1.000,0,10.000,0.000\n"
+        # ρ = JCT ÷ JCT on a 1/N share: a 10/13, b 27/20, c 6/7.5 (test_report_metrics)
+        "a,q1,2,10.000,0.000,0.000,10.000,10.000,0.000,0,20.000,0.000,,1.000,0.769\n"
+        "b,q1,2,20.000,0.000,0.000,27.000,27.000,0.000,1,44.000,4.000,,1.350,1.350\n"
+        "c,q2,2,5.000,1.000,2.000,7.000,6.000,1.000,0,10.000,0.000,,1.200,0.800\n"
     )
 
 
 def test_jobs_csv_unstarted_and_unfinished_are_empty_cells(tmp_path: Path) -> None:
     path = write_jobs_csv(nothing_finished(), tmp_path / "jobs.csv")
     assert path.read_text() == HEADER + (
-        "long,q1,4,1000.000,0.000,5.000,,,5.000,0,20.000,0.000\n"
-        "never,q1,4,50.000,1.000,,,,,0,0.000,0.000\n"
+        "long,q1,4,1000.000,0.000,5.000,,,5.000,0,20.000,0.000,,,\n"
+        "never,q1,4,50.000,1.000,,,,,0,0.000,0.000,,,\n"
     )
 
 
 def test_jobs_csv_quotes_awkward_names_and_drops_negative_zero(tmp_path: Path) -> None:
-    r = replace(three_jobs(), jobs=(JobRecord('x,"y"', "q", 1, 1.0, -0.0, -0.0001, 1.0),))
+    r = replace(three_jobs(), jobs=(JobRecord('x,"y"', "q", 1, 1.0, -0.0, -0.0001, 1.0,
+                                              user="a,b"),))
     text = write_jobs_csv(r, tmp_path / "jobs.csv").read_text()
-    assert text == HEADER + '"x,""y""",q,1,1.000,0.000,0.000,1.000,1.000,0.000,0,0.000,0.000\n'
+    assert text == HEADER + ('"x,""y""",q,1,1.000,0.000,0.000,1.000,1.000,0.000,0,0.000,0.000,'
+                             '"a,b",1.000,1.000\n')
 
 
 def test_jobs_csv_of_no_jobs_is_the_header(tmp_path: Path) -> None:
@@ -73,7 +76,8 @@ def test_summary_json_keys_and_format(tmp_path: Path) -> None:
     assert set(doc["per_queue"]["q1"]) == {"gpu_seconds", "share", "demand_gpu_seconds",
                                            "service_ratio", "mean_jct_s", "min_gpus",
                                            "borrowed_gpu_seconds", "borrowed_share",
-                                           "min_utilization"}
+                                           "min_utilization", "stretch",
+                                           "mean_queueing_delay_s"}
     assert len(doc["utilization_series"]) == 200
     assert text == json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -92,12 +96,18 @@ def test_html_report_has_the_profiles_table_and_plots(tmp_path: Path) -> None:
     results = [three_jobs("fifo"), three_jobs("drf", (("q1", 2), ("q2", 1)))]
     text = write_html_report(results, tmp_path / "report.html").read_text()
     assert text.startswith("<!DOCTYPE html>")
-    assert text.count("<svg") == 4  # utilisation, queue length, JCT CDF, per-queue shares
+    # utilisation, queue length, JCT CDF, per-queue shares, per-queue stretch
+    assert text.count("<svg") == 5
     for heading in ("GPU utilisation over time", "Queue length over time", "JCT distribution",
-                    "Per-queue shares", "Summary"):
+                    "Per-queue shares", "Per-queue stretch", "Summary"):
         assert heading in text
     assert "<th>fifo</th><th>drf</th>" in text  # one column per profile, in order
-    assert "14.3 s" in text and "68.5 %" in text and "0.999" in text and "0.915" in text
+    assert "14.3 s" in text and "68.5 %" in text
+    # Jain over VC stretch 5329/5330, max ρ 27/20, one job in three with ρ > 1
+    assert "<th>Jain&#x27;s index, VC stretch</th>" in text and "1.000" in text
+    assert "1.350" in text and "33.3 %" in text
+    assert "stretch (mean JCT ÷ mean duration)" in text  # the stretch figure's axis
+    assert "<th>stretch</th>" in text and "1.233" in text  # q1's stretch, per-queue table
     # self-contained: nothing loaded from elsewhere
     assert "<script" not in text and "<img" not in text and "<link" not in text
     assert "<?xml" not in text
@@ -123,7 +133,7 @@ def test_html_report_escapes_profile_names(tmp_path: Path) -> None:
 def test_html_report_survives_edge_cases(tmp_path: Path) -> None:
     results = [nothing_finished(), instant_job(), empty()]
     text = write_html_report(results, tmp_path / "r.html").read_text()
-    assert text.count("<svg") == 4
+    assert text.count("<svg") == 5
     assert "no finished jobs with a positive JCT" in text
     for name in ("stuck", "instant", "empty"):
         assert f"<th>{name}</th>" in text
@@ -203,7 +213,12 @@ def test_compare_table_side_by_side() -> None:
     assert rows["GPU utilisation"] == ["68.5 %", "68.5 %", "-"]
     assert rows["jobs finished"] == ["3 / 3", "3 / 3", "0 / 2"]
     assert rows["lost GPU-hours"] == ["0.00 GPU-h", "0.00 GPU-h", "0.00 GPU-h"]
-    assert rows["Jain's fairness"] == ["0.999", "0.915", "1.000"]
+    # unweighted: drf's weights do not change the stretch-based figures
+    assert rows["Jain's index, VC stretch"] == ["1.000", "1.000", "-"]
+    assert rows["Jain's index, user stretch"] == ["-", "-", "-"]
+    assert rows["worst VC mean queueing delay"] == ["1.0 s", "1.0 s", "5.0 s"]
+    assert rows["max finish-time fairness ρ"] == ["1.350", "1.350", "-"]
+    assert rows["jobs with ρ > 1"] == ["33.3 %", "33.3 %", "-"]
     assert rows["lower bound (mean JCT, no queueing)"] == ["11.7 s", "11.7 s", "525.0 s"]
     assert rows["preemptions"] == ["1", "1", "0"]
 
