@@ -188,8 +188,8 @@ def one_node() -> Cluster:
                                                   (SimConfig(cycle_on_events=True), 0.0)])
 def test_the_simulator_records_users_and_its_cycle(config: SimConfig, interval: float) -> None:
     # 2 then 4 GPUs on 4 GPUs: "second" waits for "first"; users from the trace
-    jobs = [TraceJob("first", 1.0, 10.0, 1, Resources.of(cpu=1000, gpu=2), user="ann"),
-            TraceJob("second", 2.0, 10.0, 1, Resources.of(cpu=1000, gpu=4), user="bob")]
+    jobs = [TraceJob("first", 1.0, 10.0, 1, Resources.of(cpu=2000, gpu=2), user="ann"),
+            TraceJob("second", 2.0, 10.0, 1, Resources.of(cpu=4000, gpu=4), user="bob")]
     result = simulate(Trace.of(jobs, "hand"), one_node(), Profile.load("default"), config)
     assert result.cycle_interval == interval
     assert {j.name: j.user for j in result.jobs} == {"first": "ann", "second": "bob"}
