@@ -6,8 +6,8 @@ Counted here, apart from the quota tree (`shoal.core.quota`), and only for the v
 clusters that set a limit: (virtual cluster, user) → what that user's tasks hold in it.
 A task counts in every limited virtual cluster on the path to its job's queue, so a parent's
 limit caps the user's total over its children. Every task that holds resources counts,
-those on the cluster's own fixed-size nodes included; the check runs where the quota tree's
-does (`Session.allocatable`), for placements on the flexible part.
+those on the cluster's own fixed-size nodes included, and the check runs before every
+placement (`Session.user_allows`, from `shoal.scheduler.fitting`), on those nodes too.
 
 A job without a user (`Job.user` None) counts as user `NO_USER`, one user with all others
 like it.
