@@ -35,7 +35,8 @@ its tasks' token revoked (`shoal.control.job_scope`). A cycle's evictions (preem
 an elastic job shrunk) are stored with its binds and applied by `shoal.control.evicting`:
 the evicted processes are stopped and the tasks bound in their place start once they are
 gone (`shoal.control.handover`). An elastic job's tasks learn its size from their
-environment and its membership file (`shoal.control.membership`).
+environment and its membership file (`shoal.control.membership`); every task its port and
+its job's roles' addresses (`shoal.control.endpoints`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
+from shoal.control.endpoints import Endpoints, TaskPorts
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
 from shoal.control.gang_restart import GangRestarting, lost_detail
 from shoal.control.handover import Handover
@@ -160,7 +162,10 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         """Each node's address, for MASTER_ADDR: `update` it with each listing of nodes."""
         self._handover = Handover()
         """Evicted tasks still stopping, and the bound tasks that wait for them."""
-        self._membership = Membership(executor)
+        self._endpoints = Endpoints(TaskPorts(executor.root / "control" / "task-ports"),
+                                    self._addresses, self._ports.get)
+        """Each task's port and each role's addresses (`shoal.control.endpoints`)."""
+        self._membership = Membership(executor, self._endpoints)
         self.regrow_at: float | None = None
         """When the latest cycle's elastic action can grow a job next (the clock's time)."""
         self._waiting = WaitingReasons()
@@ -604,6 +609,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         if job.state.terminal:
             self._credentials.revoke(name)
             self._ports.forget(name)
+            self._endpoints.forget(name)
             self._waiting.forget(name)
         else:
             log.info("job %s is back to PENDING (job retries %d/%d)", name, job.retries,

@@ -3,6 +3,8 @@ end the job): read into `TaskGroup.completes_job`; a mismatched pair names its p
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from spec_helpers import JOB, JOB_1, expect, one_issue
 
@@ -43,3 +45,11 @@ def test_complete_job_is_read_beside_the_failure_policies() -> None:
 def test_bad_completion_policies(policies: str, path: str, expected: str) -> None:
     expect(one_issue(_with_policies(policies)), f"{JOB_1}spec.taskGroups[0].{path}: ", expected)
 
+
+
+def test_the_example_training_job_validates() -> None:
+    text = (Path(__file__).parents[3] / "examples/trainingjob/trainingjob.yaml").read_text()
+    (job,) = load_text(text).jobs
+    assert [g.name for g in job.groups] == ["master", "pserver", "trainer"]
+    assert [g.completes_job for g in job.groups] == [False, False, True]
+    assert job.elastic is not None and job.elastic.group == "trainer"
