@@ -21,8 +21,9 @@ Ports are chosen when the job's first task launches, one per task of each group 
 largest size for an elastic group), so that a task's port is known before it, or any peer,
 starts; a retried task, a job retry or a restart of the control plane keeps them
 (`<root>/control/task-ports/<job>`). They are ports free on the control plane's machine at
-that moment, never two alike among the live jobs' task ports nor the job's MASTER_PORT: on
-the local executor, whose nodes are this machine, two tasks of Shoal never get one port.
+that moment, never two alike among the live jobs' task ports and master ports (the control
+loop draws MASTER_PORT through `TaskPorts.fresh` too): on the local executor, whose nodes
+are this machine, two tasks of Shoal never get one port.
 On other machines a port is probably free too, and a clash fails the attempt, which is
 retried under the task's policy — MASTER_PORT's rule.
 """
@@ -61,15 +62,19 @@ class TaskPorts:
     """The port of every task of each live job: in memory, and one JSON file per job under
     `directory` (read back after a restart), `{"trainer/0": 41234, ...}`."""
 
-    def __init__(self, directory: Path, pick: Callable[[], int] = free_port) -> None:
+    def __init__(self, directory: Path, pick: Callable[[], int] = free_port,
+                 also_taken: Iterable[Path] = ()) -> None:
+        """`also_taken`: directories of other ports kept by job, one file per job holding a
+        port (`records.MasterPorts`'), taken too after a restart."""
         self.directory = Path(directory)
         self._pick = pick
         self._ports: dict[str, dict[str, int]] = {}
         self._taken: set[int] = set()
-        with contextlib.suppress(FileNotFoundError):
-            for path in self.directory.iterdir():
-                if not path.name.startswith("."):
-                    self._taken.update(_read(path).values())
+        for where in (self.directory, *also_taken):
+            with contextlib.suppress(FileNotFoundError):
+                for path in Path(where).iterdir():
+                    if not path.name.startswith("."):
+                        self._taken.update(_read(path).values())
 
     def port(self, job: Job, ref: TaskRef, avoid: Iterable[int] = ()) -> int:
         """The port of task `ref` of `job`; every task of the job gets one on first use."""
@@ -104,12 +109,14 @@ class TaskPorts:
                 return port
         raise OSError(f"no free port left that is not already a task's ({_DRAWS} tries)")
 
-    def forget(self, job: str) -> None:
-        """The job ended: its ports are free again."""
+    def forget(self, job: str, also: Iterable[int] = ()) -> None:
+        """The job ended: its ports are free again, and `also` (its master port, drawn
+        through `fresh`)."""
         known = self._ports.pop(job, None)
         if known is None:
             known = _read(self.directory / job)
         self._taken.difference_update(known.values())
+        self._taken.difference_update(also)
         (self.directory / job).unlink(missing_ok=True)
 
     def _write(self, job: str, ports: dict[str, int]) -> None:
@@ -126,10 +133,15 @@ class Endpoints:
     a task on)."""
 
     def __init__(self, ports: TaskPorts, addresses: NodeAddresses,
-                 master_port: Callable[[str], int]) -> None:
+                 master_port: Callable[[str], int],
+                 master_known: Callable[[str], int | None] = lambda _job: None) -> None:
+        """`master_port`: a job's MASTER_PORT (chosen if need be), which its tasks' ports
+        avoid; `master_known`: that port if it was chosen (`records.MasterPorts`), freed
+        with them when the job ends, for master ports drawn through `TaskPorts.fresh`."""
         self.ports = ports
         self._addresses = addresses
         self._master_port = master_port
+        self._master_known = master_known
 
     def of_job(self, model: SchedulerModel, info: JobInfo) -> dict[str, list[tuple[int, str]]]:
         """Per task group (every one, in the job's order), the (index, `host:port`) of each
@@ -157,7 +169,9 @@ class Endpoints:
         return env
 
     def forget(self, job: str) -> None:
-        self.ports.forget(job)
+        """The job ended: its tasks' ports, and its master port, are free again."""
+        master = self._master_known(job)
+        self.ports.forget(job, () if master is None else (master,))
 
 
 def _key(group: str, index: int) -> str:
@@ -165,10 +179,13 @@ def _key(group: str, index: int) -> str:
 
 
 def _read(path: Path) -> dict[str, int]:
+    """A job's ports file; a file of one port (a master port's) as {"": port}."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError):
         return {}
+    if isinstance(data, int):
+        return {"": data}
     if not isinstance(data, dict):
         return {}
     return {str(k): v for k, v in data.items() if isinstance(v, int)}

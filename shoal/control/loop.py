@@ -157,13 +157,17 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         self._tasks: dict[TaskRef, Tracked] = {}
         self._ending: dict[str, tuple[JobState, str]] = {}
         """Jobs being stopped → the terminal state and cause they get when all have stopped."""
-        self._ports = MasterPorts(executor.root / "control" / "master-ports")
+        master_ports = executor.root / "control" / "master-ports"
+        task_ports = TaskPorts(executor.root / "control" / "task-ports",
+                               also_taken=(master_ports,))
+        # A job's MASTER_PORT is never a live task's port (`shoal.control.endpoints`).
+        self._ports = MasterPorts(master_ports, task_ports.fresh)
         self._addresses = NodeAddresses(executor.nodes)
         """Each node's address, for MASTER_ADDR: `update` it with each listing of nodes."""
         self._handover = Handover()
         """Evicted tasks still stopping, and the bound tasks that wait for them."""
-        self._endpoints = Endpoints(TaskPorts(executor.root / "control" / "task-ports"),
-                                    self._addresses, self._ports.get)
+        self._endpoints = Endpoints(task_ports, self._addresses, self._ports.get,
+                                    self._ports.known)
         """Each task's port and each role's addresses (`shoal.control.endpoints`)."""
         self._membership = Membership(executor, self._endpoints)
         self.regrow_at: float | None = None
@@ -608,8 +612,8 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
             self.model.remove_job(name)
         if job.state.terminal:
             self._credentials.revoke(name)
+            self._endpoints.forget(name)  # first: it frees the master port too
             self._ports.forget(name)
-            self._endpoints.forget(name)
             self._waiting.forget(name)
         else:
             log.info("job %s is back to PENDING (job retries %d/%d)", name, job.retries,

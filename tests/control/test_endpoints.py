@@ -116,3 +116,25 @@ def test_a_group_too_large_for_the_environment_is_left_to_the_file(tmp_path: Pat
     env = endpoints.env(model, info, TaskRef("wide", "master", 0), "n0")
     assert hosts_env("master") in env and hosts_env("worker") not in env
     assert len(endpoints.of_job(model, info)["worker"]) == big
+
+
+def test_master_ports_drawn_through_fresh_are_taken_until_their_job_ends(
+        tmp_path: Path) -> None:
+    """The control loop draws MASTER_PORT through `fresh`: no task gets it while its job
+    lives, after a restart too (`also_taken`), and it is freed with the job."""
+    masters = tmp_path / "master-ports"
+    masters.mkdir()
+    ports = TaskPorts(tmp_path / "task-ports", picker([9000, 9001, 9002]),
+                      also_taken=(masters,))
+    master = ports.fresh()
+    (masters / "one").write_text(str(master))
+    endpoints = Endpoints(ports, NodeAddresses(), lambda _job: master,
+                          lambda _job: master)
+    job = Job("one", (TaskGroup("w", 2, CPU),))
+    assert master not in endpoints.ports.ports(job).values()
+    restarted = TaskPorts(tmp_path / "task-ports", picker([9000, 9001, 9002]),
+                          also_taken=(masters,))
+    with pytest.raises(OSError):
+        restarted.fresh()  # all three are a live job's
+    endpoints.forget("one")
+    assert sorted(ports.fresh() for _ in range(3)) == [9000, 9001, 9002]
