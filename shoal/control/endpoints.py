@@ -147,8 +147,10 @@ class Endpoints:
         """Per task group (every one, in the job's order), the (index, `host:port`) of each
         of its placed tasks, by index."""
         job = info.job
-        ports = self.ports.ports(job, (self._master_port(job.name),))
         out: dict[str, list[tuple[int, str]]] = {g.name: [] for g in job.groups}
+        if not info.running:  # a waiting job is given no ports (nor files) yet
+            return out
+        ports = self.ports.ports(job, (self._master_port(job.name),))
         for task in info.running:
             ref = task.ref
             host = self._addresses.address(model.node(task.node).physical.name)

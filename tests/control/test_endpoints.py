@@ -138,3 +138,13 @@ def test_master_ports_drawn_through_fresh_are_taken_until_their_job_ends(
         restarted.fresh()  # all three are a live job's
     endpoints.forget("one")
     assert sorted(ports.fresh() for _ in range(3)) == [9000, 9001, 9002]
+
+
+def test_a_waiting_job_is_given_no_ports(tmp_path: Path) -> None:
+    model = SchedulerModel((Node("n0", Resources.of(cpu=1000)),))
+    model.add_job(roles())  # five tasks of a CPU each: it waits
+    run_cycle(model)
+    endpoints = Endpoints(TaskPorts(tmp_path), NodeAddresses(), lambda _job: 1)
+    assert endpoints.of_job(model, model.jobs["tj"]) == {"master": [], "pserver": [],
+                                                         "trainer": []}
+    assert not (tmp_path / "tj").exists()
