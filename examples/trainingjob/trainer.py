@@ -19,7 +19,7 @@ from pathlib import Path
 
 from wire import Peer, endpoints, log
 
-STEPS = int(os.environ.get("STEPS", "40"))
+STEPS = max(1, int(os.environ.get("STEPS", "40")))
 DIMENSION = int(os.environ.get("DIMENSION", "8"))
 BATCH = 16
 
@@ -37,7 +37,7 @@ def main() -> None:
     servers = endpoints("pserver")
     log(f"master {master_at}, pservers {servers}")
     master, peers = Peer(*master_at), [Peer(*at) for at in servers]
-    loss, first, sizes = 0.0, None, []
+    loss, first, sizes = 0.0, None, list[int]()
     for _ in range(STEPS):
         shard = master.ask({"op": "shard"})["shard"]
         weights: dict[int, float] = {}
