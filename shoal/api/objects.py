@@ -91,6 +91,10 @@ class FailureAction(StrEnum):
 DEFAULT_ACTIONS = {FailureEvent.TASK_FAILED: FailureAction.RESTART_TASK,
                    FailureEvent.TASK_LOST: FailureAction.RESTART_GANG}
 
+#: Volcano's task policy (event, action) that ends the job when its group has completed
+#: (`TaskGroup.completes_job`), as the spec and the API write it.
+COMPLETE_JOB_POLICY = ("TaskCompleted", "CompleteJob")
+
 
 class QueueingPolicy(StrEnum):
     """How a virtual cluster orders its waiting jobs."""
@@ -172,6 +176,12 @@ class TaskGroup:
     min_count: int | None = None
     """Partial admission (Kueue's PodSet `minCount`): the group may be admitted with as few
     as this many replicas when that is all that fits; None: all of them."""
+    completes_job: bool = False
+    """Volcano's task policy `TaskCompleted → CompleteJob`: once every task of this group
+    that the job waits for has ended, at least one of them succeeded, the job succeeds and
+    its other tasks are stopped: a TrainingJob's trainers end it, its master and parameter
+    servers are stopped then (seed 002, step 4). An elastic group's surplus tasks that are
+    not placed are not waited for."""
 
     def action_on(self, event: FailureEvent) -> FailureAction:
         return self.policies.get(event, DEFAULT_ACTIONS[event])

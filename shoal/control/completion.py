@@ -19,8 +19,10 @@ Pure functions of a job as stored (its policy, its tasks' states and retry count
   allows another run of the whole job (`Verdict.RETRY_JOB`): everything is stopped and the
   job is scheduled again from scratch, as a gang.
 - The job succeeds as soon as `minSucceeded` tasks have succeeded (default: every task), or
-  as soon as one task group's own `completion.minSucceeded` of its tasks have; its other
-  tasks are then stopped.
+  as soon as one task group's own `completion.minSucceeded` of its tasks have, or once a
+  group with Volcano's policy `TaskCompleted → CompleteJob` has completed — each of its
+  tasks waited for has ended, one at least succeeded (a TrainingJob's trainers: its master
+  and parameter servers never end on their own); its other tasks are then stopped.
 - When every task has ended and neither threshold was reached (some failed, but fewer than
   `minFailed`), the job succeeds: FrameworkController's rule for a finished attempt.
 - An elastic job's surplus tasks that are not running (never grown into, or given up) are
@@ -168,8 +170,23 @@ def judge(job: Job, states: Mapping[TaskRef, TaskState] | None = None,
             return Decision(Verdict.SUCCEED,
                             f"{done} of {group.replicas} tasks of group {group.name!r} "
                             f"succeeded (its minSucceeded {group.min_succeeded})")
+    for group in job.groups:
+        if group.completes_job and (done := _group_completed(group.name, states)):
+            return Decision(Verdict.SUCCEED,
+                            f"task group {group.name!r} completed ({done} of its tasks "
+                            "succeeded; its policy TaskCompleted: CompleteJob)")
     if states and all(s.terminal for s in states.values()):
         return Decision(Verdict.SUCCEED,
                         f"every task ended: {succeeded} succeeded, {failed} failed "
                         f"(below minFailed {job.failure_threshold})")
     return NOTHING
+
+
+def _group_completed(group: str, states: Mapping[TaskRef, TaskState]) -> int:
+    """How many of `group`'s tasks succeeded, if every one of them in `states` (those the job
+    waits for) has ended; else 0. A task that failed below `minFailed` has ended too, as in
+    the job-wide rule that every task ended."""
+    ended = [s for ref, s in states.items() if ref.group == group]
+    if not ended or not all(s.terminal for s in ended):
+        return 0
+    return sum(1 for s in ended if s is TaskState.SUCCEEDED)

@@ -34,6 +34,7 @@ from enum import StrEnum
 
 from shoal.api import Job, JobState, TaskRef, TaskState
 from shoal.api.lifecycle import IllegalTransitionError
+from shoal.control.endpoints import Endpoints
 from shoal.control.evicting import Evicting
 from shoal.control.job_scope import TaskCredentials
 from shoal.control.launching import NodeAddresses, launch_spec, rank_zero_node
@@ -73,12 +74,13 @@ class Outcome(StrEnum):
 
 class Launching(Evicting):
     """`ControlPlane` supplies the task credentials, master ports, nodes' addresses,
-    membership files and what a failed task means."""
+    membership files, tasks' endpoints and what a failed task means."""
 
     _credentials: TaskCredentials
     _ports: MasterPorts
     _addresses: NodeAddresses
     _membership: Membership
+    _endpoints: Endpoints
 
     def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str) -> None:
         raise NotImplementedError
@@ -158,7 +160,8 @@ class Launching(Evicting):
     def _launch_spec(self, rec: TaskRecord) -> TaskLaunch:
         info = self.model.jobs[rec.ref.job]
         env = {**self._credentials.env(info.job, info.account),
-               **self._membership.env(info)}
+               **self._membership.env(info),
+               **self._endpoints.env(self.model, info, rec.ref, rec.node or "")}
         return launch_spec(info.job, rec, self._ports.get(rec.ref.job), env,
                            info.elastic_size() if info.job.elastic is not None else None,
                            self._addresses.address(rank_zero_node(self.model, info, rec)))

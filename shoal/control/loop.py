@@ -36,7 +36,8 @@ an elastic job shrunk) are stored with its binds and applied by `shoal.control.e
 the evicted processes are stopped and the tasks bound in their place start once they are
 gone (`shoal.control.handover`); the notice of why, and by when, is written into the job's
 membership file before they are signalled. An elastic job's tasks learn its size from their
-environment and its membership file (`shoal.control.membership`).
+environment and its membership file (`shoal.control.membership`); every task its port and
+its job's roles' addresses (`shoal.control.endpoints`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
+from shoal.control.endpoints import Endpoints, TaskPorts
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
 from shoal.control.gang_restart import GangRestarting, lost_detail
 from shoal.control.handover import Handover
@@ -157,12 +159,19 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         self._tasks: dict[TaskRef, Tracked] = {}
         self._ending: dict[str, tuple[JobState, str]] = {}
         """Jobs being stopped → the terminal state and cause they get when all have stopped."""
-        self._ports = MasterPorts(executor.root / "control" / "master-ports")
+        master_ports = executor.root / "control" / "master-ports"
+        task_ports = TaskPorts(executor.root / "control" / "task-ports",
+                               also_taken=(master_ports,))
+        # A job's MASTER_PORT is never a live task's port (`shoal.control.endpoints`).
+        self._ports = MasterPorts(master_ports, task_ports.fresh)
         self._addresses = NodeAddresses(executor.nodes)
         """Each node's address, for MASTER_ADDR: `update` it with each listing of nodes."""
         self._handover = Handover()
         """Evicted tasks still stopping, and the bound tasks that wait for them."""
-        self._membership = Membership(executor)
+        self._endpoints = Endpoints(task_ports, self._addresses, self._ports.get,
+                                    self._ports.known)
+        """Each task's port and each role's addresses (`shoal.control.endpoints`)."""
+        self._membership = Membership(executor, self._endpoints)
         self.regrow_at: float | None = None
         """When the latest cycle's elastic action can grow a job next (the clock's time)."""
         self._waiting = WaitingReasons()
@@ -613,6 +622,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
             self.model.remove_job(name)
         if job.state.terminal:
             self._credentials.revoke(name)
+            self._endpoints.forget(name)  # first: it frees the master port too
             self._ports.forget(name)
             self._waiting.forget(name)
         else:

@@ -1,5 +1,6 @@
-"""A job's membership file: which of its tasks run now, its world size (elastic jobs), and
-the notice of an eviction under way (every job).
+"""A job's membership file: which of its tasks run now and where each is reached (elastic
+and multi-role jobs), its world size (elastic jobs), and the notice of an eviction under way
+(every job).
 
 Seed 001's elastic jobs change size while they run. A task learns the world size through its
 environment when it (re)starts (`WORLD_SIZE`, `SHOAL_WORLD_SIZE`: the size the job has with
@@ -15,10 +16,16 @@ The document (JSON)::
 
     {"job": "bert", "version": 3, "worldSize": 4,
      "elasticGroup": "worker", "replicas": {"worker": 4},
-     "members": [{"group": "worker", "index": 0, "rank": 0, "node": "local"}, ...]}
+     "members": [{"group": "worker", "index": 0, "rank": 0, "node": "local",
+                  "endpoint": "127.0.0.1:41234"}, ...],
+     "endpoints": {"worker": ["127.0.0.1:41234", ...]}}
 
 `members` are the tasks placed now (bound or running), ranked as their launch is
 (`shoal.control.launching.rank_of`); tasks being stopped after an eviction are not members.
+`endpoints` lists, per task group (every one, even with none placed), the `host:port` of
+its placed tasks by index, and each member its own (`shoal.control.endpoints`): seed 002's
+trainers find the parameter servers there, and follow them as they come and go. A job of
+several task groups that is not elastic gets the file too (`elasticGroup` null), for them.
 
 Preemption notice (issue 17). When a cycle evicts tasks of a job — preempted, reclaimed,
 shrunk —, the file gets a `notice` *before* any of them is signalled: why, by when it must
@@ -31,10 +38,11 @@ plane's `--grace-period`), and which of its tasks go::
 
 A task that traps SIGTERM reads it to know whether it is being taken (and why) or the job
 is stopping, and checkpoints before the deadline. So that any job's tasks can read it,
-every task gets `SHOAL_MEMBERSHIP_FILE`, not only an elastic job's; a rigid job's file
-exists only while it holds a notice and carries no `members`, `worldSize` nor `replicas`
-(`{"job", "version", "notice"}`). The notice stays until the job's tasks are placed again
-(then the file is rewritten without it, or a rigid job's is removed) or another notice
+every task gets `SHOAL_MEMBERSHIP_FILE`; the file of a job that is neither elastic nor of
+several task groups exists only while it holds a notice and carries no `members`,
+`worldSize` nor `replicas` (`{"job", "version", "notice"}`). The notice stays until the
+job's tasks are placed again (then the file is rewritten without it, or such a job's is
+removed) or another notice
 replaces it. Several evictions of one job in one cycle make one notice: the first one's
 reason, every task.
 
@@ -53,7 +61,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shoal.api import Job
 from shoal.api.decisions import Evict
+from shoal.control.endpoints import Endpoints
 from shoal.control.launching import rank_of, world_size
 from shoal.executors.contract import Executor
 from shoal.scheduler.jobs import JobInfo
@@ -67,6 +77,13 @@ KIND = "membership"
 
 Members = tuple[tuple[str, int, str], ...]
 """(group, index, node) of each task placed now, sorted."""
+
+
+def has_file(job: Job) -> bool:
+    """Whether the job's file lists its members all the time: an elastic job, or one of
+    several roles (task groups), whose tasks look up each other's endpoints in it. Any other
+    job's file exists only while it holds a notice."""
+    return job.elastic is not None or len(job.groups) > 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +102,12 @@ class Notice:
 
 
 class Membership:
-    """The membership files of the jobs of one control plane, kept by its executor."""
+    """The membership files of the jobs of one control plane, kept by its executor;
+    `endpoints`: where each task is reached, listed in the files."""
 
-    def __init__(self, files: Executor) -> None:
+    def __init__(self, files: Executor, endpoints: Endpoints | None = None) -> None:
         self._files = files
+        self._endpoints = endpoints
         self._paths: dict[str, Path] = {}
         self._written: dict[str, tuple[int, Members]] = {}
         """Per job: the version last written and the members it listed."""
@@ -119,14 +138,15 @@ class Membership:
                 continue
             self._notices[name] = Notice(evicts[0].reason, deadline, tuple(
                 sorted((e.task.group, e.task.index) for e in evicts)))
-            self._write(info, _members(model, info), self._written.get(name, (0, ()))[0] + 1)
+            self._write(model, info, _members(model, info),
+                        self._written.get(name, (0, ()))[0] + 1)
 
     def refresh(self, model: SchedulerModel) -> None:
         """Rewrite the file of every job whose placed tasks changed since the last write —
-        every elastic job, and any job with a notice (dropped once a task is placed again)
-        —, and remove those of jobs that left the model."""
+        every elastic or multi-role job, and any job with a notice (dropped once a task is
+        placed again) —, and remove those of jobs that left the model."""
         for name, info in model.jobs.items():
-            if info.job.elastic is None and name not in self._written:
+            if not has_file(info.job) and name not in self._written:
                 continue
             members = _members(model, info)
             version, last = self._written.get(name, (0, None))
@@ -134,10 +154,10 @@ class Membership:
                 continue
             if last is not None and not set(members) <= set(last):
                 self._notices.pop(name, None)  # placed again: the eviction is over
-            if info.job.elastic is None and name not in self._notices:
+            if not has_file(info.job) and name not in self._notices:
                 self.forget(name)
             else:
-                self._write(info, members, version + 1)
+                self._write(model, info, members, version + 1)
         for name in [n for n in self._written if n not in model.jobs]:
             self.forget(name)
 
@@ -147,18 +167,27 @@ class Membership:
         self._notices.pop(job, None)
         self._files.remove_job_file(KIND, job)
 
-    def _write(self, info: JobInfo, members: Members, version: int) -> None:
+    def _write(self, model: SchedulerModel, info: JobInfo, members: Members,
+               version: int) -> None:
         job, elastic = info.job, info.job.elastic
         document: dict[str, Any] = {"job": job.name, "version": version}
-        if elastic is not None:
-            size = info.elastic_size()
-            replicas = {g.name: size if g.name == elastic.group else g.replicas
-                        for g in job.groups}
+        if has_file(job):
+            size = None if elastic is None else info.elastic_size()
+            replicas = {g.name: size if elastic is not None and size is not None
+                        and g.name == elastic.group else g.replicas for g in job.groups}
             document |= {
-                "worldSize": world_size(job, size), "elasticGroup": elastic.group,
+                "worldSize": world_size(job, size),
+                "elasticGroup": None if elastic is None else elastic.group,
                 "replicas": replicas,
                 "members": [{"group": g, "index": i, "rank": rank_of(job, g, i, size),
                              "node": n} for g, i, n in members]}
+            if self._endpoints is not None:
+                endpoints = self._endpoints.of_job(model, info)
+                where = {(g, i): e for g, placed in endpoints.items() for i, e in placed}
+                for member in document["members"]:
+                    member["endpoint"] = where[(member["group"], member["index"])]
+                document["endpoints"] = {g: [e for _, e in placed]
+                                         for g, placed in endpoints.items()}
         notice = self._notices.get(job.name)
         if notice is not None:
             document["notice"] = notice.to_json()

@@ -48,6 +48,11 @@ class MasterPorts:
         self._ports[job] = port
         return port
 
+    def known(self, job: str) -> int | None:
+        """The job's port if one was chosen; never chooses one."""
+        port = self._ports.get(job)
+        return port if port is not None else self._read(self.directory / job)
+
     def forget(self, job: str) -> None:
         """The job ended: its port is no longer reserved."""
         self._ports.pop(job, None)

@@ -20,11 +20,13 @@ from shoal.api import (
     PriorityClass,
     Resources,
     Task,
+    TaskGroup,
     TaskState,
     VirtualCluster,
 )
 from shoal.api.elastic import Elasticity, ScaleStep
 from shoal.api.flavors import ResourceFlavor
+from shoal.api.objects import COMPLETE_JOB_POLICY
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.spec import API_VERSION
 from shoal.spec.elastic import PROTECT
@@ -296,6 +298,15 @@ def new_job_summary(job: Job) -> JobSummary:
                       updated=job.submitted, ended=None, delete_requested=False)
 
 
+def _policies_out(group: TaskGroup) -> list[FailurePolicyOut]:
+    """A group's policies as its spec writes them, `TaskCompleted: CompleteJob` last."""
+    out = [FailurePolicyOut(event=e.value, action=a.value) for e, a in group.policies.items()]
+    if group.completes_job:
+        event, action = COMPLETE_JOB_POLICY
+        out.append(FailurePolicyOut(event=event, action=action))
+    return out
+
+
 def job_out(summary: JobSummary, reason: PendingReason | None = None,
             events: list[Event] | None = None) -> JobOut:
     """A job in full (its spec, its status with task counts), never its tasks."""
@@ -305,8 +316,7 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                            node_selector=dict(g.node_selector), working_dir=g.working_dir,
                            task_retry_count=g.task_retry_count,
                            completion=_completion(g.min_succeeded, None),
-                           policies=[FailurePolicyOut(event=e.value, action=a.value)
-                                     for e, a in g.policies.items()],
+                           policies=_policies_out(g),
                            min_available=g.min_available, min_count=g.min_count)
               for g in job.groups]
     return JobOut(

@@ -40,6 +40,7 @@ from shoal.api import (
     parse_resources,
 )
 from shoal.api.flavors import FLAVOR_PREFIX, is_flavor_dimension
+from shoal.api.objects import COMPLETE_JOB_POLICY
 from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
 from shoal.api.resources import PODS, ZERO, canonical_name, parse_quantity
 from shoal.api.resources import total as total_of
@@ -335,7 +336,8 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
             env=dict(g.env), node_selector=dict(g.node_selector), working_dir=g.working_dir,
             task_retry_count=g.task_retry_count, min_succeeded=group_min,
             policies=_policies(log, doc, f"{path}.policies", g),
-            min_available=g.min_available, min_count=g.min_count))
+            min_available=g.min_available, min_count=g.min_count,
+            completes_job=_completes_job(log, doc, f"{path}.policies", g)))
     min_resources = (None if spec.min_resources is None
                      else resources(log, doc, "spec.minResources", spec.min_resources))
     scheduler = _SCHEDULERS[spec.scheduler_name]
@@ -385,11 +387,31 @@ def _policies(log: IssueLog, doc: DocRef, path: str, group: TaskGroupSpec
     error naming it)."""
     out: dict[FailureEvent, FailureAction] = {}
     for i, policy in enumerate(group.policies):
+        if policy.event == COMPLETE_JOB_POLICY[0] or policy.action == COMPLETE_JOB_POLICY[1]:
+            continue  # `_completes_job`'s
         event = FailureEvent(policy.event)
         if event in out:
             log.add(doc, f"{path}[{i}].event", f"{event} is given twice in this group")
         out[event] = FailureAction(policy.action)
     return out
+
+
+def _completes_job(log: IssueLog, doc: DocRef, path: str, group: TaskGroupSpec) -> bool:
+    """Whether the group has Volcano's `TaskCompleted → CompleteJob` policy. Each of the two
+    goes with the other only: a bad end never completes a job, nor does a completion restart
+    anything."""
+    found = False
+    for i, policy in enumerate(group.policies):
+        event_completes = policy.event == COMPLETE_JOB_POLICY[0]
+        if event_completes != (policy.action == COMPLETE_JOB_POLICY[1]):
+            log.add(doc, f"{path}[{i}].action",
+                    f"{policy.event} takes CompleteJob only" if event_completes
+                    else f"CompleteJob answers TaskCompleted only, not {policy.event}")
+        elif event_completes:
+            if found:
+                log.add(doc, f"{path}[{i}].event", "TaskCompleted is given twice in this group")
+            found = True
+    return found
 
 
 def _check_gang_restarts(log: IssueLog, doc: DocRef, model: JobDocument,

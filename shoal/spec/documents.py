@@ -352,15 +352,20 @@ class GroupCompletionSpec(_Model):
 
 
 class FailurePolicySpec(_Model):
-    """Volcano's task policy: what a task's bad end does while its `taskRetryCount` lasts."""
+    """Volcano's task policy: what a task's bad end does while its `taskRetryCount` lasts,
+    or (`TaskCompleted → CompleteJob`) what the group's completion does to the job."""
 
-    event: Literal["TaskFailed", "TaskLost"] = Field(
+    event: Literal["TaskFailed", "TaskLost", "TaskCompleted"] = Field(
         description="TaskFailed: it exited non-zero, was killed by a signal or could not be "
-                    "launched; TaskLost: it vanished with no exit status (its node died).")
-    action: Literal["RestartTask", "RestartGang"] = Field(
+                    "launched; TaskLost: it vanished with no exit status (its node died); "
+                    "TaskCompleted: every task of the group the job waits for has ended, one "
+                    "at least succeeded (with CompleteJob only).")
+    action: Literal["RestartTask", "RestartGang", "CompleteJob"] = Field(
         description="RestartTask: retry it in place (default for TaskFailed); RestartGang: "
                     "stop its peers and place the whole gang again, charged to its retries "
-                    "(default for TaskLost; a rigid gang only).")
+                    "(default for TaskLost; a rigid gang only); CompleteJob: the job succeeds "
+                    "and its other tasks are stopped (for TaskCompleted only: a "
+                    "TrainingJob's trainers end it, its master and pservers are stopped).")
 
 
 class TaskGroupSpec(_Model):
@@ -380,9 +385,10 @@ class TaskGroupSpec(_Model):
                     "rigid gang restarts its whole gang, charged to its own count.")
     completion: GroupCompletionSpec | None = None
     policies: list[FailurePolicySpec] = Field(
-        default_factory=list, max_length=2,
+        default_factory=list, max_length=3,
         description="What a task's bad end does, per event, where it differs from the "
-                    "default (at most one per event).")
+                    "default, and whether the group's completion completes the job "
+                    "(TaskCompleted: CompleteJob); at most one per event.")
     min_available: Int64 | None = Field(
         default=None, ge=1, alias="minAvailable",
         description="Tasks of this group the gang needs to run at all (Volcano's "

@@ -83,6 +83,7 @@ def group_to_dict(group: TaskGroup) -> dict[str, Any]:
         "policies": {event.value: action.value for event, action in group.policies.items()},
         "min_available": group.min_available,
         "min_count": group.min_count,
+        "completes_job": group.completes_job,
     }
 
 
@@ -97,7 +98,8 @@ def group_from_dict(data: Mapping[str, Any]) -> TaskGroup:
         min_succeeded=data.get("min_succeeded"),
         policies={FailureEvent(e): FailureAction(a)
                   for e, a in (data.get("policies") or {}).items()},
-        min_available=data.get("min_available"), min_count=data.get("min_count"))
+        min_available=data.get("min_available"), min_count=data.get("min_count"),
+        completes_job=bool(data.get("completes_job", False)))
 
 
 def job_spec(job: Job) -> dict[str, Any]:

@@ -115,6 +115,6 @@ def test_bad_policies(policies: str, spec: str, path: str, expected: str) -> Non
 
 
 def test_too_many_policies() -> None:
-    three = ", ".join(["{event: TaskLost, action: RestartTask}"] * 3)
-    expect(one_issue(_with_policies(f"[{three}]")), f"{JOB_1}spec.taskGroups[0].policies: ",
-           "at most 2 items")
+    four = ", ".join(["{event: TaskLost, action: RestartTask}"] * 4)
+    expect(one_issue(_with_policies(f"[{four}]")), f"{JOB_1}spec.taskGroups[0].policies: ",
+           "at most 3 items")

@@ -1,0 +1,193 @@
+"""Where a job's tasks reach each other: a port per task, and each role's addresses.
+
+Seed 002's TrainingJob has roles — a master, parameter servers, trainers — that talk over
+TCP: a trainer must know where every parameter server listens before it sends its first
+gradient. MASTER_ADDR/MASTER_PORT (`shoal.control.launching`) name rank 0 only. Here every
+task of a job gets a port of its own, and every task learns every role's addresses:
+
+- `SHOAL_TASK_PORT`: the port this task binds (its endpoint is `SHOAL_TASK_ENDPOINT`,
+  `host:port`, the host being its node's address).
+- `SHOAL_<GROUP>_HOSTS`: for each task group (its name upper-cased, `-` as `_`), the
+  `host:port` of each of its tasks that is placed when this one launches, by index, comma
+  separated: `SHOAL_PSERVER_HOSTS=10.0.0.5:41234,10.0.0.6:41240`. A group of more than
+  `MAX_HOSTS_IN_ENV` tasks is left out (an environment variable is bounded); the membership
+  file lists it.
+- The membership file (`shoal.control.membership`, `SHOAL_MEMBERSHIP_FILE`), which every job
+  of more than one task group gets, lists the same endpoints and is rewritten whenever the
+  placed tasks change: an elastic trainer group that grows or shrinks, a task placed later
+  (a job without a gang places its tasks one by one).
+
+Ports are chosen when the job's first task launches, one per task of each group (its
+largest size for an elastic group), so that a task's port is known before it, or any peer,
+starts; a retried task, a job retry or a restart of the control plane keeps them
+(`<root>/control/task-ports/<job>`). They are ports free on the control plane's machine at
+that moment, never two alike among the live jobs' task ports and master ports (the control
+loop draws MASTER_PORT through `TaskPorts.fresh` too): on the local executor, whose nodes
+are this machine, two tasks of Shoal never get one port.
+On other machines a port is probably free too, and a clash fails the attempt, which is
+retried under the task's policy — MASTER_PORT's rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from shoal.api import Job, TaskRef
+from shoal.control.launching import NodeAddresses
+from shoal.executors.local import free_port
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.model import SchedulerModel
+
+#: The port the task binds.
+TASK_PORT_ENV = "SHOAL_TASK_PORT"
+#: `host:port` of the task itself, as its peers see it.
+TASK_ENDPOINT_ENV = "SHOAL_TASK_ENDPOINT"
+#: Groups of more tasks than this get no `SHOAL_<GROUP>_HOSTS` (the membership file has them).
+MAX_HOSTS_IN_ENV = 256
+#: How many ports `TaskPorts.fresh` draws before it gives up finding one not handed out.
+_DRAWS = 200
+
+
+def hosts_env(group: str) -> str:
+    """The variable that lists the endpoints of `group`'s tasks: `SHOAL_PSERVER_HOSTS`."""
+    return f"SHOAL_{group.upper().replace('-', '_')}_HOSTS"
+
+
+class TaskPorts:
+    """The port of every task of each live job: in memory, and one JSON file per job under
+    `directory` (read back after a restart), `{"trainer/0": 41234, ...}`."""
+
+    def __init__(self, directory: Path, pick: Callable[[], int] = free_port,
+                 also_taken: Iterable[Path] = ()) -> None:
+        """`also_taken`: directories of other ports kept by job, one file per job holding a
+        port (`records.MasterPorts`'), taken too after a restart."""
+        self.directory = Path(directory)
+        self._pick = pick
+        self._ports: dict[str, dict[str, int]] = {}
+        self._taken: set[int] = set()
+        for where in (self.directory, *also_taken):
+            with contextlib.suppress(FileNotFoundError):
+                for path in Path(where).iterdir():
+                    if not path.name.startswith("."):
+                        self._taken.update(_read(path).values())
+
+    def port(self, job: Job, ref: TaskRef, avoid: Iterable[int] = ()) -> int:
+        """The port of task `ref` of `job`; every task of the job gets one on first use."""
+        return self.ports(job, avoid)[_key(ref.group, ref.index)]
+
+    def ports(self, job: Job, avoid: Iterable[int] = ()) -> dict[str, int]:
+        """`group/index` → port for every task of `job`, chosen on first use (never one of
+        `avoid`: its MASTER_PORT) and kept."""
+        known = self._ports.get(job.name)
+        if known is None:
+            known = _read(self.directory / job.name)
+            self._taken.update(known.values())
+        wanted = [_key(g.name, i) for g in job.groups for i in range(g.replicas)]
+        missing = [k for k in wanted if k not in known]
+        if missing:  # first use, or a task group that was not there when they were chosen
+            avoided = set(avoid)
+            known = dict(known)
+            for key in missing:
+                known[key] = self.fresh(avoided)
+            self._write(job.name, known)
+        self._ports[job.name] = known
+        return known
+
+    def fresh(self, avoid: Iterable[int] = ()) -> int:
+        """A port free now that no live job's task was given (nor one of `avoid`); marked
+        taken."""
+        avoided = set(avoid)
+        for _ in range(_DRAWS):
+            port = self._pick()
+            if port not in self._taken and port not in avoided:
+                self._taken.add(port)
+                return port
+        raise OSError(f"no free port left that is not already a task's ({_DRAWS} tries)")
+
+    def forget(self, job: str, also: Iterable[int] = ()) -> None:
+        """The job ended: its ports are free again, and `also` (its master port, drawn
+        through `fresh`)."""
+        known = self._ports.pop(job, None)
+        if known is None:
+            known = _read(self.directory / job)
+        self._taken.difference_update(known.values())
+        self._taken.difference_update(also)
+        (self.directory / job).unlink(missing_ok=True)
+
+    def _write(self, job: str, ports: dict[str, int]) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / job
+        tmp = path.with_name(f".{job}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+        tmp.write_text(json.dumps(ports, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+class Endpoints:
+    """Each task's port and each role's `host:port` list, for launches and the membership
+    file: the ports of `TaskPorts`, the hosts of `NodeAddresses` (the node the model places
+    a task on)."""
+
+    def __init__(self, ports: TaskPorts, addresses: NodeAddresses,
+                 master_port: Callable[[str], int],
+                 master_known: Callable[[str], int | None] = lambda _job: None) -> None:
+        """`master_port`: a job's MASTER_PORT (chosen if need be), which its tasks' ports
+        avoid; `master_known`: that port if it was chosen (`records.MasterPorts`), freed
+        with them when the job ends, for master ports drawn through `TaskPorts.fresh`."""
+        self.ports = ports
+        self._addresses = addresses
+        self._master_port = master_port
+        self._master_known = master_known
+
+    def of_job(self, model: SchedulerModel, info: JobInfo) -> dict[str, list[tuple[int, str]]]:
+        """Per task group (every one, in the job's order), the (index, `host:port`) of each
+        of its placed tasks, by index."""
+        job = info.job
+        out: dict[str, list[tuple[int, str]]] = {g.name: [] for g in job.groups}
+        if not info.running:  # a waiting job is given no ports (nor files) yet
+            return out
+        ports = self.ports.ports(job, (self._master_port(job.name),))
+        for task in info.running:
+            ref = task.ref
+            host = self._addresses.address(model.node(task.node).physical.name)
+            out[ref.group].append((ref.index, f"{host}:{ports[_key(ref.group, ref.index)]}"))
+        for placed in out.values():
+            placed.sort()
+        return out
+
+    def env(self, model: SchedulerModel, info: JobInfo, ref: TaskRef, node: str) -> dict[str, str]:
+        """What task `ref`, launched on `node` (its physical node), is told."""
+        job = info.job
+        port = self.ports.port(job, ref, (self._master_port(job.name),))
+        env = {TASK_PORT_ENV: str(port),
+               TASK_ENDPOINT_ENV: f"{self._addresses.address(node)}:{port}"}
+        for group, placed in self.of_job(model, info).items():
+            if job.group(group).replicas <= MAX_HOSTS_IN_ENV:
+                env[hosts_env(group)] = ",".join(endpoint for _, endpoint in placed)
+        return env
+
+    def forget(self, job: str) -> None:
+        """The job ended: its tasks' ports, and its master port, are free again."""
+        master = self._master_known(job)
+        self.ports.forget(job, () if master is None else (master,))
+
+
+def _key(group: str, index: int) -> str:
+    return f"{group}/{index}"
+
+
+def _read(path: Path) -> dict[str, int]:
+    """A job's ports file; a file of one port (a master port's) as {"": port}."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if isinstance(data, int):
+        return {"": data}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, int)}
