@@ -3,8 +3,8 @@ limited dimensions; existing rows get `{}`, no per-user limit, which keeps what 
 before) and the `usage` table, the control plane's decayed usage per (virtual cluster, user)
 (`shoal.core.usage`), empty at first.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-11-26
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
