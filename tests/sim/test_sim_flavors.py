@@ -26,7 +26,7 @@ def test_jobs_fill_the_first_flavors_quota_then_the_next_and_wait_for_either() -
         FlavorQuota("a100", Resources.of(gpu=4), ResourceLimit.of({"gpu": 4})),
         FlavorQuota("h100", Resources.of(gpu=8))))
     cluster = ClusterDescription.of(nodes, [team], resource_flavors=flavors)
-    jobs = [TraceJob(f"j{i}", float(i), 100.0, 1, Resources.of(cpu=1000, gpu=2), queue="team")
+    jobs = [TraceJob(f"j{i}", float(i), 100.0, 1, Resources.of(cpu=2000, gpu=2), queue="team")
             for i in range(8)]
     result = simulate(Trace.of(jobs, "hand"), cluster, Profile.load("default"), EXACT)
     starts = {r.name: r.first_start for r in result.jobs}
