@@ -184,7 +184,7 @@ def test_invalid_spec_is_422_with_every_problem(api: Api) -> None:
 
 def test_impossible_job_is_422_with_the_reason(api: Api) -> None:
     with pytest.raises(ShoalApiError) as error:
-        api.client().submit(job_yaml(gpu=16))
+        api.client().submit(job_yaml(gpu=16, cpu="16"))
     assert error.value.status == 422 and error.value.reason is not None
     assert error.value.reason["kind"] == "Unschedulable"
 

@@ -29,6 +29,7 @@ from shoal.api import (
 )
 from shoal.core import Snapshot
 from shoal.scheduler import run_cycle
+from shoal.scheduler.plugins.gpu_discipline import DEFAULT_MIN_CPU_PER_GPU
 
 from .oracles import (
     QuotaOracle,
@@ -212,6 +213,13 @@ def _ended(job: Job) -> int:
     return sum(1 for t in job.tasks if t.state.terminal)
 
 
+def _kept_for_idle_gpus(request: Resources, free: Resources) -> bool:
+    """Whether a CPU-only request fits `free` only by using the CPU that the profiles'
+    gpu-discipline keeps for idle GPUs (its default reserve, per idle GPU)."""
+    return bool(request.cpu) and not request.gpu and \
+        request.cpu > free.cpu - free.gpu * DEFAULT_MIN_CPU_PER_GPU
+
+
 def _nothing_placeable_left(decisions: Decisions, after: World) -> None:
     """The check of `test_a_task_that_fits_is_not_left_waiting` on one cycle. Tasks that
     ended for good count toward a gang's minimum (`JobInfo.ready`) and wait for nothing. A
@@ -241,7 +249,8 @@ def _nothing_placeable_left(decisions: Decisions, after: World) -> None:
             waiting.append(group.name)
             hosts = [n.name for n in after.nodes if n.schedulable
                      and all(n.labels.get(k) == v for k, v in group.node_selector.items())
-                     and group.resources.fits(free[n.name])]
+                     and group.resources.fits(free[n.name])
+                     and not _kept_for_idle_gpus(group.resources, free[n.name])]
             if hosts and oracle.admits(job.queue, group.resources):
                 fitting.append(f"{group.name} ({group.resources}) on {hosts}")
         if fitting and (missing <= 0 or len(fitting) == len(waiting)):

@@ -20,7 +20,7 @@ EXAMPLES = 250
 
 def group(name: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "replicas": 2, "command": ["python", "-c", "pass"],
-            "resources": {"cpu": "500m", "memory": "1Gi", "gpu": 1}, **extra}
+            "resources": {"cpu": "1", "memory": "1Gi", "gpu": 1}, **extra}
 
 
 def job(name: str, spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:

@@ -38,12 +38,12 @@ def test_bad_job_is_422_with_path_and_nothing_stored(api: Api, case: str) -> Non
 
 
 def test_impossible_job_is_422_with_reason(api: Api) -> None:
-    answer = api.submit(job_yaml("huge", replicas=1, gpu=16))
+    answer = api.submit(job_yaml("huge", replicas=1, gpu=16, cpu="16"))
     assert answer.status_code == 422, answer.text
     body = answer.json()
     assert body["reason"]["kind"] == "Unschedulable"
     assert "never run" in body["errors"][0]["message"]
-    too_many = api.submit(job_yaml("wide", replicas=3, gpu=8))
+    too_many = api.submit(job_yaml("wide", replicas=3, gpu=8, cpu="8"))
     assert too_many.status_code == 422
     assert too_many.json()["reason"]["kind"] == "Unschedulable"
     no_match = api.submit(job_yaml("h100", extra_group="\n      nodeSelector: {gpu-type: h100}"))
