@@ -280,11 +280,14 @@ description: Seed 002's fair share - jobs ordered by weighted running time (GPU 
   memory, divided by the priority weight); after allocate and backfill, the least served
   jobs start or grow one step at a time, and when shares are far from even the most served
   elastic job gives one step to the least served; a job that changed size within its
-  freezing window is left alone.
+  freezing window is left alone. Waiting jobs age (a job's priority doubles every 15 minutes
+  it waits) and a starving one holds a reservation; virtual clusters and users are ordered
+  by their decayed usage; GPU tasks bring CPU and CPU work leaves idle GPUs theirs.
 actions: "enqueue, allocate, backfill, fairshare"
 tiers:
-  - plugins: [{name: fairshare}, {name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+  - plugins: [{name: fairshare}, {name: priority, arguments: {agingHalfLife: 900}},
+              {name: usage}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}, {name: gpu-discipline}]
 """,
     # ---- end fairshare ---------------------------------------------------------------------
 }
