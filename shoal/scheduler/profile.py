@@ -175,7 +175,7 @@ BUILTIN_PROFILES = {
 name: default
 description: Gang scheduling with priorities, virtual-cluster quotas and bin-packing; elastic
   jobs grow step by step into what is idle.
-actions: "enqueue, allocate, backfill, elastic"
+actions: "services, enqueue, allocate, backfill, elastic"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
@@ -205,7 +205,7 @@ name: elastic
 description: Like default, with job-level preemption and reclaim that take elastic surplus
   first, then elastic jobs grow step by step into what is idle; only elastic surplus borrows
   other virtual clusters' guarantees (capacity reclaimMode elastic, seed 001).
-actions: "enqueue, allocate, backfill, preempt, reclaim, elastic"
+actions: "services, enqueue, allocate, backfill, preempt, reclaim, elastic"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity, arguments: {reclaimMode: elastic}},
@@ -312,3 +312,8 @@ def _register_builtins() -> None:
     ACTIONS.register("reclaim", ReclaimArguments, Reclaim)
     PLUGINS.register("las", LasArguments, LeastAttainedService)
     # ---- end las ---------------------------------------------------------------------------
+    # ---- services: online services' time-of-day sizes (seed 002) --------------------------
+    from shoal.scheduler.actions.services import Services, ServicesArguments
+
+    ACTIONS.register("services", ServicesArguments, Services)
+    # ---- end services ----------------------------------------------------------------------
