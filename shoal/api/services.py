@@ -97,6 +97,12 @@ class Service:
         return day + later[0] if later else day + DAY + marks[0]
 
 
+def time_of_day(second: float) -> str:
+    """`HH:MM`, or `HH:MM:SS` when the seconds are not zero: how documents write it."""
+    s = int(second % DAY)
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}" + (f":{s % 60:02d}" if s % 60 else "")
+
+
 def parse_time_of_day(text: str) -> float:
     """Seconds of the day from `HH:MM` or `HH:MM:SS` (24-hour, UTC); `24:00` is refused
     (say `00:00`). Raises ValueError saying what was expected."""

@@ -48,7 +48,8 @@ from shoal.api.queue_policy import (
     ReclaimWithinParent,
     WithinQueue,
 )
-from shoal.api.resources import CPU, GPU, MEMORY
+from shoal.api.resources import CPU, GPU, MEMORY, ZERO
+from shoal.api.services import DEFAULT_HAND_BACK, QuietWindow, Service
 from shoal.store.models import (
     JobRow,
     NodeRow,
@@ -120,6 +121,7 @@ def job_spec(job: Job) -> dict[str, Any]:
         "elastic": elastic_to_json(job.elastic),
         "protect_for": job.protect_for,
         "preemptable": job.preemptable,
+        "service": service_to_json(job.service),
     }
 
 
@@ -158,6 +160,7 @@ def row_spec(row: JobRow) -> dict[str, Any]:
         "elastic": row.elastic,
         "protect_for": row.protect_for or 0.0,
         "preemptable": row.preemptable is not False,
+        "service": row.service,
     }
 
 
@@ -176,7 +179,7 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "job_retry_count": job.job_retry_count, "retries": job.retries,
         "virtual_cluster": job_vc_to_json(job.virtual_cluster, job.sub_clusters),
         "elastic": elastic_to_json(job.elastic), "protect_for": job.protect_for,
-        "preemptable": job.preemptable,
+        "preemptable": job.preemptable, "service": service_to_json(job.service),
         "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
@@ -248,7 +251,24 @@ def job_from_row(row: JobRow, *, with_tasks: bool = True) -> Job:
         virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster),
         sub_clusters=sub_clusters_from_json(row.virtual_cluster),
         elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0,
-        preemptable=row.preemptable is not False)
+        preemptable=row.preemptable is not False, service=service_from_json(row.service))
+
+
+def service_to_json(service: Service | None) -> dict[str, Any] | None:
+    if service is None:
+        return None
+    return {"group": service.group, "handBack": service.hand_back,
+            "schedule": [{"start": w.start, "end": w.end, "replicas": w.replicas}
+                         for w in service.schedule]}
+
+
+def service_from_json(data: Mapping[str, Any] | None) -> Service | None:
+    if data is None:
+        return None
+    group = data.get("group")
+    return Service(None if group is None else str(group), tuple(
+        QuietWindow(float(w["start"]), float(w["end"]), int(w["replicas"]))
+        for w in data.get("schedule", ())), float(data.get("handBack", DEFAULT_HAND_BACK)))
 
 
 def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:
@@ -257,6 +277,7 @@ def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:
     row.allocatable = None if node.allocatable is None else resources_to_json(node.allocatable)
     row.labels = dict(node.labels)
     row.schedulable = node.schedulable
+    row.reserved = None if node.reserved.is_zero() else resources_to_json(node.reserved)
     return row
 
 
@@ -265,7 +286,8 @@ def node_from_row(row: NodeRow) -> Node:
                 labels=dict(row.labels),
                 allocatable=(None if row.allocatable is None
                              else resources_from_json(row.allocatable)),
-                schedulable=row.schedulable)
+                schedulable=row.schedulable,
+                reserved=ZERO if row.reserved is None else resources_from_json(row.reserved))
 
 
 def vc_to_row(vc: VirtualCluster, row: VirtualClusterRow | None = None) -> VirtualClusterRow:

@@ -85,6 +85,8 @@ class JobRow(Base):
     protect_for: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
     preemptable: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     """False: never preempted, reclaimed nor shrunk for others (`spec.preemptable`)."""
+    service: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    """An online service's settings (`convert.service_to_json`); NULL: a training job."""
     stopping: Mapped[str | None] = mapped_column(String(32))
     """While the job's tasks are being stopped: the job state it gets once they all have
     (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""
@@ -163,6 +165,8 @@ class NodeRow(Base):
     declared."""
     reason: Mapped[str] = mapped_column(Text, default="", server_default="")
     """Why it is not ready (dead, drained …); empty when it is."""
+    reserved: Mapped[dict[str, int] | None] = mapped_column(JSON, nullable=True)
+    """Used outside Shoal (`status.reserved`); NULL: nothing."""
 
 
 class VirtualClusterRow(Base):

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
 from shoal.api.objects import TaskGroup
-from shoal.api.services import DAY, QuietWindow, Service
+from shoal.api.services import QuietWindow, Service, time_of_day
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.jobs import JobInfo, TaskInfo
@@ -196,9 +196,4 @@ def _resized(session: Session, info: JobInfo, group: TaskGroup, size: int, why: 
 def _window_text(window: QuietWindow | None) -> str:
     if window is None:
         return "(none)"
-    return f"{_clock(window.start)}-{_clock(window.end)}"
-
-
-def _clock(second: float) -> str:
-    s = int(second % DAY)
-    return f"{s // 3600:02d}:{s % 3600 // 60:02d}" + (f":{s % 60:02d}" if s % 60 else "")
+    return f"{time_of_day(window.start)}-{time_of_day(window.end)}"
