@@ -404,7 +404,8 @@ class Simulator:
             free = (state.cpu, state.memory, state.gpu, *state.extras.values())
             if min(free, default=0) < 0:
                 raise InvariantError(f"t={now}: node {state.name} over-committed: {free}")
-            if state.gpu_free_mask.bit_count() != state.gpu:
+            # A node's reserved GPUs are free indices that no task may take.
+            if state.gpu_free_mask.bit_count() != state.gpu + state.node.reserved.gpu:
                 raise InvariantError(f"t={now}: node {state.name} has {state.gpu} free GPUs "
                                      f"but {state.gpu_free_mask.bit_count()} free indices")
         held = sum(r.held_gpus for r in self.runs.values())
