@@ -61,9 +61,7 @@ class Services:
     def execute(self, session: Session) -> None:
         now = session.now
         wake: float | None = None
-        scheduled = [info for info in session.jobs.values()
-                     if info.job.service is not None and info.job.service.schedule]
-        scheduled.sort(key=session.job_order_key)
+        scheduled = sorted(session.model.services.values(), key=session.job_order_key)
         for info in scheduled:
             service = info.job.service
             assert service is not None
