@@ -15,7 +15,8 @@ from shoal.api.elastic import Elasticity
 from shoal.api.flavors import FlavorFungibility, FlavorQuota, flavor_quotas_max, flavor_quotas_min
 from shoal.api.lifecycle import JobState, TaskState
 from shoal.api.queue_policy import PreemptionPolicy, QueuePreemption, QueueStatus
-from shoal.api.resources import ResourceLimit, Resources, total
+from shoal.api.resources import ZERO, ResourceLimit, Resources, total
+from shoal.api.services import Service
 
 #: The node label carrying the GPU model; jobs select it with `nodeSelector: {gpu-type: …}`.
 GPU_TYPE_LABEL = "gpu-type"
@@ -140,10 +141,16 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     allocatable: Resources | None = None
     schedulable: bool = True
+    reserved: Resources = ZERO
+    """Used outside Shoal on this node (`status.reserved`: an online service or a daemon
+    it does not run); within what is allocatable."""
 
     @property
     def allocatable_resources(self) -> Resources:
-        return self.capacity if self.allocatable is None else self.allocatable
+        """What the scheduler may hand out: allocatable (or capacity) less `reserved`, in
+        every decision: the node index and the quota tree's root both count from it."""
+        offered = self.capacity if self.allocatable is None else self.allocatable
+        return offered if self.reserved.is_zero() else offered.saturating_sub(self.reserved)
 
     @property
     def gpu_type(self) -> str | None:
@@ -281,6 +288,15 @@ class Job:
     """Seconds between the job's checkpoints (`spec.checkpointInterval`, > 0); None: it keeps
     nothing when evicted. Victims are ranked by the work an eviction would lose
     (`shoal.scheduler.work_lost`), and the simulator keeps the checkpointed work."""
+    service: Service | None = None
+    """An online service (`kind: Service`, `spec.service`; `shoal.api.services`): never
+    interrupted for other jobs, sized by its time-of-day schedule; None: a training job."""
+
+    @property
+    def evictable(self) -> bool:
+        """Whether preempt, reclaim and the elastic shrink may take its tasks: not if it is
+        non-preemptable, nor if it is a service."""
+        return self.preemptable and self.service is None
 
     @property
     def success_threshold(self) -> int:

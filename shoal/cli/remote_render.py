@@ -136,11 +136,12 @@ def _node_state(node: NodeView) -> Text:
 
 
 def nodes_table(nodes: Sequence[NodeView]) -> Table:
-    table = _table(None, "NAME", "STATE", "LABELS", "CAPACITY", "ALLOCATABLE")
+    table = _table(None, "NAME", "STATE", "LABELS", "CAPACITY", "ALLOCATABLE", "RESERVED")
     for node in nodes:
         labels = ",".join(f"{k}={v}" for k, v in node.labels.items()) or "-"
         table.add_row(node.name, _node_state(node), labels, _quantities(node.capacity),
-                      _quantities(node.allocatable))
+                      _quantities(node.allocatable),
+                      _quantities(node.reserved))
     return table
 
 

@@ -215,6 +215,8 @@ class NodeView:
     unschedulable: bool
     state: NodePhase = NodePhase.READY
     reason: str = ""
+    reserved: Quantities = field(default_factory=dict)
+    """Used outside Shoal (`status.reserved`); `allocatable` is already net of it."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
@@ -227,7 +229,8 @@ class NodeView:
                    allocatable=dict(data.get("allocatable") or {}),
                    unschedulable=unschedulable,
                    state=NodePhase(data.get("state") or default),
-                   reason=str(data.get("reason") or ""), raw=data)
+                   reason=str(data.get("reason") or ""),
+                   reserved=dict(data.get("reserved") or {}), raw=data)
 
 
 @dataclass(frozen=True)

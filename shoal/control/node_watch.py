@@ -24,6 +24,12 @@ still holds are charged where they are. The admission check keeps not-ready node
 declared: a job submitted while its only fitting node reboots waits for it instead of being
 refused as infeasible.
 
+Load used outside Shoal (`Node.reserved`, a node's `status.reserved`) is the admin's, not
+the engine's: `PUT /nodes` stores it, and each tick reads the stored nodes and takes up a
+known node whose reserved load changed (`reserved_changes`) as a change of what it offers,
+so a running `shoal up` schedules around it from the next cycle. What an engine reports of
+a node keeps the reserved load known for it.
+
 Nothing here is engine-specific: an engine says what its nodes are and whether they are
 ready; how it knows is its own business.
 """
@@ -105,7 +111,8 @@ def node_changes(known: Mapping[str, NodeRecord], reported: Sequence[NodeHealth]
         # A node that is not ready keeps the offer it had: the tasks it still holds until
         # they are lost keep their GPUs (Ray reports a dead node with no resources left).
         if health.ready and health.node is not None and _offer(health.node) != _offer(node):
-            node = replace(health.node, name=node.name, schedulable=node.schedulable)
+            node = replace(health.node, name=node.name, schedulable=node.schedulable,
+                           reserved=node.reserved)
         now = NodeRecord(node, condition)
         if now == was:
             continue
@@ -123,8 +130,24 @@ def node_changes(known: Mapping[str, NodeRecord], reported: Sequence[NodeHealth]
 
 
 def _offer(node: Node) -> tuple[object, ...]:
-    """What an engine says of a node: not its declared schedulability."""
-    return (node.capacity, node.allocatable_resources, dict(node.labels))
+    """What an engine says of a node: not its declared schedulability, nor the load used
+    outside Shoal (an admin's declaration)."""
+    return (node.capacity, node.allocatable or node.capacity, dict(node.labels))
+
+
+def reserved_changes(known: Mapping[str, NodeRecord], stored: Mapping[str, NodeRecord],
+                     changes: Sequence[NodeChange]) -> list[NodeChange]:
+    """Known nodes whose reserved load in the store (`PUT /nodes`, `status.reserved`) is not
+    the one the loop knows (pure); `changes`, what the engine reported, take it up too."""
+    out: list[NodeChange] = []
+    changed = {c.name for c in changes}
+    for name, was in known.items():
+        record = stored.get(name)
+        if record is None or name in changed or record.node.reserved == was.node.reserved:
+            continue
+        out.append(NodeChange(ChangeKind.CHANGED, NodeRecord(
+            replace(was.node, reserved=record.node.reserved), was.condition)))
+    return out
 
 
 class NodeWatch:
@@ -166,12 +189,12 @@ class NodeWatch:
                           self.interval)
             return False
         changes = node_changes(self.known, reported)
+        stored = {r.node.name: r for r in repository.node_records()}
+        changes = [_with_stored(c, stored[c.name].node) if c.name in stored else c
+                   for c in changes]
+        changes += reserved_changes(self.known, stored, changes)
         if not changes and self._synced:
             return False
-        stored = {r.node.name: r for r in repository.node_records()}
-        changes = [_keep_cordon(c, stored[c.name].node)
-                   if c.kind is ChangeKind.JOINED and c.name in stored else c
-                   for c in changes]
         written = {c.name: c.now.condition for c in changes}
         if not self._synced:  # what a previous run recorded may be true no longer
             for name, known in self.known.items():
@@ -191,12 +214,16 @@ class NodeWatch:
         return any(c.moves_the_model for c in changes)
 
 
-def _keep_cordon(change: NodeChange, stored: Node) -> NodeChange:
-    """A node that joins again keeps the cordon an admin declared of it."""
-    if stored.schedulable:
-        return change
-    return replace(change, now=replace(change.now, node=replace(change.now.node,
-                                                                schedulable=False)))
+def _with_stored(change: NodeChange, stored: Node) -> NodeChange:
+    """A node that joins again keeps the cordon an admin declared of it; any node keeps the
+    reserved load stored for it."""
+    node = change.now.node
+    if change.kind is ChangeKind.JOINED and not stored.schedulable:
+        node = replace(node, schedulable=False)
+    if node.reserved != stored.reserved:
+        node = replace(node, reserved=stored.reserved)
+    return change if node is change.now.node else replace(change, now=replace(change.now,
+                                                                               node=node))
 
 
 class NodeWatching:

@@ -68,7 +68,11 @@ class NodeState:
         self.pod_limited = PODS in self.extras
         """Whether the node declares a task limit (`capacity.pods`); without one it takes any
         number of tasks (not zero: an absent dimension here means unlimited)."""
-        self.gpu_free_mask = (1 << alloc.gpu) - 1
+        # Every GPU index the node declares: those of its reserved load (`Node.reserved`)
+        # too, which `gpu` does not count. Tasks take the lowest free indices, so the load
+        # used outside Shoal is on the highest ones, and a task that held one before the
+        # load was declared keeps it.
+        self.gpu_free_mask = (1 << (node.allocatable or node.capacity).gpu) - 1
         self.pools: list[NodePool] = []
         self.host = host
         """For a virtual node: the physical node it is carved from."""

@@ -72,6 +72,9 @@ class SchedulerModel:
         """Every live job, in (submission, name) order of arrival in the model."""
         self.waiting: dict[str, JobInfo] = {}
         """Jobs with tasks still to place."""
+        self.services: dict[str, JobInfo] = {}
+        """The live jobs that are services with a schedule (`Job.service`): what the
+        services action sizes, without a walk over every job."""
         self.unblocked = True
         """Since `settled()`: capacity was given back, a node came back, or a job stopped
         wanting placements — anything that may let a job that waited be placed."""
@@ -134,6 +137,8 @@ class SchedulerModel:
                     info.blocker = _unmade(info, "not created yet")
             holdings.extend((info, t) for t in holding)
             self.jobs[job.name] = info
+            if job.service is not None and job.service.schedule:
+                self.services[job.name] = info
             if info.pending:
                 self.waiting[job.name] = info
                 if not self.unblocked:
@@ -174,6 +179,7 @@ class SchedulerModel:
         """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
         info = self.jobs.pop(name)
         self.waiting.pop(name, None)
+        self.services.pop(name, None)
         self.flavors.forget(name)
         self.unmade.pop(name, None)
         self.unblock()  # a strict-FIFO head that leaves unblocks the jobs behind it

@@ -176,7 +176,7 @@ name: default
 description: Gang scheduling with priorities, virtual-cluster quotas and bin-packing; elastic
   jobs grow step by step into what is idle; GPU tasks bring CPU for their GPUs and CPU-only
   tasks leave idle GPUs theirs (gpu-discipline).
-actions: "enqueue, allocate, backfill, elastic"
+actions: "services, enqueue, allocate, backfill, elastic"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity}, {name: placement}, {name: gpu-discipline}]
@@ -206,7 +206,7 @@ name: elastic
 description: Like default, with job-level preemption and reclaim that take elastic surplus
   first, then elastic jobs grow step by step into what is idle; only elastic surplus borrows
   other virtual clusters' guarantees (capacity reclaimMode elastic, seed 001).
-actions: "enqueue, allocate, backfill, preempt, reclaim, elastic"
+actions: "services, enqueue, allocate, backfill, preempt, reclaim, elastic"
 tiers:
   - plugins: [{name: priority}, {name: gang}]
   - plugins: [{name: predicates}, {name: capacity, arguments: {reclaimMode: elastic}},
@@ -346,3 +346,8 @@ def _register_builtins() -> None:
 
     PLUGINS.register("gpu-discipline", GpuDisciplineArguments, GpuDiscipline)
     # ---- end gpu-discipline ----------------------------------------------------------------
+    # ---- services: online services' time-of-day sizes (seed 002) --------------------------
+    from shoal.scheduler.actions.services import Services, ServicesArguments
+
+    ACTIONS.register("services", ServicesArguments, Services)
+    # ---- end services ----------------------------------------------------------------------

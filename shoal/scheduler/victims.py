@@ -16,7 +16,8 @@ A job is never cut at random: it gives up a *unit* at a time.
   spare it on its own (`VictimUnit.chain`).
 
 Non-preemptable work (`Job.preemptable` false: `spec.preemptable: false`, Volcano's
-`volcano.sh/preemptable: "false"`) gives up nothing: it has no units.
+`volcano.sh/preemptable: "false"`) gives up nothing: it has no units. Nor does an online
+service (`Job.service`, seed 002): `Job.evictable` says both.
 
 Protection: no task is taken before it has run `protectFor` seconds (Volcano's
 `volcano.sh/cooldown-time`). A unit that would take a protected task is not offered, nor any
@@ -85,7 +86,7 @@ def units_of(job: JobInfo, now: float,
              allowed: Callable[[Sequence[TaskInfo]], bool] = lambda _: True) -> list[VictimUnit]:
     """The units `job` may give up, in its own order (see the module's text). `allowed`
     says whether a set of tasks may be taken (the victim-selection plugins)."""
-    if not job.job.preemptable:
+    if not job.job.evictable:
         return []
     out: list[VictimUnit] = []
     left = list(job.running)

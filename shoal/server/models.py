@@ -27,6 +27,7 @@ from shoal.api import (
 from shoal.api.elastic import Elasticity, ScaleStep
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import COMPLETE_JOB_POLICY
+from shoal.api.services import Service, time_of_day
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.spec import API_VERSION
 from shoal.spec.elastic import PROTECT
@@ -104,6 +105,20 @@ class ElasticOut(_Out):
     protect_for: float = Field(alias="protectFor")
 
 
+class QuietWindowOut(_Out):
+    from_: str = Field(alias="from", description="HH:MM or HH:MM:SS, UTC.")
+    to: str
+    replicas: int
+
+
+class ServiceOut(_Out):
+    """An online service's settings (seed 002): never preempted, reclaimed nor shrunk."""
+
+    task_group: str | None = Field(alias="taskGroup")
+    schedule: list[QuietWindowOut]
+    hand_back: float = Field(alias="handBack", description="Seconds.")
+
+
 class JobSpecOut(_Out):
     scheduler_name: str = Field(alias="schedulerName")
     min_available: int | None = Field(alias="minAvailable")
@@ -121,6 +136,7 @@ class JobSpecOut(_Out):
         description="Seconds after a change of size during which the fairshare action "
                     "leaves the job alone; null: the profile's default.")
     checkpoint_interval: float | None = Field(default=None, alias="checkpointInterval")
+    service: ServiceOut | None = None
 
 
 class TaskOut(_Out):
@@ -331,8 +347,17 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                         virtual_cluster=_job_vc_out(job.virtual_cluster),
                         elastic=_elastic_out(job), preemptable=job.preemptable,
                         freezing_window=job.freezing_window,
-                        checkpoint_interval=job.checkpoint_interval),
+                        checkpoint_interval=job.checkpoint_interval,
+                        service=_service_out(job.service)),
         status=_status(summary, reason, events))
+
+
+def _service_out(service: Service | None) -> ServiceOut | None:
+    if service is None:
+        return None
+    return ServiceOut(task_group=service.group, hand_back=service.hand_back, schedule=[
+        QuietWindowOut(from_=time_of_day(w.start), to=time_of_day(w.end), replicas=w.replicas)
+        for w in service.schedule])
 
 
 def job_summary_out(summary: JobSummary, reason: PendingReason | None) -> JobSummaryOut:
@@ -350,7 +375,8 @@ class NodeOut(_Out):
     name: str
     labels: dict[str, str]
     capacity: Quantities
-    allocatable: Quantities
+    allocatable: Quantities = Field(
+        description="What the scheduler may hand out: its allocatable less `reserved`.")
     unschedulable: bool = Field(description="Declared unschedulable (cordoned).")
     state: NodePhase = Field(
         default=NodePhase.READY,
@@ -358,6 +384,8 @@ class NodeOut(_Out):
                     "drained, gone; `reason` says which), nothing is placed on it and its "
                     "tasks are lost; Cordoned: declared unschedulable.")
     reason: str = Field(default="", description="Why it is NotReady; empty otherwise.")
+    reserved: Quantities = Field(
+        default_factory=dict, description="Used outside Shoal (`status.reserved`).")
 
 
 class FixedSizeNodeOut(_Out):
@@ -504,7 +532,7 @@ def node_out(record: NodeRecord) -> NodeOut:
                    capacity=_quantities(node.capacity),
                    allocatable=_quantities(node.allocatable_resources),
                    unschedulable=not node.schedulable, state=record.phase,
-                   reason=record.condition.reason)
+                   reason=record.condition.reason, reserved=_quantities(node.reserved))
 
 
 def vc_status_out(status: VirtualClusterStatus) -> VirtualClusterStatusOut:

@@ -90,6 +90,11 @@ class SimConfig:
     cycle_on_events: bool = False
     work: WorkModel = field(default_factory=WorkModel)
     node_events: tuple[NodeEvent, ...] = ()
+    until: float | None = None
+    """Stop before the first event after this simulated time (None: when nothing is left
+    to happen). With services in the trace, a job that can never finish — one that needs
+    more than a service's quiet hours hold and loses its work at each hand-back — would
+    otherwise keep the run going forever."""
     check_invariants: bool = False
     """After every event, check that no node is over-committed and GPU indices agree with
     free counts (raises `InvariantError`); for tests, it costs O(nodes) per event."""
@@ -186,12 +191,19 @@ class Simulator:
         self.runs = {j.name: _JobRun(j, j.duration) for j in trace.jobs}
         # The simulator knows every job's duration: that is the runtime estimate the
         # estimate-based policies (SJF, EASY backfill) get, an oracle as in the literature.
-        # A job checkpoints at its own interval, else at the work model's (module text).
+        # A job checkpoints at its own interval, else at the work model's (module text); a
+        # service never ends: it has no runtime estimate.
         every = self.config.work.checkpoint_interval
         default = every if every is not None and every > 0 else None
-        self._gangs = {j.name: replace(j.to_job(), runtime_estimate=j.duration,
+        self._gangs = {j.name: replace(j.to_job(), runtime_estimate=None
+                                       if j.service is not None else j.duration,
                                        checkpoint_interval=j.checkpoint_interval or default)
                        for j in trace.jobs}
+        self._endless = any(j.service is not None for j in trace.jobs)
+        """Services never end and wake the scheduler at their windows forever: the run ends
+        once every other job has (`_done`)."""
+        self._ending = sum(1 for j in trace.jobs if j.service is None)
+        self._arrived = 0
         self.capacity_gpus = sum(n.allocatable_resources.gpu for n in cluster.nodes)
         self.samples: list[Sample] = []
         self.finished = 0
@@ -213,7 +225,10 @@ class Simulator:
             self.events.push(change.time, EventKind.NODE_UP if change.up else
                              EventKind.NODE_DOWN, change.node)
         total = len(self.trace.jobs)
+        until = math.inf if self.config.until is None else self.config.until
         while self.events:
+            if (self.events.peek_time() or 0.0) > until:
+                break
             event = self.events.pop()
             now = event.time
             self.model.now = now  # what the model does between cycles is stamped too
@@ -234,9 +249,17 @@ class Simulator:
                 self._check(now)
             if self.progress is not None and self.events.processed % 5000 == 0:
                 self.progress(now, self.finished, total)
+            if self._done():
+                break
         if self.progress is not None:
             self.progress(self.samples[-1].time if self.samples else 0.0, self.finished, total)
         return self._result()
+
+    def _done(self) -> bool:
+        """With services in the trace: every job has arrived and every one but the
+        services has ended (what is left to happen is their windows, forever)."""
+        return self._endless and self._arrived == len(self.trace.jobs) \
+            and self.finished == self._ending
 
     def _changed(self, now: float) -> None:
         """Something the scheduler should look at happened at `now`."""
@@ -300,6 +323,7 @@ class Simulator:
     # ---- the executor -----------------------------------------------------------------------
 
     def _arrive(self, name: str, now: float) -> None:
+        self._arrived += 1
         self.runs[name].last = now
         self.model.add_job(self._gangs[name])
         self._changed(now)
@@ -440,7 +464,8 @@ class Simulator:
             free = (state.cpu, state.memory, state.gpu, *state.extras.values())
             if min(free, default=0) < 0:
                 raise InvariantError(f"t={now}: node {state.name} over-committed: {free}")
-            if state.gpu_free_mask.bit_count() != state.gpu:
+            # A node's reserved GPUs are free indices that no task may take.
+            if state.gpu_free_mask.bit_count() != state.gpu + state.node.reserved.gpu:
                 raise InvariantError(f"t={now}: node {state.name} has {state.gpu} free GPUs "
                                      f"but {state.gpu_free_mask.bit_count()} free indices")
         held = sum(r.held_gpus for r in self.runs.values())
@@ -460,6 +485,8 @@ class Simulator:
             self.samples.append(sample)
 
     def _result(self) -> SimResult:
+        # Services never end: they have no completion time to measure, and are left out of
+        # the job records; what they hold counts in the samples (`busy_gpus`).
         records = tuple(
             JobRecord(r.spec.name, r.spec.queue, r.spec.gpus, r.spec.duration,
                       r.spec.submit_time, r.first_start, r.end, r.preemptions,
@@ -467,7 +494,7 @@ class Simulator:
                       tuple(HeldInterval(*h) for h in r.held),
                       total_wait=None if r.end is None else r.waited,
                       user=r.spec.user)
-            for r in self.runs.values())
+            for r in self.runs.values() if r.spec.service is None)
         queues = [q for q in self.model.quota if q.parent is not None]
         weights = tuple(sorted((q.name, q.weight) for q in queues))
         mins = tuple(sorted((q.name, q.min.gpu) for q in queues))

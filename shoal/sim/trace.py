@@ -35,6 +35,13 @@ resize costs no work in this model. A job built with `gang=False` is a default-s
 job instead (`schedulerName: default`, issue 16): placed task by task, running from its
 first task, and preempt and reclaim may take single tasks from it (`shoal.sim.simulator`
 accounts the work such a task loses). No trace format records one; tests build them.
+
+A job with `service` set is an online service (seed 002, `shoal.api.services`): it never
+ends (its `duration` is infinite), gets the `production` priority class unless it names
+one, is never preempted, and with quiet windows it is elastic down to its quietest size —
+the services action sizes it on the simulated clock, whose 0 is midnight (UTC). Native
+traces say `kind: Service` or `spec.service` (`shoal.sim.loaders.native`). The simulation
+ends once every job that can end has ended.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from shoal.api import DEFAULT_QUEUE, Elasticity, Job, Resources, SchedulerName, TaskGroup
+from shoal.api.services import Service
 
 #: The name of the one task group of every trace job.
 WORKER_GROUP = "worker"
@@ -118,9 +126,14 @@ class TraceJob:
     checkpoint_interval: float | None = None
     """Seconds between its checkpoints (`spec.checkpointInterval` of a native trace's job);
     None: the simulator's `--checkpoint`, if any (`shoal.sim.work`)."""
+    service: Service | None = None
+    """An online service that never ends (its `duration` is `math.inf`); None: a job."""
 
     def __post_init__(self) -> None:
-        if not 0 < self.duration < math.inf:
+        if self.service is not None and self.duration != math.inf:
+            raise ValueError(f"job {self.name}: a service never ends: its duration must be "
+                             f"math.inf, got {self.duration}")
+        if self.service is None and not 0 < self.duration < math.inf:
             raise ValueError(f"job {self.name}: duration must be a positive number, "
                              f"got {self.duration}")
         if not math.isfinite(self.submit_time):
@@ -155,11 +168,13 @@ class TraceJob:
         task (`schedulerName: default`) — submitted at `submit_time`."""
         group = TaskGroup(name=WORKER_GROUP, replicas=self.replicas, resources=self.per_task,
                           node_selector=dict(self.node_selector))
+        served = self.service is not None
         return Job(name=self.name, groups=(group,), queue=self.queue,
                    scheduler_name=SchedulerName.SHOAL if self.gang else SchedulerName.DEFAULT,
                    min_available=None,
-                   priority_class=self.priority_class, user=self.user,
-                   submitted=self.submit_time, elastic=self.elastic,
+                   priority_class=self.priority_class or ("production" if served else None),
+                   user=self.user, submitted=self.submit_time, elastic=self.elastic,
+                   preemptable=not served, service=self.service,
                    checkpoint_interval=self.checkpoint_interval)
 
 
@@ -185,6 +200,7 @@ def prechecked_job(name: str, submit_time: float, duration: float, replicas: int
     _set(job, "elastic", None)
     _set(job, "gang", True)
     _set(job, "checkpoint_interval", None)
+    _set(job, "service", None)
     return job
 
 

@@ -59,6 +59,7 @@ from shoal.spec.errors import DocRef, IssueLog, join_path
 from shoal.spec.fairshare_fields import freezing_window
 from shoal.spec.flavors import flavor_quotas
 from shoal.spec.queue_fields import group_minimums, preemptable, queue_settings
+from shoal.spec.services import SERVICE_PRIORITY_CLASS, reserved_within, service
 from shoal.spec.user_fields import max_per_user
 
 _SCHEDULERS = {
@@ -186,11 +187,18 @@ def nodes(log: IssueLog, doc: DocRef, model: NodeDocument) -> tuple[Node, ...] |
             f"{dim} {allocatable.get(dim)} > {capacity.get(dim)}"
             for dim in allocatable.shortfall(capacity))
         log.add(doc, "spec.allocatable", f"must fit in capacity; over in {over}")
+    reserved = ZERO
+    if model.status is not None and model.status.reserved:
+        found = resources(log, doc, "status.reserved", model.status.reserved)
+        if found is None:
+            return None
+        reserved = found
+        reserved_within(log, doc, reserved, allocatable or capacity)
     name = model.metadata.name
     names = [name] if spec.count == 1 else [f"{name}-{i}" for i in range(spec.count)]
     return tuple(
         Node(name=n, capacity=capacity, labels=dict(model.metadata.labels),
-             allocatable=allocatable, schedulable=not spec.unschedulable)
+             allocatable=allocatable, schedulable=not spec.unschedulable, reserved=reserved)
         for n in names)
 
 
@@ -360,19 +368,25 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
                     f"must be at most the job's total replicas ({total}), got {value}")
     tasks = _tasks(log, doc, model)
     elastic, protect_for = elasticity(log, doc, model, groups)
+    served, sized = service(log, doc, model, groups)
+    elastic = elastic if sized is None else sized
     _check_gang_restarts(log, doc, model, scheduler, elastic is not None)
     group_minimums(log, doc, model, scheduler is SchedulerName.SHOAL, elastic)
     meta = model.metadata
+    priority_class = spec.priority_class_name
+    if served is not None and priority_class is None:
+        priority_class = SERVICE_PRIORITY_CLASS
     job = Job(
         name=meta.name, groups=tuple(groups), queue=spec.queue, scheduler_name=scheduler,
         min_available=spec.min_available, min_resources=min_resources,
-        priority_class=spec.priority_class_name, user=meta.user,
+        priority_class=priority_class, user=meta.user,
         submitted=float(position) if meta.creation_timestamp is None else meta.creation_timestamp,
         min_succeeded=None if completion is None else completion.min_succeeded,
         min_failed=None if completion is None else completion.min_failed,
         job_retry_count=spec.job_retry_count, tasks=tasks,
         virtual_cluster=job_virtual_cluster(log, doc, model), elastic=elastic,
-        protect_for=protect_for, preemptable=preemptable(log, doc, model),
+        protect_for=protect_for,
+        preemptable=preemptable(log, doc, model) and served is None, service=served,
         freezing_window=freezing_window(log, doc, model),
         checkpoint_interval=checkpoint_interval(log, doc, model))
     # Running means the gang minimum, each group's own included, is bound or running

@@ -137,11 +137,20 @@ class NodeSpec(_Model):
         description="More than 1 declares identical nodes named <name>-0 … <name>-(count-1).")
 
 
+class NodeStatusSpec(_Model):
+    reserved: Quantities = Field(
+        default_factory=dict,
+        description="Resources used outside Shoal on this node (an online service, a "
+                    "daemon), e.g. {gpu: 2}: subtracted from what the node offers in every "
+                    "decision; at most its allocatable. Default none.")
+
+
 class NodeDocument(_Model):
     api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
     kind: Literal["Node"]
     metadata: NodeMetadata
     spec: NodeSpec
+    status: NodeStatusSpec | None = None
 
 
 # ---- VirtualCluster -----------------------------------------------------------------------
@@ -448,6 +457,35 @@ class ElasticSpec(_Model):
                     "(Volcano's volcano.sh/cooldown-time).")
 
 
+class QuietWindowSpec(_Model):
+    """Hours of the day (UTC, the scheduler's clock) in which a service needs fewer
+    replicas."""
+
+    from_: StrictStr = Field(alias="from", max_length=8,
+                             description="Start, HH:MM or HH:MM:SS (UTC).")
+    to: StrictStr = Field(max_length=8,
+                          description="End (exclusive), HH:MM or HH:MM:SS (UTC); before "
+                                      "`from`: the window wraps midnight.")
+    replicas: Int64 = Field(ge=1, description="Replicas of its task group it needs then.")
+
+
+class ServiceSpec(_Model):
+    """Seed 002's online service: never preempted, reclaimed nor shrunk for others."""
+
+    task_group: StrictStr | None = Field(
+        default=None, alias="taskGroup",
+        description="The task group the schedule sizes; default: the job's only one.")
+    schedule: list[QuietWindowSpec] = Field(
+        default_factory=list, max_length=48,
+        description="Quiet windows, not overlapping: training jobs may use the "
+                    "difference then.")
+    hand_back: Duration = Field(
+        default=900, alias="handBack",
+        description="Seconds (or a duration such as 15m) before a quiet window ends at "
+                    "which the service grows back, evicting training that used its share. "
+                    "Default 900.")
+
+
 class JobSpec(_Model):
     scheduler_name: Literal["default", "shoal", "volcano"] | None = Field(
         default=None, alias="schedulerName",
@@ -484,6 +522,12 @@ class JobSpec(_Model):
         description="Seconds (or a Go duration such as 10m0s) between the job's checkpoints, "
                     "> 0: an eviction loses the work since the last one, and victims are "
                     "chosen by least work lost. Default: none (an eviction loses the run).")
+    service: StrictBool | ServiceSpec | None = Field(
+        default=None,
+        description="true, or a mapping with a time-of-day schedule: an online service "
+                    "(seed 002) - long-running, priority class production unless it names "
+                    "one, never preempted, reclaimed nor shrunk for others. kind: Service "
+                    "says the same.")
 
 
 class TaskStatus(_Model):
@@ -508,6 +552,12 @@ class JobDocument(_Model):
     status: JobStatus | None = None
 
 
+class ServiceDocument(JobDocument):
+    """`kind: Service`: a Job document that is an online service (`spec.service`)."""
+
+    kind: Literal["Service"]  # type: ignore[assignment]
+
+
 # ---- SchedulerProfile ---------------------------------------------------------------------
 
 class SchedulerProfileMetadata(_Model):
@@ -524,7 +574,7 @@ class SchedulerProfileDocument(_Model):
 
 
 Document = (NodeDocument | VirtualClusterDocument | PriorityClassDocument | JobDocument
-            | SchedulerProfileDocument | ResourceFlavorDocument)
+            | SchedulerProfileDocument | ResourceFlavorDocument | ServiceDocument)
 
 #: The model of each kind, in the order the JSON Schema lists them.
 DOCUMENT_MODELS: dict[str, type[Document]] = {
@@ -534,4 +584,5 @@ DOCUMENT_MODELS: dict[str, type[Document]] = {
     "Job": JobDocument,
     "SchedulerProfile": SchedulerProfileDocument,
     "ResourceFlavor": ResourceFlavorDocument,
+    "Service": ServiceDocument,
 }

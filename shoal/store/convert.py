@@ -48,7 +48,8 @@ from shoal.api.queue_policy import (
     ReclaimWithinParent,
     WithinQueue,
 )
-from shoal.api.resources import CPU, GPU, MEMORY
+from shoal.api.resources import CPU, GPU, MEMORY, ZERO
+from shoal.api.services import DEFAULT_HAND_BACK, QuietWindow, Service
 from shoal.store.models import (
     JobRow,
     NodeRow,
@@ -124,6 +125,7 @@ def job_spec(job: Job) -> dict[str, Any]:
         "preemptable": job.preemptable,
         "freezing_window": job.freezing_window,
         "checkpoint_interval": job.checkpoint_interval,
+        "service": service_to_json(job.service),
     }
 
 
@@ -164,6 +166,7 @@ def row_spec(row: JobRow) -> dict[str, Any]:
         "preemptable": row.preemptable is not False,
         "freezing_window": row.freezing_window,
         "checkpoint_interval": row.checkpoint_interval,
+        "service": row.service,
     }
 
 
@@ -184,6 +187,7 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "elastic": elastic_to_json(job.elastic), "protect_for": job.protect_for,
         "preemptable": job.preemptable, "freezing_window": job.freezing_window,
         "checkpoint_interval": job.checkpoint_interval,
+        "service": service_to_json(job.service),
         "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
@@ -257,7 +261,25 @@ def job_from_row(row: JobRow, *, with_tasks: bool = True) -> Job:
         elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0,
         preemptable=row.preemptable is not False,
         freezing_window=row.freezing_window,
-        checkpoint_interval=row.checkpoint_interval)
+        checkpoint_interval=row.checkpoint_interval,
+        service=service_from_json(row.service))
+
+
+def service_to_json(service: Service | None) -> dict[str, Any] | None:
+    if service is None:
+        return None
+    return {"group": service.group, "handBack": service.hand_back,
+            "schedule": [{"start": w.start, "end": w.end, "replicas": w.replicas}
+                         for w in service.schedule]}
+
+
+def service_from_json(data: Mapping[str, Any] | None) -> Service | None:
+    if data is None:
+        return None
+    group = data.get("group")
+    return Service(None if group is None else str(group), tuple(
+        QuietWindow(float(w["start"]), float(w["end"]), int(w["replicas"]))
+        for w in data.get("schedule", ())), float(data.get("handBack", DEFAULT_HAND_BACK)))
 
 
 def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:
@@ -266,6 +288,7 @@ def node_to_row(node: Node, row: NodeRow | None = None) -> NodeRow:
     row.allocatable = None if node.allocatable is None else resources_to_json(node.allocatable)
     row.labels = dict(node.labels)
     row.schedulable = node.schedulable
+    row.reserved = None if node.reserved.is_zero() else resources_to_json(node.reserved)
     return row
 
 
@@ -274,7 +297,8 @@ def node_from_row(row: NodeRow) -> Node:
                 labels=dict(row.labels),
                 allocatable=(None if row.allocatable is None
                              else resources_from_json(row.allocatable)),
-                schedulable=row.schedulable)
+                schedulable=row.schedulable,
+                reserved=ZERO if row.reserved is None else resources_from_json(row.reserved))
 
 
 def vc_to_row(vc: VirtualCluster, row: VirtualClusterRow | None = None) -> VirtualClusterRow:

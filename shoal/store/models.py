@@ -89,6 +89,8 @@ class JobRow(Base):
     """`spec.freezingWindow` (seconds); NULL: the profile's default (seed 002)."""
     checkpoint_interval: Mapped[float | None] = mapped_column(Double, nullable=True)
     """Seconds between its checkpoints (`spec.checkpointInterval`); NULL: none."""
+    service: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    """An online service's settings (`convert.service_to_json`); NULL: a training job."""
     stopping: Mapped[str | None] = mapped_column(String(32))
     """While the job's tasks are being stopped: the job state it gets once they all have
     (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""
@@ -167,6 +169,8 @@ class NodeRow(Base):
     declared."""
     reason: Mapped[str] = mapped_column(Text, default="", server_default="")
     """Why it is not ready (dead, drained …); empty when it is."""
+    reserved: Mapped[dict[str, int] | None] = mapped_column(JSON, nullable=True)
+    """Used outside Shoal (`status.reserved`); NULL: nothing."""
 
 
 class VirtualClusterRow(Base):

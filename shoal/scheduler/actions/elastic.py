@@ -1,7 +1,8 @@
 """The elastic action (seed 001): last in a cycle, elastic jobs grow into what every other
 action left idle, one allowed size at a time.
 
-Which jobs: every elastic job whose guaranteed part is placed (its tasks below `minReplicas`,
+Which jobs: every elastic job but a service (whose size is its schedule's:
+`shoal.scheduler.actions.services`) whose guaranteed part is placed (its tasks below `minReplicas`,
 and its other groups: nothing left in `pending`), not being stopped nor finishing (one of its
 tasks has succeeded: `JobInfo.finishing`), and that gave nothing up to another job in this
 cycle (`Session.preempted`: what it gave up is that job's now). In
@@ -90,7 +91,8 @@ def _elastic_jobs(session: Session, best_effort: bool) -> list[JobInfo]:
     """The jobs that may change size, least served first (module docstring): those whose
     elastic group is best-effort when `best_effort`, else the others."""
     jobs = [info for info in session.jobs.values()
-            if info.job.elastic is not None and not info.pending and info.running
+            if info.job.elastic is not None and info.job.service is None
+            and not info.pending and info.running
             and not info.stopping and not info.finishing
             and info.name not in session.preempted and info.account not in session.closed
             and is_best_effort(info.job.group(info.job.elastic.group)) is best_effort]
@@ -163,7 +165,7 @@ def _repair(session: Session, info: JobInfo, elastic: Elasticity, size: int) -> 
     down = elastic.shrunk(size)
     if down is None:  # below its minimum: its guaranteed part is allocate's to restore
         return
-    if not info.job.preemptable:
+    if not info.job.evictable:
         return  # its tasks are never evicted, not even to bring it to an allowed size
     group = info.job.group(elastic.group)
     statement = session.statement()

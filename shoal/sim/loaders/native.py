@@ -32,6 +32,10 @@ runs whole), `metadata.creationTimestamp` (the submission time is `arrivalTime`)
 belong in the cluster file, `shoal.sim.loaders.cluster`). `schedulerName`, `command`,
 `env` and `minResources` are accepted and not used: every trace job is a gang. Queue and
 priority class names are checked against the cluster when the two are combined, not here.
+
+Online services (seed 002): a `kind: Service` document, or a Job with `spec.service`, is a
+service that never ends — it has no `duration` (one given is an error) — with its
+time-of-day schedule on the simulated clock (`shoal.sim.trace`).
 """
 
 from __future__ import annotations
@@ -39,13 +43,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import yaml
 
 from shoal.sim.loaders._common import check_limit, finish
 from shoal.sim.loaders._yaml import Document, documents, read_text, spec_error
-from shoal.sim.trace import Trace, TraceError, TraceJob
+from shoal.sim.trace import WORKER_GROUP, Trace, TraceError, TraceJob
 from shoal.spec import SpecError, load_text
 from shoal.spec.limits import FILE_LIMITS
 
@@ -94,9 +99,14 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
                              f"a trace job runs with all its tasks; minAvailable "
                              f"{job.min_available} is below its replicas ({group.replicas})",
                              what="field")
+        service = job.service
+        if service is not None:  # a trace job's one group is `worker`
+            service = replace(service, group=None if service.group is None else WORKER_GROUP)
+        elastic = None if service is None or job.elastic is None else \
+            replace(job.elastic, group=WORKER_GROUP)
         jobs.append(TraceJob(job.name, arrival, duration, group.replicas, group.resources,
                              job.queue, job.user, job.priority_class, model,
-                             dict(group.node_selector),
+                             dict(group.node_selector), elastic=elastic, service=service,
                              checkpoint_interval=job.checkpoint_interval))
     return finish(jobs, source, limit)
 
@@ -109,10 +119,10 @@ def _take_fields(source: str, doc: Document
         raise TraceError(source, doc.line, None, "a document must be a mapping with "
                          f"apiVersion, kind, metadata; got {type(data).__name__}")
     kind = data.get("kind")
-    if kind != "Job":
+    if kind not in ("Job", "Service"):
         raise TraceError(source, doc.line_of("kind"), "kind",
-                         f"a trace holds Job documents only, got {kind!r}; nodes and virtual "
-                         "clusters belong in the cluster file", what="field")
+                         f"a trace holds Job and Service documents only, got {kind!r}; nodes "
+                         "and virtual clusters belong in the cluster file", what="field")
     metadata = data.get("metadata")
     if not isinstance(metadata, Mapping):
         raise TraceError(source, doc.line_of("metadata"), "metadata",
@@ -129,7 +139,15 @@ def _take_fields(source: str, doc: Document
         raise TraceError(source, doc.line_of("status"), "status",
                          "is not allowed: a trace job has not run yet", what="field")
     arrival = _seconds(source, doc, metadata, "arrivalTime", positive=False)
-    duration = _seconds(source, doc, metadata, "duration", positive=True)
+    spec = data.get("spec")
+    served = kind == "Service" or (isinstance(spec, Mapping)
+                                   and spec.get("service") not in (None, False))
+    if served and "duration" in metadata:
+        raise TraceError(source, doc.line_of("metadata.duration"), "metadata.duration",
+                         "is not allowed on a service: it runs until the trace ends",
+                         what="field")
+    duration = math.inf if served else _seconds(source, doc, metadata, "duration",
+                                                positive=True)
     model = metadata.get("model")
     if model is not None and not isinstance(model, str):
         raise TraceError(source, doc.line_of("metadata.model"), "metadata.model",

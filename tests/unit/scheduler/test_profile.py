@@ -10,11 +10,12 @@ from shoal.scheduler.registry import DuplicateNameError
 
 
 def test_builtin_profiles_load() -> None:
-    for name, last in (("default", ["elastic"]), ("strict-fifo", []), ("spread", [])):
+    for name, first, last in (("default", ["services"], ["elastic"]),
+                              ("strict-fifo", [], []), ("spread", [], [])):
         profile = Profile.load(name)
         assert profile.name == name
-        assert [a.name for a in profile.actions()] == ["enqueue", "allocate", "backfill",
-                                                       *last]
+        assert [a.name for a in profile.actions()] == [*first, "enqueue", "allocate",
+                                                       "backfill", *last]
 
 
 def test_registry_refuses_duplicate_names() -> None:

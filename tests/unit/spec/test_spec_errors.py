@@ -80,8 +80,8 @@ def test_min_available_below_one_and_unknown_scheduler() -> None:
      "annotations, creationTimestamp, name, user"),
     ("spec:\n", "spec:\n  replicas: 3\n", "spec.replicas",
      "checkpointInterval, completion, elastic, freezingWindow, jobRetryCount, minAvailable, "
-     "minResources, preemptable, priorityClassName, queue, schedulerName, taskGroups, "
-     "virtualCluster"),
+     "minResources, preemptable, priorityClassName, queue, schedulerName, service, "
+     "taskGroups, virtualCluster"),
     ("replicas: 4\n", "replicas: 4\n      image: pytorch\n", "spec.taskGroups[0].image",
      "command, completion, env, minAvailable, minCount, name, nodeSelector, policies, "
      "replicas, resources, taskRetryCount, workingDir"),
@@ -145,7 +145,7 @@ def test_yaml_duplicate_key_deep_inside_is_named_by_its_path() -> None:
 def test_empty_document_list(text: str) -> None:
     assert one_issue(text) == (
         f"{SOURCE}: contains no documents; expected at least one shoal/v1 document (kinds: "
-        "Job, Node, PriorityClass, ResourceFlavor, SchedulerProfile, VirtualCluster)")
+        "Job, Node, PriorityClass, ResourceFlavor, SchedulerProfile, Service, VirtualCluster)")
 
 
 def test_no_files_and_unreadable_file(tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_wrong_api_version(header: str, expected: str) -> None:
 
 @pytest.mark.parametrize(("kind", "label", "expected"), [
     ("kind: PodGroup\n", "(PodGroup 'train-a')", "kind: must be one of Job, Node, "
-     "PriorityClass, ResourceFlavor, SchedulerProfile, VirtualCluster, got 'PodGroup'"),
+     "PriorityClass, ResourceFlavor, SchedulerProfile, Service, VirtualCluster, got 'PodGroup'"),
     ("", "", "kind: required field is missing; expected one of Job, Node"),
 ])
 def test_unknown_kind(kind: str, label: str, expected: str) -> None:
