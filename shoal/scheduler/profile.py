@@ -283,7 +283,7 @@ description: Seed 002's fair share - jobs ordered by weighted running time (GPU 
   freezing window is left alone. Waiting jobs age (a job's priority doubles every 15 minutes
   it waits) and a starving one holds a reservation; virtual clusters and users are ordered
   by their decayed usage; GPU tasks bring CPU and CPU work leaves idle GPUs theirs.
-actions: "enqueue, allocate, backfill, fairshare"
+actions: "services, enqueue, allocate, backfill, fairshare"
 tiers:
   - plugins: [{name: fairshare}, {name: priority, arguments: {agingHalfLife: 900}},
               {name: usage}, {name: gang}]
