@@ -199,9 +199,9 @@ def _run_star(args: tuple[TraceSetup, str, float | None]) -> dict[str, Any]:
 
 
 def _done(row: dict[str, Any]) -> dict[str, Any]:
-    """Say on stderr that a run is done: the JSON lines wait for every profile of a trace."""
-    what = row.get("error") or f"cpu {row['cpu_s']} s, wall {row['wall_s']} s"
-    print(f"done: {row['trace']} / {row['profile']}: {what}", file=sys.stderr, flush=True)
+    """Say on stderr that a run is done, with its figures: the JSON lines on stdout wait for
+    every profile of a trace (their ratios), and a run stopped before then keeps these."""
+    print(f"done: {json.dumps(row)}", file=sys.stderr, flush=True)
     return row
 
 
@@ -246,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         # fork would share the parent's loaded modules cheaply, but spawn is safe everywhere
         # and the trace is loaded once per worker anyway (`_inputs`).
         with multiprocessing.get_context("spawn").Pool(min(args.workers, len(tasks))) as pool:
-            rows.extend(_done(row) for row in pool.imap(_run_star, tasks, chunksize=1))
+            rows.extend(_done(row) for row in pool.imap_unordered(_run_star, tasks,
+                                                                  chunksize=1))
+        order = {(setup.name, p): i for i, (setup, p, _) in enumerate(tasks)}
+        rows.sort(key=lambda row: order[(row["trace"], row["profile"])])
     compare(rows)
     for row in rows:
         print(json.dumps(row), flush=True)
