@@ -6,11 +6,9 @@ policy on the trainer group ends the job)."""
 from __future__ import annotations
 
 import os
-import signal
-import sys
 import threading
 
-from wire import log, serve
+from wire import serve_until_stopped
 
 SHARDS = int(os.environ.get("SHARDS", "16"))
 
@@ -24,16 +22,8 @@ def main() -> None:
             handed[0] += 1
         return {"shard": shard}
 
-    server = serve(handle)
-
-    def stop(signum: int, _frame: object) -> None:
-        log(f"stopped by signal {signum} after handing out {handed[0]} shards")
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    log(f"serving {SHARDS} shards on port {os.environ['SHOAL_TASK_PORT']}")
-    server.serve_forever()
-
+    serve_until_stopped(handle, f"serving {SHARDS} shards",
+                        lambda: f"handing out {handed[0]} shards")
 
 if __name__ == "__main__":
     main()

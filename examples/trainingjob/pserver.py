@@ -5,11 +5,9 @@ belongs to pserver i mod P), answers `pull` with them and applies each `push`ed 
 from __future__ import annotations
 
 import os
-import signal
-import sys
 import threading
 
-from wire import log, serve
+from wire import serve_until_stopped
 
 LEARNING_RATE = float(os.environ.get("LEARNING_RATE", "0.2"))
 
@@ -31,16 +29,8 @@ def main() -> None:
                 pushes[0] += 1
             return {"weights": {str(i): w for i, w in weights.items()}}
 
-    server = serve(handle)
-
-    def stop(signum: int, _frame: object) -> None:
-        log(f"stopped by signal {signum} after {pushes[0]} pushes; weights {weights}")
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    log(f"holding weights {sorted(weights)} on port {os.environ['SHOAL_TASK_PORT']}")
-    server.serve_forever()
-
+    serve_until_stopped(handle, f"holding weights {sorted(weights)}",
+                        lambda: f"{pushes[0]} pushes; weights {weights}")
 
 if __name__ == "__main__":
     main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import socketserver
 import sys
@@ -43,6 +44,20 @@ def serve(handle: Handler) -> socketserver.ThreadingTCPServer:
     socketserver.ThreadingTCPServer.allow_reuse_address = True
     socketserver.ThreadingTCPServer.daemon_threads = True
     return socketserver.ThreadingTCPServer(("", int(os.environ["SHOAL_TASK_PORT"])), _Lines)
+
+
+def serve_until_stopped(handle: Handler, serving: str, done: Callable[[], str]) -> None:
+    """Serve `handle` on this task's port until Shoal stops the task (SIGTERM), then say
+    `done()` and exit 0: a role that never ends on its own (the master, a pserver)."""
+    server = serve(handle)
+
+    def stop(signum: int, _frame: object) -> None:
+        log(f"stopped by signal {signum} after {done()}")
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    log(f"{serving} on port {os.environ['SHOAL_TASK_PORT']}")
+    server.serve_forever()
 
 
 class Peer:

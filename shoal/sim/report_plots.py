@@ -19,7 +19,7 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from shoal.sim.metrics import Series, Summary
+from shoal.sim.metrics import QueueShare, Series, Summary
 from shoal.sim.result import SimResult
 
 _SIZE = (8.0, 3.2)
@@ -131,22 +131,8 @@ def queue_share_svg(summaries: Sequence[Summary]) -> str:
 
 
 def _queue_share_figure(summaries: Sequence[Summary]) -> Figure:
-    queues = sorted({q for s in summaries for q in s.per_queue})
-    fig, ax = _new("share of GPU-seconds (%)", "queue")
-    if not queues:
-        _no_data(ax, "queues")
-        return fig
-    width = 0.8 / len(summaries)
-    for k, s in enumerate(summaries):
-        heights = []
-        for q in queues:
-            share = s.per_queue.get(q)
-            heights.append(100 * share.share if share is not None and share.share else 0.0)
-        xs = [i - 0.4 + width * (k + 0.5) for i in range(len(queues))]
-        ax.bar(xs, heights, width=width, label=s.profile)
-    ax.set_xticks(range(len(queues)), queues)
-    ax.legend(loc="best")
-    return fig
+    return _queue_bars(summaries, "share of GPU-seconds (%)",
+                       lambda share: 100 * share.share if share.share else 0.0)
 
 
 def queue_stretch_svg(summaries: Sequence[Summary]) -> str:
@@ -156,8 +142,18 @@ def queue_stretch_svg(summaries: Sequence[Summary]) -> str:
 
 
 def _queue_stretch_figure(summaries: Sequence[Summary]) -> Figure:
+    fig = _queue_bars(summaries, "stretch (mean JCT ÷ mean duration)",
+                      lambda share: share.stretch or 0.0)
+    fig.axes[0].axhline(1.0, color="#888", linewidth=0.8, linestyle="--")
+    return fig
+
+
+def _queue_bars(summaries: Sequence[Summary], label: str,
+                value: Callable[[QueueShare], float]) -> Figure:
+    """One group of bars per queue, one bar per profile: `value` of its per-queue figures
+    (0 where a profile has none for the queue)."""
     queues = sorted({q for s in summaries for q in s.per_queue})
-    fig, ax = _new("stretch (mean JCT ÷ mean duration)", "queue")
+    fig, ax = _new(label, "queue")
     if not queues:
         _no_data(ax, "queues")
         return fig
@@ -166,10 +162,9 @@ def _queue_stretch_figure(summaries: Sequence[Summary]) -> Figure:
         heights = []
         for q in queues:
             share = s.per_queue.get(q)
-            heights.append(share.stretch if share is not None and share.stretch else 0.0)
+            heights.append(0.0 if share is None else value(share))
         xs = [i - 0.4 + width * (k + 0.5) for i in range(len(queues))]
         ax.bar(xs, heights, width=width, label=s.profile)
-    ax.axhline(1.0, color="#888", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(queues)), queues)
     ax.legend(loc="best")
     return fig

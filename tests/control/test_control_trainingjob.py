@@ -53,8 +53,10 @@ def test_trainers_find_the_pservers_train_and_their_end_stops_master_and_pserver
     trained = sorted(i for (g, i), s in states.items() if g == "trainer"
                      and s is TaskState.SUCCEEDED)
     assert trained[:2] == [0, 1]  # its minimum at least; grown ones too
-    assert all(states[("trainer", i)] is TaskState.PENDING for i in range(4)
-               if i not in trained)  # surplus never grown into is not waited for
+    # Surplus never grown into is not waited for; on a loaded machine one may have been
+    # bound just before the trainers finished, and is stopped with the master.
+    assert all(states[("trainer", i)] in (TaskState.PENDING, TaskState.CANCELLED)
+               for i in range(4) if i not in trained), states
     events = [e.cause for e in plane.repository.job_events("trainingjob")]
     assert any("task group 'trainer' completed" in cause for cause in events), events
 
