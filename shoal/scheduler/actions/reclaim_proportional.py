@@ -16,6 +16,11 @@ What each virtual cluster deserves this cycle is the capacity plugin's water-fil
   excess, never part of a deserved share.
 - Dimensions: GPUs for a job that asks GPUs (what it lacks); otherwise every dimension it
   asks.
+- W's virtual cluster's policy narrows the candidates as it does for a job owed its
+  guarantee (`shoal.scheduler.queue_preemption`, entitled): W stays within what it
+  deserves, so `reclaimWithinParent` governs — `Any` (default) takes from any of them,
+  `LowerPriority` only from jobs of lower priority, `Never` nothing (W waits, and its
+  reason says why). `borrowWithinParent` plays no part: W never goes above its share.
 - The candidates are judged on the least W asks; the placement may choose tasks that ask
   more. When it evicts, no virtual cluster on W's path that the statement makes grow may
   end above what it deserves, or nothing is evicted.
@@ -36,7 +41,9 @@ from shoal.core.quota import QueueState
 from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.actions.reclaim import Reclamation
 from shoal.scheduler.gang_choice import GangNeed, least_request
+from shoal.scheduler.held_back import reclaim_note, widest_reclaim
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.queue_preemption import policy_of, reclaim_victim, reclaims
 from shoal.scheduler.session import Session
 from shoal.scheduler.victims import VictimUnit, ordered
 
@@ -54,20 +61,30 @@ class ProportionalReclamation(Reclamation):
         return (f"job {preemptor.name!r}: virtual cluster {preemptor.account!r} is below its "
                 "deserved share and takes back what is above others'")
 
+    # A preemptor here stays within its deserved share: it asks for what it is owed, so its
+    # virtual cluster's `reclaimWithinParent` governs it, as for a job entitled to its
+    # guarantee (issue 17 found proportional reclaim evicting under `Never`).
+
     def widest(self, preemptor: JobInfo, policy: QueuePreemption) -> QueuePreemption:
         del preemptor
-        return policy  # deserved shares, not the queue's policy, decide who gives back
+        return widest_reclaim(policy, entitled=True)
+
+    def policy_note(self, preemptor: JobInfo, policy: QueuePreemption) -> str | None:
+        return reclaim_note(preemptor.queue, policy, entitled=True)
 
     def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
                    ) -> list[VictimUnit]:
-        del policy
         session = self.session
+        if policy is None:
+            policy = policy_of(session, preemptor)
         request = least_request(preemptor, GangNeed.of(session, preemptor))
         dims = {"gpu"} if request.gpu else request.dimensions()
-        if request.is_zero():
+        if request.is_zero() or not reclaims(policy, entitled=True):
             return []
         units: list[VictimUnit] = []
         for job in self._over_deserved(preemptor, request, dims):
+            if not reclaim_victim(policy, preemptor, job, entitled=True):
+                continue
             for unit in self.units(job, preemptor):
                 if self.surplus_only and unit.shrink_to is None:
                     break
