@@ -16,8 +16,10 @@ runs and is neither stopping nor finishing, at the session's `now`:
   size at a time), then whole jobs — or single tasks of a job placed task by task —, lowest
   priority first, in the order of `shoal.scheduler.victims` (least work lost, most recently
   started), among jobs of at most the service's priority that hold a task on a node the
-  service's group may use. Units are evicted one at a time until the service's tasks fit,
-  in one statement: if they never fit, nothing is evicted.
+  service's group may use (with the units of such a job that come before: an elastic job's
+  surplus goes before the job, wherever it runs, so no gang is left below its minimum).
+  Units are evicted one at a time until the service's tasks fit, in one statement: if they
+  never fit, nothing is evicted.
 
 The action runs first in a cycle, so what a service takes back is not handed out again
 before it. It never evicts a service (`Job.evictable`: services have no victim units), nor
@@ -157,8 +159,14 @@ def _victims(session: Session, info: JobInfo, group: TaskGroup) -> list[VictimUn
         def allowed(tasks: Sequence[TaskInfo]) -> bool:
             return all(len(s.victims(info, tasks)) == len(tasks) for s in selections)
 
-        units.extend(u for u in units_of(job, session.now, allowed)
-                     if any(_physical(session, t) in pool for t in u.tasks))
+        mine = units_of(job, session.now, allowed)
+        on = [any(_physical(session, t) in pool for t in u.tasks) for u in mine]
+        # A job's later units need its earlier ones (`units_of`): its whole-job unit leaves
+        # out the surplus its surplus units take first. So every unit up to the last one
+        # on the pool goes in, off the pool or not, or a gang would be left below its
+        # minimum; a task given up alone needs none.
+        last = max((i for i, hit in enumerate(on) if hit), default=-1)
+        units.extend(u for i, u in enumerate(mine) if on[i] or (i < last and not u.alone))
     out = ordered(units, lambda j: (-j.priority,), session.job_order_key, session.now)
     out.sort(key=lambda u: u.shrink_to is None)  # stable: surplus first, each in order
     return out
