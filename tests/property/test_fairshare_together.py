@@ -49,6 +49,8 @@ from shoal.scheduler import Profile
 from shoal.sim.simulator import SimConfig, Simulator
 from shoal.sim.trace import Trace, TraceJob
 
+from .test_starvation import longest_first_and_starving
+
 CYCLE = 5.0
 HOUR = 3600.0
 VALUES = {c.name: c.value for c in BUILTIN_PRIORITY_CLASSES}
@@ -81,17 +83,22 @@ def gpu_task(gpus: int, cpu_per_gpu: int) -> Resources:
 
 @st.composite
 def worlds(draw: st.DrawFn) -> World:
-    """GPU nodes (some with reserved load), a CPU-only node, a small node for the service;
+    """GPU nodes (some with reserved load), maybe a CPU-only node, a node for the service;
     two or three virtual clusters, some capping each user; up to 25 jobs at offered load
-    below 1, each fitting one regular GPU node (or the CPU node) and its user's cap."""
+    below 1, each fitting one regular GPU node (a CPU-only one the node with the most CPU
+    left to it) and its user's cap."""
     gpus = draw(st.sampled_from([4, 8]))
     nodes: list[Node] = []
     for i in range(draw(st.integers(1, 2))):
         reserved = draw(st.sampled_from([Resources(), Resources.of(cpu=2000),
                                          Resources.of(cpu=2000, memory=8192, gpu=1)]))
-        nodes.append(Node(f"gpu{i}", Resources.of(cpu=4000 * gpus, memory=256 * 1024,
-                                                  gpu=gpus), reserved=reserved))
-    nodes.append(Node("cpu0", Resources.of(cpu=16_000, memory=64 * 1024)))
+        # Two CPUs per GPU beside the reserved load: CPU-only work that spills over meets
+        # the idle GPUs' reserve, and a GPU gang at two CPUs per GPU still fits.
+        nodes.append(Node(f"gpu{i}", Resources.of(cpu=2000 * gpus + reserved.cpu,
+                                                  memory=256 * 1024, gpu=gpus),
+                          reserved=reserved))
+    if draw(st.booleans()):
+        nodes.append(Node("cpu0", Resources.of(cpu=8000, memory=64 * 1024)))
     service = draw(st.booleans())
     if service:
         nodes.append(Node("web0", Resources.of(cpu=8000, memory=64 * 1024, gpu=2),
@@ -103,6 +110,9 @@ def worlds(draw: st.DrawFn) -> World:
                                else ResourceLimit.of({"gpu": cap}))
                 for i, cap in enumerate(caps))
     capacity = sum(n.capacity.gpu - n.reserved.gpu for n in nodes if n.name.startswith("gpu"))
+    # The most CPU one node gives CPU-only work with every GPU idle: a CPU-only gang fits it.
+    cpu_room = max((n.capacity.cpu - n.reserved.cpu)
+                   - (n.capacity.gpu - n.reserved.gpu) * CPU_PER_IDLE_GPU for n in nodes)
     load = draw(st.floats(0.4, 0.9))
     jobs: list[TraceJob] = []
     if service:
@@ -120,8 +130,9 @@ def worlds(draw: st.DrawFn) -> World:
         kind = draw(st.sampled_from(["rigid", "elastic", "cpu"] if most >= 1 else ["cpu"]))
         elastic = None
         if kind == "cpu":
-            replicas, per_task = draw(st.integers(1, 2)), Resources.of(
-                cpu=1000 * draw(st.integers(1, 4)), memory=2048)
+            replicas = draw(st.integers(1, 3))
+            cores = draw(st.integers(1, max(1, min(4, cpu_room // 1000 // replicas))))
+            per_task = Resources.of(cpu=1000 * cores, memory=2048)
         elif kind == "elastic":
             replicas = draw(st.integers(2, max(2, min(4, most))))
             replicas = min(replicas, most)
@@ -376,8 +387,15 @@ def test_every_job_starts_within_the_bound_under_fairshare(
     result = Simulator(Trace.of(jobs, "stream"), cluster,
                        bound_profile(half_life, starvation_after), config).run()
     started = {j.name: j.first_start for j in result.jobs}
+    longest = max(longest_run(j) for j in jobs)
     for job in jobs:
         start = started[job.name]
         assert start is not None, f"{job.name} never started"
         limit = bound(jobs, job, half_life, starvation_after)
         assert start <= limit, f"{job.name} started at {start}, after its bound {limit}"
+        # Step 2 of the argument, checked on its own: first in order and starving, a job
+        # waits at most for what runs on the nodes it reserved to end.
+        stretch = longest_first_and_starving(jobs, started, job, half_life, starvation_after)
+        assert stretch <= longest + 2 * CYCLE, (
+            f"{job.name} was first in order and starving for {stretch} s without starting "
+            f"(longest run {longest})")
