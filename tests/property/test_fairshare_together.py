@@ -26,9 +26,12 @@ the fairshare action grows and shrinks while a starving job holds its reservatio
 bound's argument holds as it is, with two changes. Order: the fairshare plugin orders
 first, but a job that never ran has key 0, so waiting jobs are in aging order as there.
 `dmax`: an elastic job may run at its minimum size, and its work (linear speed-up) then
-takes `duration × max / min`; that is the longest a task on the head's nodes may run. The
-fairshare action must neither start a job behind the starving head nor grow a running one
-onto the nodes it reserved — if it did, the bound would break here.
+takes `duration × max / min`; that is the longest a task on the head's nodes may run. Step 2
+is checked on its own too, as there: first in order and starving, a job waits at most that
+long plus two cycles. Were the fairshare action to start a job behind the starving head, it
+would break (it does, tried). Growing a running job onto the reserved nodes does not break
+it — such a job ends within the longest run anyway — so that rule has its scenario table
+(`together17-grow-keeps-off-reservation`).
 """
 
 from __future__ import annotations
