@@ -128,6 +128,9 @@ class TraceJob:
     None: the simulator's `--checkpoint`, if any (`shoal.sim.work`)."""
     service: Service | None = None
     """An online service that never ends (its `duration` is `math.inf`); None: a job."""
+    freezing_window: float | None = None
+    """Seconds after a change of size during which the fairshare action leaves it alone
+    (`spec.freezingWindow`); None: the profile's default."""
 
     def __post_init__(self) -> None:
         if self.service is not None and self.duration != math.inf:
@@ -139,6 +142,10 @@ class TraceJob:
         if not math.isfinite(self.submit_time):
             raise ValueError(f"job {self.name}: submit_time must be a finite number, "
                              f"got {self.submit_time}")
+        window = self.freezing_window
+        if window is not None and not 0 <= window < math.inf:
+            raise ValueError(f"job {self.name}: freezing_window must be a non-negative "
+                             f"number of seconds, got {window}")
         if self.replicas < 1:
             raise ValueError(f"job {self.name}: replicas must be at least 1, "
                              f"got {self.replicas}")
@@ -175,7 +182,8 @@ class TraceJob:
                    priority_class=self.priority_class or ("production" if served else None),
                    user=self.user, submitted=self.submit_time, elastic=self.elastic,
                    preemptable=not served, service=self.service,
-                   checkpoint_interval=self.checkpoint_interval)
+                   checkpoint_interval=self.checkpoint_interval,
+                   freezing_window=self.freezing_window)
 
 
 _set = object.__setattr__
@@ -201,6 +209,7 @@ def prechecked_job(name: str, submit_time: float, duration: float, replicas: int
     _set(job, "gang", True)
     _set(job, "checkpoint_interval", None)
     _set(job, "service", None)
+    _set(job, "freezing_window", None)
     return job
 
 

@@ -27,14 +27,30 @@ once and the next step goes to another unit: growth is spread, not poured into o
 Shrink. Only if the walk changed nothing and shares are far from even: the left-most unit
 that could not take more is compared with the right-most unit that may give; if the giver's
 key is more than `unevenRatio` times the taker's, the giver is shrunk by one allowed step
-(its highest-indexed surplus tasks) and the taker tries again on what that freed. If one
+(its highest-indexed surplus tasks) and the taker tries again on what that freed. Among
+givers of equal key, the one whose step loses the least work since its last checkpoint
+gives first (`spec.checkpointInterval`, `shoal.scheduler.work_lost`). If one
 giver's step is not enough, the next giver from the right gives one step too, while its key
 is still over the bar; the evictions are committed only if the taker then starts or grows,
 else undone — nothing is stopped for nothing. The first `MAX_SHRINK_TRIES` takers from the
 left are tried, with at most `MAX_GIVERS` givers each, one rebalance per cycle, so each
 giver loses at most one step per cycle.
-A giver is never shrunk below its minimum, nor if it is not preemptable
-(`spec.preemptable: false`), nor while a task to stop is protected (`protectFor`).
+A giver is never shrunk below its minimum, nor if it may not be evicted (`Job.evictable`:
+`spec.preemptable: false`, or a service), nor while a task to stop is protected
+(`protectFor`).
+
+What other rules keep. Services are no units: their size is their schedule's (the services
+action's), so this action neither grows one in its quiet hours (the services action would
+stop those tasks again next cycle) nor gives one's tasks away; their load counts as any
+running task's. Growth keeps off the nodes a blocked head could use (a starving job's
+reservation, `shoal.scheduler.aging`, or a strictly ordered queue's head), as the elastic
+action's does, and the jobs behind such a head are not started here, as allocate does not
+start them: the head itself may still start, by rebalance too. Growth keeps off, too, the
+nodes a service could use while it runs short of what its schedule needs now (`Service.need`:
+its busy hours, or the hand-back before them, began and the services action could not take
+everything back yet): what training grew there is what the service takes back next.
+Quotas, `maxPerUser` and the CPU reserve of idle GPUs hold because every placement goes
+through the same fitting (`shoal.scheduler.fitting`) as allocate's.
 
 Freezing window (seed 002's `FreezingWindow`). A job that changed size — it started, grew or
 shrank — less than its window ago (`spec.freezingWindow`, else this action's
@@ -59,14 +75,16 @@ from typing import Any
 from pydantic import Field
 
 from shoal.api.decisions import Resize
+from shoal.core.nodes import FitMemo
 from shoal.core.statement import Statement
-from shoal.scheduler.actions.allocate import allocate_job, is_best_effort
+from shoal.scheduler.actions.allocate import allocate_job, head_nodes, is_best_effort
 from shoal.scheduler.actions.elastic import grow_step, repair_size
 from shoal.scheduler.fairshare_index import FairShareIndex, Key
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.plugins.fairshare import FairShare, FairShareArguments
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+from shoal.scheduler.work_lost import work_lost
 
 MAX_SHRINK_TRIES = 4
 """Takers tried per cycle for a rebalance, left-most first: bounds the trial placements a
@@ -108,6 +126,21 @@ def scorer(session: Session) -> FairShare:
     return plugin
 
 
+def short_service_nodes(session: Session, info: JobInfo) -> set[int]:
+    """The node ordinals a running service short of its need now (its busy hours, or its
+    hand-back before them, have begun and the services action could not take all of it
+    back) could use: training growing there would take what the service takes back next."""
+    service, elastic = info.job.service, info.job.elastic
+    if service is None or elastic is None or not info.running or info.stopping \
+            or info.finishing:
+        return set()
+    group = info.job.group(elastic.group)
+    if info.elastic_size() >= service.need(session.now, group.replicas):
+        return set()
+    return {s.ordinal for s in session.pool_for(group).nodes
+            if group.resources.fits(s.allocatable)}
+
+
 def last_change(info: JobInfo) -> float | None:
     """When the job last changed size: its latest task start or its last recorded resize."""
     starts = [t.started for t in info.running if t.started is not None]
@@ -132,6 +165,13 @@ class _Cycle:
         candidates = {j.name for j in session.candidates}
         blocked = {j.name for jobs in session.blocked.values() for j in jobs[1:]}
         self.startable = candidates - blocked
+        self.reserved: set[int] = set()
+        for head, *_ in session.blocked.values():
+            self.reserved |= head_nodes(session, head)
+        for service in session.model.services.values():
+            self.reserved |= short_service_nodes(session, service)
+        # Bounds learnt with the reserved nodes excluded would be wrong without them.
+        self.grow_memo = FitMemo(session.cluster) if self.reserved else session.fit_memo
 
     # ---- the cycle ------------------------------------------------------------------------
 
@@ -189,6 +229,10 @@ class _Cycle:
         session = self.session
         for name in tried[:MAX_SHRINK_TRIES]:
             taker = session.jobs[name]
+            # A trial on evictions that are then undone says nothing true about why the
+            # taker waits: its reason stays allocate's (a starving head's names its
+            # reservation).
+            waits = taker.reason
             taker_key = self.plugin.key(taker, self.now)
             bar = self.action.uneven_ratio * taker_key
             statement = session.statement()
@@ -210,6 +254,7 @@ class _Cycle:
                         self._resized(job, to, reason)
                     return True
             statement.discard()
+            taker.reason = waits
         return False
 
     # ---- units ----------------------------------------------------------------------------
@@ -223,8 +268,8 @@ class _Cycle:
         """Elastic, its guaranteed part placed, its elastic group not best-effort (those
         are backfill's: `shoal.scheduler.actions.elastic`)."""
         elastic = info.job.elastic
-        return elastic is not None and not info.pending and bool(info.running) \
-            and not is_best_effort(info.job.group(elastic.group))
+        return elastic is not None and info.job.service is None and not info.pending \
+            and bool(info.running) and not is_best_effort(info.job.group(elastic.group))
 
     def _index(self, info: JobInfo) -> None:
         """Put the unit in the indexes it belongs to now, under its current key."""
@@ -245,19 +290,28 @@ class _Cycle:
                 self.thaw_take = _earliest(self.thaw_take, thaw)
             else:
                 self.takers.add(info.name, self._key(info))
-        if elastic.shrunk(size) is not None and info.job.preemptable:
+        if elastic.shrunk(size) is not None and info.job.evictable:
             free = self._unprotected_at(self._step_down(info))
             at = max(thaw or self.now, free)
             if at > self.now:
                 self.thaw_give = _earliest(self.thaw_give, at)
             else:
-                self.givers.add(info.name, self._key(info))
+                self.givers.add(info.name, self._giver_key(info))
 
     def _key(self, info: JobInfo) -> Key:
         tail: tuple[Any, ...] = ()
         for plugin in self.others:
             tail += plugin.job_order_key(info)
         return (self.plugin.key(info, self.now), *tail, info.job.submitted, info.name)
+
+    def _giver_key(self, info: JobInfo) -> Key:
+        """The unit's key with, right after its fair-share key, the work its step down
+        would lose (negated): among givers of equal fair-share key, the right-most — the
+        first to give — loses the least since its last checkpoint (`checkpointInterval`,
+        `shoal.scheduler.work_lost`), as preempt's victims are ranked."""
+        key = self._key(info)
+        lost = work_lost(info, self._step_down(info), self.now)
+        return (key[0], -lost.gpu_seconds, -lost.cpu_seconds, *key[1:])
 
     def _thaw(self, info: JobInfo) -> float | None:
         """When the job's freezing window (and scale cooldown) since its last change ends."""
@@ -278,8 +332,15 @@ class _Cycle:
         session = self.session
         if info.pending or not session.job_ready(info):
             return allocate_job(session, session.fit_memo, info)
-        return grow_step(session, info, "grown from {size} to {target}: the least served "
-                                        "job that could grow (fair share)") is not None
+        why = "grown from {size} to {target}: the least served job that could grow (fair share)"
+        if not self.reserved:
+            return grow_step(session, info, why) is not None
+        shared = session.fit_memo
+        session.excluded_nodes, session.fit_memo = self.reserved, self.grow_memo
+        try:
+            return grow_step(session, info, why) is not None
+        finally:
+            session.excluded_nodes, session.fit_memo = set(), shared
 
     def _step_down(self, info: JobInfo) -> list[TaskInfo]:
         """The tasks one step down stops: the highest-indexed surplus tasks."""

@@ -16,8 +16,10 @@ runs and is neither stopping nor finishing, at the session's `now`:
   size at a time), then whole jobs — or single tasks of a job placed task by task —, lowest
   priority first, in the order of `shoal.scheduler.victims` (least work lost, most recently
   started), among jobs of at most the service's priority that hold a task on a node the
-  service's group may use. Units are evicted one at a time until the service's tasks fit,
-  in one statement: if they never fit, nothing is evicted.
+  service's group may use (an elastic job's surplus elsewhere goes with the job, whose
+  unit needs it taken first: no gang is left below its minimum).
+  Units are evicted one at a time until the service's tasks fit, in one statement: if they
+  never fit, nothing is evicted.
 
 The action runs first in a cycle, so what a service takes back is not handed out again
 before it. It never evicts a service (`Job.evictable`: services have no victim units), nor
@@ -35,6 +37,7 @@ cluster whose profile lists this action, services or not.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
@@ -157,10 +160,28 @@ def _victims(session: Session, info: JobInfo, group: TaskGroup) -> list[VictimUn
         def allowed(tasks: Sequence[TaskInfo]) -> bool:
             return all(len(s.victims(info, tasks)) == len(tasks) for s in selections)
 
-        units.extend(u for u in units_of(job, session.now, allowed)
-                     if any(_physical(session, t) in pool for t in u.tasks))
+        units.extend(_on_pool(session, units_of(job, session.now, allowed), pool))
     out = ordered(units, lambda j: (-j.priority,), session.job_order_key, session.now)
     out.sort(key=lambda u: u.shrink_to is None)  # stable: surplus first, each in order
+    return out
+
+
+def _on_pool(session: Session, units: list[VictimUnit], pool: set[str]) -> list[VictimUnit]:
+    """A job's units that free something on the pool. A unit needs the job's earlier
+    units taken first (`units_of`: the whole-job unit leaves out the surplus before it), so
+    those off the pool go with the next one on it, as one unit — taken alone, they would
+    free nothing the service can use; left out, a gang would be left below its minimum."""
+    out: list[VictimUnit] = []
+    carried: list[TaskInfo] = []
+    for unit in units:
+        if any(_physical(session, t) in pool for t in unit.tasks):
+            if carried and not unit.alone:
+                out.append(replace(unit, tasks=(*carried, *unit.tasks)))
+                carried = []
+            else:
+                out.append(unit)
+        elif not unit.alone:
+            carried.extend(unit.tasks)
     return out
 
 
