@@ -21,7 +21,8 @@ last resize of it (`JobInfo.resized`), whichever is later. Growth uses free capa
 the quota tree only: its virtual cluster's ceiling bounds it as it bounds any task, and
 nothing is evicted to make room. Nor does it use a node a blocked head could use (the head
 of a strictly ordered queue, or a starving job holding a reservation:
-`shoal.scheduler.aging`): that capacity is the head's once it frees up.
+`shoal.scheduler.aging`), nor one a service short of its need could use: that capacity is
+theirs once it frees up (`shoal.scheduler.growth_room`).
 
 Repair. A job whose surplus tasks ended or were evicted may run at a size its step rule does
 not allow (a power-of-two job at 3). It is brought back at once, cooldown or not: up to the
@@ -44,8 +45,9 @@ from __future__ import annotations
 from shoal.api.decisions import Resize
 from shoal.api.elastic import Elasticity
 from shoal.core.nodes import FitMemo
-from shoal.scheduler.actions.allocate import head_nodes, is_best_effort
+from shoal.scheduler.actions.allocate import is_best_effort
 from shoal.scheduler.fitting import place_replicas
+from shoal.scheduler.growth_room import kept_off
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
@@ -62,15 +64,13 @@ class Elastic:
         del arguments
 
     def execute(self, session: Session) -> None:
-        reserved: set[int] = set()
-        for head, *_ in session.blocked.values():
-            reserved |= head_nodes(session, head)
+        reserved = kept_off(session)
         if not reserved:
             for info in _elastic_jobs(session, best_effort=False):
                 _step(session, info)
             return
-        # Growth keeps off what a blocked head could use, as the jobs behind it do; with
-        # a private memo, as bounds learnt with nodes excluded would be wrong without them.
+        # Growth keeps off what a blocked head or a service short of its need could use
+        # (`shoal.scheduler.growth_room`), with a private memo.
         shared = session.fit_memo
         session.excluded_nodes, session.fit_memo = reserved, FitMemo(session.cluster)
         try:

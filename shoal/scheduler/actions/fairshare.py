@@ -77,9 +77,10 @@ from pydantic import Field
 from shoal.api.decisions import Resize
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Statement
-from shoal.scheduler.actions.allocate import allocate_job, head_nodes, is_best_effort
+from shoal.scheduler.actions.allocate import allocate_job, is_best_effort
 from shoal.scheduler.actions.elastic import grow_step, repair_size
 from shoal.scheduler.fairshare_index import FairShareIndex, Key
+from shoal.scheduler.growth_room import kept_off
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.plugins.fairshare import FairShare, FairShareArguments
 from shoal.scheduler.registry import Arguments
@@ -126,21 +127,6 @@ def scorer(session: Session) -> FairShare:
     return plugin
 
 
-def short_service_nodes(session: Session, info: JobInfo) -> set[int]:
-    """The node ordinals a running service short of its need now (its busy hours, or its
-    hand-back before them, have begun and the services action could not take all of it
-    back) could use: training growing there would take what the service takes back next."""
-    service, elastic = info.job.service, info.job.elastic
-    if service is None or elastic is None or not info.running or info.stopping \
-            or info.finishing:
-        return set()
-    group = info.job.group(elastic.group)
-    if info.elastic_size() >= service.need(session.now, group.replicas):
-        return set()
-    return {s.ordinal for s in session.pool_for(group).nodes
-            if group.resources.fits(s.allocatable)}
-
-
 def last_change(info: JobInfo) -> float | None:
     """When the job last changed size: its latest task start or its last recorded resize."""
     starts = [t.started for t in info.running if t.started is not None]
@@ -165,11 +151,7 @@ class _Cycle:
         candidates = {j.name for j in session.candidates}
         blocked = {j.name for jobs in session.blocked.values() for j in jobs[1:]}
         self.startable = candidates - blocked
-        self.reserved: set[int] = set()
-        for head, *_ in session.blocked.values():
-            self.reserved |= head_nodes(session, head)
-        for service in session.model.services.values():
-            self.reserved |= short_service_nodes(session, service)
+        self.reserved = kept_off(session)
         # Bounds learnt with the reserved nodes excluded would be wrong without them.
         self.grow_memo = FitMemo(session.cluster) if self.reserved else session.fit_memo
 
