@@ -70,36 +70,42 @@ def worlds(draw: st.DrawFn) -> tuple[list[Node], list[VirtualCluster], list[Job]
 
 
 def check(model: SchedulerModel, nodes: list[Node], stopping: Set[TaskRef] = frozenset(),
-          kept: Mapping[str, int] | None = None) -> None:
+          kept: Set[str] = frozenset()) -> None:
     """`stopping`: evicted tasks held back while they stop; their jobs wait for them (a
     job of the default scheduler, placed task by task, may run part of its minimum).
-    `kept`: jobs that may still run at the size named, one their step rule does not allow
-    (`odd_sizes_kept`)."""
+    `kept`: jobs that may run at a size their step rule does not allow (`odd_sizes_kept`)."""
     waiting_for = {ref.job for ref in stopping}
     for info in model.jobs.values():
         elastic = info.job.elastic
         if elastic is not None and info.running and not info.pending \
                 and info.name not in waiting_for:
             size = info.elastic_size()
-            assert elastic.allows(size) or (kept or {}).get(info.name) == size, \
+            assert elastic.allows(size) or info.name in kept, \
                 f"{info.name} runs {size} tasks under {elastic}"
     for physical in nodes:
         state = model.node(physical.name)
         assert min(state.cpu, state.gpu) >= 0, physical.name
 
 
-def odd_sizes_kept(model: SchedulerModel) -> dict[str, int]:
-    """The jobs a cycle may leave at the odd size they run at now: a non-preemptable one
-    (`spec.preemptable: false`, issue 16) left there by a worker ending, since nothing may
-    evict its tasks; it runs on at that size until its missing workers fit (the elastic
-    action's Repair). A cycle never makes an odd size, so only the size it had may stay."""
-    kept = {}
-    for info in model.jobs.values():
-        elastic = info.job.elastic
-        if elastic is not None and info.running and not info.pending \
-                and not info.job.evictable and not elastic.allows(info.elastic_size()):
-            kept[info.name] = info.elastic_size()
-    return kept
+def running_surplus(model: SchedulerModel) -> dict[str, frozenset[int]]:
+    """The surplus workers each non-preemptable elastic job runs now, for `odd_sizes_kept`."""
+    return {info.name: frozenset(t.ref.index for t in info.running
+                                 if info.is_surplus(t.ref.group, t.ref.index))
+            for info in model.jobs.values()
+            if info.job.elastic is not None and not info.job.evictable}
+
+
+def odd_sizes_kept(before: Mapping[str, frozenset[int]], model: SchedulerModel) -> set[str]:
+    """The jobs a cycle may leave at a size their step rule does not allow: a
+    non-preemptable one (`spec.preemptable: false`, issue 16) whose workers ending left it
+    there, since nothing may evict its tasks; it runs on at that size until its missing
+    workers fit (the elastic action's Repair). The cycle may restore its guaranteed part
+    (its minimum comes first), but never place a surplus worker that makes the size odd:
+    the job runs no surplus worker it did not run before the cycle (`before`:
+    `running_surplus` then)."""
+    now = running_surplus(model)
+    return {name for name, surplus in now.items() if surplus <= before.get(name, frozenset())}
+
 
 @settings(max_examples=200, deadline=None)
 @given(world=worlds(), data=st.data())
