@@ -65,7 +65,9 @@ class RayNodes:
 
     def _args(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
         label = node_label()
-        merged: dict[str, Any] = {"num_cpus": 1, **args}
+        # One CPU per GPU at least: the default profile's gpu-discipline asks GPU tasks for
+        # one CPU per GPU, so a GPU node with fewer could never host them.
+        merged: dict[str, Any] = {"num_cpus": max(1, int(args.get("num_gpus", 0))), **args}
         merged["labels"] = {**dict(args.get("labels") or {}), label: name}
         return merged
 
