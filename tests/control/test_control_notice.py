@@ -53,7 +53,8 @@ while not os.path.exists(os.path.join(out, 'release')):
 
 def reader_job(name: str, out: Path, *, replicas: int, priority: str, gpu: int = 1,
                elastic: Elasticity | None = None) -> Job:
-    group = TaskGroup("worker", replicas, Resources.of(cpu=500, memory=128, gpu=gpu),
+    group = TaskGroup("worker", replicas, Resources.of(cpu=max(500, 1000 * gpu), memory=128,
+                                                       gpu=gpu),
                       command=(PY, "-c", READER, str(out)))
     return Job(name, (group,), scheduler_name=SchedulerName.SHOAL, priority_class=priority,
                elastic=elastic, submitted=time.time())
