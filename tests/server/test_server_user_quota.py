@@ -50,7 +50,7 @@ def test_a_job_alone_over_max_per_user_is_refused_at_submission(api: Api) -> Non
     api.repository.put_virtual_cluster(
         VirtualCluster("team-a", max_per_user=ResourceLimit.of({"gpu": 4})))
     api.scheduler.reload_catalog()
-    refused = api.submit(job_yaml("greedy", queue="team-a", replicas=2, gpu=4))
+    refused = api.submit(job_yaml("greedy", queue="team-a", replicas=2, gpu=4, cpu="4"))
     assert refused.status_code == 422, refused.json()
     [error] = refused.json()["errors"]
     assert "allows at most 4 gpu per user (maxPerUser)" in error["message"]
