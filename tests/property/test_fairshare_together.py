@@ -52,7 +52,7 @@ from shoal.scheduler import Profile
 from shoal.sim.simulator import SimConfig, Simulator
 from shoal.sim.trace import Trace, TraceJob
 
-from .test_starvation import longest_first_and_starving
+from .test_starvation import bound, longest_first_and_starving
 
 CYCLE = 5.0
 HOUR = 3600.0
@@ -366,21 +366,6 @@ def longest_run(job: TraceJob) -> float:
     return job.duration * job.replicas / job.elastic.min_replicas
 
 
-def bound(jobs: list[TraceJob], job: TraceJob, half_life: float, starvation_after: float
-          ) -> float:
-    """`test_starvation.bound` with `dmax` the longest run (module docstring)."""
-    values = [VALUES[j.priority_class or "normal"] for j in jobs]
-    spread = math.log2(max(values) / min(values))
-
-    def key(j: TraceJob) -> float:
-        return j.submit_time - half_life * math.log2(VALUES[j.priority_class or "normal"])
-
-    ahead = sum(1 for j in jobs if j is not job and key(j) <= key(job) + 1e-6)
-    longest = max(longest_run(j) for j in jobs)
-    return job.submit_time + half_life * spread + \
-        (ahead + 1) * (starvation_after + longest + 2 * CYCLE)
-
-
 @settings(max_examples=30, deadline=None)
 @given(streams())
 def test_every_job_starts_within_the_bound_under_fairshare(
@@ -394,7 +379,7 @@ def test_every_job_starts_within_the_bound_under_fairshare(
     for job in jobs:
         start = started[job.name]
         assert start is not None, f"{job.name} never started"
-        limit = bound(jobs, job, half_life, starvation_after)
+        limit = bound(jobs, job, half_life, starvation_after, longest_run)
         assert start <= limit, f"{job.name} started at {start}, after its bound {limit}"
         # Step 2 of the argument, checked on its own: first in order and starving, a job
         # waits at most for what runs on the nodes it reserved to end.

@@ -31,6 +31,7 @@ not the only thing between a job and the end of the stream.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -81,9 +82,10 @@ def trace_job(name: str, at: float, gpus: int, duration: float, priority_class: 
                     priority_class=priority_class)
 
 
-def bound(jobs: list[TraceJob], job: TraceJob, half_life: float, starvation_after: float
-          ) -> float:
-    """The module docstring's bound on when `job` starts."""
+def bound(jobs: list[TraceJob], job: TraceJob, half_life: float, starvation_after: float,
+          run: Callable[[TraceJob], float] = lambda j: j.duration) -> float:
+    """The module docstring's bound on when `job` starts; `run`: how long a job's work may
+    take (`dmax` is the longest)."""
     values = [VALUES[j.priority_class or "normal"] for j in jobs]
     spread = math.log2(max(values) / min(values))
 
@@ -92,7 +94,7 @@ def bound(jobs: list[TraceJob], job: TraceJob, half_life: float, starvation_afte
 
     # Jobs ahead of it, counting near-ties as ahead (the float order may break them so).
     ahead = sum(1 for j in jobs if j is not job and key(j) <= key(job) + 1e-6)
-    longest = max(j.duration for j in jobs)
+    longest = max(run(j) for j in jobs)
     return job.submit_time + half_life * spread + \
         (ahead + 1) * (starvation_after + longest + 2 * CYCLE)
 
