@@ -117,7 +117,8 @@ def test_ray_nodes_report_capacity_labels_gpu_type_and_address(ray_nodes: RayNod
     assert a100.ready and a100.reason == ""
     assert a100.node is not None
     assert a100.node.name == "inv-a100"
-    assert (a100.node.capacity.cpu, a100.node.capacity.gpu) == (1000, 2)
+    # RayNodes gives a GPU node one CPU per GPU unless told otherwise.
+    assert (a100.node.capacity.cpu, a100.node.capacity.gpu) == (2000, 2)
     assert a100.node.capacity.get("rdma") == 2
     assert a100.node.capacity.memory > 0
     assert dict(a100.node.labels) == {"team": "nlp", GPU_TYPE_LABEL: "A100"}
