@@ -280,14 +280,19 @@ description: Seed 002's fair share - jobs ordered by weighted running time (GPU 
   memory, divided by the priority weight); after allocate and backfill, the least served
   jobs start or grow one step at a time, and when shares are far from even the most served
   elastic job gives one step to the least served; a job that changed size within its
-  freezing window is left alone. Waiting jobs age (a job's priority doubles every 15 minutes
-  it waits) and a starving one holds a reservation; virtual clusters and users are ordered
-  by their decayed usage; GPU tasks bring CPU and CPU work leaves idle GPUs theirs.
-actions: "services, enqueue, allocate, backfill, fairshare"
+  freezing window is left alone. Each virtual cluster deserves its weight's share of what
+  is asked (Volcano's proportion); what one uses above it is lent while nobody else asks
+  and reclaimed, least work lost first, when a virtual cluster below its share waits.
+  Waiting jobs age (a job's priority doubles every 15 minutes it waits) and a starving one
+  holds a reservation; users, and virtual clusters at equal shares, are ordered by their
+  decayed usage; GPU tasks bring CPU and CPU work leaves idle GPUs theirs.
+actions: "services, enqueue, allocate, backfill, reclaim, fairshare"
 tiers:
   - plugins: [{name: fairshare}, {name: priority, arguments: {agingHalfLife: 900}},
-              {name: usage}, {name: gang}]
-  - plugins: [{name: predicates}, {name: capacity}, {name: placement}, {name: gpu-discipline}]
+              {name: gang}]
+  - plugins: [{name: predicates},
+              {name: capacity, arguments: {share: proportional, reclaimMode: reclaim}},
+              {name: usage}, {name: placement}, {name: gpu-discipline}]
 """,
     # ---- end fairshare ---------------------------------------------------------------------
 }

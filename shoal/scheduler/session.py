@@ -8,7 +8,8 @@ this cycle — lives for one cycle only.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -17,7 +18,7 @@ from shoal.api.flavors import unflavored
 from shoal.api.lifecycle import TaskState
 from shoal.api.objects import TaskGroup
 from shoal.api.resources import Resources
-from shoal.core.nodes import NodePool, NodeState
+from shoal.core.nodes import FitMemo, NodePool, NodeState
 from shoal.core.quota import QueueState
 from shoal.core.snapshot import Snapshot
 from shoal.core.statement import Allocation, Eviction, Statement
@@ -80,7 +81,8 @@ class Session:
         self.fit_memo = model.fit_memo
         self.jobs = model.jobs
         self.excluded_nodes: set[int] = set()
-        """Node ordinals no placement may use (backfill keeps off a blocked head's nodes)."""
+        """Node ordinals no placement may use, set inside `keeping_off` (backfill keeps off a
+        blocked head's nodes, growth what `shoal.scheduler.growth_room` names)."""
         self.decisions = Decisions()
         self.candidates: list[JobInfo] = []
         """Jobs the enqueue action let through to allocation this cycle."""
@@ -312,6 +314,18 @@ class Session:
                 job.give_back(op.task.group, op.task.index)
                 if job.pending:  # an elastic surplus task is not waited for
                     waiting[job.name] = job
+
+    @contextmanager
+    def keeping_off(self, nodes: set[int], memo: FitMemo | None = None) -> Iterator[None]:
+        """Placements inside keep off `nodes` too, with a fit memo of their own (`memo`, or a
+        new one): bounds learnt with nodes excluded would be wrong without them."""
+        excluded, shared = self.excluded_nodes, self.fit_memo
+        self.excluded_nodes = excluded | nodes
+        self.fit_memo = memo if memo is not None else FitMemo(self.cluster)
+        try:
+            yield
+        finally:
+            self.excluded_nodes, self.fit_memo = excluded, shared
 
     # ---- closing ---------------------------------------------------------------------------
 

@@ -80,17 +80,12 @@ class Backfill:
         excluded = head_nodes(session, head)
         short = head.reason.resource if head.reason is not None and head.reason.kind in (
             PendingKind.QUEUE_LIMIT, PendingKind.GUARANTEE) else None
-        session.excluded_nodes = excluded
-        # A private memo: bounds learnt with nodes excluded would be wrong without them.
-        memo = FitMemo(session.cluster)
-        try:
+        with session.keeping_off(excluded):
             for job in behind:
                 if short is not None and any(
                         g.resources.get(short) > 0 for g in job.groups_with_pending()):
                     continue
-                _try(session, memo, job)
-        finally:
-            session.excluded_nodes = set()
+                _try(session, session.fit_memo, job)
 
     # ---- estimates (EASY) --------------------------------------------------------------------
 

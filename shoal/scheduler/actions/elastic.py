@@ -44,7 +44,6 @@ from __future__ import annotations
 
 from shoal.api.decisions import Resize
 from shoal.api.elastic import Elasticity
-from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import is_best_effort
 from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.growth_room import kept_off
@@ -71,13 +70,9 @@ class Elastic:
             return
         # Growth keeps off what a blocked head or a service short of its need could use
         # (`shoal.scheduler.growth_room`), with a private memo.
-        shared = session.fit_memo
-        session.excluded_nodes, session.fit_memo = reserved, FitMemo(session.cluster)
-        try:
+        with session.keeping_off(reserved):
             for info in _elastic_jobs(session, best_effort=False):
                 _step(session, info)
-        finally:
-            session.excluded_nodes, session.fit_memo = set(), shared
 
 
 def resize_best_effort(session: Session) -> None:

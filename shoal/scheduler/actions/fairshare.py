@@ -317,12 +317,8 @@ class _Cycle:
         why = "grown from {size} to {target}: the least served job that could grow (fair share)"
         if not self.reserved:
             return grow_step(session, info, why) is not None
-        shared = session.fit_memo
-        session.excluded_nodes, session.fit_memo = self.reserved, self.grow_memo
-        try:
+        with session.keeping_off(self.reserved, self.grow_memo):
             return grow_step(session, info, why) is not None
-        finally:
-            session.excluded_nodes, session.fit_memo = set(), shared
 
     def _step_down(self, info: JobInfo) -> list[TaskInfo]:
         """The tasks one step down stops: the highest-indexed surplus tasks."""

@@ -56,6 +56,7 @@ class ProportionalReclamation(Reclamation):
                  surplus_only: bool) -> None:
         super().__init__(session, surplus_only=surplus_only)
         self.deserved = deserved
+        self._running: dict[str, list[JobInfo]] | None = None
 
     def why(self, preemptor: JobInfo) -> str:
         return (f"job {preemptor.name!r}: virtual cluster {preemptor.account!r} is below its "
@@ -126,22 +127,28 @@ class ProportionalReclamation(Reclamation):
                        ) -> Iterator[JobInfo]:
         quota = self.session.quota
         mine = quota.get(preemptor.account).path()
-        # Per virtual cluster, not per job: a few hundred running jobs share a few.
-        verdicts: dict[str, bool] = {}
-        for job in self.session.jobs.values():
-            if not self.takeable(job, preemptor):
-                continue
-            verdict = verdicts.get(job.account)
-            if verdict is None:
-                theirs = quota.get(job.account).path()
-                shared = _shared(mine, theirs)
-                verdict = verdicts[job.account] = shared < min(len(mine), len(theirs)) and \
+        # Judged per virtual cluster, and only the running jobs of those above what they
+        # deserve are looked at: a few hundred running jobs share a few virtual clusters,
+        # and thousands of waiting ones would otherwise be walked for every preemptor.
+        for account, jobs in self._running_by_account().items():
+            theirs = quota.get(account).path()
+            shared = _shared(mine, theirs)
+            if shared < min(len(mine), len(theirs)) and \
                     all(self.deserved.room(q, d) + _EPSILON >= request.get(d)
                         for q in mine[shared:] for d in dims) and \
                     all(any(self.deserved.room(q, d) < -_EPSILON for d in dims)
-                        for q in theirs[shared:])
-            if verdict:
-                yield job
+                        for q in theirs[shared:]):
+                yield from (job for job in jobs if self.takeable(job, preemptor))
+
+    def _running_by_account(self) -> dict[str, list[JobInfo]]:
+        """The jobs running when this execution began, per virtual cluster charged: a job
+        that starts later in it is fresh, never a victim (`takeable`)."""
+        if self._running is None:
+            self._running = {}
+            for job in self.session.jobs.values():
+                if job.running:
+                    self._running.setdefault(job.account, []).append(job)
+        return self._running
 
     def _above_deserved(self, preemptor: JobInfo, units: list[VictimUnit], dims: set[str]
                         ) -> list[VictimUnit]:

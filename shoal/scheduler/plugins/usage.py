@@ -6,8 +6,8 @@ admission fair sharing).
 - Queue order: a higher `priority` first (as the capacity plugin, `shoal.scheduler.
   queue_status`), then the smallest decayed usage of the virtual cluster's whole subtree
   per unit of its `weight` — Kueue's admission fair sharing divides by the queue's weight
-  as well; a guarantee is the capacity plugin's to serve (`below_guarantee`), which comes
-  after this plugin when both are in the profile's tiers.
+  as well. Listed after the capacity plugin (as in the `fairshare` profile), it only breaks
+  ties between virtual clusters that the capacity plugin's share puts level.
 - Job order within a virtual cluster: the job whose user has the smallest decayed usage in
   it first, so a heavy user's backlog does not starve a light user (Slurm's fair-tree
   within an account). Equal usage falls through to the next plugin, then submission.
