@@ -29,7 +29,9 @@ Two rules, both off unless the priority plugin is given `agingHalfLife`:
   strictly ordered queue (`allocate.strict`, Slurm's backfill, Kueue's StrictFIFO); the
   elastic action does not grow jobs onto what it could use either. A job held back may still
   preempt (by its class, which aging does not change): a production job is not kept waiting
-  behind a starving experiment job for capacity it may take by eviction. Other
+  behind a starving experiment job for capacity it may take by eviction. What is *free* on
+  the starving job's nodes it may not take, not through preempt or reclaim either (their
+  "fits without an eviction" step keeps off those nodes, as backfill does). Other
   virtual clusters are not held back: across virtual clusters the queue order (capacity,
   fair share) decides, as Kueue's StrictFIFO is per ClusterQueue. A starving job evicts
   nothing it could not evict anyway (non-preemptable jobs and services stay), so a cluster

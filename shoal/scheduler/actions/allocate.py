@@ -255,6 +255,15 @@ def head_nodes(session: Session, head: JobInfo) -> set[int]:
     return nodes
 
 
+def reservation_nodes(session: Session) -> dict[str, set[int]]:
+    """Per job held back by a starving job's reservation, the nodes that job could use."""
+    held: dict[str, set[int]] = {}
+    for head, *behind in session.blocked.values():
+        nodes = head_nodes(session, head)
+        held.update((j.name, nodes) for j in behind if j.name in session.behind_reservation)
+    return held
+
+
 def block(session: Session, queue: str, head: JobInfo, behind: list[JobInfo]) -> None:
     session.blocked[queue] = [head, *behind]
     where = "the strictly ordered cluster queue" if queue == GLOBAL_QUEUE else \

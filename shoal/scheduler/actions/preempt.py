@@ -72,7 +72,7 @@ from shoal.api.queue_policy import QueuePreemption
 from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
-from shoal.scheduler.actions.allocate import waits_for_backfill_only
+from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
 from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
@@ -157,6 +157,8 @@ class Preemption:
         self._ranks: dict[str, tuple[Any, ...]] = {}
         self._running: dict[str, list[JobInfo]] | None = None
         self._units: dict[str, list[VictimUnit]] = {}
+        self._reserved: dict[str, set[int]] | None = None
+        """Per job held back by a starving job's reservation, that job's nodes."""
 
     # ---- who ------------------------------------------------------------------------------
 
@@ -277,13 +279,8 @@ class Preemption:
         # No eviction for a job that fits without one: allocation may not have run yet (a
         # profile may put preempt or reclaim first, as Volcano's capacity setups do), or
         # this action's earlier evictions freed more than they were taken for.
-        if free >= demand and self._could_fit(preemptor, need):
-            statement = session.statement()
-            if self._place(statement, preemptor, need):
-                statement.commit()
-                self.fresh.add(preemptor.name)
-                return False
-            statement.discard()
+        if free >= demand and self._fits_without_eviction(preemptor, need):
+            return False
 
         # From here on it evicts: it stays within its own quota unless its policy lets it
         # borrow (`shoal.scheduler.queue_preemption`); `Preempt.execute` restores lending.
@@ -345,6 +342,38 @@ class Preemption:
         self.fresh.add(preemptor.name)
         self._record(preemptor, chosen)
         return True
+
+    def _fits_without_eviction(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        """Place the preemptor on what is free, if it fits; True if it was placed. A job held
+        back by a starving job's reservation (`shoal.scheduler.aging`) keeps off that job's
+        nodes here, as backfill would have it: what is free there is the starving job's. (It
+        may still evict there by its class; then it uses what it freed.)"""
+        held = self._held_nodes(preemptor)
+        if not held:
+            return self._place_now(preemptor, need)
+        shared = self.memo
+        self.memo = FitMemo(self.session.cluster)
+        try:
+            with self.session.keeping_off(held):
+                return self._place_now(preemptor, need)
+        finally:
+            self.memo = shared
+
+    def _place_now(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        if not self._could_fit(preemptor, need):
+            return False
+        statement = self.session.statement()
+        if self._place(statement, preemptor, need):
+            statement.commit()
+            self.fresh.add(preemptor.name)
+            return True
+        statement.discard()
+        return False
+
+    def _held_nodes(self, job: JobInfo) -> set[int]:
+        if self._reserved is None:
+            self._reserved = reservation_nodes(self.session)
+        return self._reserved.get(job.name, set())
 
     def may_borrow(self, preemptor: JobInfo) -> bool:
         """Whether the preemptor, once it evicts, may run on guarantees lent by other
