@@ -30,6 +30,7 @@ their own OS user, as `shoal up` does as root."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import re
@@ -69,9 +70,11 @@ ENGINES = ("local", "ray")
 pytestmark = pytest.mark.slow
 
 
+@functools.cache
 def torch_bin() -> Path:
     """The `bin` of a virtual environment with torch 2.13.0 (CPU), made if missing or broken.
-    Under a lock: another test process may be making it too (two at once break it)."""
+    Under a lock: another test process may be making it too (two at once break it). Checked
+    once per test session (the check imports torch, seconds on a loaded machine)."""
     python = TORCH_ENV / "bin" / "python"
     TORCH_ENV.parent.mkdir(parents=True, exist_ok=True)
     with open(TORCH_ENV.parent / f"{TORCH_ENV.name}.lock", "w") as lock:
@@ -243,7 +246,7 @@ def wait_for_worlds(checkpoints: Path, expected: list[int]) -> None:
         sizes = [w for w, steps in worlds(checkpoints) if steps >= TRAINED]
         if sizes[:len(expected)] == expected:
             return
-        time.sleep(0.5)
+        time.sleep(0.1)
     raise AssertionError(f"the training ran in {worlds(checkpoints)}, not {expected} first")
 
 
@@ -269,7 +272,7 @@ def wait_for_world_formed(client: httpx.Client, size: int) -> None:
         ranks = {int(r) for r in re.findall(rf"rank (\d+) of {size}: resuming", logs)}
         if ranks == set(range(size)):
             return
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"no world of {size} formed (ranks seen: {sorted(ranks)})")
 
 
@@ -289,7 +292,7 @@ def wait_for_tasks_holding(client: httpx.Client, count: int) -> None:
         holding = [t["name"] for t in tasks if t["state"] in {"Bound", "Running", "Releasing"}]
         if len(holding) == count:
             return
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"{JOB} still holds {holding}, not {count} tasks")
 
 
