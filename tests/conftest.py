@@ -2,7 +2,9 @@
 server (the store and the REST API tests run on both), and a repository over it.
 
 The PostgreSQL server is started once per session in a temporary directory (`initdb` +
-`pg_ctl`, listening only on a Unix socket) and every test gets a fresh database. When run as
+`pg_ctl`, listening only on a Unix socket) and every test gets a fresh database. The
+migrations run once per session and backend, into a template that every test's store is a
+copy of (`store_templates`): the same migrated schema, without a migration per test. When run as
 root, the server runs as the `postgres` user (initdb refuses root). Without the PostgreSQL
 binaries the postgresql tests fail: CI installs them (`.ci/run`).
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from fake_clock import Clock
+from store_templates import migrate_template, migrated_sqlite
 
 from shoal.store import Repository, Store, open_store
 
@@ -130,22 +133,43 @@ def postgres_server() -> Iterator[PostgresServer]:
 _databases = itertools.count()
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An SQLite database migrated to head by `Store.migrate()` once per session; each test's
+    store is a copy of it (`store_templates.migrated_sqlite`)."""
+    path = tmp_path_factory.mktemp("template") / "shoal.db"
+    migrate_template(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_server: PostgresServer) -> str:
+    """A PostgreSQL database migrated to head by `Store.migrate()` once per session; each
+    test's database is created from it (`CREATE DATABASE ... TEMPLATE`: no connection to it
+    stays open, as PostgreSQL copies a template only while nobody is connected to it)."""
+    database = f"shoal_template_{os.getpid()}"
+    with postgres_server.admin() as conn:
+        conn.execute(f'CREATE DATABASE "{database}"')
+    migrate_template(postgres_server.url(database))
+    return database
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A migrated, empty store on each backend."""
+    """A migrated, empty store on each backend: a copy of the session's migrated template."""
     if request.param == "sqlite":
-        opened = open_store(f"sqlite:///{tmp_path / 'shoal.db'}")
-        opened.migrate()
+        opened = migrated_sqlite(request.getfixturevalue("sqlite_template"),
+                                 tmp_path / "shoal.db")
         yield opened
         opened.close()
         return
     server: PostgresServer = request.getfixturevalue("postgres_server")
+    template: str = request.getfixturevalue("postgres_template")
     database = f"shoal_test_{os.getpid()}_{next(_databases)}"
     with server.admin() as conn:
-        conn.execute(f'CREATE DATABASE "{database}"')
+        conn.execute(f'CREATE DATABASE "{database}" TEMPLATE "{template}"')
     opened = open_store(server.url(database))
     try:
-        opened.migrate()
         yield opened
     finally:
         opened.close()

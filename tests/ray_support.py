@@ -23,6 +23,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+#: How Ray's GCS checks its nodes: every second instead of every 3 s, so that a node whose
+#: raylet was killed (`remove`) is declared dead after 5 failed checks in ~5 s, not ~15 s.
+#: A check still fails only when its RPC errs or gets no answer in 10 s (Ray's default
+#: timeout), so a node that is alive but slow on a loaded machine is not declared dead.
+HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 5,
+                 "health_check_timeout_ms": 10000}
+
 
 def namespace_of(root: Path) -> str:
     """The Ray namespace of the control plane whose executor root is `root`."""
@@ -77,7 +84,10 @@ class RayNodes:
         from ray.cluster_utils import Cluster
 
         (head, head_args), *workers = self._wanted.items()
-        self._cluster = Cluster(initialize_head=True, head_node_args=self._args(head, head_args))
+        head_node = {**self._args(head, head_args),
+                     "_system_config": {**HEALTH_CHECKS,
+                                        **dict(head_args.get("_system_config") or {})}}
+        self._cluster = Cluster(initialize_head=True, head_node_args=head_node)
         self._handles[head] = self._cluster.head_node
         for name, args in workers:
             self._handles[name] = self._cluster.add_node(**self._args(name, args))

@@ -20,13 +20,14 @@ from pathlib import Path
 import pytest
 from control_support import ExecutorFactory
 from ray_support import RayNodes, namespace_of
+from store_templates import migrated_sqlite
 
 from shoal.api import Node, PriorityClass, Resources
 from shoal.control import ControlPlane
 from shoal.executors.contract import Executor
 from shoal.executors.local import LocalExecutor
 from shoal.scheduler.profile import Profile
-from shoal.store import Repository, Store, open_store
+from shoal.store import Repository, Store
 
 GRACE = 0.5
 #: The name of Shoal's one declared node, and of the Ray node that carries it out.
@@ -34,9 +35,9 @@ NODE = "local"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_store(f"sqlite:///{tmp_path / 'shoal.db'}")
-    opened.migrate()
+def store(sqlite_template: Path, tmp_path: Path) -> Iterator[Store]:
+    """A migrated, empty SQLite store: a copy of the session's migrated template."""
+    opened = migrated_sqlite(sqlite_template, tmp_path / "shoal.db")
     yield opened
     opened.close()
 

@@ -7,8 +7,8 @@ with the nodes Ray reports ready, as `shoal up --engine ray` does. A removed nod
 killed, but on this one machine the task's own process outlives it (on a real machine it
 dies with it): the first attempt of each task here blocks until the test releases it, and
 later attempts succeed. Every wait is on a condition; the deadlines are safety nets (Ray
-takes ~15 s to declare a killed node dead, and a worker process can take seconds to start on
-a loaded box)."""
+takes ~5 s to declare a killed node dead, `ray_support.HEALTH_CHECKS`, and a worker process
+can take seconds to start on a loaded box)."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ their own OS user, as `shoal up` does as root."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import re
@@ -57,6 +58,10 @@ TORCH_ENV = ROOT / ".cache" / "torch-2.13.0"
 #: Enough to learn the weights: a loss of about 1e-9 after 300 steps at size 1 (larger
 #: worlds average the gradient over more samples).
 STEPS = 300
+#: The pause per step that stands for real work (train.py's default is 0.05 s). The test
+#: holds the training across every resize, and it trains unheld only until the test sees
+#: `TRAINED` steps at a size (polled every 0.1 s), so it never runs out of steps early.
+STEP_SECONDS = "0.02"
 #: Steps a size must train before the test lets the job change size.
 TRAINED = 3
 JOB = "elastic-linear"
@@ -69,9 +74,11 @@ ENGINES = ("local", "ray")
 pytestmark = pytest.mark.slow
 
 
+@functools.cache
 def torch_bin() -> Path:
     """The `bin` of a virtual environment with torch 2.13.0 (CPU), made if missing or broken.
-    Under a lock: another test process may be making it too (two at once break it)."""
+    Under a lock: another test process may be making it too (two at once break it). Checked
+    once per test session (the check imports torch, seconds on a loaded machine)."""
     python = TORCH_ENV / "bin" / "python"
     TORCH_ENV.parent.mkdir(parents=True, exist_ok=True)
     with open(TORCH_ENV.parent / f"{TORCH_ENV.name}.lock", "w") as lock:
@@ -202,7 +209,7 @@ def example_job(checkpoints: Path, pause: Path) -> str:
     spec = doc["spec"]
     spec["elastic"]["scaleCooldown"] = "0s"
     spec["taskGroups"][0]["env"].update(
-        {"CHECKPOINT_DIR": str(checkpoints), "STEPS": str(STEPS), "STEP_SECONDS": "0.05",
+        {"CHECKPOINT_DIR": str(checkpoints), "STEPS": str(STEPS), "STEP_SECONDS": STEP_SECONDS,
          "PAUSE_FILE": str(pause), "LOGLEVEL": "INFO"})
     return yaml.safe_dump(doc)
 
@@ -243,7 +250,7 @@ def wait_for_worlds(checkpoints: Path, expected: list[int]) -> None:
         sizes = [w for w, steps in worlds(checkpoints) if steps >= TRAINED]
         if sizes[:len(expected)] == expected:
             return
-        time.sleep(0.5)
+        time.sleep(0.1)
     raise AssertionError(f"the training ran in {worlds(checkpoints)}, not {expected} first")
 
 
@@ -269,7 +276,7 @@ def wait_for_world_formed(client: httpx.Client, size: int) -> None:
         ranks = {int(r) for r in re.findall(rf"rank (\d+) of {size}: resuming", logs)}
         if ranks == set(range(size)):
             return
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"no world of {size} formed (ranks seen: {sorted(ranks)})")
 
 
@@ -289,7 +296,7 @@ def wait_for_tasks_holding(client: httpx.Client, count: int) -> None:
         holding = [t["name"] for t in tasks if t["state"] in {"Bound", "Running", "Releasing"}]
         if len(holding) == count:
             return
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"{JOB} still holds {holding}, not {count} tasks")
 
 
