@@ -7,19 +7,23 @@ has, Shoal ends the job SUCCEEDED and stops the master and the servers.
 
 Trainers are elastic (Shoal may start more while the job runs): how many train now is in
 the membership file (SHOAL_MEMBERSHIP_FILE), which a trainer reads each step, as a data
-loader resharding would. RESULT_DIR (optional): where each trainer writes what it did as
-JSON (`trainer-<index>.json`)."""
+loader resharding would; a trainer starts once it lists MIN_TRAINERS of them. RESULT_DIR
+(optional): where each trainer writes what it did as JSON (`trainer-<index>.json`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import time
 from pathlib import Path
 
 from wire import Peer, endpoints, log
 
 STEPS = max(1, int(os.environ.get("STEPS", "40")))
+MIN_TRAINERS = max(1, int(os.environ.get("MIN_TRAINERS", "1")))
+#: How long a trainer waits for the others of its minimum before it gives up (exit 1).
+RENDEZVOUS_TIMEOUT = float(os.environ.get("RENDEZVOUS_TIMEOUT", "600"))
 DIMENSION = int(os.environ.get("DIMENSION", "8"))
 BATCH = 16
 
@@ -32,7 +36,20 @@ def trainers_now() -> int:
     return len(document["endpoints"].get(os.environ["SHOAL_TASK_GROUP"], []))
 
 
+def rendezvous() -> None:
+    """Wait until the membership file lists MIN_TRAINERS trainers, as torchrun's rendezvous
+    waits for its minimum: Shoal starts the minimum together (a gang), but the file that
+    tells them so may come a little after the processes."""
+    deadline = time.monotonic() + RENDEZVOUS_TIMEOUT
+    while trainers_now() < MIN_TRAINERS:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"rendezvous: fewer than {MIN_TRAINERS} trainers after "
+                             f"{RENDEZVOUS_TIMEOUT:g} s")
+        time.sleep(0.05)
+
+
 def main() -> None:
+    rendezvous()
     (master_at,) = endpoints("master")
     servers = endpoints("pserver")
     log(f"master {master_at}, pservers {servers}")
