@@ -90,6 +90,14 @@ class FairShare:
             value = self._keys[job.name] = self.key(job, self._now())
         return (value,)
 
+    def preemption_key(self, job: JobInfo) -> tuple[Any, ...]:
+        """Nothing: the score orders who starts and grows, and the fairshare action takes
+        its own steps from the right-most; it gives the preempt and reclaim actions no right
+        to evict and no victim order, so their victims go by class, then least work lost
+        (`shoal.scheduler.victims`), as with las's class-only key."""
+        del job
+        return ()
+
     # ---- the score ------------------------------------------------------------------------
 
     def resource_score(self, request: Resources) -> float:
