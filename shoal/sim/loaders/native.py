@@ -107,7 +107,8 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
         jobs.append(TraceJob(job.name, arrival, duration, group.replicas, group.resources,
                              job.queue, job.user, job.priority_class, model,
                              dict(group.node_selector), elastic=elastic, service=service,
-                             checkpoint_interval=job.checkpoint_interval))
+                             checkpoint_interval=job.checkpoint_interval,
+                             freezing_window=job.freezing_window))
     return finish(jobs, source, limit)
 
 

@@ -129,6 +129,15 @@ def test_unknown_queue_and_priority_class_are_left_to_the_cluster(
     assert (job.queue, job.priority_class) == ("research", "urgent")
 
 
+def test_a_jobs_checkpoint_interval_and_freezing_window_are_kept(
+        write: Callable[[str, str], Path]) -> None:
+    text = JOB.replace("spec:\n", "spec:\n  checkpointInterval: 300\n  freezingWindow: 10m\n")
+    (job,) = load_native(write("t.yaml", text)).jobs
+    assert (job.checkpoint_interval, job.freezing_window) == (300.0, 600.0)
+    (plain,) = load_native(write("u.yaml", JOB)).jobs
+    assert (plain.checkpoint_interval, plain.freezing_window) == (None, None)
+
+
 def test_file_level_errors(write: Callable[[str, str], Path], tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="no such file"):
         load_native(tmp_path / "absent.yaml")
