@@ -318,8 +318,11 @@ class Session:
     @contextmanager
     def keeping_off(self, nodes: set[int], memo: FitMemo | None = None) -> Iterator[None]:
         """Placements inside keep off `nodes` too, with a fit memo of their own (`memo`, or a
-        new one): bounds learnt with nodes excluded would be wrong without them."""
+        new one): bounds learnt with nodes excluded would be wrong without them. When `nodes`
+        excludes nothing more, the session's memo stays (and `memo` is not needed)."""
         excluded, shared = self.excluded_nodes, self.fit_memo
+        if not nodes - excluded:
+            memo = shared
         self.excluded_nodes = excluded | nodes
         self.fit_memo = memo if memo is not None else FitMemo(self.cluster)
         try:

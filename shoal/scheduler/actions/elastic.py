@@ -63,14 +63,9 @@ class Elastic:
         del arguments
 
     def execute(self, session: Session) -> None:
-        reserved = kept_off(session)
-        if not reserved:
-            for info in _elastic_jobs(session, best_effort=False):
-                _step(session, info)
-            return
         # Growth keeps off what a blocked head or a service short of its need could use
-        # (`shoal.scheduler.growth_room`), with a private memo.
-        with session.keeping_off(reserved):
+        # (`shoal.scheduler.growth_room`).
+        with session.keeping_off(kept_off(session)):
             for info in _elastic_jobs(session, best_effort=False):
                 _step(session, info)
 

@@ -152,8 +152,9 @@ class _Cycle:
         blocked = {j.name for jobs in session.blocked.values() for j in jobs[1:]}
         self.startable = candidates - blocked
         self.reserved = kept_off(session)
-        # Bounds learnt with the reserved nodes excluded would be wrong without them.
-        self.grow_memo = FitMemo(session.cluster) if self.reserved else session.fit_memo
+        # Growth's own memo, kept over the cycle (`Session.keeping_off`): bounds learnt with
+        # the reserved nodes excluded would be wrong without them.
+        self.grow_memo = FitMemo(session.cluster)
 
     # ---- the cycle ------------------------------------------------------------------------
 
@@ -315,8 +316,6 @@ class _Cycle:
         if info.pending or not session.job_ready(info):
             return allocate_job(session, session.fit_memo, info)
         why = "grown from {size} to {target}: the least served job that could grow (fair share)"
-        if not self.reserved:
-            return grow_step(session, info, why) is not None
         with session.keeping_off(self.reserved, self.grow_memo):
             return grow_step(session, info, why) is not None
 
