@@ -58,10 +58,11 @@ TORCH_ENV = ROOT / ".cache" / "torch-2.13.0"
 #: Enough to learn the weights: a loss of about 1e-9 after 300 steps at size 1 (larger
 #: worlds average the gradient over more samples).
 STEPS = 300
-#: The pause per step that stands for real work (train.py's default is 0.05 s). The test
-#: holds the training across every resize, and it trains unheld only until the test sees
-#: `TRAINED` steps at a size (polled every 0.1 s), so it never runs out of steps early.
-STEP_SECONDS = "0.02"
+#: The pause per step that stands for real work (train.py's default). The test holds the
+#: training across every resize, and it trains unheld only until the test sees `TRAINED`
+#: steps at a size (polled every 0.1 s): 300 steps of 0.05 s leave a loaded machine's
+#: scheduling delays a wide margin before the steps run out.
+STEP_SECONDS = "0.05"
 #: Steps a size must train before the test lets the job change size.
 TRAINED = 3
 JOB = "elastic-linear"
