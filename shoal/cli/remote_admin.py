@@ -16,6 +16,7 @@ from shoal.cli.config import (
     ConfigError,
     ConfigFile,
     config_path,
+    read_config,
     read_token_file,
     write_config,
 )
@@ -64,8 +65,8 @@ def show(server: str | None, token: str | None, output: Format,
     """Ask the server for views and print them as a table, or their JSON as JSON or YAML."""
     def action(shoal: ShoalClient) -> None:
         found = fetch(shoal)
-        if output is Format.TABLE:
-            out().print(table(found))
+        if output.tabular:
+            out(output).print(table(found))
         else:
             emit(output, [view.raw for view in found])
     remote(server, token, action)
@@ -94,8 +95,8 @@ def vc_tree_command(output: OutputOption = Format.TABLE, server: ServerOption = 
         root, found = shoal.cluster(), shoal.virtual_clusters()
         if DEFAULT_QUEUE not in {vc.name for vc in found}:  # implicit, so not listed
             found.append(shoal.virtual_cluster(DEFAULT_QUEUE))
-        if output is Format.TABLE:
-            out().print(vc_tree(root, found))
+        if output.tabular:
+            out(output).print(vc_tree(root, found))
         else:
             emit(output, {"cluster": root.raw, "virtualClusters": [v.raw for v in found]})
     remote(server, token, action)
@@ -153,7 +154,7 @@ def user_add(
     """Create a user (admins only) and print their token: the only time it is shown."""
     def action(shoal: ShoalClient) -> None:
         created = shoal.create_user(name, queue or [], admin)
-        if output is not Format.TABLE:
+        if not output.tabular:
             emit(output, created.raw)
             return
         # The token alone on stdout, so that `TOKEN=$(shoal user add …)` works.
@@ -195,7 +196,9 @@ def login(
     def action(shoal: ShoalClient) -> None:
         user = shoal.me()
         path = config_path()
-        write_config(path, ConfigFile(shoal.url, shoal.token))
+        # A timeout saved in the file stays: login changes the server and token only.
+        kept = read_config(path).timeout
+        write_config(path, ConfigFile(shoal.url, shoal.token, kept))
         out().print(f"logged in to {shoal.url} as {_describe(user)}; saved to {path}")
     remote(server, token, action)
 
@@ -207,7 +210,7 @@ def whoami(output: OutputOption = Format.TABLE, server: ServerOption = None,
 
     def action(shoal: ShoalClient) -> None:
         user = shoal.me()
-        if output is not Format.TABLE:
+        if not output.tabular:
             emit(output, {**user.raw, "server": shoal.url,
                           "tokenFrom": settings.token_from.value})
             return

@@ -30,6 +30,7 @@ from shoal.api import JobState
 from shoal.client.errors import (
     ShoalConnectionError,
     ShoalError,
+    ShoalServerTimeoutError,
     ShoalTimeoutError,
     api_error,
 )
@@ -77,11 +78,13 @@ class LogStream(Iterator[str]):
     character split between two pages or chunks comes out whole."""
 
     def __init__(self, response: httpx.Response, url: str,
-                 next_page: Callable[[int], httpx.Response] | None = None) -> None:
+                 next_page: Callable[[int], httpx.Response] | None = None,
+                 timeout: float = 30.0) -> None:
         self._response = response
         self._next_page = next_page
         self._chunks = self._texts()
         self._url = url
+        self._timeout = timeout
         self.task: str | None = response.headers.get("X-Shoal-Task")
 
     def _texts(self) -> Iterator[str]:
@@ -109,7 +112,7 @@ class LogStream(Iterator[str]):
             raise
         except httpx.TransportError as exc:
             self.close()
-            raise ShoalConnectionError(self._url, _describe(exc)) from None
+            raise _unanswered(self._url, exc, self._timeout) from None
 
     def close(self) -> None:
         self._response.close()
@@ -172,7 +175,7 @@ class ShoalClient:
                 break
             except httpx.TransportError as exc:
                 if not retry or attempt == 2:
-                    raise ShoalConnectionError(self.url, _describe(exc)) from None
+                    raise _unanswered(self.url, exc, self.timeout) from None
                 time.sleep(self.retry_delay)
         if response.is_error:
             response.read()
@@ -285,7 +288,7 @@ class ShoalClient:
             return self._send("GET", f"{API}/jobs/{_quote(name)}/logs", retry=True,
                               stream=True, timeout=timeout, params=params)
 
-        return LogStream(read(offset), self.url, None if follow else read)
+        return LogStream(read(offset), self.url, None if follow else read, self.timeout)
 
     def wait(self, name: str, states: Collection[JobState | str] = TERMINAL_STATES,
              timeout: float | None = None, interval: float = 0.5) -> JobView:
@@ -429,6 +432,13 @@ def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
 def _quote(name: str) -> str:
     # Job names are DNS-like, but a stray `/` or `?` must not change the route.
     return quote(name, safe="")
+
+
+def _unanswered(url: str, exc: httpx.TransportError, timeout: float) -> ShoalConnectionError:
+    """No answer: a timeout says how long was waited; anything else is unreachable."""
+    if isinstance(exc, httpx.TimeoutException):
+        return ShoalServerTimeoutError(url, timeout, _describe(exc))
+    return ShoalConnectionError(url, _describe(exc))
 
 
 def _describe(exc: httpx.TransportError) -> str:
