@@ -21,8 +21,6 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
-
 from shoal.client import DEFAULT_SERVER
 
 #: Seconds to wait for one answer of the server (`ShoalClient`'s default), and the most a
@@ -76,6 +74,8 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
 def read_config(path: Path) -> ConfigFile:
     if not path.exists():
         return ConfigFile()
+    import yaml  # only when there is a file: loading it costs every command's start
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -90,6 +90,8 @@ def read_config(path: Path) -> ConfigFile:
 
 def write_config(path: Path, config: ConfigFile) -> None:
     """Write the file readable by its owner only: it holds a bearer token."""
+    import yaml
+
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     data: dict[str, str | float | None] = {"server": config.server, "token": config.token}
     if config.timeout is not None:

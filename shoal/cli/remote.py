@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.live import Live
 
 from shoal.api import JobState
 from shoal.cli.remote_admin import flavors_app, login, nodes, pc_app, user_app, vc_app, whoami
@@ -146,6 +145,8 @@ def _watch(fetch: Callable[[], list[JobView]], fmt: Format) -> None:
     console = out(fmt)
     try:
         if fmt.tabular and on_terminal(console):
+            from rich.live import Live
+
             with Live(jobs_table(fetch()), console=console, auto_refresh=False) as live:
                 while True:
                     time.sleep(REFRESH)

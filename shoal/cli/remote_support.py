@@ -17,7 +17,6 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 
 from shoal.cli.config import ConfigError, Settings, resolve
@@ -116,6 +115,8 @@ def on_terminal(console: Console) -> bool:
 def emit(fmt: Format, data: Any) -> None:
     """Print JSON-shaped data as JSON or YAML."""
     if fmt is Format.YAML:
+        import yaml  # only here: loading it costs every command's start
+
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False))
     else:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
