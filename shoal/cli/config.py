@@ -21,8 +21,6 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from shoal.client import DEFAULT_SERVER
-
 #: Seconds to wait for one answer of the server (`ShoalClient`'s default), and the most a
 #: user may ask for (a `logs --follow` waits for output without this limit).
 DEFAULT_TIMEOUT = 30.0
@@ -117,6 +115,8 @@ def read_token_file(path: Path) -> str:
 def resolve(server: str | None = None, token: str | None = None,
             env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
     """The server and token to use, from flags, environment, config file and local token."""
+    from shoal.client.client import DEFAULT_SERVER  # loads httpx: only when a verb runs
+
     env = os.environ if env is None else env
     config = read_config(config_path(env))
     url, url_from = _first((server, Source.FLAG), (env.get("SHOAL_SERVER"), Source.ENV),

@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -43,7 +43,9 @@ from shoal.cli.remote_support import (
     out,
     remote,
 )
-from shoal.client import JobView, ShoalClient, TaskView
+
+if TYPE_CHECKING:
+    from shoal.client import JobView, ShoalClient, TaskView
 
 #: How many of a job's tasks `shoal get` shows by default.
 SHOWN_TASKS = 100

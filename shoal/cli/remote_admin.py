@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
 import typer
 from rich.table import Table
@@ -40,7 +40,9 @@ from shoal.cli.remote_support import (
     settings_of,
 )
 from shoal.cli.vc_tree import vc_tree
-from shoal.client import ShoalClient, UserView
+
+if TYPE_CHECKING:
+    from shoal.client import ShoalClient, UserView
 
 vc_app = typer.Typer(help="Virtual clusters (queues): list, tree, create.",
                      no_args_is_help=True)
@@ -76,14 +78,15 @@ def nodes(output: OutputOption = Format.TABLE, server: ServerOption = None,
           token: TokenOption = None) -> None:
     """List the cluster's nodes: state (Ready, NotReady and why, Cordoned), labels,
     capacity, what is allocatable."""
-    show(server, token, output, ShoalClient.nodes, nodes_table)
+    show(server, token, output, lambda shoal: shoal.nodes(), nodes_table)
 
 
 @vc_app.command("list")
 def vc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
             token: TokenOption = None) -> None:
     """List the virtual clusters with their min, max, weight and policy."""
-    show(server, token, output, ShoalClient.virtual_clusters, virtual_clusters_table)
+    show(server, token, output, lambda shoal: shoal.virtual_clusters(),
+         virtual_clusters_table)
 
 
 @vc_app.command("tree")
@@ -118,7 +121,8 @@ def vc_create(
 def pc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
             token: TokenOption = None) -> None:
     """List the priority classes in effect (stored and built-in), lowest first."""
-    show(server, token, output, ShoalClient.priority_classes, priority_classes_table)
+    show(server, token, output, lambda shoal: shoal.priority_classes(),
+         priority_classes_table)
 
 
 @flavors_app.command("list")
@@ -126,7 +130,8 @@ def flavors_list(output: OutputOption = Format.TABLE, server: ServerOption = Non
                  token: TokenOption = None) -> None:
     """List the resource flavors: the node labels that make a node one of them, and how
     many nodes they match now."""
-    show(server, token, output, ShoalClient.resource_flavors, resource_flavors_table)
+    show(server, token, output, lambda shoal: shoal.resource_flavors(),
+         resource_flavors_table)
 
 
 @flavors_app.command("create")

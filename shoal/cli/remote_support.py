@@ -2,6 +2,9 @@
 against the resolved server with every failure turned into a one-line message and an exit
 code (documented in `shoal.cli.remote`), and printing data as tables, JSON or YAML.
 
+`shoal.client` (and httpx under it) is imported when a verb runs, not with these modules:
+`shoal --help` and the offline commands read every verb's signature and need neither.
+
 Tables fit the terminal they are shown on; written to a pipe or a file, or with `-o wide`,
 they are laid out at their full width, never folded at 80 columns, so that `grep`, `awk`
 and a pager see whole rows.
@@ -14,20 +17,15 @@ import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from shoal.cli.config import ConfigError, Settings, resolve
-from shoal.client import (
-    ShoalApiError,
-    ShoalClient,
-    ShoalConnectionError,
-    ShoalError,
-    ShoalServerTimeoutError,
-    ShoalTimeoutError,
-)
+
+if TYPE_CHECKING:
+    from shoal.client import ShoalApiError, ShoalClient
 
 #: Exit codes (see `shoal.cli.remote`).
 JOB_FAILED = 1
@@ -138,6 +136,8 @@ def settings_of(server: str | None, token: str | None) -> Settings:
 def remote(server: str | None, token: str | None,
            action: Callable[[ShoalClient], int | None]) -> None:
     """Run `action` with a client of the resolved server; exit with its code (0 if None)."""
+    from shoal.client import ShoalClient
+
     settings = settings_of(server, token)
     with ShoalClient(settings.server, settings.token, timeout=settings.timeout) as client:
         code = _guarded(settings, lambda: action(client))
@@ -146,6 +146,14 @@ def remote(server: str | None, token: str | None,
 
 
 def _guarded(settings: Settings, action: Callable[[], int | None]) -> int | None:
+    from shoal.client import (
+        ShoalApiError,
+        ShoalConnectionError,
+        ShoalError,
+        ShoalServerTimeoutError,
+        ShoalTimeoutError,
+    )
+
     try:
         return action()
     except ShoalServerTimeoutError as exc:

@@ -99,6 +99,14 @@ def test_help_and_the_cluster_verbs_load_no_server_store_or_scheduler(
     assert heavy_in(modules) == []
 
 
+@pytest.mark.parametrize("args", [("--help",), ("up", "--help"), ("sim", "run", "--help")])
+def test_help_loads_no_http_client(server: Server, tmp_path: Path,
+                                   args: tuple[str, ...]) -> None:
+    out, modules = run_shoal(server, tmp_path, *args)
+    assert "Usage" in out
+    assert [m for m in modules if m.split(".")[0] == "httpx" or m == "shoal.client"] == []
+
+
 def test_the_light_copies_match_their_sources() -> None:
     from shoal.cli import option_defaults as light
     from shoal.executors import isolation
