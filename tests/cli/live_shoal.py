@@ -48,7 +48,8 @@ def start_server(home: Path) -> Iterator[Server]:
         cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
     url = f"http://127.0.0.1:{port}"
     try:
-        if not wait_until_healthy(url, 30, lambda: process.poll() is None):
+        # A generous safety net: a loaded machine takes long to start a server.
+        if not wait_until_healthy(url, 120, lambda: process.poll() is None):
             process.kill()
             raise AssertionError(f"shoal up did not answer /healthz: {log.read_text()}")
         yield Server(home, url, (home / ".shoal" / "admin.token").read_text().strip())
