@@ -5,10 +5,15 @@ In order: the flags `--server/-s` and `--token`; the environment (`SHOAL_SERVER`
 else `~/.config/shoal/config.yaml`); and last, for the token only, `./.shoal/admin.token`,
 the file `shoal up` writes in its default data directory, so that on the machine where it
 runs no login is needed. The server defaults to `shoal up`'s own, http://127.0.0.1:8765.
+
+How long to wait for the server's answer to one request: `SHOAL_TIMEOUT` (seconds), else the
+config file's `timeout`, else `DEFAULT_TIMEOUT`; a server that does not answer in time is
+reported as timed out, with the timeout, not as unreachable.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,9 +21,10 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
-
-from shoal.client import DEFAULT_SERVER
+#: Seconds to wait for one answer of the server (`ShoalClient`'s default), and the most a
+#: user may ask for (a `logs --follow` waits for output without this limit).
+DEFAULT_TIMEOUT = 30.0
+MAX_TIMEOUT = 3600.0
 
 #: The token `shoal up` writes with its default `--data-dir`, relative to where it ran.
 LOCAL_ADMIN_TOKEN = Path(".shoal") / "admin.token"
@@ -44,12 +50,14 @@ class Settings:
     token: str | None
     server_from: Source
     token_from: Source
+    timeout: float = DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)
 class ConfigFile:
     server: str | None = None
     token: str | None = None
+    timeout: float | None = None
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -64,21 +72,29 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
 def read_config(path: Path) -> ConfigFile:
     if not path.exists():
         return ConfigFile()
+    import yaml  # only when there is a file: loading it costs every command's start
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read the config file {path}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"the config file {path} is not a mapping of server and token")
-    server, token = data.get("server"), data.get("token")
+    server, token, timeout = data.get("server"), data.get("token"), data.get("timeout")
     return ConfigFile(None if server is None else str(server),
-                      None if token is None else str(token))
+                      None if token is None else str(token),
+                      None if timeout is None else _timeout(timeout, f"the config file {path}"))
 
 
 def write_config(path: Path, config: ConfigFile) -> None:
     """Write the file readable by its owner only: it holds a bearer token."""
+    import yaml
+
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    text = yaml.safe_dump({"server": config.server, "token": config.token}, sort_keys=False)
+    data: dict[str, str | float | None] = {"server": config.server, "token": config.token}
+    if config.timeout is not None:
+        data["timeout"] = config.timeout
+    text = yaml.safe_dump(data, sort_keys=False)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     # O_CREAT's mode applies only to a new file: tighten one that existed before.
     os.fchmod(descriptor, 0o600)
@@ -99,6 +115,8 @@ def read_token_file(path: Path) -> str:
 def resolve(server: str | None = None, token: str | None = None,
             env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
     """The server and token to use, from flags, environment, config file and local token."""
+    from shoal.client.client import DEFAULT_SERVER  # loads httpx: only when a verb runs
+
     env = os.environ if env is None else env
     config = read_config(config_path(env))
     url, url_from = _first((server, Source.FLAG), (env.get("SHOAL_SERVER"), Source.ENV),
@@ -111,7 +129,20 @@ def resolve(server: str | None = None, token: str | None = None,
     local_token = _local_token(local) if _is_loopback(url) else None
     key, key_from = _first((token, Source.FLAG), (env.get("SHOAL_TOKEN"), Source.ENV),
                            (config_token, Source.CONFIG), (local_token, Source.LOCAL))
-    return Settings(url, key, url_from, key_from)
+    timeout = (_timeout(env["SHOAL_TIMEOUT"], "SHOAL_TIMEOUT") if env.get("SHOAL_TIMEOUT")
+               else config.timeout or DEFAULT_TIMEOUT)
+    return Settings(url, key, url_from, key_from, timeout)
+
+
+def _timeout(value: object, source: str) -> float:
+    try:
+        seconds = float(str(value))
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= MAX_TIMEOUT:  # NaN fails too
+        raise ConfigError(f"invalid timeout {value!r} (from {source}): expected seconds, "
+                          f"more than 0 and at most {MAX_TIMEOUT:g}")
+    return seconds
 
 
 def _first(*candidates: tuple[str | None, Source]) -> tuple[str | None, Source]:

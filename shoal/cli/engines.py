@@ -12,6 +12,9 @@
 Both take the same isolation (`Isolation`): on Ray, every node applies it with its own local
 executor, so every node must have the same work directory reachable by the task users, and
 Ray must run as root there for tasks to run as their own users.
+
+The engine choice (`Engine`, `EngineChoice`) is light, for `shoal up`'s signature, which
+every `shoal` command reads; the executors load only when `start_engine` runs.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shoal.api import Node
-from shoal.executors.contract import Executor
-from shoal.executors.inventory import detect_local_node
-from shoal.executors.local import Isolation, LocalExecutor
-from shoal.spec import SpecBundle
+
+if TYPE_CHECKING:
+    from shoal.executors.contract import Executor
+    from shoal.executors.local import Isolation
+    from shoal.spec import SpecBundle
 
 #: What `--ray-address` is when not given: the Ray cluster this machine belongs to.
 RAY_AUTO = "auto"
@@ -90,6 +95,9 @@ def start_engine(choice: EngineChoice, root: Path, bundle: SpecBundle | None, *,
                  grace: float, isolation: Isolation) -> Started:
     """The executor of the chosen engine over `root`, and its nodes."""
     if choice.engine is Engine.LOCAL:
+        from shoal.executors.inventory import detect_local_node
+        from shoal.executors.local import LocalExecutor
+
         nodes = tuple(bundle.nodes) if bundle is not None else (detect_local_node(),)
         executor = LocalExecutor(root, grace_period=grace, isolation=isolation,
                                  node_names=[node.name for node in nodes])

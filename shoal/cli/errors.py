@@ -1,5 +1,9 @@
-"""How the CLI reports what the user got wrong: a clear message on stderr and exit code 2,
-never a traceback (a traceback is always a bug in Shoal)."""
+"""How the offline commands (`schedule`, `up`) report what the user got wrong: a clear
+message on stderr and exit code 2, never a traceback (a traceback is always a bug in Shoal).
+
+It catches the spec's, the scheduler's and the snapshot's errors, so it loads those modules:
+only those commands import it, when they run (the client verbs have `remote_support`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ from typing import TypeVar
 import typer
 from rich.console import Console
 
-from shoal.control.ownership import InUseError
 from shoal.core.snapshot import SnapshotError
 from shoal.scheduler.profile import ProfileError
 from shoal.spec import SpecError
@@ -25,7 +28,7 @@ def user_errors(action: Callable[[], T]) -> T:
     """Run `action`; turn user errors into a message and exit code 2."""
     try:
         return action()
-    except (SpecError, ProfileError, InUseError) as exc:
+    except (SpecError, ProfileError) as exc:
         err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
     except SnapshotError as exc:
         err.print(f"[bold red]error:[/] inconsistent cluster state: {exc}", highlight=False)

@@ -1,5 +1,10 @@
 """The `shoal` command line.
 
+Commands import what their work needs inside their bodies (`schedule`, `schema`; `up` and
+`sim` in their modules): typer reads every command's signature to run any one of them, and
+a `shoal submit` or `shoal jobs` must not pay for the scheduler, the spec's validation, the
+store or the server (tests/cli/test_light_imports.py holds it to that).
+
 Every error a user can cause — a bad spec, a bad profile, a missing file — is printed as a
 clear message on stderr with exit code 2; a traceback is always a bug in Shoal.
 """
@@ -16,16 +21,10 @@ import typer
 from rich.console import Console
 
 from shoal import __version__
-from shoal.cli.errors import user_errors
-from shoal.cli.profiles import load_profile
+from shoal.cli.option_defaults import BUILTIN_PROFILE_NAMES
 from shoal.cli.remote import register as register_remote
-from shoal.cli.render import render_schedule
 from shoal.cli.sim import sim_app
 from shoal.cli.up import up
-from shoal.scenario import run_scenario
-from shoal.scheduler.profile import BUILTIN_PROFILES
-from shoal.spec import load_files, schema_text
-from shoal.spec.limits import FILE_LIMITS
 
 app = typer.Typer(
     name="shoal",
@@ -39,12 +38,9 @@ app.command(name="up")(up)
 register_remote(app)
 
 
-
 class Output(StrEnum):
     JSON = "json"
     TABLE = "table"
-
-
 
 
 @app.command()
@@ -58,10 +54,17 @@ def schedule(
         "--output", "-o", help="json (stable, documented) or table.")] = Output.TABLE,
     profile: Annotated[str | None, typer.Option(
         "--profile", "-p",
-        help=f"Built-in profile ({', '.join(sorted(BUILTIN_PROFILES))}) or a profile file; "
+        help=f"Built-in profile ({', '.join(sorted(BUILTIN_PROFILE_NAMES))}) or a profile file; "
              "default: the file's SchedulerProfile, else 'default'.")] = None,
 ) -> None:
     """Run scheduling cycles over a scenario and print binds, evictions and why jobs wait."""
+    from shoal.cli.errors import user_errors
+    from shoal.cli.profiles import load_profile
+    from shoal.cli.render import render_schedule
+    from shoal.scenario import run_scenario
+    from shoal.spec import load_files
+    from shoal.spec.limits import FILE_LIMITS
+
     def run() -> None:
         bundle = load_files(files, limits=FILE_LIMITS)
         chosen = load_profile(profile) if profile else None
@@ -76,6 +79,8 @@ def schedule(
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of Shoal's YAML documents."""
+    from shoal.spec import schema_text
+
     sys.stdout.write(schema_text())
 
 

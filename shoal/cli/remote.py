@@ -10,9 +10,11 @@ Exit codes:
     1  a job waited for (`submit --wait`) ended Failed or Cancelled; or the server failed (5xx)
     2  a user error: a bad or missing file, a bad config or token, a request the server
        refused (4xx: invalid spec, no right to the queue, unknown job …)
-    3  the server cannot be reached (the message names the URL)
+    3  the server cannot be reached, or did not answer within the timeout (`SHOAL_TIMEOUT`,
+       default 30 s); the message names the URL, and the timeout
     4  `submit --wait --timeout` ran out before the job finished
-  130  interrupted (Ctrl-C) — except `jobs --watch` and `logs -f`, which end with 0
+  130  interrupted (Ctrl-C) — except `jobs --watch` and `logs -f`, which end with 0 (so does
+       `jobs --watch` when the reader of its pipe goes away)
 Every error is one line on stderr (a 422 lists one line per problem); never a traceback.
 """
 
@@ -22,10 +24,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.live import Live
 
 from shoal.api import JobState
 from shoal.cli.remote_admin import flavors_app, login, nodes, pc_app, user_app, vc_app, whoami
@@ -38,10 +39,13 @@ from shoal.cli.remote_support import (
     TokenOption,
     emit,
     err,
+    on_terminal,
     out,
     remote,
 )
-from shoal.client import JobView, ShoalClient, TaskView
+
+if TYPE_CHECKING:
+    from shoal.client import JobView, ShoalClient, TaskView
 
 #: How many of a job's tasks `shoal get` shows by default.
 SHOWN_TASKS = 100
@@ -61,8 +65,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _print_job(fmt: Format, job: JobView, tasks: Sequence[TaskView] = ()) -> None:
-    if fmt is Format.TABLE:
-        out().print(job_detail(job, tasks))
+    if fmt.tabular:
+        out(fmt).print(job_detail(job, tasks))
     else:
         emit(fmt, job.raw)
 
@@ -88,14 +92,14 @@ def submit(
     """Submit a job; prints its name (or the job, with -o json/yaml)."""
     def action(shoal: ShoalClient) -> int | None:
         job = shoal.submit(file)
-        if output is Format.TABLE:
+        if output.tabular:
             out().print(job.name)
         if wait:
             job = shoal.wait(job.name, timeout=timeout, interval=POLL)
-            if output is Format.TABLE:
+            if output.tabular:
                 err.print(f"job {job.name} {job.state.value}"
                           + ("" if job.state is JobState.SUCCEEDED else _why_not(job)))
-        if output is not Format.TABLE:
+        if not output.tabular:
             _print_job(output, job)
         return JOB_FAILED if wait and job.state is not JobState.SUCCEEDED else None
     remote(server, token, action)
@@ -109,7 +113,8 @@ def jobs(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")]
     = 100,
     watch: Annotated[bool, typer.Option(
-        "--watch", "-w", help="Refresh every second until Ctrl-C.")] = False,
+        "--watch", "-w", help="Refresh every second until Ctrl-C; in a pipe (or with -o "
+                              "json/yaml), print a snapshot every second instead.")] = False,
     output: OutputOption = Format.TABLE,
     server: ServerOption = None,
     token: TokenOption = None,
@@ -126,21 +131,39 @@ def jobs(
 
     def action(shoal: ShoalClient) -> None:
         if watch:
-            _watch(lambda: fetch(shoal))
-        elif output is Format.TABLE:
-            out().print(jobs_table(fetch(shoal)))
+            _watch(lambda: fetch(shoal), output)
+        elif output.tabular:
+            out(output).print(jobs_table(fetch(shoal)))
         else:
             emit(output, [job.raw for job in fetch(shoal)])
     remote(server, token, action)
 
 
-def _watch(fetch: Callable[[], list[JobView]]) -> None:
-    console = out()
+def _watch(fetch: Callable[[], list[JobView]], fmt: Format) -> None:
+    """Refresh the table in place on a terminal. Elsewhere (a pipe, a file, `-o json`)
+    redrawing prints nothing useful, so print a whole snapshot per refresh: tables under a
+    `--- TIME` line, JSON as one document per refresh (a stream `jq` reads), YAML as
+    `---`-separated documents."""
+    console = out(fmt)
     try:
-        with Live(jobs_table(fetch()), console=console, auto_refresh=False) as live:
-            while True:
-                time.sleep(REFRESH)
-                live.update(jobs_table(fetch()), refresh=True)
+        if fmt.tabular and on_terminal(console):
+            from rich.live import Live
+
+            with Live(jobs_table(fetch()), console=console, auto_refresh=False) as live:
+                while True:
+                    time.sleep(REFRESH)
+                    live.update(jobs_table(fetch()), refresh=True)
+        while True:
+            jobs = fetch()
+            if fmt.tabular:
+                console.print(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')}")
+                console.print(jobs_table(jobs))
+            else:
+                if fmt is Format.YAML:
+                    sys.stdout.write("---\n")
+                emit(fmt, [job.raw for job in jobs])
+            sys.stdout.flush()
+            time.sleep(REFRESH)
     except KeyboardInterrupt:
         return
 
@@ -157,7 +180,7 @@ def get(
     def action(shoal: ShoalClient) -> None:
         job = shoal.get_job(name)
         shown: list[TaskView] = []
-        if output is Format.TABLE:
+        if output.tabular:
             for task in shoal.iter_tasks(name, page_size=min(tasks or 1000, 1000)):
                 shown.append(task)
                 if tasks and len(shown) >= tasks:
@@ -175,9 +198,9 @@ def cancel(
     """Cancel a job (yours, or any job as an admin); its tasks are stopped."""
     def action(shoal: ShoalClient) -> None:
         job = shoal.cancel(name)
-        if output is Format.TABLE and job.terminal:
+        if output.tabular and job.terminal:
             out().print(f"job {job.name} {job.state.value}")
-        elif output is Format.TABLE:  # the control loop stops its tasks in its next turn
+        elif output.tabular:  # the control loop stops its tasks in its next turn
             out().print(f"job {job.name} is being cancelled: its tasks get SIGTERM, then "
                         "SIGKILL after the grace period")
         else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
 import typer
 from rich.table import Table
@@ -16,6 +16,7 @@ from shoal.cli.config import (
     ConfigError,
     ConfigFile,
     config_path,
+    read_config,
     read_token_file,
     write_config,
 )
@@ -39,7 +40,9 @@ from shoal.cli.remote_support import (
     settings_of,
 )
 from shoal.cli.vc_tree import vc_tree
-from shoal.client import ShoalClient, UserView
+
+if TYPE_CHECKING:
+    from shoal.client import ShoalClient, UserView
 
 vc_app = typer.Typer(help="Virtual clusters (queues): list, tree, create.",
                      no_args_is_help=True)
@@ -64,8 +67,8 @@ def show(server: str | None, token: str | None, output: Format,
     """Ask the server for views and print them as a table, or their JSON as JSON or YAML."""
     def action(shoal: ShoalClient) -> None:
         found = fetch(shoal)
-        if output is Format.TABLE:
-            out().print(table(found))
+        if output.tabular:
+            out(output).print(table(found))
         else:
             emit(output, [view.raw for view in found])
     remote(server, token, action)
@@ -75,14 +78,15 @@ def nodes(output: OutputOption = Format.TABLE, server: ServerOption = None,
           token: TokenOption = None) -> None:
     """List the cluster's nodes: state (Ready, NotReady and why, Cordoned), labels,
     capacity, what is allocatable."""
-    show(server, token, output, ShoalClient.nodes, nodes_table)
+    show(server, token, output, lambda shoal: shoal.nodes(), nodes_table)
 
 
 @vc_app.command("list")
 def vc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
             token: TokenOption = None) -> None:
     """List the virtual clusters with their min, max, weight and policy."""
-    show(server, token, output, ShoalClient.virtual_clusters, virtual_clusters_table)
+    show(server, token, output, lambda shoal: shoal.virtual_clusters(),
+         virtual_clusters_table)
 
 
 @vc_app.command("tree")
@@ -94,8 +98,8 @@ def vc_tree_command(output: OutputOption = Format.TABLE, server: ServerOption = 
         root, found = shoal.cluster(), shoal.virtual_clusters()
         if DEFAULT_QUEUE not in {vc.name for vc in found}:  # implicit, so not listed
             found.append(shoal.virtual_cluster(DEFAULT_QUEUE))
-        if output is Format.TABLE:
-            out().print(vc_tree(root, found))
+        if output.tabular:
+            out(output).print(vc_tree(root, found))
         else:
             emit(output, {"cluster": root.raw, "virtualClusters": [v.raw for v in found]})
     remote(server, token, action)
@@ -117,7 +121,8 @@ def vc_create(
 def pc_list(output: OutputOption = Format.TABLE, server: ServerOption = None,
             token: TokenOption = None) -> None:
     """List the priority classes in effect (stored and built-in), lowest first."""
-    show(server, token, output, ShoalClient.priority_classes, priority_classes_table)
+    show(server, token, output, lambda shoal: shoal.priority_classes(),
+         priority_classes_table)
 
 
 @flavors_app.command("list")
@@ -125,7 +130,8 @@ def flavors_list(output: OutputOption = Format.TABLE, server: ServerOption = Non
                  token: TokenOption = None) -> None:
     """List the resource flavors: the node labels that make a node one of them, and how
     many nodes they match now."""
-    show(server, token, output, ShoalClient.resource_flavors, resource_flavors_table)
+    show(server, token, output, lambda shoal: shoal.resource_flavors(),
+         resource_flavors_table)
 
 
 @flavors_app.command("create")
@@ -153,7 +159,7 @@ def user_add(
     """Create a user (admins only) and print their token: the only time it is shown."""
     def action(shoal: ShoalClient) -> None:
         created = shoal.create_user(name, queue or [], admin)
-        if output is not Format.TABLE:
+        if not output.tabular:
             emit(output, created.raw)
             return
         # The token alone on stdout, so that `TOKEN=$(shoal user add …)` works.
@@ -195,7 +201,9 @@ def login(
     def action(shoal: ShoalClient) -> None:
         user = shoal.me()
         path = config_path()
-        write_config(path, ConfigFile(shoal.url, shoal.token))
+        # A timeout saved in the file stays: login changes the server and token only.
+        kept = read_config(path).timeout
+        write_config(path, ConfigFile(shoal.url, shoal.token, kept))
         out().print(f"logged in to {shoal.url} as {_describe(user)}; saved to {path}")
     remote(server, token, action)
 
@@ -207,7 +215,7 @@ def whoami(output: OutputOption = Format.TABLE, server: ServerOption = None,
 
     def action(shoal: ShoalClient) -> None:
         user = shoal.me()
-        if output is not Format.TABLE:
+        if not output.tabular:
             emit(output, {**user.raw, "server": shoal.url,
                           "tokenFrom": settings.token_from.value})
             return

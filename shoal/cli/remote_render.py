@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from shoal.api import JobState, NodePhase, TaskState
-from shoal.client import (
-    EventView,
-    JobView,
-    NodeView,
-    PriorityClassView,
-    ResourceFlavorView,
-    TaskView,
-    VirtualClusterView,
-)
+
+if TYPE_CHECKING:
+    from shoal.client import (
+        EventView,
+        JobView,
+        NodeView,
+        PriorityClassView,
+        ResourceFlavorView,
+        TaskView,
+        VirtualClusterView,
+    )
 
 STATE_STYLE = {JobState.PENDING: "yellow", JobState.RUNNING: "cyan",
                JobState.SUCCEEDED: "green", JobState.FAILED: "red",

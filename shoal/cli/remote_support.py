@@ -1,27 +1,31 @@
 """What the client verbs share: the `--server`/`--token`/`--output` options, running a verb
 against the resolved server with every failure turned into a one-line message and an exit
-code (documented in `shoal.cli.remote`), and printing data as JSON or YAML."""
+code (documented in `shoal.cli.remote`), and printing data as tables, JSON or YAML.
+
+`shoal.client` (and httpx under it) is imported when a verb runs, not with these modules:
+`shoal --help` and the offline commands read every verb's signature and need neither.
+
+Tables fit the terminal they are shown on; written to a pipe or a file, or with `-o wide`,
+they are laid out at their full width, never folded at 80 columns, so that `grep`, `awk`
+and a pager see whole rows.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 
 from shoal.cli.config import ConfigError, Settings, resolve
-from shoal.client import (
-    ShoalApiError,
-    ShoalClient,
-    ShoalConnectionError,
-    ShoalError,
-    ShoalTimeoutError,
-)
+
+if TYPE_CHECKING:
+    from shoal.client import ShoalApiError, ShoalClient
 
 #: Exit codes (see `shoal.cli.remote`).
 JOB_FAILED = 1
@@ -44,24 +48,73 @@ TokenOption = Annotated[str | None, typer.Option(
 
 class Format(StrEnum):
     TABLE = "table"
+    WIDE = "wide"
     JSON = "json"
     YAML = "yaml"
 
+    @property
+    def tabular(self) -> bool:
+        """A table for people (`table` or `wide`), not the server's data."""
+        return self in (Format.TABLE, Format.WIDE)
+
 
 OutputOption = Annotated[Format, typer.Option(
-    "--output", "-o", help="table, or the server's JSON as json or yaml.")]
+    "--output", "-o", help="table (fitted to the terminal; full width in a pipe), wide (full "
+                           "width always), or the server's JSON as json or yaml.")]
+
+#: The width a table is laid out at when nothing should fold it: rich sizes a table to its
+#: content up to the console's width, so this is "as wide as the rows are".
+FULL_WIDTH = 1_000_000
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def out() -> Console:
-    """A console on the current stdout (made per call: tests swap stdout)."""
-    return Console(highlight=False, soft_wrap=True)
+class _Out(Console):
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        reader_left()
+
+
+def reader_left() -> None:
+    """The reader of our pipe went away (`shoal jobs --watch | head`): stop, with exit code
+    0, pointing stdout at /dev/null first so that the interpreter's last flush does not fail
+    on the closed pipe (the recipe of Python's `signal` documentation)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # not a real file (a test's capture)
+        descriptor = None
+    if descriptor is not None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, descriptor)
+        os.close(devnull)
+    raise typer.Exit(0)
+
+
+def out(fmt: Format = Format.TABLE) -> Console:
+    """A console on the current stdout (made per call: tests swap stdout): the terminal's
+    width on a terminal, full width in a pipe or with `-o wide`."""
+    console = _Out(highlight=False, soft_wrap=True)
+    if fmt is Format.WIDE or not on_terminal(console):
+        console.width = FULL_WIDTH
+    return console
+
+
+def on_terminal(console: Console) -> bool:
+    """Whether the console writes to a terminal itself. Not rich's `is_terminal`, which
+    `FORCE_COLOR` turns on: colours asked for in a CI log must not fold its tables at 80
+    columns or redraw them in place."""
+    isatty = getattr(console.file, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed file
+        return False
 
 
 def emit(fmt: Format, data: Any) -> None:
     """Print JSON-shaped data as JSON or YAML."""
     if fmt is Format.YAML:
+        import yaml  # only here: loading it costs every command's start
+
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False))
     else:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -83,16 +136,29 @@ def settings_of(server: str | None, token: str | None) -> Settings:
 def remote(server: str | None, token: str | None,
            action: Callable[[ShoalClient], int | None]) -> None:
     """Run `action` with a client of the resolved server; exit with its code (0 if None)."""
+    from shoal.client import ShoalClient
+
     settings = settings_of(server, token)
-    with ShoalClient(settings.server, settings.token) as client:
+    with ShoalClient(settings.server, settings.token, timeout=settings.timeout) as client:
         code = _guarded(settings, lambda: action(client))
     if code:
         raise typer.Exit(code)
 
 
 def _guarded(settings: Settings, action: Callable[[], int | None]) -> int | None:
+    from shoal.client import (
+        ShoalApiError,
+        ShoalConnectionError,
+        ShoalError,
+        ShoalServerTimeoutError,
+        ShoalTimeoutError,
+    )
+
     try:
         return action()
+    except ShoalServerTimeoutError as exc:
+        raise fail(f"{exc} (is it overloaded? SHOAL_TIMEOUT sets how long to wait)",
+                   UNREACHABLE) from None
     except ShoalConnectionError as exc:
         raise fail(f"{exc} (is `shoal up` running there?)", UNREACHABLE) from None
     except ShoalApiError as exc:
@@ -101,6 +167,9 @@ def _guarded(settings: Settings, action: Callable[[], int | None]) -> int | None
         raise fail(str(exc), TIMED_OUT) from None
     except (ShoalError, ConfigError) as exc:
         raise fail(str(exc), USAGE_ERROR) from None
+    except BrokenPipeError:  # `shoal jobs -o json | head`; a table's console does the same
+        reader_left()
+        raise
     except OSError as exc:
         raise fail(f"{exc.strerror or exc}: {exc.filename or ''}", USAGE_ERROR) from None
     except KeyboardInterrupt:

@@ -1,37 +1,26 @@
-"""`shoal sim run` and `shoal sim compare`: replay a trace through Shoal's scheduler."""
+"""`shoal sim run` and `shoal sim compare`: replay a trace through Shoal's scheduler.
+
+This module declares the commands; what they run is `shoal.cli.sim_run`, imported only when
+one runs (it loads the scheduler and the simulator, which the other `shoal` commands, all
+reading these signatures, must not pay for).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-from shoal.cli.profiles import load_profile
-from shoal.scheduler.profile import ProfileError
-from shoal.sim.inputs import (
-    TraceFormat,
-    detect_format,
-    load_pollux_workload,
-    load_trace,
-    read_node_events,
-    read_queue_map,
-    with_trace_queues,
-)
-from shoal.sim.loaders import ClusterDescription, map_queues, parse_cluster_arg
-from shoal.sim.metrics import summarize
-from shoal.sim.report import compare_table, queue_table, write_outputs
-from shoal.sim.simulator import SimConfig, simulate
-from shoal.sim.trace import Trace, TraceError
-from shoal.sim.work import SpeedupCurve, TableSpeedup, WorkModel
+from shoal.cli.option_defaults import TraceFormat
 
 sim_app = typer.Typer(help="Replay cluster traces through Shoal's scheduler (what-if).",
                       no_args_is_help=True)
 err = Console(stderr=True)
+
 
 class MapBy(StrEnum):
     QUEUE = "queue"
@@ -75,19 +64,6 @@ SingleOpt = Annotated[bool, typer.Option("--single-queue", help="Ignore the trac
                                          "queue column: every job in `default`.")]
 
 
-def _work_model(speedups: list[str] | None, checkpoint: float | None) -> WorkModel:
-    tables: dict[str, SpeedupCurve] = {}
-    for item in speedups or []:
-        model, sep, path = item.partition("=")
-        if not sep or not model or not path:
-            raise ValueError(f"--speedup {item!r}: expected MODEL=FILE")
-        tables[model] = TableSpeedup.read(path)
-    default = tables.pop("*", None)
-    if default is None:
-        return WorkModel(per_model=tables, checkpoint_interval=checkpoint)
-    return WorkModel(default=default, per_model=tables, checkpoint_interval=checkpoint)
-
-
 @dataclass(frozen=True)
 class Inputs:
     """Everything `run` and `compare` share, as the user gave it."""
@@ -108,60 +84,6 @@ class Inputs:
     adaptive: bool = False
 
 
-def _prepare(inputs: Inputs) -> tuple[Trace, ClusterDescription, SimConfig]:
-    declared = parse_cluster_arg(inputs.cluster)
-    fmt = detect_format(inputs.trace) if inputs.fmt is TraceFormat.AUTO else inputs.fmt
-    work = _work_model(inputs.speedups, inputs.checkpoint)
-    if fmt is TraceFormat.POLLUX:
-        trace, pollux = load_pollux_workload(inputs.trace, elastic=inputs.elastic,
-                                             adaptive=inputs.adaptive, limit=inputs.limit)
-        # The applications' curves, unless --speedup names a model itself.
-        work = replace(work, per_model={**(pollux.per_model or {}), **(work.per_model or {})})
-    elif inputs.elastic or inputs.adaptive:
-        raise ValueError(f"{'--elastic' if inputs.elastic else '--adaptive-batch'} applies to "
-                         "Pollux workloads only")
-    else:
-        # The gang shape of a trace job depends on the GPUs per node.
-        trace = load_trace(inputs.trace, fmt, gpus_per_node=declared.gpus_per_node or 8,
-                           limit=inputs.limit, single_queue=inputs.single_queue)
-    if inputs.queue_map is not None:
-        trace = map_queues(trace, read_queue_map(inputs.queue_map), by=inputs.map_by.value)
-    config = SimConfig(
-        cycle_interval=inputs.cycle_interval, cycle_on_events=inputs.cycle_on_events,
-        work=work,
-        node_events=read_node_events(inputs.node_events) if inputs.node_events else ())
-    return trace, with_trace_queues(declared, trace), config
-
-
-def _run_all(inputs: Inputs, profiles: list[str], out: Path | None) -> None:
-    try:
-        chosen = [load_profile(p) for p in profiles]
-        trace, cluster, config = _prepare(inputs)
-    except (TraceError, ProfileError, ValueError, OSError) as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
-    results = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("sim t={task.fields[sim]:.0f}s"), console=err,
-                  transient=True, disable=not err.is_terminal) as bar:
-        for profile in chosen:
-            task = bar.add_task(profile.name, total=len(trace.jobs), sim=0.0)
-
-            def report(now: float, done: int, _total: int, task: TaskID = task) -> None:
-                bar.update(task, completed=done, sim=now)
-            results.append(simulate(trace, cluster, profile, config, report))
-    summaries = [summarize(r) for r in results]
-    console = Console()
-    console.print(compare_table(summaries))
-    for summary in summaries:  # per virtual cluster, when the run has more than one
-        if len(summary.per_queue) > 1:
-            console.print(queue_table(summary))
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        for path in write_outputs(results, out):
-            err.print(f"wrote {path}")
-
-
 @sim_app.command("run")
 def run(trace: TraceOpt, cluster: ClusterOpt,
         profile: Annotated[str, typer.Option("--profile", "-p",
@@ -174,7 +96,9 @@ def run(trace: TraceOpt, cluster: ClusterOpt,
         map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None,
         elastic: ElasticOpt = False, adaptive_batch: AdaptiveOpt = False) -> None:
     """Replay a trace with one profile and print its summary."""
-    _run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
+    from shoal.cli.sim_run import run_all  # the scheduler and simulator: see above
+
+    run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
                     single_queue, speedup, queue_map, map_by, node_events, elastic,
                     adaptive_batch),
              [profile], out)
@@ -196,6 +120,8 @@ def compare(trace: TraceOpt, cluster: ClusterOpt,
     if not names:
         err.print("[bold red]error:[/] --profiles names no profile")
         raise typer.Exit(2)
-    _run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
+    from shoal.cli.sim_run import run_all  # the scheduler and simulator: see above
+
+    run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
                     single_queue, speedup, queue_map, map_by, node_events, elastic,
                     adaptive_batch), names, out)

@@ -11,13 +11,15 @@ with its physical node and its own bar; one still waiting for them says why.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from rich.tree import Tree
 
 from shoal.api.resources import CPU, GPU, parse_quantity
-from shoal.client import VirtualClusterStatusView, VirtualClusterView
+
+if TYPE_CHECKING:
+    from shoal.client import VirtualClusterStatusView, VirtualClusterView
 
 BAR_WIDTH = 20
 

@@ -23,6 +23,7 @@ from shoal.client.errors import (
     ShoalApiError,
     ShoalConnectionError,
     ShoalError,
+    ShoalServerTimeoutError,
     ShoalTimeoutError,
 )
 from shoal.client.models import (
@@ -60,6 +61,7 @@ __all__ = [
     "ShoalClient",
     "ShoalConnectionError",
     "ShoalError",
+    "ShoalServerTimeoutError",
     "ShoalTimeoutError",
     "Spec",
     "TaskGroupView",

@@ -2,8 +2,9 @@
 
 `ShoalApiError` is the server's answer to a bad request, parsed from its one error shape
 (`{"errors": [{"path", "message"}], "reason"?}`, see `shoal.server.errors`);
-`ShoalConnectionError` means no answer came at all; `ShoalTimeoutError` that a job did not
-reach the states waited for in time.
+`ShoalConnectionError` means no answer came at all (`ShoalServerTimeoutError`: none within
+the client's timeout); `ShoalTimeoutError` that a job did not reach the states waited for in
+time.
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+#: The first part of an error's `path` when it locates a part of the request rather than a
+#: field of the user's document: a URL path parameter (`path.name`), a query parameter
+#: (`query.limit`), a header (`header.Authorization`) or the body as a whole (`body`).
+REQUEST_PARTS = frozenset({"path", "query", "header", "body"})
 
 
 class ShoalError(Exception):
@@ -26,8 +32,21 @@ class ErrorItem:
     message: str
     path: str | None = None
 
+    @property
+    def field(self) -> str | None:
+        """`path` where it names a field of what the user wrote (`spec.queue`, or `queues[0]`
+        of a JSON body); None where it names a part of the request (`path.name`,
+        `query.after`, `header.Authorization`): the API's names, which mean nothing to
+        someone who gave a file or typed a command."""
+        if not self.path:
+            return None
+        head, dot, rest = self.path.partition(".")
+        if head.split("[", 1)[0] not in REQUEST_PARTS:
+            return self.path
+        return rest if head == "body" and dot and rest else None
+
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        return f"{self.field}: {self.message}" if self.field else self.message
 
 
 class ShoalApiError(ShoalError):
@@ -57,9 +76,20 @@ class ShoalApiError(ShoalError):
 class ShoalConnectionError(ShoalError):
     """The server could not be reached, or stopped answering; the message names the URL."""
 
-    def __init__(self, url: str, detail: str) -> None:
+    def __init__(self, url: str, detail: str, message: str | None = None) -> None:
         self.url = url
-        super().__init__(f"cannot reach the Shoal server at {url}: {detail}")
+        self.detail = detail
+        super().__init__(message or f"cannot reach the Shoal server at {url}: {detail}")
+
+
+class ShoalServerTimeoutError(ShoalConnectionError):
+    """The server (or something on the way) took the connection but did not answer within
+    `timeout` seconds: reachable, perhaps, but slow or stuck."""
+
+    def __init__(self, url: str, timeout: float, detail: str = "timed out") -> None:
+        self.timeout = timeout
+        super().__init__(url, detail, f"timed out after {timeout:g} s waiting for the Shoal "
+                                      f"server at {url}")
 
 
 class ShoalTimeoutError(ShoalError, TimeoutError):

@@ -6,64 +6,16 @@ on stderr, and where the server URL and token come from."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from shoal_documents import node_yaml, virtual_cluster_yaml
-from task_users import Scratch, task_python
-from typer.testing import CliRunner, Result
+from live_shoal import Server, runner
+from task_users import task_python
+from typer.testing import Result
 
 from shoal.cli.main import app
-from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
-
-CLUSTER = node_yaml() + "---\n" + virtual_cluster_yaml("team-a", "{min: {gpu: 1}}")
-
-runner = CliRunner()
-
-
-@dataclass(frozen=True)
-class Server:
-    home: Path
-    """Where `shoal up` ran with its default data directory: `home/.shoal/admin.token`."""
-    url: str
-    token: str
-
-    def shoal(self, *args: str, token: str | None = None) -> Result:
-        return runner.invoke(app, [*args, "--server", self.url, "--token", token or self.token])
-
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    home = tmp_path_factory.mktemp("up")
-    (home / "cluster.yaml").write_text(CLUSTER)
-    port, log = free_port(), home / "server.log"
-    scratch = Scratch()  # as root, tasks run as their own OS user: their --work-dir
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
-         "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1",
-         "--work-dir", str(scratch.work)],
-        cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
-    url = f"http://127.0.0.1:{port}"
-    try:
-        if not wait_until_healthy(url, 30, lambda: process.poll() is None):
-            process.kill()
-            raise AssertionError(f"shoal up did not answer /healthz: {log.read_text()}")
-        yield Server(home, url, (home / ".shoal" / "admin.token").read_text().strip())
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        scratch.close()
 
 
 @pytest.fixture(autouse=True)

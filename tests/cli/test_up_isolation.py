@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 from task_users import Scratch
 
-from shoal.cli.up import _Tasks
+from shoal.cli.serve import _Tasks
 from shoal.executors import cgroups
 from shoal.executors.isolation import Mode, decide
 
