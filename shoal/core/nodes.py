@@ -359,6 +359,9 @@ class FitMemo:
     def __init__(self, cluster: ClusterState) -> None:
         self._cluster = cluster
         self._bounds: dict[tuple[Hashable, Resources], _Bound] = {}
+        self.version = 0
+        """Moves with every bound recorded or consumed: what a reason read from the memo
+        depends on (`shoal.scheduler.job_classes`)."""
 
     def bound(self, pool: NodePool, request: Resources) -> int | None:
         entry = self._bounds.get((pool.key, request))
@@ -368,6 +371,7 @@ class FitMemo:
 
     def record(self, pool: NodePool, request: Resources, replicas: int, note: object = None
                ) -> None:
+        self.version += 1
         self._bounds[(pool.key, request)] = _Bound(self._cluster.release_epoch, replicas, note)
 
     def note(self, pool: NodePool, request: Resources) -> object:
@@ -380,6 +384,7 @@ class FitMemo:
     def consumed(self, pool: NodePool, request: Resources, replicas: int) -> None:
         entry = self._bounds.get((pool.key, request))
         if entry is not None:
+            self.version += 1
             entry.replicas = max(0, entry.replicas - replicas)
 
 

@@ -48,9 +48,10 @@ class Enqueue:
     def execute(self, session: Session) -> None:
         # Jobs of one shape (queue, gang size, groups) share one verdict.
         verdicts: dict[tuple[object, ...], PendingReason | None] = {}
-        for job in session.waiting_jobs():
+
+        def admit(job: JobInfo) -> bool:
             if job.reason is not None:
-                continue
+                return False
             if job.holding == 0:
                 partial = least_admission(job).floors if job.admits_partially() else None
                 shape = (job.account, session.is_gang(job), session.min_tasks(job),
@@ -66,8 +67,15 @@ class Enqueue:
                         session.user_allows(job, job.job.min_resources)
                 if reason is not None:
                     job.reason = reason
-                    continue
-            session.candidates.append(job)
+                    return False
+            return True
+
+        # Judged as far as a reader walks (`shoal.scheduler.admissions`) — all of them now
+        # when one declares `minResources`: that verdict reads the quota's usage as it is
+        # before anything is placed.
+        session.admit_lazily(admit)
+        if session.model.waiting.with_min_resources:
+            session.settle()
 
 
 def feasibility(session: Session, job: JobInfo) -> PendingReason | None:

@@ -1,0 +1,84 @@
+"""Job classes: waiting jobs that ask for the same thing in the same way, so that a cycle
+that finds one of them does not fit knows the others do not either.
+
+A job is *classed* while it is fresh — nothing of it holds resources, has ended, is being
+stopped or is held back — and while everything a placement reads of it is in its class:
+its virtual cluster, gang semantics and minimums, its elastic group and its task groups as
+the profile's predicates see them (`Session.pool_key`). Jobs whose placement reads more —
+per-user quotas, their virtual cluster's own virtual nodes or kept flexible parts, resource
+flavors, partial admission — are not classed and are always tried.
+
+`Misfits` remembers, within one cycle, the reason a class was last turned down with, and
+the state it was turned down in: the cycle's commits, the nodes placements keep off
+(`Session.scope`), the fit memo's version and the cluster's release epoch. While none of
+those moved, trying another job of the class would read the same state and give the same
+answer, reason included — so it is not tried
+(`shoal.scheduler.actions.allocate.allocate_job`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shoal.api.decisions import PendingReason
+from shoal.core.nodes import FitMemo
+from shoal.scheduler.jobs import JobInfo
+
+if TYPE_CHECKING:
+    from shoal.scheduler.session import Session
+
+
+def job_class(session: Session, job: JobInfo) -> tuple[Any, ...] | None:
+    """The job's class (module docstring), or None when it is not classed. The class is
+    worked out once per job and kept on it while it stays fresh."""
+    if job.holding or job.ended or job.stopping:
+        return None
+    model = session.model
+    if model.users or model.flavors.queues or job.job.min_resources is not None:
+        return None
+    account = job.account
+    if model.reservations.on(account) or model.holds.on(account):
+        return None
+    spec = job.job
+    if job.pending_count() != spec.replicas - spec.elastic_surplus or job.admits_partially():
+        return None
+    hooks = session.hooks
+    known = job.klass
+    if known is not None and known[0] is hooks and known[1] == account:
+        return known
+    key = (hooks, account, spec.gang, job.gang_minimum, job.floors, spec.elastic,
+           tuple((g.name, g.replicas, g.resources, g.min_available, g.min_count,
+                  session.pool_key(g)) for g in spec.groups))
+    job.klass = key
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class _Misfit:
+    state: tuple[int, int, int, int]
+    reason: PendingReason
+
+
+class Misfits:
+    """Per cycle: the last reason each job class was turned down with, per fit memo."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._known: dict[tuple[int, tuple[Any, ...], bool], _Misfit] = {}
+
+    def _state(self, memo: FitMemo) -> tuple[int, int, int, int]:
+        session = self._session
+        return (session.commits, session.scope, memo.version, session.cluster.release_epoch)
+
+    def known(self, memo: FitMemo, klass: tuple[Any, ...], best_effort: bool
+              ) -> PendingReason | None:
+        """Why the class was turned down, if nothing it reads moved since."""
+        misfit = self._known.get((id(memo), klass, best_effort))
+        if misfit is None or misfit.state != self._state(memo):
+            return None
+        return misfit.reason
+
+    def note(self, memo: FitMemo, klass: tuple[Any, ...], best_effort: bool,
+             reason: PendingReason) -> None:
+        self._known[(id(memo), klass, best_effort)] = _Misfit(self._state(memo), reason)

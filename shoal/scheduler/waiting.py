@@ -1,0 +1,96 @@
+"""The model's waiting jobs: a mapping by name that also keeps them in submission order.
+
+A cycle that walks waiting jobs in order — strict FIFO stopping at its head, the enqueue
+action's admissions — reads them from here instead of sorting every waiting job each cycle:
+a job is put in its place once, when it starts waiting, in O(log n).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TypeVar, overload
+
+from sortedcontainers import SortedKeyList
+
+from shoal.scheduler.jobs import JobInfo
+
+_T = TypeVar("_T")
+_MISSING = object()
+
+
+def submission_order(job: JobInfo) -> tuple[float, str]:
+    """Jobs wait in (submission, name) order: the tie-break every job order ends with."""
+    return (job.job.submitted, job.name)
+
+
+class WaitingJobs(dict[str, JobInfo]):
+    """Jobs with tasks still to place, by name; `in_order` walks them by submission."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._order: SortedKeyList[JobInfo, tuple[float, str]] = SortedKeyList(
+            key=submission_order)
+        self.with_min_resources = 0
+        """How many of them declare `minResources`: admitting those reads the quota's usage
+        now, so the enqueue action judges them all at once, before anything is placed."""
+
+    def __setitem__(self, name: str, job: JobInfo) -> None:
+        old = self.get(name)
+        if old is job:
+            return
+        if old is not None:
+            self._forget(old)
+        super().__setitem__(name, job)
+        self._order.add(job)
+        if job.job.min_resources is not None:
+            self.with_min_resources += 1
+
+    def __delitem__(self, name: str) -> None:
+        self._forget(self[name])
+        super().__delitem__(name)
+
+    @overload
+    def pop(self, name: str, /) -> JobInfo: ...
+    @overload
+    def pop(self, name: str, default: JobInfo, /) -> JobInfo: ...
+    @overload
+    def pop(self, name: str, default: _T, /) -> JobInfo | _T: ...
+
+    def pop(self, name: str, default: object = _MISSING, /) -> object:
+        job = self.get(name)
+        if job is None:
+            if default is _MISSING:
+                raise KeyError(name)
+            return default
+        del self[name]
+        return job
+
+    def clear(self) -> None:
+        super().clear()
+        self._order.clear()
+        self.with_min_resources = 0
+
+    def _forget(self, job: JobInfo) -> None:
+        self._order.remove(job)
+        if job.job.min_resources is not None:
+            self.with_min_resources -= 1
+
+    def in_order(self) -> list[JobInfo]:
+        """Every waiting job, in submission order."""
+        return list(self._order)
+
+    def after(self, key: tuple[float, str] | None) -> Iterator[JobInfo]:
+        """Waiting jobs in submission order from just after `key` (None: from the first).
+        The model may change between two steps of the walk: each step looks the next job
+        up afresh (O(log n)), so jobs that left are not seen and none is seen twice."""
+        order = self._order
+        while True:
+            if key is None:
+                nxt = order[0] if order else None
+            else:
+                index = order.bisect_key_right(key)
+                nxt = order[index] if index < len(order) else None
+            if nxt is None:
+                return
+            key = submission_order(nxt)
+            yield nxt
