@@ -11,10 +11,10 @@ walk began are judged, as a list taken then would hold.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from shoal.scheduler.jobs import JobInfo
-from shoal.scheduler.waiting import WaitingJobs
+from shoal.scheduler.waiting import WaitingJobs, submission_order
 
 Verdict = Callable[[JobInfo], bool]
 """Whether the enqueue action lets the job through (it sets the job's reason when not)."""
@@ -23,32 +23,41 @@ Verdict = Callable[[JobInfo], bool]
 class Admissions:
     def __init__(self, waiting: WaitingJobs, verdict: Verdict, admitted: list[JobInfo],
                  joined: set[JobInfo]) -> None:
-        self._walk: Iterator[JobInfo] | None = waiting.after(None)
+        self._waiting = waiting
         self._verdict = verdict
+        self._at: tuple[float, str] | None = None
+        """Where the walk is: the submission key of the last job judged."""
+        self.done = False
         self.admitted = admitted
         """The jobs let through so far, in submission order (the session's candidates)."""
         self._joined = joined
         """Jobs that started waiting after the walk began (the session notes them)."""
 
+    def _judge(self, job: JobInfo) -> bool:
+        if not job.pending or job in self._joined:
+            return False
+        if self._verdict(job):
+            self.admitted.append(job)
+            return True
+        return False
+
     def next(self) -> JobInfo | None:
-        """The next job let through, or None when none is left."""
-        walk = self._walk
-        if walk is None:
-            return None
-        joined = self._joined
-        for job in walk:
-            if not job.pending or (joined and job in joined):
-                continue
-            if self._verdict(job):
-                self.admitted.append(job)
+        """The next job let through, or None when none is left. Jobs may be placed (and
+        leave the waiting jobs) between two calls."""
+        while not self.done:
+            job = self._waiting.next_after(self._at)
+            if job is None:
+                self.done = True
+                return None
+            self._at = submission_order(job)
+            if self._judge(job):
                 return job
-        self._walk = None
         return None
 
     def drain(self) -> None:
-        while self.next() is not None:
-            pass
-
-    @property
-    def done(self) -> bool:
-        return self._walk is None
+        """Judge every job left, at once (judging changes no waiting job's place)."""
+        if self.done:
+            return
+        for job in self._waiting.rest(self._at):
+            self._judge(job)
+        self.done = True

@@ -31,26 +31,28 @@ if TYPE_CHECKING:
 
 def job_class(session: Session, job: JobInfo) -> tuple[Any, ...] | None:
     """The job's class (module docstring), or None when it is not classed. The class is
-    worked out once per job and kept on it while it stays fresh."""
-    if job.holding or job.ended or job.stopping:
-        return None
+    worked out once and kept on the job (`JobInfo.klass`) until what it waits for or holds
+    changes, or its spec, virtual cluster or the profile's plugins do."""
     model = session.model
-    if model.users or model.flavors.queues or job.job.min_resources is not None:
+    if model.users or model.flavors.queues or not model.incremental:
         return None
     account = job.account
     if model.reservations.on(account) or model.holds.on(account):
         return None
+    hooks = session.hooks
     spec = job.job
+    known = job.klass
+    if known is not None and known[0] is hooks and known[1] is spec and known[2] == account:
+        key: tuple[Any, ...] = known[3]
+        return key
+    if job.holding or job.ended or job.stopping or spec.min_resources is not None:
+        return None
     if job.pending_count() != spec.replicas - spec.elastic_surplus or job.admits_partially():
         return None
-    hooks = session.hooks
-    known = job.klass
-    if known is not None and known[0] is hooks and known[1] == account:
-        return known
-    key = (hooks, account, spec.gang, job.gang_minimum, job.floors, spec.elastic,
+    key = (account, spec.gang, job.gang_minimum, job.floors, spec.elastic,
            tuple((g.name, g.replicas, g.resources, g.min_available, g.min_count,
                   session.pool_key(g)) for g in spec.groups))
-    job.klass = key
+    job.klass = (hooks, spec, account, key)
     return key
 
 

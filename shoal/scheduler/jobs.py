@@ -63,7 +63,7 @@ class JobInfo:
         self._reason: PendingReason | None = None
         self.klass: tuple[Any, ...] | None = None
         """Its job class while it is fresh (`shoal.scheduler.job_classes`), kept once
-        worked out."""
+        worked out; forgotten whenever what it waits for or holds changes."""
         occupied: dict[str, set[int]] = {}
         for task in job.tasks:
             if task.state is not TaskState.PENDING:
@@ -151,10 +151,12 @@ class JobInfo:
 
     def count(self, group: str, delta: int) -> None:
         """One more (or, negative, fewer) task of `group` counts toward the gang."""
+        self.klass = None
         self.counted[group] = self.counted.get(group, 0) + delta
 
     def hold(self, group: str, delta: int) -> None:
         """A task of `group` starts (1) or stops (-1) holding resources."""
+        self.klass = None
         self.holding += delta
         self.counted[group] = self.counted.get(group, 0) + delta
         if self.tally is not None:
@@ -243,6 +245,7 @@ class JobInfo:
         return index in self.pending.get(group, ())
 
     def take(self, group: str, index: int) -> None:
+        self.klass = None
         if self.is_surplus(group, index):
             self.surplus.remove(index)
             return
@@ -252,6 +255,7 @@ class JobInfo:
             del self.pending[group]  # `pending` is empty exactly when nothing is left
 
     def give_back(self, group: str, index: int) -> None:
+        self.klass = None
         if self.is_surplus(group, index):
             self.surplus = deque(sorted((*self.surplus, index)))
             return

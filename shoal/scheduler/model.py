@@ -73,6 +73,11 @@ class SchedulerModel:
         """Every live job, in (submission, name) order of arrival in the model."""
         self.waiting = WaitingJobs()
         """Jobs with tasks still to place (also in submission order)."""
+        self.incremental = True
+        """Whether cycles over this model do only what changed: judge admissions lazily,
+        skip job classes known not to fit, reset only the reasons that were written. False
+        makes every cycle judge every waiting job afresh — the same decisions, which the
+        property tests check (tests/property/test_incremental.py)."""
         self.noted: set[JobInfo] = set()
         """Jobs whose reason or blocker was written since a cycle last reset reasons: the
         only ones a cycle's start must reset (`JobInfo.noted`)."""
@@ -293,6 +298,7 @@ class SchedulerModel:
         info = self.jobs.get(name)
         if info is not None:
             info.pending.clear()
+            info.klass = None
             info.surplus.clear()
             info.stopping = True
             self.waiting.pop(name, None)

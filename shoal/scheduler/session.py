@@ -35,6 +35,7 @@ from shoal.scheduler.framework import (
     Predicate,
     QueueOrder,
     SessionOpen,
+    Starvation,
     TaskOrder,
     VictimSelection,
 )
@@ -65,6 +66,7 @@ class Hooks:
         self.victim_selections = [p for p in plugins if isinstance(p, VictimSelection)]
         self.session_opens = [p for p in plugins if isinstance(p, SessionOpen)]
         self.job_valids = [p for p in plugins if isinstance(p, JobValid)]
+        self.starvations: list[Starvation] = [p for p in plugins if isinstance(p, Starvation)]
 
 
 class Session:
@@ -131,7 +133,7 @@ class Session:
         Only reasons written since the last reset can differ (`SchedulerModel.noted`)."""
         model, closed = self.model, self.closed
         waiting = model.waiting
-        if closed:
+        if closed or not model.incremental:
             for job in waiting.values():
                 job.reason = closed.get(job.account) or job.blocker
             return

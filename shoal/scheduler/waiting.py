@@ -7,7 +7,6 @@ a job is put in its place once, when it starts waiting, in O(log n).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TypeVar, overload
 
 from sortedcontainers import SortedKeyList
@@ -79,18 +78,17 @@ class WaitingJobs(dict[str, JobInfo]):
         """Every waiting job, in submission order."""
         return list(self._order)
 
-    def after(self, key: tuple[float, str] | None) -> Iterator[JobInfo]:
-        """Waiting jobs in submission order from just after `key` (None: from the first).
-        The model may change between two steps of the walk: each step looks the next job
-        up afresh (O(log n)), so jobs that left are not seen and none is seen twice."""
+    def next_after(self, key: tuple[float, str] | None) -> JobInfo | None:
+        """The first waiting job in submission order after `key` (None: the first of all),
+        looked up afresh (O(log n)): a walk step by step sees no job that left and none
+        twice, however the jobs change between steps."""
         order = self._order
-        while True:
-            if key is None:
-                nxt = order[0] if order else None
-            else:
-                index = order.bisect_key_right(key)
-                nxt = order[index] if index < len(order) else None
-            if nxt is None:
-                return
-            key = submission_order(nxt)
-            yield nxt
+        index = 0 if key is None else order.bisect_key_right(key)
+        return order[index] if index < len(order) else None
+
+    def rest(self, key: tuple[float, str] | None) -> list[JobInfo]:
+        """Every waiting job after `key` in submission order (None: all of them)."""
+        order = self._order
+        if key is None:
+            return list(order)
+        return list(order.islice(order.bisect_key_right(key)))

@@ -90,10 +90,10 @@ class Allocate:
         heap: list[tuple[tuple[Any, ...], str]] = [
             (self._queue_key(session, q), q) for q in by_queue]
         heapq.heapify(heap)
-        rules: list[Starvation] = [p for p in session.hooks.plugins
-                                   if isinstance(p, Starvation)]
+        rules = session.hooks.starvations
         while heap:
-            _, name = heapq.heappop(heap)
+            key, name = heapq.heappop(heap)
+            commits = session.commits
             jobs = by_queue[name]
             head = jobs.popleft()
             placed = allocate_job(session, memo, head)
@@ -109,7 +109,10 @@ class Allocate:
                     reserve(session, name, head, list(jobs), since)
                     continue
             if jobs:
-                heapq.heappush(heap, (self._queue_key(session, name), name))
+                # A queue's order key reads what is placed: unchanged when nothing was.
+                if session.commits != commits:
+                    key = self._queue_key(session, name)
+                heapq.heappush(heap, (key, name))
         # Under strict ordering nothing behind a blocked head goes ahead of it, surplus
         # replicas of running jobs included.
         behind = {j.name for jobs in session.blocked.values() for j in jobs}
