@@ -8,6 +8,11 @@ the profile's predicates see them (`Session.pool_key`). Jobs whose placement rea
 per-user quotas, their virtual cluster's own virtual nodes or kept flexible parts, resource
 flavors, partial admission — are not classed and are always tried.
 
+`ClassVerdicts` keeps the enqueue action's verdict per class across cycles: whether a job
+could ever start on the idle cluster reads only the nodes, the quota tree's shape and the
+profile, so a verdict stands until nodes are cordoned, brought back or carved, or virtual
+clusters come, go or change capacity (the `layout` counters).
+
 `Misfits` remembers, within one cycle, the reason a class was last turned down with, and
 the state it was turned down in: the cycle's commits, the nodes placements keep off
 (`Session.scope`), the fit memo's version and the cluster's release epoch. While none of
@@ -22,11 +27,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shoal.api.decisions import PendingReason
-from shoal.core.nodes import FitMemo
+from shoal.core.nodes import ClusterState, FitMemo
+from shoal.core.quota import QuotaTree
 from shoal.scheduler.jobs import JobInfo
 
 if TYPE_CHECKING:
-    from shoal.scheduler.session import Session
+    from shoal.scheduler.session import Hooks, Session
 
 
 def job_class(session: Session, job: JobInfo) -> tuple[Any, ...] | None:
@@ -84,3 +90,22 @@ class Misfits:
     def note(self, memo: FitMemo, klass: tuple[Any, ...], best_effort: bool,
              reason: PendingReason) -> None:
         self._known[(id(memo), klass, best_effort)] = _Misfit(self._state(memo), reason)
+
+
+class ClassVerdicts:
+    """The enqueue action's verdicts per job class, kept between cycles while the cluster's
+    and the quota tree's layout and the profile stay (module docstring)."""
+
+    def __init__(self, cluster: ClusterState, quota: QuotaTree) -> None:
+        self._cluster = cluster
+        self._quota = quota
+        self._stamp: tuple[object, int, int] | None = None
+        self._verdicts: dict[tuple[Any, ...], PendingReason | None] = {}
+
+    def under(self, hooks: Hooks) -> dict[tuple[Any, ...], PendingReason | None]:
+        """The verdicts that still stand under `hooks` (emptied when one may not)."""
+        stamp = (hooks, self._cluster.layout, self._quota.layout)
+        if self._stamp is None or self._stamp[0] is not hooks or self._stamp[1:] != stamp[1:]:
+            self._stamp = stamp
+            self._verdicts = {}
+        return self._verdicts

@@ -38,6 +38,7 @@ from shoal.core.user_quota import UserQuota
 from shoal.core.virtual_nodes import unplaceable
 from shoal.scheduler.flavors import FlavorBook
 from shoal.scheduler.flexible import FlexibleHolds
+from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.queue_status import closed_reason
 from shoal.scheduler.reservations import FixedNodeReservations
@@ -73,6 +74,8 @@ class SchedulerModel:
         """Every live job, in (submission, name) order of arrival in the model."""
         self.waiting = WaitingJobs()
         """Jobs with tasks still to place (also in submission order)."""
+        self.class_verdicts = ClassVerdicts(self.cluster, self.quota)
+        """The enqueue action's verdicts per job class, kept between cycles."""
         self.incremental = True
         """Whether cycles over this model do only what changed: judge admissions lazily,
         skip job classes known not to fit, reset only the reasons that were written. False

@@ -49,8 +49,9 @@ class Enqueue:
     def execute(self, session: Session) -> None:
         # Jobs of one shape (queue, gang size, groups) share one verdict.
         verdicts: dict[tuple[object, ...], PendingReason | None] = {}
-        # A job class (`shoal.scheduler.job_classes`) determines the shape, kept per job.
-        by_class: dict[tuple[object, ...], PendingReason | None] = {}
+        # A job class (`shoal.scheduler.job_classes`) determines the shape; its verdict is
+        # kept between cycles while the nodes and the quota tree's layout stay.
+        by_class = session.model.class_verdicts.under(session.hooks)
 
         def admit(job: JobInfo) -> bool:
             if job.reason is not None:
