@@ -39,11 +39,16 @@ def job_class(session: Session, job: JobInfo) -> tuple[Any, ...] | None:
     """The job's class (module docstring), or None when it is not classed. The class is
     worked out once and kept on the job (`JobInfo.klass`) until what it waits for or holds
     changes, or its spec, virtual cluster or the profile's plugins do."""
-    model = session.model
-    if model.users or model.flavors.queues or not model.incremental:
-        return None
     account = job.account
-    if model.reservations.on(account) or model.holds.on(account):
+    classable = session.classable.get(account)
+    if classable is None:
+        # Per virtual cluster and cycle: its virtual nodes and kept parts do not change
+        # within a cycle (they are carved, and kept parts expire, as it starts).
+        model = session.model
+        classable = session.classable[account] = not (
+            model.users or model.flavors.queues or not model.incremental
+            or model.reservations.on(account) or model.holds.on(account))
+    if not classable:
         return None
     hooks = session.hooks
     spec = job.job

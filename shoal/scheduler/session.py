@@ -96,6 +96,8 @@ class Session:
         self.scope = 0
         """Which `keeping_off` block placements are in (0: none): each gets its own."""
         self._scopes = 0
+        self.classable: dict[str, bool] = {}
+        """Per virtual cluster, whether its jobs may be classed (`job_classes.job_class`)."""
         self.misfits = Misfits(self)
         """The reasons job classes were turned down with in this cycle."""
         self.joined: set[JobInfo] = set()

@@ -29,9 +29,20 @@ class WaitingJobs(dict[str, JobInfo]):
         super().__init__()
         self._order: SortedKeyList[JobInfo, tuple[float, str]] = SortedKeyList(
             key=submission_order)
-        self.with_min_resources = 0
+        self._with_min_resources: set[str] = set()
+        self._with_best_effort: set[str] = set()
+
+    @property
+    def with_min_resources(self) -> int:
         """How many of them declare `minResources`: admitting those reads the quota's usage
         now, so the enqueue action judges them all at once, before anything is placed."""
+        return len(self._with_min_resources)
+
+    @property
+    def with_best_effort(self) -> int:
+        """How many of them have a task group that requests no resources (best-effort):
+        none, and the backfill action has no best-effort task to place."""
+        return len(self._with_best_effort)
 
     def __setitem__(self, name: str, job: JobInfo) -> None:
         old = self.get(name)
@@ -41,8 +52,11 @@ class WaitingJobs(dict[str, JobInfo]):
             self._forget(old)
         super().__setitem__(name, job)
         self._order.add(job)
+        # Noted as the job is when it starts waiting: what counts is the set of names.
         if job.job.min_resources is not None:
-            self.with_min_resources += 1
+            self._with_min_resources.add(name)
+        if any(g.resources.is_zero() for g in job.job.groups):
+            self._with_best_effort.add(name)
 
     def __delitem__(self, name: str) -> None:
         self._forget(self[name])
@@ -67,12 +81,13 @@ class WaitingJobs(dict[str, JobInfo]):
     def clear(self) -> None:
         super().clear()
         self._order.clear()
-        self.with_min_resources = 0
+        self._with_min_resources.clear()
+        self._with_best_effort.clear()
 
     def _forget(self, job: JobInfo) -> None:
         self._order.remove(job)
-        if job.job.min_resources is not None:
-            self.with_min_resources -= 1
+        self._with_min_resources.discard(job.name)
+        self._with_best_effort.discard(job.name)
 
     def in_order(self) -> list[JobInfo]:
         """Every waiting job, in submission order."""

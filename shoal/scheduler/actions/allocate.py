@@ -116,7 +116,8 @@ class Allocate:
         # Under strict ordering nothing behind a blocked head goes ahead of it, surplus
         # replicas of running jobs included.
         behind = {j.name for jobs in session.blocked.values() for j in jobs}
-        surplus = [j for j in waiting if j.name not in behind
+        # Only a job that holds or ended tasks can be ready (`Session.job_ready`).
+        surplus = [j for j in waiting if (j.holding or j.ended) and j.name not in behind
                    and session.is_gang(j) and j.pending and session.job_ready(j)]
         for job in sorted(surplus, key=session.job_order_key):
             if not place_one_by_one(session, memo, job) and not self.backfill_runs:
