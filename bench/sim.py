@@ -132,7 +132,8 @@ class Reached:
 
     def __call__(self, now: float, finished: int, total: int) -> None:
         self.time, self.finished = now, finished
-        if self.limit is not None and time.process_time() - self.cpu_start > self.limit:
+        if finished < total and self.limit is not None \
+                and time.process_time() - self.cpu_start > self.limit:
             raise CpuLimitError
 
 
