@@ -35,9 +35,11 @@ if TYPE_CHECKING:
     from shoal.scheduler.session import Hooks, Session
 
 
-def job_class(session: Session, job: JobInfo) -> tuple[Any, ...] | None:
-    """The job's class (module docstring), or None when it is not classed. The class is
-    worked out once and kept on the job (`JobInfo.klass`) until what it waits for or holds
+def job_class(session: Session, job: JobInfo) -> int | None:
+    """The job's class (module docstring) as a small number, or None when it is not
+    classed. Classes are numbered per model (`ClassVerdicts.number`): comparing and hashing
+    a number is what every cycle does per job, not a nested tuple. The class is worked out
+    once and kept on the job (`JobInfo.klass`) until what it waits for or holds
     changes, or its spec, virtual cluster or the profile's plugins do."""
     account = job.account
     classable = session.classable.get(account)
@@ -53,9 +55,11 @@ def job_class(session: Session, job: JobInfo) -> tuple[Any, ...] | None:
     hooks = session.hooks
     spec = job.job
     known = job.klass
-    if known is not None and known[0] is hooks and known[1] is spec and known[2] == account:
-        key: tuple[Any, ...] = known[3]
-        return key
+    verdicts = session.model.class_verdicts
+    if known is not None and known[0] is hooks and known[1] is spec and known[2] == account \
+            and known[4] == verdicts.generation:
+        number: int = known[3]
+        return number
     if job.holding or job.ended or job.stopping or spec.min_resources is not None:
         return None
     if job.pending_count() != spec.replicas - spec.elastic_surplus or job.admits_partially():
@@ -63,8 +67,9 @@ def job_class(session: Session, job: JobInfo) -> tuple[Any, ...] | None:
     key = (account, spec.gang, job.gang_minimum, job.floors, spec.elastic,
            tuple((g.name, g.replicas, g.resources, g.min_available, g.min_count,
                   session.pool_key(g)) for g in spec.groups))
-    job.klass = (hooks, spec, account, key)
-    return key
+    number = verdicts.number(key)
+    job.klass = (hooks, spec, account, number, verdicts.generation)
+    return number
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,23 +83,26 @@ class Misfits:
 
     def __init__(self, session: Session) -> None:
         self._session = session
-        self._known: dict[tuple[int, tuple[Any, ...], bool], _Misfit] = {}
+        self._known: dict[tuple[int, int, int, bool], _Misfit] = {}
 
     def _state(self, memo: FitMemo) -> tuple[int, int, int, int]:
         session = self._session
         return (session.commits, session.scope, memo.version, session.cluster.release_epoch)
 
-    def known(self, memo: FitMemo, klass: tuple[Any, ...], best_effort: bool
+    def known(self, memo: FitMemo, klass: int, best_effort: bool
               ) -> PendingReason | None:
         """Why the class was turned down, if nothing it reads moved since."""
-        misfit = self._known.get((id(memo), klass, best_effort))
+        misfit = self._known.get(
+            (id(memo), self._session.model.class_verdicts.generation, klass, best_effort))
         if misfit is None or misfit.state != self._state(memo):
             return None
         return misfit.reason
 
-    def note(self, memo: FitMemo, klass: tuple[Any, ...], best_effort: bool,
+    def note(self, memo: FitMemo, klass: int, best_effort: bool,
              reason: PendingReason) -> None:
-        self._known[(id(memo), klass, best_effort)] = _Misfit(self._state(memo), reason)
+        generation = self._session.model.class_verdicts.generation
+        self._known[(id(memo), generation, klass, best_effort)] = _Misfit(self._state(memo),
+                                                                           reason)
 
 
 class ClassVerdicts:
@@ -105,12 +113,23 @@ class ClassVerdicts:
         self._cluster = cluster
         self._quota = quota
         self._stamp: tuple[object, int, int] | None = None
-        self._verdicts: dict[tuple[Any, ...], PendingReason | None] = {}
+        self._verdicts: dict[int, PendingReason | None] = {}
+        self._numbers: dict[tuple[Any, ...], int] = {}
+        self.generation = 0
+        """Moves when the numbers start over (with the verdicts): a number kept on a job
+        from an older generation is stale. Starting over keeps the table from growing with
+        every job-scoped virtual cluster a long-lived server ever saw."""
 
-    def under(self, hooks: Hooks) -> dict[tuple[Any, ...], PendingReason | None]:
+    def number(self, key: tuple[Any, ...]) -> int:
+        """The class's number in this model (a new one for a class not seen before)."""
+        return self._numbers.setdefault(key, len(self._numbers))
+
+    def under(self, hooks: Hooks) -> dict[int, PendingReason | None]:
         """The verdicts that still stand under `hooks` (emptied when one may not)."""
         stamp = (hooks, self._cluster.layout, self._quota.layout)
         if self._stamp is None or self._stamp[0] is not hooks or self._stamp[1:] != stamp[1:]:
             self._stamp = stamp
             self._verdicts = {}
+            self._numbers = {}
+            self.generation += 1
         return self._verdicts
