@@ -8,7 +8,17 @@ Prints one JSON object. Because these machines are shared and noisy, the same pr
 times a fixed pure-Python calibration loop and a cycle at a tenth of the size; the ratios
 (`cycle_vs_calibration`, `scaling_ratio`) are what to compare across runs and machines.
 
+`--case backlog` (issue 18) keeps one scheduler model between cycles, as the control loop
+and the simulator do: 10,000 nodes × 8 GPUs, half of them (the `H100` ones) fully running,
+and 100,000 waiting jobs that all ask for `H100` nodes, so none fits. It reports the process
+CPU seconds of a cycle when nothing changed since the last one, and of the cycle after one
+node frees (its job finishes; one waiting job then starts), each for the decisions a driver
+applies (`decide`: what the simulator reads) and with every waiting job's reason written out
+(`close`: what the control loop and `shoal schedule` read). Goals: < 10 ms and < 50 ms.
+
     uv run python bench/cycle.py [--nodes 1000] [--jobs 10000] [--seed 1] [--repeat 3]
+    uv run python bench/cycle.py --case backlog [--profile default] [--nodes 10000]
+                                 [--jobs 100000]
 """
 
 from __future__ import annotations
@@ -21,9 +31,13 @@ import time
 from pathlib import Path
 
 from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup, VirtualCluster
+from shoal.api.lifecycle import TaskState
+from shoal.api.objects import Task
 from shoal.cli.profiles import load_profile
 from shoal.core import Snapshot
 from shoal.scheduler import Profile, run_cycle
+from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.session import Hooks, Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
 from calibration import calibration, cycle_ratios
@@ -65,14 +79,94 @@ def time_cycle(snapshot: Snapshot, profile: Profile, repeat: int) -> tuple[float
     return best, placements
 
 
+def backlog_model(nodes: int, jobs: int, seed: int) -> SchedulerModel:
+    """Half the nodes (`H100`, even-numbered) each run one 8-GPU task; every waiting job asks
+    for `H100` nodes (1–4 tasks of 1, 2, 4 or 8 GPUs), so none fits."""
+    rng = random.Random(seed)
+    per_node = Resources.of(cpu=96_000, memory=1_024_000, gpu=GPUS_PER_NODE)
+    node_list = [Node(f"node-{i:05d}", per_node, {"gpu-type": "A100" if i % 2 else "H100"})
+                 for i in range(nodes)]
+    vcs = [VirtualCluster(t) for t in TEAMS]
+    queues = (*TEAMS, "default")
+    model = SchedulerModel(node_list, vcs)
+    full = TaskGroup("worker", 1, Resources.of(cpu=8_000, memory=64_000, gpu=GPUS_PER_NODE))
+    running = [Job(f"run-{i:05d}", (full,), queue=rng.choice(queues),
+                   scheduler_name=SchedulerName.SHOAL, submitted=-1.0,
+                   tasks=(Task(f"run-{i:05d}", "worker", 0, TaskState.RUNNING, node.name,
+                               tuple(range(GPUS_PER_NODE)), 0.0),))
+               for i, node in enumerate(node_list) if i % 2 == 0]
+    waiting = []
+    for j in range(jobs):
+        gpus = 2 ** rng.randint(0, 3)
+        group = TaskGroup("worker", rng.randint(1, 4),
+                          Resources.of(cpu=1_000 * gpus, memory=8_000 * gpus, gpu=gpus),
+                          node_selector={"gpu-type": "H100"})
+        waiting.append(Job(f"job-{j:06d}", (group,), queue=rng.choice(queues),
+                           scheduler_name=SchedulerName.SHOAL, submitted=float(j)))
+    model.add_jobs([*running, *waiting])
+    return model
+
+
+def cpu_cycle(model: SchedulerModel, hooks: Hooks, profile: Profile, close: bool
+              ) -> tuple[float, int]:
+    """One cycle over the kept model: (process CPU seconds, binds)."""
+    start = time.process_time()
+    session = Session(model, hooks)
+    for action in profile.actions():
+        action.execute(session)
+    decisions = session.close() if close else session.decide()
+    return time.process_time() - start, len(decisions.binds)
+
+
+def backlog(args: argparse.Namespace) -> dict[str, object]:
+    profile = load_profile(args.profile)
+    out: dict[str, object] = {"benchmark": "cycle", "case": "backlog",
+                              "profile": profile.name, "nodes": args.nodes,
+                              "running_nodes": (args.nodes + 1) // 2,
+                              "waiting_jobs": args.jobs}
+    for close in (False, True):
+        mode = "close" if close else "decide"
+        model = backlog_model(args.nodes, args.jobs, args.seed)
+        hooks = Hooks(profile.plugins())
+        first, _ = cpu_cycle(model, hooks, profile, close)
+        quiet = [cpu_cycle(model, hooks, profile, close)[0] for _ in range(args.repeat)]
+        freed = []
+        binds = 0
+        for k in range(args.repeat):
+            model.remove_job(f"run-{2 * k:05d}")  # the job on node 2k finishes
+            seconds, placed = cpu_cycle(model, hooks, profile, close)
+            freed.append(seconds)
+            binds += placed
+        out[f"{mode}_first_cycle_cpu_seconds"] = round(first, 4)
+        out[f"{mode}_unchanged_cycle_cpu_seconds"] = round(min(quiet), 5)
+        out[f"{mode}_one_node_freed_cycle_cpu_seconds"] = round(min(freed), 5)
+        out[f"{mode}_binds_after_frees"] = binds
+    calibration_s = min(calibration() for _ in range(args.repeat))
+    out["calibration_seconds"] = round(calibration_s, 4)
+    out["unchanged_vs_calibration"] = round(
+        float(str(out["decide_unchanged_cycle_cpu_seconds"])) / calibration_s, 4)
+    out["python"] = sys.version.split()[0]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--case", choices=("random", "backlog"), default="random")
+    parser.add_argument("--nodes", type=int, default=None,
+                        help="default 1000 (backlog: 10000)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="default 10000 (backlog: 100000)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", default="default")
     args = parser.parse_args(argv)
+    if args.case == "backlog":
+        args.nodes = args.nodes or 10_000
+        args.jobs = args.jobs or 100_000
+        print(json.dumps(backlog(args)))
+        return 0
+    args.nodes = args.nodes or 1000
+    args.jobs = args.jobs or 10_000
 
     profile = load_profile(args.profile)
     snapshot = build(args.nodes, args.jobs, args.seed)

@@ -235,6 +235,9 @@ class ClusterState:
         on the CPU reserve: a CPU-only task kept off idle GPUs can run once they are busy)."""
         self.cpu_reserve = 0
         """Millicores kept per idle GPU from CPU-only requests, on every node."""
+        self.layout = 0
+        """Moves whenever nodes are cordoned, brought back, carved or given back: what a
+        verdict on the idle cluster depends on (`shoal.scheduler.job_classes`)."""
 
     def set_cpu_reserve(self, millicores: int) -> None:
         """Keep `millicores` per idle GPU from CPU-only requests on every node (0: off).
@@ -262,6 +265,7 @@ class ClusterState:
               owner: str, gpus: tuple[int, ...] | None = None) -> NodeState:
         """Carve a virtual node of `size` out of `host` (which must have it free), holding
         the GPU indices `gpus` there (the lowest free ones when None)."""
+        self.layout += 1
         taken = self.take(host, size, gpus, tasks=0)
         node = Node(name, size, {**host.node.labels, **labels})
         state = NodeState(self._next_ordinal, node, host, owner, taken)
@@ -272,6 +276,7 @@ class ClusterState:
 
     def uncarve(self, state: NodeState) -> None:
         """Give a virtual node (holding nothing) back to its physical node."""
+        self.layout += 1
         assert state.host is not None
         if state.free() != state.allocatable:
             raise ValueError(f"virtual node {state.name} still holds tasks")
@@ -281,6 +286,7 @@ class ClusterState:
     def set_cordoned(self, name: str, cordoned: bool) -> None:
         """Take a node out of service or bring it back. Pools are rebuilt on next use (node
         changes are rare); bringing capacity back moves the release epoch."""
+        self.layout += 1
         if cordoned:
             self.cordoned.add(name)
         else:
@@ -359,6 +365,9 @@ class FitMemo:
     def __init__(self, cluster: ClusterState) -> None:
         self._cluster = cluster
         self._bounds: dict[tuple[Hashable, Resources], _Bound] = {}
+        self.version = 0
+        """Moves with every bound recorded or consumed: what a reason read from the memo
+        depends on (`shoal.scheduler.job_classes`)."""
 
     def bound(self, pool: NodePool, request: Resources) -> int | None:
         entry = self._bounds.get((pool.key, request))
@@ -368,6 +377,7 @@ class FitMemo:
 
     def record(self, pool: NodePool, request: Resources, replicas: int, note: object = None
                ) -> None:
+        self.version += 1
         self._bounds[(pool.key, request)] = _Bound(self._cluster.release_epoch, replicas, note)
 
     def note(self, pool: NodePool, request: Resources) -> object:
@@ -380,6 +390,7 @@ class FitMemo:
     def consumed(self, pool: NodePool, request: Resources, replicas: int) -> None:
         entry = self._bounds.get((pool.key, request))
         if entry is not None:
+            self.version += 1
             entry.replicas = max(0, entry.replicas - replicas)
 
 

@@ -159,6 +159,9 @@ class QuotaTree:
         self.version = 0
         """Moves on every charge and refund; answers cached under an older version are
         stale."""
+        self.layout = 0
+        """Moves when a virtual cluster is added, removed or carved, or the capacity
+        changes: what a verdict on the idle cluster depends on."""
         self._checked: dict[tuple[str, Resources, bool],
                             tuple[int, PendingReason | None]] = {}
         self.lending = True
@@ -188,6 +191,7 @@ class QuotaTree:
     def add(self, vc: VirtualCluster) -> QueueState:
         """Add a virtual cluster while the tree is in use (a job-scoped one, seed 003): its
         guarantee is owed from now on, on its whole path."""
+        self.layout += 1
         if vc.name in self.queues:
             raise ValueError(f"virtual cluster {vc.name!r} already exists")
         parent = self.get(vc.parent)
@@ -206,6 +210,7 @@ class QuotaTree:
     def remove(self, name: str) -> None:
         """Remove a virtual cluster that holds nothing and has no children; what it was
         owed is owed no more."""
+        self.layout += 1
         queue = self.get(name)
         if queue.children or not queue.usage.is_zero() or not queue.carved.is_zero():
             raise ValueError(f"virtual cluster {name!r} still has children, usage or "
@@ -221,6 +226,7 @@ class QuotaTree:
 
     def set_capacity(self, capacity: Resources) -> None:
         """The physical cluster grew or shrank (a node joined, failed or was drained)."""
+        self.layout += 1
         self.capacity = capacity
         self.root.min = capacity
         self.version += 1
@@ -230,6 +236,7 @@ class QuotaTree:
         back). From then on they are the VC's own, not the quota tree's to share: they leave
         the root's capacity, and the VC's and every ancestor's guarantee and ceiling, which
         counted them. The guarantee still owed is the same before and after."""
+        self.layout += 1
         for queue in self.get(name).path()[1:]:
             queue.carved = queue.carved + fixed if sign > 0 else queue.carved - fixed
             queue.min = queue.spec_min.saturating_sub(queue.carved)

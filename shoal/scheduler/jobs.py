@@ -37,9 +37,9 @@ class TaskInfo:
 
 
 class JobInfo:
-    __slots__ = ("account", "blocker", "counted", "ended", "floors", "gang_minimum",
-                 "holding", "job", "pending", "priority", "queue", "queueing", "reason",
-                 "resized", "running", "stopping", "succeeded", "surplus", "tally")
+    __slots__ = ("_blocker", "_reason", "account", "counted", "ended", "floors",
+                 "gang_minimum", "holding", "job", "klass", "noted", "pending", "priority", "queue",
+                 "queueing", "resized", "running", "stopping", "succeeded", "surplus", "tally")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
@@ -56,10 +56,14 @@ class JobInfo:
         self.running: list[TaskInfo] = []
         self.holding = 0
         """Tasks holding resources now: at the cycle start plus those placed since."""
-        self.blocker: PendingReason | None = None
-        """Why the job can never be placed as it stands (e.g. its queue does not exist)."""
-        self.reason: PendingReason | None = None
-        """Why the job waits, as this cycle found; reset to `blocker` when a cycle starts."""
+        self.noted: set[JobInfo] | None = None
+        """Where a change of `reason` or `blocker` is noted (the model's `noted`): a cycle
+        resets only the reasons that moved away from the blocker, not every waiting job's."""
+        self._blocker: PendingReason | None = None
+        self._reason: PendingReason | None = None
+        self.klass: tuple[Any, ...] | None = None
+        """Its job class while it is fresh (`shoal.scheduler.job_classes`), kept once
+        worked out; forgotten whenever what it waits for or holds changes."""
         occupied: dict[str, set[int]] = {}
         for task in job.tasks:
             if task.state is not TaskState.PENDING:
@@ -104,6 +108,32 @@ class JobInfo:
         return self.job.name
 
     @property
+    def blocker(self) -> PendingReason | None:
+        """Why the job can never be placed as it stands (e.g. its queue does not exist)."""
+        return self._blocker
+
+    @blocker.setter
+    def blocker(self, value: PendingReason | None) -> None:
+        self._blocker = value
+        if self.noted is not None:
+            self.noted.add(self)
+
+    @property
+    def reason(self) -> PendingReason | None:
+        """Why the job waits, as this cycle found; reset to `blocker` when a cycle starts."""
+        return self._reason
+
+    @reason.setter
+    def reason(self, value: PendingReason | None) -> None:
+        self._reason = value
+        if self.noted is not None:
+            self.noted.add(self)
+
+    def reset_reason(self) -> None:
+        """Back to its blocker, as a cycle starts (not noted: it is the default again)."""
+        self._reason = self._blocker
+
+    @property
     def ready(self) -> int:
         """How many of its tasks count toward its gang minimum (`minAvailable`): those that
         hold resources now (bound, running, still stopping) and those that ended for good
@@ -121,10 +151,12 @@ class JobInfo:
 
     def count(self, group: str, delta: int) -> None:
         """One more (or, negative, fewer) task of `group` counts toward the gang."""
+        self.klass = None
         self.counted[group] = self.counted.get(group, 0) + delta
 
     def hold(self, group: str, delta: int) -> None:
         """A task of `group` starts (1) or stops (-1) holding resources."""
+        self.klass = None
         self.holding += delta
         self.counted[group] = self.counted.get(group, 0) + delta
         if self.tally is not None:
@@ -213,6 +245,7 @@ class JobInfo:
         return index in self.pending.get(group, ())
 
     def take(self, group: str, index: int) -> None:
+        self.klass = None
         if self.is_surplus(group, index):
             self.surplus.remove(index)
             return
@@ -222,6 +255,7 @@ class JobInfo:
             del self.pending[group]  # `pending` is empty exactly when nothing is left
 
     def give_back(self, group: str, index: int) -> None:
+        self.klass = None
         if self.is_surplus(group, index):
             self.surplus = deque(sorted((*self.surplus, index)))
             return

@@ -38,9 +38,11 @@ from shoal.core.user_quota import UserQuota
 from shoal.core.virtual_nodes import unplaceable
 from shoal.scheduler.flavors import FlavorBook
 from shoal.scheduler.flexible import FlexibleHolds
+from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.queue_status import closed_reason
 from shoal.scheduler.reservations import FixedNodeReservations
+from shoal.scheduler.waiting import WaitingJobs
 
 
 class SchedulerModel:
@@ -70,8 +72,18 @@ class SchedulerModel:
         """Fit bounds survive cycles: they expire only when capacity is released."""
         self.jobs: dict[str, JobInfo] = {}
         """Every live job, in (submission, name) order of arrival in the model."""
-        self.waiting: dict[str, JobInfo] = {}
-        """Jobs with tasks still to place."""
+        self.waiting = WaitingJobs()
+        """Jobs with tasks still to place (also in submission order)."""
+        self.class_verdicts = ClassVerdicts(self.cluster, self.quota)
+        """The enqueue action's verdicts per job class, kept between cycles."""
+        self.incremental = True
+        """Whether cycles over this model do only what changed: judge admissions lazily,
+        skip job classes known not to fit, reset only the reasons that were written. False
+        makes every cycle judge every waiting job afresh — the same decisions, which the
+        property tests check (tests/property/test_incremental.py)."""
+        self.noted: set[JobInfo] = set()
+        """Jobs whose reason or blocker was written since a cycle last reset reasons: the
+        only ones a cycle's start must reset (`JobInfo.noted`)."""
         self.services: dict[str, JobInfo] = {}
         """The live jobs that are services with a schedule (`Job.service`): what the
         services action sizes, without a walk over every job."""
@@ -179,6 +191,7 @@ class SchedulerModel:
         """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
         info = self.jobs.pop(name)
         self.waiting.pop(name, None)
+        self.noted.discard(info)
         self.services.pop(name, None)
         self.flavors.forget(name)
         self.unmade.pop(name, None)
@@ -288,6 +301,7 @@ class SchedulerModel:
         info = self.jobs.get(name)
         if info is not None:
             info.pending.clear()
+            info.klass = None
             info.surplus.clear()
             info.stopping = True
             self.waiting.pop(name, None)
@@ -487,6 +501,7 @@ class SchedulerModel:
         known = job.queue in self.quota.queues and job.queue != ROOT_QUEUE
         queue = job.queue if known else ROOT_QUEUE
         info = JobInfo(job, self.priority(job), queue, self.quota.get(queue).queueing)
+        info.noted = self.noted
         if self.users:
             info.tally = self._tally
         info.blocker = self.reservations.blocker(queue)

@@ -8,7 +8,7 @@ this cycle — lives for one cycle only.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -22,6 +22,7 @@ from shoal.core.nodes import FitMemo, NodePool, NodeState
 from shoal.core.quota import QueueState
 from shoal.core.snapshot import Snapshot
 from shoal.core.statement import Allocation, Eviction, Statement
+from shoal.scheduler.admissions import Admissions, Verdict
 from shoal.scheduler.flavors import choose_all
 from shoal.scheduler.framework import (
     Allocatable,
@@ -34,9 +35,11 @@ from shoal.scheduler.framework import (
     Predicate,
     QueueOrder,
     SessionOpen,
+    Starvation,
     TaskOrder,
     VictimSelection,
 )
+from shoal.scheduler.job_classes import Misfits
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.model import SchedulerModel, user_of
 from shoal.scheduler.queue_status import closed_queues
@@ -63,6 +66,7 @@ class Hooks:
         self.victim_selections = [p for p in plugins if isinstance(p, VictimSelection)]
         self.session_opens = [p for p in plugins if isinstance(p, SessionOpen)]
         self.job_valids = [p for p in plugins if isinstance(p, JobValid)]
+        self.starvations: list[Starvation] = [p for p in plugins if isinstance(p, Starvation)]
 
 
 class Session:
@@ -84,8 +88,20 @@ class Session:
         """Node ordinals no placement may use, set inside `keeping_off` (backfill keeps off a
         blocked head's nodes, growth what `shoal.scheduler.growth_room` names)."""
         self.decisions = Decisions()
-        self.candidates: list[JobInfo] = []
-        """Jobs the enqueue action let through to allocation this cycle."""
+        self._candidates: list[JobInfo] = []
+        self.admissions: Admissions | None = None
+        """The enqueue action's admissions while they are taken lazily (`candidates`)."""
+        self.commits = 0
+        """Statements committed so far in this cycle (`shoal.scheduler.job_classes`)."""
+        self.scope = 0
+        """Which `keeping_off` block placements are in (0: none): each gets its own."""
+        self._scopes = 0
+        self.classable: dict[str, bool] = {}
+        """Per virtual cluster, whether its jobs may be classed (`job_classes.job_class`)."""
+        self.misfits = Misfits(self)
+        """The reasons job classes were turned down with in this cycle."""
+        self.joined: set[JobInfo] = set()
+        """Jobs that started waiting during this cycle (evicted): not among its candidates."""
         self.regrow_at: float | None = None
         """When the elastic action may next grow a job (set by it; None: only when something
         changes): a driver that skips quiet cycles wakes up then (the simulator)."""
@@ -94,8 +110,10 @@ class Session:
         self.held_back: dict[str, list[str]] = {}
         """Per waiting job, why a preempt or reclaim action took none of the victims it
         could have (`shoal.scheduler.held_back`): appended to its reason at `close`."""
-        self.blocked: dict[str, list[JobInfo]] = {}
-        """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
+        self._blocked: dict[str, list[JobInfo]] = {}
+        self._lines: list[BlockLine] = []
+        """Strictly ordered queues blocked at a head whose line (the candidates behind it)
+        is not written out yet (`block_lazily`)."""
         self.behind_reservation: set[str] = set()
         """Jobs in `blocked` behind a starving job's reservation, not behind a strictly
         ordered queue's head (`shoal.scheduler.aging`): they may still preempt."""
@@ -103,8 +121,7 @@ class Session:
         self.closed = closed_queues(model.quota)
         """Closed virtual clusters (theirs or an ancestor's state) → why their jobs wait:
         none of their jobs gets a bind in this cycle (`shoal.scheduler.queue_status`)."""
-        for job in model.waiting.values():
-            job.reason = self.closed.get(job.account) or job.blocker
+        self._reset_reasons()
         self.cpu_reserve_per_idle_gpu = 0
         """Millicores per idle GPU that CPU-only tasks leave free on a node (set by the
         gpu-discipline plugin when the session opens; 0: off)."""
@@ -112,6 +129,66 @@ class Session:
             plugin.open_session(self)
         self.cluster.set_cpu_reserve(self.cpu_reserve_per_idle_gpu)
         choose_all(self)  # every action then sees each job on its resource flavor
+
+    def _reset_reasons(self) -> None:
+        """Every waiting job's reason starts as its blocker, or its closed queue's reason.
+        Only reasons written since the last reset can differ (`SchedulerModel.noted`)."""
+        model, closed = self.model, self.closed
+        waiting = model.waiting
+        if closed or not model.incremental:
+            for job in waiting.values():
+                job.reason = closed.get(job.account) or job.blocker
+            return
+        kept = []
+        for job in model.noted:
+            if waiting.get(job.name) is job:
+                job.reset_reason()
+            else:
+                kept.append(job)  # keeps what was written: reset when it waits again
+        model.noted.clear()
+        model.noted.update(kept)
+
+    # ---- candidates and blocked queues -----------------------------------------------------
+
+    def admit_lazily(self, verdict: Verdict) -> None:
+        """The enqueue action's admissions, judged as far as a reader walks them."""
+        self.admissions = Admissions(self.model.waiting, verdict, self._candidates,
+                                     self.joined)
+
+    @property
+    def candidates(self) -> list[JobInfo]:
+        """Jobs the enqueue action let through to allocation this cycle, in submission
+        order; reading them takes every admission (and writes out blocked lines)."""
+        self.settle()
+        return self._candidates
+
+    def next_candidate(self) -> JobInfo | None:
+        """The next job the enqueue action lets through, for a reader that walks them in
+        submission order; None when all are taken (`candidates` then has them all)."""
+        return None if self.admissions is None else self.admissions.next()
+
+    @property
+    def blocked(self) -> dict[str, list[JobInfo]]:
+        """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
+        self.settle()
+        return self._blocked
+
+    def block_lazily(self, write: BlockLine) -> None:
+        """A strictly ordered queue is blocked at its head: its line (who waits behind the
+        head, and their reasons) is written by `write`, given every candidate, only when
+        someone reads the blocked queues, the candidates or the reasons."""
+        self._lines.append(write)
+
+    def settle(self) -> None:
+        """Take every admission left and write out the blocked lines: from here on the
+        session is as if every job had been judged up front."""
+        admissions = self.admissions
+        if admissions is not None and not admissions.done:
+            admissions.drain()
+        if self._lines:
+            lines, self._lines = self._lines, []
+            for write in lines:
+                write(self._candidates)
 
     # ---- extension points -----------------------------------------------------------------
 
@@ -296,6 +373,7 @@ class Session:
         self.jobs[eviction.task.job].hold(eviction.task.group, 1)
 
     def committed(self, operations: list[Allocation | Eviction]) -> None:
+        self.commits += 1
         waiting = self.model.waiting
         for op in operations:
             job = self.jobs[op.task.job]
@@ -313,6 +391,8 @@ class Session:
                 job.running = [t for t in job.running if t.ref != op.task]
                 job.give_back(op.task.group, op.task.index)
                 if job.pending:  # an elastic surplus task is not waited for
+                    if job.name not in waiting:
+                        self.joined.add(job)
                     waiting[job.name] = job
 
     @contextmanager
@@ -320,21 +400,30 @@ class Session:
         """Placements inside keep off `nodes` too, with a fit memo of their own (`memo`, or a
         new one): bounds learnt with nodes excluded would be wrong without them. When `nodes`
         excludes nothing more, the session's memo stays (and `memo` is not needed)."""
-        excluded, shared = self.excluded_nodes, self.fit_memo
+        excluded, shared, scope = self.excluded_nodes, self.fit_memo, self.scope
         if not nodes - excluded:
             memo = shared
         self.excluded_nodes = excluded | nodes
         self.fit_memo = memo if memo is not None else FitMemo(self.cluster)
+        self._scopes += 1
+        self.scope = self._scopes
         try:
             yield
         finally:
-            self.excluded_nodes, self.fit_memo = excluded, shared
+            self.excluded_nodes, self.fit_memo, self.scope = excluded, shared, scope
 
     # ---- closing ---------------------------------------------------------------------------
+
+    def decide(self) -> Decisions:
+        """The decisions without the pending reasons, for a driver that does not read them
+        (the simulator): judging and writing out every waiting job's reason is then left
+        undone. What the cycle binds, evicts and resizes is the same as `close`'s."""
+        return self.decisions
 
     def close(self) -> Decisions:
         """Record a reason for every job still waiting — holding nothing, or a gang holding
         fewer than its minimum — and return the decisions."""
+        self.settle()
         for job in self.waiting_jobs():
             if job.holding > 0 and self.job_ready(job):
                 continue
@@ -354,6 +443,9 @@ class Session:
 
     def waiting_jobs(self) -> list[JobInfo]:
         """Jobs with tasks still to place, in submission order."""
-        return sorted((j for j in self.model.waiting.values() if j.pending),
-                      key=lambda j: (j.job.submitted, j.name))
+        return [j for j in self.model.waiting.in_order() if j.pending]
+
+
+BlockLine = Callable[[list[JobInfo]], None]
+"""Writes out a blocked queue's line, given every candidate of the cycle."""
 

@@ -290,7 +290,7 @@ class Simulator:
         session = Session(self.model, self._hooks)
         for action in self._actions:
             action.execute(session)
-        self._apply(session.close(), now)
+        self._apply(session.decide(), now)
         if session.regrow_at is not None:
             # Elastic jobs grow a step per cycle, after their cooldown: a cycle then.
             self._dirty = True

@@ -20,3 +20,18 @@ def test_cycle_bench_prints_one_json_object(capsys: pytest.CaptureFixture[str]) 
         assert key in out
     assert out["nodes"] == 20 and out["pending_jobs"] == 100
     assert 0 < out["placements"] <= 20 * 8  # never more tasks than GPUs (all tasks use GPUs)
+
+
+def test_backlog_case_reports_both_cycles(capsys: pytest.CaptureFixture[str]) -> None:
+    module = runpy.run_path(str(BENCH))
+    assert module["main"](["--case", "backlog", "--nodes", "20", "--jobs", "200",
+                           "--repeat", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["case"] == "backlog" and out["waiting_jobs"] == 200
+    assert out["running_nodes"] == 10
+    for mode in ("decide", "close"):
+        for key in ("first_cycle_cpu_seconds", "unchanged_cycle_cpu_seconds",
+                    "one_node_freed_cycle_cpu_seconds"):
+            assert out[f"{mode}_{key}"] >= 0
+    # A freed 8-GPU node takes waiting work, the same with or without reasons written.
+    assert out["decide_binds_after_frees"] == out["close_binds_after_frees"] > 0

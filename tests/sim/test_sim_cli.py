@@ -149,3 +149,31 @@ def test_elastic_is_refused_for_other_formats(flag: str) -> None:
                                  "-c", "4x8", flag])
     assert result.exit_code == 2
     assert f"{flag} applies to Pollux workloads only" in result.output
+
+
+def test_sim_bench_takes_every_job_and_reports_cpu(capsys: pytest.CaptureFixture[str]) -> None:
+    module = runpy.run_path(str(ROOT / "bench" / "sim.py"))
+    assert module["main"](["--trace", str(TRACES / "philly-sample.csv"), "--jobs", "0",
+                           "--cluster", "4x8", "--profiles", "fifo",
+                           "--cpu-limit", "600"]) == 0
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    rows = len((TRACES / "philly-sample.csv").read_text().splitlines()) - 1
+    assert line["jobs"] == rows and line["finished"] == rows
+    assert line["stopped_early"] is False and line["cpu_seconds"] > 0
+    assert line["jobs_per_cpu_second"] > 0 and "mean_jct_s" in line
+
+
+def test_sim_bench_cpu_limit_reports_how_far_it_got(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A trace long enough for the progress check (every 5,000 events) to run mid-replay.
+    trace = tmp_path / "long.csv"
+    rows = [f"2017-10-09 {h:02d}:{m:02d}:00,3600.0,8,28800.0,c{h % 3}"
+            for h in range(24) for m in range(60)]
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n" + "\n".join(rows) + "\n")
+    module = runpy.run_path(str(ROOT / "bench" / "sim.py"))
+    assert module["main"](["--trace", str(trace), "--jobs", "0", "--cluster", "1x8",
+                           "--profiles", "fifo", "--cpu-limit", "0"]) == 0
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert line["stopped_early"] is True and line["cpu_limit"] == 0
+    assert line["jobs"] == len(rows) and 0 <= line["finished"] < len(rows)
+    assert line["simulated_seconds"] > 0 and "mean_jct_s" not in line

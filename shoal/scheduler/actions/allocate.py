@@ -43,8 +43,10 @@ from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.flavors import choose
 from shoal.scheduler.framework import Starvation
 from shoal.scheduler.gang_choice import GangNeed, place_gang
+from shoal.scheduler.job_classes import job_class
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.partial_admission import admit
+from shoal.scheduler.plugins.gang import Gang
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
 
@@ -73,6 +75,9 @@ class Allocate:
         tasks (`Profile.actions` sets it); False: they are told they never will be."""
 
     def execute(self, session: Session) -> None:
+        if self._in_submission_order(session):
+            self._strict_line(session)
+            return
         memo = session.fit_memo
         by_queue: dict[str, deque[JobInfo]] = {}
         single = self.ordering is Ordering.GLOBAL
@@ -85,10 +90,10 @@ class Allocate:
         heap: list[tuple[tuple[Any, ...], str]] = [
             (self._queue_key(session, q), q) for q in by_queue]
         heapq.heapify(heap)
-        rules: list[Starvation] = [p for p in session.hooks.plugins
-                                   if isinstance(p, Starvation)]
+        rules = session.hooks.starvations
         while heap:
-            _, name = heapq.heappop(heap)
+            key, name = heapq.heappop(heap)
+            commits = session.commits
             jobs = by_queue[name]
             head = jobs.popleft()
             placed = allocate_job(session, memo, head)
@@ -104,16 +109,78 @@ class Allocate:
                     reserve(session, name, head, list(jobs), since)
                     continue
             if jobs:
-                heapq.heappush(heap, (self._queue_key(session, name), name))
+                # A queue's order key reads what is placed: unchanged when nothing was.
+                if session.commits != commits:
+                    key = self._queue_key(session, name)
+                heapq.heappush(heap, (key, name))
         # Under strict ordering nothing behind a blocked head goes ahead of it, surplus
         # replicas of running jobs included.
         behind = {j.name for jobs in session.blocked.values() for j in jobs}
-        surplus = [j for j in waiting if j.name not in behind
+        # Only a job that holds or ended tasks can be ready (`Session.job_ready`).
+        surplus = [j for j in waiting if (j.holding or j.ended) and j.name not in behind
                    and session.is_gang(j) and j.pending and session.job_ready(j)]
         for job in sorted(surplus, key=session.job_order_key):
             if not place_one_by_one(session, memo, job) and not self.backfill_runs:
                 waits_for_backfill(job)
 
+
+    def _in_submission_order(self, session: Session) -> bool:
+        """Whether the cycle serves one strictly ordered line of jobs in submission order
+        (strict FIFO over the whole cluster) — the gang plugin's order aside, which puts
+        jobs below their minimum first: then it walks the admissions only up to the first
+        job that cannot be placed, and the line behind it is written out only if someone
+        reads it (`Session.block_lazily`)."""
+        admissions = session.admissions
+        return self.strict and self.ordering is Ordering.GLOBAL \
+            and all(isinstance(p, Gang) for p in session.hooks.job_orders) \
+            and not session.preempted \
+            and admissions is not None and not admissions.done and not admissions.admitted
+
+    def _strict_line(self, session: Session) -> None:
+        """`execute` for one line in submission order, as the queue loop does it for the
+        one queue of `ordering: global` under `strict`. Under the gang plugin's order, jobs
+        that met their minimum (wanting only surplus) come after all others: they are set
+        aside while the walk goes on, and served after it if nothing blocked it."""
+        memo = session.fit_memo
+        served: list[JobInfo] = []
+        later: list[JobInfo] = []
+        gang_order = bool(session.hooks.job_orders)
+
+        def serve(head: JobInfo) -> bool:
+            """Place the head; True if it blocks the line."""
+            placed = allocate_job(session, memo, head)
+            if not self.backfill_runs and not placed:
+                waits_for_backfill(head)
+            if not placed and not session.job_ready(head) and head.reason is not None \
+                    and head.reason.kind is not PendingKind.UNSCHEDULABLE:
+                done = {id(j) for j in served}
+                done.add(id(head))
+
+                def write(candidates: list[JobInfo]) -> None:
+                    behind = sorted((j for j in candidates if id(j) not in done),
+                                    key=session.job_order_key)
+                    block(session, GLOBAL_QUEUE, head, behind)
+                session.block_lazily(write)
+                return True
+            served.append(head)
+            return False
+
+        blocked = False
+        while (job := session.next_candidate()) is not None:
+            if gang_order and job.gang_met:
+                later.append(job)
+            elif serve(job):
+                blocked = True
+                break
+        if not blocked:
+            for job in later:
+                if serve(job):
+                    break
+        surplus = [j for j in served
+                   if session.is_gang(j) and j.pending and session.job_ready(j)]
+        for job in sorted(surplus, key=session.job_order_key):
+            if not place_one_by_one(session, memo, job) and not self.backfill_runs:
+                waits_for_backfill(job)
 
     @staticmethod
     def _queue_key(session: Session, name: str) -> tuple[Any, ...]:
@@ -134,7 +201,27 @@ def is_best_effort(group: TaskGroup) -> bool:
 def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False
                  ) -> bool:
     """Place what the job needs now; True if it placed anything. `best_effort`: its
-    best-effort tasks, for the backfill action; else the others (module docstring)."""
+    best-effort tasks, for the backfill action; else the others (module docstring).
+
+    A job whose class was turned down earlier in the cycle, with nothing it reads changed
+    since, is not tried again: it gets the same reason (`shoal.scheduler.job_classes`)."""
+    klass = job_class(session, job)
+    if klass is None:
+        return _allocate_job(session, memo, job, best_effort)
+    known = session.misfits.known(memo, klass, best_effort)
+    if known is not None:
+        job.reason = known
+        return False
+    before = job.reason
+    placed = _allocate_job(session, memo, job, best_effort)
+    reason = job.reason
+    if not placed and reason is not None and reason is not before:
+        session.misfits.note(memo, klass, best_effort, reason)
+    return placed
+
+
+def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool
+                  ) -> bool:
     choose(session, job)  # on the flavor it would be admitted on now, if it holds nothing
     if job.admits_partially() and not best_effort:
         return admit(session, memo, job)

@@ -106,7 +106,10 @@ def place_best_effort(session: Session) -> None:
     """Place the waiting jobs' best-effort tasks (module docstring). A job that gave up tasks
     to preempt or reclaim in this cycle waits for the next, as in allocate."""
     memo = session.fit_memo
-    jobs = [j for j in session.candidates if j.pending and j.name not in session.preempted
+    # Without a waiting job that has a best-effort group there is none to place.
+    some = session.model.waiting.with_best_effort
+    jobs = [j for j in session.candidates if some and j.pending
+            and j.name not in session.preempted
             and any(is_best_effort(g) for g in j.groups_with_pending())
             and not _awaits_admission(j)]
     for job in sorted(jobs, key=session.job_order_key):

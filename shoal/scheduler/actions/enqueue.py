@@ -27,6 +27,7 @@ from shoal.scheduler.gang_choice import (
     preferred,
     room_suffices,
 )
+from shoal.scheduler.job_classes import job_class
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Hooks, Session
@@ -48,26 +49,43 @@ class Enqueue:
     def execute(self, session: Session) -> None:
         # Jobs of one shape (queue, gang size, groups) share one verdict.
         verdicts: dict[tuple[object, ...], PendingReason | None] = {}
-        for job in session.waiting_jobs():
+        # A job class (`shoal.scheduler.job_classes`) determines the shape; its verdict is
+        # kept between cycles while the nodes and the quota tree's layout stay.
+        by_class = session.model.class_verdicts.under(session.hooks)
+
+        def admit(job: JobInfo) -> bool:
             if job.reason is not None:
-                continue
+                return False
             if job.holding == 0:
-                partial = least_admission(job).floors if job.admits_partially() else None
-                shape = (job.account, session.is_gang(job), session.min_tasks(job),
-                         job.floors, partial,
-                         *((g.name, session.pool_key(g), g.resources, len(job.pending[g.name]))
-                           for g in job.groups_with_pending()))
-                if shape in verdicts:
-                    reason = verdicts[shape]
+                klass = job_class(session, job)
+                if klass is not None and klass in by_class:
+                    reason = by_class[klass]
                 else:
-                    reason = verdicts[shape] = feasibility(session, job)
+                    partial = least_admission(job).floors if job.admits_partially() else None
+                    shape = (job.account, session.is_gang(job), session.min_tasks(job),
+                             job.floors, partial,
+                             *((g.name, session.pool_key(g), g.resources,
+                                len(job.pending[g.name])) for g in job.groups_with_pending()))
+                    if shape in verdicts:
+                        reason = verdicts[shape]
+                    else:
+                        reason = verdicts[shape] = feasibility(session, job)
+                    if klass is not None:
+                        by_class[klass] = reason
                 if reason is None and job.job.min_resources is not None:
                     reason = session.allocatable(job.account, job.job.min_resources) or \
                         session.user_allows(job, job.job.min_resources)
                 if reason is not None:
                     job.reason = reason
-                    continue
-            session.candidates.append(job)
+                    return False
+            return True
+
+        # Judged as far as a reader walks (`shoal.scheduler.admissions`) — all of them now
+        # when one declares `minResources`: that verdict reads the quota's usage as it is
+        # before anything is placed.
+        session.admit_lazily(admit)
+        if session.model.waiting.with_min_resources or not session.model.incremental:
+            session.settle()
 
 
 def feasibility(session: Session, job: JobInfo) -> PendingReason | None:

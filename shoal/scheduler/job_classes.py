@@ -1,0 +1,135 @@
+"""Job classes: waiting jobs that ask for the same thing in the same way, so that a cycle
+that finds one of them does not fit knows the others do not either.
+
+A job is *classed* while it is fresh — nothing of it holds resources, has ended, is being
+stopped or is held back — and while everything a placement reads of it is in its class:
+its virtual cluster, gang semantics and minimums, its elastic group and its task groups as
+the profile's predicates see them (`Session.pool_key`). Jobs whose placement reads more —
+per-user quotas, their virtual cluster's own virtual nodes or kept flexible parts, resource
+flavors, partial admission — are not classed and are always tried.
+
+`ClassVerdicts` keeps the enqueue action's verdict per class across cycles: whether a job
+could ever start on the idle cluster reads only the nodes, the quota tree's shape and the
+profile, so a verdict stands until nodes are cordoned, brought back or carved, or virtual
+clusters come, go or change capacity (the `layout` counters).
+
+`Misfits` remembers, within one cycle, the reason a class was last turned down with, and
+the state it was turned down in: the cycle's commits, the nodes placements keep off
+(`Session.scope`), the fit memo's version and the cluster's release epoch. While none of
+those moved, trying another job of the class would read the same state and give the same
+answer, reason included — so it is not tried
+(`shoal.scheduler.actions.allocate.allocate_job`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shoal.api.decisions import PendingReason
+from shoal.core.nodes import ClusterState, FitMemo
+from shoal.core.quota import QuotaTree
+from shoal.scheduler.jobs import JobInfo
+
+if TYPE_CHECKING:
+    from shoal.scheduler.session import Hooks, Session
+
+
+def job_class(session: Session, job: JobInfo) -> int | None:
+    """The job's class (module docstring) as a small number, or None when it is not
+    classed. Classes are numbered per model (`ClassVerdicts.number`): comparing and hashing
+    a number is what every cycle does per job, not a nested tuple. The class is worked out
+    once and kept on the job (`JobInfo.klass`) until what it waits for or holds
+    changes, or its spec, virtual cluster or the profile's plugins do."""
+    account = job.account
+    classable = session.classable.get(account)
+    if classable is None:
+        # Per virtual cluster and cycle: its virtual nodes and kept parts do not change
+        # within a cycle (they are carved, and kept parts expire, as it starts).
+        model = session.model
+        classable = session.classable[account] = not (
+            model.users or model.flavors.queues or not model.incremental
+            or model.reservations.on(account) or model.holds.on(account))
+    if not classable:
+        return None
+    hooks = session.hooks
+    spec = job.job
+    known = job.klass
+    verdicts = session.model.class_verdicts
+    if known is not None and known[0] is hooks and known[1] is spec and known[2] == account \
+            and known[4] == verdicts.generation:
+        number: int = known[3]
+        return number
+    if job.holding or job.ended or job.stopping or spec.min_resources is not None:
+        return None
+    if job.pending_count() != spec.replicas - spec.elastic_surplus or job.admits_partially():
+        return None
+    key = (account, spec.gang, job.gang_minimum, job.floors, spec.elastic,
+           tuple((g.name, g.replicas, g.resources, g.min_available, g.min_count,
+                  session.pool_key(g)) for g in spec.groups))
+    number = verdicts.number(key)
+    job.klass = (hooks, spec, account, number, verdicts.generation)
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class _Misfit:
+    state: tuple[int, int, int, int]
+    reason: PendingReason
+
+
+class Misfits:
+    """Per cycle: the last reason each job class was turned down with, per fit memo."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._known: dict[tuple[int, int, int, bool], _Misfit] = {}
+
+    def _state(self, memo: FitMemo) -> tuple[int, int, int, int]:
+        session = self._session
+        return (session.commits, session.scope, memo.version, session.cluster.release_epoch)
+
+    def known(self, memo: FitMemo, klass: int, best_effort: bool
+              ) -> PendingReason | None:
+        """Why the class was turned down, if nothing it reads moved since."""
+        misfit = self._known.get(
+            (id(memo), self._session.model.class_verdicts.generation, klass, best_effort))
+        if misfit is None or misfit.state != self._state(memo):
+            return None
+        return misfit.reason
+
+    def note(self, memo: FitMemo, klass: int, best_effort: bool,
+             reason: PendingReason) -> None:
+        generation = self._session.model.class_verdicts.generation
+        self._known[(id(memo), generation, klass, best_effort)] = _Misfit(self._state(memo),
+                                                                           reason)
+
+
+class ClassVerdicts:
+    """The enqueue action's verdicts per job class, kept between cycles while the cluster's
+    and the quota tree's layout and the profile stay (module docstring)."""
+
+    def __init__(self, cluster: ClusterState, quota: QuotaTree) -> None:
+        self._cluster = cluster
+        self._quota = quota
+        self._stamp: tuple[object, int, int] | None = None
+        self._verdicts: dict[int, PendingReason | None] = {}
+        self._numbers: dict[tuple[Any, ...], int] = {}
+        self.generation = 0
+        """Moves when the numbers start over (with the verdicts): a number kept on a job
+        from an older generation is stale. Starting over keeps the table from growing with
+        every job-scoped virtual cluster a long-lived server ever saw."""
+
+    def number(self, key: tuple[Any, ...]) -> int:
+        """The class's number in this model (a new one for a class not seen before)."""
+        return self._numbers.setdefault(key, len(self._numbers))
+
+    def under(self, hooks: Hooks) -> dict[int, PendingReason | None]:
+        """The verdicts that still stand under `hooks` (emptied when one may not)."""
+        stamp = (hooks, self._cluster.layout, self._quota.layout)
+        if self._stamp is None or self._stamp[0] is not hooks or self._stamp[1:] != stamp[1:]:
+            self._stamp = stamp
+            self._verdicts = {}
+            self._numbers = {}
+            self.generation += 1
+        return self._verdicts
