@@ -4,6 +4,10 @@
 #                passes flags to it (e.g. ARGS=--insecure-same-user when not root)
 #   make test  - the whole test suite (unit, scenario, property, CLI), as CI runs it
 export UV_PYTHON_DOWNLOADS := never
+# Installed packages keep their compiled bytecode: without it, where PYTHONDONTWRITEBYTECODE is
+# set, every `shoal` command and test process compiles its libraries again (half of a CLI
+# command's CPU time, issue 18).
+export UV_COMPILE_BYTECODE := 1
 PYTHON ?= python3
 UV ?= $(PYTHON) -m uv
 
