@@ -71,11 +71,10 @@ from shoal.store.models import (
 )
 from shoal.store.nodes import NodeInventory
 from shoal.store.stops import Stops
+from shoal.store.task_batches import JOB_STATE, TASK_STATE, TaskBatches
 from shoal.store.usage import UsageRecords
 
 SUBMITTED = "Submitted"
-JOB_STATE = "JobStateChanged"
-TASK_STATE = "TaskStateChanged"
 WAITING = "Waiting"
 PARTIALLY_ADMITTED = "PartiallyAdmitted"
 """The scheduler admitted the job with fewer replicas of a group (Kueue's partial admission):
@@ -128,7 +127,7 @@ class Waiting:
     cause: str
 
 
-class Repository(Stops, JobQueries, Accounts, NodeInventory, UsageRecords):
+class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageRecords):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
