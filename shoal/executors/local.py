@@ -12,7 +12,9 @@ plane needs to find its processes again:
     <root>/logs/<job>/<group>-<index>.out|.err                  stdout / stderr (appended)
 
 Every task runs under `wrapper.py` in its own session, so the wrapper's pid is the process
-group id: stopping a task signals the whole group (the command and anything it spawned),
+group id. The wrappers are forked by the executor's launcher process
+(`shoal.executors.launcher`), not started as fresh interpreters (`launcher=False` does that,
+for an executor that launches once): stopping a task signals the whole group (the command and anything it spawned),
 and everything in the task's cgroups when it has some (what left the group by `setsid`).
 How tasks are kept apart from the server and from each other (OS users, working
 directories, limits) is `Isolation`, whose contract `shoal.executors.isolation` states; the
@@ -28,6 +30,7 @@ this machine, declared at start and always ready).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -37,6 +40,7 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +67,7 @@ from shoal.executors.isolation import (
     home_env,
     task_work_dir,
 )
+from shoal.executors.launcher import WRAPPER, Launcher, LaunchRequest
 from shoal.executors.task import (
     RUNNING,
     RunningTask,
@@ -72,6 +77,7 @@ from shoal.executors.task import (
     task_env,
 )
 from shoal.executors.wrapper import (
+    LOG_START_FILE,
     PID_FILE,
     STATUS_FILE,
     cgroup_pids,
@@ -81,14 +87,9 @@ from shoal.executors.wrapper import (
     write_json_atomic,
 )
 
-WRAPPER = Path(__file__).with_name("wrapper.py")
 LAUNCH_FILE = "launch.json"
 RELAUNCH_FILE = "relaunch.json"
 """The second, last claim of an attempt whose first claimant never started it."""
-LOG_START_FILE = "log-start.json"
-"""The sizes of the task's stdout and stderr logs just before the attempt's process starts:
-where its output begins in them (an engine that runs a task's attempts on several nodes
-reassembles its log from these, `shoal.executors.ray_logs`)."""
 DEFAULT_GRACE_PERIOD = 30.0
 #: How long `stop` waits for the group to vanish after SIGKILL before giving up (a process in
 #: uninterruptible sleep cannot be killed any faster; the caller must not block forever).
@@ -193,7 +194,11 @@ class LocalExecutor:
 
     def __init__(self, root: Path, *, grace_period: float = DEFAULT_GRACE_PERIOD,
                  base_env: Mapping[str, str] | None = None,
-                 isolation: Isolation | None = None, node_names: Sequence[str] = ()) -> None:
+                 isolation: Isolation | None = None, node_names: Sequence[str] = (),
+                 launcher: bool = True) -> None:
+        """`launcher`: tasks' wrappers are forked by a long-lived launcher process
+        (`shoal.executors.launcher`); False: each is a fresh interpreter (an executor
+        that launches once)."""
         # Absolute: the wrapper starts in the task's working directory, not ours.
         self.root = Path(root).absolute()
         self.node_names = tuple(node_names)
@@ -205,10 +210,22 @@ class LocalExecutor:
         self._accounts = Accounts(self.isolation.policy)
         # Our own children, so that we reap them (a zombie would otherwise look alive).
         self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._launcher = Launcher() if launcher else None
+        if self._launcher is not None:
+            weakref.finalize(self, self._launcher.close)
         # Stops in progress: status path → monotonic deadline for SIGKILL.
         self._stopping: dict[Path, float] = {}
         # Attempts we SIGKILLed: their wrapper died too, so the executor records the outcome.
         self._killed: set[Path] = set()
+
+    def close(self) -> None:
+        """End the launcher process, if one runs (the tasks it started run on)."""
+        if self._launcher is not None:
+            self._launcher.close()
+
+    @property
+    def launcher(self) -> Launcher | None:
+        return self._launcher
 
     # ---- paths ------------------------------------------------------------------------------
 
@@ -314,39 +331,33 @@ class LocalExecutor:
         return self._start(spec, task_dir, record_pid=True)
 
     def _start(self, spec: TaskLaunch, task_dir: Path, *, record_pid: bool) -> RunningTask:
-        """Start the wrapper for a claimed attempt. `record_pid`: write its pid record here
-        too, right after starting it (a relaunch leaves that to the wrapper, whose exclusive
+        """Start the wrapper for a claimed attempt. `record_pid`: the handle is the started
+        wrapper's (False: a relaunch, whose handle is whichever wrapper's exclusive pid
         record decides between it and a late first wrapper)."""
         out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
         handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                              out_path, err_path, task_dir / STATUS_FILE)
         base = os.environ if self._base_env is None else self._base_env
         env, cwd = task_env(spec, base), spec.working_dir
-        options: list[str] = []
+        uid = gid = None
         try:
-            # Durable before the process starts: nothing of this attempt is in the logs yet,
-            # so what follows these sizes is its output (and later attempts'). A relaunch
-            # keeps the first claimant's record: had that one started a wrapper after all,
-            # its output would come after the first sizes, not the second.
-            if not (task_dir / LOG_START_FILE).exists():
-                write_json_atomic(task_dir / LOG_START_FILE,
-                                  {"stdout": _size(out_path), "stderr": _size(err_path)})
             identity = self._accounts.identity(spec.user)
             if identity is not None:
-                env, cwd, options = self._as_user(spec, identity, base, env)
+                env, cwd = self._as_user(spec, identity, base, env)
+                uid, gid = identity.uid, identity.gid
+            _check_launchable(spec.command, env, cwd)
             cgroups = self.isolation.cgroups
             if cgroups is not None:
                 made = cgroups.create(str(task_dir), spec.limits)
-                options += [arg for path in made for arg in ("--cgroup", str(path))]
                 handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                                      out_path, err_path, task_dir / STATUS_FILE, made)
-            argv = [sys.executable, "-I", str(WRAPPER), str(task_dir), *options, "--",
-                    *spec.command]
-            # Opened here, as the server: the task gets descriptors, never the files' paths.
-            with _log(out_path) as out, _log(err_path) as err:
-                proc = subprocess.Popen(
-                    argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                    start_new_session=True)  # own session ⇒ own process group
+            request = LaunchRequest(task_dir, spec.command, env, cwd or None, out_path,
+                                    err_path, uid, gid, handle.cgroups)
+            if self._launcher is None:
+                pid, start, known = self._exec_wrapper(request), 0.0, False
+            else:
+                forked = self._launcher.fork(request)
+                pid, start, known = forked.pid, forked.start_time, not forked.resent
         except (OSError, IsolationError) as exc:
             # Typically a missing working directory: nothing runs, and the record says why.
             write_json_atomic(handle.status_path, {"exit_code": 127, "signal": None,
@@ -357,25 +368,52 @@ class LocalExecutor:
         except ValueError:  # a launch that can never work (a NUL byte): the caller's to judge
             _release(handle)
             raise
-        self._children[proc.pid] = proc
-        start = _start_time(proc.pid)
-        if not record_pid:
+        if not record_pid or not known:
             return self._existing(task_dir, None, {})
-        write_json_atomic(task_dir / PID_FILE, {"pid": proc.pid, "start_time": start})
-        return RunningTask(spec.job, spec.group, spec.index, spec.attempt, proc.pid, start,
+        if self._launcher is None:
+            start = _start_time(pid)
+            write_json_atomic(task_dir / PID_FILE, {"pid": pid, "start_time": start})
+        # Else the forked wrapper writes its own pid record before anything else: a
+        # control plane that dies now finds it there, or (the wrapper killed before it)
+        # the store's record of this pid, which polls LOST.
+        return RunningTask(spec.job, spec.group, spec.index, spec.attempt, pid, start,
                            out_path, err_path, task_dir / STATUS_FILE, handle.cgroups)
 
+    def _exec_wrapper(self, request: LaunchRequest) -> int:
+        """Start the wrapper as a fresh interpreter (`python -I wrapper.py …`): for an
+        executor that launches once (a Ray actor's), where a launcher would not pay."""
+        options = [] if request.uid is None else ["--uid", str(request.uid)]
+        options += [] if request.gid is None else ["--gid", str(request.gid)]
+        options += [arg for path in request.cgroups for arg in ("--cgroup", str(path))]
+        argv = [sys.executable, "-I", str(WRAPPER), str(request.task_dir), *options, "--",
+                *request.command]
+        # Durable before the process starts: nothing of this attempt is in the logs yet,
+        # so what follows these sizes is its output (and later attempts'). A relaunch
+        # keeps the first claimant's record: had that one started a wrapper after all,
+        # its output would come after the first sizes, not the second. (A forked wrapper
+        # records them itself, once it owns the attempt.)
+        log_start = request.task_dir / LOG_START_FILE
+        if not log_start.exists():
+            write_json_atomic(log_start, {"stdout": _size(request.stdout),
+                                          "stderr": _size(request.stderr)})
+        # Opened here, as the server: the task gets descriptors, never the files' paths.
+        with _log(request.stdout) as out, _log(request.stderr) as err:
+            proc = subprocess.Popen(
+                argv, cwd=request.cwd, env=dict(request.env), stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, start_new_session=True)  # own session ⇒ own group
+        self._children[proc.pid] = proc
+        return proc.pid
+
     def _as_user(self, spec: TaskLaunch, identity: Identity, base: Mapping[str, str],
-                 env: dict[str, str]) -> tuple[dict[str, str], str, list[str]]:
-        """The environment, working directory and wrapper options of a task that runs as
+                 env: dict[str, str]) -> tuple[dict[str, str], str]:
+        """The environment and working directory of a task that runs as
         `identity`: only `isolation.BASE_ENV` of the server's environment, a working
         directory of its own (also its HOME) unless the spec names one."""
         assert self.isolation.work_root is not None
         home = task_work_dir(self.isolation.work_root, identity,
                              (spec.job, f"{spec.group}-{spec.index}"))
         env = task_env(spec, {**base_env(base), **home_env(identity, home)})
-        options = ["--uid", str(identity.uid), "--gid", str(identity.gid)]
-        return env, spec.working_dir or str(home), options
+        return env, spec.working_dir or str(home)
 
     def _existing(self, task_dir: Path, spec: TaskLaunch | None, record: dict[str, Any]
                   ) -> RunningTask:
@@ -564,6 +602,20 @@ def _log(path: Path) -> Iterator[int]:
         yield descriptor
     finally:
         os.close(descriptor)
+
+
+def _check_launchable(command: Sequence[str], env: Mapping[str, str], cwd: str | None
+                      ) -> None:
+    """Refuse what `subprocess.Popen` would refuse, before anything is forked: a launch
+    that can never work raises ValueError (the caller's to judge); a working directory that
+    does not exist is a failed start (OSError, recorded as exit code 127)."""
+    if any("\0" in arg for arg in command) or (cwd is not None and "\0" in cwd):
+        raise ValueError("embedded null byte in the command or its working directory")
+    for name, value in env.items():
+        if not name or "=" in name or "\0" in name or "\0" in value:
+            raise ValueError(f"illegal environment variable name or value: {name!r}")
+    if cwd and not os.path.isdir(cwd):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cwd)
 
 
 def _release(task: RunningTask) -> None:
