@@ -21,6 +21,7 @@ from shoal.api import Job, JobState, TaskRef, TaskState
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
 from shoal.control.handover import Handover
+from shoal.control.job_scope import TaskCredentials
 from shoal.control.launching import describe, exit_code_of
 from shoal.control.membership import Membership
 from shoal.control.stopping import Stopping, Tracked
@@ -40,6 +41,7 @@ class Exiting(Stopping):
     applied, the node watch, the hand-over of evictions and the membership files."""
 
     wake: threading.Event
+    _credentials: TaskCredentials
     _handover: Handover
     _membership: Membership
 
@@ -123,9 +125,10 @@ class Exiting(Stopping):
                 del self._tasks[ref]
                 self.model.task_succeeded(ref)
         ended = {job.name: job for job in recorded.ended}
-        for job in recorded.ended:
-            self._stop_wanting(job.name)
-            self._job_done(job)
+        with self._credentials.deferred():  # one store write revokes their tokens
+            for job in recorded.ended:
+                self._stop_wanting(job.name)
+                self._job_done(job)
         for name, decision in decisions.items():
             if name in ended:
                 continue

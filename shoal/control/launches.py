@@ -110,6 +110,8 @@ class Launching(Evicting):
         if not refs:
             return
         records = self._records({r.job for r in refs})
+        self._credentials.prepare(self.model.jobs[name].job for name in {r.job for r in refs}
+                                  if name in self.model.jobs)
         started: list[Started] = []
         for i, ref in enumerate(refs):
             if self._launch_one(ref, records.get(ref), started, wait=wait) is Outcome.FAILED:

@@ -12,10 +12,11 @@ plane needs to find its processes again:
     <root>/logs/<job>/<group>-<index>.out|.err                  stdout / stderr (appended)
 
 Every task runs under `wrapper.py` in its own session, so the wrapper's pid is the process
-group id. The wrappers are forked by the executor's launcher process
-(`shoal.executors.launcher`), not started as fresh interpreters (`launcher=False` does that,
-for an executor that launches once): stopping a task signals the whole group (the command and anything it spawned),
+group id: stopping a task signals the whole group (the command and anything it spawned),
 and everything in the task's cgroups when it has some (what left the group by `setsid`).
+The wrappers are forked by the executor's launcher process (`shoal.executors.launcher`),
+not started as fresh interpreters (`launcher=False` does that, for an executor that
+launches once).
 How tasks are kept apart from the server and from each other (OS users, working
 directories, limits) is `Isolation`, whose contract `shoal.executors.isolation` states; the
 executor's default, for tests that drive it directly, runs tasks as its own user. Everything

@@ -97,3 +97,17 @@ def test_an_exit_the_store_does_not_hold_running_is_refused_alone(repo: Reposito
     records = repo.task_records(["a"])
     assert records[refs[0]].state is TaskState.SUCCEEDED
     assert records[refs[1]].state is TaskState.CANCELLED
+
+
+def test_job_tokens_are_issued_and_revoked_in_batches(repo: Repository) -> None:
+    repo.create_user("alice")
+    repo.create_user("bob")
+    tokens = repo.issue_job_tokens([("alice", "a"), ("bob", "b"), ("nobody", "c")])
+    assert set(tokens) == {"a", "b"}  # an unknown user's job gets none
+    users = {job: repo.authenticate(token) for job, token in tokens.items()}
+    assert {job: (u.name, u.job) for job, u in users.items() if u is not None} == {
+        "a": ("alice", "a"), "b": ("bob", "b")}
+    kept = repo.issue_token("alice", job="kept")
+    assert repo.revoke_tokens_of(["a", "b", "unknown"]) == 2
+    assert all(repo.authenticate(token) is None for token in tokens.values())
+    assert repo.authenticate(kept) is not None
