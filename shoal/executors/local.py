@@ -31,18 +31,15 @@ this machine, declared at start and always ready).
 from __future__ import annotations
 
 import contextlib
-import errno
-import json
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +66,21 @@ from shoal.executors.isolation import (
     task_work_dir,
 )
 from shoal.executors.launcher import WRAPPER, Launcher, LaunchRequest
+
+# Importable from here still: tests and benchmarks of other slices take it from this module.
+from shoal.executors.processes import (
+    alive,
+    append_log,
+    check_launchable,
+    file_size,
+    free_port,  # noqa: F401
+    private_dirs,
+    read_json,
+    read_status,
+    replace_file,
+    same_process,
+    start_time_of,
+)
 from shoal.executors.task import (
     RUNNING,
     RunningTask,
@@ -97,38 +109,8 @@ DEFAULT_GRACE_PERIOD = 30.0
 KILL_WAIT = 5.0
 #: How long a second `launch` of a claimed attempt waits for the first one's pid record.
 CLAIM_WAIT = 5.0
-#: psutil derives start times from boot time + clock ticks: equal for one process, but
-#: compared with a tolerance so that a JSON round trip never breaks the match.
-START_TIME_TOLERANCE = 0.05
 _POLL_INTERVAL = 0.02
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now, for MASTER_PORT. Another process may take it before
-    the task binds it; torch.distributed then fails fast and the task is retried."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def read_status(status_path: Path) -> TaskStatus | None:
-    """The recorded outcome of an attempt, or None while none is recorded."""
-    data = _read_json(status_path)
-    if data is None:
-        return None
-    return TaskStatus(TaskPhase.EXITED, exit_code=data.get("exit_code"),
-                      signal=data.get("signal"), detail=str(data.get("error", "")),
-                      reason=str(data.get("reason", "")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,22 +137,6 @@ def stop_by_polling(executor: Executor, task: RunningTask, grace: float) -> Task
         time.sleep(_POLL_INTERVAL)
         status = executor.poll(task)
     return status
-
-
-def replace_file(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write `path` whole, atomically (a reader sees the old or the new content): a temporary
-    file of a name no other writer uses, then a rename. 0644 by default: a job file's
-    directory is its gate (`LocalExecutor.job_file`)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                             mode)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-        temporary.chmod(mode)  # the umask may have narrowed it
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def job_file_paths(root: Path, work_root: Path | None, kind: str, job: str) -> list[Path]:
@@ -317,9 +283,9 @@ class LocalExecutor:
         # Who it runs as is settled before the claim: a task refused here leaves no claim.
         self._accounts.identity(spec.user)
         task_dir = self.task_dir(spec.job, spec.group, spec.index, spec.attempt)
-        _private_dirs(self.root, task_dir)
+        private_dirs(self.root, task_dir)
         out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
-        _private_dirs(self.root, out_path.parent)
+        private_dirs(self.root, out_path.parent)
         cgroups = () if self.isolation.cgroups is None \
             else self.isolation.cgroups.paths(str(task_dir))
         record = {"job": spec.job, "group": spec.group, "index": spec.index,
@@ -346,14 +312,16 @@ class LocalExecutor:
             if identity is not None:
                 env, cwd = self._as_user(spec, identity, base, env)
                 uid, gid = identity.uid, identity.gid
-            _check_launchable(spec.command, env, cwd)
+            check_launchable(spec.command, env, cwd)
             cgroups = self.isolation.cgroups
             if cgroups is not None:
                 made = cgroups.create(str(task_dir), spec.limits)
                 handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                                      out_path, err_path, task_dir / STATUS_FILE, made)
-            request = LaunchRequest(task_dir, spec.command, env, cwd or None, out_path,
-                                    err_path, uid, gid, handle.cgroups)
+            # No working directory named: the task starts in the server's, as a child of
+            # the server would (the launcher's own is "/").
+            request = LaunchRequest(task_dir, spec.command, env, cwd or os.getcwd(),
+                                    out_path, err_path, uid, gid, handle.cgroups)
             if self._launcher is None:
                 pid, start, known = self._exec_wrapper(request), 0.0, False
             else:
@@ -372,7 +340,7 @@ class LocalExecutor:
         if not record_pid or not known:
             return self._existing(task_dir, None, {})
         if self._launcher is None:
-            start = _start_time(pid)
+            start = start_time_of(pid)
             write_json_atomic(task_dir / PID_FILE, {"pid": pid, "start_time": start})
         # Else the forked wrapper writes its own pid record before anything else: a
         # control plane that dies now finds it there, or (the wrapper killed before it)
@@ -395,10 +363,10 @@ class LocalExecutor:
         # records them itself, once it owns the attempt.)
         log_start = request.task_dir / LOG_START_FILE
         if not log_start.exists():
-            write_json_atomic(log_start, {"stdout": _size(request.stdout),
-                                          "stderr": _size(request.stderr)})
+            write_json_atomic(log_start, {"stdout": file_size(request.stdout),
+                                          "stderr": file_size(request.stderr)})
         # Opened here, as the server: the task gets descriptors, never the files' paths.
-        with _log(request.stdout) as out, _log(request.stderr) as err:
+        with append_log(request.stdout) as out, append_log(request.stderr) as err:
             proc = subprocess.Popen(
                 argv, cwd=request.cwd, env=dict(request.env), stdin=subprocess.DEVNULL,
                 stdout=out, stderr=err, start_new_session=True)  # own session ⇒ own group
@@ -426,11 +394,11 @@ class LocalExecutor:
         run the command — never a second start. Without `spec` (or when the second claim is
         someone else's), the handle (pid 0) polls as LOST."""
         deadline = time.monotonic() + CLAIM_WAIT
-        pid_record = _read_json(task_dir / PID_FILE)
+        pid_record = read_json(task_dir / PID_FILE)
         while pid_record is None and time.monotonic() < deadline \
                 and not (task_dir / STATUS_FILE).exists():
             time.sleep(_POLL_INTERVAL)
-            pid_record = _read_json(task_dir / PID_FILE)
+            pid_record = read_json(task_dir / PID_FILE)
         if pid_record is None and spec is not None \
                 and not (task_dir / STATUS_FILE).exists() \
                 and create_json_exclusive(task_dir / RELAUNCH_FILE, record):
@@ -440,7 +408,7 @@ class LocalExecutor:
         return self._handle(task_dir, pid, start)
 
     def _handle(self, task_dir: Path, pid: int, start: float) -> RunningTask:
-        record = _read_json(task_dir / LAUNCH_FILE) or {}
+        record = read_json(task_dir / LAUNCH_FILE) or {}
         job = str(record.get("job", task_dir.parent.parent.name))
         group_index = task_dir.parent.name
         group = str(record.get("group", group_index.rsplit("-", 1)[0]))
@@ -463,7 +431,7 @@ class LocalExecutor:
         task_dir = self.task_dir(recorded.job, recorded.group, recorded.index,
                                  recorded.attempt)
         handle = self._handle(task_dir, recorded.pid, recorded.pid_start_time)
-        if handle.status_path.exists() or _same_process(recorded.pid,
+        if handle.status_path.exists() or same_process(recorded.pid,
                                                         recorded.pid_start_time):
             return handle
         return None
@@ -487,7 +455,7 @@ class LocalExecutor:
         self._reap(task.pid)
         key = task.status_path
         if key in self._stopping:
-            if self._group_alive(task):
+            if self._groupalive(task):
                 if time.monotonic() >= self._stopping[key]:
                     self._kill_group(task)
                 return RUNNING
@@ -497,7 +465,7 @@ class LocalExecutor:
             self._killed.discard(key)
             _release(task)
             return status
-        if _same_process(task.pid, task.pid_start_time):
+        if same_process(task.pid, task.pid_start_time):
             return RUNNING
         # The wrapper may have written its record and exited between the two checks.
         status = read_status(task.status_path)
@@ -526,7 +494,7 @@ class LocalExecutor:
         grace = self.grace_period if grace_period is None else grace_period
         self._reap(task.pid)
         # A recorded outcome means the command is over (the wrapper may still be exiting).
-        if task.status_path.exists() or not _same_process(task.pid, task.pid_start_time):
+        if task.status_path.exists() or not same_process(task.pid, task.pid_start_time):
             return False
         with contextlib.suppress(ProcessLookupError):
             os.killpg(task.pid, signal.SIGTERM)
@@ -560,11 +528,11 @@ class LocalExecutor:
         signal_cgroups(list(task.cgroups), signal.SIGKILL)
         self._killed.add(task.status_path)
 
-    def _group_alive(self, task: RunningTask) -> bool:
+    def _groupalive(self, task: RunningTask) -> bool:
         """True while any non-zombie process is in the task's process group or its
         cgroups. Zombies are skipped: they hold no resources, and where nothing reaps
         orphans they would never go away."""
-        if any(_alive(pid) for cgroup in task.cgroups for pid in cgroup_pids(cgroup)):
+        if any(alive(pid) for cgroup in task.cgroups for pid in cgroup_pids(cgroup)):
             return True
         pgid = task.pid
         if pgid <= 1:
@@ -585,76 +553,8 @@ class LocalExecutor:
         return False
 
 
-def _private_dirs(root: Path, path: Path) -> None:
-    """`path` and its parents up to `root` made if missing, 0700 (root itself included)."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # the mode applies to `path` only
-    for directory in (path, *path.parents):
-        if directory.stat().st_mode & 0o077:
-            directory.chmod(0o700)
-        if directory == root or root not in directory.parents:
-            break
-
-
-@contextlib.contextmanager
-def _log(path: Path) -> Iterator[int]:
-    """A log opened for appending, created 0600."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        yield descriptor
-    finally:
-        os.close(descriptor)
-
-
-def _check_launchable(command: Sequence[str], env: Mapping[str, str], cwd: str | None
-                      ) -> None:
-    """Refuse what `subprocess.Popen` would refuse, before anything is forked: a launch
-    that can never work raises ValueError (the caller's to judge); a working directory that
-    does not exist is a failed start (OSError, recorded as exit code 127)."""
-    if any("\0" in arg for arg in command) or (cwd is not None and "\0" in cwd):
-        raise ValueError("embedded null byte in the command or its working directory")
-    for name, value in env.items():
-        if not name or "=" in name or "\0" in name or "\0" in value:
-            raise ValueError(f"illegal environment variable name or value: {name!r}")
-    if cwd and not os.path.isdir(cwd):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cwd)
-
-
 def _release(task: RunningTask) -> None:
     """The attempt is over: kill what is left in its cgroups and remove them (the wrapper
     does it before recording the outcome; this covers a wrapper that died first)."""
     if task.cgroups:
         drain_cgroups(list(task.cgroups), time.monotonic() + KILL_WAIT)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _start_time(pid: int) -> float:
-    try:
-        return float(psutil.Process(pid).create_time())
-    except psutil.Error:
-        return 0.0
-
-
-def _same_process(pid: int, start_time: float) -> bool:
-    """True when `pid` is alive, not a zombie, and started at `start_time`."""
-    if pid <= 1:
-        return False
-    try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - start_time) > START_TIME_TOLERANCE:
-            return False  # the pid was reused by another process
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False

@@ -22,7 +22,8 @@ import ray
 
 from shoal.executors import cgroups, ray_logs
 from shoal.executors.contract import RecordedAttempt
-from shoal.executors.local import DEFAULT_GRACE_PERIOD, Isolation, LocalExecutor, replace_file
+from shoal.executors.local import DEFAULT_GRACE_PERIOD, Isolation, LocalExecutor
+from shoal.executors.processes import replace_file
 from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase, TaskStatus
 
 log = logging.getLogger(__name__)

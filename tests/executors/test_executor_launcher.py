@@ -11,6 +11,7 @@ import signal
 from pathlib import Path
 
 import psutil
+import pytest
 from executor_support import recorded, spec, wait_exit, wait_until
 
 from shoal.executors.launcher import Launcher, LaunchRequest
@@ -116,3 +117,14 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def test_a_task_without_a_working_directory_starts_in_the_executors(
+        executor: LocalExecutor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As a child of the server would: the launcher's own directory is "/".
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    task = executor.launch(spec("import os; print(os.getcwd())", job="cwd"))
+    assert wait_exit(executor, task, DEADLINE).exit_code == 0
+    assert Path(task.stdout_path.read_text().strip()) == here
