@@ -22,7 +22,7 @@ import httpx
 import psutil
 
 from shoal.client import wait_until_healthy
-from shoal.executors.processes import free_port
+from shoal.executors.local import free_port
 
 #: The one node of the API benchmarks' `--cluster` file: CPU and memory, no GPU.
 CLUSTER = """\
