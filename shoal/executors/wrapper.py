@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -307,18 +308,26 @@ def serve() -> int:
     """Serve launch requests, one JSON line each on stdin, until stdin closes: fork a
     wrapper per request (`_forked`) and answer its pid and start time on stdout (or the
     error). Single-threaded, so that fork is safe; children that ended are reaped between
-    requests (a zombie is never taken for a live task: the executor skips zombies)."""
+    requests and at least every REAP_INTERVAL seconds (a zombie is never taken for a live
+    task meanwhile: the executor skips zombies)."""
     import psutil
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _keep_running)  # only the end of stdin ends the launcher
-    requests = sys.stdin.buffer
     replies = sys.stdout.buffer
+    pending = b""
     while True:
         _reap()
-        line = requests.readline()
-        if not line:
-            return 0
+        if b"\n" not in pending:
+            # Waiting with a timeout, so that wrappers that ended are reaped while no
+            # request comes (a zombie holds its pid until then).
+            if select.select([STDIN], [], [], REAP_INTERVAL)[0]:
+                chunk = os.read(STDIN, 1 << 16)
+                if not chunk:
+                    return 0
+                pending += chunk
+            continue
+        line, pending = pending.split(b"\n", 1)
         reply: dict[str, Any]
         try:
             pid = _forked(json.loads(line))
@@ -327,6 +336,11 @@ def serve() -> int:
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         replies.write(json.dumps(reply).encode() + b"\n")
         replies.flush()
+
+
+STDIN = 0
+#: How often (s) an idle launcher reaps the wrappers it forked that have ended.
+REAP_INTERVAL = 1.0
 
 
 def _reap() -> None:

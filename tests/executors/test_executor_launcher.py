@@ -128,3 +128,10 @@ def test_a_task_without_a_working_directory_starts_in_the_executors(
     task = executor.launch(spec("import os; print(os.getcwd())", job="cwd"))
     assert wait_exit(executor, task, DEADLINE).exit_code == 0
     assert Path(task.stdout_path.read_text().strip()) == here
+
+
+def test_an_idle_launcher_reaps_the_wrappers_that_ended(executor: LocalExecutor) -> None:
+    task = executor.launch(spec("pass", job="reaped"))
+    assert wait_exit(executor, task, DEADLINE).exit_code == 0
+    # No further request comes: the launcher still reaps it (no zombie keeps its pid).
+    wait_until(lambda: not psutil.pid_exists(task.pid), DEADLINE)
