@@ -31,8 +31,22 @@ compare across runs and machines. All of these are timed in interleaved rounds. 
 JSON object: one object of these per engine, and `ray_vs_local`, the Ray engine's
 submit→RUNNING p50/p99 and submission rate as ratios to the local engine's.
 
+`--burst N` runs the burst case instead (issue 18): N one-CPU jobs running `/bin/true`,
+all of which fit at once (one node of N CPUs), submitted as fast as `--burst-clients`
+keep-alive connections send them, into `shoal up` (local engine, SQLite) and — where
+Slurm is installed or installable (`slurm_local`; `--slurm off` skips it) — the same N
+jobs through `sbatch` from as many client threads into a one-node Slurm declaring N CPUs,
+in alternating rounds (`--rounds`). Per system: `started_per_second` (N ÷ first send to
+last start), `submit_to_running_p50_ms`/`_p99_ms` (Shoal: the task's `Running` event, the
+server's record of its process; Slurm: the job's command's first timestamp — later than
+Slurm's own start, by slurmstepd and a shell), `daemon_cpu_ms_per_job` (process CPU time
+of the server — Shoal's `shoal up` plus its launcher; Slurm's slurmctld plus slurmd — ÷
+N; tasks' own wrappers and slurmstepd are not counted), beside `wall_s`; and
+`shoal_vs_slurm_start_rate` with the other same-run ratios.
+
     uv run --extra ray python bench/api.py [--submissions 1000] [--latency-jobs 100]
         [--engines local,ray]
+    uv run python bench/api.py --burst 1000 [--burst-clients 4] [--rounds 1] [--slurm auto]
 """
 
 from __future__ import annotations
@@ -55,6 +69,7 @@ import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
+from burst import burst_main
 from local_server import CLUSTER, local_server, ray_cluster, server_process
 
 from shoal.client import ShoalClient
@@ -279,7 +294,20 @@ def main() -> None:
     parser.add_argument("--latency-jobs", type=int, default=100)
     parser.add_argument("--engines", type=engines, default=ENGINES,
                         help="which engines, comma-separated (default: local,ray)")
+    parser.add_argument("--burst", type=int, default=0,
+                        help="run the burst case of this many jobs instead (local engine)")
+    parser.add_argument("--burst-clients", type=int, default=4,
+                        help="concurrent submitters in the burst case")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="burst rounds, alternating Shoal and Slurm")
+    parser.add_argument("--slurm", choices=("auto", "off"), default="auto",
+                        help="burst case: also through Slurm where it is (or can be) "
+                             "installed")
     args = parser.parse_args()
+    if args.burst > 0:
+        print(json.dumps(burst_main(args.burst, args.burst_clients, args.rounds,
+                                    args.slurm == "auto")))
+        return
     with tempfile.TemporaryDirectory(prefix="shoal-bench-api-",
                                      ignore_cleanup_errors=True) as tmp, ExitStack() as stack:
         Path(tmp).chmod(0o711)  # tasks' users traverse it to their engine's work directory

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from shoal.api import Job, TaskRef
 from shoal.control.launching import NodeAddresses
-from shoal.executors.local import free_port
+from shoal.executors.processes import free_port
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.model import SchedulerModel
 

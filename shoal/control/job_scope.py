@@ -18,6 +18,8 @@ when the job ends or is retried, as Ray kills what runs in a virtual cluster it 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from shoal.api import Job
 from shoal.api.objects import job_of_virtual_cluster
@@ -35,6 +37,7 @@ class TaskCredentials:
         self.repository = repository
         self.server_url = server_url
         self._tokens: dict[str, str] = {}
+        self._deferred: list[str] | None = None
 
     def env(self, job: Job, virtual_cluster: str) -> dict[str, str]:
         env = {"SHOAL_VIRTUAL_CLUSTER": virtual_cluster}
@@ -42,6 +45,31 @@ class TaskCredentials:
         if token is not None and self.server_url is not None:
             env.update(SHOAL_SERVER=self.server_url, SHOAL_TOKEN=token)
         return env
+
+    def prepare(self, jobs: Iterable[Job]) -> None:
+        """Issue the tokens of these jobs' tasks that are not issued yet, in one
+        transaction (a cycle's launches: one store write, not one per job)."""
+        if self.server_url is None:
+            return
+        wanted = [(job.user, job.name) for job in jobs
+                  if job.user is not None and job.name not in self._tokens]
+        if len(wanted) > 1:
+            self._tokens.update(self.repository.issue_job_tokens(wanted))
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Revocations asked within the block are made together when it ends (the jobs a
+        poll ended: one store write)."""
+        if self._deferred is not None:  # nested: the outer block makes them
+            yield
+            return
+        self._deferred = []
+        try:
+            yield
+        finally:
+            jobs, self._deferred = self._deferred, None
+            if jobs:
+                self.repository.revoke_tokens_of(jobs)
 
     def _token(self, job: Job) -> str | None:
         if self.server_url is None or job.user is None:
@@ -58,9 +86,13 @@ class TaskCredentials:
         return token
 
     def revoke(self, job: str) -> None:
-        """The job ended: none of its tokens works any more."""
+        """The job ended: none of its tokens works any more (at the end of a `deferred`
+        block, if within one)."""
         self._tokens.pop(job, None)
-        self.repository.revoke_job_tokens(job)
+        if self._deferred is not None:
+            self._deferred.append(job)
+        else:
+            self.repository.revoke_job_tokens(job)
 
 
 def work_inside(model: SchedulerModel, owner: str) -> list[str]:

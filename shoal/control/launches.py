@@ -10,6 +10,12 @@ launch (retried in place, or failing or retrying its job, as `shoal.control.comp
 decides) and the next bind is launched regardless. An error nobody planned for fails the
 task's job with a cause naming it, after a log line with the traceback.
 
+A batch's starts are recorded together (`Repository.record_starts`: one transaction, not
+one per task). Each process is tracked (as BOUND) the moment it starts, so that a stop
+decided before its start is recorded — a failed launch next to it failing their job —
+reaches it; whatever is pending is recorded before a failure is applied, so the store never
+holds a started task without its pid. A batch that raises is recorded one start at a time.
+
 The executor is called only for a (task, attempt) the store holds as BOUND for that attempt,
 with no process, and whose job the model still holds and is not stopping. The loop's thread
 is the only writer of task states, so the records read for a batch of launches stay true
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
 from shoal.api import Job, JobState, TaskRef, TaskState
@@ -43,6 +50,7 @@ from shoal.control.records import MasterPorts
 from shoal.control.stopping import Tracked
 from shoal.executors.task import RunningTask, TaskLaunch
 from shoal.store.repository import TaskRecord
+from shoal.store.task_batches import TaskStart
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +80,14 @@ class Outcome(StrEnum):
     """The launch failed and that was recorded: other tasks may have moved meanwhile."""
 
 
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A process started for a bound task, whose start is not recorded yet."""
+
+    rec: TaskRecord
+    handle: RunningTask
+
+
 class Launching(Evicting):
     """`ControlPlane` supplies the task credentials, master ports, nodes' addresses,
     membership files, tasks' endpoints and what a failed task means."""
@@ -88,14 +104,19 @@ class Launching(Evicting):
     # ---- batches ----------------------------------------------------------------------------
 
     def _launch_bound(self, refs: Sequence[TaskRef], *, wait: bool = True) -> None:
-        """Launch these bound tasks, each on its own; `wait`: a task whose node still has
-        evicted tasks stopping waits for them (False: they have just stopped)."""
+        """Launch these bound tasks, each on its own, and record their starts together;
+        `wait`: a task whose node still has evicted tasks stopping waits for them (False:
+        they have just stopped)."""
         if not refs:
             return
         records = self._records({r.job for r in refs})
+        self._credentials.prepare(self.model.jobs[name].job for name in {r.job for r in refs}
+                                  if name in self.model.jobs)
+        started: list[Started] = []
         for i, ref in enumerate(refs):
-            if self._launch_one(ref, records.get(ref), wait=wait) is Outcome.FAILED:
+            if self._launch_one(ref, records.get(ref), started, wait=wait) is Outcome.FAILED:
                 records = self._records({r.job for r in refs[i + 1:]})
+        self._record_starts(started)
 
     def _launch_ready(self, refs: Sequence[TaskRef]) -> None:
         """Launch bound tasks that waited for evicted ones, if still bound and unlaunched."""
@@ -107,16 +128,20 @@ class Launching(Evicting):
 
     # ---- one task ---------------------------------------------------------------------------
 
-    def _launch_one(self, ref: TaskRef, rec: TaskRecord | None, *, wait: bool) -> Outcome:
-        """Launch one bound task if it is still ours to launch; never raises."""
+    def _launch_one(self, ref: TaskRef, rec: TaskRecord | None, started: list[Started], *,
+                    wait: bool) -> Outcome:
+        """Launch one bound task if it is still ours to launch; never raises. A process
+        started is tracked at once (as BOUND) and added to `started`, whose starts the
+        caller records together (`_record_starts`)."""
         try:
             if rec is None or not self._launchable(rec):
                 return Outcome.SKIPPED
             if wait and rec.node is not None and self._handover.must_wait(ref, rec.node):
                 log.info("task %s waits for the evicted tasks on %s to stop", ref, rec.node)
                 return Outcome.WAITING
-            return self._launch(rec)
+            return self._launch(rec, started)
         except Exception as exc:  # one task's launch must never stop the others
+            self._record_starts(started)  # before what the failure decides moves them
             self._give_up(ref.job, f"launching task {ref}", exc)
             return Outcome.FAILED
 
@@ -133,29 +158,69 @@ class Launching(Evicting):
             return False
         return True
 
-    def _launch(self, rec: TaskRecord) -> Outcome:
-        """Start `rec`'s attempt (checked launchable) and record it RUNNING. Idempotent per
-        (task, attempt): an attempt claimed earlier is re-adopted, not started again."""
+    def _launch(self, rec: TaskRecord, started: list[Started]) -> Outcome:
+        """Start `rec`'s attempt (checked launchable) and track it; its RUNNING is recorded
+        with the batch's (`_record_starts`). Idempotent per (task, attempt): an attempt
+        claimed earlier is re-adopted, not started again."""
         ref = rec.ref
         try:
             spec = self._launch_spec(rec)
             handle = self.executor.launch(spec)
         except Exception as exc:  # whatever the cause, the task cannot start
             why = brief(exc)
+            self._record_starts(started)  # before what the failure decides moves them
             self._task_failed(ref, f"cannot launch: {why}", None, f"a failed launch ({why})")
             return Outcome.FAILED
-        if handle.pid <= 0:  # nothing runs: the status file says why, or it polls LOST
-            self._tasks[ref] = Tracked(handle, TaskState.BOUND)
-            return Outcome.STARTED
+        # Tracked at once: a stop decided before its start is recorded reaches it.
+        self._tasks[ref] = Tracked(handle, TaskState.BOUND)
+        if handle.pid > 0:  # else nothing runs: the status file says why, or it polls LOST
+            started.append(Started(rec, handle))
+        return Outcome.STARTED
+
+    def _record_starts(self, started: list[Started]) -> None:
+        """Record the starts of `started` (emptied) that are still tracked as BOUND, in one
+        transaction; each on its own should that raise. A start the store refuses (its
+        task is no longer BOUND for that attempt) has its process stopped."""
+        batch = [s for s in started if self._still_starting(s)]
+        started.clear()
+        if not batch:
+            return
+        starts = [TaskStart(s.rec.ref, s.rec.attempts, s.handle.pid, s.handle.pid_start_time,
+                            f"process {s.handle.pid} started on node {s.rec.node}")
+                  for s in batch]
+        try:
+            refused = set(self.repository.record_starts(starts))
+        except Exception as exc:
+            log.warning("recording %d starts at once failed (%s): recording each on its own",
+                        len(batch), brief(exc))
+            for one in batch:
+                if self._still_starting(one):  # a failure before may have stopped it
+                    self._record_start(one)
+            return
+        for one in batch:
+            ref = one.rec.ref
+            if ref in refused:
+                self._unrecorded(one.rec, one.handle, IllegalTransitionError(
+                    f"task {ref} is no longer bound for attempt {one.rec.attempts}"))
+            else:
+                self._tasks[ref].state = TaskState.RUNNING
+
+    def _still_starting(self, started: Started) -> bool:
+        tracked = self._tasks.get(started.rec.ref)
+        return tracked is not None and tracked.handle is started.handle \
+            and tracked.state is TaskState.BOUND
+
+    def _record_start(self, started: Started) -> None:
+        """Record one start on its own; a start that cannot be recorded is stopped."""
+        rec, handle = started.rec, started.handle
         try:
             self.repository.transition_task(
-                ref, TaskState.RUNNING, f"process {handle.pid} started on node {rec.node}",
+                rec.ref, TaskState.RUNNING, f"process {handle.pid} started on node {rec.node}",
                 pid=handle.pid, pid_start_time=handle.pid_start_time)
         except Exception as exc:  # the process must not outlive its record
             self._unrecorded(rec, handle, exc)
-            return Outcome.FAILED
-        self._tasks[ref] = Tracked(handle, TaskState.RUNNING)
-        return Outcome.STARTED
+            return
+        self._tasks[rec.ref].state = TaskState.RUNNING
 
     def _launch_spec(self, rec: TaskRecord) -> TaskLaunch:
         info = self.model.jobs[rec.ref.job]
@@ -170,6 +235,7 @@ class Launching(Evicting):
         """A process started but its start cannot be stored: kill it now, then fail the
         launch — unless the store holds the task in another state (not ours to fail)."""
         ref = rec.ref
+        self._tasks.pop(ref, None)
         status = self.executor.stop(handle, UNRECORDED_GRACE)
         if status.running:  # cannot be killed: watched as BOUND, failed when it ends
             log.error("task %s: process %d started but its start cannot be recorded (%s), "
@@ -266,4 +332,7 @@ class Launching(Evicting):
             self._stopped(ref, "before it was launched", None)
             return Outcome.SKIPPED
         # idempotent: a claimed attempt is re-adopted, not restarted
-        return self._launch_one(ref, rec, wait=True)
+        started: list[Started] = []
+        outcome = self._launch_one(ref, rec, started, wait=True)
+        self._record_starts(started)
+        return outcome

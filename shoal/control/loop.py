@@ -21,7 +21,9 @@ each launch is idempotent per (task, attempt), the attempt being the store's bin
 a crash between persisting and launching launches the task at restart, and a crash between
 launching and recording RUNNING re-adopts the process instead of starting a second one. The
 launches are `shoal.control.launches`': each bind on its own, only while the store holds it
-BOUND, so that one failed launch never stops or corrupts the others.
+BOUND, so that one failed launch never stops or corrupts the others; the starts of a
+cycle's launches are then recorded RUNNING in one transaction. Polling and recording how
+tasks ended is `shoal.control.exits`' (a poll's successes in one transaction).
 
 Ending a job is `shoal.control.completion`'s decision (OpenPAI's rules, pure): a task that
 ends badly — non-zero exit, signal, LOST, a failed launch — is retried in place while its
@@ -67,6 +69,7 @@ from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
 from shoal.control.endpoints import Endpoints, TaskPorts
+from shoal.control.exits import Exiting
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
 from shoal.control.gang_restart import GangRestarting, lost_detail
 from shoal.control.handover import Handover
@@ -82,7 +85,7 @@ from shoal.control.usage_charge import UsageKeeper
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
 from shoal.executors.contract import Executor
-from shoal.executors.task import TaskPhase, TaskStatus
+from shoal.executors.task import TaskStatus
 from shoal.scheduler.actions.enqueue import AdmissionCheck
 from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel
@@ -115,7 +118,7 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(Launching, GangRestarting, NodeWatching):
+class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -508,28 +511,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching):
         if self.scale_up is not None and self.scale_up.ready(now):
             self.scale_up.consider(shortfall(self.model, self._waiting.all(), now))
 
-    # ---- poll -----------------------------------------------------------------------------
-
-    def poll(self) -> bool:
-        """Poll every watched task and record the ones that ended; True if any did."""
-        ended = False
-        finished = [(ref, tracked, status) for ref, tracked in list(self._tasks.items())
-                    if not (status := self.executor.poll(tracked.handle)).running]
-        if any(status.phase is TaskPhase.LOST for _, _, status in finished):
-            self._watch_nodes(now=True)  # a node that died must not be given the retry
-        for ref, tracked, status in finished:
-            if self._tasks.get(ref) is not tracked:  # an earlier end in this poll moved it
-                continue
-            del self._tasks[ref]
-            ended = True
-            try:
-                self._task_ended(ref, tracked, status)
-            except Exception as exc:  # one task's end must not keep the others unrecorded
-                self._give_up(ref.job, f"recording how task {ref} ended", exc)
-        if ended:
-            self._membership.refresh(self.model)
-            self.wake.set()
-        return ended
+    # ---- task ends (polling is `shoal.control.exits`') -------------------------------------
 
     def _task_ended(self, ref: TaskRef, tracked: Tracked, status: TaskStatus) -> None:
         how, code = describe(status), exit_code_of(status)

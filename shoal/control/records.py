@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from shoal.executors.local import free_port
+from shoal.executors.processes import free_port
 
 
 class MasterPorts:

@@ -9,7 +9,8 @@ another, imported only where it is used. The control loop calls them; they decid
 
 from shoal.executors.contract import Executor, LogChunk, NodeHealth, RecordedAttempt
 from shoal.executors.inventory import GpuInfo, detect_gpus, detect_local_node
-from shoal.executors.local import LocalExecutor, free_port
+from shoal.executors.local import LocalExecutor
+from shoal.executors.processes import free_port
 from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase, TaskStatus
 
 __all__ = [

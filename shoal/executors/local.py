@@ -14,6 +14,9 @@ plane needs to find its processes again:
 Every task runs under `wrapper.py` in its own session, so the wrapper's pid is the process
 group id: stopping a task signals the whole group (the command and anything it spawned),
 and everything in the task's cgroups when it has some (what left the group by `setsid`).
+The wrappers are forked by the executor's launcher process (`shoal.executors.launcher`),
+not started as fresh interpreters (`launcher=False` does that, for an executor that
+launches once).
 How tasks are kept apart from the server and from each other (OS users, working
 directories, limits) is `Isolation`, whose contract `shoal.executors.isolation` states; the
 executor's default, for tests that drive it directly, runs tasks as its own user. Everything
@@ -28,16 +31,15 @@ this machine, declared at start and always ready).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,22 @@ from shoal.executors.isolation import (
     home_env,
     task_work_dir,
 )
+from shoal.executors.launcher import WRAPPER, Launcher, LaunchRequest
+
+# Importable from here still: tests and benchmarks of other slices take it from this module.
+from shoal.executors.processes import (
+    alive,
+    append_log,
+    check_launchable,
+    file_size,
+    free_port,  # noqa: F401
+    private_dirs,
+    read_json,
+    read_status,
+    replace_file,
+    same_process,
+    start_time_of,
+)
 from shoal.executors.task import (
     RUNNING,
     RunningTask,
@@ -72,6 +90,7 @@ from shoal.executors.task import (
     task_env,
 )
 from shoal.executors.wrapper import (
+    LOG_START_FILE,
     PID_FILE,
     STATUS_FILE,
     cgroup_pids,
@@ -81,52 +100,17 @@ from shoal.executors.wrapper import (
     write_json_atomic,
 )
 
-WRAPPER = Path(__file__).with_name("wrapper.py")
 LAUNCH_FILE = "launch.json"
 RELAUNCH_FILE = "relaunch.json"
 """The second, last claim of an attempt whose first claimant never started it."""
-LOG_START_FILE = "log-start.json"
-"""The sizes of the task's stdout and stderr logs just before the attempt's process starts:
-where its output begins in them (an engine that runs a task's attempts on several nodes
-reassembles its log from these, `shoal.executors.ray_logs`)."""
 DEFAULT_GRACE_PERIOD = 30.0
 #: How long `stop` waits for the group to vanish after SIGKILL before giving up (a process in
 #: uninterruptible sleep cannot be killed any faster; the caller must not block forever).
 KILL_WAIT = 5.0
 #: How long a second `launch` of a claimed attempt waits for the first one's pid record.
 CLAIM_WAIT = 5.0
-#: psutil derives start times from boot time + clock ticks: equal for one process, but
-#: compared with a tolerance so that a JSON round trip never breaks the match.
-START_TIME_TOLERANCE = 0.05
 _POLL_INTERVAL = 0.02
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now, for MASTER_PORT. Another process may take it before
-    the task binds it; torch.distributed then fails fast and the task is retried."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def read_status(status_path: Path) -> TaskStatus | None:
-    """The recorded outcome of an attempt, or None while none is recorded."""
-    data = _read_json(status_path)
-    if data is None:
-        return None
-    return TaskStatus(TaskPhase.EXITED, exit_code=data.get("exit_code"),
-                      signal=data.get("signal"), detail=str(data.get("error", "")),
-                      reason=str(data.get("reason", "")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,22 +139,6 @@ def stop_by_polling(executor: Executor, task: RunningTask, grace: float) -> Task
     return status
 
 
-def replace_file(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write `path` whole, atomically (a reader sees the old or the new content): a temporary
-    file of a name no other writer uses, then a rename. 0644 by default: a job file's
-    directory is its gate (`LocalExecutor.job_file`)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                             mode)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-        temporary.chmod(mode)  # the umask may have narrowed it
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
 def job_file_paths(root: Path, work_root: Path | None, kind: str, job: str) -> list[Path]:
     """Every place a job file of `kind` may be (`LocalExecutor.job_file`'s two)."""
     _check_name("job", job)
@@ -193,7 +161,11 @@ class LocalExecutor:
 
     def __init__(self, root: Path, *, grace_period: float = DEFAULT_GRACE_PERIOD,
                  base_env: Mapping[str, str] | None = None,
-                 isolation: Isolation | None = None, node_names: Sequence[str] = ()) -> None:
+                 isolation: Isolation | None = None, node_names: Sequence[str] = (),
+                 launcher: bool = True) -> None:
+        """`launcher`: tasks' wrappers are forked by a long-lived launcher process
+        (`shoal.executors.launcher`); False: each is a fresh interpreter (an executor
+        that launches once)."""
         # Absolute: the wrapper starts in the task's working directory, not ours.
         self.root = Path(root).absolute()
         self.node_names = tuple(node_names)
@@ -205,10 +177,22 @@ class LocalExecutor:
         self._accounts = Accounts(self.isolation.policy)
         # Our own children, so that we reap them (a zombie would otherwise look alive).
         self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._launcher = Launcher() if launcher else None
+        if self._launcher is not None:
+            weakref.finalize(self, self._launcher.close)
         # Stops in progress: status path → monotonic deadline for SIGKILL.
         self._stopping: dict[Path, float] = {}
         # Attempts we SIGKILLed: their wrapper died too, so the executor records the outcome.
         self._killed: set[Path] = set()
+
+    def close(self) -> None:
+        """End the launcher process, if one runs (the tasks it started run on)."""
+        if self._launcher is not None:
+            self._launcher.close()
+
+    @property
+    def launcher(self) -> Launcher | None:
+        return self._launcher
 
     # ---- paths ------------------------------------------------------------------------------
 
@@ -299,9 +283,9 @@ class LocalExecutor:
         # Who it runs as is settled before the claim: a task refused here leaves no claim.
         self._accounts.identity(spec.user)
         task_dir = self.task_dir(spec.job, spec.group, spec.index, spec.attempt)
-        _private_dirs(self.root, task_dir)
+        private_dirs(self.root, task_dir)
         out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
-        _private_dirs(self.root, out_path.parent)
+        private_dirs(self.root, out_path.parent)
         cgroups = () if self.isolation.cgroups is None \
             else self.isolation.cgroups.paths(str(task_dir))
         record = {"job": spec.job, "group": spec.group, "index": spec.index,
@@ -314,39 +298,35 @@ class LocalExecutor:
         return self._start(spec, task_dir, record_pid=True)
 
     def _start(self, spec: TaskLaunch, task_dir: Path, *, record_pid: bool) -> RunningTask:
-        """Start the wrapper for a claimed attempt. `record_pid`: write its pid record here
-        too, right after starting it (a relaunch leaves that to the wrapper, whose exclusive
+        """Start the wrapper for a claimed attempt. `record_pid`: the handle is the started
+        wrapper's (False: a relaunch, whose handle is whichever wrapper's exclusive pid
         record decides between it and a late first wrapper)."""
         out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
         handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                              out_path, err_path, task_dir / STATUS_FILE)
         base = os.environ if self._base_env is None else self._base_env
         env, cwd = task_env(spec, base), spec.working_dir
-        options: list[str] = []
+        uid = gid = None
         try:
-            # Durable before the process starts: nothing of this attempt is in the logs yet,
-            # so what follows these sizes is its output (and later attempts'). A relaunch
-            # keeps the first claimant's record: had that one started a wrapper after all,
-            # its output would come after the first sizes, not the second.
-            if not (task_dir / LOG_START_FILE).exists():
-                write_json_atomic(task_dir / LOG_START_FILE,
-                                  {"stdout": _size(out_path), "stderr": _size(err_path)})
             identity = self._accounts.identity(spec.user)
             if identity is not None:
-                env, cwd, options = self._as_user(spec, identity, base, env)
+                env, cwd = self._as_user(spec, identity, base, env)
+                uid, gid = identity.uid, identity.gid
+            check_launchable(spec.command, env, cwd)
             cgroups = self.isolation.cgroups
             if cgroups is not None:
                 made = cgroups.create(str(task_dir), spec.limits)
-                options += [arg for path in made for arg in ("--cgroup", str(path))]
                 handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                                      out_path, err_path, task_dir / STATUS_FILE, made)
-            argv = [sys.executable, "-I", str(WRAPPER), str(task_dir), *options, "--",
-                    *spec.command]
-            # Opened here, as the server: the task gets descriptors, never the files' paths.
-            with _log(out_path) as out, _log(err_path) as err:
-                proc = subprocess.Popen(
-                    argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                    start_new_session=True)  # own session ⇒ own process group
+            # No working directory named: the task starts in the server's, as a child of
+            # the server would (the launcher's own is "/").
+            request = LaunchRequest(task_dir, spec.command, env, cwd or os.getcwd(),
+                                    out_path, err_path, uid, gid, handle.cgroups)
+            if self._launcher is None:
+                pid, start, known = self._exec_wrapper(request), 0.0, False
+            else:
+                forked = self._launcher.fork(request)
+                pid, start, known = forked.pid, forked.start_time, not forked.resent
         except (OSError, IsolationError) as exc:
             # Typically a missing working directory: nothing runs, and the record says why.
             write_json_atomic(handle.status_path, {"exit_code": 127, "signal": None,
@@ -357,25 +337,52 @@ class LocalExecutor:
         except ValueError:  # a launch that can never work (a NUL byte): the caller's to judge
             _release(handle)
             raise
-        self._children[proc.pid] = proc
-        start = _start_time(proc.pid)
-        if not record_pid:
+        if not record_pid or not known:
             return self._existing(task_dir, None, {})
-        write_json_atomic(task_dir / PID_FILE, {"pid": proc.pid, "start_time": start})
-        return RunningTask(spec.job, spec.group, spec.index, spec.attempt, proc.pid, start,
+        if self._launcher is None:
+            start = start_time_of(pid)
+            write_json_atomic(task_dir / PID_FILE, {"pid": pid, "start_time": start})
+        # Else the forked wrapper writes its own pid record before anything else: a
+        # control plane that dies now finds it there, or (the wrapper killed before it)
+        # the store's record of this pid, which polls LOST.
+        return RunningTask(spec.job, spec.group, spec.index, spec.attempt, pid, start,
                            out_path, err_path, task_dir / STATUS_FILE, handle.cgroups)
 
+    def _exec_wrapper(self, request: LaunchRequest) -> int:
+        """Start the wrapper as a fresh interpreter (`python -I wrapper.py …`): for an
+        executor that launches once (a Ray actor's), where a launcher would not pay."""
+        options = [] if request.uid is None else ["--uid", str(request.uid)]
+        options += [] if request.gid is None else ["--gid", str(request.gid)]
+        options += [arg for path in request.cgroups for arg in ("--cgroup", str(path))]
+        argv = [sys.executable, "-I", str(WRAPPER), str(request.task_dir), *options, "--",
+                *request.command]
+        # Durable before the process starts: nothing of this attempt is in the logs yet,
+        # so what follows these sizes is its output (and later attempts'). A relaunch
+        # keeps the first claimant's record: had that one started a wrapper after all,
+        # its output would come after the first sizes, not the second. (A forked wrapper
+        # records them itself, once it owns the attempt.)
+        log_start = request.task_dir / LOG_START_FILE
+        if not log_start.exists():
+            write_json_atomic(log_start, {"stdout": file_size(request.stdout),
+                                          "stderr": file_size(request.stderr)})
+        # Opened here, as the server: the task gets descriptors, never the files' paths.
+        with append_log(request.stdout) as out, append_log(request.stderr) as err:
+            proc = subprocess.Popen(
+                argv, cwd=request.cwd, env=dict(request.env), stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, start_new_session=True)  # own session ⇒ own group
+        self._children[proc.pid] = proc
+        return proc.pid
+
     def _as_user(self, spec: TaskLaunch, identity: Identity, base: Mapping[str, str],
-                 env: dict[str, str]) -> tuple[dict[str, str], str, list[str]]:
-        """The environment, working directory and wrapper options of a task that runs as
+                 env: dict[str, str]) -> tuple[dict[str, str], str]:
+        """The environment and working directory of a task that runs as
         `identity`: only `isolation.BASE_ENV` of the server's environment, a working
         directory of its own (also its HOME) unless the spec names one."""
         assert self.isolation.work_root is not None
         home = task_work_dir(self.isolation.work_root, identity,
                              (spec.job, f"{spec.group}-{spec.index}"))
         env = task_env(spec, {**base_env(base), **home_env(identity, home)})
-        options = ["--uid", str(identity.uid), "--gid", str(identity.gid)]
-        return env, spec.working_dir or str(home), options
+        return env, spec.working_dir or str(home)
 
     def _existing(self, task_dir: Path, spec: TaskLaunch | None, record: dict[str, Any]
                   ) -> RunningTask:
@@ -387,11 +394,11 @@ class LocalExecutor:
         run the command — never a second start. Without `spec` (or when the second claim is
         someone else's), the handle (pid 0) polls as LOST."""
         deadline = time.monotonic() + CLAIM_WAIT
-        pid_record = _read_json(task_dir / PID_FILE)
+        pid_record = read_json(task_dir / PID_FILE)
         while pid_record is None and time.monotonic() < deadline \
                 and not (task_dir / STATUS_FILE).exists():
             time.sleep(_POLL_INTERVAL)
-            pid_record = _read_json(task_dir / PID_FILE)
+            pid_record = read_json(task_dir / PID_FILE)
         if pid_record is None and spec is not None \
                 and not (task_dir / STATUS_FILE).exists() \
                 and create_json_exclusive(task_dir / RELAUNCH_FILE, record):
@@ -401,7 +408,7 @@ class LocalExecutor:
         return self._handle(task_dir, pid, start)
 
     def _handle(self, task_dir: Path, pid: int, start: float) -> RunningTask:
-        record = _read_json(task_dir / LAUNCH_FILE) or {}
+        record = read_json(task_dir / LAUNCH_FILE) or {}
         job = str(record.get("job", task_dir.parent.parent.name))
         group_index = task_dir.parent.name
         group = str(record.get("group", group_index.rsplit("-", 1)[0]))
@@ -424,7 +431,7 @@ class LocalExecutor:
         task_dir = self.task_dir(recorded.job, recorded.group, recorded.index,
                                  recorded.attempt)
         handle = self._handle(task_dir, recorded.pid, recorded.pid_start_time)
-        if handle.status_path.exists() or _same_process(recorded.pid,
+        if handle.status_path.exists() or same_process(recorded.pid,
                                                         recorded.pid_start_time):
             return handle
         return None
@@ -448,7 +455,7 @@ class LocalExecutor:
         self._reap(task.pid)
         key = task.status_path
         if key in self._stopping:
-            if self._group_alive(task):
+            if self._groupalive(task):
                 if time.monotonic() >= self._stopping[key]:
                     self._kill_group(task)
                 return RUNNING
@@ -458,7 +465,7 @@ class LocalExecutor:
             self._killed.discard(key)
             _release(task)
             return status
-        if _same_process(task.pid, task.pid_start_time):
+        if same_process(task.pid, task.pid_start_time):
             return RUNNING
         # The wrapper may have written its record and exited between the two checks.
         status = read_status(task.status_path)
@@ -487,7 +494,7 @@ class LocalExecutor:
         grace = self.grace_period if grace_period is None else grace_period
         self._reap(task.pid)
         # A recorded outcome means the command is over (the wrapper may still be exiting).
-        if task.status_path.exists() or not _same_process(task.pid, task.pid_start_time):
+        if task.status_path.exists() or not same_process(task.pid, task.pid_start_time):
             return False
         with contextlib.suppress(ProcessLookupError):
             os.killpg(task.pid, signal.SIGTERM)
@@ -521,11 +528,11 @@ class LocalExecutor:
         signal_cgroups(list(task.cgroups), signal.SIGKILL)
         self._killed.add(task.status_path)
 
-    def _group_alive(self, task: RunningTask) -> bool:
+    def _groupalive(self, task: RunningTask) -> bool:
         """True while any non-zombie process is in the task's process group or its
         cgroups. Zombies are skipped: they hold no resources, and where nothing reaps
         orphans they would never go away."""
-        if any(_alive(pid) for cgroup in task.cgroups for pid in cgroup_pids(cgroup)):
+        if any(alive(pid) for cgroup in task.cgroups for pid in cgroup_pids(cgroup)):
             return True
         pgid = task.pid
         if pgid <= 1:
@@ -546,62 +553,8 @@ class LocalExecutor:
         return False
 
 
-def _private_dirs(root: Path, path: Path) -> None:
-    """`path` and its parents up to `root` made if missing, 0700 (root itself included)."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # the mode applies to `path` only
-    for directory in (path, *path.parents):
-        if directory.stat().st_mode & 0o077:
-            directory.chmod(0o700)
-        if directory == root or root not in directory.parents:
-            break
-
-
-@contextlib.contextmanager
-def _log(path: Path) -> Iterator[int]:
-    """A log opened for appending, created 0600."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        yield descriptor
-    finally:
-        os.close(descriptor)
-
-
 def _release(task: RunningTask) -> None:
     """The attempt is over: kill what is left in its cgroups and remove them (the wrapper
     does it before recording the outcome; this covers a wrapper that died first)."""
     if task.cgroups:
         drain_cgroups(list(task.cgroups), time.monotonic() + KILL_WAIT)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _start_time(pid: int) -> float:
-    try:
-        return float(psutil.Process(pid).create_time())
-    except psutil.Error:
-        return 0.0
-
-
-def _same_process(pid: int, start_time: float) -> bool:
-    """True when `pid` is alive, not a zombie, and started at `start_time`."""
-    if pid <= 1:
-        return False
-    try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - start_time) > START_TIME_TOLERANCE:
-            return False  # the pid was reused by another process
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False

@@ -107,10 +107,10 @@ from shoal.executors.local import (
     DEFAULT_GRACE_PERIOD,
     Isolation,
     _check_name,
-    _private_dirs,
     job_file_paths,
     stop_by_polling,
 )
+from shoal.executors.processes import private_dirs
 from shoal.executors.ray_logs import GONE, LATE, Answer, TaskLogs
 from shoal.executors.ray_nodes import inventory
 from shoal.executors.ray_worker import LOST_ACTOR, RemoteOnNode, RemoteTaskActor
@@ -211,7 +211,7 @@ class RayExecutor:
         """Record the attempt's node before anything starts; an earlier record wins (a
         relaunch of an attempt goes where the first launch went)."""
         path = self._placement(spec.job, spec.group, spec.index, spec.attempt)
-        _private_dirs(self.root, path.parent)
+        private_dirs(self.root, path.parent)
         create_json_exclusive(path, {"node": spec.node})
         return self._placed(spec.job, spec.group, spec.index, spec.attempt) or spec.node
 

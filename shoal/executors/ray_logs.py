@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from shoal.executors.contract import MAX_LOG_READ, LogChunk, LogStream
-from shoal.executors.local import LOG_START_FILE, LocalExecutor
-from shoal.executors.wrapper import PID_FILE, STATUS_FILE
+from shoal.executors.local import LocalExecutor
+from shoal.executors.wrapper import LOG_START_FILE, PID_FILE, STATUS_FILE
 
 # ---- on a node ------------------------------------------------------------------------------
 

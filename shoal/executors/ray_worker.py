@@ -22,7 +22,8 @@ import ray
 
 from shoal.executors import cgroups, ray_logs
 from shoal.executors.contract import RecordedAttempt
-from shoal.executors.local import DEFAULT_GRACE_PERIOD, Isolation, LocalExecutor, replace_file
+from shoal.executors.local import DEFAULT_GRACE_PERIOD, Isolation, LocalExecutor
+from shoal.executors.processes import replace_file
 from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,9 @@ def node_executor(node_root: str, isolation: Isolation | None,
         if directory.stat().st_mode & 0o077:
             directory.chmod(0o700)
     base = {k: v for k, v in os.environ.items() if not k.startswith(_WORKER_ONLY)}
+    # One launch per actor: a launcher process would not pay for itself.
     return LocalExecutor(Path(node_root), grace_period=grace_period, base_env=base,
-                         isolation=_node_cgroups(isolation))
+                         isolation=_node_cgroups(isolation), launcher=False)
 
 
 class TaskActor:

@@ -17,7 +17,9 @@ a umask of 0o077. When the command ends, the wrapper kills whatever it left in i
 notes whether the kernel's OOM killer struck (`"reason": "OOMKilled"` in the record) and
 removes the cgroups, before it records the outcome.
 
-Usage: `python -I wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> [args…]`
+Usage: `python -I wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> [args…]`,
+or `python -I wrapper.py --serve`: the executor's launcher (`shoal.executors.launcher`),
+which forks a wrapper per request — the same `run_task`, without a fresh interpreter.
 
 The executor runs this file by path with `-I` (isolated mode) rather than `-m
 shoal.executors.wrapper`: the task's environment (PYTHONPATH, PYTHONHOME, a working directory
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -39,6 +42,10 @@ from typing import Any, TextIO
 
 PID_FILE = "pid.json"
 STATUS_FILE = "status.json"
+LOG_START_FILE = "log-start.json"
+"""The sizes of the task's stdout and stderr logs just before the attempt's command starts:
+where its output begins in them (an engine that runs a task's attempts on several nodes
+reassembles its log from these, `shoal.executors.ray_logs`)."""
 #: What a shell reports for a command it cannot find or cannot execute.
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
@@ -216,28 +223,53 @@ def _parse(argv: list[str]) -> tuple[Path, int | None, int | None, list[Path], l
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--serve"]:
+        return serve()
     parsed = _parse(argv)
     if parsed is None:
         print("usage: wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> "
-              "[args…]", file=sys.stderr)
+              "[args…]  |  wrapper.py --serve", file=sys.stderr)
         return 2
     task_dir, uid, gid, cgroups, command = parsed
+    return run_task(task_dir, uid, gid, cgroups, command)
+
+
+def run_task(task_dir: Path, uid: int | None, gid: int | None, cgroups: list[Path],
+             command: list[str], env: dict[str, str] | None = None,
+             log_start: tuple[Path, Path] | None = None, cwd: str | None = None) -> int:
+    """Own the attempt, run its command, record how it ended; the wrapper's whole job.
+    `env`: the command's environment (None: this process's). `log_start`: the task's
+    stdout and stderr logs, whose sizes are recorded first (`log-start.json`) unless a
+    first claimant recorded them already. `cwd`: the working directory to enter (None:
+    this process's); one that cannot be entered is recorded as a command not found."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _keep_running)
-    # The executor writes the same record after Popen returns; writing it here too closes
-    # the window where the control plane dies between starting the process and noting it.
+    # Started by path, the executor writes the same record after Popen returns; writing it
+    # here too closes the window where the control plane dies between starting the process
+    # and noting it. Forked by the launcher, this is the record.
     # Created exclusively: of two wrappers started for one attempt (a relaunch after the
     # first claimant seemed never to have started one), only the first runs the command.
     if not _own_attempt(task_dir / PID_FILE,
                         {"pid": os.getpid(), "start_time": _process_start_time()}):
         return 0
+    if log_start is not None and not (task_dir / LOG_START_FILE).exists():
+        write_json_atomic(task_dir / LOG_START_FILE, {"stdout": _size(log_start[0]),
+                                                      "stderr": _size(log_start[1])})
     outcome: dict[str, Any]
     isolated = uid is not None or gid is not None or bool(cgroups)
     try:
-        # Inherits env, cwd, stdio and the process group. preexec_fn is safe: the wrapper
+        if cwd is not None:
+            os.chdir(cwd)
+    except OSError as exc:  # as the executor's Popen would have: nothing runs
+        outcome = {"exit_code": EXIT_NOT_FOUND, "signal": None,
+                   "error": f"cannot start: {exc}", "finished_at": time.time()}
+        write_json_atomic(task_dir / STATUS_FILE, outcome)
+        return EXIT_NOT_FOUND
+    try:
+        # Inherits cwd, stdio and the process group. preexec_fn is safe: the wrapper
         # never starts a thread.
         child = subprocess.Popen(
-            command,
+            command, env=env,
             preexec_fn=(lambda: _isolate(uid, gid, cgroups)) if isolated else None)  # noqa: PLW1509
     except (OSError, subprocess.SubprocessError) as exc:
         code = EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
@@ -261,6 +293,102 @@ def main(argv: list[str]) -> int:
     if outcome["signal"] is not None:
         return 128 + int(outcome["signal"])
     return int(outcome["exit_code"])
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+# ---- the launcher: one long-lived wrapper that forks the others ------------------------------
+
+def serve() -> int:
+    """Serve launch requests, one JSON line each on stdin, until stdin closes: fork a
+    wrapper per request (`_forked`) and answer its pid and start time on stdout (or the
+    error). Single-threaded, so that fork is safe; children that ended are reaped between
+    requests and at least every REAP_INTERVAL seconds (a zombie is never taken for a live
+    task meanwhile: the executor skips zombies)."""
+    import psutil
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _keep_running)  # only the end of stdin ends the launcher
+    replies = sys.stdout.buffer
+    pending = b""
+    while True:
+        _reap()
+        if b"\n" not in pending:
+            # Waiting with a timeout, so that wrappers that ended are reaped while no
+            # request comes (a zombie holds its pid until then).
+            if select.select([STDIN], [], [], REAP_INTERVAL)[0]:
+                chunk = os.read(STDIN, 1 << 16)
+                if not chunk:
+                    return 0
+                pending += chunk
+            continue
+        line, pending = pending.split(b"\n", 1)
+        reply: dict[str, Any]
+        try:
+            pid = _forked(json.loads(line))
+            reply = {"pid": pid, "start_time": psutil.Process(pid).create_time()}
+        except Exception as exc:
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        replies.write(json.dumps(reply).encode() + b"\n")
+        replies.flush()
+
+
+STDIN = 0
+#: How often (s) an idle launcher reaps the wrappers it forked that have ended.
+REAP_INTERVAL = 1.0
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _forked(request: dict[str, Any]) -> int:
+    """Fork the wrapper of one task; its pid. The child never returns."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = EXIT_NOT_EXECUTABLE
+    try:
+        code = _as_task(request)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _as_task(request: dict[str, Any]) -> int:
+    """In the forked child: become the task's wrapper, as `main` would have been started
+    by the executor — its own session, stdin from /dev/null, stdout and stderr appended to
+    the task's logs (opened here, as the executor's user: the task gets descriptors, never
+    the paths), the task's working directory — then `run_task`."""
+    os.setsid()
+    out, err = Path(request["stdout"]), Path(request["stderr"])
+    for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
+                            (1, str(out), os.O_WRONLY | os.O_APPEND | os.O_CREAT),
+                            (2, str(err), os.O_WRONLY | os.O_APPEND | os.O_CREAT)):
+        opened = os.open(path, flags, 0o600)
+        os.dup2(opened, fd)
+        os.close(opened)
+    uid, gid, cwd = request.get("uid"), request.get("gid"), request.get("cwd")
+    return run_task(Path(request["task_dir"]), None if uid is None else int(uid),
+                    None if gid is None else int(gid),
+                    [Path(c) for c in request.get("cgroups", [])],
+                    [str(a) for a in request["command"]],
+                    {str(k): str(v) for k, v in request["env"].items()}, (out, err),
+                    None if cwd is None else str(cwd))
 
 
 if __name__ == "__main__":

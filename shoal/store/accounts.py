@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from shoal.api import JobState
@@ -82,6 +82,29 @@ class Accounts:
         self._tokens.invalidate()  # a miss on this token may be cached
         return token
 
+    def issue_job_tokens(self, jobs: Iterable[tuple[str, str]]) -> dict[str, str]:
+        """A new token for each (user, job), all in one transaction: job → token text.
+        A job whose user does not exist gets none (it is left out)."""
+        wanted = {job: user for user, job in jobs}
+        if not wanted:
+            return {}
+        now = self.clock()
+        out: dict[str, str] = {}
+        with self.store.sessions.begin() as s:
+            users = sorted(set(wanted.values()))
+            found = s.execute(select(UserRow.name, UserRow.id).where(UserRow.name.in_(users)))
+            ids = {name: user_id for name, user_id in found}
+            rows = []
+            for job, user in wanted.items():
+                if user in ids:
+                    out[job] = secrets.token_urlsafe(32)
+                    rows.append({"user_id": ids[user], "token_hash": hash_token(out[job]),
+                                 "job": job, "created": now})
+            if rows:
+                s.connection().execute(insert(TokenRow), rows)
+        self._tokens.invalidate()
+        return out
+
     def authenticate(self, token: str) -> User | None:
         """The user a bearer token belongs to, or None; cached (see `shoal.store.cache`) for
         up to TOKEN_CACHE_TTL seconds. When a token was last used is recorded at most every
@@ -116,6 +139,20 @@ class Accounts:
             s.delete(row)
         self._tokens.invalidate()
         return True
+
+    def revoke_tokens_of(self, jobs: Iterable[str]) -> int:
+        """Revoke the tokens of these jobs' tasks, in one transaction; how many."""
+        names = sorted(set(jobs))
+        revoked = 0
+        if not names:
+            return 0
+        with self.store.sessions.begin() as s:
+            for first in range(0, len(names), 500):  # under SQLite's bound parameters
+                chunk = names[first:first + 500]
+                revoked += len(s.scalars(delete(TokenRow).where(TokenRow.job.in_(chunk))
+                                         .returning(TokenRow.id)).all())
+        self._tokens.invalidate()
+        return revoked
 
     def revoke_job_tokens(self, job: str | None = None) -> int:
         """Revoke the tokens issued for `job`'s tasks; with no job, those of every job that

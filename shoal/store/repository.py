@@ -71,11 +71,10 @@ from shoal.store.models import (
 )
 from shoal.store.nodes import NodeInventory
 from shoal.store.stops import Stops
+from shoal.store.task_batches import JOB_STATE, TASK_STATE, TaskBatches
 from shoal.store.usage import UsageRecords
 
 SUBMITTED = "Submitted"
-JOB_STATE = "JobStateChanged"
-TASK_STATE = "TaskStateChanged"
 WAITING = "Waiting"
 PARTIALLY_ADMITTED = "PartiallyAdmitted"
 """The scheduler admitted the job with fewer replicas of a group (Kueue's partial admission):
@@ -128,7 +127,7 @@ class Waiting:
     cause: str
 
 
-class Repository(Stops, JobQueries, Accounts, NodeInventory, UsageRecords):
+class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageRecords):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
@@ -273,11 +272,16 @@ class Repository(Stops, JobQueries, Accounts, NodeInventory, UsageRecords):
         each job whose gang minimum is now held → RUNNING. Any bad move stores none of
         them."""
         with self.store.sessions.begin() as s:
-            jobs: dict[str, JobRow] = {}
+            # Every job the cycle touched, read (and locked) at once: a burst binds a task
+            # of hundreds of jobs, and two queries per job were most of this transaction.
+            jobs = self._job_rows(s, {e.task.job for e in evictions}
+                                  | {a.job for a in admissions} | {b.task.job for b in binds})
+            touched: dict[str, JobRow] = {}
 
             def job_of(name: str) -> JobRow:
                 if name not in jobs:
-                    jobs[name] = self._job_row(s, name, lock=True)
+                    raise NotFoundError(f"no job {name!r}")
+                touched[name] = jobs[name]
                 return jobs[name]
 
             for evict in evictions:
@@ -295,7 +299,7 @@ class Repository(Stops, JobQueries, Accounts, NodeInventory, UsageRecords):
                 row.node = bind.node
                 row.gpus = list(bind.gpus)
             evicted = {e.task.job: e.reason for e in evictions}
-            for job_row in jobs.values():
+            for job_row in touched.values():
                 job = convert.job_from_row(job_row)
                 bound = [t for t in job.tasks if t.state in (TaskState.BOUND, TaskState.RUNNING)]
                 held = len(bound)
@@ -335,6 +339,19 @@ class Repository(Stops, JobQueries, Accounts, NodeInventory, UsageRecords):
         row.updated = now
         s.add(EventRow(job_id=row.id, time=now, kind=PARTIALLY_ADMITTED,
                        cause=admission.reason))
+
+    @staticmethod
+    def _job_rows(s: Session, names: Iterable[str]) -> dict[str, JobRow]:
+        """The rows of these jobs (those that exist) with their tasks, locked, in name
+        order as `_job_row`'s one-job writers lock theirs."""
+        ordered = sorted(set(names))
+        out: dict[str, JobRow] = {}
+        for first in range(0, len(ordered), 500):  # well under SQLite's bound parameters
+            rows = s.scalars(select(JobRow).where(JobRow.name.in_(ordered[first:first + 500]))
+                             .options(selectinload(JobRow.tasks)).order_by(JobRow.name)
+                             .with_for_update())
+            out.update((row.name, row) for row in rows)
+        return out
 
     def _job_row(self, s: Session, name: str, *, lock: bool = False) -> JobRow:
         query = select(JobRow).where(JobRow.name == name).options(selectinload(JobRow.tasks))

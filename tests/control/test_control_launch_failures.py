@@ -98,7 +98,7 @@ def test_restart_over_bound_bad_jobs_never_crashes(make_plane: Callable[..., Con
     first.submit(_bad("bad-b", "nul", replicas=2, job_retry_count=1))
     first._drain()
     launches: list[str] = []
-    first._launch = lambda rec: launches.append(str(rec.ref))  # type: ignore[method-assign]
+    first._launch = lambda rec, _started: launches.append(str(rec.ref))  # type: ignore[method-assign]
     first.run_cycle()
     assert len(launches) == 7
     assert set(_states(first.repository, "bad-a")) == {TaskState.BOUND}
@@ -163,6 +163,15 @@ def test_a_start_that_cannot_be_recorded_is_stopped_at_once(plane: ControlPlane)
         return transition(ref, target, cause, **kw)
 
     plane.repository.transition_task = refusing  # type: ignore[method-assign]
+    record_starts = plane.repository.record_starts
+
+    def refusing_batch(starts):  # type: ignore[no-untyped-def]
+        # The batch raises as a whole: each start is then recorded on its own.
+        if any(start.ref.job == "refused" for start in starts):
+            raise RuntimeError("the store is down")
+        return record_starts(starts)
+
+    plane.repository.record_starts = refusing_batch  # type: ignore[method-assign]
     plane.submit(replace(job("refused", "import time; time.sleep(60)"),
                          job_retry_count=0))
     plane.submit(_good("good"))
@@ -186,6 +195,15 @@ def test_an_end_that_cannot_be_recorded_stops_no_other(plane: ControlPlane) -> N
         return transition(ref, target, cause, **kw)
 
     plane.repository.transition_task = refusing  # type: ignore[method-assign]
+    record_exits = plane.repository.record_exits
+
+    def refusing_batch(exits, decide):  # type: ignore[no-untyped-def]
+        # The batch raises as a whole: each end is then recorded on its own.
+        if any(end.ref.job == "broken" for end in exits):
+            raise RuntimeError("cannot write")
+        return record_exits(exits, decide)
+
+    plane.repository.record_exits = refusing_batch  # type: ignore[method-assign]
     names = ["before", "broken", "after"]
     for name in names:
         plane.submit(_good(name))

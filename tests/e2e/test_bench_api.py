@@ -37,3 +37,17 @@ def test_api_bench_refuses_an_unknown_engine() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--engines", "local,slurm"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "--engines" in done.stderr and "'local,slurm'" in done.stderr
+
+
+def test_api_bench_burst_case_starts_every_job() -> None:
+    # The burst case exits (non-zero) unless every job it submitted started; Slurm is left
+    # out here (installing and starting it is the benchmark's business, not the test's).
+    done = subprocess.run([sys.executable, str(BENCH), "--burst", "12", "--burst-clients",
+                           "3", "--slurm", "off"],
+                          capture_output=True, text=True, timeout=400, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert (out["case"], out["jobs"], out["clients"], out["slurm"]) == ("burst", 12, 3, None)
+    for key in ("started_per_second", "submit_to_running_p50_ms", "submit_to_running_p99_ms",
+                "daemon_cpu_ms_per_job", "wall_s"):
+        assert out["shoal"][key] > 0, key

@@ -1,0 +1,213 @@
+"""The burst case of `bench/api.py` (issue 18): N one-CPU jobs that all fit at once,
+submitted as fast as possible into `shoal up` and, side by side, into Slurm (`slurm_local`).
+`bench/api.py`'s docstring says what is measured; `burst_main` prints nothing itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import psutil
+import slurm_local
+from local_server import local_server, server_process
+
+#: How long a burst may take to start every job (a safety net, not a measurement).
+BURST_TIMEOUT = 1800.0
+TRUE = ["/bin/true"]
+
+
+def _cluster(cpus: int) -> str:
+    return (f"apiVersion: shoal/v1\nkind: Node\nmetadata: {{name: local}}\n"
+            f"spec:\n  capacity: {{cpu: {cpus}, memory: {cpus * 64}Mi}}\n")
+
+
+def _job(name: str) -> bytes:
+    return json.dumps({"apiVersion": "shoal/v1", "kind": "Job", "metadata": {"name": name},
+                       "spec": {"taskGroups": [{"name": "main", "replicas": 1,
+                                                "resources": {"cpu": "1", "memory": "16Mi"},
+                                                "command": TRUE}]}}).encode()
+
+
+def _cpu(processes: list[psutil.Process]) -> dict[int, float]:
+    out = {}
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        out[process.pid] = float(times.user + times.system)
+    return out
+
+
+def _spent(before: dict[int, float], after: dict[int, float]) -> float:
+    return sum(after[pid] - before.get(pid, 0.0) for pid in after)
+
+
+def _in_parallel(count: int, clients: int, send: Callable[[int, int], None]) -> None:
+    """`send(client, i)` for i in range(count), spread over `clients` threads."""
+    def run(client: int) -> None:
+        for i in range(client, count, clients):
+            send(client, i)
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _percentile(values: list[float], q: int) -> float:
+    if len(values) < 2:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def _summary(count: int, sent: list[float], started: list[float], cpu: float,
+             wall: float) -> dict[str, float]:
+    waits = [(s - t) * 1000 for s, t in zip(started, sent, strict=True)]
+    span = max(started) - min(sent)
+    return {"started_per_second": round(count / span, 1),
+            "submit_to_running_p50_ms": round(statistics.median(waits), 1),
+            "submit_to_running_p99_ms": round(_percentile(waits, 99), 1),
+            "daemon_cpu_ms_per_job": round(cpu * 1000 / count, 2),
+            "daemon_cpu_s": round(cpu, 2), "wall_s": round(wall, 1)}
+
+
+# ---- Shoal ------------------------------------------------------------------------------------
+
+def _shoal_round(client: httpx.Client, server: psutil.Process, count: int, clients: int,
+                 prefix: str) -> dict[str, float]:
+    url, token = client.base_url, client.headers["Authorization"]
+    connections = [httpx.Client(base_url=url, headers={"Authorization": token,
+                                                       "Content-Type": "application/json"},
+                                timeout=120) for _ in range(clients)]
+    sent = [0.0] * count
+    names = [f"{prefix}-{i:05d}" for i in range(count)]
+
+    def send(c: int, i: int) -> None:
+        sent[i] = time.time()
+        answer = connections[c].post("/api/v1/jobs", content=_job(names[i]),
+                                     headers={"Idempotency-Key": uuid.uuid4().hex})
+        if answer.status_code != 201:
+            raise SystemExit(f"submission {names[i]} refused: {answer.status_code} "
+                             f"{answer.text}")
+
+    before = _cpu([server, *server.children(recursive=True)])
+    started = time.perf_counter()
+    _in_parallel(count, clients, send)
+    deadline = time.monotonic() + BURST_TIMEOUT
+    while any(client.get("/api/v1/jobs", params={"state": state, "limit": 1}).json()["items"]
+              for state in ("Pending", "Running")):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the Shoal burst did not end within {BURST_TIMEOUT} s")
+        time.sleep(0.25)
+    wall = time.perf_counter() - started
+    # The launcher is the server's child; the wrappers it forked are its children.
+    daemons = [server, *(p for p in server.children() if "--serve" in _cmdline(p))]
+    cpu = _spent(before, _cpu(daemons))
+    for connection in connections:
+        connection.close()
+    running = [_running_at(client, name) for name in names]
+    return _summary(count, sent, running, cpu, wall)
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
+def _running_at(client: httpx.Client, name: str) -> float:
+    for event in client.get(f"/api/v1/jobs/{name}/events").json()["items"]:
+        if event["task"] is not None and event["target"] == "Running":
+            return float(event["time"])
+    raise SystemExit(f"job {name} has no Running event")
+
+
+# ---- Slurm ------------------------------------------------------------------------------------
+
+def _slurm_round(slurm: slurm_local.Slurm, marks: Path, count: int, clients: int
+                 ) -> dict[str, float]:
+    sent = [0.0] * count
+    ids = [""] * count
+
+    def send(_c: int, i: int) -> None:
+        sent[i] = time.time()
+        ids[i] = slurm.sbatch("-J", f"burst-{i}", "-n1", "-c1", "--mem=16",
+                              "-o", "/dev/null", "-e", "/dev/null", "--wrap",
+                              f"date +%s.%N > {marks}/$SLURM_JOB_ID")
+
+    before = _cpu(list(slurm.daemons))
+    started = time.perf_counter()
+    _in_parallel(count, clients, send)
+    deadline = time.monotonic() + BURST_TIMEOUT
+    while slurm.queued():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the Slurm burst did not end within {BURST_TIMEOUT} s")
+        time.sleep(0.25)
+    wall = time.perf_counter() - started
+    cpu = _spent(before, _cpu(list(slurm.daemons)))
+    running = [float((marks / job).read_text()) for job in ids]
+    return _summary(count, sent, running, cpu, wall)
+
+
+# ---- both -------------------------------------------------------------------------------------
+
+def _mean(rounds: list[dict[str, float]]) -> dict[str, float]:
+    return {key: round(statistics.fmean(r[key] for r in rounds), 2) for key in rounds[0]}
+
+
+def burst_main(count: int, clients: int, rounds: int, with_slurm: bool) -> dict[str, object]:
+    """Run the burst `rounds` times on Shoal (and Slurm), alternating; the result object."""
+    slurm_ok = with_slurm and slurm_local.install()
+    shoal_runs: list[dict[str, float]] = []
+    slurm_runs: list[dict[str, float]] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="shoal-bench-burst-",
+                                     ignore_cleanup_errors=True) as tmp:
+        root = Path(tmp)
+        root.chmod(0o711)
+        workdir = root / "shoal"
+        workdir.mkdir()
+        cluster = workdir / "cluster.yaml"
+        cluster.write_text(_cluster(count))
+        with local_server(workdir, "--cluster", str(cluster), "--grace-period", "1",
+                          timeout=120) as client:
+            server = server_process(workdir / "data")
+            slurm_cm = slurm_local.local_slurm(root / "slurm", count) if slurm_ok else None
+            slurm = slurm_cm.__enter__() if slurm_cm is not None else None
+            try:
+                for r in range(rounds):
+                    shoal_runs.append(_shoal_round(client, server, count, clients,
+                                                   f"burst{r}"))
+                    if slurm is not None:
+                        marks = root / f"marks-{r}"
+                        marks.mkdir()
+                        slurm_runs.append(_slurm_round(slurm, marks, count, clients))
+            finally:
+                if slurm_cm is not None:
+                    slurm_cm.__exit__(None, None, None)
+    result: dict[str, object] = {"case": "burst", "jobs": count, "clients": clients,
+                                 "rounds": rounds, "shoal": _mean(shoal_runs)}
+    if slurm_runs:
+        shoal, slurm_mean = _mean(shoal_runs), _mean(slurm_runs)
+        result["slurm"] = slurm_mean
+        result["shoal_vs_slurm_start_rate"] = round(
+            shoal["started_per_second"] / slurm_mean["started_per_second"], 2)
+        result["shoal_vs_slurm_p50"] = round(
+            shoal["submit_to_running_p50_ms"] / slurm_mean["submit_to_running_p50_ms"], 2)
+        result["shoal_vs_slurm_cpu_per_job"] = round(
+            shoal["daemon_cpu_ms_per_job"] / slurm_mean["daemon_cpu_ms_per_job"], 2)
+    else:
+        result["slurm"] = None
+    result |= {"wall_s": round(time.perf_counter() - started, 1), "cpus": os.cpu_count() or 0}
+    return result

@@ -1,0 +1,156 @@
+"""The launcher: one long-lived wrapper process per local executor that forks a task's
+wrapper on request, instead of starting a fresh Python interpreter per task.
+
+A wrapper started as `python -I wrapper.py …` costs ~50 ms of CPU and ~100 ms before the
+user's command runs, most of it the interpreter starting and importing. The launcher is
+`python -I wrapper.py --serve` (`wrapper.serve`), started once, having imported the
+wrapper already: per request it forks a child that becomes the task's wrapper — its own
+session, the task's logs as stdout and stderr, then exactly `wrapper.run_task`, the code a
+wrapper started by path runs — and answers the child's pid and start time. So every
+guarantee of the wrapper holds as it is: the exclusive pid record (of two wrappers of one
+attempt, only the first runs the command), the outcome written atomically to status.json,
+isolation applied to the command only (uid/gid, cgroups, umask between fork and exec of the
+command), and adoption after a restart from pid.json and status.json.
+
+The forked wrappers are detached (`setsid`): they outlive the launcher, the executor and
+the server. The launcher lives as long as the executor's end of its pipe: when the server
+dies, it reads the end of its input and exits, and what it forked runs on, to be adopted.
+A launcher that died is started again on the next request; a request whose answer never
+came is sent again to the new one, and the attempt's pid record (not the answer) then says
+which process runs it, since a second wrapper of one attempt never runs the command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+WRAPPER = Path(__file__).with_name("wrapper.py")
+
+
+class LaunchError(OSError):
+    """The launcher could not start the task's wrapper (a fork refused, a launcher that
+    cannot be started): nothing runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchRequest:
+    """One task's wrapper to fork: what `python -I wrapper.py` got as its arguments,
+    environment, working directory and descriptors."""
+
+    task_dir: Path
+    command: Sequence[str]
+    env: Mapping[str, str]
+    cwd: str | None
+    stdout: Path
+    stderr: Path
+    uid: int | None = None
+    gid: int | None = None
+    cgroups: Sequence[Path] = ()
+
+    def line(self) -> bytes:
+        return json.dumps({
+            "task_dir": str(self.task_dir), "command": list(self.command),
+            "env": dict(self.env), "cwd": self.cwd, "stdout": str(self.stdout),
+            "stderr": str(self.stderr), "uid": self.uid, "gid": self.gid,
+            "cgroups": [str(c) for c in self.cgroups]}).encode() + b"\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Forked:
+    """The wrapper the launcher forked."""
+
+    pid: int
+    start_time: float
+    resent: bool
+    """The request was sent again to a new launcher: two wrappers of the attempt may have
+    been forked, and its pid record says which one runs it."""
+
+
+class Launcher:
+    """The executor's side of its launcher process (started on the first request). Safe to
+    call from several threads: requests are answered one at a time, in order."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self.starts = 0
+        """How many launcher processes were started (one, unless one died)."""
+
+    @property
+    def pid(self) -> int | None:
+        """The launcher process's pid, while one runs."""
+        process = self._process
+        return None if process is None or process.poll() is not None else process.pid
+
+    def fork(self, request: LaunchRequest) -> Forked:
+        """Have the launcher fork `request`'s wrapper; its pid and start time."""
+        line = request.line()
+        with self._lock:
+            for resent in (False, True):
+                answer = self._ask(line)
+                if answer is not None:
+                    if "error" in answer:
+                        raise LaunchError(f"cannot start the task's wrapper: {answer['error']}")
+                    return Forked(int(answer["pid"]), float(answer["start_time"]), resent)
+                self._discard()  # it died: a new one serves the request again
+        raise LaunchError("the launcher died twice while starting the task's wrapper")
+
+    def close(self) -> None:
+        """End the launcher (the wrappers it forked run on)."""
+        with self._lock:
+            self._discard()
+
+    def _ask(self, line: bytes) -> dict[str, Any] | None:
+        """Send one request and read its answer; None if the launcher died meanwhile."""
+        process = self._running()
+        stdin, stdout = _pipes(process)
+        try:
+            stdin.write(line)
+            stdin.flush()
+            reply = stdout.readline()
+        except OSError:  # BrokenPipeError: it had died before
+            return None
+        if not reply:
+            return None
+        answer = json.loads(reply)
+        return answer if isinstance(answer, dict) else None
+
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self._process is None or self._process.poll() is not None:
+            self._discard()
+            try:
+                # In its own session: a signal meant for the server's terminal is not its.
+                self._process = subprocess.Popen(
+                    [sys.executable, "-I", str(WRAPPER), "--serve"], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, cwd="/", start_new_session=True)
+            except OSError as exc:
+                raise LaunchError(f"cannot start the launcher: {exc}") from exc
+            self.starts += 1
+        return self._process
+
+    def _discard(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        stdin, stdout = _pipes(process)
+        with contextlib.suppress(OSError):  # BrokenPipeError: it died with a request unread
+            stdin.close()  # the end of its input ends it
+        stdout.close()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _pipes(process: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
+    assert process.stdin is not None and process.stdout is not None
+    return process.stdin, process.stdout
