@@ -60,7 +60,7 @@ This module owns the action and its arguments. Drivers own what an eviction cost
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +68,7 @@ from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
-from shoal.api.queue_policy import QueuePreemption
+from shoal.api.queue_policy import QueuePreemption, WithinQueue
 from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.core.statement import Allocation, Eviction, Statement
@@ -93,6 +93,13 @@ from shoal.scheduler.held_back import (
     within_queue_note,
 )
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.preemptor_class import (
+    Generation,
+    PreemptorClasses,
+    Verdict,
+    generation,
+    preemptor_class,
+)
 from shoal.scheduler.queue_preemption import (
     may_borrow_after_preempting,
     newer_equal_allowed,
@@ -101,6 +108,7 @@ from shoal.scheduler.queue_preemption import (
 )
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+from shoal.scheduler.victim_index import QueueVictims
 from shoal.scheduler.victims import VictimUnit, ordered, units_of
 
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
@@ -159,6 +167,16 @@ class Preemption:
         self._units: dict[str, list[VictimUnit]] = {}
         self._reserved: dict[str, set[int]] | None = None
         """Per job held back by a starving job's reservation, that job's nodes."""
+        self.classes = PreemptorClasses()
+        self._indexed: Generation | None = None
+        self._indexes: dict[str, QueueVictims] = {}
+        """Per virtual cluster, its victims as of `_indexed` (`victim_index`)."""
+        self._free: dict[Hashable, int] = {}
+        """Per set of node pools, its free GPUs as of `_indexed`."""
+        self._pools: dict[Hashable, set[int]] = {}
+        """Per set of node pools (their keys), their nodes' ordinals."""
+        self._notes: list[str] | None = None
+        """What the search under way noted on its preemptor's reason (`preempt_for`)."""
 
     # ---- who ------------------------------------------------------------------------------
 
@@ -221,6 +239,11 @@ class Preemption:
         if policy is None:
             policy = policy_of(self.session, preemptor)
         rank = self.rank(preemptor)
+        index = self.victim_index(preemptor, policy)
+        if index is not None:
+            offered = index.units[:index.behind(rank)]
+            return [u for u in offered if u.job is not preemptor] if preemptor.running \
+                else offered
         units: list[VictimUnit] = []
         for job in self.running(preemptor.queue):
             theirs = self.rank(job)
@@ -231,7 +254,29 @@ class Preemption:
                 units.extend(self.units(job, preemptor))
         return ordered(units, self.rank, self.session.job_order_key, self.session.now)
 
-    def takeable(self, job: JobInfo, preemptor: JobInfo) -> bool:
+    def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
+                     ) -> QueueVictims | None:
+        """The preemptor's virtual cluster's victims indexed by rank and what they free
+        (`shoal.scheduler.victim_index`), where its rank alone says what it is offered:
+        under `withinQueue: LowerPriority`, without victim-selection plugins. Rebuilt after
+        every commit."""
+        if policy.within_queue is not WithinQueue.LOWER_PRIORITY \
+                or self.session.hooks.victim_selections:
+            return None
+        now = generation(self.session)
+        if now != self._indexed:
+            self._indexes, self._free, self._indexed = {}, {}, now
+        index = self._indexes.get(preemptor.queue)
+        if index is None:
+            units = [u for job in self.running(preemptor.queue) if self.takeable(job, None)
+                     for u in self.units(job, job)]
+            session = self.session
+            index = self._indexes[preemptor.queue] = QueueVictims(
+                ordered(units, self.rank, session.job_order_key, session.now),
+                lambda u: self.rank(u.job))
+        return index
+
+    def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:
         """Whether `job` may give anything up in this execution: it runs tasks placed before
         it, was not taken from yet — unless it is placed task by task: then, as pods, its
         other tasks may go to the next preemptor —, and is not already stopping (its
@@ -259,22 +304,50 @@ class Preemption:
 
     def preempt_for(self, preemptor: JobInfo) -> bool:
         """Place the preemptor's missing tasks, evicting candidates if need be; True if it
-        evicted anything to do so."""
+        evicted anything to do so. A job of a class whose search found nothing since the
+        action last committed anything is answered by that search
+        (`shoal.scheduler.preemptor_class`)."""
+        session = self.session
+        key = self.class_key(preemptor)
+        if key is None:
+            return self._preempt_for(preemptor)
+        before = generation(session)
+        verdict = self.classes.verdict(key, before)
+        if verdict is not None:
+            for note in verdict.notes:
+                session.hold_back(preemptor, note)
+            session.quota.lending = verdict.lending
+            return False
+        self._notes = []
+        evicted = self._preempt_for(preemptor)
+        if not evicted and generation(session) == before:
+            self.classes.remember(key, Verdict(before, tuple(self._notes),
+                                               session.quota.lending))
+        self._notes = None
+        return evicted
+
+    def class_key(self, preemptor: JobInfo) -> Hashable | None:
+        """The preemptor's class (`shoal.scheduler.preemptor_class`): ranked as this action
+        ranks it, under its virtual cluster's policy."""
+        if newer_equal_allowed(policy_of(self.session, preemptor)):
+            return None  # its submission time decides what it may take
+        return preemptor_class(self.session, preemptor, self.rank(preemptor),
+                               frozenset(self._held_nodes(preemptor)))
+
+    def _preempt_for(self, preemptor: JobInfo) -> bool:
         session = self.session
         cluster = session.cluster
         session.quota.lending = True
         need = GangNeed.of(session, preemptor)
         if need.count <= 0:
             return False
-        nodes: set[int] = set()
-        for group in preemptor.groups_with_pending():
-            nodes.update(s.ordinal for s in session.pool_for(group).nodes)
+        pools, nodes = self._pool_nodes(preemptor)
         if not nodes:
             return False
         # Any choice of its missing tasks may start it (`shoal.scheduler.gang_choice`): the
         # GPUs it needs are the fewest any choice asks.
         demand = least_gpus(preemptor, need)
-        free = sum(cluster.states[o].gpu for o in nodes)
+        free = self._free_on(pools, nodes)
 
         # No eviction for a job that fits without one: allocation may not have run yet (a
         # profile may put preempt or reclaim first, as Volcano's capacity setups do), or
@@ -286,6 +359,15 @@ class Preemption:
         # borrow (`shoal.scheduler.queue_preemption`); `Preempt.execute` restores lending.
         session.quota.lending = self.may_borrow(preemptor)
         quota_bound = self.quota_bound(preemptor, need)
+        index = None if preemptor.running else \
+            self.victim_index(preemptor, policy_of(session, preemptor))
+        if index is not None and free + index.gains(
+                pools, index.behind(self.rank(preemptor)),
+                lambda u: sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
+                              if cluster.by_name[t.node].ordinal in nodes)) < demand:
+            # What it is offered cannot cover it: known without listing it (below).
+            self._note_policy(preemptor, None)
+            return False
         # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any of
         # its tasks frees something the preemptor can use; then all its units are (a later
         # unit needs the earlier ones taken).
@@ -343,6 +425,29 @@ class Preemption:
         self._record(preemptor, chosen)
         return True
 
+    def _pool_nodes(self, preemptor: JobInfo) -> tuple[Hashable, set[int]]:
+        """The nodes of the node pools of the preemptor's pending groups, and what names
+        that set in this execution (the pools' keys)."""
+        session = self.session
+        groups = preemptor.groups_with_pending()
+        key = tuple(session.pool_key(g) for g in groups)
+        nodes = self._pools.get(key)
+        if nodes is None:
+            nodes = self._pools[key] = set()
+            for group in groups:
+                nodes.update(s.ordinal for s in session.pool_for(group).nodes)
+        return key, nodes
+
+    def _free_on(self, pools: Hashable, nodes: set[int]) -> int:
+        """GPUs free on `nodes` (named `pools`), counted once per commit."""
+        if generation(self.session) != self._indexed:
+            return sum(self.session.cluster.states[o].gpu for o in nodes)
+        free = self._free.get(pools)
+        if free is None:
+            states = self.session.cluster.states
+            free = self._free[pools] = sum(states[o].gpu for o in nodes)
+        return free
+
     def _fits_without_eviction(self, preemptor: JobInfo, need: GangNeed) -> bool:
         """Place the preemptor on what is free, if it fits; True if it was placed. A job held
         back by a starving job's reservation (`shoal.scheduler.aging`) keeps off that job's
@@ -397,18 +502,23 @@ class Preemption:
         """Why its virtual cluster's policy offered it fewer victims than `widest`."""
         return within_queue_note(preemptor.queue, policy)
 
-    def _note_policy(self, preemptor: JobInfo, units: list[VictimUnit]) -> None:
+    def _note_policy(self, preemptor: JobInfo, units: list[VictimUnit] | None) -> None:
         """The preemptor evicts nothing: if its virtual cluster's policy excluded victims
-        that would have let it evict, its reason says so (`shoal.scheduler.held_back`)."""
+        that would have let it evict, its reason says so (`shoal.scheduler.held_back`).
+        `units`: what it was offered (None: not listed yet)."""
         policy = policy_of(self.session, preemptor)
         widest = self.widest(preemptor, policy)
         note = None if widest == policy else self.policy_note(preemptor, policy)
         if note is None:
             return
+        if units is None:
+            units = self.candidates(preemptor)
         offered = {unit_key(u) for u in units}
         excluded = [u for u in self.candidates(preemptor, widest) if unit_key(u) not in offered]
         if self._could_evict(preemptor, units, excluded):
             self.session.hold_back(preemptor, note)
+            if self._notes is not None:
+                self._notes.append(note)
 
     def _could_evict(self, preemptor: JobInfo, offered: list[VictimUnit],
                      excluded: list[VictimUnit]) -> bool:

@@ -43,7 +43,7 @@ then cannot start, reclaim takes the borrowed resources back for it:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from typing import NamedTuple
 
 from shoal.api.queue_policy import QueuePreemption
@@ -54,9 +54,11 @@ from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.held_back import reclaim_note, widest_reclaim
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.capacity import Capacity, ReclaimMode
+from shoal.scheduler.preemptor_class import preemptor_class
 from shoal.scheduler.queue_preemption import policy_of, reclaim_victim, reclaims
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+from shoal.scheduler.victim_index import QueueVictims
 from shoal.scheduler.victims import VictimUnit, ordered
 
 
@@ -105,6 +107,17 @@ class Reclamation(Preemption):
                     "back its guarantee")
         return (f"job {preemptor.name!r} of virtual cluster {preemptor.account!r}, which "
                 "borrows ahead of lower-priority borrowers (borrowWithinParent)")
+
+    def class_key(self, preemptor: JobInfo) -> Hashable | None:
+        """Its class, without its rank: reclaim does not rank a preemptor against its
+        victims (`shoal.scheduler.preemptor_class`)."""
+        return preemptor_class(self.session, preemptor, (),
+                               frozenset(self._held_nodes(preemptor)))
+
+    def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
+                     ) -> QueueVictims | None:
+        del preemptor, policy
+        return None  # its victims are other virtual clusters' borrowers, not ranked ones
 
     def may_borrow(self, preemptor: JobInfo) -> bool:
         return True  # entitled: it asks only for what it is owed; else it borrows on purpose
