@@ -54,14 +54,19 @@ placed again, grown, nor used as a preemptor, in the same cycle; a job placed in
 is never a victim. Trial placements use a private `FitMemo`: evictions release capacity, so the
 cycle's bounds do not describe them.
 
-This module owns the action and its arguments. Drivers own what an eviction costs the victim
-(lost work, its attained service carried into its next run).
+Under backlog most waiting jobs find nothing to take: the search is asked once per class of
+alike preemptors until the action commits something (`shoal.scheduler.preemptor_class`),
+and its victims are indexed by rank and by what they free (`shoal.scheduler.victim_index`).
+
+This module owns the action, its arguments and the search for victims; the trial placements
+that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
+Drivers own what an eviction costs the victim (lost work, its attained service carried into
+its next run).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -69,21 +74,15 @@ from pydantic import Field
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
 from shoal.api.queue_policy import QueuePreemption, WithinQueue
-from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
-from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
+from shoal.scheduler.actions.victim_trials import Trial, VictimTrials
 from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
     Room,
-    has_alternatives,
     least_gpus,
     least_request,
-    pending_groups,
-    place_gang,
-    replicas_fitting,
-    room_suffices,
 )
 from shoal.scheduler.held_back import (
     could_evict,
@@ -142,13 +141,10 @@ class Preempt:
             session.quota.lending = True  # as `preempt_for` may have left it
 
 
-class Preemption:
+class Preemption(VictimTrials):
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
-
-    verb = "preempted"
-    """How an evicted victim's reason says it was taken."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -553,177 +549,3 @@ class Preemption:
             victim.resized = session.now
             session.decisions.resizes.append(Resize(
                 name, elastic.group, unit.shrink_to, f"shrunk for {self.why(preemptor)}"))
-
-    def _spare(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
-               chosen: list[VictimUnit], sift: Sift, quota_bound: bool
-               ) -> list[VictimUnit]:
-        """Drop every unit the preemptor does not need, however many. `sift`: what the
-        placement that fitted shows, with no trial: the units it does not need, and those
-        its quota surely does (`_sift`). Every other unit is tried, one trial placement
-        each, the best ranked first — of a job, its latest unit before its earlier ones, and
-        none before a later one is dropped (a shrink from 4 to 2 without the one from 8 to 4
-        would leave the job at 6); a trial that fits sifts the units again through its own
-        placement. The last one chosen is needed: without it the others were tried and did
-        not do.
-
-        Cost. A trial evicts every unit kept, so trials over all the units chosen would cost
-        their square: large preemptors taking surplus one GPU at a time made a cycle of
-        `bench/preempt.py` (200 nodes) cost 125 times its calibration loop. Most units are
-        settled by a placement instead — dropped by its slack, or kept by its quota —, so few
-        are left to try; until issue 16 the trials simply stopped at 16, and unneeded
-        victims beyond were evicted."""
-        keep = sift.kept
-        needed = bool(keep) and keep[-1] is chosen[-1]
-        locked: set[str] = {keep[-1].chain} if needed else set()
-        kept = {id(u) for u in keep}
-        for spared in reversed(keep[:-1] if needed else keep):
-            name = spared.chain
-            if name in locked or id(spared) not in kept:
-                continue  # needed with a later unit of its job, or spared already
-            candidate = [u for u in keep if u is not spared]
-            fewer = None if id(spared) in sift.needed or not candidate else \
-                self._fits_with(preemptor, need, trial, candidate, quota_bound)
-            if fewer is None:
-                locked.add(name)  # this unit stays, and so do the job's earlier ones
-                continue
-            sift = fewer
-            keep = sift.kept
-            kept = {id(u) for u in keep}
-        return keep
-
-    def _fits_with(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
-                   victims: list[VictimUnit], quota_bound: bool) -> Sift | None:
-        """If the preemptor fits once `victims` are evicted (nothing is kept), what that
-        placement shows of them (`_sift`); else None."""
-        gained = sum(trial.gains[id(u)] for u in victims)
-        if trial.free + gained < trial.demand:
-            return None
-        statement = self.session.statement()
-        for victim in victims:
-            self._evict(statement, victim, preemptor)
-        mark = statement.savepoint()
-        fits = self._worth_trying(trial, gained, preemptor, need, quota_bound) and \
-            self._place(statement, preemptor, need)
-        sift = self._sift(preemptor, need, victims, quota_bound,
-                          statement.operations_since(mark)) if fits else None
-        statement.discard()
-        return sift
-
-    def _sift(self, preemptor: JobInfo, need: GangNeed, victims: list[VictimUnit],
-              quota_bound: bool, placement: list[Allocation | Eviction]) -> Sift:
-        """What a placement that fits with all of `victims` evicted shows of them, with no
-        trial; called while that placement is still in its statement. A unit is not
-        needed when the placement stands with it running: each of its tasks is on a node
-        the placement did not use, or fits in what that node has left after the placement
-        (less what units already dropped take back there); and, for a preemptor held by
-        its quota, its virtual cluster could still take what the dropped units hold (for a
-        preemptor held by room the quota allowed it before any eviction). Of a job, only its
-        latest units go, down to the first one that is needed (a shrink from 4 to 2 without
-        the one from 8 to 4 would leave the job at 6); a task that stands alone
-        (`VictimUnit.chain`) goes or stays on its own.
-
-        A unit is surely needed when the preemptor's virtual cluster could not take back
-        what it holds on top of the placement: without it the quota refuses the placement
-        — if no smaller choice of the preemptor's tasks exists (`gang_choice`), else a trial
-        decides. Each verdict is certain, so none costs a trial placement."""
-        cluster = self.session.cluster
-        account = preemptor.account
-        if quota_bound and any(u.job.account != account for u in victims):
-            return Sift(victims)  # its quota is not theirs: try each
-        allocations = [op for op in placement if isinstance(op, Allocation)]
-        slack = {op.node.name: op.node.free() for op in allocations}
-        used = {op.node.physical.name for op in allocations}
-        back = Resources()
-        dropped: set[int] = set()
-        stopped: set[str] = set()
-        for unit in reversed(victims):
-            if unit.chain in stopped:
-                continue
-            left = dict(slack)
-            fits = True
-            for task in unit.tasks:
-                # Its request and, on a node with a task limit (pods), its task slot.
-                request = cluster.by_name[task.node].footprint(
-                    unit.job.job.group(task.ref.group).resources)
-                room = left.get(task.node)
-                if room is not None and request.fits(room):
-                    left[task.node] = room.saturating_sub(request)
-                elif room is not None or cluster.by_name[task.node].physical.name in used:
-                    fits = False
-                    break
-            request = back + unit.request
-            if fits and quota_bound:
-                fits = self.session.allocatable(account, request) is None
-            if not fits:
-                stopped.add(unit.chain)
-                continue
-            slack = left
-            back = request
-            dropped.add(id(unit))
-        kept = [u for u in victims if id(u) not in dropped]
-        if not quota_bound or has_alternatives(preemptor, need):
-            return Sift(kept)
-        return Sift(kept, frozenset(
-            id(u) for u in kept
-            if self.session.allocatable(account, back + u.request) is not None))
-
-    def _worth_trying(self, trial: Trial, gained: int, preemptor: JobInfo, need: GangNeed,
-                      quota_bound: bool, room: Room | None = None) -> bool:
-        """Whether a placement could fit once units freeing `gained` GPUs on the preemptor's
-        pools are evicted: necessary conditions, cheapest first — the GPUs, the quota (for a
-        preemptor held by it: evicting one GPU at a time, hundreds of units may go before
-        it allows anything), then room node by node (`room`, kept up to date by the
-        caller, or counted now)."""
-        if trial.free + gained < trial.demand:
-            return False
-        if quota_bound and \
-                self.session.allocatable(preemptor.account, trial.request) is not None:
-            return False
-        return room.suffices() if room is not None else self._could_fit(preemptor, need)
-
-    def _could_fit(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        """A necessary condition, node by node: the replicas each group could place on its
-        pool's free capacity (ignoring the other groups) add up to its missing tasks."""
-        session = self.session
-        excluded = session.excluded_nodes
-        counts = []
-        for group, pending in pending_groups(preemptor):
-            enough = min(pending, need.count)
-            counts.append((group.name, replicas_fitting(
-                session.pool_for(group).nodes, group.resources, enough, excluded), pending))
-        return room_suffices(need, counts)
-
-    def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
-        return place_gang(self.session, self.memo, statement, job, need) is None
-
-    def _evict(self, statement: Statement, unit: VictimUnit, preemptor: JobInfo) -> None:
-        cluster = self.session.cluster
-        victim = unit.job
-        what = self.verb if unit.shrink_to is None else \
-            f"elastic surplus taken (down to {unit.shrink_to})"
-        reason = f"{what} for {self.why(preemptor)}"
-        for task in unit.tasks:
-            statement.evict(task.ref, victim.account, cluster.by_name[task.node],
-                            victim.job.group(task.ref.group).resources, task.gpus, reason)
-
-
-@dataclass(frozen=True, slots=True)
-class Sift:
-    """What one placement that fits shows of the units evicted for it, with no trial."""
-
-    kept: list[VictimUnit]
-    """The units, less those it shows are not needed."""
-    needed: frozenset[int] = frozenset()
-    """The `id`s of kept units the preemptor's quota surely needs evicted."""
-
-
-@dataclass(frozen=True, slots=True)
-class Trial:
-    """What a preemption's trial placements are judged against: GPUs free on the
-    preemptor's node pools before any eviction, the fewest GPUs and the least request any
-    choice of its tasks needs, and the GPUs each candidate unit frees there (by `id`)."""
-
-    free: int
-    demand: int
-    request: Resources
-    gains: dict[int, int]
