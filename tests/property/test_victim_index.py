@@ -16,6 +16,10 @@ clusters, one of which lends its guarantee.
    (binds, evictions, resizes, pending reasons with their notes) are equal to those of the
    same cycle with both turned off, under `las`, a priority profile that preempts, one
    that preempts and reclaims lent guarantees, and `fairshare` (proportional reclaim).
+3. So do runs of many cycles, where verdicts last from one cycle to the next: random
+   traces of a few shapes replayed by the simulator (which keeps its actions, and so their
+   verdicts, between cycles) give every job the same starts, ends and evictions with and
+   without them, under the same profiles.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.queue_preemption import policy_of, within_queue_victim
 from shoal.scheduler.session import Session
 from shoal.scheduler.victims import VictimUnit, ordered, units_of
+from shoal.sim.simulator import SimConfig, simulate
+from shoal.sim.trace import Trace, TraceJob
 
 from .strategies import profile
 
@@ -190,3 +196,41 @@ def test_cycles_decide_as_without_index_and_classes(snapshot: Snapshot, name: st
     with plain():
         slow = run_cycle(snapshot, chosen)
     assert decided(fast) == decided(slow)
+
+
+class TraceCluster:
+    def __init__(self, count: int) -> None:
+        self.nodes = tuple(Node(f"n{i}", PER_GPU.scale(GPUS),
+                                {"gpu-type": "A" if i % 2 else "B"}) for i in range(count))
+        self.virtual_clusters = (VirtualCluster("a", min=PER_GPU.scale(GPUS * count // 2)),
+                                 VirtualCluster("b"))
+        self.priority_classes = CLASSES
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> Trace:
+    jobs = []
+    at = 0.0
+    for n in range(draw(st.integers(2, 30))):
+        at += draw(st.sampled_from((0.0, 0.0, 30.0, 400.0, 3_000.0)))
+        per_task, tasks, selector = draw(st.sampled_from(SHAPES))
+        jobs.append(TraceJob(
+            f"j{n}", at, draw(st.sampled_from((100.0, 2_000.0, 9_000.0))), tasks,
+            PER_GPU.scale(per_task), queue=draw(st.sampled_from(("a", "b"))),
+            priority_class=draw(st.sampled_from(("low", "mid", "high"))),
+            node_selector={"gpu-type": "A"} if selector else {},
+            gang=draw(st.booleans()) or tasks == 1))
+    return Trace.of(jobs, "drawn")
+
+
+@settings(max_examples=40, deadline=None)
+@given(trace=traces(), nodes=st.integers(1, 4),
+       name=st.sampled_from(("las", "priority-preempt", "lend-reclaim", "fairshare")))
+def test_runs_decide_as_without_index_and_classes(trace: Trace, nodes: int, name: str
+                                                  ) -> None:
+    chosen = PREEMPTING if name == "priority-preempt" else profile(name)
+    config = SimConfig(cycle_on_events=True, check_invariants=True)
+    fast = simulate(trace, TraceCluster(nodes), chosen, config)
+    with plain():
+        slow = simulate(trace, TraceCluster(nodes), chosen, config)
+    assert fast.jobs == slow.jobs

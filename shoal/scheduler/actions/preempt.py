@@ -98,6 +98,7 @@ from shoal.scheduler.preemptor_class import (
     Verdict,
     generation,
     preemptor_class,
+    world,
 )
 from shoal.scheduler.queue_preemption import (
     may_borrow_after_preempting,
@@ -127,9 +128,12 @@ class Preempt:
 
     def __init__(self, arguments: PreemptArguments) -> None:
         self.max_preemptors = arguments.max_preemptors
+        self.classes = PreemptorClasses()
+        """Verdicts per class of preemptor, kept from one cycle to the next
+        (`shoal.scheduler.preemptor_class`)."""
 
     def execute(self, session: Session) -> None:
-        cycle = Preemption(session)
+        cycle = Preemption(session, self.classes)
         started = 0
         try:
             for job in sorted(session.candidates, key=session.job_order_key):
@@ -146,7 +150,7 @@ class Preemption(VictimTrials):
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, classes: PreemptorClasses | None = None) -> None:
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
@@ -163,7 +167,18 @@ class Preemption(VictimTrials):
         self._units: dict[str, list[VictimUnit]] = {}
         self._reserved: dict[str, set[int]] | None = None
         """Per job held back by a starving job's reservation, that job's nodes."""
-        self.classes = PreemptorClasses()
+        self.classes = classes or PreemptorClasses()
+        self.classes.begin()
+        self._entered: Generation | None = None
+        """When the classes' world was last entered (`preempt_for`)."""
+        self._tried = False
+        """Whether the search under way saw its victims in an order that mattered: it went
+        on to trial placements, or its offer was cut in order."""
+        self._looked_at: list[str] = []
+        """The running jobs whose order keys the search under way asked for, where the
+        action's own listing (`running`) does not say."""
+        self._listed = False
+        """Whether the search under way listed the running jobs (`running`)."""
         self._indexed: Generation | None = None
         self._indexes: dict[str, QueueVictims] = {}
         """Per virtual cluster, its victims as of `_indexed` (`victim_index`)."""
@@ -212,6 +227,7 @@ class Preemption(VictimTrials):
 
     def running(self, queue: str) -> list[JobInfo]:
         """Jobs of the virtual cluster holding tasks when the action began, worst first."""
+        self._listed = True
         if self._running is None:
             session = self.session
             now = session.now
@@ -308,27 +324,53 @@ class Preemption(VictimTrials):
         if key is None:
             return self._preempt_for(preemptor)
         before = generation(session)
+        if self._entered != before:
+            self._entered = before
+            self.classes.enter(world(session, self.world_rank, self.fresh, self.evicted,
+                                     self.world_extra()))
         verdict = self.classes.verdict(key, before)
         if verdict is not None:
+            self.look_at(preemptor, verdict)
             for note in verdict.notes:
                 session.hold_back(preemptor, note)
             session.quota.lending = verdict.lending
             return False
-        self._notes = []
+        self._notes, self._tried, self._looked_at, self._listed = [], False, [], False
         evicted = self._preempt_for(preemptor)
         if not evicted and generation(session) == before:
-            self.classes.remember(key, Verdict(before, tuple(self._notes),
-                                               session.quota.lending))
+            # One that tried placements saw its victims in order, which time moves.
+            self.classes.remember(key, before, Verdict(
+                tuple(self._notes), session.quota.lending, tuple(self._looked_at),
+                self._listed), lasting=not self._tried)
         self._notes = None
         return evicted
+
+    def look_at(self, preemptor: JobInfo, verdict: Verdict) -> None:
+        """Ask for the order keys the search that gave `verdict` asked for, in its place
+        (`Verdict.looked_at`, `Verdict.listed`)."""
+        session = self.session
+        if verdict.listed:
+            self.running(preemptor.queue)
+        for name in verdict.looked_at:
+            job = session.jobs[name]
+            session.job_order_key(job)
+            self.rank(job)
+
+    def world_rank(self, job: JobInfo) -> tuple[Any, ...]:
+        """What of a running job's rank a search that tries no placement reads
+        (`preemptor_class.world`): who ranks behind whom."""
+        return self.rank(job)
+
+    def world_extra(self) -> Hashable:
+        """What else this action's searches read of the world (`preemptor_class.world`)."""
+        return None
 
     def class_key(self, preemptor: JobInfo) -> Hashable | None:
         """The preemptor's class (`shoal.scheduler.preemptor_class`): ranked as this action
         ranks it, under its virtual cluster's policy."""
         if newer_equal_allowed(policy_of(self.session, preemptor)):
             return None  # its submission time decides what it may take
-        return preemptor_class(self.session, preemptor, self.rank(preemptor),
-                               frozenset(self._held_nodes(preemptor)))
+        return preemptor_class(self.session, preemptor, self.rank)
 
     def _preempt_for(self, preemptor: JobInfo) -> bool:
         session = self.session
@@ -377,6 +419,7 @@ class Preemption(VictimTrials):
             self._note_policy(preemptor, units)
             return False
 
+        self._tried = True
         trial = Trial(free, demand, least_request(preemptor, need), gains)
         chosen: list[VictimUnit] = []
         statement = session.statement()
