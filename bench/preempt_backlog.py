@@ -16,7 +16,8 @@ waiting job against every running job, every cycle.
   `--cycles` cycles run over it under the `elastic` profile (preempt and reclaim) with
   nothing changing but the clock (a minute a cycle). Prints the process CPU seconds per
   cycle, first and steady (the median of the later ones), and the ratio plain / shipped.
-- `philly`: the first `--jobs` jobs of the Philly trace on `--cluster` (80 × 8 GPUs, where
+- `philly`: the first `--jobs` jobs of the Philly trace (`--trace`: the shared one, else
+  the repository's sample) on `--cluster` (80 × 8 GPUs, where
   jobs queue) replayed by the simulator under `--profiles` (las), each run in a child
   process with `--cpu-limit` CPU seconds (a run that passes it prints `finished: false`):
   CPU seconds, jobs per CPU second, mean JCT, preemptions and lost GPU-hours, and whether
@@ -64,6 +65,7 @@ from shoal.scheduler.session import Hooks, Session
 
 ROOT = Path(__file__).resolve().parents[1]
 PHILLY = ROOT.parent / "shared" / "traces" / "philly" / "philly.csv"
+SAMPLE = ROOT / "examples" / "traces" / "philly-sample.csv"
 GPUS_PER_NODE = 8
 CLASSES = (PriorityClass("low", 10), PriorityClass("normal", 100),
            PriorityClass("production", 1000))
@@ -149,7 +151,8 @@ def backlog(args: argparse.Namespace) -> None:
     }), flush=True)
 
 
-def one_replay(jobs: int, cluster: str, profile_name: str, baseline: bool) -> dict[str, object]:
+def one_replay(path: Path, jobs: int, cluster: str, profile_name: str, baseline: bool
+               ) -> dict[str, object]:
     """One replay, in this process (the child of `philly`)."""
     from shoal.cli.profiles import load_profile
     from shoal.sim.inputs import load_trace, with_trace_queues
@@ -158,7 +161,7 @@ def one_replay(jobs: int, cluster: str, profile_name: str, baseline: bool) -> di
     from shoal.sim.simulator import SimConfig, simulate
 
     declared = parse_cluster_arg(cluster)
-    trace = load_trace(PHILLY, gpus_per_node=declared.gpus_per_node or 8, limit=jobs)
+    trace = load_trace(path, gpus_per_node=declared.gpus_per_node or 8, limit=jobs)
     where = with_trace_queues(declared, trace)
     profile = load_profile(profile_name)
     start, wall = time.process_time(), time.perf_counter()
@@ -178,13 +181,13 @@ def one_replay(jobs: int, cluster: str, profile_name: str, baseline: bool) -> di
             "lives": hashlib.sha256(repr(lives).encode()).hexdigest()[:16]}
 
 
-def child(jobs: int, cluster: str, profile: str, baseline: bool, cpu_limit: int
+def child(path: Path, jobs: int, cluster: str, profile: str, baseline: bool, cpu_limit: int
           ) -> dict[str, object] | None:
     """A replay in a child process held to `cpu_limit` CPU seconds; None if it passed it."""
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_limit))
 
-    command = [sys.executable, __file__, "--one", str(jobs), cluster, profile,
+    command = [sys.executable, __file__, "--one", str(path), str(jobs), cluster, profile,
                "plain" if baseline else "shipped"]
     done = subprocess.run(command, capture_output=True, text=True, preexec_fn=limit,
                           check=False)
@@ -196,11 +199,12 @@ def child(jobs: int, cluster: str, profile: str, baseline: bool, cpu_limit: int
 
 def philly(args: argparse.Namespace) -> None:
     for name in (p.strip() for p in args.profiles.split(",") if p.strip()):
-        shipped = child(args.jobs, args.cluster, name, False, args.cpu_limit)
-        before = child(args.jobs, args.cluster, name, True, args.cpu_limit)
+        shipped = child(args.trace, args.jobs, args.cluster, name, False, args.cpu_limit)
+        before = child(args.trace, args.jobs, args.cluster, name, True, args.cpu_limit)
         row: dict[str, object] = {
             "benchmark": "preempt_backlog", "case": "philly", "profile": name,
-            "cluster": args.cluster, "jobs": args.jobs, "cpu_limit_seconds": args.cpu_limit,
+            "trace": args.trace.name, "cluster": args.cluster, "jobs": args.jobs,
+            "cpu_limit_seconds": args.cpu_limit,
             "shipped": shipped or {"finished": False},
             "plain": before or {"finished": False}}
         if shipped and before:
@@ -215,8 +219,9 @@ def philly(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--one"]:
-        jobs, cluster, profile, mode = argv[1:5]
-        print(json.dumps(one_replay(int(jobs), cluster, profile, mode == "plain")))
+        path, jobs, cluster, profile, mode = argv[1:6]
+        print(json.dumps(one_replay(Path(path), int(jobs), cluster, profile,
+                                    mode == "plain")))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", choices=("backlog", "philly"), default="backlog")
@@ -224,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--waiting", type=int, default=2000)
     parser.add_argument("--low-every", type=int, default=10)
     parser.add_argument("--cycles", type=int, default=6)
+    parser.add_argument("--trace", type=Path, default=PHILLY if PHILLY.exists() else SAMPLE)
     parser.add_argument("--jobs", type=int, default=5000)
     parser.add_argument("--cluster", default="80x8")
     parser.add_argument("--profiles", default="las")

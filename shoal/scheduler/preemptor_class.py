@@ -17,7 +17,8 @@ it. It holds
 
 - within the execution, until the action commits anything (`Generation`: the session's
   binds, evictions and resizes so far);
-- across cycles, for a search that failed before any trial placement (what it was offered
+- across cycles, for a search made before the action committed anything in its cycle
+  that failed before any trial placement (what it was offered
   could not cover it, or nothing of it was on its node pools: order plays no part), until
   the *world* it was given in changes (`world`): the model and quota tree, the nodes'
   capacity (the release epoch, which moves whenever capacity comes back; cordons, carved
@@ -150,12 +151,12 @@ class PreemptorClasses:
         if world != self._world:
             self._world, self._lasting = world, {}
 
-    def verdict(self, key: Hashable, now: Generation) -> Verdict | None:
+    def verdict(self, key: Hashable, now: Generation, lasting: bool) -> Verdict | None:
         """The class's verdict: this execution's if nothing was committed since it was
-        given, else one that lasts in the world last entered."""
+        given, else (`lasting`: still in the world last entered) one that lasts."""
         found = self._now.get(key)
         verdict = found[1] if found is not None and found[0] == now else \
-            self._lasting.get(key)
+            self._lasting.get(key) if lasting else None
         if verdict is not None:
             self.skipped += 1
         return verdict

@@ -170,7 +170,7 @@ class Preemption(VictimTrials):
         self.classes = classes or PreemptorClasses()
         self.classes.begin()
         self._entered: Generation | None = None
-        """When the classes' world was last entered (`preempt_for`)."""
+        """When the classes' world was entered (`preempt_for`): the first search."""
         self._tried = False
         """Whether the search under way saw its victims in an order that mattered: it went
         on to trial placements, or its offer was cut in order."""
@@ -179,11 +179,15 @@ class Preemption(VictimTrials):
         action's own listing (`running`) does not say."""
         self._listed = False
         """Whether the search under way listed the running jobs (`running`)."""
-        self._indexed: Generation | None = None
+        self._victims = 0
+        """Moves whenever a job listed by `running` stops being takeable or gives up
+        something: the victim index is rebuilt then (`victim_index`)."""
+        self._indexed: int | None = None
         self._indexes: dict[str, QueueVictims] = {}
         """Per virtual cluster, its victims as of `_indexed` (`victim_index`)."""
+        self._counted: Generation | None = None
         self._free: dict[Hashable, int] = {}
-        """Per set of node pools, its free GPUs as of `_indexed`."""
+        """Per set of node pools, its free GPUs as of `_counted`."""
         self._pools: dict[Hashable, set[int]] = {}
         """Per set of node pools (their keys), their nodes' ordinals."""
         self._notes: list[str] | None = None
@@ -271,13 +275,12 @@ class Preemption(VictimTrials):
         """The preemptor's virtual cluster's victims indexed by rank and what they free
         (`shoal.scheduler.victim_index`), where its rank alone says what it is offered:
         under `withinQueue: LowerPriority`, without victim-selection plugins. Rebuilt after
-        every commit."""
+        every commit that evicts, or places a job it lists."""
         if policy.within_queue is not WithinQueue.LOWER_PRIORITY \
                 or self.session.hooks.victim_selections:
             return None
-        now = generation(self.session)
-        if now != self._indexed:
-            self._indexes, self._free, self._indexed = {}, {}, now
+        if self._victims != self._indexed:
+            self._indexes, self._indexed = {}, self._victims
         index = self._indexes.get(preemptor.queue)
         if index is None:
             units = [u for job in self.running(preemptor.queue) if self.takeable(job, None)
@@ -324,11 +327,14 @@ class Preemption(VictimTrials):
         if key is None:
             return self._preempt_for(preemptor)
         before = generation(session)
-        if self._entered != before:
+        if self._entered is None:
+            # Verdicts last from the world this execution began its searches in to the
+            # next cycle's; after a commit, only within the execution.
             self._entered = before
             self.classes.enter(world(session, self.world_rank, self.fresh, self.evicted,
                                      self.world_extra()))
-        verdict = self.classes.verdict(key, before)
+        lasting = before == self._entered
+        verdict = self.classes.verdict(key, before, lasting)
         if verdict is not None:
             self.look_at(preemptor, verdict)
             for note in verdict.notes:
@@ -341,7 +347,7 @@ class Preemption(VictimTrials):
             # One that tried placements saw its victims in order, which time moves.
             self.classes.remember(key, before, Verdict(
                 tuple(self._notes), session.quota.lending, tuple(self._looked_at),
-                self._listed), lasting=not self._tried)
+                self._listed), lasting=lasting and not self._tried)
         self._notes = None
         return evicted
 
@@ -457,10 +463,10 @@ class Preemption(VictimTrials):
                 return False
             if not chosen:  # every unit proved unneeded: it stands on what was free
                 statement.commit()
-                self.fresh.add(preemptor.name)
+                self._placed(preemptor)
                 return False
         statement.commit()
-        self.fresh.add(preemptor.name)
+        self._placed(preemptor)
         self._record(preemptor, chosen)
         return True
 
@@ -479,8 +485,9 @@ class Preemption(VictimTrials):
 
     def _free_on(self, pools: Hashable, nodes: set[int]) -> int:
         """GPUs free on `nodes` (named `pools`), counted once per commit."""
-        if generation(self.session) != self._indexed:
-            return sum(self.session.cluster.states[o].gpu for o in nodes)
+        now = generation(self.session)
+        if now != self._counted:
+            self._free, self._counted = {}, now
         free = self._free.get(pools)
         if free is None:
             states = self.session.cluster.states
@@ -509,7 +516,7 @@ class Preemption(VictimTrials):
         statement = self.session.statement()
         if self._place(statement, preemptor, need):
             statement.commit()
-            self.fresh.add(preemptor.name)
+            self._placed(preemptor)
             return True
         statement.discard()
         return False
@@ -571,11 +578,19 @@ class Preemption(VictimTrials):
         return (f"job {preemptor.name!r}, which ranks ahead of it in virtual cluster "
                 f"{preemptor.queue!r}")
 
+    def _placed(self, preemptor: JobInfo) -> None:
+        """The preemptor was placed in a committed statement: never a victim now."""
+        self.fresh.add(preemptor.name)
+        if self._running is not None and any(
+                j is preemptor for j in self._running.get(preemptor.queue, ())):
+            self._victims += 1  # it was listed as a victim
+
     def _record(self, preemptor: JobInfo, chosen: list[VictimUnit]) -> None:
         """Victims are neither placed, grown nor preemptors again in this cycle; an evicted
         one is told why it waits, a shrunk one gets a `Resize`."""
         session = self.session
         last = {u.job.name: u for u in chosen}  # a job's last unit is where it ends up
+        self._victims += 1
         for name, unit in last.items():
             self.evicted.add(name)
             session.preempted.add(name)
