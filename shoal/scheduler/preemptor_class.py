@@ -100,7 +100,9 @@ def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
              protect > 0 and t.started is not None and now - t.started < protect)
             for t in job.running)))
     cluster = session.cluster
-    return (id(session.model), id(session.quota), cluster.release_epoch,
+    # The model and quota tree themselves, not their ids: a driver that rebuilds its model
+    # must never meet a new one at an old one's address.
+    return (session.model, session.quota, cluster.release_epoch,
             len(cluster.states), frozenset(cluster.cordoned), cluster.cpu_reserve,
             tuple((name, s.allocatable) for name, s in cluster.virtual.items()),
             tuple(running),
