@@ -12,9 +12,10 @@ start by evicting at all (`free + gains < demand`: it cannot). `gains` keeps, pe
 node pools asked about, the running sum of the GPUs each unit frees on them, so that test
 is one look-up after the bisection; most waiting jobs under backlog fail it.
 
-Built in O(units) from the jobs running when it is built, and valid while the action
-commits nothing (`shoal.scheduler.preemptor_class.Generation`): a commit evicts victims and
-places preemptors, which are never victims in the same cycle. The action rebuilds it then.
+Built in O(units) from the jobs running when it is built, worst rank first (the action
+lists them so); the score's full order is sorted only when a preemptor gets past `gains`
+(`offered`). Valid until the action evicts, or places a job it listed as a victim (a
+partly placed gang): the action rebuilds it then.
 Only for the default `withinQueue` (`LowerPriority`) and without victim-selection plugins:
 otherwise what a preemptor is offered depends on more than its rank, and the action scans.
 
@@ -31,14 +32,28 @@ from shoal.scheduler.victims import VictimUnit
 
 
 class QueueVictims:
-    """One virtual cluster's takeable units in the order of the victims' score."""
+    """One virtual cluster's takeable units, worst rank first; in the order of the victims'
+    score when asked (`offered`)."""
 
     def __init__(self, units: list[VictimUnit],
-                 rank: Callable[[VictimUnit], tuple[Any, ...]]) -> None:
+                 rank: Callable[[VictimUnit], tuple[Any, ...]],
+                 order: Callable[[list[VictimUnit]], list[VictimUnit]]) -> None:
+        """`units`: by rank, worst first (ties in any order); `order`: the victims' score,
+        which ranks by the same rank first."""
         self.units = units
         self.ranks = [rank(u) for u in units]
-        """Each unit's job's rank, not increasing (the score ranks the worst first)."""
+        """Each unit's job's rank, not increasing."""
+        self._order = order
+        self._ordered: list[VictimUnit] | None = None
         self._gains: dict[Hashable, list[int]] = {}
+
+    def offered(self, count: int) -> list[VictimUnit]:
+        """The first `count` units in the order of the victims' score: the same units as
+        the first `count` by rank, as the score ranks by rank first. Sorted once, when
+        first asked: most preemptors are answered by `gains` alone."""
+        if self._ordered is None:
+            self._ordered = self._order(self.units)
+        return self._ordered[:count]
 
     def behind(self, rank: tuple[Any, ...]) -> int:
         """How many units (a prefix) belong to jobs that rank strictly behind `rank`."""

@@ -257,7 +257,7 @@ class Preemption(VictimTrials):
         rank = self.rank(preemptor)
         index = self.victim_index(preemptor, policy)
         if index is not None:
-            offered = index.units[:index.behind(rank)]
+            offered = index.offered(index.behind(rank))
             return [u for u in offered if u.job is not preemptor] if preemptor.running \
                 else offered
         units: list[VictimUnit] = []
@@ -283,12 +283,13 @@ class Preemption(VictimTrials):
             self._indexes, self._indexed = {}, self._victims
         index = self._indexes.get(preemptor.queue)
         if index is None:
+            # `running` lists the jobs worst rank first: so are their units.
             units = [u for job in self.running(preemptor.queue) if self.takeable(job, None)
                      for u in self.units(job, job)]
             session = self.session
             index = self._indexes[preemptor.queue] = QueueVictims(
-                ordered(units, self.rank, session.job_order_key, session.now),
-                lambda u: self.rank(u.job))
+                units, lambda u: self.rank(u.job),
+                lambda units: ordered(units, self.rank, session.job_order_key, session.now))
         return index
 
     def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:

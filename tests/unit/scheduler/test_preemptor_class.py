@@ -84,9 +84,10 @@ def test_the_index_bisects_by_rank_and_sums_what_a_prefix_frees() -> None:
     session = Session(Snapshot(nodes, tuple(jobs), now=1.0), LAS.plugins())
     units = [u for i in (2, 1, 0) for u in units_of(session.jobs[f"r{i}"], 1.0)]
     ranks = {"r2": (3,), "r1": (2,), "r0": (1,)}
-    index = QueueVictims(units, lambda u: ranks[u.job.name])
+    index = QueueVictims(units, lambda u: ranks[u.job.name], lambda us: us[::-1])
     assert [index.behind(r) for r in ((4,), (3,), (2,), (1,), (0,))] == [0, 0, 1, 2, 3]
     assert [index.gains("all", k, lambda u: u.gpus) for k in range(4)] == [0, 3, 5, 6]
+    assert [u.job.name for u in index.offered(2)] == ["r0", "r1"]  # in the order given
 
 
 def test_verdicts_last_across_cycles_in_a_kept_model() -> None:
