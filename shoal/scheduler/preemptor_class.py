@@ -23,8 +23,8 @@ it. It holds
   the *world* it was given in changes (`world`): the model and quota tree, the nodes'
   capacity (the release epoch, which moves whenever capacity comes back; cordons, carved
   virtual nodes, the CPU kept per idle GPU), every running job's rank, charged virtual
-  cluster and tasks (node, state, whether still protected) — which with the release epoch
-  say what each node has free —, the jobs placed or evicted in this cycle,
+  cluster and tasks (how many, how many stopping, how many still protected) — which with
+  the release epoch say what each node has free —, the jobs placed or evicted in this cycle,
   the closed virtual clusters, and what the action adds (the deserved shares of
   proportional reclaim). A search whose offer its order cut (reclaim takes a borrower's
   units in order while they stay within what it borrowed) does not last. Time enters
@@ -54,6 +54,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from shoal.api.lifecycle import TaskState
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.model import user_of
 from shoal.scheduler.session import Session
@@ -88,17 +89,21 @@ class Verdict:
 def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
           placed: Iterable[str], evicted: Iterable[str], extra: Hashable = None) -> Hashable:
     """What a failed search that tried no placement read besides its preemptor (the
-    module's text), in O(nodes + running tasks)."""
+    module's text), in O(nodes + running tasks). A running job counts by how many tasks it
+    runs, not which: in one model, tasks stop only by giving capacity back, which moves
+    the release epoch."""
     now = session.now
     running = []
     for job in session.jobs.values():
-        if not job.running:
+        tasks = job.running
+        if not tasks:
             continue
         protect = job.job.protect_for
-        running.append((job.name, job.account, rank(job), tuple(
-            (t.ref, t.node, t.state,
-             protect > 0 and t.started is not None and now - t.started < protect)
-            for t in job.running)))
+        running.append((
+            job.name, job.account, rank(job), len(tasks),
+            sum(t.state is TaskState.RELEASING for t in tasks),
+            protect > 0 and sum(t.started is not None and now - t.started < protect
+                                for t in tasks)))
     cluster = session.cluster
     # The model and quota tree themselves, not their ids: a driver that rebuilds its model
     # must never meet a new one at an old one's address.
