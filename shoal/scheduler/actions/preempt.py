@@ -495,33 +495,6 @@ class Preemption(VictimTrials):
             free = self._free[pools] = sum(states[o].gpu for o in nodes)
         return free
 
-    def _fits_without_eviction(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        """Place the preemptor on what is free, if it fits; True if it was placed. A job held
-        back by a starving job's reservation (`shoal.scheduler.aging`) keeps off that job's
-        nodes here, as backfill would have it: what is free there is the starving job's. (It
-        may still evict there by its class; then it uses what it freed.)"""
-        held = self._held_nodes(preemptor)
-        if not held:
-            return self._place_now(preemptor, need)
-        shared = self.memo
-        self.memo = FitMemo(self.session.cluster)
-        try:
-            with self.session.keeping_off(held):
-                return self._place_now(preemptor, need)
-        finally:
-            self.memo = shared
-
-    def _place_now(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        if not self._could_fit(preemptor, need):
-            return False
-        statement = self.session.statement()
-        if self._place(statement, preemptor, need):
-            statement.commit()
-            self._placed(preemptor)
-            return True
-        statement.discard()
-        return False
-
     def _held_nodes(self, job: JobInfo) -> set[int]:
         if self._reserved is None:
             self._reserved = reservation_nodes(self.session)

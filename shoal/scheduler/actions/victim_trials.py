@@ -1,5 +1,6 @@
 """Which victims a preemption needs: the preempt action's trial placements (issue 16), apart
-from the search for victims (`shoal.scheduler.actions.preempt`).
+from the search for victims (`shoal.scheduler.actions.preempt`), and its placement of a
+preemptor on what is free, with no eviction (`_fits_without_eviction`).
 
 Once evicting a prefix of the candidate units lets the preemptor fit, every unit it turns
 out not to need is spared: a placement that fits shows most of them at once (`_sift`), the
@@ -43,6 +44,41 @@ class VictimTrials:
     def why(self, preemptor: JobInfo) -> str:
         """Why a victim gave something up, after the verb."""
         raise NotImplementedError
+
+    def _held_nodes(self, job: JobInfo) -> set[int]:
+        """The nodes a starving job's reservation keeps `job` off (`Preemption`)."""
+        raise NotImplementedError
+
+    def _placed(self, preemptor: JobInfo) -> None:
+        """The preemptor was placed in a committed statement (`Preemption`)."""
+        raise NotImplementedError
+
+    def _fits_without_eviction(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        """Place the preemptor on what is free, if it fits; True if it was placed. A job held
+        back by a starving job's reservation (`shoal.scheduler.aging`) keeps off that job's
+        nodes here, as backfill would have it: what is free there is the starving job's. (It
+        may still evict there by its class; then it uses what it freed.)"""
+        held = self._held_nodes(preemptor)
+        if not held:
+            return self._place_now(preemptor, need)
+        shared = self.memo
+        self.memo = FitMemo(self.session.cluster)
+        try:
+            with self.session.keeping_off(held):
+                return self._place_now(preemptor, need)
+        finally:
+            self.memo = shared
+
+    def _place_now(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        if not self._could_fit(preemptor, need):
+            return False
+        statement = self.session.statement()
+        if self._place(statement, preemptor, need):
+            statement.commit()
+            self._placed(preemptor)
+            return True
+        statement.discard()
+        return False
 
     def _spare(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
                chosen: list[VictimUnit], sift: Sift, quota_bound: bool
