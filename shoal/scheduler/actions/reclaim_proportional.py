@@ -57,7 +57,7 @@ class ProportionalReclamation(Reclamation):
                  surplus_only: bool, classes: PreemptorClasses | None = None) -> None:
         super().__init__(session, surplus_only=surplus_only, classes=classes)
         self.deserved = deserved
-        self._running: dict[str, list[JobInfo]] | None = None
+        self._by_account: dict[str, list[JobInfo]] | None = None
 
     def world_extra(self) -> Hashable:
         """What each virtual cluster deserves: it moves with what waiting jobs ask."""
@@ -148,12 +148,12 @@ class ProportionalReclamation(Reclamation):
     def _running_by_account(self) -> dict[str, list[JobInfo]]:
         """The jobs running when this execution began, per virtual cluster charged: a job
         that starts later in it is fresh, never a victim (`takeable`)."""
-        if self._running is None:
-            self._running = {}
+        if self._by_account is None:
+            self._by_account = {}
             for job in self.session.jobs.values():
                 if job.running:
-                    self._running.setdefault(job.account, []).append(job)
-        return self._running
+                    self._by_account.setdefault(job.account, []).append(job)
+        return self._by_account
 
     def _above_deserved(self, preemptor: JobInfo, units: list[VictimUnit], dims: set[str]
                         ) -> list[VictimUnit]:
