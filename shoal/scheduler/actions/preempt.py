@@ -54,36 +54,35 @@ placed again, grown, nor used as a preemptor, in the same cycle; a job placed in
 is never a victim. Trial placements use a private `FitMemo`: evictions release capacity, so the
 cycle's bounds do not describe them.
 
-This module owns the action and its arguments. Drivers own what an eviction costs the victim
-(lost work, its attained service carried into its next run).
+Under backlog most waiting jobs find nothing to take: the search is asked once per class of
+alike preemptors until the action commits something (`shoal.scheduler.preemptor_class`),
+and its victims are indexed by rank and by what they free (`shoal.scheduler.victim_index`).
+
+This module owns the action, its arguments and the search for victims; the trial placements
+that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
+Drivers own what an eviction costs the victim (lost work, its attained service carried into
+its next run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.api.lifecycle import TaskState
-from shoal.api.queue_policy import QueuePreemption
-from shoal.api.resources import Resources
+from shoal.api.queue_policy import QueuePreemption, WithinQueue
 from shoal.core.nodes import FitMemo
-from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
+from shoal.scheduler.actions.victim_trials import Trial, VictimTrials
 from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
     Room,
-    has_alternatives,
     least_gpus,
     least_request,
-    pending_groups,
-    place_gang,
-    replicas_fitting,
-    room_suffices,
 )
 from shoal.scheduler.held_back import (
     could_evict,
@@ -93,6 +92,14 @@ from shoal.scheduler.held_back import (
     within_queue_note,
 )
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.preemptor_class import (
+    Generation,
+    PreemptorClasses,
+    Verdict,
+    generation,
+    preemptor_class,
+    world,
+)
 from shoal.scheduler.queue_preemption import (
     may_borrow_after_preempting,
     newer_equal_allowed,
@@ -101,6 +108,7 @@ from shoal.scheduler.queue_preemption import (
 )
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+from shoal.scheduler.victim_index import QueueVictims
 from shoal.scheduler.victims import VictimUnit, ordered, units_of
 
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
@@ -120,9 +128,12 @@ class Preempt:
 
     def __init__(self, arguments: PreemptArguments) -> None:
         self.max_preemptors = arguments.max_preemptors
+        self.classes = PreemptorClasses()
+        """Verdicts per class of preemptor, kept from one cycle to the next
+        (`shoal.scheduler.preemptor_class`)."""
 
     def execute(self, session: Session) -> None:
-        cycle = Preemption(session)
+        cycle = Preemption(session, self.classes)
         started = 0
         try:
             for job in sorted(session.candidates, key=session.job_order_key):
@@ -134,15 +145,12 @@ class Preempt:
             session.quota.lending = True  # as `preempt_for` may have left it
 
 
-class Preemption:
+class Preemption(VictimTrials):
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
 
-    verb = "preempted"
-    """How an evicted victim's reason says it was taken."""
-
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, classes: PreemptorClasses | None = None) -> None:
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
@@ -159,6 +167,31 @@ class Preemption:
         self._units: dict[str, list[VictimUnit]] = {}
         self._reserved: dict[str, set[int]] | None = None
         """Per job held back by a starving job's reservation, that job's nodes."""
+        self.classes = classes or PreemptorClasses()
+        self.classes.begin()
+        self._entered: Generation | None = None
+        """When the classes' world was entered (`preempt_for`): the first search."""
+        self._tried = False
+        """Whether the search under way saw its victims in an order that mattered: it went
+        on to trial placements, or its offer was cut in order."""
+        self._looked_at: list[str] = []
+        """The running jobs whose order keys the search under way asked for, where the
+        action's own listing (`running`) does not say."""
+        self._listed = False
+        """Whether the search under way listed the running jobs (`running`)."""
+        self._victims = 0
+        """Moves whenever a job listed by `running` stops being takeable or gives up
+        something: the victim index is rebuilt then (`victim_index`)."""
+        self._indexed: int | None = None
+        self._indexes: dict[str, QueueVictims] = {}
+        """Per virtual cluster, its victims as of `_indexed` (`victim_index`)."""
+        self._counted: Generation | None = None
+        self._free: dict[Hashable, int] = {}
+        """Per set of node pools, its free GPUs as of `_counted`."""
+        self._pools: dict[Hashable, set[int]] = {}
+        """Per set of node pools (their keys), their nodes' ordinals."""
+        self._notes: list[str] | None = None
+        """What the search under way noted on its preemptor's reason (`preempt_for`)."""
 
     # ---- who ------------------------------------------------------------------------------
 
@@ -198,6 +231,7 @@ class Preemption:
 
     def running(self, queue: str) -> list[JobInfo]:
         """Jobs of the virtual cluster holding tasks when the action began, worst first."""
+        self._listed = True
         if self._running is None:
             session = self.session
             now = session.now
@@ -221,6 +255,11 @@ class Preemption:
         if policy is None:
             policy = policy_of(self.session, preemptor)
         rank = self.rank(preemptor)
+        index = self.victim_index(preemptor, policy)
+        if index is not None:
+            offered = index.offered(index.behind(rank))
+            return [u for u in offered if u.job is not preemptor] if preemptor.running \
+                else offered
         units: list[VictimUnit] = []
         for job in self.running(preemptor.queue):
             theirs = self.rank(job)
@@ -231,7 +270,29 @@ class Preemption:
                 units.extend(self.units(job, preemptor))
         return ordered(units, self.rank, self.session.job_order_key, self.session.now)
 
-    def takeable(self, job: JobInfo, preemptor: JobInfo) -> bool:
+    def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
+                     ) -> QueueVictims | None:
+        """The preemptor's virtual cluster's victims indexed by rank and what they free
+        (`shoal.scheduler.victim_index`), where its rank alone says what it is offered:
+        under `withinQueue: LowerPriority`, without victim-selection plugins. Rebuilt after
+        every commit that evicts, or places a job it lists."""
+        if policy.within_queue is not WithinQueue.LOWER_PRIORITY \
+                or self.session.hooks.victim_selections:
+            return None
+        if self._victims != self._indexed:
+            self._indexes, self._indexed = {}, self._victims
+        index = self._indexes.get(preemptor.queue)
+        if index is None:
+            # `running` lists the jobs worst rank first: so are their units.
+            units = [u for job in self.running(preemptor.queue) if self.takeable(job, None)
+                     for u in self.units(job, job)]
+            session = self.session
+            index = self._indexes[preemptor.queue] = QueueVictims(
+                units, lambda u: self.rank(u.job),
+                lambda units: ordered(units, self.rank, session.job_order_key, session.now))
+        return index
+
+    def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:
         """Whether `job` may give anything up in this execution: it runs tasks placed before
         it, was not taken from yet — unless it is placed task by task: then, as pods, its
         other tasks may go to the next preemptor —, and is not already stopping (its
@@ -259,22 +320,79 @@ class Preemption:
 
     def preempt_for(self, preemptor: JobInfo) -> bool:
         """Place the preemptor's missing tasks, evicting candidates if need be; True if it
-        evicted anything to do so."""
+        evicted anything to do so. A job of a class whose search found nothing since the
+        action last committed anything is answered by that search
+        (`shoal.scheduler.preemptor_class`)."""
+        session = self.session
+        key = self.class_key(preemptor)
+        if key is None:
+            return self._preempt_for(preemptor)
+        before = generation(session)
+        if self._entered is None:
+            # Verdicts last from the world this execution began its searches in to the
+            # next cycle's; after a commit, only within the execution.
+            self._entered = before
+            self.classes.enter(world(session, self.world_rank, self.fresh, self.evicted,
+                                     self.world_extra()))
+        lasting = before == self._entered
+        verdict = self.classes.verdict(key, before, lasting)
+        if verdict is not None:
+            self.look_at(preemptor, verdict)
+            for note in verdict.notes:
+                session.hold_back(preemptor, note)
+            session.quota.lending = verdict.lending
+            return False
+        self._notes, self._tried, self._looked_at, self._listed = [], False, [], False
+        evicted = self._preempt_for(preemptor)
+        if not evicted and generation(session) == before:
+            # One that tried placements saw its victims in order, which time moves.
+            self.classes.remember(key, before, Verdict(
+                tuple(self._notes), session.quota.lending, tuple(self._looked_at),
+                self._listed), lasting=lasting and not self._tried)
+        self._notes = None
+        return evicted
+
+    def look_at(self, preemptor: JobInfo, verdict: Verdict) -> None:
+        """Ask for the order keys the search that gave `verdict` asked for, in its place
+        (`Verdict.looked_at`, `Verdict.listed`)."""
+        session = self.session
+        if verdict.listed:
+            self.running(preemptor.queue)
+        for name in verdict.looked_at:
+            job = session.jobs[name]
+            session.job_order_key(job)
+            self.rank(job)
+
+    def world_rank(self, job: JobInfo) -> tuple[Any, ...]:
+        """What of a running job's rank a search that tries no placement reads
+        (`preemptor_class.world`): who ranks behind whom."""
+        return self.rank(job)
+
+    def world_extra(self) -> Hashable:
+        """What else this action's searches read of the world (`preemptor_class.world`)."""
+        return None
+
+    def class_key(self, preemptor: JobInfo) -> Hashable | None:
+        """The preemptor's class (`shoal.scheduler.preemptor_class`): ranked as this action
+        ranks it, under its virtual cluster's policy."""
+        if newer_equal_allowed(policy_of(self.session, preemptor)):
+            return None  # its submission time decides what it may take
+        return preemptor_class(self.session, preemptor, self.rank)
+
+    def _preempt_for(self, preemptor: JobInfo) -> bool:
         session = self.session
         cluster = session.cluster
         session.quota.lending = True
         need = GangNeed.of(session, preemptor)
         if need.count <= 0:
             return False
-        nodes: set[int] = set()
-        for group in preemptor.groups_with_pending():
-            nodes.update(s.ordinal for s in session.pool_for(group).nodes)
+        pools, nodes = self._pool_nodes(preemptor)
         if not nodes:
             return False
         # Any choice of its missing tasks may start it (`shoal.scheduler.gang_choice`): the
         # GPUs it needs are the fewest any choice asks.
         demand = least_gpus(preemptor, need)
-        free = sum(cluster.states[o].gpu for o in nodes)
+        free = self._free_on(pools, nodes)
 
         # No eviction for a job that fits without one: allocation may not have run yet (a
         # profile may put preempt or reclaim first, as Volcano's capacity setups do), or
@@ -286,6 +404,15 @@ class Preemption:
         # borrow (`shoal.scheduler.queue_preemption`); `Preempt.execute` restores lending.
         session.quota.lending = self.may_borrow(preemptor)
         quota_bound = self.quota_bound(preemptor, need)
+        index = None if preemptor.running else \
+            self.victim_index(preemptor, policy_of(session, preemptor))
+        if index is not None and free + index.gains(
+                pools, index.behind(self.rank(preemptor)),
+                lambda u: sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
+                              if cluster.by_name[t.node].ordinal in nodes)) < demand:
+            # What it is offered cannot cover it: known without listing it (below).
+            self._note_policy(preemptor, None)
+            return False
         # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any of
         # its tasks frees something the preemptor can use; then all its units are (a later
         # unit needs the earlier ones taken).
@@ -299,6 +426,7 @@ class Preemption:
             self._note_policy(preemptor, units)
             return False
 
+        self._tried = True
         trial = Trial(free, demand, least_request(preemptor, need), gains)
         chosen: list[VictimUnit] = []
         statement = session.statement()
@@ -336,39 +464,36 @@ class Preemption:
                 return False
             if not chosen:  # every unit proved unneeded: it stands on what was free
                 statement.commit()
-                self.fresh.add(preemptor.name)
+                self._placed(preemptor)
                 return False
         statement.commit()
-        self.fresh.add(preemptor.name)
+        self._placed(preemptor)
         self._record(preemptor, chosen)
         return True
 
-    def _fits_without_eviction(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        """Place the preemptor on what is free, if it fits; True if it was placed. A job held
-        back by a starving job's reservation (`shoal.scheduler.aging`) keeps off that job's
-        nodes here, as backfill would have it: what is free there is the starving job's. (It
-        may still evict there by its class; then it uses what it freed.)"""
-        held = self._held_nodes(preemptor)
-        if not held:
-            return self._place_now(preemptor, need)
-        shared = self.memo
-        self.memo = FitMemo(self.session.cluster)
-        try:
-            with self.session.keeping_off(held):
-                return self._place_now(preemptor, need)
-        finally:
-            self.memo = shared
+    def _pool_nodes(self, preemptor: JobInfo) -> tuple[Hashable, set[int]]:
+        """The nodes of the node pools of the preemptor's pending groups, and what names
+        that set in this execution (the pools' keys)."""
+        session = self.session
+        groups = preemptor.groups_with_pending()
+        key = tuple(session.pool_key(g) for g in groups)
+        nodes = self._pools.get(key)
+        if nodes is None:
+            nodes = self._pools[key] = set()
+            for group in groups:
+                nodes.update(s.ordinal for s in session.pool_for(group).nodes)
+        return key, nodes
 
-    def _place_now(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        if not self._could_fit(preemptor, need):
-            return False
-        statement = self.session.statement()
-        if self._place(statement, preemptor, need):
-            statement.commit()
-            self.fresh.add(preemptor.name)
-            return True
-        statement.discard()
-        return False
+    def _free_on(self, pools: Hashable, nodes: set[int]) -> int:
+        """GPUs free on `nodes` (named `pools`), counted once per commit."""
+        now = generation(self.session)
+        if now != self._counted:
+            self._free, self._counted = {}, now
+        free = self._free.get(pools)
+        if free is None:
+            states = self.session.cluster.states
+            free = self._free[pools] = sum(states[o].gpu for o in nodes)
+        return free
 
     def _held_nodes(self, job: JobInfo) -> set[int]:
         if self._reserved is None:
@@ -397,18 +522,23 @@ class Preemption:
         """Why its virtual cluster's policy offered it fewer victims than `widest`."""
         return within_queue_note(preemptor.queue, policy)
 
-    def _note_policy(self, preemptor: JobInfo, units: list[VictimUnit]) -> None:
+    def _note_policy(self, preemptor: JobInfo, units: list[VictimUnit] | None) -> None:
         """The preemptor evicts nothing: if its virtual cluster's policy excluded victims
-        that would have let it evict, its reason says so (`shoal.scheduler.held_back`)."""
+        that would have let it evict, its reason says so (`shoal.scheduler.held_back`).
+        `units`: what it was offered (None: not listed yet)."""
         policy = policy_of(self.session, preemptor)
         widest = self.widest(preemptor, policy)
         note = None if widest == policy else self.policy_note(preemptor, policy)
         if note is None:
             return
+        if units is None:
+            units = self.candidates(preemptor)
         offered = {unit_key(u) for u in units}
         excluded = [u for u in self.candidates(preemptor, widest) if unit_key(u) not in offered]
         if self._could_evict(preemptor, units, excluded):
             self.session.hold_back(preemptor, note)
+            if self._notes is not None:
+                self._notes.append(note)
 
     def _could_evict(self, preemptor: JobInfo, offered: list[VictimUnit],
                      excluded: list[VictimUnit]) -> bool:
@@ -422,11 +552,19 @@ class Preemption:
         return (f"job {preemptor.name!r}, which ranks ahead of it in virtual cluster "
                 f"{preemptor.queue!r}")
 
+    def _placed(self, preemptor: JobInfo) -> None:
+        """The preemptor was placed in a committed statement: never a victim now."""
+        self.fresh.add(preemptor.name)
+        if self._running is not None and any(
+                j is preemptor for j in self._running.get(preemptor.queue, ())):
+            self._victims += 1  # it was listed as a victim
+
     def _record(self, preemptor: JobInfo, chosen: list[VictimUnit]) -> None:
         """Victims are neither placed, grown nor preemptors again in this cycle; an evicted
         one is told why it waits, a shrunk one gets a `Resize`."""
         session = self.session
         last = {u.job.name: u for u in chosen}  # a job's last unit is where it ends up
+        self._victims += 1
         for name, unit in last.items():
             self.evicted.add(name)
             session.preempted.add(name)
@@ -443,177 +581,3 @@ class Preemption:
             victim.resized = session.now
             session.decisions.resizes.append(Resize(
                 name, elastic.group, unit.shrink_to, f"shrunk for {self.why(preemptor)}"))
-
-    def _spare(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
-               chosen: list[VictimUnit], sift: Sift, quota_bound: bool
-               ) -> list[VictimUnit]:
-        """Drop every unit the preemptor does not need, however many. `sift`: what the
-        placement that fitted shows, with no trial: the units it does not need, and those
-        its quota surely does (`_sift`). Every other unit is tried, one trial placement
-        each, the best ranked first — of a job, its latest unit before its earlier ones, and
-        none before a later one is dropped (a shrink from 4 to 2 without the one from 8 to 4
-        would leave the job at 6); a trial that fits sifts the units again through its own
-        placement. The last one chosen is needed: without it the others were tried and did
-        not do.
-
-        Cost. A trial evicts every unit kept, so trials over all the units chosen would cost
-        their square: large preemptors taking surplus one GPU at a time made a cycle of
-        `bench/preempt.py` (200 nodes) cost 125 times its calibration loop. Most units are
-        settled by a placement instead — dropped by its slack, or kept by its quota —, so few
-        are left to try; until issue 16 the trials simply stopped at 16, and unneeded
-        victims beyond were evicted."""
-        keep = sift.kept
-        needed = bool(keep) and keep[-1] is chosen[-1]
-        locked: set[str] = {keep[-1].chain} if needed else set()
-        kept = {id(u) for u in keep}
-        for spared in reversed(keep[:-1] if needed else keep):
-            name = spared.chain
-            if name in locked or id(spared) not in kept:
-                continue  # needed with a later unit of its job, or spared already
-            candidate = [u for u in keep if u is not spared]
-            fewer = None if id(spared) in sift.needed or not candidate else \
-                self._fits_with(preemptor, need, trial, candidate, quota_bound)
-            if fewer is None:
-                locked.add(name)  # this unit stays, and so do the job's earlier ones
-                continue
-            sift = fewer
-            keep = sift.kept
-            kept = {id(u) for u in keep}
-        return keep
-
-    def _fits_with(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
-                   victims: list[VictimUnit], quota_bound: bool) -> Sift | None:
-        """If the preemptor fits once `victims` are evicted (nothing is kept), what that
-        placement shows of them (`_sift`); else None."""
-        gained = sum(trial.gains[id(u)] for u in victims)
-        if trial.free + gained < trial.demand:
-            return None
-        statement = self.session.statement()
-        for victim in victims:
-            self._evict(statement, victim, preemptor)
-        mark = statement.savepoint()
-        fits = self._worth_trying(trial, gained, preemptor, need, quota_bound) and \
-            self._place(statement, preemptor, need)
-        sift = self._sift(preemptor, need, victims, quota_bound,
-                          statement.operations_since(mark)) if fits else None
-        statement.discard()
-        return sift
-
-    def _sift(self, preemptor: JobInfo, need: GangNeed, victims: list[VictimUnit],
-              quota_bound: bool, placement: list[Allocation | Eviction]) -> Sift:
-        """What a placement that fits with all of `victims` evicted shows of them, with no
-        trial; called while that placement is still in its statement. A unit is not
-        needed when the placement stands with it running: each of its tasks is on a node
-        the placement did not use, or fits in what that node has left after the placement
-        (less what units already dropped take back there); and, for a preemptor held by
-        its quota, its virtual cluster could still take what the dropped units hold (for a
-        preemptor held by room the quota allowed it before any eviction). Of a job, only its
-        latest units go, down to the first one that is needed (a shrink from 4 to 2 without
-        the one from 8 to 4 would leave the job at 6); a task that stands alone
-        (`VictimUnit.chain`) goes or stays on its own.
-
-        A unit is surely needed when the preemptor's virtual cluster could not take back
-        what it holds on top of the placement: without it the quota refuses the placement
-        — if no smaller choice of the preemptor's tasks exists (`gang_choice`), else a trial
-        decides. Each verdict is certain, so none costs a trial placement."""
-        cluster = self.session.cluster
-        account = preemptor.account
-        if quota_bound and any(u.job.account != account for u in victims):
-            return Sift(victims)  # its quota is not theirs: try each
-        allocations = [op for op in placement if isinstance(op, Allocation)]
-        slack = {op.node.name: op.node.free() for op in allocations}
-        used = {op.node.physical.name for op in allocations}
-        back = Resources()
-        dropped: set[int] = set()
-        stopped: set[str] = set()
-        for unit in reversed(victims):
-            if unit.chain in stopped:
-                continue
-            left = dict(slack)
-            fits = True
-            for task in unit.tasks:
-                # Its request and, on a node with a task limit (pods), its task slot.
-                request = cluster.by_name[task.node].footprint(
-                    unit.job.job.group(task.ref.group).resources)
-                room = left.get(task.node)
-                if room is not None and request.fits(room):
-                    left[task.node] = room.saturating_sub(request)
-                elif room is not None or cluster.by_name[task.node].physical.name in used:
-                    fits = False
-                    break
-            request = back + unit.request
-            if fits and quota_bound:
-                fits = self.session.allocatable(account, request) is None
-            if not fits:
-                stopped.add(unit.chain)
-                continue
-            slack = left
-            back = request
-            dropped.add(id(unit))
-        kept = [u for u in victims if id(u) not in dropped]
-        if not quota_bound or has_alternatives(preemptor, need):
-            return Sift(kept)
-        return Sift(kept, frozenset(
-            id(u) for u in kept
-            if self.session.allocatable(account, back + u.request) is not None))
-
-    def _worth_trying(self, trial: Trial, gained: int, preemptor: JobInfo, need: GangNeed,
-                      quota_bound: bool, room: Room | None = None) -> bool:
-        """Whether a placement could fit once units freeing `gained` GPUs on the preemptor's
-        pools are evicted: necessary conditions, cheapest first — the GPUs, the quota (for a
-        preemptor held by it: evicting one GPU at a time, hundreds of units may go before
-        it allows anything), then room node by node (`room`, kept up to date by the
-        caller, or counted now)."""
-        if trial.free + gained < trial.demand:
-            return False
-        if quota_bound and \
-                self.session.allocatable(preemptor.account, trial.request) is not None:
-            return False
-        return room.suffices() if room is not None else self._could_fit(preemptor, need)
-
-    def _could_fit(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        """A necessary condition, node by node: the replicas each group could place on its
-        pool's free capacity (ignoring the other groups) add up to its missing tasks."""
-        session = self.session
-        excluded = session.excluded_nodes
-        counts = []
-        for group, pending in pending_groups(preemptor):
-            enough = min(pending, need.count)
-            counts.append((group.name, replicas_fitting(
-                session.pool_for(group).nodes, group.resources, enough, excluded), pending))
-        return room_suffices(need, counts)
-
-    def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
-        return place_gang(self.session, self.memo, statement, job, need) is None
-
-    def _evict(self, statement: Statement, unit: VictimUnit, preemptor: JobInfo) -> None:
-        cluster = self.session.cluster
-        victim = unit.job
-        what = self.verb if unit.shrink_to is None else \
-            f"elastic surplus taken (down to {unit.shrink_to})"
-        reason = f"{what} for {self.why(preemptor)}"
-        for task in unit.tasks:
-            statement.evict(task.ref, victim.account, cluster.by_name[task.node],
-                            victim.job.group(task.ref.group).resources, task.gpus, reason)
-
-
-@dataclass(frozen=True, slots=True)
-class Sift:
-    """What one placement that fits shows of the units evicted for it, with no trial."""
-
-    kept: list[VictimUnit]
-    """The units, less those it shows are not needed."""
-    needed: frozenset[int] = frozenset()
-    """The `id`s of kept units the preemptor's quota surely needs evicted."""
-
-
-@dataclass(frozen=True, slots=True)
-class Trial:
-    """What a preemption's trial placements are judged against: GPUs free on the
-    preemptor's node pools before any eviction, the fewest GPUs and the least request any
-    choice of its tasks needs, and the GPUs each candidate unit frees there (by `id`)."""
-
-    free: int
-    demand: int
-    request: Resources
-    gains: dict[int, int]

@@ -43,8 +43,8 @@ then cannot start, reclaim takes the borrowed resources back for it:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import NamedTuple
+from collections.abc import Hashable, Iterator
+from typing import Any, NamedTuple
 
 from shoal.api.queue_policy import QueuePreemption
 from shoal.api.resources import Resources
@@ -54,9 +54,11 @@ from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.held_back import reclaim_note, widest_reclaim
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.capacity import Capacity, ReclaimMode
+from shoal.scheduler.preemptor_class import PreemptorClasses, preemptor_class
 from shoal.scheduler.queue_preemption import policy_of, reclaim_victim, reclaims
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+from shoal.scheduler.victim_index import QueueVictims
 from shoal.scheduler.victims import VictimUnit, ordered
 
 
@@ -69,6 +71,9 @@ class Reclaim:
 
     def __init__(self, arguments: ReclaimArguments) -> None:
         del arguments
+        self.classes = PreemptorClasses()
+        """Verdicts per class of preemptor, kept from one cycle to the next
+        (`shoal.scheduler.preemptor_class`)."""
 
     def execute(self, session: Session) -> None:
         capacity = next((p for p in session.hooks.plugins if isinstance(p, Capacity)), None)
@@ -79,11 +84,13 @@ class Reclaim:
             # guarantees are lent or not. Imported here: that module extends this one.
             from shoal.scheduler.actions.reclaim_proportional import ProportionalReclamation
             cycle = ProportionalReclamation(session, capacity.deserved,
-                                            surplus_only=mode is ReclaimMode.ELASTIC)
+                                            surplus_only=mode is ReclaimMode.ELASTIC,
+                                            classes=self.classes)
         elif mode is ReclaimMode.NONE:
             return  # nothing is ever lent: nothing to take back
         else:
-            cycle = Reclamation(session, surplus_only=mode is ReclaimMode.ELASTIC)
+            cycle = Reclamation(session, surplus_only=mode is ReclaimMode.ELASTIC,
+                                classes=self.classes)
         for job in sorted(session.candidates, key=session.job_order_key):
             if cycle.wants(job):
                 cycle.preempt_for(job)
@@ -92,8 +99,9 @@ class Reclaim:
 class Reclamation(Preemption):
     verb = "reclaimed"
 
-    def __init__(self, session: Session, *, surplus_only: bool) -> None:
-        super().__init__(session)
+    def __init__(self, session: Session, *, surplus_only: bool,
+                 classes: PreemptorClasses | None = None) -> None:
+        super().__init__(session, classes)
         self.surplus_only = surplus_only
         self._claims: dict[str, _Claim] = {}
         """Per preemptor, judged once per execution: what it holds does not change while
@@ -105,6 +113,26 @@ class Reclamation(Preemption):
                     "back its guarantee")
         return (f"job {preemptor.name!r} of virtual cluster {preemptor.account!r}, which "
                 "borrows ahead of lower-priority borrowers (borrowWithinParent)")
+
+    def class_key(self, preemptor: JobInfo) -> Hashable | None:
+        """Its class, without its rank: reclaim does not rank a preemptor against its
+        victims (`shoal.scheduler.preemptor_class`)."""
+        return preemptor_class(self.session, preemptor, lambda job: ())
+
+    def world_rank(self, job: JobInfo) -> tuple[Any, ...]:
+        del job
+        return ()  # reclaim ranks nobody against its preemptor
+
+    def ordered(self, units: list[VictimUnit]) -> list[VictimUnit]:
+        """`victims.ordered`, noting whose order keys it asked for (`look_at`)."""
+        self._looked_at.extend(u.job.name for u in units)
+        session = self.session
+        return ordered(units, self.rank, session.job_order_key, session.now)
+
+    def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
+                     ) -> QueueVictims | None:
+        del preemptor, policy
+        return None  # its victims are other virtual clusters' borrowers, not ranked ones
 
     def may_borrow(self, preemptor: JobInfo) -> bool:
         return True  # entitled: it asks only for what it is owed; else it borrows on purpose
@@ -155,8 +183,7 @@ class Reclamation(Preemption):
                 if self.surplus_only and unit.shrink_to is None:
                     break
                 units.append(unit)
-        return self._within_excess(preemptor, ordered(units, self.rank, session.job_order_key,
-                                                      session.now))
+        return self._within_excess(preemptor, self.ordered(units))
 
     def _within_excess(self, preemptor: JobInfo, units: list[VictimUnit]
                        ) -> list[VictimUnit]:
@@ -179,6 +206,7 @@ class Reclamation(Preemption):
             lefts = [excess.setdefault(q.name, q.usage.gpu - q.min.gpu) for q in levels]
             if any(unit.gpus > left for left in lefts):
                 stopped.add(unit.chain)
+                self._tried = True  # its order cut what it is offered
                 continue
             for queue in levels:
                 excess[queue.name] -= unit.gpus

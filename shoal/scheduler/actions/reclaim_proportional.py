@@ -32,7 +32,7 @@ is the preempt action's machinery, as for the guarantee-based reclaim
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 
 from shoal.api.queue_policy import QueuePreemption
 from shoal.api.resources import Resources
@@ -43,9 +43,10 @@ from shoal.scheduler.actions.reclaim import Reclamation
 from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.held_back import reclaim_note, widest_reclaim
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.preemptor_class import PreemptorClasses
 from shoal.scheduler.queue_preemption import policy_of, reclaim_victim, reclaims
 from shoal.scheduler.session import Session
-from shoal.scheduler.victims import VictimUnit, ordered
+from shoal.scheduler.victims import VictimUnit
 
 #: Deserved shares are fractions: a level "within" its share may be this far over it.
 _EPSILON = 1e-9
@@ -53,10 +54,15 @@ _EPSILON = 1e-9
 
 class ProportionalReclamation(Reclamation):
     def __init__(self, session: Session, deserved: DeservedShares, *,
-                 surplus_only: bool) -> None:
-        super().__init__(session, surplus_only=surplus_only)
+                 surplus_only: bool, classes: PreemptorClasses | None = None) -> None:
+        super().__init__(session, surplus_only=surplus_only, classes=classes)
         self.deserved = deserved
-        self._running: dict[str, list[JobInfo]] | None = None
+        self._by_account: dict[str, list[JobInfo]] | None = None
+
+    def world_extra(self) -> Hashable:
+        """What each virtual cluster deserves: it moves with what waiting jobs ask."""
+        return tuple(sorted((queue, tuple(sorted(dims.items())))
+                            for queue, dims in self.deserved.by_queue.items()))
 
     def why(self, preemptor: JobInfo) -> str:
         return (f"job {preemptor.name!r}: virtual cluster {preemptor.account!r} is below its "
@@ -90,8 +96,7 @@ class ProportionalReclamation(Reclamation):
                 if self.surplus_only and unit.shrink_to is None:
                     break
                 units.append(unit)
-        ranked = ordered(units, self.rank, session.job_order_key, session.now)
-        return self._above_deserved(preemptor, ranked, dims)
+        return self._above_deserved(preemptor, self.ordered(units), dims)
 
     def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
         """Place as the preempt action does; but when the statement evicts, no virtual
@@ -143,12 +148,12 @@ class ProportionalReclamation(Reclamation):
     def _running_by_account(self) -> dict[str, list[JobInfo]]:
         """The jobs running when this execution began, per virtual cluster charged: a job
         that starts later in it is fresh, never a victim (`takeable`)."""
-        if self._running is None:
-            self._running = {}
+        if self._by_account is None:
+            self._by_account = {}
             for job in self.session.jobs.values():
                 if job.running:
-                    self._running.setdefault(job.account, []).append(job)
-        return self._running
+                    self._by_account.setdefault(job.account, []).append(job)
+        return self._by_account
 
     def _above_deserved(self, preemptor: JobInfo, units: list[VictimUnit], dims: set[str]
                         ) -> list[VictimUnit]:
@@ -170,6 +175,7 @@ class ProportionalReclamation(Reclamation):
                      for q in levels for d in dims]
             if any(request.get(d) > left + _EPSILON for _, d, left in lefts):
                 stopped.add(unit.job.name)
+                self._tried = True  # its order cut what it is offered
                 continue
             for q, d, _ in lefts:
                 excess[(q.name, d)] -= request.get(d)

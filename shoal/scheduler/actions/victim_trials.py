@@ -1,0 +1,255 @@
+"""Which victims a preemption needs: the preempt action's trial placements (issue 16), apart
+from the search for victims (`shoal.scheduler.actions.preempt`), and its placement of a
+preemptor on what is free, with no eviction (`_fits_without_eviction`).
+
+Once evicting a prefix of the candidate units lets the preemptor fit, every unit it turns
+out not to need is spared: a placement that fits shows most of them at once (`_sift`), the
+rest are tried one trial placement each (`_spare`), cheapest necessary conditions first
+(`_worth_trying`, `_could_fit`). The preempt and reclaim actions share this machinery
+through `Preemption`, which derives from `VictimTrials`; the proportional reclaim places
+through its own `_place`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shoal.api.resources import Resources
+from shoal.core.nodes import FitMemo
+from shoal.core.statement import Allocation, Eviction, Statement
+from shoal.scheduler.gang_choice import (
+    GangNeed,
+    Room,
+    has_alternatives,
+    pending_groups,
+    place_gang,
+    replicas_fitting,
+    room_suffices,
+)
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.session import Session
+from shoal.scheduler.victims import VictimUnit
+
+
+class VictimTrials:
+    """Trial placements of a preemptor over chosen victims; `Preemption` says who and why."""
+
+    verb = "preempted"
+    """How an evicted victim's reason says it was taken."""
+    session: Session
+    memo: FitMemo
+    """The action's private fit memo: evictions release capacity, so the cycle's bounds
+    do not describe them."""
+
+    def why(self, preemptor: JobInfo) -> str:
+        """Why a victim gave something up, after the verb."""
+        raise NotImplementedError
+
+    def _held_nodes(self, job: JobInfo) -> set[int]:
+        """The nodes a starving job's reservation keeps `job` off (`Preemption`)."""
+        raise NotImplementedError
+
+    def _placed(self, preemptor: JobInfo) -> None:
+        """The preemptor was placed in a committed statement (`Preemption`)."""
+        raise NotImplementedError
+
+    def _fits_without_eviction(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        """Place the preemptor on what is free, if it fits; True if it was placed. A job held
+        back by a starving job's reservation (`shoal.scheduler.aging`) keeps off that job's
+        nodes here, as backfill would have it: what is free there is the starving job's. (It
+        may still evict there by its class; then it uses what it freed.)"""
+        held = self._held_nodes(preemptor)
+        if not held:
+            return self._place_now(preemptor, need)
+        shared = self.memo
+        self.memo = FitMemo(self.session.cluster)
+        try:
+            with self.session.keeping_off(held):
+                return self._place_now(preemptor, need)
+        finally:
+            self.memo = shared
+
+    def _place_now(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        if not self._could_fit(preemptor, need):
+            return False
+        statement = self.session.statement()
+        if self._place(statement, preemptor, need):
+            statement.commit()
+            self._placed(preemptor)
+            return True
+        statement.discard()
+        return False
+
+    def _spare(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
+               chosen: list[VictimUnit], sift: Sift, quota_bound: bool
+               ) -> list[VictimUnit]:
+        """Drop every unit the preemptor does not need, however many. `sift`: what the
+        placement that fitted shows, with no trial: the units it does not need, and those
+        its quota surely does (`_sift`). Every other unit is tried, one trial placement
+        each, the best ranked first — of a job, its latest unit before its earlier ones, and
+        none before a later one is dropped (a shrink from 4 to 2 without the one from 8 to 4
+        would leave the job at 6); a trial that fits sifts the units again through its own
+        placement. The last one chosen is needed: without it the others were tried and did
+        not do.
+
+        Cost. A trial evicts every unit kept, so trials over all the units chosen would cost
+        their square: large preemptors taking surplus one GPU at a time made a cycle of
+        `bench/preempt.py` (200 nodes) cost 125 times its calibration loop. Most units are
+        settled by a placement instead — dropped by its slack, or kept by its quota —, so few
+        are left to try; until issue 16 the trials simply stopped at 16, and unneeded
+        victims beyond were evicted."""
+        keep = sift.kept
+        needed = bool(keep) and keep[-1] is chosen[-1]
+        locked: set[str] = {keep[-1].chain} if needed else set()
+        kept = {id(u) for u in keep}
+        for spared in reversed(keep[:-1] if needed else keep):
+            name = spared.chain
+            if name in locked or id(spared) not in kept:
+                continue  # needed with a later unit of its job, or spared already
+            candidate = [u for u in keep if u is not spared]
+            fewer = None if id(spared) in sift.needed or not candidate else \
+                self._fits_with(preemptor, need, trial, candidate, quota_bound)
+            if fewer is None:
+                locked.add(name)  # this unit stays, and so do the job's earlier ones
+                continue
+            sift = fewer
+            keep = sift.kept
+            kept = {id(u) for u in keep}
+        return keep
+
+    def _fits_with(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
+                   victims: list[VictimUnit], quota_bound: bool) -> Sift | None:
+        """If the preemptor fits once `victims` are evicted (nothing is kept), what that
+        placement shows of them (`_sift`); else None."""
+        gained = sum(trial.gains[id(u)] for u in victims)
+        if trial.free + gained < trial.demand:
+            return None
+        statement = self.session.statement()
+        for victim in victims:
+            self._evict(statement, victim, preemptor)
+        mark = statement.savepoint()
+        fits = self._worth_trying(trial, gained, preemptor, need, quota_bound) and \
+            self._place(statement, preemptor, need)
+        sift = self._sift(preemptor, need, victims, quota_bound,
+                          statement.operations_since(mark)) if fits else None
+        statement.discard()
+        return sift
+
+    def _sift(self, preemptor: JobInfo, need: GangNeed, victims: list[VictimUnit],
+              quota_bound: bool, placement: list[Allocation | Eviction]) -> Sift:
+        """What a placement that fits with all of `victims` evicted shows of them, with no
+        trial; called while that placement is still in its statement. A unit is not
+        needed when the placement stands with it running: each of its tasks is on a node
+        the placement did not use, or fits in what that node has left after the placement
+        (less what units already dropped take back there); and, for a preemptor held by
+        its quota, its virtual cluster could still take what the dropped units hold (for a
+        preemptor held by room the quota allowed it before any eviction). Of a job, only its
+        latest units go, down to the first one that is needed (a shrink from 4 to 2 without
+        the one from 8 to 4 would leave the job at 6); a task that stands alone
+        (`VictimUnit.chain`) goes or stays on its own.
+
+        A unit is surely needed when the preemptor's virtual cluster could not take back
+        what it holds on top of the placement: without it the quota refuses the placement
+        — if no smaller choice of the preemptor's tasks exists (`gang_choice`), else a trial
+        decides. Each verdict is certain, so none costs a trial placement."""
+        cluster = self.session.cluster
+        account = preemptor.account
+        if quota_bound and any(u.job.account != account for u in victims):
+            return Sift(victims)  # its quota is not theirs: try each
+        allocations = [op for op in placement if isinstance(op, Allocation)]
+        slack = {op.node.name: op.node.free() for op in allocations}
+        used = {op.node.physical.name for op in allocations}
+        back = Resources()
+        dropped: set[int] = set()
+        stopped: set[str] = set()
+        for unit in reversed(victims):
+            if unit.chain in stopped:
+                continue
+            left = dict(slack)
+            fits = True
+            for task in unit.tasks:
+                # Its request and, on a node with a task limit (pods), its task slot.
+                request = cluster.by_name[task.node].footprint(
+                    unit.job.job.group(task.ref.group).resources)
+                room = left.get(task.node)
+                if room is not None and request.fits(room):
+                    left[task.node] = room.saturating_sub(request)
+                elif room is not None or cluster.by_name[task.node].physical.name in used:
+                    fits = False
+                    break
+            request = back + unit.request
+            if fits and quota_bound:
+                fits = self.session.allocatable(account, request) is None
+            if not fits:
+                stopped.add(unit.chain)
+                continue
+            slack = left
+            back = request
+            dropped.add(id(unit))
+        kept = [u for u in victims if id(u) not in dropped]
+        if not quota_bound or has_alternatives(preemptor, need):
+            return Sift(kept)
+        return Sift(kept, frozenset(
+            id(u) for u in kept
+            if self.session.allocatable(account, back + u.request) is not None))
+
+    def _worth_trying(self, trial: Trial, gained: int, preemptor: JobInfo, need: GangNeed,
+                      quota_bound: bool, room: Room | None = None) -> bool:
+        """Whether a placement could fit once units freeing `gained` GPUs on the preemptor's
+        pools are evicted: necessary conditions, cheapest first — the GPUs, the quota (for a
+        preemptor held by it: evicting one GPU at a time, hundreds of units may go before
+        it allows anything), then room node by node (`room`, kept up to date by the
+        caller, or counted now)."""
+        if trial.free + gained < trial.demand:
+            return False
+        if quota_bound and \
+                self.session.allocatable(preemptor.account, trial.request) is not None:
+            return False
+        return room.suffices() if room is not None else self._could_fit(preemptor, need)
+
+    def _could_fit(self, preemptor: JobInfo, need: GangNeed) -> bool:
+        """A necessary condition, node by node: the replicas each group could place on its
+        pool's free capacity (ignoring the other groups) add up to its missing tasks."""
+        session = self.session
+        excluded = session.excluded_nodes
+        counts = []
+        for group, pending in pending_groups(preemptor):
+            enough = min(pending, need.count)
+            counts.append((group.name, replicas_fitting(
+                session.pool_for(group).nodes, group.resources, enough, excluded), pending))
+        return room_suffices(need, counts)
+
+    def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
+        return place_gang(self.session, self.memo, statement, job, need) is None
+
+    def _evict(self, statement: Statement, unit: VictimUnit, preemptor: JobInfo) -> None:
+        cluster = self.session.cluster
+        victim = unit.job
+        what = self.verb if unit.shrink_to is None else \
+            f"elastic surplus taken (down to {unit.shrink_to})"
+        reason = f"{what} for {self.why(preemptor)}"
+        for task in unit.tasks:
+            statement.evict(task.ref, victim.account, cluster.by_name[task.node],
+                            victim.job.group(task.ref.group).resources, task.gpus, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Sift:
+    """What one placement that fits shows of the units evicted for it, with no trial."""
+
+    kept: list[VictimUnit]
+    """The units, less those it shows are not needed."""
+    needed: frozenset[int] = frozenset()
+    """The `id`s of kept units the preemptor's quota surely needs evicted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """What a preemption's trial placements are judged against: GPUs free on the
+    preemptor's node pools before any eviction, the fewest GPUs and the least request any
+    choice of its tasks needs, and the GPUs each candidate unit frees there (by `id`)."""
+
+    free: int
+    demand: int
+    request: Resources
+    gains: dict[int, int]

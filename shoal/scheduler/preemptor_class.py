@@ -1,0 +1,176 @@
+"""Preemptors by class (issue 18): waiting jobs that put the preempt and reclaim actions the
+same question get the same answer, so within one execution of an action the question is
+asked once per class until the answer could change.
+
+Under backlog thousands of jobs wait, most of a few shapes (Philly: 1, 2, 4, 8 GPUs per task
+in 15 virtual clusters), and each one used to look for victims among all running jobs. A
+job's *class* is everything about it that its search for victims reads: its virtual cluster
+and the one it is charged to, its user (per-user quotas), its priority and priority class,
+its rank as the action ranks it, its gang minimum, each pending task group's request,
+selector, pool and own minima and which of its tasks wait, and its elastic surplus. Two
+jobs of one class that meet the same cluster, quota tree and victims get the same verdict.
+
+A verdict is remembered only when the search evicted and placed nothing, and then the next
+job of the class is skipped, with the notes the first one got
+(`shoal.scheduler.held_back`) replayed and the quota tree's lending left as the search left
+it. It holds
+
+- within the execution, until the action commits anything (`Generation`: the session's
+  binds, evictions and resizes so far);
+- across cycles, for a search made before the action committed anything in its cycle
+  that failed before any trial placement (what it was offered
+  could not cover it, or nothing of it was on its node pools: order plays no part), until
+  the *world* it was given in changes (`world`): the model and quota tree, the nodes'
+  capacity (the release epoch, which moves whenever capacity comes back; cordons, carved
+  virtual nodes, the CPU kept per idle GPU), every running job's rank, charged virtual
+  cluster and tasks (how many, how many stopping, how many still protected) — which with
+  the release epoch say what each node has free —, the jobs placed or evicted in this cycle,
+  the closed virtual clusters, and what the action adds (the deserved shares of
+  proportional reclaim). A search whose offer its order cut (reclaim takes a borrower's
+  units in order while they stay within what it borrowed) does not last. Time enters
+  through the ranks (las's thresholds, crossed as running jobs attain service) and
+  protection: a world where either moved is another one.
+
+Whatever the action cannot vouch for goes uncached: a job holding or having ended tasks
+(what it holds enters its gang count and could be a victim of itself), a job kept off a
+starving job's reservation (those nodes are judged when its search first needs them,
+`shoal.scheduler.aging`), a job with a job-scoped virtual cluster, profiles with
+victim-selection or task-order plugins (they read the job itself), and virtual clusters
+whose `withinQueue` lets a job evict newer jobs of its own rank (the answer then depends on
+its submission time).
+
+Plugins compute some order keys once per cycle, when first asked (`las`'s attained
+service, `fairshare`'s score): a skipped search asks for the keys the search that gave the
+verdict asked for (`Verdict.looked_at`, `Verdict.listed`), so every key is computed when
+it would have been.
+
+Pure: the verdicts that last are kept by the action's instance, which drivers keep from
+one cycle to the next (`run_cycle` makes a new one each time, so nothing lasts there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.api.lifecycle import TaskState
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.model import user_of
+from shoal.scheduler.session import Session
+
+Generation = tuple[int, int, int]
+"""How many binds, evictions and resizes the session has decided: it moves with every
+statement an action commits."""
+
+
+def generation(session: Session) -> Generation:
+    decisions = session.decisions
+    return (len(decisions.binds), len(decisions.evictions), len(decisions.resizes))
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A search that evicted and placed nothing: what it left behind."""
+
+    notes: tuple[str, ...]
+    """What it noted on the job's reason (`Session.hold_back`), in order."""
+    lending: bool
+    """The quota tree's lending as the search left it (`Preempt.execute` restores it)."""
+    looked_at: tuple[str, ...] = ()
+    """The running jobs whose order keys it asked for: plugins compute a job's key once
+    per cycle (`las`, `fairshare`), when first asked, so a verdict that lasts asks for
+    them in its place, as the search would have, and every later key stays the same."""
+    listed: bool = False
+    """It listed every running job of the action (`Preemption.running`): so does a
+    verdict that lasts, in its place."""
+
+
+def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
+          placed: Iterable[str], evicted: Iterable[str], extra: Hashable = None) -> Hashable:
+    """What a failed search that tried no placement read besides its preemptor (the
+    module's text), in O(nodes + running tasks). A running job counts by how many tasks it
+    runs, not which: in one model, tasks stop only by giving capacity back, which moves
+    the release epoch."""
+    now = session.now
+    running = []
+    for job in session.jobs.values():
+        tasks = job.running
+        if not tasks:
+            continue
+        protect = job.job.protect_for
+        running.append((
+            job.name, job.account, rank(job), len(tasks),
+            sum(t.state is TaskState.RELEASING for t in tasks),
+            protect > 0 and sum(t.started is not None and now - t.started < protect
+                                for t in tasks)))
+    cluster = session.cluster
+    # The model and quota tree themselves, not their ids: a driver that rebuilds its model
+    # must never meet a new one at an old one's address.
+    return (session.model, session.quota, cluster.release_epoch,
+            len(cluster.states), frozenset(cluster.cordoned), cluster.cpu_reserve,
+            tuple((name, s.allocatable) for name, s in cluster.virtual.items()),
+            tuple(running),
+            frozenset(placed), frozenset(evicted), frozenset(session.preempted),
+            frozenset(session.closed), frozenset(session.excluded_nodes), extra)
+
+
+def preemptor_class(session: Session, job: JobInfo,
+                    rank: Callable[[JobInfo], tuple[Any, ...]]) -> Hashable | None:
+    """The job's class for a search that ranks it by `rank` (asked only for a job that
+    has a class), or None when the search reads something of the job the class does not
+    say (the module's text)."""
+    if job.running or job.holding or job.ended or job.stopping \
+            or job.job.virtual_cluster is not None or job.job.sub_clusters \
+            or job.name in session.behind_reservation:
+        return None
+    hooks = session.hooks
+    if hooks.victim_selections or hooks.task_orders:
+        return None
+    groups = tuple(
+        (group.name, group.replicas, group.resources,
+         tuple(sorted(group.node_selector.items())), group.min_available, group.min_count,
+         session.pool_key(group), tuple(job.pending[group.name]))
+        for group in job.groups_with_pending())
+    spec = job.job
+    return (job.queue, job.account, user_of(job), job.priority, spec.priority_class,
+            spec.scheduler_name, spec.min_available, spec.min_resources, spec.elastic,
+            job.gang_minimum, job.floors, rank(job), groups, tuple(job.surplus))
+
+
+class PreemptorClasses:
+    """Verdicts per class: this execution's, and those that last across cycles."""
+
+    def __init__(self) -> None:
+        self._now: dict[Hashable, tuple[Generation, Verdict]] = {}
+        self._world: Hashable = None
+        self._lasting: dict[Hashable, Verdict] = {}
+        """Verdicts given in `_world`: only the latest world's are kept."""
+        self.skipped = 0
+        """Searches answered by a verdict (for benchmarks)."""
+
+    def begin(self) -> None:
+        """An execution of the action begins: the last one's own verdicts are void."""
+        self._now = {}
+
+    def enter(self, world: Hashable) -> None:
+        """The world lasting verdicts are now looked up and given in."""
+        if world != self._world:
+            self._world, self._lasting = world, {}
+
+    def verdict(self, key: Hashable, now: Generation, lasting: bool) -> Verdict | None:
+        """The class's verdict: this execution's if nothing was committed since it was
+        given, else (`lasting`: still in the world last entered) one that lasts."""
+        found = self._now.get(key)
+        verdict = found[1] if found is not None and found[0] == now else \
+            self._lasting.get(key) if lasting else None
+        if verdict is not None:
+            self.skipped += 1
+        return verdict
+
+    def remember(self, key: Hashable, now: Generation, verdict: Verdict, lasting: bool
+                 ) -> None:
+        """`lasting`: it holds in the world last entered, across cycles."""
+        self._now[key] = (now, verdict)
+        if lasting:
+            self._lasting[key] = verdict

@@ -1,0 +1,76 @@
+"""The preempt action's victims of one virtual cluster, indexed by rank and by what they free
+(issue 18), so that a preemptor is matched in O(log n), not against every running job.
+
+The preempt action offers a preemptor P the units (`shoal.scheduler.victims`) of the jobs of
+P's virtual cluster that rank strictly behind it, in the order of the victims' score. That
+score ranks by the victim's rank first, and every key of it is the victim's own; so the
+units offered to P are a *prefix* of all the virtual cluster's units in score order: those
+whose job ranks behind P's rank. `behind` finds where that prefix ends by bisection.
+
+What the prefix frees on P's node pools decides, before any trial placement, whether P can
+start by evicting at all (`free + gains < demand`: it cannot). `gains` keeps, per set of
+node pools asked about, the running sum of the GPUs each unit frees on them, so that test
+is one look-up after the bisection; most waiting jobs under backlog fail it.
+
+Built in O(units) from the jobs running when it is built, worst rank first (the action
+lists them so); the score's full order is sorted only when a preemptor gets past `gains`
+(`offered`). Valid until the action evicts, or places a job it listed as a victim (a
+partly placed gang): the action rebuilds it then.
+Only for the default `withinQueue` (`LowerPriority`) and without victim-selection plugins:
+otherwise what a preemptor is offered depends on more than its rank, and the action scans.
+
+Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from itertools import accumulate
+from typing import Any
+
+from shoal.scheduler.victims import VictimUnit
+
+
+class QueueVictims:
+    """One virtual cluster's takeable units, worst rank first; in the order of the victims'
+    score when asked (`offered`)."""
+
+    def __init__(self, units: list[VictimUnit],
+                 rank: Callable[[VictimUnit], tuple[Any, ...]],
+                 order: Callable[[list[VictimUnit]], list[VictimUnit]]) -> None:
+        """`units`: by rank, worst first (ties in any order); `order`: the victims' score,
+        which ranks by the same rank first."""
+        self.units = units
+        self.ranks = [rank(u) for u in units]
+        """Each unit's job's rank, not increasing."""
+        self._order = order
+        self._ordered: list[VictimUnit] | None = None
+        self._gains: dict[Hashable, list[int]] = {}
+
+    def offered(self, count: int) -> list[VictimUnit]:
+        """The first `count` units in the order of the victims' score: the same units as
+        the first `count` by rank, as the score ranks by rank first. Sorted once, when
+        first asked: most preemptors are answered by `gains` alone."""
+        if self._ordered is None:
+            self._ordered = self._order(self.units)
+        return self._ordered[:count]
+
+    def behind(self, rank: tuple[Any, ...]) -> int:
+        """How many units (a prefix) belong to jobs that rank strictly behind `rank`."""
+        ranks = self.ranks
+        low, high = 0, len(ranks)
+        while low < high:
+            middle = (low + high) // 2
+            if ranks[middle] > rank:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def gains(self, key: Hashable, count: int, frees: Callable[[VictimUnit], int]) -> int:
+        """What the first `count` units free by `frees` (GPUs on a set of node pools named
+        by `key`): running sums kept per key."""
+        sums = self._gains.get(key)
+        if sums is None:
+            sums = self._gains[key] = [0, *accumulate(frees(u) for u in self.units)]
+        return sums[count]
