@@ -80,14 +80,14 @@ class Allocate:
         not known, and the reasons of every waiting job are written as the walk goes."""
 
     def execute(self, session: Session) -> None:
-        if self._in_submission_order(session):
-            self._strict_line(session)
-            return
         lines = session.model.class_lines
         if self._by_class(session) and lines.sync(session):
             self._class_walk(session)
             return
-        lines.drop()
+        lines.drop()  # not kept up to date by a cycle that does not read them
+        if self._in_submission_order(session):
+            self._strict_line(session)
+            return
         memo = session.fit_memo
         by_queue: dict[str, deque[JobInfo]] = {}
         single = self.ordering is Ordering.GLOBAL
