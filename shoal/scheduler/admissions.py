@@ -24,7 +24,7 @@ class Admissions:
     def __init__(self, waiting: WaitingJobs, verdict: Verdict, admitted: list[JobInfo],
                  joined: set[JobInfo]) -> None:
         self._waiting = waiting
-        self._verdict = verdict
+        self.verdict = verdict
         self._at: tuple[float, str] | None = None
         """Where the walk is: the submission key of the last job judged."""
         self.done = False
@@ -36,7 +36,7 @@ class Admissions:
     def _judge(self, job: JobInfo) -> bool:
         if not job.pending or job in self._joined:
             return False
-        if self._verdict(job):
+        if self.verdict(job):
             self.admitted.append(job)
             return True
         return False

@@ -42,15 +42,7 @@ def job_class(session: Session, job: JobInfo) -> int | None:
     once and kept on the job (`JobInfo.klass`) until what it waits for or holds
     changes, or its spec, virtual cluster or the profile's plugins do."""
     account = job.account
-    classable = session.classable.get(account)
-    if classable is None:
-        # Per virtual cluster and cycle: its virtual nodes and kept parts do not change
-        # within a cycle (they are carved, and kept parts expire, as it starts).
-        model = session.model
-        classable = session.classable[account] = not (
-            model.users or model.flavors.queues or not model.incremental
-            or model.reservations.on(account) or model.holds.on(account))
-    if not classable:
+    if not classable(session, account):
         return None
     hooks = session.hooks
     spec = job.job
@@ -72,6 +64,19 @@ def job_class(session: Session, job: JobInfo) -> int | None:
     return number
 
 
+def classable(session: Session, account: str) -> bool:
+    """Whether the jobs charged to the virtual cluster may be classed in this cycle."""
+    known = session.classable.get(account)
+    if known is None:
+        # Per virtual cluster and cycle: its virtual nodes and kept parts do not change
+        # within a cycle (they are carved, and kept parts expire, as it starts).
+        model = session.model
+        known = session.classable[account] = not (
+            model.users or model.flavors.queues or not model.incremental
+            or model.reservations.on(account) or model.holds.on(account))
+    return known
+
+
 @dataclass(frozen=True, slots=True)
 class _Misfit:
     state: tuple[int, int, int, int]
@@ -85,7 +90,8 @@ class Misfits:
         self._session = session
         self._known: dict[tuple[int, int, int, bool], _Misfit] = {}
 
-    def _state(self, memo: FitMemo) -> tuple[int, int, int, int]:
+    def state(self, memo: FitMemo) -> tuple[int, int, int, int]:
+        """What a reason noted under `memo` reads: while it stays, the reason stands."""
         session = self._session
         return (session.commits, session.scope, memo.version, session.cluster.release_epoch)
 
@@ -94,14 +100,14 @@ class Misfits:
         """Why the class was turned down, if nothing it reads moved since."""
         misfit = self._known.get(
             (id(memo), self._session.model.class_verdicts.generation, klass, best_effort))
-        if misfit is None or misfit.state != self._state(memo):
+        if misfit is None or misfit.state != self.state(memo):
             return None
         return misfit.reason
 
     def note(self, memo: FitMemo, klass: int, best_effort: bool,
              reason: PendingReason) -> None:
         generation = self._session.model.class_verdicts.generation
-        self._known[(id(memo), generation, klass, best_effort)] = _Misfit(self._state(memo),
+        self._known[(id(memo), generation, klass, best_effort)] = _Misfit(self.state(memo),
                                                                            reason)
 
 

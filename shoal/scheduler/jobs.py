@@ -37,9 +37,10 @@ class TaskInfo:
 
 
 class JobInfo:
-    __slots__ = ("_blocker", "_reason", "account", "counted", "ended", "floors",
-                 "gang_minimum", "holding", "job", "klass", "noted", "pending", "priority", "queue",
-                 "queueing", "resized", "running", "stopping", "succeeded", "surplus", "tally")
+    __slots__ = ("_blocker", "_klass", "_reason", "account", "counted", "ended", "floors",
+                 "gang_minimum", "holding", "job", "moved", "noted", "pending", "priority",
+                 "queue", "queueing", "resized", "running", "stopping", "succeeded", "surplus",
+                 "tally")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
@@ -59,11 +60,12 @@ class JobInfo:
         self.noted: set[JobInfo] | None = None
         """Where a change of `reason` or `blocker` is noted (the model's `noted`): a cycle
         resets only the reasons that moved away from the blocker, not every waiting job's."""
+        self.moved: set[JobInfo] | None = None
+        """Where a change of what it waits for, holds or is blocked by is noted (the waiting
+        jobs' `moved`): the class lines re-file only those (`shoal.scheduler.class_lines`)."""
         self._blocker: PendingReason | None = None
         self._reason: PendingReason | None = None
-        self.klass: tuple[Any, ...] | None = None
-        """Its job class while it is fresh (`shoal.scheduler.job_classes`), kept once
-        worked out; forgotten whenever what it waits for or holds changes."""
+        self._klass: tuple[Any, ...] | None = None
         occupied: dict[str, set[int]] = {}
         for task in job.tasks:
             if task.state is not TaskState.PENDING:
@@ -117,6 +119,20 @@ class JobInfo:
         self._blocker = value
         if self.noted is not None:
             self.noted.add(self)
+        if self.moved is not None:
+            self.moved.add(self)
+
+    @property
+    def klass(self) -> tuple[Any, ...] | None:
+        """Its job class while it is fresh (`shoal.scheduler.job_classes`), kept once
+        worked out; forgotten whenever what it waits for or holds changes."""
+        return self._klass
+
+    @klass.setter
+    def klass(self, value: tuple[Any, ...] | None) -> None:
+        self._klass = value
+        if value is None and self.moved is not None:
+            self.moved.add(self)
 
     @property
     def reason(self) -> PendingReason | None:

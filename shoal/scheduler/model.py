@@ -36,6 +36,7 @@ from shoal.core.snapshot import PriorityTable, Snapshot, SnapshotError
 from shoal.core.usage import NO_USER, Holding, UsageLedger
 from shoal.core.user_quota import UserQuota
 from shoal.core.virtual_nodes import unplaceable
+from shoal.scheduler.class_lines import ClassLines
 from shoal.scheduler.flavors import FlavorBook
 from shoal.scheduler.flexible import FlexibleHolds
 from shoal.scheduler.job_classes import ClassVerdicts
@@ -75,6 +76,8 @@ class SchedulerModel:
         self.waiting = WaitingJobs()
         """Jobs with tasks still to place (also in submission order)."""
         self.class_verdicts = ClassVerdicts(self.cluster, self.quota)
+        self.class_lines = ClassLines(self)
+        """The waiting jobs filed per virtual cluster and job class, in job order."""
         """The enqueue action's verdicts per job class, kept between cycles."""
         self.incremental = True
         """Whether cycles over this model do only what changed: judge admissions lazily,
@@ -87,6 +90,9 @@ class SchedulerModel:
         self.services: dict[str, JobInfo] = {}
         """The live jobs that are services with a schedule (`Job.service`): what the
         services action sizes, without a walk over every job."""
+        self.elastic: dict[str, JobInfo] = {}
+        """The live jobs with an elastic group: what the elastic action may resize, without
+        a walk over every job."""
         self.unblocked = True
         """Since `settled()`: capacity was given back, a node came back, or a job stopped
         wanting placements — anything that may let a job that waited be placed."""
@@ -151,6 +157,8 @@ class SchedulerModel:
             self.jobs[job.name] = info
             if job.service is not None and job.service.schedule:
                 self.services[job.name] = info
+            if job.elastic is not None:
+                self.elastic[job.name] = info
             if info.pending:
                 self.waiting[job.name] = info
                 if not self.unblocked:
@@ -193,6 +201,7 @@ class SchedulerModel:
         self.waiting.pop(name, None)
         self.noted.discard(info)
         self.services.pop(name, None)
+        self.elastic.pop(name, None)
         self.flavors.forget(name)
         self.unmade.pop(name, None)
         self.unblock()  # a strict-FIFO head that leaves unblocks the jobs behind it

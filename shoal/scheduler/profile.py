@@ -93,6 +93,7 @@ class Profile:
             # allocate tells them so when the profile has none.
             if isinstance(action, Allocate):
                 action.backfill_runs = "backfill" in self.doc.actions
+                action.later = tuple(self.doc.actions[self.doc.actions.index(action.name) + 1:])
         return actions
 
     def plugin_names(self) -> list[str]:

@@ -114,6 +114,9 @@ class Session:
         self._lines: list[BlockLine] = []
         """Strictly ordered queues blocked at a head whose line (the candidates behind it)
         is not written out yet (`block_lazily`)."""
+        self.lazy: Callable[[], None] | None = None
+        """Writes out the admissions and reasons the allocate action's class walk left
+        unwritten (`shoal.scheduler.actions.class_walk`), when someone reads them."""
         self.behind_reservation: set[str] = set()
         """Jobs in `blocked` behind a starving job's reservation, not behind a strictly
         ordered queue's head (`shoal.scheduler.aging`): they may still preempt."""
@@ -162,6 +165,22 @@ class Session:
         self.settle()
         return self._candidates
 
+    def walk_by_class(self) -> bool:
+        """Whether the allocate action may take the admissions itself, class by class
+        (`shoal.scheduler.actions.class_walk`): none was judged yet."""
+        admissions = self.admissions
+        return admissions is not None and not admissions.done and not admissions.admitted \
+            and not self.closed and not self.preempted and self.model.incremental
+
+    def take_admissions(self) -> None:
+        """A class walk judges the admissions itself: none is left to drain."""
+        assert self.admissions is not None
+        self.admissions.done = True
+
+    def write_admitted(self, jobs: list[JobInfo]) -> None:
+        """The jobs the enqueue action let through, in submission order, from a class walk."""
+        self._candidates[:] = jobs
+
     def next_candidate(self) -> JobInfo | None:
         """The next job the enqueue action lets through, for a reader that walks them in
         submission order; None when all are taken (`candidates` then has them all)."""
@@ -170,7 +189,8 @@ class Session:
     @property
     def blocked(self) -> dict[str, list[JobInfo]]:
         """Per virtual cluster, under strict FIFO: the waiting head job, then those behind."""
-        self.settle()
+        if self.lazy is None or self._lines:
+            self.settle()  # a class walk blocks no queue: what it left unwritten may wait
         return self._blocked
 
     def block_lazily(self, write: BlockLine) -> None:
@@ -185,6 +205,10 @@ class Session:
         admissions = self.admissions
         if admissions is not None and not admissions.done:
             admissions.drain()
+        lazy = self.lazy
+        if lazy is not None:
+            self.lazy = None
+            lazy()
         if self._lines:
             lines, self._lines = self._lines, []
             for write in lines:

@@ -3,6 +3,10 @@
 A cycle that walks waiting jobs in order — strict FIFO stopping at its head, the enqueue
 action's admissions — reads them from here instead of sorting every waiting job each cycle:
 a job is put in its place once, when it starts waiting, in O(log n).
+
+It also notes which jobs `moved` — started or stopped waiting, or changed what they wait for,
+hold or are blocked by (`JobInfo.moved`) — for the class lines, which re-file only those
+(`shoal.scheduler.class_lines`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ class WaitingJobs(dict[str, JobInfo]):
             key=submission_order)
         self._with_min_resources: set[str] = set()
         self._with_best_effort: set[str] = set()
+        self.moved: set[JobInfo] = set()
+        """Jobs that moved since the class lines last read this (module docstring)."""
+        self.cleared = 0
+        """How often every job was dropped at once: the class lines then start over."""
 
     @property
     def with_min_resources(self) -> int:
@@ -52,6 +60,8 @@ class WaitingJobs(dict[str, JobInfo]):
             self._forget(old)
         super().__setitem__(name, job)
         self._order.add(job)
+        self.moved.add(job)
+        job.moved = self.moved
         # Noted as the job is when it starts waiting: what counts is the set of names.
         if job.job.min_resources is not None:
             self._with_min_resources.add(name)
@@ -83,8 +93,11 @@ class WaitingJobs(dict[str, JobInfo]):
         self._order.clear()
         self._with_min_resources.clear()
         self._with_best_effort.clear()
+        self.moved.clear()
+        self.cleared += 1
 
     def _forget(self, job: JobInfo) -> None:
+        self.moved.add(job)
         self._order.remove(job)
         self._with_min_resources.discard(job.name)
         self._with_best_effort.discard(job.name)

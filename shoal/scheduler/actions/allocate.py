@@ -38,7 +38,9 @@ from typing import Any
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
 from shoal.core.nodes import FitMemo
+from shoal.scheduler.actions.class_walk import walk_classes
 from shoal.scheduler.aging import held_back_reason, reservation_reason
+from shoal.scheduler.class_lines import static_order
 from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.flavors import choose
 from shoal.scheduler.framework import Starvation
@@ -73,8 +75,16 @@ class Allocate:
         self.backfill_runs = True
         """Whether the profile runs the backfill action, which alone places best-effort
         tasks (`Profile.actions` sets it); False: they are told they never will be."""
+        self.later: tuple[str, ...] | None = None
+        """The actions the profile runs after this one (`Profile.actions` sets it); None:
+        not known, and the reasons of every waiting job are written as the walk goes."""
 
     def execute(self, session: Session) -> None:
+        lines = session.model.class_lines
+        if self._by_class(session) and lines.sync(session):
+            self._class_walk(session)
+            return
+        lines.drop()  # not kept up to date by a cycle that does not read them
         if self._in_submission_order(session):
             self._strict_line(session)
             return
@@ -92,27 +102,31 @@ class Allocate:
         heapq.heapify(heap)
         rules = session.hooks.starvations
         while heap:
-            key, name = heapq.heappop(heap)
-            commits = session.commits
+            _, name = heapq.heappop(heap)
             jobs = by_queue[name]
-            head = jobs.popleft()
-            placed = allocate_job(session, memo, head)
-            if not self.backfill_runs and not placed:
-                waits_for_backfill(head)
-            if not placed and not session.job_ready(head) and head.reason is not None \
-                    and head.reason.kind is not PendingKind.UNSCHEDULABLE:
-                if self.strict:
-                    block(session, name, head, list(jobs))
-                    continue
-                since = starving_since(rules, head)
-                if since is not None:
-                    reserve(session, name, head, list(jobs), since)
-                    continue
-            if jobs:
-                # A queue's order key reads what is placed: unchanged when nothing was.
+            # While nothing is committed no queue's order key moves, so this queue stays
+            # first and serves its next job without a trip through the heap: in a backlog
+            # where nothing fits, each queue is walked in one run.
+            while jobs:
+                commits = session.commits
+                head = jobs.popleft()
+                placed = allocate_job(session, memo, head)
+                if not self.backfill_runs and not placed:
+                    waits_for_backfill(head)
+                if not placed and not session.job_ready(head) and head.reason is not None \
+                        and head.reason.kind is not PendingKind.UNSCHEDULABLE:
+                    if self.strict:
+                        block(session, name, head, list(jobs))
+                        break
+                    since = starving_since(rules, head)
+                    if since is not None:
+                        reserve(session, name, head, list(jobs), since)
+                        break
                 if session.commits != commits:
-                    key = self._queue_key(session, name)
-                heapq.heappush(heap, (key, name))
+                    # A queue's order key reads what is placed: unchanged when nothing was.
+                    if jobs:
+                        heapq.heappush(heap, (self._queue_key(session, name), name))
+                    break
         # Under strict ordering nothing behind a blocked head goes ahead of it, surplus
         # replicas of running jobs included.
         behind = {j.name for jobs in session.blocked.values() for j in jobs}
@@ -123,6 +137,35 @@ class Allocate:
             if not place_one_by_one(session, memo, job) and not self.backfill_runs:
                 waits_for_backfill(job)
 
+
+    def _by_class(self, session: Session) -> bool:
+        """Whether the cycle walks each virtual cluster's class lines
+        (`shoal.scheduler.actions.class_walk`): per-queue ordering, not strict, a job order
+        that reads only the job, no job that can starve, and after this action only ones
+        that read what it left unwritten through the session (backfill, elastic)."""
+        return not self.strict and self.ordering is Ordering.PER_QUEUE \
+            and self.later is not None and set(self.later) <= LAZY_READERS \
+            and static_order(session.hooks) and session.walk_by_class()
+
+    def _class_walk(self, session: Session) -> None:
+        memo = session.fit_memo
+        admissions = session.admissions
+        assert admissions is not None
+
+        def visit(job: JobInfo) -> None:
+            placed = allocate_job(session, memo, job)
+            if not self.backfill_runs and not placed:
+                waits_for_backfill(job)
+
+        served = walk_classes(session, session.model.class_lines, admissions.verdict,
+                              lambda name: self._queue_key(session, name), visit)
+        # Only a job that holds or ended tasks can be ready (`Session.job_ready`): of the
+        # admitted ones, only those visited or loose may.
+        surplus = [j for j in served if (j.holding or j.ended)
+                   and session.is_gang(j) and j.pending and session.job_ready(j)]
+        for job in sorted(surplus, key=session.job_order_key):
+            if not place_one_by_one(session, memo, job) and not self.backfill_runs:
+                waits_for_backfill(job)
 
     def _in_submission_order(self, session: Session) -> bool:
         """Whether the cycle serves one strictly ordered line of jobs in submission order
@@ -191,6 +234,10 @@ class Allocate:
 
 #: The one ordering bucket of `ordering: global` (not a virtual cluster).
 GLOBAL_QUEUE = "*"
+
+#: Actions that may follow a class walk: they read waiting jobs' admissions and reasons only
+#: through the session (`Session.candidates`, `Session.settle`), which writes them out first.
+LAZY_READERS = frozenset({"backfill", "elastic"})
 
 
 def is_best_effort(group: TaskGroup) -> bool:

@@ -106,9 +106,10 @@ def place_best_effort(session: Session) -> None:
     """Place the waiting jobs' best-effort tasks (module docstring). A job that gave up tasks
     to preempt or reclaim in this cycle waits for the next, as in allocate."""
     memo = session.fit_memo
-    # Without a waiting job that has a best-effort group there is none to place.
+    # Without a waiting job that has a best-effort group there is none to place, and the
+    # candidates (which a class walk writes out only when read) are not needed.
     some = session.model.waiting.with_best_effort
-    jobs = [j for j in session.candidates if some and j.pending
+    jobs = [j for j in (session.candidates if some else []) if j.pending
             and j.name not in session.preempted
             and any(is_best_effort(g) for g in j.groups_with_pending())
             and not _awaits_admission(j)]

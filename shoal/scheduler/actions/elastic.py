@@ -80,7 +80,9 @@ def resize_best_effort(session: Session) -> None:
 def _elastic_jobs(session: Session, best_effort: bool) -> list[JobInfo]:
     """The jobs that may change size, least served first (module docstring): those whose
     elastic group is best-effort when `best_effort`, else the others."""
-    jobs = [info for info in session.jobs.values()
+    # The model keeps the jobs with an elastic group (`SchedulerModel.elastic`): a walk over
+    # every job would cost each cycle what waits.
+    jobs = [info for info in session.model.elastic.values()
             if info.job.elastic is not None and info.job.service is None
             and not info.pending and info.running
             and not info.stopping and not info.finishing

@@ -1,0 +1,189 @@
+"""The allocate action's per-queue walk over class lines: what a cycle costs is the job
+classes and what changed, not every waiting job.
+
+The walk makes the same decisions, and gives every job the same reason, as walking each
+virtual cluster's admitted jobs one by one in job order (`Allocate.execute`): it walks the
+same order, merged from the virtual cluster's class lines (`shoal.scheduler.class_lines`)
+and its loose jobs. What it skips is only what a walk job by job would not try:
+
+- A class the enqueue action turns away is judged once, on its first job; the others get
+  the same reason — the verdict is per class.
+- A class turned down earlier in the cycle, with nothing it reads moved since
+  (`shoal.scheduler.job_classes.Misfits`), is *suspended*: its jobs would each get that
+  reason without being tried. It stays suspended until that state moves — a commit, a new
+  fit bound — and then takes up again after the job that moved it; the jobs it passed get
+  the reason as one range. A virtual cluster whose every class is suspended is done.
+
+The reasons and admissions of the jobs not visited are written out only when someone reads
+them (`Session.settle`: the candidates, the pending reasons of `close`); the simulator's
+`Session.decide` never does.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.api.decisions import PendingReason
+from shoal.scheduler.admissions import Verdict
+from shoal.scheduler.class_lines import ClassLines, Entry
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.session import Session
+from shoal.scheduler.waiting import submission_order
+
+
+@dataclass(slots=True)
+class _Source:
+    """One class line of a virtual cluster (or its loose jobs), and how far it was walked."""
+    entries: Sequence[Entry]
+    klass: int | None
+    at: int = 0
+    suspended: PendingReason | None = None
+    since: int = 0
+    """Where its suspension began."""
+
+
+@dataclass(slots=True)
+class _Queue:
+    sources: list[_Source] = field(default_factory=list)
+    heads: list[tuple[tuple[Any, ...], int]] = field(default_factory=list)
+    """(job order key of its next job, source) for each source neither done nor suspended."""
+    suspended: list[int] = field(default_factory=list)
+
+    def add(self, source: _Source) -> None:
+        self.sources.append(source)
+        self.heads.append((source.entries[0][0], len(self.sources) - 1))
+
+
+@dataclass(slots=True)
+class _Range:
+    entries: Sequence[Entry]
+    start: int
+    stop: int
+    reason: PendingReason
+
+
+def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
+                 queue_key: Callable[[str], tuple[Any, ...]],
+                 visit: Callable[[JobInfo], None]) -> list[JobInfo]:
+    """Walk every virtual cluster's admitted jobs as `Allocate.execute` does, `visit`ing
+    those a walk job by job would try (module docstring); the jobs visited, and the loose
+    jobs admitted, are returned (the only ones that may have surplus to place)."""
+    session.take_admissions()
+    memo = session.fit_memo
+    misfits = session.misfits
+    joined = session.joined
+    # Jobs filed in a line whose reason was written this cycle before the walk (it is not
+    # the blocker it was reset to) are not admitted, as the enqueue action would not.
+    left_out = {j for j in session.model.noted if j.reason is not None} | joined
+    ranges: list[_Range] = []
+    admitted_lines: list[Sequence[Entry]] = []
+    queues: dict[str, _Queue] = {}
+    admitted: list[JobInfo] = []
+    loose: dict[str, list[Entry]] = {}
+    order = session.job_order_key
+    for job in sorted(lines.loose, key=submission_order):
+        if job.pending and job not in joined and verdict(job):
+            admitted.append(job)
+            loose.setdefault(job.queue, []).append((order(job), job))
+    for (name, klass), line in lines.lines.items():
+        first = next((e[1] for e in line if e[1] not in left_out), None)
+        if first is None:
+            continue
+        if not verdict(first):
+            # The enqueue action's verdict is the class's: its other jobs get its reason.
+            if first.reason is not None:
+                ranges.append(_Range(line, 0, len(line), first.reason))
+            continue
+        admitted_lines.append(line)
+        queues.setdefault(name, _Queue()).add(_Source(line, klass))
+    for name, entries in loose.items():
+        entries.sort(key=lambda e: e[0])
+        queues.setdefault(name, _Queue()).add(_Source(entries, None))
+    for queue in queues.values():
+        heapq.heapify(queue.heads)
+    visited: list[JobInfo] = []
+
+    def resume(queue: _Queue, key: tuple[Any, ...] | None) -> None:
+        """What suspended classes read moved at the job with order key `key`: each one's
+        jobs before it got its reason; it takes up again at its next job after it."""
+        for index in queue.suspended:
+            source = queue.sources[index]
+            assert source.suspended is not None
+            stop = len(source.entries) if key is None else \
+                _bisect(source.entries, key, source.since)
+            ranges.append(_Range(source.entries, source.since, stop, source.suspended))
+            source.suspended = None
+            source.at = stop
+            if stop < len(source.entries):
+                heapq.heappush(queue.heads, (source.entries[stop][0], index))
+        queue.suspended.clear()
+
+    heap = [(queue_key(name), name) for name in queues]
+    heapq.heapify(heap)
+    while heap:
+        _, name = heapq.heappop(heap)
+        queue = queues[name]
+        while True:
+            if not queue.heads:
+                resume(queue, None)
+                break
+            key, index = heapq.heappop(queue.heads)
+            source = queue.sources[index]
+            job = source.entries[source.at][1]
+            if job in left_out:
+                _advance(queue, source, index)
+                continue
+            if source.klass is not None:
+                known = misfits.known(memo, source.klass, False)
+                if known is not None:
+                    source.suspended = known
+                    source.since = source.at
+                    queue.suspended.append(index)
+                    continue
+            state = misfits.state(memo)
+            commits = session.commits
+            _advance(queue, source, index)
+            visit(job)
+            visited.append(job)
+            if misfits.state(memo) != state:
+                resume(queue, key)
+            if session.commits != commits:
+                # A queue's order key reads what is placed: unchanged when nothing was.
+                if queue.heads:
+                    heapq.heappush(heap, (queue_key(name), name))
+                break
+
+    def write_out() -> None:
+        for part in ranges:
+            for _, job in part.entries[part.start:part.stop]:
+                if job not in left_out:
+                    job.reason = part.reason
+        candidates = list(admitted)
+        for line in admitted_lines:
+            candidates.extend(e[1] for e in line if e[1] not in left_out)
+        candidates.sort(key=submission_order)
+        session.write_admitted(candidates)
+
+    session.lazy = write_out
+    return list(dict.fromkeys([*admitted, *visited]))
+
+
+def _advance(queue: _Queue, source: _Source, index: int) -> None:
+    source.at += 1
+    if source.at < len(source.entries):
+        heapq.heappush(queue.heads, (source.entries[source.at][0], index))
+
+
+def _bisect(entries: Sequence[Entry], key: tuple[Any, ...], low: int) -> int:
+    """The first entry at or after `low` whose order key comes after `key`."""
+    high = len(entries)
+    while low < high:
+        middle = (low + high) // 2
+        if entries[middle][0] < key:
+            low = middle + 1
+        else:
+            high = middle
+    return low

@@ -1,0 +1,115 @@
+"""Class lines: the waiting jobs filed by virtual cluster and job class, each line in the
+profile's job order, kept in the model between cycles.
+
+The allocate action's per-queue walk (`shoal.scheduler.actions.class_walk`) reads waiting jobs
+from here instead of sorting every one each cycle: a job is filed once, when it starts
+waiting or changes (`WaitingJobs.moved`), in O(log n). That holds only while the job order
+key of a waiting job reads nothing but the job itself — the priority plugin without aging,
+the gang plugin — so the lines are used only then (`static_order`); any other order, the
+fair-share or attained-service ones, reads the running jobs and the clock, and the action
+sorts as before.
+
+A waiting job that is not classed (`shoal.scheduler.job_classes`), or is blocked, is *loose*:
+it is judged and tried on its own every cycle.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sortedcontainers import SortedList
+
+from shoal.scheduler.job_classes import classable, job_class
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.plugins.gang import Gang
+from shoal.scheduler.plugins.priority import Priority
+
+if TYPE_CHECKING:
+    from shoal.scheduler.model import SchedulerModel
+    from shoal.scheduler.session import Hooks, Session
+
+Entry = tuple[tuple[Any, ...], JobInfo]
+"""A filed job with its job order key first: keys end with (submitted, name), so two
+entries never compare their jobs."""
+
+LineKey = tuple[str, int]
+"""(virtual cluster the job waits in, its job class)."""
+
+
+def static_order(hooks: Hooks) -> bool:
+    """Whether a waiting job's order key reads only the job (module docstring), and no job
+    ever starves (aging reads the clock)."""
+    return all(isinstance(p, Gang) or (isinstance(p, Priority) and p.aging is None)
+               for p in hooks.job_orders) \
+        and all(isinstance(p, Priority) and p.aging is None for p in hooks.starvations)
+
+
+class ClassLines:
+    def __init__(self, model: SchedulerModel) -> None:
+        self._model = model
+        self._stamp: tuple[object, ...] | None = None
+        self.lines: dict[LineKey, SortedList[Entry]] = {}
+        self._filed: dict[JobInfo, tuple[LineKey, Entry, str]] = {}
+        self._accounts: dict[str, int] = {}
+        self.loose: set[JobInfo] = set()
+        """Waiting jobs in no line (module docstring)."""
+
+    def drop(self) -> None:
+        """Forget every line (a cycle that does not read them): the next one that does files
+        every waiting job afresh, and what moved meanwhile is not kept."""
+        self._stamp = None
+        self.lines.clear()
+        self._filed.clear()
+        self._accounts.clear()
+        self.loose.clear()
+        self._model.waiting.moved.clear()
+
+    def sync(self, session: Session) -> bool:
+        """File what moved since the last cycle; False if the lines cannot stand for this
+        cycle (a virtual cluster with filed jobs may not class them now)."""
+        model = self._model
+        waiting = model.waiting
+        stamp = (session.hooks, model.class_verdicts.generation, waiting.cleared)
+        if stamp != self._stamp:
+            self.drop()
+            self._stamp = stamp
+            waiting.moved.update(waiting.values())
+        order = session.job_order_key
+        moved = waiting.moved
+        # All out first: a job replaced by another of its name has the same order key, and
+        # two entries of one key would compare their jobs.
+        for job in moved:
+            self._unfile(job)
+        for job in moved:
+            if waiting.get(job.name) is not job:
+                continue
+            klass = job_class(session, job) if job.blocker is None and job.pending else None
+            if klass is None:
+                self.loose.add(job)
+                continue
+            where = (job.queue, klass)
+            entry = (order(job), job)
+            line = self.lines.get(where)
+            if line is None:
+                line = self.lines[where] = SortedList()
+            line.add(entry)
+            self._filed[job] = (where, entry, job.account)
+            self._accounts[job.account] = self._accounts.get(job.account, 0) + 1
+        waiting.moved.clear()
+        return all(classable(session, a) for a in self._accounts)
+
+    def _unfile(self, job: JobInfo) -> None:
+        self.loose.discard(job)
+        filed = self._filed.pop(job, None)
+        if filed is None:
+            return
+        where, entry, account = filed
+        line = self.lines[where]
+        line.remove(entry)
+        if not line:
+            del self.lines[where]
+        left = self._accounts[account] - 1
+        if left:
+            self._accounts[account] = left
+        else:
+            del self._accounts[account]
