@@ -29,6 +29,19 @@ NODES = (Node("n0", Resources.of(cpu=8_000, memory=16_384, gpu=4)),
          Node("n1", Resources.of(cpu=8_000, memory=16_384, gpu=2)))
 HOLDING = (TaskState.BOUND, TaskState.RUNNING, TaskState.RELEASING)
 
+#: The default profile without gpu-discipline's CPU reserve for idle GPUs. These tests run
+#: every job to its end on an otherwise idle cluster; under the reserve a CPU-only gang that
+#: needs the CPU its nodes keep for their idle GPUs rightly waits until GPU work takes them
+#: (tests/scenario/cases/gpucpu-*), which on this cluster never comes.
+PROFILE = Profile.from_yaml("""
+name: default-without-cpu-reserve
+actions: "services, enqueue, allocate, backfill, elastic"
+tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement},
+              {name: gpu-discipline, arguments: {cpuReservedPerIdleGpu: 0}}]
+""", "chaos_support")
+
 
 @cache
 def _template(prefix: str) -> Path:
@@ -115,7 +128,7 @@ class World(Generic[E]):
     executor: E
 
     def plane(self) -> ControlPlane:
-        plane = ControlPlane(self.repository, self.executor, NODES, Profile.default(),
+        plane = ControlPlane(self.repository, self.executor, NODES, PROFILE,
                              interval=0.0, grace_period=0.0)
         plane.start()
         return plane
