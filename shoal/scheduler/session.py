@@ -126,7 +126,8 @@ class Session:
         """Closed virtual clusters (theirs or an ancestor's state) → why their jobs wait:
         none of their jobs gets a bind in this cycle (`shoal.scheduler.queue_status`)."""
         self.reset_jobs: list[JobInfo] = []
-        """Jobs whose reason the last cycle wrote, reset as this one opened (`report`)."""
+        """Waiting jobs whose reason the last cycle wrote, reset as this one opened (`report`;
+        one that stopped waiting since moved, and is visited for that)."""
         self._reset_reasons()
         self.touched: set[JobInfo] = set()
         """Jobs a committed statement bound or evicted tasks of, in this cycle (`report`)."""
@@ -150,11 +151,12 @@ class Session:
             for job in waiting.values():
                 job.reason = closed.get(job.account) or job.blocker
             return
-        self.reset_jobs = list(model.noted)
+        reset = self.reset_jobs
         kept = []
         for job in model.noted:
             if waiting.get(job.name) is job:
                 job.reset_reason()
+                reset.append(job)
             else:
                 kept.append(job)  # keeps what was written: reset when it waits again
         model.noted.clear()
