@@ -64,10 +64,12 @@ class UnwrittenReasons:
     job (`Session.settle` calls it; `report` may do without)."""
 
     def __init__(self, ranges: list[Range], left_out: set[JobInfo],
-                 write_candidates: Any) -> None:
+                 write_candidates: Any, visited: set[JobInfo]) -> None:
         self.ranges = ranges
         self.left_out = left_out
         self._write_candidates = write_candidates
+        self.visited = visited
+        """The jobs the walk tried: in no range."""
 
     def __call__(self) -> None:
         for part in self.ranges:
@@ -146,9 +148,10 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
     spans: dict[int, Spans] = {}
     kept: list[tuple[Any, int, int, PendingReason]] = []
     left_out: set[JobInfo] = set()
+    tried: set[JobInfo] = set()
     if not fresh and isinstance(lazy, UnwrittenReasons) and session.settled_but_lazy():
         session.lazy = None
-        left_out = lazy.left_out
+        left_out, tried = lazy.left_out, lazy.visited
         for part in lazy.ranges:
             assert last is not None
             kept.extend(_write_what_moved(part, lazy, last.lines, spans))
@@ -170,8 +173,8 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
                     spanned[job] = reason
         return _changes(session, ledger, state, _everyone(waiting, ledger), spanned)
     visit: set[JobInfo] = set(session.opened_moved)
-    visit.update(session.reset_jobs, session.touched, waiting.moved, model.noted,
-                 session.joined)
+    visit.update(session.reset_jobs, session.touched, waiting.moved,
+                 model.noted - session.kept_noted, session.joined)
     if kept:
         # A visited job inside a span left unwritten has the span's reason, as writing it
         # out would have given it — read here, not written: a written reason is reset and
@@ -182,7 +185,7 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
         order = session.job_order_key
         for job in visit:
             mine = by_queue.get(job.queue)
-            if not mine or job in left_out or waiting.get(job.name) is not job:
+            if not mine or job in tried or job in left_out or waiting.get(job.name) is not job:
                 continue
             alone = (order(job),)  # sorts just before (its key, itself)
             for entries, start, stop, reason in mine:
@@ -258,7 +261,8 @@ def _changes(session: Session, ledger: ReasonLedger, state: ReportState,
         visited += 1
         reason: PendingReason | None = None
         if job is not None and job.pending and not (job.holding > 0 and job_ready(job)):
-            reason = job.reason or (spanned and spanned.get(job)) or NOT_REACHED
+            # A span's reason is written over the job's own, as writing it out would.
+            reason = (spanned and spanned.get(job)) or job.reason or NOT_REACHED
             if held_back:
                 notes = held_back.get(name)
                 if notes:

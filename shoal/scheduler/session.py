@@ -125,6 +125,8 @@ class Session:
         self.closed = closed_queues(model.quota)
         """Closed virtual clusters (theirs or an ancestor's state) → why their jobs wait:
         none of their jobs gets a bind in this cycle (`shoal.scheduler.queue_status`)."""
+        self.kept_noted: frozenset[JobInfo] = frozenset()
+        """Jobs noted before this cycle that do not wait (kept in the model's `noted`)."""
         self.reset_jobs: list[JobInfo] = []
         """Waiting jobs whose reason the last cycle wrote, reset as this one opened (`report`;
         one that stopped waiting since moved, and is visited for that)."""
@@ -161,6 +163,7 @@ class Session:
                 kept.append(job)  # keeps what was written: reset when it waits again
         model.noted.clear()
         model.noted.update(kept)
+        self.kept_noted = frozenset(kept)
 
     # ---- candidates and blocked queues -----------------------------------------------------
 

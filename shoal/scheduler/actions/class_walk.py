@@ -157,7 +157,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         candidates.sort(key=submission_order)
         session.write_admitted(candidates)
 
-    session.lazy = UnwrittenReasons(ranges, left_out, write_candidates)
+    session.lazy = UnwrittenReasons(ranges, left_out, write_candidates, set(visited))
     return list(dict.fromkeys([*admitted, *visited]))
 
 
