@@ -14,10 +14,13 @@ What a report visits is what could have changed since the last one, and nothing 
   moved between cycles — started or stopped waiting, changed what they hold or are blocked
   by (the waiting jobs' `moved`, read as the cycle opens and as it reports) — and jobs a
   statement committed in this cycle bound or evicted tasks of (`Session.touched`);
-- a class line the allocate action's class walk left unwritten as one range with one reason
-  (`shoal.scheduler.actions.class_walk`) is not visited at all when the last report gave
-  that same line the same reason as one range: its jobs' reasons stand, but for those that
-  moved (visited one by one, above). Otherwise the range is written out job by job.
+- a range of a class line that the allocate action's class walk left unwritten with one
+  reason (`shoal.scheduler.actions.class_walk`) is not visited where the last report left
+  the same span of that line (between the same order keys) with the same reason: those
+  jobs' reasons stand, but for the ones that moved, visited above (a job joining a line is
+  one). The rest of the range is written out job by job. Jobs that wait in strict FIFO's
+  line behind its head are written out so, each cycle (`Session.block_lazily`): under
+  `fifo` a report compares every waiting job, as `close` does.
 
 The ledger is kept by the driver between cycles of one model and must see every cycle's
 report; a fresh ledger, another model, closed virtual clusters, every waiting job dropped
@@ -54,9 +57,6 @@ class Range:
     stop: int
     reason: PendingReason
 
-    @property
-    def whole(self) -> bool:
-        return self.start == 0 and self.stop == len(self.entries)
 
 
 class UnwrittenReasons:
