@@ -5,7 +5,8 @@ the store's task/job states happens on the loop's thread (the one calling `start
 `run_forever`). `submit` and `cancel` may be called from any thread (the API's): they do
 their store work (creating the job, checking it exists) in the caller's thread and then put a
 command on a queue that the loop drains at the start of each step; `wake` makes the loop
-run at once. `pending_reason` reads a dict the loop replaces whole, which is safe to read.
+run at once. `pending_reason` reads a table the loop changes under a lock
+(`shoal.control.waiting`), which is safe to read.
 
 When to cycle. A cycle runs on every event (submit, cancel, task exit, a catalog change)
 and at least every `interval` seconds. Events that come faster than cycles share them: the
@@ -451,7 +452,10 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         session = Session(model, self._hooks)
         for action in self._actions:
             action.execute(session)
-        decisions = session.close()
+        # Reasons as changes since the last cycle (`shoal.control.waiting`): the decisions
+        # carry none, and a backlog costs what changed.
+        reasons = session.report(self._waiting.ledger)
+        decisions = session.decide()
         self.regrow_at = session.regrow_at
         self.last_cycle_seconds = time.perf_counter() - started
         self.cycles += 1
@@ -462,7 +466,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
             model.settled()
         if decisions.reservations:
             self._record_reservations(decisions.reservations)
-        self._waiting.replace(decisions.pending_by_job(), model.now)
+        self._waiting.apply(reasons, model.now)
         self._waiting.flush(self.repository)
         self._consider_scale_up()
         admissions = [r for r in decisions.resizes if r.partial_admission]

@@ -11,7 +11,8 @@ priority to run on GPU machines").
 
 Every change of a node's free capacity goes through `ClusterState.take` / `give`, which keep
 all pools containing that node in step. `release_epoch` counts every `give` that is not the
-undo of a discarded statement: caches of "what cannot fit" stay valid until it moves.
+undo of a discarded statement: caches of "what cannot fit" stay valid until it moves. A pool
+that keeps a census of a request (`shoal.core.pool_census`) also logs which nodes changed.
 
 A node may declare a task limit, `capacity.pods` (Kubernetes' pod capacity). It is kept as
 the extra dimension `pods` of the node's free capacity, but no task requests it: every task
@@ -40,6 +41,7 @@ from sortedcontainers import SortedList
 
 from shoal.api.objects import Node
 from shoal.api.resources import PODS, Resources
+from shoal.core.pool_census import Census
 
 _ONE_TASK = Resources.of(extras={PODS: 1})
 
@@ -168,7 +170,7 @@ class NodeState:
 class NodePool:
     """Nodes passing one set of static predicates, indexed by free GPU count."""
 
-    __slots__ = ("buckets", "key", "lookup", "nodes")
+    __slots__ = ("buckets", "censuses", "changed", "key", "lookup", "nodes")
 
     def __init__(self, key: Hashable, nodes: Sequence[NodeState],
                  lookup: Sequence[NodeState]) -> None:
@@ -180,6 +182,33 @@ class NodePool:
         for state in self.nodes:
             self._add(state)
             state.pools.append(self)
+        self.censuses: dict[Resources, Census] = {}
+        """Per request shape turned down here, its census (`shoal.core.pool_census`)."""
+        self.changed: list[int] = []
+        """Ordinals of the nodes whose free capacity changed, in order, while a census is
+        kept: each census reads on from where it last read."""
+
+    def census(self, request: Resources) -> Census:
+        """The census of a non-zero `request` over this pool, up to date."""
+        census = self.censuses.get(request)
+        if census is None:
+            census = self.censuses[request] = Census(self, request)
+        else:
+            census.refresh(self)
+        return census
+
+    def touched(self, ordinal: int) -> None:
+        """A node's free capacity changed. A log longer than a recount is dropped with the
+        censuses reading it: recounting costs no more than reading it would."""
+        changed = self.changed
+        changed.append(ordinal)
+        if len(changed) > 2 * len(self.nodes) + 64:
+            changed.clear()
+            self.censuses.clear()
+
+    def forget_censuses(self) -> None:
+        self.changed.clear()
+        self.censuses.clear()
 
     def _add(self, state: NodeState) -> None:
         level = state.gpu if state.allocatable.gpu else CPU_ONLY
@@ -252,6 +281,8 @@ class ClusterState:
         self.cpu_reserve = millicores
         for state in (*self.states, *self.virtual.values()):
             state.cpu_reserve = millicores
+        for pool in self.pools.values():
+            pool.forget_censuses()  # what a CPU-only request sees changed on every node
     def pool(self, key: Hashable, admit: Callable[[Node], bool]) -> NodePool:
         """The pool for `key`, built once from the schedulable nodes that `admit` accepts."""
         pool = self.pools.get(key)
@@ -321,6 +352,7 @@ class ClusterState:
                 # Its GPUs were idle and kept more CPU than it takes: CPU-only requests
                 # see more free CPU than before (see the module's docstring).
                 self.release_epoch += 1
+        _touched(state)
         return gpus
 
     def give(self, state: NodeState, request: Resources, gpus: tuple[int, ...],
@@ -340,6 +372,7 @@ class ClusterState:
         if state.gpu != old_gpu:
             for pool in state.pools:
                 pool._move(state, old_gpu)
+        _touched(state)
         if not undo:
             self.release_epoch += 1
 
@@ -392,6 +425,19 @@ class FitMemo:
         if entry is not None:
             self.version += 1
             entry.replicas = max(0, entry.replicas - replicas)
+
+
+def _touched(state: NodeState) -> None:
+    """Log a change of the node's free capacity in the pools keeping a census; a task on a
+    virtual node also moves its physical node's task slots."""
+    for pool in state.pools:
+        if pool.censuses:
+            pool.touched(state.ordinal)
+    host = state.host
+    if host is not None and host.pod_limited:
+        for pool in host.pools:
+            if pool.censuses:
+                pool.touched(host.ordinal)
 
 
 def _count_tasks(state: NodeState, change: int) -> None:

@@ -8,7 +8,8 @@ Only then does it place replica by replica through the node index.
 `FitMemo` (in `shoal.core.nodes`) keeps an upper bound on how many replicas of a request fit
 in a pool, so a job asking for more fails in O(1): the exact count is computed once per
 (pool, request) when a placement fails, not once per waiting job. That is what lets a cycle
-turn down ten thousand jobs on a full cluster in well under a second.
+turn down ten thousand jobs on a full cluster in well under a second. The count itself is
+kept per (pool, request) and redone only for the nodes that changed (`diagnose`).
 """
 
 from __future__ import annotations
@@ -137,6 +138,16 @@ def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
 
 
 def diagnose(pool: NodePool, request: Resources, count: int) -> Diagnosis:
+    """How `count` replicas of `request` meet the pool now. A non-zero request reads the
+    pool's census (`shoal.core.pool_census`): what changed since it last counted."""
+    if request.is_zero():
+        return count_nodes(pool, request, count)
+    census = pool.census(request)
+    return Diagnosis(census.fit, dict(census.short), census.kept)
+
+
+def count_nodes(pool: NodePool, request: Resources, count: int) -> Diagnosis:
+    """`diagnose` node by node (a zero request: a node without a task limit takes all)."""
     short: dict[str, int] = {}
     fit = kept = 0
     for node in pool.nodes:

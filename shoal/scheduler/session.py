@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from shoal.api.decisions import Bind, Decisions, Evict, Pending, PendingKind, PendingReason
+from shoal.api.decisions import Bind, Decisions, Evict, Pending, PendingReason
 from shoal.api.flavors import unflavored
 from shoal.api.lifecycle import TaskState
 from shoal.api.objects import TaskGroup
@@ -43,6 +43,7 @@ from shoal.scheduler.job_classes import Misfits
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.model import SchedulerModel, user_of
 from shoal.scheduler.queue_status import closed_queues
+from shoal.scheduler.reason_report import NOT_REACHED, ReasonChanges, ReasonLedger, report
 
 MAX_HELD_BACK_NOTES = 2
 """At most this many notes (`hold_back`) are appended to one reason: a preempt and a
@@ -124,7 +125,14 @@ class Session:
         self.closed = closed_queues(model.quota)
         """Closed virtual clusters (theirs or an ancestor's state) → why their jobs wait:
         none of their jobs gets a bind in this cycle (`shoal.scheduler.queue_status`)."""
+        self.kept_noted: frozenset[JobInfo] = frozenset()
+        """Jobs noted before this cycle that do not wait (kept in the model's `noted`)."""
+        self.reset_jobs: list[JobInfo] = []
+        """Waiting jobs whose reason the last cycle wrote, reset as this one opened (`report`;
+        one that stopped waiting since moved, and is visited for that)."""
         self._reset_reasons()
+        self.touched: set[JobInfo] = set()
+        """Jobs a committed statement bound or evicted tasks of, in this cycle (`report`)."""
         self.cpu_reserve_per_idle_gpu = 0
         """Millicores per idle GPU that CPU-only tasks leave free on a node (set by the
         gpu-discipline plugin when the session opens; 0: off)."""
@@ -132,6 +140,9 @@ class Session:
             plugin.open_session(self)
         self.cluster.set_cpu_reserve(self.cpu_reserve_per_idle_gpu)
         choose_all(self)  # every action then sees each job on its resource flavor
+        self.opened_moved = frozenset(model.waiting.moved)
+        """Jobs that moved since the class lines last read them, as the cycle opened: a
+        report visits them (`shoal.scheduler.reason_report`)."""
 
     def _reset_reasons(self) -> None:
         """Every waiting job's reason starts as its blocker, or its closed queue's reason.
@@ -142,14 +153,17 @@ class Session:
             for job in waiting.values():
                 job.reason = closed.get(job.account) or job.blocker
             return
+        reset = self.reset_jobs
         kept = []
         for job in model.noted:
             if waiting.get(job.name) is job:
                 job.reset_reason()
+                reset.append(job)
             else:
                 kept.append(job)  # keeps what was written: reset when it waits again
         model.noted.clear()
         model.noted.update(kept)
+        self.kept_noted = frozenset(kept)
 
     # ---- candidates and blocked queues -----------------------------------------------------
 
@@ -399,8 +413,10 @@ class Session:
     def committed(self, operations: list[Allocation | Eviction]) -> None:
         self.commits += 1
         waiting = self.model.waiting
+        touched = self.touched
         for op in operations:
             job = self.jobs[op.task.job]
+            touched.add(job)
             if isinstance(op, Allocation):
                 virtual = op.node.name if op.node.host is not None else None
                 self.decisions.binds.append(Bind(op.task, op.node.physical.name, op.gpus,
@@ -451,13 +467,23 @@ class Session:
         for job in self.waiting_jobs():
             if job.holding > 0 and self.job_ready(job):
                 continue
-            reason = job.reason or PendingReason(
-                PendingKind.INSUFFICIENT_RESOURCES, "not reached in this cycle")
+            reason = job.reason or NOT_REACHED
             notes = self.held_back.get(job.name)
             if notes:
                 reason = replace(reason, message="; ".join([reason.message, *notes]))
             self.decisions.pending.append(Pending(job.name, reason))
         return self.decisions
+
+    def report(self, ledger: ReasonLedger) -> ReasonChanges:
+        """`close`'s pending reasons as changes to `ledger`, the table of the last report
+        (`shoal.scheduler.reason_report`): what it visits is what could have changed. The
+        decisions (`decisions`) then carry no pending reasons."""
+        return report(self, ledger)
+
+    def settled_but_lazy(self) -> bool:
+        """Whether `settle` has nothing left to do but the class walk's write-out."""
+        admissions = self.admissions
+        return (admissions is None or admissions.done) and not self._lines
 
     def hold_back(self, job: JobInfo, note: str) -> None:
         """Note why an action evicted nothing for the job though it could have."""

@@ -29,9 +29,11 @@ def test_backlog_case_reports_both_cycles(capsys: pytest.CaptureFixture[str]) ->
     out = json.loads(capsys.readouterr().out)
     assert out["case"] == "backlog" and out["waiting_jobs"] == 200
     assert out["running_nodes"] == 10
-    for mode in ("decide", "close"):
+    for mode in ("decide", "close", "replace", "report"):
         for key in ("first_cycle_cpu_seconds", "unchanged_cycle_cpu_seconds",
                     "one_node_freed_cycle_cpu_seconds"):
             assert out[f"{mode}_{key}"] >= 0
     # A freed 8-GPU node takes waiting work, the same with or without reasons written.
-    assert out["decide_binds_after_frees"] == out["close_binds_after_frees"] > 0
+    assert out["decide_binds_after_frees"] == out["close_binds_after_frees"] \
+        == out["replace_binds_after_frees"] == out["report_binds_after_frees"] > 0
+    assert "one_node_freed_replace_vs_report" in out

@@ -16,7 +16,8 @@ and its loose jobs. What it skips is only what a walk job by job would not try:
 
 The reasons and admissions of the jobs not visited are written out only when someone reads
 them (`Session.settle`: the candidates, the pending reasons of `close`); the simulator's
-`Session.decide` never does.
+`Session.decide` never does, and `Session.report` writes out only the ranges that changed
+since its last report (`shoal.scheduler.reason_report`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from shoal.api.decisions import PendingReason
 from shoal.scheduler.admissions import Verdict
 from shoal.scheduler.class_lines import ClassLines, Entry
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.reason_report import Range, UnwrittenReasons
 from shoal.scheduler.session import Session
 from shoal.scheduler.waiting import submission_order
 
@@ -57,14 +59,6 @@ class _Queue:
         self.heads.append((source.entries[0][0], len(self.sources) - 1))
 
 
-@dataclass(slots=True)
-class _Range:
-    entries: Sequence[Entry]
-    start: int
-    stop: int
-    reason: PendingReason
-
-
 def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                  queue_key: Callable[[str], tuple[Any, ...]],
                  visit: Callable[[JobInfo], None]) -> list[JobInfo]:
@@ -78,7 +72,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     # Jobs filed in a line whose reason was written this cycle before the walk (it is not
     # the blocker it was reset to) are not admitted, as the enqueue action would not.
     left_out = {j for j in session.model.noted if j.reason is not None} | joined
-    ranges: list[_Range] = []
+    ranges: list[Range] = []
     admitted_lines: list[Sequence[Entry]] = []
     queues: dict[str, _Queue] = {}
     admitted: list[JobInfo] = []
@@ -95,7 +89,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         if not verdict(first):
             # The enqueue action's verdict is the class's: its other jobs get its reason.
             if first.reason is not None:
-                ranges.append(_Range(line, 0, len(line), first.reason))
+                ranges.append(Range(line, 0, len(line), first.reason))
             continue
         admitted_lines.append(line)
         queues.setdefault(name, _Queue()).add(_Source(line, klass))
@@ -114,7 +108,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             assert source.suspended is not None
             stop = len(source.entries) if key is None else \
                 _bisect(source.entries, key, source.since)
-            ranges.append(_Range(source.entries, source.since, stop, source.suspended))
+            ranges.append(Range(source.entries, source.since, stop, source.suspended))
             source.suspended = None
             source.at = stop
             if stop < len(source.entries):
@@ -156,18 +150,14 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                     heapq.heappush(heap, (queue_key(name), name))
                 break
 
-    def write_out() -> None:
-        for part in ranges:
-            for _, job in part.entries[part.start:part.stop]:
-                if job not in left_out:
-                    job.reason = part.reason
+    def write_candidates() -> None:
         candidates = list(admitted)
         for line in admitted_lines:
             candidates.extend(e[1] for e in line if e[1] not in left_out)
         candidates.sort(key=submission_order)
         session.write_admitted(candidates)
 
-    session.lazy = write_out
+    session.lazy = UnwrittenReasons(ranges, left_out, write_candidates, set(visited))
     return list(dict.fromkeys([*admitted, *visited]))
 
 

@@ -1,0 +1,276 @@
+"""Why jobs wait, reported as what changed since the last cycle (issue 18).
+
+`Session.close` gives a reason for every waiting job, every cycle: with a backlog of 100,000
+jobs that costs more than the cycle. A driver that keeps a table of every waiting job's
+reason (the control loop: the API and `shoal jobs` show it) asks `Session.report` instead,
+with a `ReasonLedger` — the table as of its last report — and gets `ReasonChanges`: the jobs
+whose reason is new or different, and those that no longer wait. Applied to the ledger
+(`ReasonLedger.apply`), the table is exactly `close`'s `pending_by_job()` for that cycle.
+
+What a report visits is what could have changed since the last one, and nothing else:
+
+- jobs whose reason was written in this cycle or the last (the model's `noted`: reset when a
+  cycle opens), whose notes came from preempt or reclaim (`Session.held_back`), jobs that
+  moved between cycles — started or stopped waiting, changed what they hold or are blocked
+  by (the waiting jobs' `moved`, read as the cycle opens and as it reports) — and jobs a
+  statement committed in this cycle bound or evicted tasks of (`Session.touched`);
+- a range of a class line that the allocate action's class walk left unwritten with one
+  reason (`shoal.scheduler.actions.class_walk`) is not visited where the last report left
+  the same span of that line (between the same order keys) with the same reason: those
+  jobs' reasons stand, but for the ones that moved, visited above (a job joining a line is
+  one). The rest of the range is written out job by job. Jobs that wait in strict FIFO's
+  line behind its head are written out so, each cycle (`Session.block_lazily`): under
+  `fifo` a report compares every waiting job, as `close` does.
+
+The ledger is kept by the driver between cycles of one model and must see every cycle's
+report; a fresh ledger, another model, closed virtual clusters, every waiting job dropped
+at once (`WaitingJobs.cleared`) or a model judging afresh (`incremental` off) make the report
+compare every waiting job instead — the same answer, at `close`'s cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from shoal.api.decisions import PendingKind, PendingReason
+from shoal.scheduler.jobs import JobInfo
+
+if TYPE_CHECKING:
+    from shoal.scheduler.model import SchedulerModel
+    from shoal.scheduler.session import Session
+
+NOT_REACHED = PendingReason(PendingKind.INSUFFICIENT_RESOURCES, "not reached in this cycle")
+"""The reason of a waiting job no action wrote one for."""
+
+Entry = tuple[tuple[Any, ...], JobInfo]
+
+
+@dataclass(slots=True)
+class Range:
+    """Jobs `entries[start:stop]` of one class line wait for `reason` (but those in the
+    walk's `left_out`, which have their own)."""
+
+    entries: Sequence[Entry]
+    start: int
+    stop: int
+    reason: PendingReason
+
+
+
+class UnwrittenReasons:
+    """What a class walk left unwritten: its ranges, and how to write everything out job by
+    job (`Session.settle` calls it; `report` may do without)."""
+
+    def __init__(self, ranges: list[Range], left_out: set[JobInfo],
+                 write_candidates: Any, visited: set[JobInfo]) -> None:
+        self.ranges = ranges
+        self.left_out = left_out
+        self._write_candidates = write_candidates
+        self.visited = visited
+        """The jobs the walk tried: in no range."""
+
+    def __call__(self) -> None:
+        for part in self.ranges:
+            self.write(part)
+        self._write_candidates()
+
+    def write(self, part: Range) -> None:
+        left_out = self.left_out
+        reason = part.reason
+        for _, job in part.entries[part.start:part.stop]:
+            if job not in left_out:
+                job.reason = reason
+
+
+Spans = tuple[Any, list[tuple[tuple[Any, ...], tuple[Any, ...], PendingReason]]]
+"""A class line (kept alive, compared by identity) and the spans of it a report left with
+one reason each: (first job's order key, last job's, reason)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonChanges:
+    """One cycle's reasons, as changes to the last report's table."""
+
+    waits: dict[str, PendingReason] = field(default_factory=dict)
+    """Jobs whose reason is new or different, with it."""
+    gone: tuple[str, ...] = ()
+    """Jobs that had a reason and no longer wait (or hold enough to run)."""
+    visited: int = 0
+    """How many jobs the report looked at (for benchmarks and tests)."""
+    state: ReportState | None = field(default=None, compare=False, repr=False)
+    """What the ledger keeps for the next report; None for changes made up elsewhere
+    (`shoal.control.waiting.WaitingReasons.replace`), after which the next report
+    compares every waiting job."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportState:
+    """What a report leaves its ledger to read at the next one."""
+
+    model: SchedulerModel
+    cleared: int
+    """`WaitingJobs.cleared` as of the report."""
+    closed: bool
+    """Whether any virtual cluster was closed."""
+    noted: frozenset[str]
+    """Jobs whose reason carried notes (`Session.held_back`)."""
+    lines: dict[int, Spans]
+
+
+class ReasonLedger:
+    """The table of reasons as of the last report, kept by the driver (module docstring)."""
+
+    def __init__(self) -> None:
+        self.table: dict[str, PendingReason] = {}
+        self.state: ReportState | None = None
+        """What the last report left (None: no report since the table last changed
+        otherwise)."""
+
+    def apply(self, changes: ReasonChanges) -> None:
+        """Bring the table to the cycle `changes` were reported for."""
+        table = self.table
+        table.update(changes.waits)
+        for name in changes.gone:
+            table.pop(name, None)
+        self.state = changes.state
+
+
+def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
+    """`Session.report` (module docstring)."""
+    model = session.model
+    waiting = model.waiting
+    last = ledger.state
+    fresh = last is None or last.model is not model or last.cleared != waiting.cleared \
+        or not model.incremental or bool(session.closed) or last.closed
+    lazy = session.lazy
+    spans: dict[int, Spans] = {}
+    kept: list[tuple[Any, int, int, PendingReason]] = []
+    left_out: set[JobInfo] = set()
+    tried: set[JobInfo] = set()
+    if not fresh and isinstance(lazy, UnwrittenReasons) and session.settled_but_lazy():
+        session.lazy = None
+        left_out, tried = lazy.left_out, lazy.visited
+        for part in lazy.ranges:
+            assert last is not None
+            kept.extend(_write_what_moved(part, lazy, last.lines, spans))
+    else:
+        session.settle()
+    held_back = session.held_back
+    state = ReportState(model, waiting.cleared, bool(session.closed), frozenset(held_back),
+                        spans)
+    if fresh or last is None:
+        return _changes(session, ledger, state, _everyone(waiting, ledger))
+    spanned: dict[JobInfo, PendingReason] = {}
+    if len(session.reset_jobs) + len(model.noted) > len(waiting):
+        # Most reasons were written (strict FIFO writes the line behind its head so, and a
+        # cycle after one that did resets them): walking every job costs less than sets of
+        # them. The spans left unwritten are read, not written, as below.
+        for entries, start, stop, reason in kept:
+            for _, job in entries[start:stop]:
+                if job not in left_out:
+                    spanned[job] = reason
+        return _changes(session, ledger, state, _everyone(waiting, ledger), spanned)
+    visit: set[JobInfo] = set(session.opened_moved)
+    visit.update(session.reset_jobs, session.touched, waiting.moved,
+                 model.noted - session.kept_noted, session.joined)
+    if kept:
+        # A visited job inside a span left unwritten has the span's reason, as writing it
+        # out would have given it — read here, not written: a written reason is reset and
+        # visited again next cycle. Lines are per virtual cluster: look in its own.
+        by_queue: dict[str, list[tuple[Any, int, int, PendingReason]]] = {}
+        for span in kept:
+            by_queue.setdefault(span[0][0][1].queue, []).append(span)
+        order = session.job_order_key
+        for job in visit:
+            mine = by_queue.get(job.queue)
+            if not mine or job in tried or job in left_out or waiting.get(job.name) is not job:
+                continue
+            alone = (order(job),)  # sorts just before (its key, itself)
+            for entries, start, stop, reason in mine:
+                at = entries.bisect_left(alone)
+                if start <= at < stop and entries[at][1] is job:
+                    spanned[job] = reason
+                    break
+    names = {job.name for job in visit}
+    names.update(held_back)
+    names.update(last.noted)
+    get = waiting.get
+    return _changes(session, ledger, state, [(n, get(n)) for n in names], spanned)
+
+
+def _everyone(waiting: dict[str, JobInfo], ledger: ReasonLedger
+              ) -> list[tuple[str, JobInfo | None]]:
+    """Every waiting job, and every job the ledger has a reason for that no longer waits."""
+    return [*waiting.items(), *((n, None) for n in ledger.table if n not in waiting)]
+
+
+def _write_what_moved(part: Range, lazy: UnwrittenReasons, last: dict[int, Spans],
+                      spans: dict[int, Spans]) -> list[tuple[Any, int, int, PendingReason]]:
+    """Write out the jobs of a range that the last report did not leave with the same
+    reason, and note the range for the next report; the parts not written, as (line,
+    start, stop, reason)."""
+    entries = part.entries
+    if part.start >= part.stop or not hasattr(entries, "bisect_left"):
+        lazy.write(part)
+        return []
+    reason = part.reason
+    line = id(entries)
+    mine = spans.get(line)
+    if mine is None:
+        mine = spans[line] = (entries, [])
+    mine[1].append((entries[part.start][0], entries[part.stop - 1][0], reason))
+    before = last.get(line)
+    covered: list[tuple[int, int]] = []
+    if before is not None and before[0] is entries:
+        for low, high, was in before[1]:
+            if was != reason:
+                continue
+            start = max(part.start, entries.bisect_left((low,)))
+            stop = entries.bisect_left((high,))
+            if stop < len(entries) and entries[stop][0] == high:
+                stop += 1
+            stop = min(part.stop, stop)
+            if start < stop:
+                covered.append((start, stop))
+    covered.sort()
+    at = part.start
+    for start, stop in covered:
+        if at < start:
+            lazy.write(Range(entries, at, start, reason))
+        at = max(at, stop)
+    if at < part.stop:
+        lazy.write(Range(entries, at, part.stop, reason))
+    return [(entries, start, stop, reason) for start, stop in covered]
+
+
+def _changes(session: Session, ledger: ReasonLedger, state: ReportState,
+             jobs: Iterable[tuple[str, JobInfo | None]],
+             spanned: dict[JobInfo, PendingReason] | None = None) -> ReasonChanges:
+    """The reason of each (name, job now waiting under it, or None) as `Session.close`
+    words it, where it differs from the ledger's; `spanned`: reasons of jobs in spans left
+    unwritten."""
+    table = ledger.table
+    held_back = session.held_back
+    job_ready = session.job_ready
+    waits: dict[str, PendingReason] = {}
+    gone: list[str] = []
+    visited = 0
+    for name, job in jobs:
+        visited += 1
+        reason: PendingReason | None = None
+        if job is not None and job.pending and not (job.holding > 0 and job_ready(job)):
+            # A span's reason is written over the job's own, as writing it out would.
+            reason = (spanned and spanned.get(job)) or job.reason or NOT_REACHED
+            if held_back:
+                notes = held_back.get(name)
+                if notes:
+                    reason = replace(reason, message="; ".join([reason.message, *notes]))
+        last = table.get(name)
+        if reason is None:
+            if last is not None:
+                gone.append(name)
+        elif last is None or (last is not reason and last != reason):
+            waits[name] = reason
+    return ReasonChanges(waits, tuple(gone), visited, state)
