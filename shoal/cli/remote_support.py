@@ -133,9 +133,19 @@ def settings_of(server: str | None, token: str | None) -> Settings:
         raise fail(str(exc), USAGE_ERROR) from None
 
 
+def skip_httpx_command_line() -> None:
+    """Keep httpx from loading its own command line (`httpx._main`: click, pygments and
+    rich's progress bars and syntax highlighting, a tenth of a `shoal jobs`' CPU), which
+    its package imports unless that import fails — a failure it handles by design, for
+    installs without its `cli` extra. This process is `shoal`'s, which never runs httpx's
+    command line; a library user of `shoal.client` gets httpx untouched."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def remote(server: str | None, token: str | None,
            action: Callable[[ShoalClient], int | None]) -> None:
     """Run `action` with a client of the resolved server; exit with its code (0 if None)."""
+    skip_httpx_command_line()
     from shoal.client import ShoalClient
 
     settings = settings_of(server, token)
