@@ -66,7 +66,9 @@ OutputOption = Annotated[Format, typer.Option(
 #: content up to the console's width, so this is "as wide as the rows are".
 FULL_WIDTH = 1_000_000
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+#: Emoji codes are not replaced: what is printed is the server's data (names, reasons, a
+#: task's `cause`), shown as it is — and rich's table of codes costs every command 5-10 ms.
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 class _Out(Console):
@@ -93,7 +95,7 @@ def reader_left() -> None:
 def out(fmt: Format = Format.TABLE) -> Console:
     """A console on the current stdout (made per call: tests swap stdout): the terminal's
     width on a terminal, full width in a pipe or with `-o wide`."""
-    console = _Out(highlight=False, soft_wrap=True)
+    console = _Out(highlight=False, soft_wrap=True, emoji=False)
     if fmt is Format.WIDE or not on_terminal(console):
         console.width = FULL_WIDTH
     return console
