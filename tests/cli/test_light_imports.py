@@ -144,3 +144,29 @@ def test_the_defaults_up_shows_are_the_ones_the_layers_apply() -> None:
     assert shown["max_follows_per_user"] == inspect.signature(create_app).parameters[
         "follows_per_user"].default == defaults.FOLLOWS_PER_USER
     assert shown["task_user_prefix"] == Policy.__dataclass_fields__["prefix"].default
+
+
+def test_the_packages_load_their_names_when_asked() -> None:
+    """`shoal.api` and `shoal.client` define their heavier names on first use (PEP 562):
+    importing the package loads none of them, and every public name still resolves to the
+    object its module defines."""
+    probe = """\
+import importlib, json, sys
+import shoal.api, shoal.client
+before = sorted(sys.modules)
+names = {}
+for package in (shoal.api, shoal.client):
+    for name in package.__all__:
+        value = getattr(package, name)
+        names[f"{package.__name__}.{name}"] = getattr(
+            importlib.import_module(getattr(value, "__module__", None) or package.__name__),
+            name, value) is value
+print(json.dumps({"before": before, "names": names}))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    report = json.loads(done.stdout)
+    loaded = set(report["before"])
+    assert "shoal.api" in loaded and "shoal.api.objects" not in loaded
+    assert "shoal.client.models" in loaded and "shoal.client.cluster_views" not in loaded
+    assert len(report["names"]) > 60 and all(report["names"].values())
