@@ -149,9 +149,13 @@ def remote(server: str | None, token: str | None,
     """Run `action` with a client of the resolved server; exit with its code (0 if None)."""
     skip_httpx_command_line()
     from shoal.client import ShoalClient
+    from shoal.client.plain_http import for_url
 
     settings = settings_of(server, token)
-    with ShoalClient(settings.server, settings.token, timeout=settings.timeout) as client:
+    # A command makes a few requests and exits: no connection pool (httpcore) to load for
+    # a plain-HTTP server (`shoal.client.plain_http`).
+    with ShoalClient(settings.server, settings.token, timeout=settings.timeout,
+                     transport=for_url(settings.server)) as client:
         code = _guarded(settings, lambda: action(client))
     if code:
         raise typer.Exit(code)

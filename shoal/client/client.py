@@ -131,7 +131,8 @@ class LogStream(Iterator[str]):
 
 class ShoalClient:
     """A client of one Shoal server. Pass `http` to use a prebuilt `httpx.Client` (FastAPI's
-    `TestClient` in tests); it is then left open by `close`.
+    `TestClient` in tests); it is then left open by `close`. Pass `transport` to send
+    through another httpx transport (the command line's is `plain_http.for_url`'s).
 
     Reads and submissions are retried once after a connection failure or timeout; a
     submission keeps its `Idempotency-Key`, so a retry whose first attempt did reach the
@@ -140,10 +141,11 @@ class ShoalClient:
 
     def __init__(self, base_url: str = DEFAULT_SERVER, token: str | None = None, *,
                  http: httpx.Client | None = None, timeout: float = 30.0,
-                 retry_delay: float = 0.2) -> None:
+                 retry_delay: float = 0.2,
+                 transport: httpx.BaseTransport | None = None) -> None:
         self._own = http is None
         self._http = http or httpx.Client(base_url=base_url, timeout=timeout,
-                                          verify=_tls_for(base_url))
+                                          verify=_tls_for(base_url), transport=transport)
         self.url = str(self._http.base_url).rstrip("/") if http is not None else base_url
         self.token = token
         self.timeout = timeout

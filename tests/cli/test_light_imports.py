@@ -88,6 +88,8 @@ def test_submit_and_jobs_load_no_server_store_or_scheduler(server: Server,
     assert heavy_in(modules) == []
     # shoal.api's names load from their modules when asked: the states, not the model
     assert "shoal.api.lifecycle" in modules and "shoal.api.objects" not in modules
+    # a plain-HTTP server is reached without httpx's connection pool (shoal.client.plain_http)
+    assert "shoal.client.plain_http" in modules and "httpcore" not in modules
     got, modules = run_shoal(server, tmp_path, "get", "light")
     assert "light" in got
     assert heavy_in(modules) == []
