@@ -117,7 +117,7 @@ def _name(command: CommandInfo) -> str:
 
 
 def _group() -> None:
-    """Shoal schedules deep-learning jobs: gangs, virtual clusters, fair share, elasticity."""
+    """Nothing to do before the command: the group's help is the app's (`help=`)."""
 
 
 def main() -> None:  # pragma: no cover - console entry point
