@@ -22,12 +22,18 @@ Each is measured twice, as Python finds its bytecode:
   none by default, and the project) is compiled from source at every start: how the
   machines of issue 18 ran it.
 
+With `--peer SHOAL` (another checkout's `shoal` entry point, e.g. the main branch's
+`.venv/bin/shoal`) the same three commands of that checkout run in the same rounds, against
+the same server: a before/after comparison measured under the same load.
+
 Prints one JSON object: per mode and command the median `cpu_s` and `wall_s`, `cpu_vs_bare`
 (its median CPU as a multiple of the bare interpreter's, same mode) and `meets_goal`
 (`cpu_s` < `goal_cpu_s`, 0.3, issue 18); `shoal`, the package that ran (so a before/after
-comparison names its checkout).
+comparison names its checkout). With `--peer`: `peer` (the entry point) and, per mode,
+`peer_help`, `peer_jobs`, `peer_submit` (the same figures) and `cpu_vs_peer` (each command's
+median CPU over the peer's, same run).
 
-    uv run python bench/cli.py [--repeat 10]
+    uv run python bench/cli.py [--repeat 10] [--peer ../main/.venv/bin/shoal]
 """
 
 from __future__ import annotations
@@ -119,6 +125,8 @@ def mode_env(base: dict[str, str], mode: str, workdir: Path) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10, help="Runs of each command.")
+    parser.add_argument("--peer", type=Path, help="Another checkout's `shoal` entry point, "
+                                                  "measured in the same rounds.")
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -137,14 +145,21 @@ def main(argv: list[str] | None = None) -> int:
                 "jobs": [*shoal_cli, "jobs"],
                 "submit": [*shoal_cli, "submit", "JOB"],
             }
+            if args.peer is not None:
+                peer = str(args.peer.resolve())
+                commands |= {"peer_help": [peer, "--help"], "peer_jobs": [peer, "jobs"],
+                             "peer_submit": [peer, "submit", "PEERJOB"]}
             samples = {mode: {name: list[Sample]() for name in commands} for mode in MODES}
             for round_ in range(-1, args.repeat):  # round -1 fills the bytecode cache
                 for mode, env in envs.items():
-                    job = workdir / f"job-{mode}-{round_ + 1}.yaml"
-                    job.write_text(JOB.replace("NAME", f"bench-cli-{mode.replace('_', '-')}-"
-                                                       f"{round_ + 1}"))
+                    jobs = {}
+                    for kind in ("JOB", "PEERJOB"):
+                        jobs[kind] = workdir / f"{kind}-{mode}-{round_ + 1}.yaml"
+                        jobs[kind].write_text(JOB.replace("NAME", f"bench-cli-{kind.lower()}-"
+                                                          f"{mode.replace('_', '-')}-"
+                                                          f"{round_ + 1}"))
                     for name, command in commands.items():
-                        argv = [str(job) if part == "JOB" else part for part in command]
+                        argv = [str(jobs[part]) if part in jobs else part for part in command]
                         sample = measure(argv, env, workdir)
                         if round_ >= 0:
                             samples[mode][name].append(sample)
@@ -153,12 +168,19 @@ def main(argv: list[str] | None = None) -> int:
         results[mode] = {
             "bare_python": {"cpu_s": round(bare, 4), "wall_s": round(statistics.median(
                 s.wall_s for s in by_command["bare_python"]), 4)},
-            **{name: summary(by_command[name], bare) for name in ("help", "jobs", "submit")}}
+            **{name: summary(by_command[name], bare) for name in commands
+               if name != "bare_python"}}
+        if args.peer is not None:
+            results[mode]["cpu_vs_peer"] = {
+                name: round(statistics.median(s.cpu_s for s in by_command[name])
+                            / statistics.median(s.cpu_s for s in by_command[f"peer_{name}"]), 3)
+                for name in ("help", "jobs", "submit")}
     print(json.dumps({
         "benchmark": "cli",
         "shoal": str(Path(shoal.__file__).parent),
         "repeat": args.repeat,
         "goal_cpu_s": GOAL_CPU_S,
+        **({} if args.peer is None else {"peer": str(args.peer)}),
         **results,
         "wall_s": round(time.perf_counter() - started, 2),
     }))

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from shoal.api.resources import Resources, parse_resources
 from shoal.client import ShoalClient
-from shoal.client.models import VirtualClusterStatusView
+from shoal.client.cluster_views import VirtualClusterStatusView
 
 ENV_SERVER = "SHOAL_SERVER"
 ENV_TOKEN = "SHOAL_TOKEN"

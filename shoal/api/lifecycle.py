@@ -1,4 +1,5 @@
-"""Job and task lifecycles: the states, the legal transitions, and the cause of each move.
+"""Job and task lifecycles: the states, the legal transitions, and the cause of each move;
+and the phase a node stands in (`NodePhase`, what `shoal nodes` shows).
 
 Every state change goes through `JOB_LIFECYCLE.move(...)` or `TASK_LIFECYCLE.move(...)`, which
 refuse an illegal transition and return a `Transition` record carrying its cause, so the store
@@ -23,6 +24,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
+
+
+class NodePhase(StrEnum):
+    """How a node stands now, as `shoal nodes` shows it: what its engine reports (a live
+    inventory's nodes die, drain and come back) and what was declared of it."""
+
+    READY = "Ready"
+    NOT_READY = "NotReady"
+    """Its engine says it cannot run tasks now (dead, drained, gone): nothing is placed
+    on it, and its tasks are lost."""
+    CORDONED = "Cordoned"
+    """Declared unschedulable (`unschedulable: true`): it is ready, but nothing new is
+    placed on it."""
 
 
 class JobState(StrEnum):

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from shoal.api.defaults import DEFAULT_QUEUE
 from shoal.api.elastic import Elasticity
 from shoal.api.flavors import FlavorFungibility, FlavorQuota, flavor_quotas_max, flavor_quotas_min
 from shoal.api.lifecycle import JobState, TaskState
@@ -23,8 +24,6 @@ GPU_TYPE_LABEL = "gpu-type"
 VIRTUAL_CLUSTER_LABEL = "shoal.io/virtual-cluster"
 """Carried by every virtual node, naming the virtual cluster it belongs to (seed 003's
 `ray.io/vcluster_id`)."""
-#: The virtual cluster every job lands in when it names no queue (seed 003: min 0, max ∞).
-DEFAULT_QUEUE = "default"
 #: The root of the quota tree: the physical cluster itself.
 ROOT_QUEUE = "root"
 JOB_VIRTUAL_CLUSTER_PREFIX = "job:"
@@ -116,19 +115,6 @@ class PlacementPolicy(StrEnum):
     """As many parent nodes as possible, sharing one when there are more virtual nodes."""
     STRICT_SPREAD = "STRICT_SPREAD"
     """Every virtual node on a parent node of its own; infeasible with too few nodes."""
-
-
-class NodePhase(StrEnum):
-    """How a node stands now, as `shoal nodes` shows it: what its engine reports (a live
-    inventory's nodes die, drain and come back) and what was declared of it."""
-
-    READY = "Ready"
-    NOT_READY = "NotReady"
-    """Its engine says it cannot run tasks now (dead, drained, gone): nothing is placed
-    on it, and its tasks are lost."""
-    CORDONED = "Cordoned"
-    """Declared unschedulable (`unschedulable: true`): it is ready, but nothing new is
-    placed on it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shoal.api import Node
-
 if TYPE_CHECKING:
+    from shoal.api import Node
     from shoal.executors.contract import Executor
     from shoal.executors.local import Isolation
     from shoal.spec import SpecBundle

@@ -19,6 +19,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from typer.models import CommandInfo
 
 from shoal import __version__
 from shoal.cli.option_defaults import BUILTIN_PROFILE_NAMES
@@ -90,5 +91,35 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def only(name: str) -> typer.Typer | None:
+    """`app` with its command or command group `name` alone, or None if it has none by that
+    name. typer turns every registered command into a click command before running one, and
+    reading the 30-odd signatures costs a `shoal jobs` an eighth of its CPU; the one named
+    on the command line is the only one a run can reach (click's "lazily loading
+    subcommands", done before typer is asked). Help, usage and errors read the same."""
+    commands = [c for c in app.registered_commands if _name(c) == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return None
+    narrow = typer.Typer(name=app.info.name, help=app.info.help, no_args_is_help=True,
+                         add_completion=False, pretty_exceptions_enable=False)
+    narrow.registered_commands = commands
+    narrow.registered_groups = groups
+    # A group, not a lone command: `shoal jobs` must still read `jobs` as the command.
+    narrow.callback()(_group)
+    return narrow
+
+
+def _name(command: CommandInfo) -> str:
+    callback = command.callback
+    named = command.name or (callback.__name__ if callback is not None else "")
+    return named.lower().replace("_", "-")  # typer's own rule for a command's name
+
+
+def _group() -> None:
+    """Nothing to do before the command: the group's help is the app's (`help=`)."""
+
+
 def main() -> None:  # pragma: no cover - console entry point
-    app()
+    narrow = only(sys.argv[1]) if len(sys.argv) > 1 else None
+    (narrow or app)()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 import typer
 from rich.table import Table
 
-from shoal.api import DEFAULT_QUEUE
+from shoal.api.defaults import DEFAULT_QUEUE
 from shoal.cli.config import (
     ConfigError,
     ConfigFile,
@@ -39,7 +39,6 @@ from shoal.cli.remote_support import (
     remote,
     settings_of,
 )
-from shoal.cli.vc_tree import vc_tree
 
 if TYPE_CHECKING:
     from shoal.client import ShoalClient, UserView
@@ -99,6 +98,8 @@ def vc_tree_command(output: OutputOption = Format.TABLE, server: ServerOption = 
         if DEFAULT_QUEUE not in {vc.name for vc in found}:  # implicit, so not listed
             found.append(shoal.virtual_cluster(DEFAULT_QUEUE))
         if output.tabular:
+            from shoal.cli.vc_tree import vc_tree  # and the quantities' parsing: here only
+
             out(output).print(vc_tree(root, found))
         else:
             emit(output, {"cluster": root.raw, "virtualClusters": [v.raw for v in found]})

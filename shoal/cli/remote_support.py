@@ -66,7 +66,9 @@ OutputOption = Annotated[Format, typer.Option(
 #: content up to the console's width, so this is "as wide as the rows are".
 FULL_WIDTH = 1_000_000
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+#: Emoji codes are not replaced: what is printed is the server's data (names, reasons, a
+#: task's `cause`), shown as it is — and rich's table of codes costs every command 5-10 ms.
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 class _Out(Console):
@@ -93,7 +95,7 @@ def reader_left() -> None:
 def out(fmt: Format = Format.TABLE) -> Console:
     """A console on the current stdout (made per call: tests swap stdout): the terminal's
     width on a terminal, full width in a pipe or with `-o wide`."""
-    console = _Out(highlight=False, soft_wrap=True)
+    console = _Out(highlight=False, soft_wrap=True, emoji=False)
     if fmt is Format.WIDE or not on_terminal(console):
         console.width = FULL_WIDTH
     return console
@@ -133,13 +135,27 @@ def settings_of(server: str | None, token: str | None) -> Settings:
         raise fail(str(exc), USAGE_ERROR) from None
 
 
+def skip_httpx_command_line() -> None:
+    """Keep httpx from loading its own command line (`httpx._main`: click, pygments and
+    rich's progress bars and syntax highlighting, a tenth of a `shoal jobs`' CPU), which
+    its package imports unless that import fails — a failure it handles by design, for
+    installs without its `cli` extra. This process is `shoal`'s, which never runs httpx's
+    command line; a library user of `shoal.client` gets httpx untouched."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def remote(server: str | None, token: str | None,
            action: Callable[[ShoalClient], int | None]) -> None:
     """Run `action` with a client of the resolved server; exit with its code (0 if None)."""
+    skip_httpx_command_line()
     from shoal.client import ShoalClient
+    from shoal.client.plain_http import for_url
 
     settings = settings_of(server, token)
-    with ShoalClient(settings.server, settings.token, timeout=settings.timeout) as client:
+    # A command makes a few requests and exits: no connection pool (httpcore) to load for
+    # a plain-HTTP server (`shoal.client.plain_http`).
+    with ShoalClient(settings.server, settings.token, timeout=settings.timeout,
+                     transport=for_url(settings.server)) as client:
         code = _guarded(settings, lambda: action(client))
     if code:
         raise typer.Exit(code)

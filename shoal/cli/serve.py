@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from shoal.api import TaskRef
+from shoal.api.defaults import FOLLOWS_PER_USER
 from shoal.cli.engines import LOCAL, EngineChoice, EngineError, start_engine
 from shoal.cli.errors import USAGE_ERROR, user_errors
 from shoal.cli.profiles import load_profile
@@ -43,7 +44,7 @@ from shoal.executors.isolation import IsolationError, Mode, Policy, check_work_r
 from shoal.executors.local import Isolation
 from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
-from shoal.server.logs import FOLLOWS_PER_USER, LogSource
+from shoal.server.logs import LogSource
 from shoal.spec import SpecBundle, load_file
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store.engine import Store, open_store

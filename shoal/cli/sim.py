@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from shoal.cli.option_defaults import TraceFormat
+from shoal.api.trace_format import TraceFormat
 
 sim_app = typer.Typer(help="Replay cluster traces through Shoal's scheduler (what-if).",
                       no_args_is_help=True)

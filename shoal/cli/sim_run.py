@@ -10,11 +10,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+from shoal.api.trace_format import TraceFormat
 from shoal.cli.profiles import load_profile
 from shoal.cli.sim import Inputs, err
 from shoal.scheduler.profile import ProfileError
 from shoal.sim.inputs import (
-    TraceFormat,
     detect_format,
     load_pollux_workload,
     load_trace,
@@ -45,8 +45,7 @@ def _work_model(speedups: list[str] | None, checkpoint: float | None) -> WorkMod
 
 def _prepare(inputs: Inputs) -> tuple[Trace, ClusterDescription, SimConfig]:
     declared = parse_cluster_arg(inputs.cluster)
-    asked = TraceFormat(inputs.fmt.value)  # the CLI's copy of the simulator's formats
-    fmt = detect_format(inputs.trace) if asked is TraceFormat.AUTO else asked
+    fmt = detect_format(inputs.trace) if inputs.fmt is TraceFormat.AUTO else inputs.fmt
     work = _work_model(inputs.speedups, inputs.checkpoint)
     if fmt is TraceFormat.POLLUX:
         trace, pollux = load_pollux_workload(inputs.trace, elastic=inputs.elastic,

@@ -5,7 +5,7 @@ ray`, on the machines of a Ray cluster (`shoal.cli.engines`).
 This module declares the command and checks its flags; what it runs is `shoal.cli.serve`,
 imported only when the command runs: every `shoal` command reads this signature, and a
 `shoal submit` must not load the server, the store and the control loop. The defaults shown
-come from `shoal.cli.option_defaults` for the same reason.
+come from `shoal.api.defaults`, light, for the same reason.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from typing import Annotated
 
 import typer
 
-from shoal.api.elastic import parse_duration
-from shoal.cli.engines import DEFAULT_RAY_NAMESPACE, RAY_AUTO, Engine, EngineChoice
-from shoal.cli.option_defaults import (
+from shoal.api.defaults import (
     FOLLOWS_PER_USER,
     MAX_BODY_BYTES,
     MAX_NODES,
     MAX_TASKS_PER_JOB,
     TASK_USER_PREFIX,
-    WORK_DIR,
+    TASK_WORK_DIR,
 )
+from shoal.api.elastic import parse_duration
+from shoal.cli.engines import DEFAULT_RAY_NAMESPACE, RAY_AUTO, Engine, EngineChoice
 
 
 def up(
@@ -80,7 +80,7 @@ def up(
     work_dir: Annotated[Path, typer.Option(
         "--work-dir", help="Where tasks that run as their own OS user get their working "
                            "directories (<work-dir>/<os user>/<job>/<group>-<index>).")]
-    = WORK_DIR,
+    = TASK_WORK_DIR,
     job_ttl: Annotated[str, typer.Option(
         "--job-ttl", help="How long a job that ended is kept (seconds or a duration: 168h, "
                           "90m); then it is deleted with its tasks, events and logs. "

@@ -5,9 +5,15 @@
         job = shoal.submit(Path("job.yaml"))
         print(shoal.wait(job.name).state)
 
-`client.py` holds the calls, `models.py` the frozen views they return, `errors.py` the
-exceptions (all `ShoalError`).
+`client.py` holds the calls, `models.py` and `cluster_views.py` the frozen views they
+return, `errors.py` the exceptions (all `ShoalError`). The cluster's views load when first
+asked for (PEP 562), as the calls returning them load them: `shoal jobs` defines none.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from shoal.client.client import (
     DEFAULT_SERVER,
@@ -32,17 +38,21 @@ from shoal.client.models import (
     JobDeletion,
     JobPage,
     JobView,
-    NodeView,
     PendingReasonView,
-    PriorityClassView,
-    ResourceFlavorView,
     TaskGroupView,
     TaskPage,
     TaskView,
-    UserView,
-    VirtualClusterStatusView,
-    VirtualClusterView,
 )
+
+if TYPE_CHECKING:
+    from shoal.client.cluster_views import (
+        NodeView,
+        PriorityClassView,
+        ResourceFlavorView,
+        UserView,
+        VirtualClusterStatusView,
+        VirtualClusterView,
+    )
 
 __all__ = [
     "DEFAULT_SERVER",
@@ -74,3 +84,12 @@ __all__ = [
     "spec_text",
     "wait_until_healthy",
 ]
+
+if not TYPE_CHECKING:  # to the type checker, the import above is the names
+    def __getattr__(name: str) -> object:
+        if name not in ("NodeView", "PriorityClassView", "ResourceFlavorView", "UserView",
+                        "VirtualClusterStatusView", "VirtualClusterView"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module("shoal.client.cluster_views"), name)
+        globals()[name] = value
+        return value

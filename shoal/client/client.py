@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -41,15 +41,19 @@ from shoal.client.models import (
     JobPage,
     JobView,
     Json,
-    NodeView,
-    PriorityClassView,
-    ResourceFlavorView,
     TaskPage,
     TaskView,
-    UserView,
-    VirtualClusterStatusView,
-    VirtualClusterView,
 )
+
+if TYPE_CHECKING:  # imported by the calls that return them: the job verbs define none
+    from shoal.client.cluster_views import (
+        NodeView,
+        PriorityClassView,
+        ResourceFlavorView,
+        UserView,
+        VirtualClusterStatusView,
+        VirtualClusterView,
+    )
 
 #: Where `shoal up` listens by default.
 DEFAULT_SERVER = "http://127.0.0.1:8765"
@@ -127,7 +131,8 @@ class LogStream(Iterator[str]):
 
 class ShoalClient:
     """A client of one Shoal server. Pass `http` to use a prebuilt `httpx.Client` (FastAPI's
-    `TestClient` in tests); it is then left open by `close`.
+    `TestClient` in tests); it is then left open by `close`. Pass `transport` to send
+    through another httpx transport (the command line's is `plain_http.for_url`'s).
 
     Reads and submissions are retried once after a connection failure or timeout; a
     submission keeps its `Idempotency-Key`, so a retry whose first attempt did reach the
@@ -136,10 +141,11 @@ class ShoalClient:
 
     def __init__(self, base_url: str = DEFAULT_SERVER, token: str | None = None, *,
                  http: httpx.Client | None = None, timeout: float = 30.0,
-                 retry_delay: float = 0.2) -> None:
+                 retry_delay: float = 0.2,
+                 transport: httpx.BaseTransport | None = None) -> None:
         self._own = http is None
         self._http = http or httpx.Client(base_url=base_url, timeout=timeout,
-                                          verify=_tls_for(base_url))
+                                          verify=_tls_for(base_url), transport=transport)
         self.url = str(self._http.base_url).rstrip("/") if http is not None else base_url
         self.token = token
         self.timeout = timeout
@@ -319,24 +325,29 @@ class ShoalClient:
             after = str(page[-1]["name"])
 
     def nodes(self) -> list[NodeView]:
+        from shoal.client.cluster_views import NodeView
         return [NodeView.from_json(n) for n in self._all(f"{API}/nodes")]
 
     def virtual_clusters(self) -> list[VirtualClusterView]:
         """Every declared virtual cluster with its spec and its status now."""
+        from shoal.client.cluster_views import VirtualClusterView
         return [VirtualClusterView.from_json(v) for v in self._all(f"{API}/virtual-clusters")]
 
     def virtual_cluster(self, name: str) -> VirtualClusterView:
         """One virtual cluster (`default` included) with its status."""
+        from shoal.client.cluster_views import VirtualClusterView
         return VirtualClusterView.from_json(
             self._get(f"{API}/virtual-clusters/{_quote(name)}"))
 
     def cluster(self) -> VirtualClusterStatusView:
         """The physical cluster as the root of the virtual-cluster tree; with a job's token,
         the job's own virtual cluster (or its queue)."""
+        from shoal.client.cluster_views import VirtualClusterStatusView
         return VirtualClusterStatusView.from_json(self._get(f"{API}/cluster"))
 
     def create_virtual_clusters(self, spec: Spec) -> list[VirtualClusterView]:
         """Create the VirtualCluster documents of `spec` (admins only)."""
+        from shoal.client.cluster_views import VirtualClusterView
         return [VirtualClusterView.from_json(v)
                 for v in self._post_spec(f"{API}/virtual-clusters", spec)]
 
@@ -345,23 +356,28 @@ class ShoalClient:
         virtual cluster (its token, its owner, or an admin): `metadata.name` is the name
         within the job, `spec.parent` `root` (the job's own) or another of its
         sub-clusters. The answer names them as they are submitted into: `job:<job>/<name>`."""
+        from shoal.client.cluster_views import VirtualClusterView
         return [VirtualClusterView.from_json(v)
                 for v in self._post_spec(f"{API}/jobs/{_quote(job)}/virtual-clusters", spec)]
 
     def job_virtual_clusters(self, job: str) -> list[VirtualClusterView]:
         """`job`'s own virtual cluster and its sub-clusters, with their status now."""
+        from shoal.client.cluster_views import VirtualClusterView
         return [VirtualClusterView.from_json(v)
                 for v in self._all(f"{API}/jobs/{_quote(job)}/virtual-clusters")]
 
     def priority_classes(self) -> list[PriorityClassView]:
+        from shoal.client.cluster_views import PriorityClassView
         return [PriorityClassView.from_json(p) for p in self._all(f"{API}/priority-classes")]
 
     def resource_flavors(self) -> list[ResourceFlavorView]:
         """Every resource flavor, with how many nodes its labels match now."""
+        from shoal.client.cluster_views import ResourceFlavorView
         return [ResourceFlavorView.from_json(f) for f in self._all(f"{API}/resource-flavors")]
 
     def create_resource_flavors(self, spec: Spec) -> list[ResourceFlavorView]:
         """Create the ResourceFlavor documents of `spec` (admins only)."""
+        from shoal.client.cluster_views import ResourceFlavorView
         return [ResourceFlavorView.from_json(f)
                 for f in self._post_spec(f"{API}/resource-flavors", spec)]
 
@@ -371,11 +387,13 @@ class ShoalClient:
                     ) -> UserView:
         """Create a user (admins only); the answer's `token` is the only copy."""
         body = {"name": name, "queues": list(queues), "admin": admin}
+        from shoal.client.cluster_views import UserView
         return UserView.from_json(self._json(self._send("POST", f"{API}/users", retry=False,
                                                         json=body)))
 
     def me(self) -> UserView:
         """The user the token belongs to."""
+        from shoal.client.cluster_views import UserView
         return UserView.from_json(self._get(f"{API}/users/me"))
 
     def health(self) -> str:

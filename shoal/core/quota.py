@@ -43,7 +43,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from shoal.api.decisions import PendingKind, PendingReason
-from shoal.api.objects import DEFAULT_QUEUE, ROOT_QUEUE, QueueingPolicy, VirtualCluster
+from shoal.api.defaults import DEFAULT_QUEUE
+from shoal.api.objects import ROOT_QUEUE, QueueingPolicy, VirtualCluster
 from shoal.api.queue_policy import QueuePreemption, QueueStatus
 from shoal.api.resources import ResourceLimit, Resources, total
 from shoal.core.quota_limits import borrowing_ceiling, unlendable

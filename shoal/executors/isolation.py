@@ -74,10 +74,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from shoal.api.defaults import TASK_USER_PREFIX
+
 #: The comment every account Shoal creates carries; nothing else is taken for Shoal's.
 ACCOUNT_COMMENT = "shoal task user"
-DEFAULT_PREFIX = "shoal-"
-DEFAULT_WORK_DIR = Path("/var/lib/shoal/work")
 #: Linux's (shadow-utils') longest user name.
 MAX_USER_NAME = 32
 _VALID = re.compile(r"^[a-z_][a-z0-9_-]*$")
@@ -109,7 +109,7 @@ class Policy:
     """Who tasks run as, decided once at start."""
 
     mode: Mode
-    prefix: str = DEFAULT_PREFIX
+    prefix: str = TASK_USER_PREFIX
     task_user: str | None = None
     reason: str = ""
     """Why: for REFUSED, the message every launch fails with; otherwise what start says."""
@@ -120,7 +120,7 @@ class Policy:
 
 
 def decide(euid: int, *, insecure_same_user: bool, task_user: str | None,
-           prefix: str = DEFAULT_PREFIX) -> Policy:
+           prefix: str = TASK_USER_PREFIX) -> Policy:
     """The policy for a server running with effective uid `euid` and these flags."""
     if task_user is not None and insecure_same_user:
         raise IsolationError("--task-user and --insecure-same-user exclude each other")

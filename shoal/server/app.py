@@ -5,12 +5,13 @@ from collections.abc import Mapping
 
 from fastapi import FastAPI
 
+from shoal.api.defaults import FOLLOWS_PER_USER
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
 from shoal.server.errors import ApiError, install_error_handlers
 from shoal.server.jobs import jobs_router
-from shoal.server.logs import FOLLOWS_PER_USER, FollowSlots, LogSource, logs_router
+from shoal.server.logs import FollowSlots, LogSource, logs_router
 from shoal.server.scheduler import Scheduler
 from shoal.server.sub_clusters import sub_clusters_router
 from shoal.spec.limits import DEFAULT_LIMITS, Limits

@@ -37,6 +37,7 @@ from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from shoal.api import Job, TaskRef
+from shoal.api.defaults import FOLLOWS_PER_USER
 from shoal.server.auth import Authenticator, check_owner
 from shoal.server.errors import ApiError, responses
 from shoal.store import Repository, User
@@ -53,8 +54,6 @@ FOLLOW_POLL = 0.2
 END_CHECK = 0.5
 #: Threads that ask the store whether followed tasks ended: their own, not the route pool's.
 END_CHECK_THREADS = 2
-#: Follows one user may hold open at once, unless `shoal up` is told otherwise.
-FOLLOWS_PER_USER = 8
 CHUNK = 64 * 1024
 #: The most a read without `follow` returns; its default.
 MAX_READ = 8 * 1024 * 1024

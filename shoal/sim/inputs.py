@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import csv
 from dataclasses import replace
-from enum import StrEnum
 from pathlib import Path
 
 import yaml
 
-from shoal.api.objects import DEFAULT_QUEUE
+from shoal.api.defaults import DEFAULT_QUEUE
+from shoal.api.trace_format import TraceFormat
 from shoal.sim.loaders import (
     ClusterDescription,
     load_alibaba,
@@ -29,16 +29,6 @@ from shoal.sim.pollux import load_applications
 from shoal.sim.simulator import NodeEvent
 from shoal.sim.trace import Trace, TraceError
 from shoal.sim.work import WorkModel
-
-
-class TraceFormat(StrEnum):
-    AUTO = "auto"
-    PHILLY = "philly"
-    ITP = "itp"
-    ALIBABA = "alibaba"
-    NATIVE = "native"
-    POLLUX = "pollux"
-
 
 _HEADERS = {
     TraceFormat.PHILLY: {"timestamp", "duration", "num_gpus"},

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 
+from shoal.api.defaults import MAX_BODY_BYTES, MAX_NODES, MAX_TASKS_PER_JOB
 from shoal.spec.documents import (
     Document,
     FixedSizeNodesSpec,
@@ -38,7 +39,7 @@ class Limits:
     """The bounds of one load. The defaults protect a small server; `shoal up` exposes the
     important ones as flags."""
 
-    max_body_bytes: int = 4 * MiB
+    max_body_bytes: int = MAX_BODY_BYTES
     """A request body (the API only)."""
     max_depth: int = 32
     """Nesting of mappings and lists in one document; a job needs 6."""
@@ -62,9 +63,9 @@ class Limits:
     """Task groups of one job."""
     max_replicas: int = 10_000
     """Replicas of one task group."""
-    max_tasks_per_job: int = 10_000
+    max_tasks_per_job: int = MAX_TASKS_PER_JOB
     """Replicas of all the task groups of one job together."""
-    max_nodes: int = 10_000
+    max_nodes: int = MAX_NODES
     """Nodes one load declares (a Node's `count` included), whole load together."""
     max_issues: int = 16
     """Issues an API answer lists (a load gathers them all; the answer shows the first)."""

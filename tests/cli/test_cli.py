@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from shoal.cli.main import app
+from shoal.cli.main import app, only
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "quickstart.yaml"
@@ -130,3 +130,25 @@ def test_up_refuses_a_bad_job_ttl_before_starting(tmp_path: Path, ttl: str) -> N
     assert result.exit_code == 2, result.output
     assert "--job-ttl" in result.output
     assert not data.exists()
+
+
+def _names() -> list[str]:
+    commands = [c.name or c.callback.__name__.replace("_", "-")
+                for c in app.registered_commands if c.callback is not None]
+    return commands + [g.name for g in app.registered_groups if g.name]
+
+
+@pytest.mark.parametrize("name", _names())
+def test_a_command_run_alone_reads_as_in_the_whole_app(name: str) -> None:
+    """`shoal NAME …` builds only NAME (`only`): its help, and a usage error, are those of
+    the whole app."""
+    narrow = only(name)
+    assert narrow is not None
+    for args in ([name, "--help"], [name, "--no-such-option"]):
+        alone, whole = runner.invoke(narrow, args), runner.invoke(app, args)
+        assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
+
+
+def test_only_knows_the_app_s_names_and_no_other() -> None:
+    assert {"up", "submit", "jobs", "get", "logs", "schedule", "vc", "sim"} <= set(_names())
+    assert only("no-such-command") is None and only("--help") is None

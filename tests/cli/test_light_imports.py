@@ -4,8 +4,9 @@
 none of the server's, the store's, the control plane's, the scheduler's or the simulator's
 modules (nor the libraries under them) may be among them.
 
-And the copies of defaults that keep the commands' signatures light
-(`shoal.cli.option_defaults`) are checked against the values they copy.
+And the defaults `shoal up` shows are the ones the layers apply (`shoal.api.defaults`); the
+one copy left, the built-in profiles' names (`shoal.cli.option_defaults`), is checked
+against its source.
 """
 
 from __future__ import annotations
@@ -85,8 +86,21 @@ def test_submit_and_jobs_load_no_server_store_or_scheduler(server: Server,
     listed, modules = run_shoal(server, tmp_path, "jobs")
     assert "light" in listed.split()  # the job just submitted is listed
     assert heavy_in(modules) == []
+    # shoal.api's names load from their modules when asked: the states, not the model
+    assert "shoal.api.lifecycle" in modules and "shoal.api.objects" not in modules
+    # a plain-HTTP server is reached without httpx's connection pool (shoal.client.plain_http)
+    assert "shoal.client.plain_http" in modules and "httpcore" not in modules
     got, modules = run_shoal(server, tmp_path, "get", "light")
     assert "light" in got
+    assert heavy_in(modules) == []
+
+
+def test_logs_loads_no_server_store_or_scheduler(server: Server, tmp_path: Path) -> None:
+    job = tmp_path / "said.yaml"
+    job.write_text(JOB.replace("light", "said").replace('["true"]', '["echo", "said"]'))
+    run_shoal(server, tmp_path, "submit", "--wait", str(job))
+    out, modules = run_shoal(server, tmp_path, "logs", "said")
+    assert out == "said\n"
     assert heavy_in(modules) == []
 
 
@@ -107,19 +121,54 @@ def test_help_loads_no_http_client(server: Server, tmp_path: Path,
     assert [m for m in modules if m.split(".")[0] == "httpx" or m == "shoal.client"] == []
 
 
-def test_the_light_copies_match_their_sources() -> None:
-    from shoal.cli import option_defaults as light
-    from shoal.executors import isolation
+def test_the_profile_names_copy_matches_its_source() -> None:
+    from shoal.cli.option_defaults import BUILTIN_PROFILE_NAMES
     from shoal.scheduler.profile import BUILTIN_PROFILES
-    from shoal.server import logs
-    from shoal.sim.inputs import TraceFormat
+
+    assert set(BUILTIN_PROFILE_NAMES) == set(BUILTIN_PROFILES)
+
+
+def test_the_defaults_up_shows_are_the_ones_the_layers_apply() -> None:
+    """`shoal up --help` shows `shoal.api.defaults`; the spec's limits, the log follows and
+    the executors' isolation apply the same values, not copies of them."""
+    import inspect
+
+    from shoal.api import defaults
+    from shoal.cli.up import up
+    from shoal.executors.isolation import Policy
+    from shoal.server.app import create_app
     from shoal.spec.limits import DEFAULT_LIMITS
 
-    assert set(light.BUILTIN_PROFILE_NAMES) == set(BUILTIN_PROFILES)
-    limits = DEFAULT_LIMITS
-    assert (limits.max_body_bytes, limits.max_tasks_per_job, limits.max_nodes) == (
-        light.MAX_BODY_BYTES, light.MAX_TASKS_PER_JOB, light.MAX_NODES)
-    assert light.FOLLOWS_PER_USER == logs.FOLLOWS_PER_USER
-    assert (light.TASK_USER_PREFIX, light.WORK_DIR) == (isolation.DEFAULT_PREFIX,
-                                                        isolation.DEFAULT_WORK_DIR)
-    assert [f.value for f in light.TraceFormat] == [f.value for f in TraceFormat]
+    shown = {name: p.default for name, p in inspect.signature(up).parameters.items()}
+    assert (shown["max_body_bytes"], shown["max_tasks_per_job"], shown["max_nodes"]) == (
+        DEFAULT_LIMITS.max_body_bytes, DEFAULT_LIMITS.max_tasks_per_job,
+        DEFAULT_LIMITS.max_nodes)
+    assert shown["max_follows_per_user"] == inspect.signature(create_app).parameters[
+        "follows_per_user"].default == defaults.FOLLOWS_PER_USER
+    assert shown["task_user_prefix"] == Policy.__dataclass_fields__["prefix"].default
+
+
+def test_the_packages_load_their_names_when_asked() -> None:
+    """`shoal.api` and `shoal.client` define their heavier names on first use (PEP 562):
+    importing the package loads none of them, and every public name still resolves to the
+    object its module defines."""
+    probe = """\
+import importlib, json, sys
+import shoal.api, shoal.client
+before = sorted(sys.modules)
+names = {}
+for package in (shoal.api, shoal.client):
+    for name in package.__all__:
+        value = getattr(package, name)
+        names[f"{package.__name__}.{name}"] = getattr(
+            importlib.import_module(getattr(value, "__module__", None) or package.__name__),
+            name, value) is value
+print(json.dumps({"before": before, "names": names}))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    report = json.loads(done.stdout)
+    loaded = set(report["before"])
+    assert "shoal.api" in loaded and "shoal.api.objects" not in loaded
+    assert "shoal.client.models" in loaded and "shoal.client.cluster_views" not in loaded
+    assert len(report["names"]) > 60 and all(report["names"].values())

@@ -250,3 +250,15 @@ def test_an_error_shows_where_only_for_the_users_own_fields(path: str | None,
     item = ErrorItem("is wrong", path)
     assert item.field == shown
     assert str(item) == (f"{shown}: is wrong" if shown else "is wrong")
+
+
+def test_the_servers_words_are_printed_as_they_are(capsys: pytest.CaptureFixture[str]
+                                                   ) -> None:
+    """What the client verbs print is the server's data: `:name:` is no emoji code."""
+    from shoal.cli.remote_support import Format, err, out
+
+    said = "stopped: exit code 1 (:fire: in the log)"
+    out(Format.WIDE).print(said)
+    err.print(said)
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == (said + "\n", said + "\n")
