@@ -74,7 +74,9 @@ def _summary(count: int, sent: list[float], started: list[float], cpu: float,
              wall: float) -> dict[str, float]:
     waits = [(s - t) * 1000 for s, t in zip(started, sent, strict=True)]
     span = max(started) - min(sent)
-    return {"started_per_second": round(count / span, 1),
+    sending = max(sent) - min(sent)
+    return {"submitted_per_second": round(count / sending, 1) if sending > 0 else 0.0,
+            "started_per_second": round(count / span, 1),
             "submit_to_running_p50_ms": round(statistics.median(waits), 1),
             "submit_to_running_p99_ms": round(_percentile(waits, 99), 1),
             "daemon_cpu_ms_per_job": round(cpu * 1000 / count, 2),

@@ -73,6 +73,7 @@ from shoal.control.exits import Exiting
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
 from shoal.control.gang_restart import GangRestarting, lost_detail
 from shoal.control.handover import Handover
+from shoal.control.inflight import LaunchFlights
 from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
 from shoal.control.launches import Launching
 from shoal.control.launching import NodeAddresses, describe, exit_code_of, retry_reason
@@ -181,6 +182,8 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         """Per waiting job, the reason last written to its history, and when."""
         self._looping = False
         """`run_forever` is running: the model belongs to its thread."""
+        self._flights = LaunchFlights(executor, self.wake.set)
+        """Batches of launches the launch worker carries out (`shoal.control.inflight`)."""
         self.cycles = 0
         self.last_cycle_seconds = 0.0
         """How long the latest cycle took to decide (wall clock; launches not included)."""
@@ -320,7 +323,11 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         try:
             self._loop(stop_event)
         finally:
-            self._looping = False
+            try:  # what is in flight is tracked and recorded (a restart would adopt it)
+                self._settle_launches()
+            finally:
+                self._flights.close()
+                self._looping = False
 
     def _loop(self, stop_event: threading.Event) -> None:
         next_cycle = next_poll = earliest = 0.0
@@ -334,6 +341,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
             try:
                 if self._drain():  # commands queued without a wake-up count as one
                     woken = True
+                self._settle_launches(wait=False)  # the batches the worker has launched
                 if time.monotonic() >= next_poll:
                     self.poll()
                     self._watch_nodes()
@@ -416,6 +424,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         error mid-cycle, when it may hold binds the store does not, and when the catalog
         of virtual clusters and priority classes changed (`reload_catalog`)."""
         try:
+            self._settle_launches()
             jobs = self.repository.snapshot_jobs()
             model, _ = self._model_of(jobs, self._with_carvings(self.virtual_clusters))
         except Exception:
@@ -466,6 +475,8 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         self._waiting.flush(self.repository)
         self._consider_scale_up()
         admissions = [r for r in decisions.resizes if r.partial_admission]
+        if decisions.evictions:  # a victim may be a task whose launch is in flight
+            self._settle_launches()
         if decisions.binds or decisions.evictions:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
             self.repository.record_binds(decisions.binds, cause, decisions.evictions,

@@ -57,6 +57,11 @@ class Stopping:
     def _job_done(self, job: Job) -> None:
         raise NotImplementedError
 
+    def _settle_launches(self, *, wait: bool = True) -> None:
+        """Take up the launches in flight (`shoal.control.inflight`): whatever stops a task
+        first does, so that a task being launched is tracked with its process."""
+        raise NotImplementedError
+
     def _adopt(self, rec: TaskRecord) -> RunningTask:
         """A handle on the recorded process of `rec` (one that polls LOST if it is gone)."""
         assert rec.pid
@@ -85,6 +90,7 @@ class Stopping:
                   failed: FailedTask | None = None) -> None:
         """End a job as `final` (PENDING: retry it whole): store the decision and the
         tasks' moves first, then signal the processes; the job ends once none is left."""
+        self._settle_launches()
         job = self.repository.stop_job(name, final, cause, failed=failed)
         if failed is not None:
             self._finish_task(failed.ref)

@@ -65,7 +65,7 @@ from shoal.executors.isolation import (
     home_env,
     task_work_dir,
 )
-from shoal.executors.launcher import WRAPPER, Launcher, LaunchRequest
+from shoal.executors.launcher import WRAPPER, Forked, Launcher, LaunchRequest
 
 # Importable from here still: tests and benchmarks of other slices take it from this module.
 from shoal.executors.processes import (
@@ -79,7 +79,6 @@ from shoal.executors.processes import (
     read_status,
     replace_file,
     same_process,
-    start_time_of,
 )
 from shoal.executors.task import (
     RUNNING,
@@ -276,6 +275,47 @@ class LocalExecutor:
     def launch(self, spec: TaskLaunch) -> RunningTask:
         """Start one attempt, at most once: if this attempt was already claimed (by this or an
         earlier executor instance), return a handle on it instead of starting it again."""
+        result = self.launch_many([spec])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
+        """`launch` for each spec, in order, a launch that raised being its result; the
+        attempts claimed afresh are forked by the launcher from one request each, sent
+        together and answered together (`Launcher.fork_many`)."""
+        results: list[RunningTask | BaseException | None] = [None] * len(specs)
+        forks: list[tuple[int, _Fork]] = []
+        for i, spec in enumerate(specs):
+            try:
+                claimed = self._claim(spec)
+                if isinstance(claimed, RunningTask):
+                    results[i] = claimed
+                    continue
+                prepared = self._prepare(spec, claimed, record_pid=True)
+            except Exception as exc:
+                results[i] = exc
+                continue
+            if isinstance(prepared, RunningTask):
+                results[i] = prepared
+            else:
+                forks.append((i, prepared))
+        outcomes = self._fork_all([fork for _, fork in forks])
+        for (i, fork), outcome in zip(forks, outcomes, strict=True):
+            try:
+                results[i] = self._started(fork, outcome)
+            except Exception as exc:
+                results[i] = exc
+        return [result for result in results if result is not None]
+
+    def poll_many(self, tasks: Sequence[RunningTask]) -> list[TaskStatus]:
+        """`poll` for each task, in order (each is a few reads of this machine's files)."""
+        return [self.poll(task) for task in tasks]
+
+    def _claim(self, spec: TaskLaunch) -> Path | RunningTask:
+        """Check `spec` and claim its attempt: the attempt's directory, claimed now; or the
+        handle of an attempt claimed earlier. Raises ValueError for a launch that can never
+        work, having claimed nothing."""
         _check_name("job", spec.job)
         _check_name("group", spec.group)
         if not spec.command:
@@ -295,26 +335,23 @@ class LocalExecutor:
                   "claimed_at": time.time()}
         if not create_json_exclusive(task_dir / LAUNCH_FILE, record):
             return self._existing(task_dir, spec, record)
-        return self._start(spec, task_dir, record_pid=True)
-
-    def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
-        """`launch` for each spec, in order; a launch that raised is its result."""
-        results: list[RunningTask | BaseException] = []
-        for spec in specs:
-            try:
-                results.append(self.launch(spec))
-            except Exception as error:  # the contract returns it, per spec
-                results.append(error)
-        return results
-
-    def poll_many(self, tasks: Sequence[RunningTask]) -> list[TaskStatus]:
-        """`poll` for each task, in order."""
-        return [self.poll(task) for task in tasks]
+        return task_dir
 
     def _start(self, spec: TaskLaunch, task_dir: Path, *, record_pid: bool) -> RunningTask:
         """Start the wrapper for a claimed attempt. `record_pid`: the handle is the started
         wrapper's (False: a relaunch, whose handle is whichever wrapper's exclusive pid
         record decides between it and a late first wrapper)."""
+        prepared = self._prepare(spec, task_dir, record_pid=record_pid)
+        if isinstance(prepared, RunningTask):
+            return prepared
+        return self._started(prepared, self._fork_all([prepared])[0])
+
+    def _prepare(self, spec: TaskLaunch, task_dir: Path, *, record_pid: bool
+                 ) -> RunningTask | _Fork:
+        """What starting a claimed attempt's wrapper takes (its environment, user,
+        cgroups); or, when it cannot start (a missing working directory, a refused user),
+        its handle, whose status says why. Raises ValueError for a launch that can never
+        work."""
         out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
         handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                              out_path, err_path, task_dir / STATUS_FILE)
@@ -332,35 +369,49 @@ class LocalExecutor:
                 made = cgroups.create(str(task_dir), spec.limits)
                 handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                                      out_path, err_path, task_dir / STATUS_FILE, made)
-            # No working directory named: the task starts in the server's, as a child of
-            # the server would (the launcher's own is "/").
-            request = LaunchRequest(task_dir, spec.command, env, cwd or os.getcwd(),
-                                    out_path, err_path, uid, gid, handle.cgroups)
-            if self._launcher is None:
-                pid, start, known = self._exec_wrapper(request), 0.0, False
-            else:
-                forked = self._launcher.fork(request)
-                pid, start, known = forked.pid, forked.start_time, not forked.resent
         except (OSError, IsolationError) as exc:
-            # Typically a missing working directory: nothing runs, and the record says why.
-            write_json_atomic(handle.status_path, {"exit_code": 127, "signal": None,
-                                                   "error": f"cannot start: {exc}",
-                                                   "finished_at": time.time()})
-            _release(handle)
-            return handle
+            return _cannot_start(handle, exc)
         except ValueError:  # a launch that can never work (a NUL byte): the caller's to judge
             _release(handle)
             raise
-        if not record_pid or not known:
-            return self._existing(task_dir, None, {})
-        if self._launcher is None:
-            start = start_time_of(pid)
-            write_json_atomic(task_dir / PID_FILE, {"pid": pid, "start_time": start})
-        # Else the forked wrapper writes its own pid record before anything else: a
-        # control plane that dies now finds it there, or (the wrapper killed before it)
-        # the store's record of this pid, which polls LOST.
-        return RunningTask(spec.job, spec.group, spec.index, spec.attempt, pid, start,
-                           out_path, err_path, task_dir / STATUS_FILE, handle.cgroups)
+        # No working directory named: the task starts in the server's, as a child of
+        # the server would (the launcher's own is "/").
+        request = LaunchRequest(task_dir, spec.command, env, cwd or os.getcwd(),
+                                out_path, err_path, uid, gid, handle.cgroups)
+        return _Fork(spec, task_dir, handle, request, record_pid)
+
+    def _fork_all(self, forks: Sequence[_Fork]) -> list[Forked | int | OSError]:
+        """Start the wrappers: forked by the launcher, all from one exchange (a `Forked`
+        each), or each a fresh interpreter (its pid); an OSError for one that did not
+        start."""
+        if not forks:
+            return []
+        if self._launcher is not None:
+            return list(self._launcher.fork_many([fork.request for fork in forks]))
+        started: list[Forked | int | OSError] = []
+        for fork in forks:
+            try:
+                started.append(self._exec_wrapper(fork.request))
+            except OSError as exc:
+                started.append(exc)
+        return started
+
+    def _started(self, fork: _Fork, outcome: Forked | int | OSError) -> RunningTask:
+        """The handle of a wrapper started (or not: its status then says why)."""
+        spec, handle = fork.spec, fork.handle
+        if isinstance(outcome, OSError):
+            # Typically a fork refused: nothing runs, and the record says why.
+            return _cannot_start(handle, outcome)
+        if not fork.record_pid or not isinstance(outcome, Forked) or outcome.resent:
+            # A wrapper started by path, or a request sent twice: the wrapper's own,
+            # exclusive pid record says which process runs the attempt.
+            return self._existing(fork.task_dir, None, {})
+        # The forked wrapper writes its own pid record before anything else: a control
+        # plane that dies now finds it there, or (the wrapper killed before it) the store's
+        # record of this pid, which polls LOST.
+        return RunningTask(spec.job, spec.group, spec.index, spec.attempt, outcome.pid,
+                           outcome.start_time, handle.stdout_path, handle.stderr_path,
+                           fork.task_dir / STATUS_FILE, handle.cgroups)
 
     def _exec_wrapper(self, request: LaunchRequest) -> int:
         """Start the wrapper as a fresh interpreter (`python -I wrapper.py …`): for an
@@ -565,6 +616,28 @@ class LocalExecutor:
             except (ProcessLookupError, psutil.Error):
                 continue
         return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Fork:
+    """A claimed attempt whose wrapper is ready to be started."""
+
+    spec: TaskLaunch
+    task_dir: Path
+    handle: RunningTask
+    """The attempt's handle before a process runs (its cgroups made)."""
+    request: LaunchRequest
+    record_pid: bool
+    """False: a relaunch, whose handle is whichever wrapper's pid record names."""
+
+
+def _cannot_start(handle: RunningTask, exc: Exception) -> RunningTask:
+    """Record that the attempt could not start (nothing runs) and why; its handle."""
+    write_json_atomic(handle.status_path, {"exit_code": 127, "signal": None,
+                                           "error": f"cannot start: {exc}",
+                                           "finished_at": time.time()})
+    _release(handle)
+    return handle
 
 
 def _release(task: RunningTask) -> None:
