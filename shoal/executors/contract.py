@@ -33,7 +33,10 @@ may be richer, but must be re-derivable from the record and the attempt's name).
 once, with the same guarantees per attempt: an engine answers a batch in fewer round trips
 (the local executor's launcher forks a whole batch from one request; a remote engine asks
 each node once). `launch_many` returns one result per spec, in order, and a launch that
-raised is its result (an exception), so one bad spec never stops the others.
+raised is its result (an exception), so one bad spec never stops the others. The control
+loop calls `launch_many` from a launch worker thread of its own, one batch at a time, while
+its own thread goes on polling, stopping and listing nodes (`shoal.control.inflight`): an
+engine's launches must be safe beside those calls for other attempts.
 
 **`poll` never blocks** (beyond a bounded, short check) and reports RUNNING until the
 attempt's whole process tree is gone, then EXITED with the exit code or the signal (and
