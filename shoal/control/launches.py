@@ -113,16 +113,20 @@ class Launching(Evicting):
 
     # ---- batches ----------------------------------------------------------------------------
 
-    def _launch_bound(self, refs: Sequence[TaskRef], *, wait: bool = True) -> None:
+    def _launch_bound(self, refs: Sequence[TaskRef], *, wait: bool = True,
+                      records: dict[TaskRef, TaskRecord] | None = None) -> None:
         """Launch these bound tasks as one batch (`Executor.launch_many`) and record their
         starts together; `wait`: a task whose node still has evicted tasks stopping waits
         for them (False: they have just stopped). While the loop runs, the batch goes to
         the launch worker (`shoal.control.inflight`) and its results are taken up on a
-        later turn; otherwise (`step`, a start's take-over) it launches here and now."""
+        later turn; otherwise (`step`, a start's take-over) it launches here and now.
+        `records`: the tasks' records as the cycle's binds stored them (else they are
+        read)."""
         if not refs:
             return
         jobs = {r.job for r in refs}
-        records = self._records(jobs)
+        if records is None:
+            records = self._records(jobs)
         self._credentials.prepare(self.model.jobs[name].job for name in jobs
                                   if name in self.model.jobs)
         batch: list[Launch] = []

@@ -479,14 +479,14 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
             self._settle_launches()
         if decisions.binds or decisions.evictions:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
-            self.repository.record_binds(decisions.binds, cause, decisions.evictions,
-                                         admissions)
+            bound = self.repository.record_binds(decisions.binds, cause,
+                                                 decisions.evictions, admissions)
             # The notice first: a task may read it as soon as its SIGTERM comes.
             self._membership.notify(model, decisions.evictions,
                                     self.clock() + self.grace_period)
             for evict in decisions.evictions:
                 self._evict(evict)
-            self._launch_bound([b.task for b in decisions.binds])
+            self._launch_bound([b.task for b in decisions.binds], records=bound)
         for resize in decisions.resizes:
             log.info("job %s: %s resized to %d (%s)", resize.job, resize.group,
                      resize.replicas, resize.reason)
