@@ -13,14 +13,16 @@ else — building the specs, recording the starts, stopping, evicting — stays 
 thread, which takes a batch's results up whole (`LaunchFlights.done`) in hand-over order.
 The loop records a task RUNNING only from its batch's results, so never before its launch
 claimed the attempt durably. And whatever may stop, evict or fail a task whose launch is in
-flight first waits for the batches in flight and takes their results up (`settle`): the
-task is then tracked with its process, and the stop reaches it. A crash while a batch is in
-flight leaves its tasks BOUND in the store, launched at restart as before (each launch is
-idempotent per attempt).
+flight first waits for the batches in flight and takes their results up
+(`Launching._settle_launches`): the task is then tracked with its process, and the stop
+reaches it (or, when a failed launch of the job taken up just then stopped the job
+already, finds nothing more to do). A crash while a batch is in flight leaves its tasks
+BOUND in the store, launched at restart as before (each launch is idempotent per attempt).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -72,6 +74,32 @@ def launch_now(executor: Executor, launches: Sequence[Launch]) -> list[LaunchRes
     except Exception as exc:
         future.set_exception(exc)
     return Flight(tuple(launches), future).results()
+
+
+class WakeUp(threading.Event):
+    """The loop's wake-up. `set` asks for a cycle (an event: a submission, an exit, a
+    cancel); `land` only wakes the loop to take up a batch's results: processes that
+    started free nothing and place nothing, so they cost no cycle of their own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._asked = False
+
+    def set(self) -> None:
+        with self._lock:
+            self._asked = True
+            super().set()
+
+    def land(self) -> None:
+        super().set()
+
+    def take(self) -> bool:
+        """Clear it; whether a cycle was asked for since the last `take`."""
+        with self._lock:
+            asked, self._asked = self._asked, False
+            self.clear()
+            return asked
 
 
 class LaunchFlights:

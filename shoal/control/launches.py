@@ -153,12 +153,16 @@ class Launching(Evicting):
         names = set(jobs)
         return self.repository.task_records(names) if names else {}
 
-    def _settle_launches(self, *, wait: bool = True) -> None:
+    def _settle_launches(self, *, wait: bool = True) -> bool:
         """Take up the results of the batches in flight (`wait`: all of them, waiting for
-        the worker; else those that are in). Called before anything that may stop, evict or
-        fail a task whose launch may be in flight, so that the stop finds it tracked."""
+        the worker; else those that are in); True if there were any. Called before anything
+        that may stop, evict or fail a task whose launch may be in flight, so that the stop
+        finds it tracked."""
+        took = False
         for batch in self._flights.done(wait=wait):
             self._landed(batch)
+            took = True
+        return took
 
     def _landed(self, batch: list[tuple[Launch, LaunchResult]]) -> bool:
         """A batch's results: every process started is tracked (as BOUND) at once and the

@@ -30,6 +30,8 @@ class Gate:
     `release` is set; keeps every handle the engine returned."""
 
     def __init__(self, plane: ControlPlane, jobs: set[str]) -> None:
+        self.failing = False
+        """The engine refuses the gated batch's launches (each its own exception)."""
         self.entered = threading.Event()
         self.release = threading.Event()
         self.handles: list[RunningTask] = []
@@ -41,6 +43,8 @@ class Gate:
             if any(spec.job in jobs for spec in specs):
                 self.entered.set()
                 assert self.release.wait(DEADLINE)
+                if self.failing:
+                    return [OSError("the engine refused it") for _ in specs]
             results = inner(specs)
             self.handles += [r for r in results if isinstance(r, RunningTask)]
             return results
@@ -106,3 +110,22 @@ def test_a_cancel_while_the_launch_is_in_flight_stops_its_process(
     events = [e.target for e in plane.repository.job_events("held") if e.task is not None]
     assert events[-2:] == ["Releasing", "Cancelled"]
     assert plane._tasks == {}
+
+
+def test_a_cancel_while_a_failing_launch_is_in_flight_ends_the_job_once(
+        looping: tuple[ControlPlane, Gate], caplog: pytest.LogCaptureFixture) -> None:
+    plane, gate = looping
+    gate.failing = True
+    plane.submit(job("held", SLEEP))
+    assert gate.entered.wait(DEADLINE)
+    plane.cancel("held")
+    wait_for(plane._commands.empty)
+    gate.release.set()
+    # The failed launch, taken up first, fails the job; the cancel then finds it ended.
+    wait_for(lambda: state_of(plane, "held").terminal)
+    assert state_of(plane, "held") is JobState.FAILED
+    assert "cannot launch: the engine refused it" in " ".join(
+        e.cause for e in plane.repository.job_events("held"))
+    assert _task(plane, "held")[0] is TaskState.FAILED
+    assert plane._tasks == {} and gate.handles == []
+    assert "control loop step failed" not in caplog.text
