@@ -22,7 +22,6 @@ BOUND in the store, launched at restart as before (each launch is idempotent per
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -74,32 +73,6 @@ def launch_now(executor: Executor, launches: Sequence[Launch]) -> list[LaunchRes
     except Exception as exc:
         future.set_exception(exc)
     return Flight(tuple(launches), future).results()
-
-
-class WakeUp(threading.Event):
-    """The loop's wake-up. `set` asks for a cycle (an event: a submission, an exit, a
-    cancel); `land` only wakes the loop to take up a batch's results: processes that
-    started free nothing and place nothing, so they cost no cycle of their own."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._lock = threading.Lock()
-        self._asked = False
-
-    def set(self) -> None:
-        with self._lock:
-            self._asked = True
-            super().set()
-
-    def land(self) -> None:
-        super().set()
-
-    def take(self) -> bool:
-        """Clear it; whether a cycle was asked for since the last `take`."""
-        with self._lock:
-            asked, self._asked = self._asked, False
-            self.clear()
-            return asked
 
 
 class LaunchFlights:
