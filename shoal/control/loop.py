@@ -352,7 +352,9 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
                 if woken and now >= earliest and now < next_cycle and self._cycle_is_moot():
                     woken = False
                     self._note_unplaceable_arrivals()
-                elif now >= next_cycle or (woken and now >= earliest):
+                elif now >= next_cycle or (woken and now >= earliest and not self._flights):
+                    # An event's cycle waits for the batch in flight: what arrives meanwhile
+                    # is placed and launched together, in one cycle and one batch.
                     woken = False
                     self.run_cycle()
                     ended = time.monotonic()
@@ -366,7 +368,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
                 log.exception("control loop step failed; retrying")
                 self._reload_model()
             now = time.monotonic()
-            if woken:  # woken too soon after a cycle: let events gather
+            if woken and not self._flights:  # woken too soon after a cycle: let events gather
                 time.sleep(max(0.0, min(earliest, next_poll) - now))
             else:
                 self.wake.wait(max(0.0, min(next_cycle, next_poll) - now))
