@@ -9,7 +9,9 @@ run at once. `pending_reason` reads a dict the loop replaces whole, which is saf
 
 When to cycle. A cycle runs on every event (submit, cancel, task exit, a catalog change)
 and at least every `interval` seconds. Events that come faster than cycles share them: the
-next event-driven cycle waits CYCLE_BACKOFF times the last one's deciding time. And an event
+next event-driven cycle waits CYCLE_BACKOFF times the last one's deciding time, and for the
+batch of launches in flight (`shoal.control.inflight`), so that what arrives while one batch
+starts is placed and launched together (the periodic cycle does not wait). And an event
 cycle is skipped when the model proves it moot (`SchedulerModel.cycle_may_place`: nothing
 released since a cycle that decided nothing, and no new job's task fits anywhere) — the
 common case of submissions queuing on a full cluster; such jobs get their reason without a
