@@ -42,11 +42,16 @@ server's record of its process; Slurm: the job's command's first timestamp — l
 Slurm's own start, by slurmstepd and a shell), `daemon_cpu_ms_per_job` (process CPU time
 of the server — Shoal's `shoal up` plus its launcher; Slurm's slurmctld plus slurmd — ÷
 N; tasks' own wrappers and slurmstepd are not counted), beside `wall_s`; and
-`shoal_vs_slurm_start_rate` with the other same-run ratios.
+`shoal_vs_slurm_start_rate` with the other same-run ratios. `--baseline DIR` also runs,
+in the same rounds, a `shoal up` of another checkout (DIR, with its own `.venv`: the code
+before a change) and reports it as `baseline`, with `shoal_vs_baseline_*` ratios.
+`submitted_per_second` is the clients' rate (N ÷ first to last send): where it exceeds the
+start rate, jobs queue and p50 grows with the burst.
 
     uv run --extra ray python bench/api.py [--submissions 1000] [--latency-jobs 100]
         [--engines local,ray]
     uv run python bench/api.py --burst 1000 [--burst-clients 4] [--rounds 1] [--slurm auto]
+        [--baseline ../main]
 """
 
 from __future__ import annotations
@@ -303,10 +308,13 @@ def main() -> None:
     parser.add_argument("--slurm", choices=("auto", "off"), default="auto",
                         help="burst case: also through Slurm where it is (or can be) "
                              "installed")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="burst case: also run another checkout's Shoal (its .venv), "
+                             "in the same rounds, for same-run ratios")
     args = parser.parse_args()
     if args.burst > 0:
         print(json.dumps(burst_main(args.burst, args.burst_clients, args.rounds,
-                                    args.slurm == "auto")))
+                                    args.slurm == "auto", args.baseline)))
         return
     with tempfile.TemporaryDirectory(prefix="shoal-bench-api-",
                                      ignore_cleanup_errors=True) as tmp, ExitStack() as stack:

@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -74,7 +75,9 @@ def _summary(count: int, sent: list[float], started: list[float], cpu: float,
              wall: float) -> dict[str, float]:
     waits = [(s - t) * 1000 for s, t in zip(started, sent, strict=True)]
     span = max(started) - min(sent)
-    return {"started_per_second": round(count / span, 1),
+    sending = max(sent) - min(sent)
+    return {"submitted_per_second": round(count / sending, 1) if sending > 0 else 0.0,
+            "started_per_second": round(count / span, 1),
             "submit_to_running_p50_ms": round(statistics.median(waits), 1),
             "submit_to_running_p99_ms": round(_percentile(waits, 99), 1),
             "daemon_cpu_ms_per_job": round(cpu * 1000 / count, 2),
@@ -166,48 +169,60 @@ def _mean(rounds: list[dict[str, float]]) -> dict[str, float]:
     return {key: round(statistics.fmean(r[key] for r in rounds), 2) for key in rounds[0]}
 
 
-def burst_main(count: int, clients: int, rounds: int, with_slurm: bool) -> dict[str, object]:
-    """Run the burst `rounds` times on Shoal (and Slurm), alternating; the result object."""
+def _ratios(ours: dict[str, float], theirs: dict[str, float], prefix: str
+            ) -> dict[str, float]:
+    return {f"{prefix}_start_rate": round(
+                ours["started_per_second"] / theirs["started_per_second"], 2),
+            f"{prefix}_p50": round(
+                ours["submit_to_running_p50_ms"] / theirs["submit_to_running_p50_ms"], 2),
+            f"{prefix}_cpu_per_job": round(
+                ours["daemon_cpu_ms_per_job"] / theirs["daemon_cpu_ms_per_job"], 2)}
+
+
+def burst_main(count: int, clients: int, rounds: int, with_slurm: bool,
+               baseline: Path | None = None) -> dict[str, object]:
+    """Run the burst `rounds` times on Shoal (and on `baseline`, another checkout's Shoal,
+    and Slurm), alternating; the result object."""
     slurm_ok = with_slurm and slurm_local.install()
     shoal_runs: list[dict[str, float]] = []
+    baseline_runs: list[dict[str, float]] = []
     slurm_runs: list[dict[str, float]] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="shoal-bench-burst-",
-                                     ignore_cleanup_errors=True) as tmp:
+                                     ignore_cleanup_errors=True) as tmp, ExitStack() as stack:
         root = Path(tmp)
         root.chmod(0o711)
-        workdir = root / "shoal"
-        workdir.mkdir()
-        cluster = workdir / "cluster.yaml"
-        cluster.write_text(_cluster(count))
-        with local_server(workdir, "--cluster", str(cluster), "--grace-period", "1",
-                          timeout=120) as client:
-            server = server_process(workdir / "data")
-            slurm_cm = slurm_local.local_slurm(root / "slurm", count) if slurm_ok else None
-            slurm = slurm_cm.__enter__() if slurm_cm is not None else None
-            try:
-                for r in range(rounds):
-                    shoal_runs.append(_shoal_round(client, server, count, clients,
-                                                   f"burst{r}"))
-                    if slurm is not None:
-                        marks = root / f"marks-{r}"
-                        marks.mkdir()
-                        slurm_runs.append(_slurm_round(slurm, marks, count, clients))
-            finally:
-                if slurm_cm is not None:
-                    slurm_cm.__exit__(None, None, None)
+        servers: list[tuple[httpx.Client, psutil.Process, list[dict[str, float]]]] = []
+        for name, checkout, runs in (("shoal", None, shoal_runs),
+                                     ("baseline", baseline, baseline_runs)):
+            if name == "baseline" and checkout is None:
+                continue
+            workdir = root / name
+            workdir.mkdir()
+            cluster = workdir / "cluster.yaml"
+            cluster.write_text(_cluster(count))
+            client = stack.enter_context(local_server(
+                workdir, "--cluster", str(cluster), "--grace-period", "1", timeout=120,
+                checkout=checkout))
+            servers.append((client, server_process(workdir / "data"), runs))
+        slurm = stack.enter_context(slurm_local.local_slurm(root / "slurm", count)) \
+            if slurm_ok else None
+        for r in range(rounds):
+            for client, server, runs in servers:
+                runs.append(_shoal_round(client, server, count, clients, f"burst{r}"))
+            if slurm is not None:
+                marks = root / f"marks-{r}"
+                marks.mkdir()
+                slurm_runs.append(_slurm_round(slurm, marks, count, clients))
+    shoal = _mean(shoal_runs)
     result: dict[str, object] = {"case": "burst", "jobs": count, "clients": clients,
-                                 "rounds": rounds, "shoal": _mean(shoal_runs)}
+                                 "rounds": rounds, "shoal": shoal}
+    if baseline_runs:
+        result["baseline"] = _mean(baseline_runs)
+        result["baseline_checkout"] = str(baseline)
+        result |= _ratios(shoal, _mean(baseline_runs), "shoal_vs_baseline")
+    result["slurm"] = _mean(slurm_runs) if slurm_runs else None
     if slurm_runs:
-        shoal, slurm_mean = _mean(shoal_runs), _mean(slurm_runs)
-        result["slurm"] = slurm_mean
-        result["shoal_vs_slurm_start_rate"] = round(
-            shoal["started_per_second"] / slurm_mean["started_per_second"], 2)
-        result["shoal_vs_slurm_p50"] = round(
-            shoal["submit_to_running_p50_ms"] / slurm_mean["submit_to_running_p50_ms"], 2)
-        result["shoal_vs_slurm_cpu_per_job"] = round(
-            shoal["daemon_cpu_ms_per_job"] / slurm_mean["daemon_cpu_ms_per_job"], 2)
-    else:
-        result["slurm"] = None
+        result |= _ratios(shoal, _mean(slurm_runs), "shoal_vs_slurm")
     result |= {"wall_s": round(time.perf_counter() - started, 1), "cpus": os.cpu_count() or 0}
     return result

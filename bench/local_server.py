@@ -37,9 +37,16 @@ CLUSTER_CPUS, CLUSTER_MEMORY = 8, 16 << 30
 
 
 @contextmanager
-def local_server(workdir: Path, *args: str, timeout: float = 60.0) -> Iterator[httpx.Client]:
+def local_server(workdir: Path, *args: str, timeout: float = 60.0,
+                 checkout: Path | None = None) -> Iterator[httpx.Client]:
     """Run `shoal up --data-dir WORKDIR/data ARGS…` until the block ends; yields an admin
-    client. The server's stderr goes to WORKDIR/server.log."""
+    client. The server's stderr goes to WORKDIR/server.log. `checkout`: another checkout of
+    Shoal whose code the server runs (in its directory, with its `.venv`'s interpreter
+    where it has one), for a baseline measured in the same run."""
+    python, cwd = sys.executable, None
+    if checkout is not None:
+        own = checkout / ".venv" / "bin" / "python"
+        python, cwd = str(own) if own.exists() else sys.executable, str(checkout)
     data = workdir / "data"
     port = free_port()
     workdir.chmod(0o711)  # the tasks' users reach their directories under WORKDIR/work
@@ -47,8 +54,9 @@ def local_server(workdir: Path, *args: str, timeout: float = 60.0) -> Iterator[h
         args = (*args, "--insecure-same-user")
     log = (workdir / "server.log").open("ab")
     process = subprocess.Popen(
-        [sys.executable, "-m", "shoal", "up", "--data-dir", str(data), "--port", str(port),
-         "--work-dir", str(workdir / "work"), *args], stdout=subprocess.DEVNULL, stderr=log)
+        [python, "-m", "shoal", "up", "--data-dir", str(data), "--port", str(port),
+         "--work-dir", str(workdir / "work"), *args], stdout=subprocess.DEVNULL, stderr=log,
+        cwd=cwd)
     url = f"http://127.0.0.1:{port}"
     try:
         if not wait_until_healthy(url, timeout, lambda: process.poll() is None):

@@ -58,9 +58,13 @@ class Exiting(Stopping):
         raise NotImplementedError
 
     def poll(self) -> bool:
-        """Poll every watched task and record the ones that ended; True if any did."""
-        finished = [(ref, tracked, status) for ref, tracked in list(self._tasks.items())
-                    if not (status := self.executor.poll(tracked.handle)).running]
+        """Poll every watched task (one `Executor.poll_many`) and record the ones that
+        ended; True if any did."""
+        watched = list(self._tasks.items())
+        statuses = self.executor.poll_many([tracked.handle for _, tracked in watched])
+        finished = [(ref, tracked, status)
+                    for (ref, tracked), status in zip(watched, statuses, strict=True)
+                    if not status.running]
         if not finished:
             return False
         if any(status.phase is TaskPhase.LOST for _, _, status in finished):

@@ -54,6 +54,7 @@ class GangRestarting(Stopping):
         """Task `lost.ref` was lost and its gang is restarted: store the decision, give
         the lost task's resources back, then stop its peers; the gang is placed again once
         they have stopped."""
+        self._settle_launches()  # its peers being launched are stopped with the others
         job = self.repository.restart_gang(lost, cause)
         log.info("job %s: %s", job.name, cause)
         self._finish_task(lost.ref)

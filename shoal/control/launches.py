@@ -1,29 +1,36 @@
-"""The launch path: how bound tasks become processes, one at a time, so that no launch can
-poison another — the half of the control loop (`shoal.control.loop`) between the store's
-binds and the executor, and the reconciliation at start. A base class of `ControlPlane`, on
-the loop's thread, as `shoal.control.evicting` is.
+"""The launch path: how bound tasks become processes, so that no launch can poison another
+— the half of the control loop (`shoal.control.loop`) between the store's binds and the
+executor, and the reconciliation at start. A base class of `ControlPlane`, on the loop's
+thread, as `shoal.control.evicting` is.
 
-Each task is launched on its own. A launch that fails — the spec cannot be launched (no
-command, a NUL byte, `=` in an env name: refused at submission, but a store may hold older
-jobs), the executor raises, the store cannot record the start — fails that task as a failed
-launch (retried in place, or failing or retrying its job, as `shoal.control.completion`
-decides) and the next bind is launched regardless. An error nobody planned for fails the
-task's job with a cause naming it, after a log line with the traceback.
+A cycle's launches are one batch (`Executor.launch_many`: the local executor forks a whole
+batch's wrappers from one request to its launcher). While the loop runs, the batch goes to
+a worker thread and the loop takes its results up on a later turn
+(`shoal.control.inflight` says what stays ordered); `step` and the take-over at start
+launch on the loop's thread. Each launch still fails on its own. A launch that fails — the
+spec cannot be built or launched (no command, a NUL byte, `=` in an env name: refused at
+submission, but a store may hold older jobs), the executor returns an exception for it, the
+store cannot record the start — fails that task as a failed launch (retried in place, or
+failing or retrying its job, as `shoal.control.completion` decides) and the others are
+launched regardless. An error nobody planned for fails the task's job with a cause naming
+it, after a log line with the traceback.
 
 A batch's starts are recorded together (`Repository.record_starts`: one transaction, not
-one per task). Each process is tracked (as BOUND) the moment it starts, so that a stop
+one per task). Every process a batch started is tracked (as BOUND) as soon as the batch's
+results are taken up, before any start is recorded or any failure applied, so that a stop
 decided before its start is recorded — a failed launch next to it failing their job —
-reaches it; whatever is pending is recorded before a failure is applied, so the store never
-holds a started task without its pid. A batch that raises is recorded one start at a time.
+reaches it, and the store never holds a started task without its pid. A batch that raises
+is recorded one start at a time.
 
 The executor is called only for a (task, attempt) the store holds as BOUND for that attempt,
-with no process, and whose job the model still holds and is not stopping. The loop's thread
-is the only writer of task states, so the records read for a batch of launches stay true
-until one of its launches fails: what that failure decides (a job retried whole, a job
-failed, the work inside a job's virtual cluster cancelled with it) may move any task, so the
-records are read again after each failure. A process that started but whose start cannot be
-recorded is killed at once (it never runs outside Shoal's accounting of resources), and the
-task fails its launch.
+with no process, none being launched, and whose job the model still holds and is not
+stopping. The loop's thread is the only writer of task states, so the records read for a
+batch stay true until one of its tasks fails: what that failure decides (a job retried
+whole, a job failed, the work inside a job's virtual cluster cancelled with it) may move any
+task, so the records are read again after each failure, and a failed launch is applied only
+if its task is still BOUND for that attempt. A process that started but whose start cannot
+be recorded is killed at once (it never runs outside Shoal's accounting of resources), and
+the task fails its launch.
 
 At start, every job's tasks are taken over one job at a time (`_reconcile`): one job whose
 take-over raises is failed with the cause and logged, and the others are taken over still.
@@ -43,12 +50,13 @@ from shoal.api import Job, JobState, TaskRef, TaskState
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.control.endpoints import Endpoints
 from shoal.control.evicting import Evicting
+from shoal.control.inflight import Launch, LaunchFlights, LaunchResult, launch_now
 from shoal.control.job_scope import TaskCredentials
 from shoal.control.launching import NodeAddresses, launch_spec, rank_zero_node
 from shoal.control.membership import Membership
 from shoal.control.records import MasterPorts
 from shoal.control.stopping import Tracked
-from shoal.executors.task import RunningTask, TaskLaunch
+from shoal.executors.task import RunningTask, TaskLaunch, check_spec
 from shoal.store.repository import TaskRecord
 from shoal.store.task_batches import TaskStart
 
@@ -71,7 +79,7 @@ class Outcome(StrEnum):
     """What became of one bound task handed to the launch path."""
 
     STARTED = "started"
-    """A process runs (or a pid-0 handle that polls as ended) and is tracked."""
+    """Handed to the engine: launched and tracked, or in a batch in flight."""
     WAITING = "waiting"
     """It waits for the evicted tasks on its node to stop (`shoal.control.handover`)."""
     SKIPPED = "skipped"
@@ -97,26 +105,45 @@ class Launching(Evicting):
     _addresses: NodeAddresses
     _membership: Membership
     _endpoints: Endpoints
+    _flights: LaunchFlights
+    _looping: bool
 
     def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str) -> None:
         raise NotImplementedError
 
     # ---- batches ----------------------------------------------------------------------------
 
-    def _launch_bound(self, refs: Sequence[TaskRef], *, wait: bool = True) -> None:
-        """Launch these bound tasks, each on its own, and record their starts together;
-        `wait`: a task whose node still has evicted tasks stopping waits for them (False:
-        they have just stopped)."""
+    def _launch_bound(self, refs: Sequence[TaskRef], *, wait: bool = True,
+                      records: dict[TaskRef, TaskRecord] | None = None) -> None:
+        """Launch these bound tasks as one batch (`Executor.launch_many`) and record their
+        starts together; `wait`: a task whose node still has evicted tasks stopping waits
+        for them (False: they have just stopped). While the loop runs, the batch goes to
+        the launch worker (`shoal.control.inflight`) and its results are taken up on a
+        later turn; otherwise (`step`, a start's take-over) it launches here and now.
+        `records`: the tasks' records as the cycle's binds stored them (else they are
+        read)."""
         if not refs:
             return
-        records = self._records({r.job for r in refs})
-        self._credentials.prepare(self.model.jobs[name].job for name in {r.job for r in refs}
+        jobs = {r.job for r in refs}
+        if records is None:
+            records = self._records(jobs)
+        self._credentials.prepare(self.model.jobs[name].job for name in jobs
                                   if name in self.model.jobs)
-        started: list[Started] = []
-        for i, ref in enumerate(refs):
-            if self._launch_one(ref, records.get(ref), started, wait=wait) is Outcome.FAILED:
-                records = self._records({r.job for r in refs[i + 1:]})
-        self._record_starts(started)
+        batch: list[Launch] = []
+        for ref in refs:
+            if self._prepare(ref, records.get(ref), batch, wait=wait) is Outcome.FAILED:
+                # What the failure decided may have moved any task, those queued included.
+                records = self._records(jobs)
+                batch = [launch for launch in batch if self._still_launchable(launch, records)]
+        if batch:
+            self._launch_batch(batch)
+
+    def _launch_batch(self, batch: list[Launch]) -> None:
+        """Hand a batch to the launch worker while the loop runs; else launch it now."""
+        if self._looping:
+            self._flights.hand_over(batch)
+        else:
+            self._landed(list(zip(batch, launch_now(self.executor, batch), strict=True)))
 
     def _launch_ready(self, refs: Sequence[TaskRef]) -> None:
         """Launch bound tasks that waited for evicted ones, if still bound and unlaunched."""
@@ -126,31 +153,87 @@ class Launching(Evicting):
         names = set(jobs)
         return self.repository.task_records(names) if names else {}
 
+    def _settle_launches(self, *, wait: bool = True) -> bool:
+        """Take up the results of the batches in flight (`wait`: all of them, waiting for
+        the worker; else those that are in); True if there were any. Called before anything
+        that may stop, evict or fail a task whose launch may be in flight, so that the stop
+        finds it tracked."""
+        took = False
+        for batch in self._flights.done(wait=wait):
+            self._landed(batch)
+            took = True
+        return took
+
+    def _landed(self, batch: list[tuple[Launch, LaunchResult]]) -> bool:
+        """A batch's results: every process started is tracked (as BOUND) at once and the
+        starts are recorded in one transaction, then each failed launch fails its task.
+        True if any failed."""
+        started: list[Started] = []
+        failed: list[tuple[TaskRecord, Exception]] = []
+        for launch, result in batch:
+            if isinstance(result, RunningTask):
+                # Tracked at once: a stop decided before its start is recorded reaches it.
+                self._tasks[launch.rec.ref] = Tracked(result, TaskState.BOUND)
+                if result.pid > 0:  # else nothing runs: its status says why, or it is LOST
+                    started.append(Started(launch.rec, result))
+            elif isinstance(result, Exception):
+                failed.append((launch.rec, result))
+            else:  # KeyboardInterrupt, SystemExit: not a launch's failure
+                raise result
+        self._record_starts(started)
+        for rec, exc in failed:
+            self._launch_failed(rec, exc)
+        return bool(failed)
+
+    def _launch_failed(self, rec: TaskRecord, exc: Exception) -> None:
+        """The engine could not launch `rec`'s attempt: fail the task as a failed launch,
+        unless what an earlier failure decided moved it already (its job stopped)."""
+        ref = rec.ref
+        try:
+            fresh = self._records([ref.job]).get(ref)
+            if fresh is None or fresh.state is not TaskState.BOUND \
+                    or fresh.attempts != rec.attempts or ref in self._tasks:
+                return
+            why = brief(exc)
+            self._task_failed(ref, f"cannot launch: {why}", None, f"a failed launch ({why})")
+        except Exception as error:
+            self._give_up(ref.job, f"launching task {ref}", error)
+
     # ---- one task ---------------------------------------------------------------------------
 
-    def _launch_one(self, ref: TaskRef, rec: TaskRecord | None, started: list[Started], *,
-                    wait: bool) -> Outcome:
-        """Launch one bound task if it is still ours to launch; never raises. A process
-        started is tracked at once (as BOUND) and added to `started`, whose starts the
-        caller records together (`_record_starts`)."""
+    def _prepare(self, ref: TaskRef, rec: TaskRecord | None, batch: list[Launch], *,
+                 wait: bool) -> Outcome:
+        """Add one bound task to `batch` if it is still ours to launch (its spec built);
+        never raises. A spec that cannot be built fails the task as a failed launch
+        (FAILED, as an unplanned error fails its job)."""
         try:
             if rec is None or not self._launchable(rec):
                 return Outcome.SKIPPED
             if wait and rec.node is not None and self._handover.must_wait(ref, rec.node):
                 log.info("task %s waits for the evicted tasks on %s to stop", ref, rec.node)
                 return Outcome.WAITING
-            return self._launch(rec, started)
+            try:
+                spec = self._launch_spec(rec)
+                check_spec(spec)  # before its peers in the batch start, not after
+            except Exception as exc:  # whatever the cause, the task cannot start
+                why = brief(exc)
+                self._task_failed(ref, f"cannot launch: {why}", None,
+                                  f"a failed launch ({why})")
+                return Outcome.FAILED
         except Exception as exc:  # one task's launch must never stop the others
-            self._record_starts(started)  # before what the failure decides moves them
             self._give_up(ref.job, f"launching task {ref}", exc)
             return Outcome.FAILED
+        batch.append(Launch(rec, spec))
+        return Outcome.STARTED
 
     def _launchable(self, rec: TaskRecord) -> bool:
         """Whether the store holds `rec`'s attempt as BOUND with no process, no process of
-        it is tracked, and its job is in the model and not being stopped."""
+        it is tracked nor being launched, and its job is in the model and not being
+        stopped."""
         ref = rec.ref
         info = self.model.jobs.get(ref.job)
-        if rec.state is not TaskState.BOUND or rec.pid or ref in self._tasks:
+        if rec.state is not TaskState.BOUND or rec.pid or ref in self._tasks \
+                or ref in self._flights:
             return False
         if info is None or info.stopping or ref.job in self._ending:
             log.warning("task %s is bound in the store but its job is %s: not launched",
@@ -158,24 +241,10 @@ class Launching(Evicting):
             return False
         return True
 
-    def _launch(self, rec: TaskRecord, started: list[Started]) -> Outcome:
-        """Start `rec`'s attempt (checked launchable) and track it; its RUNNING is recorded
-        with the batch's (`_record_starts`). Idempotent per (task, attempt): an attempt
-        claimed earlier is re-adopted, not started again."""
-        ref = rec.ref
-        try:
-            spec = self._launch_spec(rec)
-            handle = self.executor.launch(spec)
-        except Exception as exc:  # whatever the cause, the task cannot start
-            why = brief(exc)
-            self._record_starts(started)  # before what the failure decides moves them
-            self._task_failed(ref, f"cannot launch: {why}", None, f"a failed launch ({why})")
-            return Outcome.FAILED
-        # Tracked at once: a stop decided before its start is recorded reaches it.
-        self._tasks[ref] = Tracked(handle, TaskState.BOUND)
-        if handle.pid > 0:  # else nothing runs: the status file says why, or it polls LOST
-            started.append(Started(rec, handle))
-        return Outcome.STARTED
+    def _still_launchable(self, launch: Launch, records: dict[TaskRef, TaskRecord]) -> bool:
+        fresh = records.get(launch.rec.ref)
+        return fresh is not None and fresh.attempts == launch.rec.attempts \
+            and self._launchable(fresh)
 
     def _record_starts(self, started: list[Started]) -> None:
         """Record the starts of `started` (emptied) that are still tracked as BOUND, in one
@@ -257,6 +326,7 @@ class Launching(Evicting):
         launched; the caller goes on with the other jobs."""
         log.error("job %s: %s failed: %s", name, doing, exc, exc_info=exc)
         try:
+            self._settle_launches()  # its tasks being launched are tracked, and stopped
             job = self.repository.get_job(name)
             if job is not None and not job.state.terminal and name not in self._ending:
                 self._watch_recorded(name)  # so that the stop reaches every process
@@ -332,7 +402,9 @@ class Launching(Evicting):
             self._stopped(ref, "before it was launched", None)
             return Outcome.SKIPPED
         # idempotent: a claimed attempt is re-adopted, not restarted
-        started: list[Started] = []
-        outcome = self._launch_one(ref, rec, started, wait=True)
-        self._record_starts(started)
+        batch: list[Launch] = []
+        outcome = self._prepare(ref, rec, batch, wait=True)
+        if batch and self._landed(list(zip(batch, launch_now(self.executor, batch),
+                                           strict=True))):
+            return Outcome.FAILED
         return outcome

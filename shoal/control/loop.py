@@ -10,7 +10,9 @@ run at once. `pending_reason` reads a table the loop changes under a lock
 
 When to cycle. A cycle runs on every event (submit, cancel, task exit, a catalog change)
 and at least every `interval` seconds. Events that come faster than cycles share them: the
-next event-driven cycle waits CYCLE_BACKOFF times the last one's deciding time. And an event
+next event-driven cycle waits CYCLE_BACKOFF times the last one's deciding time, and for the
+batch of launches in flight (`shoal.control.inflight`), so that what arrives while one batch
+starts is placed and launched together (the periodic cycle does not wait). And an event
 cycle is skipped when the model proves it moot (`SchedulerModel.cycle_may_place`: nothing
 released since a cycle that decided nothing, and no new job's task fits anywhere) — the
 common case of submissions queuing on a full cluster; such jobs get their reason without a
@@ -74,6 +76,7 @@ from shoal.control.exits import Exiting
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
 from shoal.control.gang_restart import GangRestarting, lost_detail
 from shoal.control.handover import Handover
+from shoal.control.inflight import LaunchFlights
 from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
 from shoal.control.launches import Launching
 from shoal.control.launching import NodeAddresses, describe, exit_code_of, retry_reason
@@ -182,6 +185,8 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         """Per waiting job, the reason last written to its history, and when."""
         self._looping = False
         """`run_forever` is running: the model belongs to its thread."""
+        self._flights = LaunchFlights(executor, self.wake.set)
+        """Batches of launches the launch worker carries out (`shoal.control.inflight`)."""
         self.cycles = 0
         self.last_cycle_seconds = 0.0
         """How long the latest cycle took to decide (wall clock; launches not included)."""
@@ -321,7 +326,11 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         try:
             self._loop(stop_event)
         finally:
-            self._looping = False
+            try:  # what is in flight is tracked and recorded (a restart would adopt it)
+                self._settle_launches()
+            finally:
+                self._flights.close()
+                self._looping = False
 
     def _loop(self, stop_event: threading.Event) -> None:
         next_cycle = next_poll = earliest = 0.0
@@ -335,6 +344,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
             try:
                 if self._drain():  # commands queued without a wake-up count as one
                     woken = True
+                self._settle_launches(wait=False)  # the batches the worker has launched
                 if time.monotonic() >= next_poll:
                     self.poll()
                     self._watch_nodes()
@@ -345,7 +355,9 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
                 if woken and now >= earliest and now < next_cycle and self._cycle_is_moot():
                     woken = False
                     self._note_unplaceable_arrivals()
-                elif now >= next_cycle or (woken and now >= earliest):
+                elif now >= next_cycle or (woken and now >= earliest and not self._flights):
+                    # An event's cycle waits for the batch in flight: what arrives meanwhile
+                    # is placed and launched together, in one cycle and one batch.
                     woken = False
                     self.run_cycle()
                     ended = time.monotonic()
@@ -359,7 +371,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
                 log.exception("control loop step failed; retrying")
                 self._reload_model()
             now = time.monotonic()
-            if woken:  # woken too soon after a cycle: let events gather
+            if woken and not self._flights:  # woken too soon after a cycle: let events gather
                 time.sleep(max(0.0, min(earliest, next_poll) - now))
             else:
                 self.wake.wait(max(0.0, min(next_cycle, next_poll) - now))
@@ -417,6 +429,7 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         error mid-cycle, when it may hold binds the store does not, and when the catalog
         of virtual clusters and priority classes changed (`reload_catalog`)."""
         try:
+            self._settle_launches()
             jobs = self.repository.snapshot_jobs()
             model, _ = self._model_of(jobs, self._with_carvings(self.virtual_clusters))
         except Exception:
@@ -470,16 +483,18 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         self._waiting.flush(self.repository)
         self._consider_scale_up()
         admissions = [r for r in decisions.resizes if r.partial_admission]
+        if decisions.evictions:  # a victim may be a task whose launch is in flight
+            self._settle_launches()
         if decisions.binds or decisions.evictions:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
-            self.repository.record_binds(decisions.binds, cause, decisions.evictions,
-                                         admissions)
+            bound = self.repository.record_binds(decisions.binds, cause,
+                                                 decisions.evictions, admissions)
             # The notice first: a task may read it as soon as its SIGTERM comes.
             self._membership.notify(model, decisions.evictions,
                                     self.clock() + self.grace_period)
             for evict in decisions.evictions:
                 self._evict(evict)
-            self._launch_bound([b.task for b in decisions.binds])
+            self._launch_bound([b.task for b in decisions.binds], records=bound)
         for resize in decisions.resizes:
             log.info("job %s: %s resized to %d (%s)", resize.job, resize.group,
                      resize.replicas, resize.reason)

@@ -57,6 +57,12 @@ class Stopping:
     def _job_done(self, job: Job) -> None:
         raise NotImplementedError
 
+    def _settle_launches(self, *, wait: bool = True) -> bool:
+        """Take up the launches in flight (`shoal.control.inflight`): whatever stops a task
+        first does, so that a task being launched is tracked with its process. True if
+        any batch was taken up (what its failures decided may have moved any job)."""
+        raise NotImplementedError
+
     def _adopt(self, rec: TaskRecord) -> RunningTask:
         """A handle on the recorded process of `rec` (one that polls LOST if it is gone)."""
         assert rec.pid
@@ -85,6 +91,12 @@ class Stopping:
                   failed: FailedTask | None = None) -> None:
         """End a job as `final` (PENDING: retry it whole): store the decision and the
         tasks' moves first, then signal the processes; the job ends once none is left."""
+        ending = self._ending.get(name)
+        if self._settle_launches() and failed is None:
+            # A failed launch of the job, taken up just now, may have stopped it already.
+            stored = self.repository.get_job(name)
+            if stored is None or stored.state.terminal or self._ending.get(name) != ending:
+                return
         job = self.repository.stop_job(name, final, cause, failed=failed)
         if failed is not None:
             self._finish_task(failed.ref)

@@ -33,6 +33,10 @@ from pathlib import Path
 from typing import IO, Any
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
+#: At most this many requests are sent before their answers are read: the answers (~60
+#: bytes each) then always fit the pipe's buffer, so the launcher never blocks writing one
+#: while the executor is still writing requests.
+BATCH = 256
 
 
 class LaunchError(OSError):
@@ -92,36 +96,71 @@ class Launcher:
 
     def fork(self, request: LaunchRequest) -> Forked:
         """Have the launcher fork `request`'s wrapper; its pid and start time."""
-        line = request.line()
+        forked = self.fork_many([request])[0]
+        if isinstance(forked, LaunchError):
+            raise forked
+        return forked
+
+    def fork_many(self, requests: Sequence[LaunchRequest]) -> list[Forked | LaunchError]:
+        """Have the launcher fork each request's wrapper; one answer per request, in order.
+        The requests are sent together, BATCH at a time, and answered together: one
+        exchange with the launcher, not one per task. A launcher that died part-way is
+        started again and sent the requests it left unanswered (`Forked.resent`)."""
+        forked: list[Forked | LaunchError] = []
         with self._lock:
-            for resent in (False, True):
-                answer = self._ask(line)
-                if answer is not None:
-                    if "error" in answer:
-                        raise LaunchError(f"cannot start the task's wrapper: {answer['error']}")
-                    return Forked(int(answer["pid"]), float(answer["start_time"]), resent)
-                self._discard()  # it died: a new one serves the request again
-        raise LaunchError("the launcher died twice while starting the task's wrapper")
+            for first in range(0, len(requests), BATCH):
+                forked += self._fork_batch([r.line() for r in requests[first:first + BATCH]])
+        return forked
+
+    def _fork_batch(self, lines: list[bytes]) -> list[Forked | LaunchError]:
+        answers = self._ask(lines)
+        resent = [i for i, answer in enumerate(answers) if answer is None]
+        if resent:
+            self._discard()  # it died: a new one serves those requests again
+            for i, answer in zip(resent, self._ask([lines[i] for i in resent]), strict=True):
+                answers[i] = answer
+            if any(answers[i] is None for i in resent):
+                self._discard()
+        again = set(resent)
+        results: list[Forked | LaunchError] = []
+        for i, answer in enumerate(answers):
+            if answer is None:
+                results.append(LaunchError(
+                    "the launcher died twice while starting the task's wrapper"))
+            elif "error" in answer:
+                results.append(LaunchError(
+                    f"cannot start the task's wrapper: {answer['error']}"))
+            else:
+                results.append(Forked(int(answer["pid"]), float(answer["start_time"]),
+                                      i in again))
+        return results
 
     def close(self) -> None:
         """End the launcher (the wrappers it forked run on)."""
         with self._lock:
             self._discard()
 
-    def _ask(self, line: bytes) -> dict[str, Any] | None:
-        """Send one request and read its answer; None if the launcher died meanwhile."""
+    def _ask(self, lines: list[bytes]) -> list[dict[str, Any] | None]:
+        """Send these requests and read their answers, in order; None for each request
+        left unanswered because the launcher died meanwhile."""
+        answers: list[dict[str, Any] | None] = [None] * len(lines)
         process = self._running()
         stdin, stdout = _pipes(process)
         try:
-            stdin.write(line)
+            stdin.write(b"".join(lines))
             stdin.flush()
-            reply = stdout.readline()
-        except OSError:  # BrokenPipeError: it had died before
-            return None
-        if not reply:
-            return None
-        answer = json.loads(reply)
-        return answer if isinstance(answer, dict) else None
+        except OSError:  # BrokenPipeError: it died; what it answered before is still read
+            pass
+        for i in range(len(lines)):
+            try:
+                reply = stdout.readline()
+            except OSError:
+                return answers
+            if not reply:
+                return answers
+            answer = json.loads(reply)
+            answers[i] = answer if isinstance(answer, dict) else None
+        return answers
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:

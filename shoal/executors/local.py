@@ -16,7 +16,9 @@ group id: stopping a task signals the whole group (the command and anything it s
 and everything in the task's cgroups when it has some (what left the group by `setsid`).
 The wrappers are forked by the executor's launcher process (`shoal.executors.launcher`),
 not started as fresh interpreters (`launcher=False` does that, for an executor that
-launches once).
+launches once); a batch of launches (`launch_many`) is claimed attempt by attempt, then
+forked from one exchange with the launcher. Job files, log reads and what a forgotten job
+leaves are `shoal.executors.local_files`'.
 How tasks are kept apart from the server and from each other (OS users, working
 directories, limits) is `Isolation`, whose contract `shoal.executors.isolation` states; the
 executor's default, for tests that drive it directly, runs tasks as its own user. Everything
@@ -32,26 +34,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from shoal.executors.cgroups import TaskCgroups
+from shoal.executors import local_files
 from shoal.executors.contract import (
-    MAX_LOG_READ,
     Executor,
-    LogChunk,
-    LogStream,
     NodeHealth,
     RecordedAttempt,
 )
@@ -59,13 +56,12 @@ from shoal.executors.isolation import (
     Accounts,
     Identity,
     IsolationError,
-    Mode,
-    Policy,
     base_env,
     home_env,
     task_work_dir,
 )
-from shoal.executors.launcher import WRAPPER, Launcher, LaunchRequest
+from shoal.executors.launcher import WRAPPER, Forked, Launcher, LaunchRequest
+from shoal.executors.local_files import JobFiles, check_name
 
 # Importable from here still: tests and benchmarks of other slices take it from this module.
 from shoal.executors.processes import (
@@ -77,9 +73,7 @@ from shoal.executors.processes import (
     private_dirs,
     read_json,
     read_status,
-    replace_file,
     same_process,
-    start_time_of,
 )
 from shoal.executors.task import (
     RUNNING,
@@ -100,6 +94,11 @@ from shoal.executors.wrapper import (
     write_json_atomic,
 )
 
+# Importable from here still (the Ray engine, `shoal up`): they moved to `local_files`.
+Isolation = local_files.Isolation
+job_file_paths = local_files.job_file_paths
+_check_name = check_name
+
 LAUNCH_FILE = "launch.json"
 RELAUNCH_FILE = "relaunch.json"
 """The second, last claim of an attempt whose first claimant never started it."""
@@ -110,20 +109,6 @@ KILL_WAIT = 5.0
 #: How long a second `launch` of a claimed attempt waits for the first one's pid record.
 CLAIM_WAIT = 5.0
 _POLL_INTERVAL = 0.02
-_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
-
-
-@dataclass(frozen=True, slots=True)
-class Isolation:
-    """How the executor keeps tasks apart (`shoal.executors.isolation` states the contract).
-    The default runs tasks as the executor's own user without limits: what tests that drive
-    the executor directly use; `shoal up` decides the real one at start."""
-
-    policy: Policy = field(default_factory=lambda: Policy(Mode.SAME_USER))
-    work_root: Path | None = None
-    """Where tasks that switch user get their working directories (required then)."""
-    cgroups: TaskCgroups | None = None
-    """Where task cgroups are made; None: no limits, no cgroup tracking."""
 
 
 def stop_by_polling(executor: Executor, task: RunningTask, grace: float) -> TaskStatus:
@@ -139,23 +124,7 @@ def stop_by_polling(executor: Executor, task: RunningTask, grace: float) -> Task
     return status
 
 
-def job_file_paths(root: Path, work_root: Path | None, kind: str, job: str) -> list[Path]:
-    """Every place a job file of `kind` may be (`LocalExecutor.job_file`'s two)."""
-    _check_name("job", job)
-    _check_name("kind", kind)
-    paths = [root / "control" / kind / f"{job}.json"]
-    if work_root is not None:
-        paths.append(work_root / ".jobs" / job / f"{kind}.json")
-    return paths
-
-
-def _check_name(what: str, value: str) -> None:
-    # Job and group names become path components: refuse anything that could escape `root`.
-    if not _NAME.match(value) or value in (".", ".."):
-        raise ValueError(f"{what} {value!r} must match {_NAME.pattern} to be used in paths")
-
-
-class LocalExecutor:
+class LocalExecutor(JobFiles):
     """Starts, polls, stops and re-adopts task processes on this machine (an `Executor`).
     `node_names`: the nodes declared for this machine, which `nodes` lists as ready."""
 
@@ -194,88 +163,56 @@ class LocalExecutor:
     def launcher(self) -> Launcher | None:
         return self._launcher
 
-    # ---- paths ------------------------------------------------------------------------------
-
-    def task_dir(self, job: str, group: str, index: int, attempt: int) -> Path:
-        return self.root / "tasks" / job / f"{group}-{index}" / f"attempt-{attempt}"
-
-    def log_paths(self, job: str, group: str, index: int) -> tuple[Path, Path]:
-        base = self.root / "logs" / job
-        return base / f"{group}-{index}.out", base / f"{group}-{index}.err"
-
-    def job_file(self, kind: str, job: str, user: str | None) -> Path:
-        """Where the control plane keeps a file that every task of `job` (of Shoal user
-        `user`) reads and no other tenant's may: its membership file, for one. Running as
-        the server's user: `<root>/control/<kind>/<job>.json`. Switching users:
-        `<work root>/.jobs/<job>/<kind>.json`, in a directory of the server's (so a task
-        can plant no link there) that only the job's OS group may enter (0750); the file
-        must then be readable by others (0644): its directory is the gate."""
-        _check_name("job", job)
-        work_root = self.isolation.work_root
-        if work_root is None or not self.isolation.policy.switches_user:
-            return self.root / "control" / kind / f"{job}.json"
-        try:
-            identity = self._accounts.identity(user)
-        except ValueError:  # its tasks cannot run either: nothing will read the file
-            return self.root / "control" / kind / f"{job}.json"
-        assert identity is not None
-        jobs = work_root / ".jobs"
-        jobs.mkdir(mode=0o711, exist_ok=True)
-        jobs.chmod(0o711)  # `shoal up`'s umask (0o077) would leave it closed to the tasks
-        directory = jobs / job
-        directory.mkdir(mode=0o750, exist_ok=True)
-        os.chown(directory, os.geteuid(), identity.gid, follow_symlinks=False)
-        directory.chmod(0o750)
-        return directory / f"{kind}.json"
-
-    def write_job_file(self, kind: str, job: str, user: str | None, data: bytes) -> Path:
-        """Replace the job file's content (`job_file`), atomically; returns its path."""
-        path = self.job_file(kind, job, user)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        replace_file(path, data)
-        return path
-
-    def remove_job_file(self, kind: str, job: str) -> None:
-        """Remove the job file, wherever `job_file` put it (its user is not needed)."""
-        for path in job_file_paths(self.root, self.isolation.work_root, kind, job):
-            path.unlink(missing_ok=True)
-
     def nodes(self) -> tuple[NodeHealth, ...]:
         """The declared nodes, all ready: they are this machine, which runs if we do."""
         return tuple(NodeHealth(name, ready=True) for name in self.node_names)
-
-    def read_log(self, job: str, group: str, index: int, stream: LogStream, offset: int,
-                 limit: int) -> LogChunk:
-        """At most `limit` (and `MAX_LOG_READ`) bytes of a task's stdout or stderr from
-        `offset`; empty while the file does not exist."""
-        out, err = self.log_paths(job, group, index)
-        path = out if stream == "stdout" else err
-        try:
-            with path.open("rb") as handle:
-                handle.seek(offset)
-                return LogChunk(handle.read(max(0, min(limit, MAX_LOG_READ))), offset)
-        except FileNotFoundError:
-            return LogChunk(b"", offset)
-
-    def forget_job(self, job: str) -> None:
-        """Remove what the executor keeps of a job that was deleted (it runs nothing): its
-        attempts' records and its logs, and its tasks' working directories. A job of the
-        same name submitted later starts from attempt 1 again, which must not find the old
-        one's claim and status."""
-        _check_name("job", job)
-        bases = [self.root / "tasks" / job, self.root / "logs" / job]
-        if self.isolation.work_root is not None:
-            # rmtree never follows a link a task planted in its own directory.
-            bases += [*self.isolation.work_root.glob(f"*/{job}"),
-                      self.isolation.work_root / ".jobs" / job]
-        for base in bases:
-            shutil.rmtree(base, ignore_errors=True)
 
     # ---- launch -----------------------------------------------------------------------------
 
     def launch(self, spec: TaskLaunch) -> RunningTask:
         """Start one attempt, at most once: if this attempt was already claimed (by this or an
         earlier executor instance), return a handle on it instead of starting it again."""
+        result = self.launch_many([spec])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
+        """`launch` for each spec, in order, a launch that raised being its result; the
+        attempts claimed afresh are forked by the launcher from one request each, sent
+        together and answered together (`Launcher.fork_many`)."""
+        results: list[RunningTask | BaseException | None] = [None] * len(specs)
+        forks: list[tuple[int, _Fork]] = []
+        for i, spec in enumerate(specs):
+            try:
+                claimed = self._claim(spec)
+                if isinstance(claimed, RunningTask):
+                    results[i] = claimed
+                    continue
+                prepared = self._prepare(spec, claimed, record_pid=True)
+            except Exception as exc:
+                results[i] = exc
+                continue
+            if isinstance(prepared, RunningTask):
+                results[i] = prepared
+            else:
+                forks.append((i, prepared))
+        outcomes = self._fork_all([fork for _, fork in forks])
+        for (i, fork), outcome in zip(forks, outcomes, strict=True):
+            try:
+                results[i] = self._started(fork, outcome)
+            except Exception as exc:
+                results[i] = exc
+        return [result for result in results if result is not None]
+
+    def poll_many(self, tasks: Sequence[RunningTask]) -> list[TaskStatus]:
+        """`poll` for each task, in order (each is a few reads of this machine's files)."""
+        return [self.poll(task) for task in tasks]
+
+    def _claim(self, spec: TaskLaunch) -> Path | RunningTask:
+        """Check `spec` and claim its attempt: the attempt's directory, claimed now; or the
+        handle of an attempt claimed earlier. Raises ValueError for a launch that can never
+        work, having claimed nothing."""
         _check_name("job", spec.job)
         _check_name("group", spec.group)
         if not spec.command:
@@ -295,12 +232,23 @@ class LocalExecutor:
                   "claimed_at": time.time()}
         if not create_json_exclusive(task_dir / LAUNCH_FILE, record):
             return self._existing(task_dir, spec, record)
-        return self._start(spec, task_dir, record_pid=True)
+        return task_dir
 
     def _start(self, spec: TaskLaunch, task_dir: Path, *, record_pid: bool) -> RunningTask:
         """Start the wrapper for a claimed attempt. `record_pid`: the handle is the started
         wrapper's (False: a relaunch, whose handle is whichever wrapper's exclusive pid
         record decides between it and a late first wrapper)."""
+        prepared = self._prepare(spec, task_dir, record_pid=record_pid)
+        if isinstance(prepared, RunningTask):
+            return prepared
+        return self._started(prepared, self._fork_all([prepared])[0])
+
+    def _prepare(self, spec: TaskLaunch, task_dir: Path, *, record_pid: bool
+                 ) -> RunningTask | _Fork:
+        """What starting a claimed attempt's wrapper takes (its environment, user,
+        cgroups); or, when it cannot start (a missing working directory, a refused user),
+        its handle, whose status says why. Raises ValueError for a launch that can never
+        work."""
         out_path, err_path = self.log_paths(spec.job, spec.group, spec.index)
         handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                              out_path, err_path, task_dir / STATUS_FILE)
@@ -318,35 +266,49 @@ class LocalExecutor:
                 made = cgroups.create(str(task_dir), spec.limits)
                 handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                                      out_path, err_path, task_dir / STATUS_FILE, made)
-            # No working directory named: the task starts in the server's, as a child of
-            # the server would (the launcher's own is "/").
-            request = LaunchRequest(task_dir, spec.command, env, cwd or os.getcwd(),
-                                    out_path, err_path, uid, gid, handle.cgroups)
-            if self._launcher is None:
-                pid, start, known = self._exec_wrapper(request), 0.0, False
-            else:
-                forked = self._launcher.fork(request)
-                pid, start, known = forked.pid, forked.start_time, not forked.resent
         except (OSError, IsolationError) as exc:
-            # Typically a missing working directory: nothing runs, and the record says why.
-            write_json_atomic(handle.status_path, {"exit_code": 127, "signal": None,
-                                                   "error": f"cannot start: {exc}",
-                                                   "finished_at": time.time()})
-            _release(handle)
-            return handle
+            return _cannot_start(handle, exc)
         except ValueError:  # a launch that can never work (a NUL byte): the caller's to judge
             _release(handle)
             raise
-        if not record_pid or not known:
-            return self._existing(task_dir, None, {})
-        if self._launcher is None:
-            start = start_time_of(pid)
-            write_json_atomic(task_dir / PID_FILE, {"pid": pid, "start_time": start})
-        # Else the forked wrapper writes its own pid record before anything else: a
-        # control plane that dies now finds it there, or (the wrapper killed before it)
-        # the store's record of this pid, which polls LOST.
-        return RunningTask(spec.job, spec.group, spec.index, spec.attempt, pid, start,
-                           out_path, err_path, task_dir / STATUS_FILE, handle.cgroups)
+        # No working directory named: the task starts in the server's, as a child of
+        # the server would (the launcher's own is "/").
+        request = LaunchRequest(task_dir, spec.command, env, cwd or os.getcwd(),
+                                out_path, err_path, uid, gid, handle.cgroups)
+        return _Fork(spec, task_dir, handle, request, record_pid)
+
+    def _fork_all(self, forks: Sequence[_Fork]) -> list[Forked | int | OSError]:
+        """Start the wrappers: forked by the launcher, all from one exchange (a `Forked`
+        each), or each a fresh interpreter (its pid); an OSError for one that did not
+        start."""
+        if not forks:
+            return []
+        if self._launcher is not None:
+            return list(self._launcher.fork_many([fork.request for fork in forks]))
+        started: list[Forked | int | OSError] = []
+        for fork in forks:
+            try:
+                started.append(self._exec_wrapper(fork.request))
+            except OSError as exc:
+                started.append(exc)
+        return started
+
+    def _started(self, fork: _Fork, outcome: Forked | int | OSError) -> RunningTask:
+        """The handle of a wrapper started (or not: its status then says why)."""
+        spec, handle = fork.spec, fork.handle
+        if isinstance(outcome, OSError):
+            # Typically a fork refused: nothing runs, and the record says why.
+            return _cannot_start(handle, outcome)
+        if not fork.record_pid or not isinstance(outcome, Forked) or outcome.resent:
+            # A wrapper started by path, or a request sent twice: the wrapper's own,
+            # exclusive pid record says which process runs the attempt.
+            return self._existing(fork.task_dir, None, {})
+        # The forked wrapper writes its own pid record before anything else: a control
+        # plane that dies now finds it there, or (the wrapper killed before it) the store's
+        # record of this pid, which polls LOST.
+        return RunningTask(spec.job, spec.group, spec.index, spec.attempt, outcome.pid,
+                           outcome.start_time, handle.stdout_path, handle.stderr_path,
+                           fork.task_dir / STATUS_FILE, handle.cgroups)
 
     def _exec_wrapper(self, request: LaunchRequest) -> int:
         """Start the wrapper as a fresh interpreter (`python -I wrapper.py …`): for an
@@ -551,6 +513,28 @@ class LocalExecutor:
             except (ProcessLookupError, psutil.Error):
                 continue
         return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Fork:
+    """A claimed attempt whose wrapper is ready to be started."""
+
+    spec: TaskLaunch
+    task_dir: Path
+    handle: RunningTask
+    """The attempt's handle before a process runs (its cgroups made)."""
+    request: LaunchRequest
+    record_pid: bool
+    """False: a relaunch, whose handle is whichever wrapper's pid record names."""
+
+
+def _cannot_start(handle: RunningTask, exc: Exception) -> RunningTask:
+    """Record that the attempt could not start (nothing runs) and why; its handle."""
+    write_json_atomic(handle.status_path, {"exit_code": 127, "signal": None,
+                                           "error": f"cannot start: {exc}",
+                                           "finished_at": time.time()})
+    _release(handle)
+    return handle
 
 
 def _release(task: RunningTask) -> None:

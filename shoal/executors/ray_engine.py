@@ -75,7 +75,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -591,6 +591,20 @@ class RayExecutor:
     def close(self) -> None:
         """Stop every attempt of this namespace and end their actors (tests, teardown)."""
         self._end(self._live_actors(None), "close")
+
+    def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
+        """One `launch` per spec, in order (a stand-in for a per-node batch)."""
+        results: list[RunningTask | BaseException] = []
+        for spec in specs:
+            try:
+                results.append(self.launch(spec))
+            except Exception as error:  # the contract returns it, per spec
+                results.append(error)
+        return results
+
+    def poll_many(self, tasks: Sequence[RunningTask]) -> list[TaskStatus]:
+        """One `poll` per task, in order (a stand-in for a per-node batch)."""
+        return [self.poll(task) for task in tasks]
 
 
 def _group_index(text: str) -> tuple[str, int]:

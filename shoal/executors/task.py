@@ -101,6 +101,21 @@ class RunningTask:
         return self.status_path.parent
 
 
+def check_spec(spec: TaskLaunch) -> None:
+    """Raise ValueError when no engine could ever launch `spec`, whatever its node: no
+    command, a NUL byte in it or in its working directory, an environment variable that
+    cannot be set. Cheap and pure: the control loop checks a batch's specs with it before
+    launching any, so that one such task fails its launch before its gang's peers start."""
+    if not spec.command:
+        raise ValueError(f"task {spec.job}/{spec.group}/{spec.index} has no command")
+    if any("\0" in arg for arg in spec.command) or "\0" in (spec.working_dir or ""):
+        raise ValueError("embedded null byte in the command or its working directory")
+    for env in (spec.env, spec.shoal_env):
+        for name, value in env.items():
+            if not name or "=" in name or "\0" in name or "\0" in value:
+                raise ValueError(f"illegal environment variable name or value: {name!r}")
+
+
 def task_env(spec: TaskLaunch, base: Mapping[str, str]) -> dict[str, str]:
     """The environment of a task: base (the executor's own, for PATH and friends), then the
     job's env, then Shoal's variables, which the job cannot override. CUDA_VISIBLE_DEVICES is

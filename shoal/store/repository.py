@@ -262,7 +262,7 @@ class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageR
 
     def record_binds(self, binds: Sequence[Bind], cause: str,
                      evictions: Sequence[Evict] = (),
-                     admissions: Sequence[Resize] = ()) -> None:
+                     admissions: Sequence[Resize] = ()) -> dict[TaskRef, TaskRecord]:
         """Persist one cycle's evictions, partial admissions and binds together. An evicted
         task that has a process goes RELEASING (its node and pid kept: it is stopped, then
         PENDING, `evicted_task_stopped`); one that never started goes straight back to
@@ -270,7 +270,8 @@ class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageR
         admitted job's group gets the admitted replicas and loses the task rows above them
         (never started: they never will). Bound tasks → BOUND on their node and GPUs, and
         each job whose gang minimum is now held → RUNNING. Any bad move stores none of
-        them."""
+        them. Returns the bound tasks' records as stored, so that their launch needs no
+        read."""
         with self.store.sessions.begin() as s:
             # Every job the cycle touched, read (and locked) at once: a burst binds a task
             # of hundreds of jobs, and two queries per job were most of this transaction.
@@ -293,11 +294,15 @@ class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageR
                                     "stopped before it was launched")
             for admission in admissions:
                 self._admit_partially(s, job_of(admission.job), admission)
+            stored: dict[TaskRef, TaskRecord] = {}
             for bind in binds:
                 row = self._task_in(job_of(bind.task.job), bind.task)
                 self._move_task(s, row, bind.task, TaskState.BOUND, cause)
                 row.node = bind.node
                 row.gpus = list(bind.gpus)
+                stored[bind.task] = TaskRecord(bind.task, TaskState.BOUND, bind.node,
+                                              tuple(bind.gpus), row.pid, row.pid_start_time,
+                                              row.attempts, row.exit_code)
             evicted = {e.task.job: e.reason for e in evictions}
             for job_row in touched.values():
                 job = convert.job_from_row(job_row)
@@ -310,6 +315,7 @@ class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageR
                 elif job.state is JobState.RUNNING and held == 0 and job.name in evicted:
                     self._move_job(s, job_row, JobState.PENDING,
                                    f"evicted whole: {evicted[job.name]}")
+        return stored
 
     def evicted_task_stopped(self, ref: TaskRef, how: str, exit_code: int | None) -> None:
         """An evicted task's process is gone: RELEASING → PENDING, to be placed again as a

@@ -98,7 +98,8 @@ def test_restart_over_bound_bad_jobs_never_crashes(make_plane: Callable[..., Con
     first.submit(_bad("bad-b", "nul", replicas=2, job_retry_count=1))
     first._drain()
     launches: list[str] = []
-    first._launch = lambda rec, _started: launches.append(str(rec.ref))  # type: ignore[method-assign]
+    first._launch_bound = lambda refs, **_: launches.extend(  # type: ignore[method-assign]
+        str(ref) for ref in refs)
     first.run_cycle()
     assert len(launches) == 7
     assert set(_states(first.repository, "bad-a")) == {TaskState.BOUND}
@@ -118,15 +119,16 @@ def test_job_retry_after_a_failed_launch_starts_nothing_for_pending_tasks(
         plane: ControlPlane) -> None:
     # The job's first group cannot launch; its second could. The first failed launch
     # retries the job whole: the second group's binds of the same cycle are PENDING in the
-    # store by then and must not be started.
+    # store by then and must not be started. The bad spec is refused before the cycle's
+    # batch reaches the executor, so none of the job's tasks ever does.
     started: list[tuple[str, int]] = []
-    launch = plane.executor.launch
+    launch_many = plane.executor.launch_many
 
-    def recording(spec):  # type: ignore[no-untyped-def]
-        started.append((f"{spec.job}/{spec.group}/{spec.index}", spec.attempt))
-        return launch(spec)
+    def recording(specs):  # type: ignore[no-untyped-def]
+        started.extend((f"{s.job}/{s.group}/{s.index}", s.attempt) for s in specs)
+        return launch_many(specs)
 
-    plane.executor.launch = recording  # type: ignore[method-assign]
+    plane.executor.launch_many = recording  # type: ignore[method-assign]
     bad = _bad("retried", "env", replicas=1, job_retry_count=2)
     sleeper = TaskGroup("sleeper", 2, Resources.of(cpu=500, memory=128),
                         command=(PY, "-c", "import time; time.sleep(60)"))
@@ -137,9 +139,11 @@ def test_job_retry_after_a_failed_launch_starts_nothing_for_pending_tasks(
     assert state_of(plane, "good") is JobState.SUCCEEDED
     assert state_of(plane, "retried") is JobState.FAILED
     assert plane.repository.get_job("retried").retries == 2  # type: ignore[union-attr]
-    # One failed launch per run of the job, and nothing else of it started.
-    assert [ref for ref, _ in started if ref.startswith("retried/")] == \
-        ["retried/worker/0"] * 3
+    # One failed launch per run of the job, and nothing of it started.
+    assert [ref for ref, _ in started if ref.startswith("retried/")] == []
+    assert "a failed launch (illegal environment variable" in _cause(plane.repository,
+                                                                      "retried")
+    assert ("good/worker/0", 1) in started
     assert plane._tasks == {}
 
 
@@ -147,14 +151,14 @@ def test_a_start_that_cannot_be_recorded_is_stopped_at_once(plane: ControlPlane)
     # The store refuses RUNNING (here: it raises) after the process started: the process is
     # stopped at once and the task fails its launch, so nothing runs untracked.
     handles = []
-    launch = plane.executor.launch
+    launch_many = plane.executor.launch_many
 
-    def recording(spec):  # type: ignore[no-untyped-def]
-        handle = launch(spec)
-        handles.append(handle)
-        return handle
+    def recording(specs):  # type: ignore[no-untyped-def]
+        results = launch_many(specs)
+        handles.extend(results)
+        return results
 
-    plane.executor.launch = recording  # type: ignore[method-assign]
+    plane.executor.launch_many = recording  # type: ignore[method-assign]
     transition = plane.repository.transition_task
 
     def refusing(ref, target, cause, **kw):  # type: ignore[no-untyped-def]

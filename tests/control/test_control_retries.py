@@ -261,7 +261,7 @@ def test_restart_after_the_retry_is_recorded_launches_once(make_plane: Factory,
 def test_restart_between_the_retry_bind_and_its_launch(make_plane: Factory,
                                                        tmp_path: Path) -> None:
     first = _failed_once_and_retry_recorded(make_plane, tmp_path)
-    first._launch = lambda rec, _started: None  # type: ignore[method-assign]  # crash before launch
+    first._launch_bound = lambda refs, **_: None  # type: ignore[method-assign]  # crash before launch
     first.run_cycle()
     record = first.repository.task_records(["again"])[TaskRef("again", "worker", 0)]
     assert (record.state, record.attempts) == (TaskState.BOUND, 2)

@@ -51,3 +51,19 @@ def test_api_bench_burst_case_starts_every_job() -> None:
     for key in ("started_per_second", "submit_to_running_p50_ms", "submit_to_running_p99_ms",
                 "daemon_cpu_ms_per_job", "wall_s"):
         assert out["shoal"][key] > 0, key
+
+
+def test_api_bench_burst_case_runs_a_baseline_checkout_in_the_same_rounds() -> None:
+    # This checkout as its own baseline: both servers start every job, and the ratios are
+    # of the same run.
+    checkout = BENCH.resolve().parent.parent
+    done = subprocess.run([sys.executable, str(BENCH), "--burst", "8", "--burst-clients",
+                           "2", "--slurm", "off", "--baseline", str(checkout)],
+                          capture_output=True, text=True, timeout=400, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["baseline_checkout"] == str(checkout) and out["slurm"] is None
+    for side in ("shoal", "baseline"):
+        assert out[side]["started_per_second"] > 0 and out[side]["daemon_cpu_s"] > 0, side
+    assert out["shoal_vs_baseline_start_rate"] == round(
+        out["shoal"]["started_per_second"] / out["baseline"]["started_per_second"], 2)

@@ -151,6 +151,34 @@ def test_a_second_launch_of_an_attempt_starts_no_second_process(
     assert started.read_text() == "x\nx\n"
 
 
+def test_a_batch_launches_each_spec_and_a_bad_one_is_its_own_result(
+        engine: Engine, root: Path, tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    executor = engine.start(root)
+    marks = [tmp_path / f"started-{i}" for i in range(3)]
+    batch = [spec(_blocked(marks[0], release, code=0), job="batch", index=0,
+                  node=engine.nodes[0]),
+             spec("pass", job="batch", index=1, node=engine.nodes[0], env={"A=B": "1"}),
+             spec(_blocked(marks[2], release, code=3), job="batch", index=2,
+                  node=engine.nodes[0])]
+    first, bad, third = executor.launch_many(batch)
+    assert isinstance(bad, ValueError)  # as `launch` raises it; the others still launch
+    assert isinstance(first, RunningTask) and isinstance(third, RunningTask)
+    assert (first.index, third.index) == (0, 2) and first.pid > 0 and third.pid > 0
+    _until_printed(executor, first, "ready")
+    _until_printed(executor, third, "ready")
+    assert [s.running for s in executor.poll_many([first, third])] == [True, True]
+    # The same batch again (a control plane restarted mid-launch): the same attempts.
+    again = engine.start(root).launch_many([batch[0], batch[2]])
+    assert [t.pid for t in again if isinstance(t, RunningTask)] == [first.pid, third.pid]
+    release.touch()
+    wait_until(lambda: not any(s.running for s in executor.poll_many([first, third])),
+               timeout=DEADLINE)
+    assert [s.exit_code for s in executor.poll_many([first, third])] == [0, 3]
+    assert [m.read_text() for m in (marks[0], marks[2])] == ["x\n", "x\n"]
+    assert not marks[1].exists() and executor.poll_many([]) == []
+
+
 def test_poll_reports_running_then_the_exit_code(engine: Engine, root: Path,
                                                  tmp_path: Path) -> None:
     release = tmp_path / "release"

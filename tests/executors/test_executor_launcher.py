@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import psutil
@@ -16,7 +17,7 @@ from executor_support import recorded, spec, wait_exit, wait_until
 
 from shoal.executors.launcher import Launcher, LaunchRequest
 from shoal.executors.local import LocalExecutor
-from shoal.executors.task import TaskPhase
+from shoal.executors.task import RunningTask, TaskPhase
 from shoal.executors.wrapper import PID_FILE, STATUS_FILE
 
 DEADLINE = 30.0
@@ -135,3 +136,66 @@ def test_an_idle_launcher_reaps_the_wrappers_that_ended(executor: LocalExecutor)
     assert wait_exit(executor, task, DEADLINE).exit_code == 0
     # No further request comes: the launcher still reaps it (no zombie keeps its pid).
     wait_until(lambda: not psutil.pid_exists(task.pid), DEADLINE)
+
+
+def test_a_batch_is_forked_from_one_exchange_with_the_launcher(
+        executor: LocalExecutor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = tmp_path / "gate"
+    executor.launch(spec("pass", job="warm"))  # the launcher runs before the batch
+    launcher = executor.launcher
+    assert launcher is not None and launcher.pid is not None
+    exchanges: list[int] = []
+    ask = launcher._ask
+
+    def counted(lines: list[bytes]) -> list[dict[str, object] | None]:
+        exchanges.append(len(lines))
+        return ask(lines)
+
+    monkeypatch.setattr(launcher, "_ask", counted)
+    tasks = executor.launch_many([spec(_gated(gate, tmp_path / f"ran-{i}"), job="batch",
+                                       index=i) for i in range(5)])
+    try:
+        assert exchanges == [5]
+        assert all(isinstance(t, RunningTask) for t in tasks)
+        handles = [t for t in tasks if isinstance(t, RunningTask)]
+        assert [t.index for t in handles] == list(range(5))
+        assert all(psutil.Process(t.pid).ppid() == launcher.pid for t in handles)
+        wait_until(lambda: all((tmp_path / f"ran-{i}").exists() for i in range(5)), DEADLINE)
+    finally:
+        gate.touch()
+    assert [wait_exit(executor, t, DEADLINE).exit_code for t in handles] == [0] * 5
+
+
+def test_a_batch_sent_to_a_dead_launcher_is_sent_again_to_a_new_one(
+        executor: LocalExecutor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = tmp_path / "gate"
+    executor.launch(spec("pass", job="warm"))
+    launcher = executor.launcher
+    assert launcher is not None
+    running = launcher._running
+    killed: list[int] = []
+
+    def dying() -> subprocess.Popen[bytes]:
+        # The launcher dies just as the batch is sent: nothing of it is answered.
+        process = running()
+        if not killed:
+            killed.append(process.pid)
+            process.kill()
+            process.wait()
+        return process
+
+    monkeypatch.setattr(launcher, "_running", dying)
+    tasks = executor.launch_many([spec(_gated(gate, tmp_path / f"ran-{i}"), job="again",
+                                       index=i) for i in range(3)])
+    try:
+        handles = [t for t in tasks if isinstance(t, RunningTask)]
+        assert len(handles) == 3 and launcher.starts == 2 and killed
+        # Sent again to a new launcher: each attempt's own pid record names its process.
+        for task in handles:
+            record = json.loads((task.status_path.parent / PID_FILE).read_text())
+            assert (record["pid"], record["start_time"]) == (task.pid, task.pid_start_time)
+            assert task.pid > 0 and executor.poll(task).running
+    finally:
+        gate.touch()
+    assert [wait_exit(executor, t, DEADLINE).exit_code for t in handles] == [0] * 3
+    assert [(tmp_path / f"ran-{i}").read_text() for i in range(3)] == ["ran\n"] * 3

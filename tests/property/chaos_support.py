@@ -10,7 +10,7 @@ import atexit
 import random
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -93,6 +93,15 @@ class FakeExecutor(LocalExecutor):
         if claimed is not None:  # idempotent per attempt, as the local executor is
             return claimed
         return self.start(spec, ref)
+
+    def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
+        results: list[RunningTask | BaseException] = []
+        for spec in specs:
+            try:
+                results.append(self.launch(spec))
+            except Exception as exc:  # as the contract says: the others still launch
+                results.append(exc)
+        return results
 
     def start(self, spec: TaskLaunch, ref: TaskRef) -> RunningTask:
         """Launch a new attempt: raise, or `claim` a handle (and add its `Proc`)."""
