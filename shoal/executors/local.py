@@ -297,6 +297,20 @@ class LocalExecutor:
             return self._existing(task_dir, spec, record)
         return self._start(spec, task_dir, record_pid=True)
 
+    def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
+        """`launch` for each spec, in order; a launch that raised is its result."""
+        results: list[RunningTask | BaseException] = []
+        for spec in specs:
+            try:
+                results.append(self.launch(spec))
+            except Exception as error:  # the contract returns it, per spec
+                results.append(error)
+        return results
+
+    def poll_many(self, tasks: Sequence[RunningTask]) -> list[TaskStatus]:
+        """`poll` for each task, in order."""
+        return [self.poll(task) for task in tasks]
+
     def _start(self, spec: TaskLaunch, task_dir: Path, *, record_pid: bool) -> RunningTask:
         """Start the wrapper for a claimed attempt. `record_pid`: the handle is the started
         wrapper's (False: a relaunch, whose handle is whichever wrapper's exclusive pid
