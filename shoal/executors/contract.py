@@ -29,12 +29,6 @@ reason in `detail`. `RunningTask.pid` > 0 means a process was started: the contr
 records `pid` and `pid_start_time` in the store (an engine's own identity of the attempt
 may be richer, but must be re-derivable from the record and the attempt's name).
 
-**Batches.** `launch_many` and `poll_many` are `launch` and `poll` for many attempts at
-once, with the same guarantees per attempt: an engine answers a batch in fewer round trips
-(the local executor's launcher forks a whole batch from one request; a remote engine asks
-each node once). `launch_many` returns one result per spec, in order, and a launch that
-raised is its result (an exception), so one bad spec never stops the others.
-
 **`poll` never blocks** (beyond a bounded, short check) and reports RUNNING until the
 attempt's whole process tree is gone, then EXITED with the exit code or the signal (and
 `reason` "OOMKilled" when the kernel said so), durably: polling again, or from a new
@@ -89,7 +83,6 @@ control plane nor of another job, and get their requests as limits where possibl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -158,16 +151,6 @@ class Executor(Protocol):
 
     def poll(self, task: RunningTask) -> TaskStatus:
         """Where the attempt stands, without blocking; escalates a stop past its grace."""
-        ...
-
-    def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
-        """Launch these attempts together; one result per spec, in order: its handle, or the
-        exception its launch raised (the others still launch). Same idempotency per attempt
-        as launch."""
-        ...
-
-    def poll_many(self, tasks: Sequence[RunningTask]) -> list[TaskStatus]:
-        """Poll these tasks together; one status per task, in order."""
         ...
 
     def request_stop(self, task: RunningTask, grace_period: float | None = None) -> bool:

@@ -22,6 +22,13 @@ flight from an earlier poll are taken as they stand. A late answer is RUNNING no
 question stays in flight for the next poll, never asked twice. An actor that died answers
 nothing: its attempts' nodes are asked next, in a second round. A known outcome ends the
 attempt's actor (it costs a Ray worker process).
+
+**Beside the loop.** The control loop calls `launch_many` from a launch worker thread while
+its own thread polls, stops and lists nodes. A batch touches only what belongs to the
+attempts it launches (their placement records, their actors' entries in the engine's map of
+actors) and reads the node map, which `nodes` replaces whole; the polls' own state (the
+questions in flight, the outcomes seen) is the poll side's alone. Ray's calls may come from
+any thread of the driver.
 """
 
 from __future__ import annotations

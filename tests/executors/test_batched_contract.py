@@ -8,6 +8,7 @@ multi-node Ray cluster started on this machine for the whole module (a head and 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -206,6 +207,34 @@ def test_poll_many_answers_as_poll_does(engine: Engine, root: Path, tmp_path: Pa
     assert restarted.poll_many(adopted) == [restarted.poll(t) for t in adopted] == together
     release.touch()
     assert [s.exit_code for s in _until_ended(executor, [running])] == [0]
+
+
+def test_a_batch_launches_on_another_thread_while_polls_go_on(engine: Engine, root: Path,
+                                                              tmp_path: Path) -> None:
+    # The control loop hands a cycle's batch to a launch worker of its own and goes on
+    # polling and listing nodes meanwhile.
+    release = tmp_path / "release"
+    executor = engine.start(root)
+    (running,) = _handles(executor.launch_many([spec(
+        _counts_starts(tmp_path / "started-running", release, 0), job="running",
+        node=engine.nodes[0])]))
+    polled: list[TaskStatus] = []
+
+    def served_until_launched() -> bool:
+        polled.extend(executor.poll_many([running]))
+        assert sorted(n.name for n in executor.nodes()) == sorted(engine.nodes)
+        return flight.done()
+
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        flight = worker.submit(executor.launch_many, _batch(engine, tmp_path))
+        wait_until(served_until_launched, timeout=DEADLINE)
+        tasks = _handles(flight.result())
+    assert polled and all(s.running for s in polled)  # it waits for `release`
+    assert all(t.pid > 0 for t in tasks)
+    release.touch()
+    statuses = _until_ended(executor, [*tasks, running])
+    assert [s.exit_code for s in statuses] == [*range(BATCH), 0]
+    assert [(tmp_path / f"started-{i}").read_text() for i in range(BATCH)] == ["x\n"] * BATCH
 
 
 # ---- what only the Ray engine can show ----------------------------------------------------
