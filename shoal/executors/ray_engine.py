@@ -11,6 +11,12 @@ name is derived from the attempt alone, so any instance of the engine — the sa
 control plane restarted after a crash — finds the attempt's actor again by name
 (`ray.get_actor`), and never makes a second one.
 
+**Batches.** `launch_many` makes every attempt's actor and fires every launch before one
+bounded wait, and `poll_many` puts every question before one short wait, so a cycle's
+launches and a poll of every running attempt each cost one round of Ray calls, not one per
+attempt, with the same guarantees per attempt (`shoal.executors.ray_batches`; `launch` and
+`poll` are batches of one).
+
 **The actor is the node's local executor.** Each actor (`ray_worker.TaskActor`) hosts a
 `LocalExecutor` rooted in the node's directory `<root>/nodes/<node>` (on the node's own
 disk: a path of the same name on every machine) and delegates launch, poll, request_stop and
@@ -91,12 +97,11 @@ from ray.exceptions import (
     NodeDiedError,
     RayActorError,
     RayError,
-    RayTaskError,
     TaskUnschedulableError,
 )
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from shoal.executors import ray_nodes
+from shoal.executors import ray_batches, ray_nodes
 from shoal.executors.contract import (
     LogChunk,
     LogStream,
@@ -111,10 +116,11 @@ from shoal.executors.local import (
     stop_by_polling,
 )
 from shoal.executors.processes import private_dirs
+from shoal.executors.ray_batches import CALL_TIMEOUT, NodeGoneError, actor_name
 from shoal.executors.ray_logs import GONE, LATE, Answer, TaskLogs
 from shoal.executors.ray_nodes import inventory
-from shoal.executors.ray_worker import LOST_ACTOR, RemoteOnNode, RemoteTaskActor
-from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
+from shoal.executors.ray_worker import RemoteOnNode, RemoteTaskActor
+from shoal.executors.task import RunningTask, TaskLaunch, TaskStatus
 from shoal.executors.wrapper import create_json_exclusive
 
 log = logging.getLogger(__name__)
@@ -122,24 +128,9 @@ log = logging.getLogger(__name__)
 #: The Ray node label that names a node for Shoal (`shoal.executors.ray_nodes`).
 NODE_LABEL = ray_nodes.NODE_LABEL
 DEFAULT_NAMESPACE = "shoal"
-#: How long a poll waits for a fresh answer before counting the attempt as RUNNING; the
-#: question stays in flight and a later poll takes its answer without waiting, so a node
-#: that stopped answering never holds the control loop for more than this once per attempt.
-POLL_WAIT = 0.5
-#: How long launch, adopt, stop requests and log reads wait for the actor (its start
-#: included: a worker process on a busy machine can take seconds).
-CALL_TIMEOUT = 120.0
 #: How long writing or removing a job file waits for the nodes (the loop waits meanwhile).
 JOB_FILE_TIMEOUT = 30.0
 _POLL_INTERVAL = 0.05
-
-
-def actor_name(job: str, group: str, index: int, attempt: int) -> str:
-    """The name of an attempt's actor: the attempt alone decides it."""
-    return f"{job}:{group}:{index}:{attempt}"
-
-
-_LOST_NODE = TaskStatus(TaskPhase.LOST, detail="its Ray node is gone or unknown")
 
 
 def _draining() -> frozenset[str]:
@@ -150,10 +141,6 @@ def _draining() -> frozenset[str]:
         return frozenset(ray._private.state.state.get_draining_nodes())
     except (AttributeError, RayError, OSError):
         return frozenset()
-
-
-class _NodeGoneError(Exception):
-    """The node an attempt was placed on is unknown, dead, or did not answer."""
 
 
 class RayExecutor:
@@ -237,7 +224,7 @@ class RayExecutor:
     def _run_on(self, node: str | None, op: str, *args: Any, timeout: float = CALL_TIMEOUT
                 ) -> Any:
         """Run `op` of `ray_worker.on_node` on `node` (a short pinned Ray task):
-        _NodeGoneError when the node is unknown, dead or does not answer in time
+        NodeGoneError when the node is unknown, dead or does not answer in time
         (GetTimeoutError)."""
         ref = self._submit_on(node, op, *args)
         try:
@@ -246,7 +233,7 @@ class RayExecutor:
             raise
         except RayError as exc:
             self._forget_node(node or "", exc)
-            raise _NodeGoneError(node) from exc
+            raise NodeGoneError(node) from exc
 
     def _ask_nodes(self, calls: Mapping[str, tuple[str, tuple[Any, ...]]]
                    ) -> dict[str, Answer]:
@@ -259,7 +246,7 @@ class RayExecutor:
         for node, (op, args) in calls.items():
             try:
                 refs[node] = self._submit_on(node, op, *args)
-            except _NodeGoneError:
+            except NodeGoneError:
                 answers[node] = GONE
         if refs:
             ray.wait(list(refs.values()), num_returns=len(refs), timeout=CALL_TIMEOUT)
@@ -288,10 +275,10 @@ class RayExecutor:
 
     def _submit_on(self, node: str | None, op: str, *args: Any) -> Any:
         """Start `op` on `node` (a short pinned Ray task) and return its answer's ref;
-        _NodeGoneError when the node is unknown or dead."""
+        NodeGoneError when the node is unknown or dead."""
         node_id = None if node is None else self._node_id(node)
         if node is None or node_id is None:
-            raise _NodeGoneError(node)
+            raise NodeGoneError(node)
         return RemoteOnNode.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         ).remote(str(self.node_root(node)), self.isolation, op, *args)
@@ -349,33 +336,12 @@ class RayExecutor:
     # ---- launch -----------------------------------------------------------------------------
 
     def launch(self, spec: TaskLaunch) -> RunningTask:
-        """Start the attempt on its node through its actor, at most once per attempt."""
-        if not spec.command:
-            raise ValueError("a task needs a command")
-        _check_name("job", spec.job)
-        _check_name("group", spec.group)
-        _check_name("node", spec.node)
-        node = self._place(spec)
-        name = actor_name(spec.job, spec.group, spec.index, spec.attempt)
-        for _ in range(2):  # a second try when the actor found was being ended
-            actor = self._actor(name) or self._create_actor(name, node)
-            if actor is None:  # unknown or dead node: nothing starts, the attempt is lost
-                break
-            try:
-                handle: RunningTask = ray.get(actor.launch.remote(spec),
-                                              timeout=CALL_TIMEOUT)
-                return handle
-            except RayActorError:
-                self._actors.pop(name, None)
-                self._wait_name_free([name])
-            except GetTimeoutError:
-                break
-            except RayTaskError as exc:
-                # The node refused the launch (a refused user, a bad name) and started
-                # nothing: the caller gets the node's own error, not Ray's traceback.
-                self._retire(name)
-                raise exc.cause from None
-        return self._placeholder(spec.job, spec.group, spec.index, spec.attempt)
+        """Start the attempt on its node through its actor, at most once per attempt (a
+        batch of one: `launch_many`)."""
+        result = ray_batches.launch_many(self, [spec])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     # ---- adopt ------------------------------------------------------------------------------
 
@@ -398,7 +364,7 @@ class RayExecutor:
         node = self._placed(recorded.job, recorded.group, recorded.index, recorded.attempt)
         try:
             found: RunningTask | None = self._run_on(node, "adopt", recorded)
-        except (_NodeGoneError, GetTimeoutError):
+        except (NodeGoneError, GetTimeoutError):
             return None
         return found
 
@@ -413,57 +379,9 @@ class RayExecutor:
         """Where the attempt stands, asked of its actor or, once that has ended, read from
         the attempt's files on its node; never blocking for long: an answer that is late is
         RUNNING now, and the question stays in flight for the next poll. An attempt's actor
-        is ended as soon as its outcome is known. LOST once nothing can tell."""
-        name = actor_name(task.job, task.group, task.index, task.attempt)
-        ended = self._ended.get(name)
-        if ended is not None:
-            return ended
-        asked = self._asked.get(name)
-        status = self._answer(name, task, asked[0], asked[1], 0.0) if asked else None
-        if status is None and asked is None:
-            status = self._ask(name, task)
-        if status is None:
-            return RUNNING
-        if not status.running:
-            self._ended[name] = status
-            self._retire(name)
-        return status
-
-    def _ask(self, name: str, task: RunningTask, *, of_actor: bool = True
-             ) -> TaskStatus | None:
-        """Put the question to the attempt's actor (unless it just died), else to its
-        node, and wait POLL_WAIT for the answer; None while it is in flight."""
-        actor = self._actor(name) if of_actor else None
-        if actor is not None:
-            status = self._answer(name, task, actor.poll.remote(task), True, POLL_WAIT)
-            if status is not None or name in self._asked:
-                return status
-        node = self._placed(task.job, task.group, task.index, task.attempt)
-        try:
-            ref = self._submit_on(node, "poll", self._record(task))
-        except _NodeGoneError:
-            return _LOST_NODE if node is not None else LOST_ACTOR
-        return self._answer(name, task, ref, False, POLL_WAIT)
-
-    def _answer(self, name: str, task: RunningTask, ref: Any, of_actor: bool,
-                wait: float) -> TaskStatus | None:
-        """The answer to a poll if it came within `wait` (None, kept in flight, if not). An
-        actor that died answers nothing: the attempt's node is asked next."""
-        ready, _ = ray.wait([ref], timeout=wait)
-        if not ready:
-            self._asked[name] = (ref, of_actor)
-            return None
-        self._asked.pop(name, None)
-        try:
-            status: TaskStatus = ray.get(ref)
-        except RayActorError:
-            self._actors.pop(name, None)
-            return self._ask(name, task, of_actor=False) if of_actor else LOST_ACTOR
-        except RayError as exc:
-            node = self._placed(task.job, task.group, task.index, task.attempt)
-            self._forget_node(node or "", exc)
-            return _LOST_NODE
-        return status
+        is ended as soon as its outcome is known. LOST once nothing can tell. (A batch of
+        one: `poll_many`.)"""
+        return ray_batches.poll_many(self, [task])[0]
 
     def request_stop(self, task: RunningTask, grace_period: float | None = None) -> bool:
         """SIGTERM the attempt's process group on its node; its actor escalates to SIGKILL
@@ -580,7 +498,7 @@ class RayExecutor:
         nodes = {self._placed(job, *_group_index(p.parent.name), _attempt(p)) or ""
                  for p in placements.glob("*/attempt-*.json")}
         for node in sorted(nodes - {""}):
-            with contextlib.suppress(_NodeGoneError, GetTimeoutError):
+            with contextlib.suppress(NodeGoneError, GetTimeoutError):
                 self._run_on(node, "forget", job)
         shutil.rmtree(placements, ignore_errors=True)
         for name in [n for n in self._ended if n.startswith(f"{job}:")]:
@@ -593,18 +511,15 @@ class RayExecutor:
         self._end(self._live_actors(None), "close")
 
     def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
-        """One `launch` per spec, in order (a stand-in for a per-node batch)."""
-        results: list[RunningTask | BaseException] = []
-        for spec in specs:
-            try:
-                results.append(self.launch(spec))
-            except Exception as error:  # the contract returns it, per spec
-                results.append(error)
-        return results
+        """Launch these attempts together (`ray_batches`: every actor made and every launch
+        fired before one bounded wait); one result per spec, in order: its handle, or the
+        exception its launch raised (the others still launch). Idempotent per attempt."""
+        return ray_batches.launch_many(self, specs)
 
     def poll_many(self, tasks: Sequence[RunningTask]) -> list[TaskStatus]:
-        """One `poll` per task, in order (a stand-in for a per-node batch)."""
-        return [self.poll(task) for task in tasks]
+        """Poll these tasks together (`ray_batches`: every question put before one wait of
+        at most `POLL_WAIT`); one status per task, in order, a late answer RUNNING."""
+        return ray_batches.poll_many(self, tasks)
 
 
 def _group_index(text: str) -> tuple[str, int]:
