@@ -94,16 +94,22 @@ def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
     the release epoch."""
     now = session.now
     running = []
+    releasing = TaskState.RELEASING
     for job in session.jobs.values():
         tasks = job.running
         if not tasks:
             continue
         protect = job.job.protect_for
-        running.append((
-            job.name, job.account, rank(job), len(tasks),
-            sum(t.state is TaskState.RELEASING for t in tasks),
-            protect > 0 and sum(t.started is not None and now - t.started < protect
-                                for t in tasks)))
+        if len(tasks) == 1:  # most jobs: no generators
+            task = tasks[0]
+            stopping = int(task.state is releasing)
+            guarded = protect > 0 and int(task.started is not None
+                                          and now - task.started < protect)
+        else:
+            stopping = sum(t.state is releasing for t in tasks)
+            guarded = protect > 0 and sum(t.started is not None and now - t.started < protect
+                                          for t in tasks)
+        running.append((job.job.name, job.account, rank(job), len(tasks), stopping, guarded))
     cluster = session.cluster
     # The model and quota tree themselves, not their ids: a driver that rebuilds its model
     # must never meet a new one at an old one's address.
