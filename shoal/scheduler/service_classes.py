@@ -64,11 +64,11 @@ class ServiceClass:
 
 
 class ServiceClasses:
-    """Per job name, its `ServiceClass`, kept across cycles by the las plugin."""
+    """Per job, its `ServiceClass`, kept across cycles by the las plugin."""
 
     def __init__(self, thresholds: tuple[float, ...]) -> None:
         self.thresholds = thresholds
-        self._classes: dict[str, ServiceClass] = {}
+        self._classes: dict[JobInfo, ServiceClass] = {}
 
     def __len__(self) -> int:
         return len(self._classes)
@@ -76,14 +76,15 @@ class ServiceClasses:
     def prune(self, live: dict[str, JobInfo]) -> None:
         """Forget jobs no longer live, once they outnumber the live ones (amortised O(1))."""
         if len(self._classes) > 2 * len(live) + 1024:
-            self._classes = {name: c for name, c in self._classes.items() if name in live}
+            kept = set(live.values())
+            self._classes = {job: c for job, c in self._classes.items() if job in kept}
 
     def of(self, info: JobInfo, now: float) -> ServiceClass:
         """The job's class, good at `now` (read afresh where the kept one may have moved)."""
-        found = self._classes.get(info.job.name)
+        found = self._classes.get(info)
         if found is not None and found.holds(info) and found.settled and now < found.until:
             return found
-        made = self._classes[info.job.name] = self._read(info, now)
+        made = self._classes[info] = self._read(info, now)
         return made
 
     def _read(self, info: JobInfo, now: float) -> ServiceClass:

@@ -111,7 +111,7 @@ from shoal.scheduler.registry import Arguments
 from shoal.scheduler.running_order import worst_first
 from shoal.scheduler.session import Session
 from shoal.scheduler.victim_index import QueueVictims
-from shoal.scheduler.victims import VictimUnit, ordered, units_of
+from shoal.scheduler.victims import KeptUnits, VictimUnit, ordered, units_of
 
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
 #: ordered queue holds it behind its head.
@@ -133,9 +133,12 @@ class Preempt:
         self.classes = PreemptorClasses()
         """Verdicts per class of preemptor, kept from one cycle to the next
         (`shoal.scheduler.preemptor_class`)."""
+        self.kept = KeptUnits()
+        """Running jobs' units, kept from one cycle to the next (`victims.KeptUnits`)."""
 
     def execute(self, session: Session) -> None:
-        cycle = Preemption(session, self.classes)
+        self.kept.prune(session.jobs)
+        cycle = Preemption(session, self.classes, self.kept)
         started = 0
         try:
             for job in sorted(session.candidates, key=session.job_order_key):
@@ -152,7 +155,8 @@ class Preemption(VictimTrials):
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
 
-    def __init__(self, session: Session, classes: PreemptorClasses | None = None) -> None:
+    def __init__(self, session: Session, classes: PreemptorClasses | None = None,
+                 kept: KeptUnits | None = None) -> None:
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
@@ -176,6 +180,7 @@ class Preemption(VictimTrials):
         """Per job held back by a starving job's reservation, that job's nodes."""
         self.classes = classes or PreemptorClasses()
         self.classes.begin()
+        self.kept = kept or KeptUnits()
         self._entered: Generation | None = None
         """When the classes' world was entered (`preempt_for`): the first search."""
         self._tried = False
@@ -309,7 +314,7 @@ class Preemption(VictimTrials):
             # execution, not once per preemptor that looks at it.
             units = self._units.get(job.name)
             if units is None:
-                units = self._units[job.name] = units_of(job, self.session.now)
+                units = self._units[job.name] = self.kept.of(job, self.session.now)
             return units
         return units_of(job, self.session.now, lambda tasks: all(
             len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))

@@ -80,9 +80,9 @@ class LeastAttainedService:
     def __init__(self, arguments: LasArguments) -> None:
         self.thresholds = tuple(arguments.thresholds)
         self._session: Session | None = None
-        self._attained: dict[str, float] = {}
+        self._attained: dict[JobInfo, float] = {}
         self._index: dict[JobInfo, int] = {}
-        self._read: dict[str, list[TaskInfo]] = {}
+        self._read: dict[JobInfo, list[TaskInfo]] = {}
         """Per job asked in this session, its running list when first asked: a job's
         attained service is fixed within a cycle as of then (`attained`)."""
         self.classes = ServiceClasses(self.thresholds)
@@ -109,12 +109,11 @@ class LeastAttainedService:
         within a cycle as of when first asked, as `attained` is."""
         index = self._index.get(job)
         if index is None:
-            name = job.job.name
-            value = self._attained.get(name)
+            value = self._attained.get(job)
             index = self._index[job] = \
                 self.classes.of(job, self._now()).index if value is None \
                 else bisect.bisect_right(self.thresholds, value)
-            self._read.setdefault(name, job.running)
+            self._read.setdefault(job, job.running)
         return index
 
     def attained(self, job: JobInfo) -> float:
@@ -122,12 +121,11 @@ class LeastAttainedService:
         cycle as of when the job was first asked about (its class or its service), so the
         order stays fixed within a cycle as tasks come and go: tasks placed since started
         at `now` and add nothing; a list the cycle replaced (evictions) is read as it was."""
-        name = job.job.name
-        value = self._attained.get(name)
+        value = self._attained.get(job)
         if value is None:
             now = self._now()
-            read = self._read.setdefault(name, job.running)
-            value = self._attained[name] = \
+            read = self._read.setdefault(job, job.running)
+            value = self._attained[job] = \
                 job.job.attained_gpu_seconds + job.run_service(now, read)
         return value
 
@@ -152,9 +150,8 @@ class LeastAttainedService:
             running = job.running
             if not running:
                 continue
-            name = job.job.name
-            first = read.get(name)
-            if (first is not None and first is not running) or name in attained:
+            first = read.get(job)
+            if first is not None and (first is not running or job in attained):
                 exact.append(job)
                 continue
             kept = self.classes.of(job, now)
