@@ -98,7 +98,6 @@ from shoal.scheduler.preemptor_class import (
     PreemptorClasses,
     Verdict,
     generation,
-    preemptor_class,
     world,
 )
 from shoal.scheduler.queue_preemption import (
@@ -138,6 +137,7 @@ class Preempt:
 
     def execute(self, session: Session) -> None:
         self.kept.prune(session.jobs)
+        self.classes.prune(session.jobs)
         cycle = Preemption(session, self.classes, self.kept)
         started = 0
         try:
@@ -382,7 +382,7 @@ class Preemption(VictimTrials):
         ranks it, under its virtual cluster's policy."""
         if newer_equal_allowed(policy_of(self.session, preemptor)):
             return None  # its submission time decides what it may take
-        return preemptor_class(self.session, preemptor, self.rank)
+        return self.classes.class_of(self.session, preemptor, self.rank)
 
     def _preempt_for(self, preemptor: JobInfo) -> bool:
         session = self.session
