@@ -44,6 +44,10 @@ service, `fairshare`'s score): a skipped search asks for the keys the search tha
 verdict asked for (`Verdict.looked_at`, `Verdict.listed`), so every key is computed when
 it would have been.
 
+A job's class itself is kept from one cycle to the next while its job class stands
+(`PreemptorClasses.class_of`): working it out walks its task groups, for every waiting job
+of every cycle.
+
 Pure: the verdicts that last are kept by the action's instance, which drivers keep from
 one cycle to the next (`run_cycle` makes a new one each time, so nothing lasts there).
 """
