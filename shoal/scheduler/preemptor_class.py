@@ -44,6 +44,10 @@ service, `fairshare`'s score): a skipped search asks for the keys the search tha
 verdict asked for (`Verdict.looked_at`, `Verdict.listed`), so every key is computed when
 it would have been.
 
+A job's class itself is kept from one cycle to the next while its job class stands
+(`PreemptorClasses.class_of`): working it out walks its task groups, for every waiting job
+of every cycle.
+
 Pure: the verdicts that last are kept by the action's instance, which drivers keep from
 one cycle to the next (`run_cycle` makes a new one each time, so nothing lasts there).
 """
@@ -94,16 +98,22 @@ def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
     the release epoch."""
     now = session.now
     running = []
+    releasing = TaskState.RELEASING
     for job in session.jobs.values():
         tasks = job.running
         if not tasks:
             continue
         protect = job.job.protect_for
-        running.append((
-            job.name, job.account, rank(job), len(tasks),
-            sum(t.state is TaskState.RELEASING for t in tasks),
-            protect > 0 and sum(t.started is not None and now - t.started < protect
-                                for t in tasks)))
+        if len(tasks) == 1:  # most jobs: no generators
+            task = tasks[0]
+            stopping = int(task.state is releasing)
+            guarded = protect > 0 and int(task.started is not None
+                                          and now - task.started < protect)
+        else:
+            stopping = sum(t.state is releasing for t in tasks)
+            guarded = protect > 0 and sum(t.started is not None and now - t.started < protect
+                                          for t in tasks)
+        running.append((job.job.name, job.account, rank(job), len(tasks), stopping, guarded))
     cluster = session.cluster
     # The model and quota tree themselves, not their ids: a driver that rebuilds its model
     # must never meet a new one at an old one's address.
@@ -146,8 +156,36 @@ class PreemptorClasses:
         self._world: Hashable = None
         self._lasting: dict[Hashable, Verdict] = {}
         """Verdicts given in `_world`: only the latest world's are kept."""
+        self._classes: dict[JobInfo, tuple[tuple[Any, ...], Hashable | None]] = {}
+        """Per job, its class and what it was worked out from (`class_of`)."""
         self.skipped = 0
         """Searches answered by a verdict (for benchmarks)."""
+
+    def class_of(self, session: Session, job: JobInfo,
+                 rank: Callable[[JobInfo], tuple[Any, ...]]) -> Hashable | None:
+        """`preemptor_class`, kept per job from one cycle to the next while its job class
+        stands (`JobInfo.klass`, forgotten whenever what the job waits for or holds
+        changes: the same object means the same pending tasks, nothing held, nothing ended)
+        under the same plugins and spec, and its rank, priority, virtual clusters and
+        minimums are the same."""
+        known = job.klass
+        if known is None or known[0] is not session.hooks or known[1] is not job.job \
+                or job.name in session.behind_reservation:
+            return preemptor_class(session, job, rank)
+        stamp = (known, rank(job), job.priority, job.queue, job.account, job.gang_minimum,
+                 job.floors)
+        kept = self._classes.get(job)
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        value = preemptor_class(session, job, rank)
+        self._classes[job] = (stamp, value)
+        return value
+
+    def prune(self, live: dict[str, JobInfo]) -> None:
+        """Forget jobs no longer live, once they outnumber the live ones (amortised O(1))."""
+        if len(self._classes) > 2 * len(live) + 1024:
+            alive = set(live.values())
+            self._classes = {job: k for job, k in self._classes.items() if job in alive}
 
     def begin(self) -> None:
         """An execution of the action begins: the last one's own verdicts are void."""

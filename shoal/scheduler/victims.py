@@ -154,3 +154,36 @@ def _free(job: JobInfo, tasks: Sequence[TaskInfo], now: float) -> bool:
     protect = job.job.protect_for
     return protect <= 0 or all(t.started is None or now - t.started >= protect
                                for t in tasks)
+
+
+class KeptUnits:
+    """Units of running jobs kept from one execution of the preempt action to the next
+    (issue 18): under backlog the same jobs run cycle after cycle, and listing their units
+    every cycle cost as much as the search itself. A job's units read its spec and its
+    running tasks, and the clock only through protection and tasks not started yet: they
+    are kept for a job with neither, while it runs the same tasks (its spec, how many tasks
+    and the last of them, by identity — its list changes only by appends and removals)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[JobInfo, tuple[object, int, TaskInfo, list[VictimUnit]]] = {}
+
+    def of(self, job: JobInfo, now: float) -> list[VictimUnit]:
+        """`units_of(job, now)`, from what was kept where that is the same."""
+        running = job.running
+        spec = job.job
+        if not running or spec.protect_for > 0:
+            return units_of(job, now)
+        last = running[-1]
+        kept = self._kept.get(job)
+        if kept is not None and kept[0] is spec and kept[1] == len(running) and kept[2] is last:
+            return kept[3]
+        units = units_of(job, now)
+        if all(t.started is not None for t in running):
+            self._kept[job] = (spec, len(running), last, units)
+        return units
+
+    def prune(self, live: dict[str, JobInfo]) -> None:
+        """Forget jobs no longer live, once they outnumber the live ones (amortised O(1))."""
+        if len(self._kept) > 2 * len(live) + 1024:
+            alive = set(live.values())
+            self._kept = {job: k for job, k in self._kept.items() if job in alive}

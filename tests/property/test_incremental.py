@@ -24,8 +24,9 @@ from shoal.scheduler.session import Hooks, Session
 from .strategies import PROFILE_NAMES, World, worlds
 
 CHECKS = settings(max_examples=150, deadline=None)
-PROFILES = sorted({*PROFILE_NAMES, "fifo", "fifo-backfill", "strict-fifo", "las", "sjf",
-                   "evict-first", "lend-reclaim", "elastic", "fairshare"})
+PROFILES = sorted({*PROFILE_NAMES, "fifo", "fifo-backfill", "strict-fifo", "las",
+                   "las-elastic", "sjf", "evict-first", "lend-reclaim", "elastic",
+                   "fairshare"})
 
 
 def cycle(model: SchedulerModel, hooks: Hooks, world: World, close: bool) -> Decisions:

@@ -92,12 +92,12 @@ from shoal.scheduler.held_back import (
     within_queue_note,
 )
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.plugins.gang import Gang
 from shoal.scheduler.preemptor_class import (
     Generation,
     PreemptorClasses,
     Verdict,
     generation,
-    preemptor_class,
     world,
 )
 from shoal.scheduler.queue_preemption import (
@@ -107,9 +107,10 @@ from shoal.scheduler.queue_preemption import (
     within_queue_victim,
 )
 from shoal.scheduler.registry import Arguments
+from shoal.scheduler.running_order import worst_first
 from shoal.scheduler.session import Session
 from shoal.scheduler.victim_index import QueueVictims
-from shoal.scheduler.victims import VictimUnit, ordered, units_of
+from shoal.scheduler.victims import KeptUnits, VictimUnit, ordered, units_of
 
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
 #: ordered queue holds it behind its head.
@@ -131,9 +132,13 @@ class Preempt:
         self.classes = PreemptorClasses()
         """Verdicts per class of preemptor, kept from one cycle to the next
         (`shoal.scheduler.preemptor_class`)."""
+        self.kept = KeptUnits()
+        """Running jobs' units, kept from one cycle to the next (`victims.KeptUnits`)."""
 
     def execute(self, session: Session) -> None:
-        cycle = Preemption(session, self.classes)
+        self.kept.prune(session.jobs)
+        self.classes.prune(session.jobs)
+        cycle = Preemption(session, self.classes, self.kept)
         started = 0
         try:
             for job in sorted(session.candidates, key=session.job_order_key):
@@ -150,7 +155,8 @@ class Preemption(VictimTrials):
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
 
-    def __init__(self, session: Session, classes: PreemptorClasses | None = None) -> None:
+    def __init__(self, session: Session, classes: PreemptorClasses | None = None,
+                 kept: KeptUnits | None = None) -> None:
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
@@ -158,17 +164,23 @@ class Preemption(VictimTrials):
         self.rank_keys: list[Callable[[JobInfo], tuple[Any, ...]]] = [
             p.preemption_key if isinstance(p, PreemptionOrder) else p.job_order_key
             for p in session.hooks.job_orders if id(p) not in readiness]
+        self.looks = not all(isinstance(p, Gang) or getattr(p, "keys_asked_any_time", False)
+                             for p in session.hooks.job_orders)
+        """Whether a skipped search must ask for the keys it would have asked (`look_at`):
+        unless every job order gives a job's keys the same whenever first asked (the gang
+        plugin, which keeps none; `LeastAttainedService.keys_asked_any_time`)."""
         self.fresh = {b.task.job for b in session.decisions.binds}
         """Jobs placed (wholly or partly) in this cycle: never victims."""
         self.evicted: set[str] = set()
         """Jobs evicted in this cycle: neither placed again nor preemptors."""
-        self._ranks: dict[str, tuple[Any, ...]] = {}
+        self._ranks: dict[JobInfo, tuple[Any, ...]] = {}
         self._running: dict[str, list[JobInfo]] | None = None
         self._units: dict[str, list[VictimUnit]] = {}
         self._reserved: dict[str, set[int]] | None = None
         """Per job held back by a starving job's reservation, that job's nodes."""
         self.classes = classes or PreemptorClasses()
         self.classes.begin()
+        self.kept = kept or KeptUnits()
         self._entered: Generation | None = None
         """When the classes' world was entered (`preempt_for`): the first search."""
         self._tried = False
@@ -221,12 +233,12 @@ class Preemption(VictimTrials):
         return True
 
     def rank(self, job: JobInfo) -> tuple[Any, ...]:
-        key = self._ranks.get(job.name)
+        key = self._ranks.get(job)
         if key is None:
             key = ()
             for rank_key in self.rank_keys:
                 key += rank_key(job)
-            self._ranks[job.name] = key
+            self._ranks[job] = key
         return key
 
     def running(self, queue: str) -> list[JobInfo]:
@@ -234,17 +246,8 @@ class Preemption(VictimTrials):
         self._listed = True
         if self._running is None:
             session = self.session
-            now = session.now
-            by_queue: dict[str, list[tuple[tuple[Any, ...], JobInfo]]] = {}
-            for job in session.jobs.values():
-                if not job.running or job.name in self.fresh:
-                    continue
-                latest = job.latest_start(now)
-                by_queue.setdefault(job.queue, []).append(
-                    ((self.rank(job), latest, session.job_order_key(job)), job))
-            self._running = {
-                q: [job for _, job in sorted(entries, key=lambda e: e[0], reverse=True)]
-                for q, entries in by_queue.items()}
+            self._running = worst_first(session.jobs.values(), self.fresh, session.now,
+                                        self.rank, session.job_order_key, self.looks)
         return self._running.get(queue, [])
 
     def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
@@ -311,7 +314,7 @@ class Preemption(VictimTrials):
             # execution, not once per preemptor that looks at it.
             units = self._units.get(job.name)
             if units is None:
-                units = self._units[job.name] = units_of(job, self.session.now)
+                units = self._units[job.name] = self.kept.of(job, self.session.now)
             return units
         return units_of(job, self.session.now, lambda tasks: all(
             len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))
@@ -355,6 +358,8 @@ class Preemption(VictimTrials):
     def look_at(self, preemptor: JobInfo, verdict: Verdict) -> None:
         """Ask for the order keys the search that gave `verdict` asked for, in its place
         (`Verdict.looked_at`, `Verdict.listed`)."""
+        if not self.looks:
+            return
         session = self.session
         if verdict.listed:
             self.running(preemptor.queue)
@@ -377,7 +382,7 @@ class Preemption(VictimTrials):
         ranks it, under its virtual cluster's policy."""
         if newer_equal_allowed(policy_of(self.session, preemptor)):
             return None  # its submission time decides what it may take
-        return preemptor_class(self.session, preemptor, self.rank)
+        return self.classes.class_of(self.session, preemptor, self.rank)
 
     def _preempt_for(self, preemptor: JobInfo) -> bool:
         session = self.session

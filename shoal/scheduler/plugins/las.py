@@ -26,6 +26,10 @@ happens), so the plugin is `time_dependent`: drivers must run cycles while jobs 
 nothing changed. `next_change` says when the next crossing happens, for a driver that would
 rather sleep until then than poll.
 
+Each job's queue index is kept between cycles with the instant before which it cannot move
+(`shoal.scheduler.service_classes`): a cycle under backlog asks every running job for its
+class, and recomputing attained service each time cost more than the rest of the plugin.
+
 This module owns the plugin and its arguments only; attained service before the current run
 is the driver's to record.
 """
@@ -39,8 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.registry import Arguments
+from shoal.scheduler.service_classes import ServiceClasses, tolerance
 
 if TYPE_CHECKING:
     from shoal.scheduler.session import Session
@@ -66,15 +71,29 @@ class LeastAttainedService:
     name = "las"
     time_dependent = True
     """The job order changes with the clock alone: drivers run cycles while jobs wait."""
+    keys_asked_any_time = True
+    """A job's keys come out the same whenever in a cycle they are first asked: a waiting
+    job holds nothing placed before `now`, and a running job is asked before any eviction
+    of its tasks (it is listed as a victim first). So the preempt action need not ask for
+    the keys a skipped search would have asked (`Preemption.look_at`)."""
 
     def __init__(self, arguments: LasArguments) -> None:
         self.thresholds = tuple(arguments.thresholds)
         self._session: Session | None = None
-        self._attained: dict[str, float] = {}
+        self._attained: dict[JobInfo, float] = {}
+        self._index: dict[JobInfo, int] = {}
+        self._read: dict[JobInfo, list[TaskInfo]] = {}
+        """Per job asked in this session, its running list when first asked: a job's
+        attained service is fixed within a cycle as of then (`attained`)."""
+        self.classes = ServiceClasses(self.thresholds)
+        """Queue indices kept between cycles (`shoal.scheduler.service_classes`)."""
 
     def open_session(self, session: Session) -> None:
         self._session = session
         self._attained = {}
+        self._index = {}
+        self._read = {}
+        self.classes.prune(session.jobs)
 
     # ---- ordering -------------------------------------------------------------------------
 
@@ -86,15 +105,28 @@ class LeastAttainedService:
         return (self.queue_index(job),)
 
     def queue_index(self, job: JobInfo) -> int:
-        """0 for the first (best) queue: attained service below the first threshold."""
-        return bisect.bisect_right(self.thresholds, self.attained(job))
+        """0 for the first (best) queue: attained service below the first threshold. Fixed
+        within a cycle as of when first asked, as `attained` is."""
+        index = self._index.get(job)
+        if index is None:
+            value = self._attained.get(job)
+            index = self._index[job] = \
+                self.classes.of(job, self._now()).index if value is None \
+                else bisect.bisect_right(self.thresholds, value)
+            self._read.setdefault(job, job.running)
+        return index
 
     def attained(self, job: JobInfo) -> float:
-        """GPU-seconds of service the job has had, as of the session's `now`. Computed once
-        per job per cycle, so the order stays fixed within a cycle as tasks come and go."""
-        value = self._attained.get(job.name)
+        """GPU-seconds of service the job has had, as of the session's `now`. Fixed within a
+        cycle as of when the job was first asked about (its class or its service), so the
+        order stays fixed within a cycle as tasks come and go: tasks placed since started
+        at `now` and add nothing; a list the cycle replaced (evictions) is read as it was."""
+        value = self._attained.get(job)
         if value is None:
-            value = self._attained[job.name] = job.attained(self._now())
+            now = self._now()
+            read = self._read.setdefault(job, job.running)
+            value = self._attained[job] = \
+                job.job.attained_gpu_seconds + job.run_service(now, read)
         return value
 
     # ---- for drivers ----------------------------------------------------------------------
@@ -106,21 +138,49 @@ class LeastAttainedService:
         periodic cycles: before it, this plugin orders every job as it does now."""
         if self._session is not session:
             self.open_session(session)
-        best: float | None = None
+        # The kept classes estimate each crossing within `tolerance`; only the jobs whose
+        # estimate comes within that of the soonest are worked out exactly, as before. A job
+        # whose list this cycle replaced, or whose service was read this cycle, is worked
+        # out exactly too: its service is the one read then, its rate the one it has now.
+        now = session.now
+        exact: list[JobInfo] = []
+        estimated: list[tuple[float, JobInfo]] = []
+        read, attained = self._read, self._attained
         for job in session.jobs.values():
-            if not job.running:
+            running = job.running
+            if not running:
                 continue
-            rate = sum(job.job.group(t.ref.group).resources.gpu for t in job.running)
-            if rate <= 0:
+            first = read.get(job)
+            if first is not None and (first is not running or job in attained):
+                exact.append(job)
                 continue
-            attained = self.attained(job)
-            index = bisect.bisect_right(self.thresholds, attained)
-            if index >= len(self.thresholds):
-                continue
-            at = session.now + (self.thresholds[index] - attained) / rate
-            if best is None or at < best:
+            kept = self.classes.of(job, now)
+            if not kept.settled:
+                exact.append(job)
+            elif kept.crossing is not None:
+                estimated.append((kept.crossing, job))
+        if estimated:
+            soonest = min(at for at, _ in estimated)
+            reach = soonest + 2 * tolerance(soonest)
+            exact.extend(job for at, job in estimated if at <= reach)
+        best: float | None = None
+        for job in exact:
+            at = self._crossing(job, now)
+            if at is not None and (best is None or at < best):
                 best = at
         return best
+
+    def _crossing(self, job: JobInfo, now: float) -> float | None:
+        """When the job crosses its next threshold at its current rate, from the service
+        this cycle reads for it (None: never)."""
+        rate = sum(job.job.group(t.ref.group).resources.gpu for t in job.running)
+        if rate <= 0:
+            return None
+        attained = self.attained(job)
+        index = bisect.bisect_right(self.thresholds, attained)
+        if index >= len(self.thresholds):
+            return None
+        return now + (self.thresholds[index] - attained) / rate
 
     def _now(self) -> float:
         if self._session is None:

@@ -1,0 +1,110 @@
+"""Attained-service classes kept between cycles (issue 18): each job's queue index under the
+las plugin's thresholds, with the time before which it cannot change.
+
+A job's attained service is its earlier runs' GPU-seconds plus, for each task it runs now,
+`(now - started) × GPUs`. While the job runs the same tasks (and its spec, which carries the
+earlier runs' service, is the same object) that is a non-decreasing function of the clock
+alone — each term is, and IEEE sums and products round monotonically — so its queue index
+can only move up, and only when it crosses the next threshold. That happens at
+`crossing = t0 + (threshold - attained(t0)) / growth`, `growth` being the GPUs of its
+started tasks. Until a margin before that instant (`_tolerance`, far above the rounding of
+either side) the index read at `t0` is the index at `now`; from then on it is computed
+afresh, exactly as before, every time it is asked. Under backlog a running job is asked for
+its class by every cycle, and crosses a threshold at most once per threshold: the index
+is computed a handful of times per run, not once per cycle.
+
+What the jobs run is recognised without walking their tasks: a job's running tasks change
+only by appending a new task or removing some (`SchedulerModel`, `Session.committed`), so
+the number of tasks and the last one (compared by identity) tell its list apart from any
+it had before. A job that runs a task not yet started, or one stamped after `now`, has no
+crossing worth estimating: it is computed every time.
+
+Pure: no clock; `now` is the session's.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+
+from shoal.api.objects import Job
+from shoal.scheduler.jobs import JobInfo, TaskInfo
+
+
+def tolerance(at: float) -> float:
+    """How far an estimated crossing instant may be from where the exact arithmetic puts
+    it: a millisecond plus a millionth of the instant, many orders above float rounding."""
+    return 1e-3 + 1e-6 * abs(at)
+
+
+@dataclass(slots=True)
+class ServiceClass:
+    """A job's queue index as read at some instant, and for how long it holds."""
+
+    job: Job
+    """The spec read (its earlier runs' service): compared by identity."""
+    count: int
+    last: TaskInfo | None
+    """How many tasks it ran and the last of them (identity): its running list then."""
+    index: int
+    until: float
+    """The index holds for `now < until` (infinity: it never changes while it runs these)."""
+    crossing: float | None
+    """When it reaches its next threshold, estimated within `tolerance`; None: never (the
+    last queue, or nothing started that earns service)."""
+    settled: bool
+    """Whether every task it runs had started by the reading: otherwise neither `until`
+    nor `crossing` can be trusted and the index is read afresh each time."""
+
+    def holds(self, info: JobInfo) -> bool:
+        running = info.running
+        return self.job is info.job and self.count == len(running) \
+            and self.last is (running[-1] if running else None)
+
+
+class ServiceClasses:
+    """Per job, its `ServiceClass`, kept across cycles by the las plugin."""
+
+    def __init__(self, thresholds: tuple[float, ...]) -> None:
+        self.thresholds = thresholds
+        self._classes: dict[JobInfo, ServiceClass] = {}
+
+    def __len__(self) -> int:
+        return len(self._classes)
+
+    def prune(self, live: dict[str, JobInfo]) -> None:
+        """Forget jobs no longer live, once they outnumber the live ones (amortised O(1))."""
+        if len(self._classes) > 2 * len(live) + 1024:
+            kept = set(live.values())
+            self._classes = {job: c for job, c in self._classes.items() if job in kept}
+
+    def of(self, info: JobInfo, now: float) -> ServiceClass:
+        """The job's class, good at `now` (read afresh where the kept one may have moved)."""
+        found = self._classes.get(info)
+        if found is not None and found.holds(info) and found.settled and now < found.until:
+            return found
+        made = self._classes[info] = self._read(info, now)
+        return made
+
+    def _read(self, info: JobInfo, now: float) -> ServiceClass:
+        running = info.running
+        thresholds = self.thresholds
+        attained = info.attained(now)
+        index = bisect.bisect_right(thresholds, attained)
+        growth = 0.0
+        settled = True
+        for task in running:
+            if task.started is None or task.started > now:
+                settled = False
+                break
+            growth += info.job.group(task.ref.group).resources.gpu
+        crossing: float | None = None
+        until = math.inf
+        if not settled:
+            until = now
+        elif index < len(thresholds) and growth > 0:
+            crossing = now + (thresholds[index] - attained) / growth
+            until = crossing - tolerance(crossing)
+        return ServiceClass(info.job, len(running), running[-1] if running else None,
+                            index, until, crossing, settled)
