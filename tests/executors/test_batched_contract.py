@@ -7,17 +7,17 @@ multi-node Ray cluster started on this machine for the whole module (a head and 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from engine_support import Engine, engines
 from executor_support import recorded, spec, wait_until
-from ray_support import RayNodes, namespace_of
+from ray_support import RayNodes
 
 from shoal.executors.contract import Executor, RecordedAttempt
-from shoal.executors.local import LocalExecutor
 from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase, TaskStatus
 
 #: A safety net only: on a loaded machine a batch of actors takes seconds to start.
@@ -27,40 +27,9 @@ GRACE = 1.0
 BATCH = 6
 
 
-@dataclass(frozen=True)
-class Engine:
-    name: str
-    nodes: tuple[str, ...]
-    """The nodes an instance has; a batch's tasks go to each in turn."""
-    start: Callable[[Path], Executor]
-    """A new instance over `root` (the same root: the same engine after a restart)."""
-    cleanup: Callable[[Path], None] = lambda root: None
-
-
-def _local(root: Path) -> Executor:
-    return LocalExecutor(root, grace_period=GRACE, node_names=("node-a", "node-b"))
-
-
 _RAY = RayNodes({"ray-head": {}, "ray-worker": {}})
 RAY_NODES = ("ray-worker", "ray-head")
-
-
-def _ray(root: Path) -> Executor:
-    from shoal.executors.ray_engine import RayExecutor
-
-    _RAY.cluster  # noqa: B018 - started by the first Ray test
-    return RayExecutor(root, namespace=namespace_of(root), grace_period=GRACE)
-
-
-def _ray_cleanup(root: Path) -> None:
-    from shoal.executors.ray_engine import RayExecutor
-
-    if _RAY.started:
-        RayExecutor(root, namespace=namespace_of(root), grace_period=GRACE).close()
-
-
-ENGINES = {"local": Engine("local", ("node-a", "node-b"), _local),
-           "ray": Engine("ray", RAY_NODES, _ray, _ray_cleanup)}
+ENGINES = engines(_RAY, RAY_NODES, GRACE)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -247,7 +216,7 @@ def test_ray_a_batch_spec_on_a_node_ray_does_not_know_is_lost_and_the_others_run
     from shoal.executors.ray_batches import actor_name
     from shoal.executors.ray_engine import RayExecutor
 
-    executor = _ray(root)
+    executor = ENGINES["ray"].start(root)
     assert isinstance(executor, RayExecutor)
     try:
         specs = _batch(ENGINES["ray"], tmp_path)[:3]
@@ -274,4 +243,4 @@ def test_ray_a_batch_spec_on_a_node_ray_does_not_know_is_lost_and_the_others_run
 
             wait_until(retired, timeout=DEADLINE)
     finally:
-        _ray_cleanup(root)
+        ENGINES["ray"].cleanup(root)

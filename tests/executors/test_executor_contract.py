@@ -14,16 +14,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from engine_support import Engine, engines
 from executor_support import recorded, spec, wait_exit, wait_until
-from ray_support import RayNodes, namespace_of
+from ray_support import RayNodes
 
 from shoal.executors.contract import Executor, NodeHealth, RecordedAttempt
-from shoal.executors.local import LocalExecutor
 from shoal.executors.task import RunningTask, TaskPhase
 
 #: A safety net only: on a loaded machine a start can take seconds.
@@ -31,44 +30,10 @@ DEADLINE = 60.0
 GRACE = 1.0
 
 
-@dataclass(frozen=True)
-class Engine:
-    name: str
-    nodes: tuple[str, ...]
-    """The nodes an instance has; tasks are launched on the first."""
-    start: Callable[[Path], Executor]
-    """A new instance over `root` (the same root: the same engine after a restart)."""
-    cleanup: Callable[[Path], None] = lambda root: None
-    """Ends what a test left running on the engine (its instances over `root`)."""
-
-
-def _local(root: Path) -> Executor:
-    return LocalExecutor(root, grace_period=GRACE, node_names=("node-a", "node-b"))
-
-
-# ---- Ray: one real multi-node cluster on this machine for the whole module ----------------
-
 #: A head and a worker with 4 fake GPUs (a node resource only: Shoal assigns indices).
 _RAY = RayNodes({"ray-head": {}, "ray-gpu": {"num_gpus": 4}})
 RAY_NODES = ("ray-gpu", "ray-head")
-
-
-def _ray(root: Path) -> Executor:
-    from shoal.executors.ray_engine import RayExecutor
-
-    _RAY.cluster  # noqa: B018 - started by the first Ray test
-    return RayExecutor(root, namespace=namespace_of(root), grace_period=GRACE)
-
-
-def _ray_cleanup(root: Path) -> None:
-    from shoal.executors.ray_engine import RayExecutor
-
-    if _RAY.started:
-        RayExecutor(root, namespace=namespace_of(root), grace_period=GRACE).close()
-
-
-ENGINES = {"local": Engine("local", ("node-a", "node-b"), _local),
-           "ray": Engine("ray", RAY_NODES, _ray, _ray_cleanup)}
+ENGINES = engines(_RAY, RAY_NODES, GRACE)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -373,7 +338,7 @@ def test_ray_runs_each_attempt_on_exactly_the_node_shoal_chose(root: Path,
 
     from shoal.executors.ray_engine import NODE_LABEL, RayExecutor, actor_name
 
-    executor = _ray(root)
+    executor = ENGINES["ray"].start(root)
     assert isinstance(executor, RayExecutor)
     try:
         ids = {n["Labels"][NODE_LABEL]: n["NodeID"] for n in ray.nodes() if n["Alive"]}
@@ -405,4 +370,4 @@ def test_ray_runs_each_attempt_on_exactly_the_node_shoal_chose(root: Path,
         assert nowhere.pid == 0
         assert executor.poll(nowhere).phase is TaskPhase.LOST
     finally:
-        _ray_cleanup(root)
+        ENGINES["ray"].cleanup(root)

@@ -13,10 +13,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup, VirtualCluster
+from shoal.api import Job, Resources, SchedulerName, TaskGroup
 from shoal.scheduler import Profile
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
+
+from .lockstep import twins_on_small_nodes
 
 QUEUES = ("a", "b", "c")
 SHAPES = st.tuples(st.integers(1, 3), st.integers(1, 2), st.booleans(), st.booleans())
@@ -53,15 +55,9 @@ def test_class_walk_decides_as_a_full_walk(
         nodes: int, jobs: list[tuple[str, tuple[int, int, bool, int]]],
         steps: list[tuple[bool, int, list[tuple[str, tuple[int, int, bool, int]]]]],
         profile: str) -> None:
-    chosen = Profile.load(profile)
-    hooks = Hooks(chosen.plugins())
-    node_list = [Node(f"n{i}", Resources.of(cpu=8_000, memory=64_000)) for i in range(nodes)]
-    vcs = [VirtualCluster(q) for q in QUEUES]
-    live, fresh = SchedulerModel(node_list, vcs), SchedulerModel(node_list, vcs)
-    fresh.incremental = False
     made = [make_job(f"j{i:03d}", q, s, float(i)) for i, (q, s) in enumerate(jobs)]
-    live.add_jobs(made)
-    fresh.add_jobs(made)
+    twins = twins_on_small_nodes(profile, nodes, QUEUES, made)
+    chosen, hooks, live, fresh = twins.profile, twins.hooks, twins.live, twins.fresh
     bound: dict[str, None] = {}
     """Jobs that got a task bound, in order: the first ones end first."""
     count = len(made)

@@ -12,8 +12,6 @@ does), which must not change what later cycles decide.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +19,7 @@ from shoal.api import Decisions
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
 
+from .lockstep import change_both
 from .strategies import PROFILE_NAMES, World, worlds
 
 CHECKS = settings(max_examples=150, deadline=None)
@@ -61,25 +60,4 @@ def test_incremental_cycles_decide_as_a_full_walk(world: World, data: st.DataObj
         kinds = {p.reason.kind.value for p in want.pending}
         event(f"{world.profile_name}: {'Blocked' if 'Blocked' in kinds else 'no line'}, "
               f"{'binds' if want.binds else 'no binds'}")
-        # Between cycles: a running job ends, or a task is evicted, or one more job of
-        # the same shape as a waiting one arrives; or the clock moves on.
-        change = data.draw(st.sampled_from(["none", "finish", "evict", "arrive"]),
-                           label="change")
-        running = sorted(name for name, info in live.jobs.items() if info.running)
-        if change == "finish" and running:
-            name = data.draw(st.sampled_from(running), label="finished")
-            live.remove_job(name)
-            fresh.remove_job(name)
-        elif change == "evict" and running:
-            name = data.draw(st.sampled_from(running), label="evicted")
-            ref = live.jobs[name].running[0].ref
-            live.release_task(ref)
-            fresh.release_task(ref)
-        elif change == "arrive" and later:
-            template = data.draw(st.sampled_from(later), label="template")
-            job = replace(template, name=f"{template.name}-again{step}",
-                          submitted=template.submitted + 0.5)
-            live.add_job(job)
-            fresh.add_job(job)
-        live.now = fresh.now = live.now + data.draw(st.sampled_from([1.0, 60.0, 3600.0]),
-                                                      label="elapsed")
+        change_both(data, live, fresh, later, step)

@@ -15,17 +15,16 @@ skipped by the report when nothing in them moved — and where jobs join them in
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from shoal.api import Decisions, Node, Resources, VirtualCluster
+from shoal.api import Decisions
 from shoal.scheduler import Profile
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.reason_report import ReasonLedger
 from shoal.scheduler.session import Hooks, Session
 
+from .lockstep import change_both, twins_on_small_nodes
 from .strategies import PROFILE_NAMES, World, worlds
 from .test_class_walk import QUEUES, SHAPES, make_job
 
@@ -73,26 +72,7 @@ def test_reported_changes_add_up_to_every_reason(world: World, data: st.DataObje
         want = closed(fresh, hooks, world.profile)
         assert moves(got) == moves(want), f"cycle {step}"
         assert ledger.table == want.pending_by_job(), f"cycle {step}"
-        change = data.draw(st.sampled_from(["none", "finish", "evict", "arrive"]),
-                           label="change")
-        running = sorted(name for name, info in live.jobs.items() if info.running)
-        if change == "finish" and running:
-            name = data.draw(st.sampled_from(running), label="finished")
-            live.remove_job(name)
-            fresh.remove_job(name)
-        elif change == "evict" and running:
-            name = data.draw(st.sampled_from(running), label="evicted")
-            ref = live.jobs[name].running[0].ref
-            live.release_task(ref)
-            fresh.release_task(ref)
-        elif change == "arrive" and later:
-            template = data.draw(st.sampled_from(later), label="template")
-            job = replace(template, name=f"{template.name}-again{step}",
-                          submitted=template.submitted + 0.5)
-            live.add_job(job)
-            fresh.add_job(job)
-        live.now = fresh.now = live.now + data.draw(st.sampled_from([1.0, 60.0, 3600.0]),
-                                                      label="elapsed")
+        change_both(data, live, fresh, later, step)
 
 
 FEW_SHAPES = st.one_of(st.sampled_from([(2, 1, True, False), (3, 2, True, False)]), SHAPES)
@@ -114,15 +94,9 @@ def test_long_class_lines_are_reported_by_what_moved(
         nodes: int, jobs: list[tuple[str, tuple[int, int, bool, int]]],
         steps: list[tuple[int, list[tuple[str, tuple[int, int, bool, int]]], bool, bool]],
         profile: str) -> None:
-    chosen = Profile.load(profile)
-    hooks = Hooks(chosen.plugins())
-    node_list = [Node(f"n{i}", Resources.of(cpu=8_000, memory=64_000)) for i in range(nodes)]
-    vcs = [VirtualCluster(q) for q in QUEUES]
-    live, fresh = SchedulerModel(node_list, vcs), SchedulerModel(node_list, vcs)
-    fresh.incremental = False
     made = [make_job(f"j{i:03d}", q, s, float(i)) for i, (q, s) in enumerate(jobs)]
-    live.add_jobs(made)
-    fresh.add_jobs(made)
+    twins = twins_on_small_nodes(profile, nodes, QUEUES, made)
+    chosen, hooks, live, fresh = twins.profile, twins.hooks, twins.live, twins.fresh
     ledger = ReasonLedger()
     bound: dict[str, None] = {}
     count = len(made)
