@@ -8,7 +8,7 @@ job whose every task has then ended, and that `completion.judge` ends, ends in t
 transaction: a burst of short jobs costs one store transaction per poll, not two per job.
 Every other end (a failure and its retries, a stopped or evicted task, a lost one, a job
 that succeeded while tasks of it still run) takes the path of one task at a time, whose
-causes and decisions `ControlPlane._task_ended` owns. Should the batch raise, its tasks take
+causes and decisions `shoal.control.task_ends` owns. Should the batch raise, its tasks take
 that path too, one at a time, so that one end that cannot be recorded stops no other.
 """
 

@@ -23,10 +23,14 @@ Order of effects. A cycle's binds are persisted in one transaction *before* any 
 each launch is idempotent per (task, attempt), the attempt being the store's bind count. So
 a crash between persisting and launching launches the task at restart, and a crash between
 launching and recording RUNNING re-adopts the process instead of starting a second one. The
-launches are `shoal.control.launches`': each bind on its own, only while the store holds it
-BOUND, so that one failed launch never stops or corrupts the others; the starts of a
-cycle's launches are then recorded RUNNING in one transaction. Polling and recording how
-tasks ended is `shoal.control.exits`' (a poll's successes in one transaction).
+launches are `shoal.control.launches`': a cycle's bound tasks, checked on this thread, go to
+the engine as one batch (`Executor.launch_many`) on a launch worker
+(`shoal.control.inflight`) while the loop goes on serving, one failed launch stopping or
+corrupting none of the others; the batch's starts are recorded RUNNING in one transaction
+when its results are in, and whatever stops, evicts or fails a task first takes up the
+batches in flight. Polling and recording how tasks ended is `shoal.control.exits`' (a poll's
+successes in one transaction); deciding what one task's end means,
+`shoal.control.task_ends`'.
 
 Ending a job is `shoal.control.completion`'s decision (OpenPAI's rules, pure): a task that
 ends badly — non-zero exit, signal, LOST, a failed launch — is retried in place while its
@@ -63,40 +67,36 @@ from shoal.api import (
     PendingReason,
     PriorityClass,
     TaskRef,
-    TaskState,
     VirtualCluster,
 )
 from shoal.api.decisions import Decisions, Reserve
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
-from shoal.control.completion import Decision, Verdict
 from shoal.control.endpoints import Endpoints, TaskPorts
 from shoal.control.exits import Exiting
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
-from shoal.control.gang_restart import GangRestarting, lost_detail
 from shoal.control.handover import Handover
 from shoal.control.inflight import LaunchFlights
 from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
 from shoal.control.launches import Launching
-from shoal.control.launching import NodeAddresses, describe, exit_code_of, retry_reason
+from shoal.control.launching import NodeAddresses
 from shoal.control.membership import Membership
 from shoal.control.node_watch import NodeWatch, NodeWatching
 from shoal.control.records import MasterPorts
 from shoal.control.scale_up import ScaleUpHook, shortfall
 from shoal.control.stopping import Tracked
+from shoal.control.task_ends import TaskEnding
 from shoal.control.usage_charge import UsageKeeper
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
 from shoal.executors.contract import Executor
-from shoal.executors.task import TaskStatus
 from shoal.scheduler.actions.enqueue import AdmissionCheck
 from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.store import NotFoundError, Repository
-from shoal.store.stops import FailedTask
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
+class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -529,73 +529,6 @@ class ControlPlane(Launching, GangRestarting, NodeWatching, Exiting):
         now = self.clock()
         if self.scale_up is not None and self.scale_up.ready(now):
             self.scale_up.consider(shortfall(self.model, self._waiting.all(), now))
-
-    # ---- task ends (polling is `shoal.control.exits`') -------------------------------------
-
-    def _task_ended(self, ref: TaskRef, tracked: Tracked, status: TaskStatus) -> None:
-        how, code = describe(status), exit_code_of(status)
-        if self._handover.is_evicting(ref):
-            ready = self._handover.stopped(ref)
-            if ref.job in self._ending:
-                self._stopped(ref, how, code)
-                self._maybe_end(ref.job)
-            else:
-                self._evicted_stopped(ref, how, code)
-            self._launch_ready(ready)
-        elif ref.job in self._ending or tracked.state is TaskState.RELEASING:
-            self._stopped(ref, how, code)
-            self._maybe_end(ref.job)
-        elif status.task_state() is TaskState.SUCCEEDED:
-            self.repository.transition_task(ref, TaskState.SUCCEEDED, f"process {how}",
-                                            exit_code=code)
-            self.model.task_succeeded(ref)
-            self._settle(ref.job)
-        else:
-            self._task_failed(ref, f"process {how}", code, retry_reason(status),
-                              lost_detail(status))
-
-    def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str,
-                     lost: str | None = None) -> None:
-        """Retry the task in place or with its gang (`lost`: it was lost, and the detail,
-        `shoal.control.gang_restart`), or record it FAILED and apply what that decides."""
-        job = self.repository.get_job(ref.job)
-        if job is None:
-            return
-        decision = completion.on_failure(job, ref, how, lost=lost)
-        failed = FailedTask(ref, cause, code)
-        if decision.verdict is Verdict.RESTART_GANG:
-            self._restart_gang(failed, decision.cause)
-        elif decision.verdict is Verdict.RETRY_TASK:
-            self.repository.retry_task(failed, decision.cause)
-            log.info("task %s: %s", ref, decision.cause)
-            self._requeue(ref)
-            # An elastic job's retried surplus task is not waited for: it may end the job.
-            self._apply(ref.job, completion.after_retry(job, ref))
-        elif decision.verdict is Verdict.NOTHING:
-            self.repository.transition_task(ref, TaskState.FAILED, cause, exit_code=code)
-            self._finish_task(ref)
-        else:
-            self._apply(ref.job, decision, failed)
-
-    def _requeue(self, ref: TaskRef) -> None:
-        """Give a retried task's resources back and have the scheduler place it again."""
-        try:
-            self.model.release_task(ref)
-        except KeyError:  # it held nothing in the model: it only needs to be wanted again
-            info = self.model.jobs.get(ref.job)
-            if info is not None:
-                info.give_back(ref.group, ref.index)
-                self.model.waiting[ref.job] = info
-        self.wake.set()
-
-    def _finish_task(self, ref: TaskRef) -> None:
-        self.model.finish_task(ref)
-
-    def _apply(self, name: str, decision: Decision, failed: FailedTask | None = None) -> None:
-        final = {Verdict.SUCCEED: JobState.SUCCEEDED, Verdict.FAIL: JobState.FAILED,
-                 Verdict.RETRY_JOB: JobState.PENDING}.get(decision.verdict)
-        if final is not None:
-            self._teardown(name, final, decision.cause, failed)
 
     # ---- stopping jobs ----------------------------------------------------------------------
 
