@@ -32,6 +32,7 @@ from shoal.api import (
     Bind,
     Job,
     JobState,
+    SchedulerName,
     Task,
     TaskRef,
     TaskState,
@@ -179,7 +180,7 @@ class TaskBatches:
             return stored
         pending = {jobs[name][0]: name for name in touched
                    if jobs[name][1] is JobState.PENDING}
-        specs = self._jobs_without_tasks(s, pending)
+        specs = self._gangs(s, pending)
         held: dict[str, list[Task]] = {name: [] for name in pending.values()}
         for ref, state in states.items():
             if ref.job in held and state in (TaskState.BOUND, TaskState.RUNNING):
@@ -233,16 +234,21 @@ class TaskBatches:
         return jobs, out
 
     @staticmethod
-    def _jobs_without_tasks(s: Session, names: dict[int, str]) -> dict[int, Job]:
-        """These jobs as stored, their tasks left out (a gang's minimum needs the spec
-        only)."""
+    def _gangs(s: Session, names: dict[int, str]) -> dict[int, Job]:
+        """These jobs as far as their gang goes (groups, scheduler, `minAvailable`,
+        elasticity: what `Job.gang_met` reads), the rest of them left out: read as columns,
+        not rows, since loading whole rows was half of a burst's batch."""
         ids = sorted(names)
         out: dict[int, Job] = {}
         for first in range(0, len(ids), CHUNK):
-            for row in s.scalars(select(JobRow).where(JobRow.id.in_(ids[first:first + CHUNK]))):
-                out[row.id] = convert.job_from_row(row, with_tasks=False)
-        # Read only: the writes go through Core, and the session must not flush stale copies.
-        s.expunge_all()
+            found = s.execute(
+                select(JobRow.id, JobRow.spec, JobRow.scheduler_name, JobRow.min_available,
+                       JobRow.elastic).where(JobRow.id.in_(ids[first:first + CHUNK])))
+            for job_id, spec, scheduler, min_available, elastic in found:
+                out[job_id] = Job(names[job_id], tuple(convert.group_from_dict(g) for g in spec),
+                                  scheduler_name=SchedulerName(scheduler),
+                                  min_available=min_available,
+                                  elastic=convert.elastic_from_json(elastic))
         return out
 
     def record_starts(self, starts: Sequence[TaskStart]) -> tuple[TaskRef, ...]:
