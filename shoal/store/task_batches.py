@@ -11,9 +11,9 @@ or of a job or task the store does not hold, raises and stores none of the batch
 same refusals, in the same order, as the unit of work that evictions and partial
 admissions still go through (`Repository._record_binds_one_by_one`).
 
-Starts and exits never let one task poison the others: a task the store does not hold in the state
-the move needs (a stop moved it meanwhile) is left out and returned, and the rest is
-recorded. The caller records what was left out on its own (`Repository.transition_task`),
+Starts and exits never let one task poison the others: a task the store does not hold in
+the state the move needs (a stop moved it meanwhile) is left out and returned, and the rest
+is recorded. The caller records what was left out on its own (`Repository.transition_task`),
 and falls back to one transaction per task should a whole batch raise.
 """
 
