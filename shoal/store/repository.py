@@ -72,6 +72,7 @@ from shoal.store.models import (
 from shoal.store.nodes import NodeInventory
 from shoal.store.stops import Stops
 from shoal.store.task_batches import JOB_STATE, TASK_STATE, TaskBatches
+from shoal.store.task_batches import TaskRecord as _TaskRecord
 from shoal.store.usage import UsageRecords
 
 SUBMITTED = "Submitted"
@@ -80,6 +81,8 @@ PARTIALLY_ADMITTED = "PartiallyAdmitted"
 """The scheduler admitted the job with fewer replicas of a group (Kueue's partial admission):
 its stored size became the admitted one."""
 """Why the scheduler left the job waiting (its pending reason), recorded when it changes."""
+TaskRecord = _TaskRecord
+"""Made where binds are batched (`task_batches`); the control plane knows it from here."""
 _INSERT_JOB = insert(JobRow).returning(JobRow.id)
 _INSERT_EVENT = insert(EventRow)
 
@@ -101,21 +104,6 @@ def _insert_tasks() -> Insert:
 
 
 _INSERT_TASKS = _insert_tasks()
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRecord:
-    """One task as the store has it, with the process fields a restart needs to re-adopt it
-    (pid, start time, attempt count, exit code), which `Task` values do not carry."""
-
-    ref: TaskRef
-    state: TaskState
-    node: str | None
-    gpus: tuple[int, ...]
-    pid: int | None
-    pid_start_time: float | None
-    attempts: int
-    exit_code: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +259,21 @@ class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageR
         (never started: they never will). Bound tasks → BOUND on their node and GPUs, and
         each job whose gang minimum is now held → RUNNING. Any bad move stores none of
         them. Returns the bound tasks' records as stored, so that their launch needs no
-        read."""
+        read.
+
+        A cycle of binds alone (a burst's) is written as one batch of statements
+        (`TaskBatches._bind_batch`); one that evicts or admits partially goes through the
+        unit of work, moving its tasks one by one."""
+        if not evictions and not admissions:
+            with self.store.sessions.begin() as s:
+                return self._bind_batch(s, binds, cause)
+        return self._record_binds_one_by_one(binds, cause, evictions, admissions)
+
+    def _record_binds_one_by_one(self, binds: Sequence[Bind], cause: str,
+                                 evictions: Sequence[Evict] = (),
+                                 admissions: Sequence[Resize] = ()
+                                 ) -> dict[TaskRef, TaskRecord]:
+        """`record_binds` through the unit of work: each task moved by `_move_task`."""
         with self.store.sessions.begin() as s:
             # Every job the cycle touched, read (and locked) at once: a burst binds a task
             # of hundreds of jobs, and two queries per job were most of this transaction.

@@ -1,14 +1,19 @@
-"""Batched task writes: the starts of a cycle's launches, and the successes one poll of the
-executor saw, each recorded in one transaction (a base class of `Repository`).
+"""Batched task writes: a cycle's binds, the starts of its launches, and the successes one
+poll of the executor saw, each recorded in one transaction (a base class of `Repository`).
 
 A burst of launches used to cost one ORM unit of work per task state change — half of the
 server's time. Here the rows are read once, the moves checked against the task lifecycle
 in Python, and written with SQLAlchemy Core executemany statements (tasks, jobs' `updated`,
 events): one transaction, a few statements, whatever the batch's size.
 
-A batch never lets one task poison the others: a task the store does not hold in the state
-the move needs (a stop moved it meanwhile) is left out and returned, and the rest is
-recorded. The caller records what was left out on its own (`Repository.transition_task`),
+Binds are all or nothing (`Repository.record_binds`' promise): a bind the lifecycle refuses,
+or of a job or task the store does not hold, raises and stores none of the batch — the
+same refusals, in the same order, as the unit of work that evictions and partial
+admissions still go through (`Repository._record_binds_one_by_one`).
+
+Starts and exits never let one task poison the others: a task the store does not hold in
+the state the move needs (a stop moved it meanwhile) is left out and returned, and the rest
+is recorded. The caller records what was left out on its own (`Repository.transition_task`),
 and falls back to one transaction per task should a whole batch raise.
 """
 
@@ -18,13 +23,24 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import JSON, bindparam, insert, select, update
 from sqlalchemy.orm import Session, selectinload
 
-from shoal.api import JOB_LIFECYCLE, TASK_LIFECYCLE, Job, JobState, TaskRef, TaskState
+from shoal.api import (
+    JOB_LIFECYCLE,
+    TASK_LIFECYCLE,
+    Bind,
+    Job,
+    JobState,
+    SchedulerName,
+    Task,
+    TaskRef,
+    TaskState,
+)
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.store import convert
 from shoal.store.engine import Store
+from shoal.store.errors import NotFoundError
 from shoal.store.models import EventRow, JobRow, TaskRow
 
 JOB_STATE = "JobStateChanged"
@@ -38,11 +54,33 @@ _START_TASKS = (update(TaskRow).where(TaskRow.id == bindparam("task_id"))
                         pid_start_time=bindparam("new_start")))
 _END_TASKS = (update(TaskRow).where(TaskRow.id == bindparam("task_id"))
               .values(state=bindparam("new_state"), exit_code=bindparam("new_code")))
+_BIND_TASKS = (update(TaskRow).where(TaskRow.id == bindparam("task_id"))
+               .values(state=TaskState.BOUND.value, node=bindparam("new_node"),
+                       gpus=bindparam("new_gpus", type_=JSON),
+                       started=bindparam("now"), attempts=bindparam("new_attempts"),
+                       exit_code=None))
+_RUN_JOBS = update(JobRow).where(JobRow.id == bindparam("job_id")).values(
+    state=JobState.RUNNING.value, updated=bindparam("now"), ended=None)
 _TOUCH_JOBS = update(JobRow).where(JobRow.id == bindparam("job_id")).values(
     updated=bindparam("now"))
 _END_JOBS = update(JobRow).where(JobRow.id == bindparam("job_id")).values(
     state=bindparam("new_state"), updated=bindparam("now"), ended=bindparam("now"),
     stopping=None, stop_cause=None)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task as the store has it, with the process fields a restart needs to re-adopt it
+    (pid, start time, attempt count, exit code), which `Task` values do not carry."""
+
+    ref: TaskRef
+    state: TaskState
+    node: str | None
+    gpus: tuple[int, ...]
+    pid: int | None
+    pid_start_time: float | None
+    attempts: int
+    exit_code: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +130,126 @@ class _Row:
     attempts: int
 
 
+@dataclass(frozen=True, slots=True)
+class _BindRow:
+    task_id: int
+    job_id: int
+    state: TaskState
+    attempts: int
+    pid: int | None
+    pid_start_time: float | None
+
+
 class TaskBatches:
     """`Repository` supplies the store and the clock."""
 
     store: Store
     clock: Callable[[], float]
+
+    def _bind_batch(self, s: Session, binds: Sequence[Bind], cause: str
+                    ) -> dict[TaskRef, TaskRecord]:
+        """Bind these tasks in `s`'s transaction: each PENDING → BOUND on its node and GPUs
+        (a new attempt, bound now, no exit code yet), an event each, and each job whose gang
+        minimum is now held PENDING → RUNNING. Raises, writing nothing, at the first bind
+        the store cannot take. Returns the bound tasks' records as stored."""
+        now = self.clock()
+        jobs, rows = self._bind_rows(s, {bind.task.job for bind in binds})
+        states = {ref: row.state for ref, row in rows.items()}
+        touched: dict[str, None] = {}  # the jobs in the order their first bind came
+        tasks: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        stored: dict[TaskRef, TaskRecord] = {}
+        for bind in binds:
+            ref = bind.task
+            if ref.job not in jobs:
+                raise NotFoundError(f"no job {ref.job!r}")
+            row = rows.get(ref)
+            if row is None:
+                raise NotFoundError(f"no task {ref}")
+            # Against the state this batch left it in: the same task twice is refused.
+            move = TASK_LIFECYCLE.move(states[ref], TaskState.BOUND, cause)
+            states[ref] = TaskState.BOUND
+            touched[ref.job] = None
+            tasks.append({"task_id": row.task_id, "new_node": bind.node,
+                          "new_gpus": list(bind.gpus), "now": now,
+                          "new_attempts": row.attempts + 1})
+            events.append(_event(row.job_id, ref, now, move.source, TaskState.BOUND, cause))
+            stored[ref] = TaskRecord(ref, TaskState.BOUND, bind.node, tuple(bind.gpus),
+                                     row.pid, row.pid_start_time, row.attempts + 1, None)
+        if not tasks:
+            return stored
+        pending = {jobs[name][0]: name for name in touched
+                   if jobs[name][1] is JobState.PENDING}
+        specs = self._gangs(s, pending)
+        held: dict[str, list[Task]] = {name: [] for name in pending.values()}
+        for ref, state in states.items():
+            if ref.job in held and state in (TaskState.BOUND, TaskState.RUNNING):
+                held[ref.job].append(Task(ref.job, ref.group, ref.index, state))
+        running: list[dict[str, Any]] = []
+        touches: list[dict[str, Any]] = []
+        for name in touched:
+            job_id, job_state = jobs[name]
+            job = specs.get(job_id)
+            if job is None or not job.gang_met(held[name]):
+                touches.append({"job_id": job_id, "now": now})
+                continue
+            why = (f"{len(held[name])} of {job.replicas} tasks bound "
+                   f"(gang minimum {job.gang_minimum}): {cause}")
+            move_job = JOB_LIFECYCLE.move(job_state, JobState.RUNNING, why)
+            running.append({"job_id": job_id, "now": now})
+            events.append({"job_id": job_id, "task": None, "time": now, "kind": JOB_STATE,
+                           "source_state": move_job.source.value,
+                           "target_state": JobState.RUNNING.value, "cause": why})
+        connection = s.connection()
+        connection.execute(_BIND_TASKS, tasks)
+        if running:
+            connection.execute(_RUN_JOBS, running)
+        if touches:
+            connection.execute(_TOUCH_JOBS, touches)
+        connection.execute(_INSERT_EVENTS, events)
+        return stored
+
+    @staticmethod
+    def _bind_rows(s: Session, names: set[str]
+                   ) -> tuple[dict[str, tuple[int, JobState]], dict[TaskRef, _BindRow]]:
+        """These jobs' ids and states, and every task row of theirs, locking the jobs' rows
+        in name order as the one-job writers lock theirs."""
+        ordered = sorted(names)
+        jobs: dict[str, tuple[int, JobState]] = {}
+        out: dict[TaskRef, _BindRow] = {}
+        for first in range(0, len(ordered), CHUNK):
+            chunk = ordered[first:first + CHUNK]
+            for job_id, name, state in s.execute(
+                    select(JobRow.id, JobRow.name, JobRow.state).where(JobRow.name.in_(chunk))
+                    .order_by(JobRow.name).with_for_update()):
+                jobs[name] = (job_id, JobState(state))
+            found = s.execute(
+                select(JobRow.name, TaskRow.id, TaskRow.job_id, TaskRow.group_name,
+                       TaskRow.task_index, TaskRow.state, TaskRow.attempts, TaskRow.pid,
+                       TaskRow.pid_start_time)
+                .join(TaskRow, TaskRow.job_id == JobRow.id).where(JobRow.name.in_(chunk)))
+            for name, task_id, job_id, group, index, state, attempts, pid, start in found:
+                out[TaskRef(name, group, index)] = _BindRow(task_id, job_id, TaskState(state),
+                                                            attempts, pid, start)
+        return jobs, out
+
+    @staticmethod
+    def _gangs(s: Session, names: dict[int, str]) -> dict[int, Job]:
+        """These jobs as far as their gang goes (groups, scheduler, `minAvailable`,
+        elasticity: what `Job.gang_met` reads), the rest of them left out: read as columns,
+        not rows, since loading whole rows was half of a burst's batch."""
+        ids = sorted(names)
+        out: dict[int, Job] = {}
+        for first in range(0, len(ids), CHUNK):
+            found = s.execute(
+                select(JobRow.id, JobRow.spec, JobRow.scheduler_name, JobRow.min_available,
+                       JobRow.elastic).where(JobRow.id.in_(ids[first:first + CHUNK])))
+            for job_id, spec, scheduler, min_available, elastic in found:
+                out[job_id] = Job(names[job_id], tuple(convert.group_from_dict(g) for g in spec),
+                                  scheduler_name=SchedulerName(scheduler),
+                                  min_available=min_available,
+                                  elastic=convert.elastic_from_json(elastic))
+        return out
 
     def record_starts(self, starts: Sequence[TaskStart]) -> tuple[TaskRef, ...]:
         """Record these starts in one transaction: each task RUNNING with its pid and start
