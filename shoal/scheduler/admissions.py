@@ -8,9 +8,9 @@ candidates list, anything that reads the blocked lines or the reasons) drains th
 and then sees exactly what judging every job up front gave. Only jobs that waited when the
 walk began are judged, as a list taken then would hold.
 
-A report of reasons under strict FIFO needs no drain: it asks `unjudged` for the jobs it
-visits behind the head, which gives what judging them would, without writing any reason
-(`shoal.scheduler.strict_line`).
+A report of reasons under strict FIFO needs no drain: it asks the verdict's `refusal` for
+the jobs it visits behind the head, which gives what judging them would, without writing
+any reason or admitting any job (`shoal.scheduler.strict_line`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ class Admissions:
         self._waiting = waiting
         self.verdict = verdict
         self.refusal = refusal
-        """The verdict's reason without writing it (None: not known; `unjudged` then
-        cannot be asked)."""
+        """The verdict's reason without writing it (None: not known)."""
         self._at: tuple[float, str] | None = None
         """Where the walk is: the submission key of the last job judged."""
         self.done = False
@@ -58,15 +57,10 @@ class Admissions:
         """The submission key of the last job judged (None: none yet)."""
         return self._at
 
-    def unjudged(self, job: JobInfo) -> tuple[bool, PendingReason | None]:
-        """For a waiting job after `at`, not judged yet: whether judging it would let it
-        through, and its reason then (unchanged when it would not be judged at all, or
-        is turned away by the reason it has). Nothing is written or admitted."""
-        assert self.refusal is not None
-        if not job.pending or job in self._joined or job.reason is not None:
-            return False, job.reason
-        reason = self.refusal(job)
-        return reason is None, reason
+    @property
+    def joined(self) -> set[JobInfo]:
+        """Jobs that started waiting after the walk began: never judged."""
+        return self._joined
 
     def next(self) -> JobInfo | None:
         """The next job let through, or None when none is left. Jobs may be placed (and

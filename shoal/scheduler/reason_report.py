@@ -33,7 +33,7 @@ compare every waiting job instead — the same answer, at `close`'s cost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -169,7 +169,7 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
     state = ReportState(model, waiting.cleared, bool(session.closed), frozenset(held_back),
                         spans, strict)
     read: Callable[[JobInfo], PendingReason | None] | None = \
-        line.reason_of if line is not None else None
+        line.reader() if line is not None else None
     if fresh or last is None or (line is not None and (strict is None or strict != last.strict)):
         return _changes(session, ledger, state, _everyone(waiting, ledger), read)
     spanned: dict[JobInfo, PendingReason] = {}
@@ -215,9 +215,13 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
 
 
 def _everyone(waiting: dict[str, JobInfo], ledger: ReasonLedger
-              ) -> list[tuple[str, JobInfo | None]]:
-    """Every waiting job, and every job the ledger has a reason for that no longer waits."""
-    return [*waiting.items(), *((n, None) for n in ledger.table if n not in waiting)]
+              ) -> Iterator[tuple[str, JobInfo | None]]:
+    """Every waiting job, and every job the ledger has a reason for that no longer waits.
+    Walked, not listed: a list of a backlog's pairs costs a full garbage collection."""
+    yield from waiting.items()
+    for name in ledger.table:
+        if name not in waiting:
+            yield name, None
 
 
 def _write_what_moved(part: Range, lazy: UnwrittenReasons, last: dict[int, Spans],

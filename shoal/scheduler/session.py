@@ -170,7 +170,7 @@ class Session:
 
     def admit_lazily(self, verdict: Verdict, refusal: Refusal | None = None) -> None:
         """The enqueue action's admissions, judged as far as a reader walks them;
-        `refusal`: the verdict's reason without writing it (`Admissions.unjudged`)."""
+        `refusal`: the verdict's reason without writing it (`shoal.scheduler.strict_line`)."""
         self.admissions = Admissions(self.model.waiting, verdict, self._candidates,
                                      self.joined, refusal)
 

@@ -6,9 +6,10 @@ then waits `Blocked` behind it — unless the enqueue action turns it away, or i
 away by the reason it already has. Writing that out job by job (`StrictLine.__call__`, for
 readers of `Session.blocked` or `Session.candidates`) costs what the line holds, each cycle.
 
-A report of reasons (`shoal.scheduler.reason_report`) reads the line instead: `reason_of`
-gives a job's reason as writing the line out would, without writing it (a written reason is
-reset and looked at again next cycle) and without judging the jobs it does not ask about.
+A report of reasons (`shoal.scheduler.reason_report`) reads the line instead: its reader
+(`StrictLine.reader`) gives a job's reason as writing the line out would, without writing
+it (a written reason is reset and looked at again next cycle) and without judging the jobs
+it does not ask about.
 The report leaves its ledger the line's `LineSpan`; while the next cycle's line has the same
 span — the same head at the same place, blocked with the same reason, and the enqueue
 action's verdicts standing (`ClassVerdicts.generation`, every virtual cluster's jobs
@@ -23,10 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shoal.api.decisions import PendingReason
-from shoal.scheduler.admissions import Admissions
 from shoal.scheduler.job_classes import classable
 from shoal.scheduler.jobs import JobInfo
-from shoal.scheduler.waiting import submission_order
 
 if TYPE_CHECKING:
     from shoal.scheduler.session import Session
@@ -63,8 +62,8 @@ class StrictLine:
         self._write(candidates)
 
     def readable(self) -> bool:
-        """Whether `reason_of` can be asked: the admissions' verdict is known without
-        writing it."""
+        """Whether a `reader` can be had: the admissions' verdict is known without writing
+        it."""
         admissions = self._session.admissions
         return admissions is not None and admissions.refusal is not None
 
@@ -72,18 +71,28 @@ class StrictLine:
         """The jobs let through before the walk stopped and left behind the head."""
         return self._behind
 
-    def reason_of(self, job: JobInfo) -> PendingReason | None:
-        """The job's reason as writing out the line would leave it; None where the line
-        does not write it (the job's own stands). For a waiting job."""
+    def reader(self) -> Callable[[JobInfo], PendingReason | None]:
+        """Gives a waiting job's reason as writing out the line now would leave it, or None
+        where the line writes none (the job's own stands), without judging any other job or
+        writing anything. For one report: what it reads of the admissions is taken now."""
         admissions = self._session.admissions
-        assert isinstance(admissions, Admissions)
-        if job in self._behind_set:
-            return self.reason
-        at = admissions.at
-        if admissions.done or at is None or submission_order(job) <= at:
-            return None  # judged by the walk: what it wrote stands
-        admitted, reason = admissions.unjudged(job)
-        return self.reason if admitted else reason
+        assert admissions is not None and admissions.refusal is not None
+        behind, blocked = self._behind_set, self.reason
+        at, joined, refusal = admissions.at, admissions.joined, admissions.refusal
+        if admissions.done or at is None:
+            return lambda job: blocked if job in behind else None
+        last: tuple[float, str] = at
+
+        def reason_of(job: JobInfo) -> PendingReason | None:
+            if job in behind:
+                return blocked
+            # Judged by the walk (what it wrote stands), or never judged: its own reason.
+            if (job.job.submitted, job.name) <= last or not job.pending or job in joined \
+                    or job.reason is not None:
+                return None
+            refused = refusal(job)
+            return blocked if refused is None else refused
+        return reason_of
 
     def span(self) -> LineSpan | None:
         """The span a report leaves its ledger; None when the next report may not skip it:
