@@ -212,7 +212,8 @@ class Session:
     def block_lazily(self, write: BlockLine) -> None:
         """A strictly ordered queue is blocked at its head: its line (who waits behind the
         head, and their reasons) is written by `write`, given every candidate, only when
-        someone reads the blocked queues, the candidates or the reasons."""
+        someone reads the blocked queues, the candidates or every reason (`close`); a
+        report reads a `StrictLine` without writing it (`shoal.scheduler.strict_line`)."""
         self._lines.append(write)
 
     def unwritten_line(self) -> StrictLine | None:

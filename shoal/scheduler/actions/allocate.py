@@ -173,7 +173,8 @@ class Allocate:
         (strict FIFO over the whole cluster) — the gang plugin's order aside, which puts
         jobs below their minimum first: then it walks the admissions only up to the first
         job that cannot be placed, and the line behind it is written out only if someone
-        reads it (`Session.block_lazily`)."""
+        reads it whole (`Session.block_lazily`); a report reads it as one span
+        (`shoal.scheduler.strict_line`)."""
         admissions = session.admissions
         return self.strict and self.ordering is Ordering.GLOBAL \
             and all(isinstance(p, Gang) for p in session.hooks.job_orders) \
