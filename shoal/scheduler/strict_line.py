@@ -9,12 +9,12 @@ readers of `Session.blocked` or `Session.candidates`) costs what the line holds,
 A report of reasons (`shoal.scheduler.reason_report`) reads the line instead: its reader
 (`StrictLine.reader`) gives a job's reason as writing the line out would, without writing
 it (a written reason is reset and looked at again next cycle) and without judging the jobs
-it does not ask about.
-The report leaves its ledger the line's `LineSpan`; while the next cycle's line has the same
-span — the same head at the same place, blocked with the same reason, and the enqueue
-action's verdicts standing (`ClassVerdicts.generation`, every virtual cluster's jobs
-classable) — the jobs behind the head that did not move keep the reasons the ledger has, and
-only the head, the jobs walked before it, arrivals and leavers are looked at.
+it does not ask about. The report leaves its ledger the line's `LineSpan`; while the next
+cycle's line has the same span — the same head at the same place, blocked with the same
+reason, and the enqueue action's verdicts standing (`ClassVerdicts.generation`, every
+virtual cluster's jobs classable) — the jobs behind the head that did not move keep the
+reasons the ledger has, and only the head, the jobs walked before it, arrivals and leavers
+are looked at. A new head names itself in every reason behind it: all are reported then.
 """
 
 from __future__ import annotations
