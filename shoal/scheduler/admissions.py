@@ -7,24 +7,35 @@ the admissions are walked only as far as a reader asks. A reader that wants them
 candidates list, anything that reads the blocked lines or the reasons) drains the walk first,
 and then sees exactly what judging every job up front gave. Only jobs that waited when the
 walk began are judged, as a list taken then would hold.
+
+A report of reasons under strict FIFO needs no drain: it asks the verdict's `refusal` for
+the jobs it visits behind the head, which gives what judging them would, without writing
+any reason or admitting any job (`shoal.scheduler.strict_line`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from shoal.api.decisions import PendingReason
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.waiting import WaitingJobs, submission_order
 
 Verdict = Callable[[JobInfo], bool]
 """Whether the enqueue action lets the job through (it sets the job's reason when not)."""
 
+Refusal = Callable[[JobInfo], PendingReason | None]
+"""Why the enqueue action would turn a job with no reason yet away (None: let through),
+without writing the reason."""
+
 
 class Admissions:
     def __init__(self, waiting: WaitingJobs, verdict: Verdict, admitted: list[JobInfo],
-                 joined: set[JobInfo]) -> None:
+                 joined: set[JobInfo], refusal: Refusal | None = None) -> None:
         self._waiting = waiting
         self.verdict = verdict
+        self.refusal = refusal
+        """The verdict's reason without writing it (None: not known)."""
         self._at: tuple[float, str] | None = None
         """Where the walk is: the submission key of the last job judged."""
         self.done = False
@@ -40,6 +51,16 @@ class Admissions:
             self.admitted.append(job)
             return True
         return False
+
+    @property
+    def at(self) -> tuple[float, str] | None:
+        """The submission key of the last job judged (None: none yet)."""
+        return self._at
+
+    @property
+    def joined(self) -> set[JobInfo]:
+        """Jobs that started waiting after the walk began: never judged."""
+        return self._joined
 
     def next(self) -> JobInfo | None:
         """The next job let through, or None when none is left. Jobs may be placed (and

@@ -18,9 +18,12 @@ What a report visits is what could have changed since the last one, and nothing 
   reason (`shoal.scheduler.actions.class_walk`) is not visited where the last report left
   the same span of that line (between the same order keys) with the same reason: those
   jobs' reasons stand, but for the ones that moved, visited above (a job joining a line is
-  one). The rest of the range is written out job by job. Jobs that wait in strict FIFO's
-  line behind its head are written out so, each cycle (`Session.block_lazily`): under
-  `fifo` a report compares every waiting job, as `close` does.
+  one). The rest of the range is written out job by job;
+- strict FIFO's line behind its blocked head is read, not written out, and not judged by
+  the enqueue action but where a job is visited (`shoal.scheduler.strict_line`): where the
+  last report left the same line (same head, same place, same reason, the same verdicts),
+  the jobs behind the head are not visited but for the ones that moved, visited above.
+  Otherwise the report compares every waiting job, reading the line's reasons.
 
 The ledger is kept by the driver between cycles of one model and must see every cycle's
 report; a fresh ledger, another model, closed virtual clusters, every waiting job dropped
@@ -30,7 +33,7 @@ compare every waiting job instead — the same answer, at `close`'s cost.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +43,7 @@ from shoal.scheduler.jobs import JobInfo
 if TYPE_CHECKING:
     from shoal.scheduler.model import SchedulerModel
     from shoal.scheduler.session import Session
+    from shoal.scheduler.strict_line import LineSpan
 
 NOT_REACHED = PendingReason(PendingKind.INSUFFICIENT_RESOURCES, "not reached in this cycle")
 """The reason of a waiting job no action wrote one for."""
@@ -117,6 +121,8 @@ class ReportState:
     noted: frozenset[str]
     """Jobs whose reason carried notes (`Session.held_back`)."""
     lines: dict[int, Spans]
+    strict: LineSpan | None = None
+    """Strict FIFO's line, where it was read as one span (`shoal.scheduler.strict_line`)."""
 
 
 class ReasonLedger:
@@ -149,20 +155,26 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
     kept: list[tuple[Any, int, int, PendingReason]] = []
     left_out: set[JobInfo] = set()
     tried: set[JobInfo] = set()
+    line = session.unwritten_line()
     if not fresh and isinstance(lazy, UnwrittenReasons) and session.settled_but_lazy():
         session.lazy = None
         left_out, tried = lazy.left_out, lazy.visited
         for part in lazy.ranges:
             assert last is not None
             kept.extend(_write_what_moved(part, lazy, last.lines, spans))
-    else:
+    elif line is None:
         session.settle()
     held_back = session.held_back
+    strict = line.span() if line is not None else None
     state = ReportState(model, waiting.cleared, bool(session.closed), frozenset(held_back),
-                        spans)
-    if fresh or last is None:
-        return _changes(session, ledger, state, _everyone(waiting, ledger))
+                        spans, strict)
+    read: Callable[[JobInfo], PendingReason | None] | None = \
+        line.reader() if line is not None else None
+    if fresh or last is None or (line is not None and (strict is None or strict != last.strict)):
+        return _changes(session, ledger, state, _everyone(waiting, ledger), read)
     spanned: dict[JobInfo, PendingReason] = {}
+    if kept:
+        read = spanned.get
     if len(session.reset_jobs) + len(model.noted) > len(waiting):
         # Most reasons were written (strict FIFO writes the line behind its head so, and a
         # cycle after one that did resets them): walking every job costs less than sets of
@@ -171,10 +183,12 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
             for _, job in entries[start:stop]:
                 if job not in left_out:
                     spanned[job] = reason
-        return _changes(session, ledger, state, _everyone(waiting, ledger), spanned)
+        return _changes(session, ledger, state, _everyone(waiting, ledger), read)
     visit: set[JobInfo] = set(session.opened_moved)
     visit.update(session.reset_jobs, session.touched, waiting.moved,
                  model.noted - session.kept_noted, session.joined)
+    if line is not None:
+        visit.update(line.behind())
     if kept:
         # A visited job inside a span left unwritten has the span's reason, as writing it
         # out would have given it — read here, not written: a written reason is reset and
@@ -197,13 +211,17 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
     names.update(held_back)
     names.update(last.noted)
     get = waiting.get
-    return _changes(session, ledger, state, [(n, get(n)) for n in names], spanned)
+    return _changes(session, ledger, state, [(n, get(n)) for n in names], read)
 
 
 def _everyone(waiting: dict[str, JobInfo], ledger: ReasonLedger
-              ) -> list[tuple[str, JobInfo | None]]:
-    """Every waiting job, and every job the ledger has a reason for that no longer waits."""
-    return [*waiting.items(), *((n, None) for n in ledger.table if n not in waiting)]
+              ) -> Iterator[tuple[str, JobInfo | None]]:
+    """Every waiting job, and every job the ledger has a reason for that no longer waits.
+    Walked, not listed: a list of a backlog's pairs costs a full garbage collection."""
+    yield from waiting.items()
+    for name in ledger.table:
+        if name not in waiting:
+            yield name, None
 
 
 def _write_what_moved(part: Range, lazy: UnwrittenReasons, last: dict[int, Spans],
@@ -247,10 +265,10 @@ def _write_what_moved(part: Range, lazy: UnwrittenReasons, last: dict[int, Spans
 
 def _changes(session: Session, ledger: ReasonLedger, state: ReportState,
              jobs: Iterable[tuple[str, JobInfo | None]],
-             spanned: dict[JobInfo, PendingReason] | None = None) -> ReasonChanges:
+             read: Callable[[JobInfo], PendingReason | None] | None = None) -> ReasonChanges:
     """The reason of each (name, job now waiting under it, or None) as `Session.close`
-    words it, where it differs from the ledger's; `spanned`: reasons of jobs in spans left
-    unwritten."""
+    words it, where it differs from the ledger's; `read`: the reason of a job in a span
+    left unwritten (None: its own stands)."""
     table = ledger.table
     held_back = session.held_back
     job_ready = session.job_ready
@@ -262,7 +280,7 @@ def _changes(session: Session, ledger: ReasonLedger, state: ReportState,
         reason: PendingReason | None = None
         if job is not None and job.pending and not (job.holding > 0 and job_ready(job)):
             # A span's reason is written over the job's own, as writing it out would.
-            reason = (spanned and spanned.get(job)) or job.reason or NOT_REACHED
+            reason = (read and read(job)) or job.reason or NOT_REACHED
             if held_back:
                 notes = held_back.get(name)
                 if notes:

@@ -22,7 +22,7 @@ from shoal.core.nodes import FitMemo, NodePool, NodeState
 from shoal.core.quota import QueueState
 from shoal.core.snapshot import Snapshot
 from shoal.core.statement import Allocation, Eviction, Statement
-from shoal.scheduler.admissions import Admissions, Verdict
+from shoal.scheduler.admissions import Admissions, Refusal, Verdict
 from shoal.scheduler.flavors import choose_all
 from shoal.scheduler.framework import (
     Allocatable,
@@ -44,6 +44,7 @@ from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.model import SchedulerModel, user_of
 from shoal.scheduler.queue_status import closed_queues
 from shoal.scheduler.reason_report import NOT_REACHED, ReasonChanges, ReasonLedger, report
+from shoal.scheduler.strict_line import StrictLine
 
 MAX_HELD_BACK_NOTES = 2
 """At most this many notes (`hold_back`) are appended to one reason: a preempt and a
@@ -167,10 +168,11 @@ class Session:
 
     # ---- candidates and blocked queues -----------------------------------------------------
 
-    def admit_lazily(self, verdict: Verdict) -> None:
-        """The enqueue action's admissions, judged as far as a reader walks them."""
+    def admit_lazily(self, verdict: Verdict, refusal: Refusal | None = None) -> None:
+        """The enqueue action's admissions, judged as far as a reader walks them;
+        `refusal`: the verdict's reason without writing it (`shoal.scheduler.strict_line`)."""
         self.admissions = Admissions(self.model.waiting, verdict, self._candidates,
-                                     self.joined)
+                                     self.joined, refusal)
 
     @property
     def candidates(self) -> list[JobInfo]:
@@ -210,8 +212,17 @@ class Session:
     def block_lazily(self, write: BlockLine) -> None:
         """A strictly ordered queue is blocked at its head: its line (who waits behind the
         head, and their reasons) is written by `write`, given every candidate, only when
-        someone reads the blocked queues, the candidates or the reasons."""
+        someone reads the blocked queues, the candidates or every reason (`close`); a
+        report reads a `StrictLine` without writing it (`shoal.scheduler.strict_line`)."""
         self._lines.append(write)
+
+    def unwritten_line(self) -> StrictLine | None:
+        """The one strict line left unwritten, when that is all `settle` has left to do and
+        a report may read it without writing it (`shoal.scheduler.strict_line`)."""
+        if self.lazy is not None or len(self._lines) != 1:
+            return None
+        line = self._lines[0]
+        return line if isinstance(line, StrictLine) and line.readable() else None
 
     def settle(self) -> None:
         """Take every admission left and write out the blocked lines: from here on the

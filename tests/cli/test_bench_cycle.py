@@ -37,3 +37,15 @@ def test_backlog_case_reports_both_cycles(capsys: pytest.CaptureFixture[str]) ->
     assert out["decide_binds_after_frees"] == out["close_binds_after_frees"] \
         == out["replace_binds_after_frees"] == out["report_binds_after_frees"] > 0
     assert "one_node_freed_replace_vs_report" in out
+
+
+def test_backlog_case_under_fifo_counts_the_jobs_a_report_visits(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    module = runpy.run_path(str(BENCH))
+    assert module["main"](["--case", "backlog", "--profile", "fifo", "--nodes", "20",
+                           "--jobs", "200", "--repeat", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # Strict FIFO's line behind its blocked head is one span: a quiet report looks at the
+    # head alone, not at the 200 jobs that wait.
+    assert out["report_unchanged_jobs_visited"] <= 1
+    assert 0 < out["report_one_node_freed_jobs_visited"] <= 200 + 10

@@ -51,6 +51,7 @@ from shoal.scheduler.partial_admission import admit
 from shoal.scheduler.plugins.gang import Gang
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+from shoal.scheduler.strict_line import StrictLine
 
 
 class Ordering(StrEnum):
@@ -172,7 +173,8 @@ class Allocate:
         (strict FIFO over the whole cluster) — the gang plugin's order aside, which puts
         jobs below their minimum first: then it walks the admissions only up to the first
         job that cannot be placed, and the line behind it is written out only if someone
-        reads it (`Session.block_lazily`)."""
+        reads it whole (`Session.block_lazily`); a report reads it as one span
+        (`shoal.scheduler.strict_line`)."""
         admissions = session.admissions
         return self.strict and self.ordering is Ordering.GLOBAL \
             and all(isinstance(p, Gang) for p in session.hooks.job_orders) \
@@ -198,12 +200,15 @@ class Allocate:
                     and head.reason.kind is not PendingKind.UNSCHEDULABLE:
                 done = {id(j) for j in served}
                 done.add(id(head))
+                reason = blocked_reason(head, GLOBAL_QUEUE)
 
                 def write(candidates: list[JobInfo]) -> None:
                     behind = sorted((j for j in candidates if id(j) not in done),
                                     key=session.job_order_key)
-                    block(session, GLOBAL_QUEUE, head, behind)
-                session.block_lazily(write)
+                    block(session, GLOBAL_QUEUE, head, behind, reason)
+                # Read as one span by a report (`shoal.scheduler.strict_line`).
+                session.block_lazily(StrictLine(
+                    session, head, reason, [j for j in later if id(j) not in done], write))
                 return True
             served.append(head)
             return False
@@ -398,11 +403,20 @@ def reservation_nodes(session: Session) -> dict[str, set[int]]:
     return held
 
 
-def block(session: Session, queue: str, head: JobInfo, behind: list[JobInfo]) -> None:
+def block(session: Session, queue: str, head: JobInfo, behind: list[JobInfo],
+          reason: PendingReason | None = None) -> None:
+    """`reason`: `blocked_reason(head, queue)`, if made already."""
     session.blocked[queue] = [head, *behind]
+    # One reason for the whole line: equal reasons compare fastest when they are one.
+    reason = reason or blocked_reason(head, queue)
+    for job in behind:
+        job.reason = reason
+
+
+def blocked_reason(head: JobInfo, queue: str) -> PendingReason:
+    """Why a job waits behind the blocked head of a strictly ordered queue."""
     where = "the strictly ordered cluster queue" if queue == GLOBAL_QUEUE else \
         f"strictly ordered virtual cluster {queue!r}"
-    for job in behind:
-        job.reason = PendingReason(
-            PendingKind.BLOCKED, f"waiting behind job {head.name!r}, first in {where}",
-            queue=None if queue == GLOBAL_QUEUE else queue)
+    return PendingReason(
+        PendingKind.BLOCKED, f"waiting behind job {head.name!r}, first in {where}",
+        queue=None if queue == GLOBAL_QUEUE else queue)

@@ -53,37 +53,42 @@ class Enqueue:
         # kept between cycles while the nodes and the quota tree's layout stay.
         by_class = session.model.class_verdicts.under(session.hooks)
 
+        def refusal(job: JobInfo) -> PendingReason | None:
+            if job.holding:
+                return None
+            klass = job_class(session, job)
+            if klass is not None and klass in by_class:
+                reason = by_class[klass]
+            else:
+                partial = least_admission(job).floors if job.admits_partially() else None
+                shape = (job.account, session.is_gang(job), session.min_tasks(job),
+                         job.floors, partial,
+                         *((g.name, session.pool_key(g), g.resources,
+                            len(job.pending[g.name])) for g in job.groups_with_pending()))
+                if shape in verdicts:
+                    reason = verdicts[shape]
+                else:
+                    reason = verdicts[shape] = feasibility(session, job)
+                if klass is not None:
+                    by_class[klass] = reason
+            if reason is None and job.job.min_resources is not None:
+                reason = session.allocatable(job.account, job.job.min_resources) or \
+                    session.user_allows(job, job.job.min_resources)
+            return reason
+
         def admit(job: JobInfo) -> bool:
             if job.reason is not None:
                 return False
-            if job.holding == 0:
-                klass = job_class(session, job)
-                if klass is not None and klass in by_class:
-                    reason = by_class[klass]
-                else:
-                    partial = least_admission(job).floors if job.admits_partially() else None
-                    shape = (job.account, session.is_gang(job), session.min_tasks(job),
-                             job.floors, partial,
-                             *((g.name, session.pool_key(g), g.resources,
-                                len(job.pending[g.name])) for g in job.groups_with_pending()))
-                    if shape in verdicts:
-                        reason = verdicts[shape]
-                    else:
-                        reason = verdicts[shape] = feasibility(session, job)
-                    if klass is not None:
-                        by_class[klass] = reason
-                if reason is None and job.job.min_resources is not None:
-                    reason = session.allocatable(job.account, job.job.min_resources) or \
-                        session.user_allows(job, job.job.min_resources)
-                if reason is not None:
-                    job.reason = reason
-                    return False
+            reason = refusal(job)
+            if reason is not None:
+                job.reason = reason
+                return False
             return True
 
         # Judged as far as a reader walks (`shoal.scheduler.admissions`) — all of them now
         # when one declares `minResources`: that verdict reads the quota's usage as it is
         # before anything is placed.
-        session.admit_lazily(admit)
+        session.admit_lazily(admit, refusal)
         if session.model.waiting.with_min_resources or not session.model.incremental:
             session.settle()
 

@@ -1,0 +1,108 @@
+"""Strict FIFO's line behind a blocked head, read as one span (issue 18).
+
+Under strict FIFO over the whole cluster the allocate action walks the admissions only up to
+the first job that cannot be placed (`Allocate._strict_line`). Every job behind that head
+then waits `Blocked` behind it — unless the enqueue action turns it away, or it is turned
+away by the reason it already has. Writing that out job by job (`StrictLine.__call__`, for
+readers of `Session.blocked` or `Session.candidates`) costs what the line holds, each cycle.
+
+A report of reasons (`shoal.scheduler.reason_report`) reads the line instead: its reader
+(`StrictLine.reader`) gives a job's reason as writing the line out would, without writing
+it (a written reason is reset and looked at again next cycle) and without judging the jobs
+it does not ask about. The report leaves its ledger the line's `LineSpan`; while the next
+cycle's line has the same span — the same head at the same place, blocked with the same
+reason, and the enqueue action's verdicts standing (`ClassVerdicts.generation`, every
+virtual cluster's jobs classable) — the jobs behind the head that did not move keep the
+reasons the ledger has, and only the head, the jobs walked before it, arrivals and leavers
+are looked at. A new head names itself in every reason behind it: all are reported then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from shoal.api.decisions import PendingReason
+from shoal.scheduler.job_classes import classable
+from shoal.scheduler.jobs import JobInfo
+
+if TYPE_CHECKING:
+    from shoal.scheduler.session import Session
+
+
+@dataclass(frozen=True, slots=True)
+class LineSpan:
+    """What a report leaves its ledger of a strict line: compared whole at the next one."""
+
+    head: str
+    after: tuple[float, str]
+    """The head's submission key: the span is every waiting job after it."""
+    reason: PendingReason
+    """The `Blocked` reason of the jobs behind the head."""
+    generation: int
+    """The enqueue action's verdicts it was judged under (`ClassVerdicts.generation`)."""
+
+
+class StrictLine:
+    """A line blocked at `head`: the jobs let through but not served (`behind`, set aside
+    by the gang plugin's order) and every job after the walk's place in the admissions wait
+    for `reason`, if let through. Called with every candidate, it writes them out."""
+
+    def __init__(self, session: Session, head: JobInfo, reason: PendingReason,
+                 behind: list[JobInfo], write: Callable[[list[JobInfo]], None]) -> None:
+        self._session = session
+        self.head = head
+        self.reason = reason
+        self._behind = behind
+        self._behind_set = frozenset(behind)
+        self._write = write
+
+    def __call__(self, candidates: list[JobInfo]) -> None:
+        self._write(candidates)
+
+    def readable(self) -> bool:
+        """Whether a `reader` can be had: the admissions' verdict is known without writing
+        it."""
+        admissions = self._session.admissions
+        return admissions is not None and admissions.refusal is not None
+
+    def behind(self) -> list[JobInfo]:
+        """The jobs let through before the walk stopped and left behind the head."""
+        return self._behind
+
+    def reader(self) -> Callable[[JobInfo], PendingReason | None]:
+        """Gives a waiting job's reason as writing out the line now would leave it, or None
+        where the line writes none (the job's own stands), without judging any other job or
+        writing anything. For one report: what it reads of the admissions is taken now."""
+        admissions = self._session.admissions
+        assert admissions is not None and admissions.refusal is not None
+        behind, blocked = self._behind_set, self.reason
+        at, joined, refusal = admissions.at, admissions.joined, admissions.refusal
+        if admissions.done or at is None:
+            return lambda job: blocked if job in behind else None
+        last: tuple[float, str] = at
+
+        def reason_of(job: JobInfo) -> PendingReason | None:
+            if job in behind:
+                return blocked
+            # Judged by the walk (what it wrote stands), or never judged: its own reason.
+            if (job.job.submitted, job.name) <= last or not job.pending or job in joined \
+                    or job.reason is not None:
+                return None
+            refused = refusal(job)
+            return blocked if refused is None else refused
+        return reason_of
+
+    def span(self) -> LineSpan | None:
+        """The span a report leaves its ledger; None when the next report may not skip it:
+        a job's verdict may then move with no job moving (virtual nodes, per-user quotas,
+        resource flavors: jobs not classed, `shoal.scheduler.job_classes`)."""
+        session = self._session
+        admissions = session.admissions
+        if admissions is None or admissions.done or admissions.at is None \
+                or session.closed or not session.model.incremental \
+                or not all(classable(session, name) for name in session.quota.queues):
+            return None
+        return LineSpan(self.head.name, admissions.at, self.reason,
+                        session.model.class_verdicts.generation)

@@ -1,0 +1,99 @@
+"""Under strict FIFO, `Session.report` reads the line behind the blocked head as one span: a
+quiet cycle visits next to none of it and judges none of it, and arrivals, leavers and a
+new head are reported all the same (`shoal.scheduler.strict_line`)."""
+
+from __future__ import annotations
+
+from shoal.api import Job, Node, PendingKind, Resources, SchedulerName, TaskGroup, VirtualCluster
+from shoal.scheduler import Profile
+from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.reason_report import ReasonChanges, ReasonLedger
+from shoal.scheduler.session import Hooks, Session
+
+PROFILE = Profile.load("fifo")
+HOOKS = Hooks(PROFILE.plugins())
+JOBS = 300
+
+
+def job(name: str, at: float, cpus: int = 3) -> Job:
+    return Job(name, (TaskGroup("w", 1, Resources.of(cpu=1_000 * cpus, memory=1_000)),),
+               queue="a", scheduler_name=SchedulerName.SHOAL, submitted=at)
+
+
+def models() -> tuple[SchedulerModel, SchedulerModel]:
+    """A kept model and one that judges every job afresh: one 8-CPU node, 300 jobs of 3."""
+    nodes = [Node("n0", Resources.of(cpu=8_000, memory=64_000))]
+    kept, fresh = (SchedulerModel(nodes, [VirtualCluster("a")]) for _ in range(2))
+    fresh.incremental = False
+    for model in (kept, fresh):
+        model.add_jobs([job(f"j{i:03d}", float(i)) for i in range(JOBS)])
+    return kept, fresh
+
+
+def cycle(kept: SchedulerModel, fresh: SchedulerModel, ledger: ReasonLedger
+          ) -> tuple[ReasonChanges, Session]:
+    """One cycle on each: the kept one reports to the ledger, which must then hold what the
+    fresh one's `close` gives; the changes, and the reporting session."""
+    reporting = Session(kept, HOOKS)  # one session at a time: plugins open per session
+    for action in PROFILE.actions():
+        action.execute(reporting)
+    changes = reporting.report(ledger)
+    ledger.apply(changes)
+    closing = Session(fresh, HOOKS)
+    for action in PROFILE.actions():
+        action.execute(closing)
+    assert ledger.table == closing.close().pending_by_job()
+    return changes, reporting
+
+
+def both(kept: SchedulerModel, fresh: SchedulerModel, jobs: list[Job]) -> None:
+    for model in (kept, fresh):
+        model.add_jobs(jobs)
+
+
+def test_a_quiet_fifo_cycle_visits_and_judges_next_to_none_of_the_line() -> None:
+    kept, fresh = models()
+    ledger = ReasonLedger()
+    first, _ = cycle(kept, fresh, ledger)
+    assert len(first.waits) == JOBS - 2  # two fit the node; j002 heads the line
+    assert ledger.table["j299"].kind is PendingKind.BLOCKED
+    for step in range(3):
+        quiet, session = cycle(kept, fresh, ledger)
+        assert quiet.waits == {} and quiet.gone == ()
+        # The reasons written in the first cycle are reset and looked at once more.
+        assert quiet.visited <= (3 if step == 0 else 1), "the head, tried each cycle"
+        admissions = session.admissions
+        assert admissions is not None and not admissions.done, "the line was not judged"
+        assert len(session.model.noted) <= 2, "no reason written behind the head"
+
+
+def test_arrivals_and_leavers_in_a_skipped_line_are_reported() -> None:
+    kept, fresh = models()
+    ledger = ReasonLedger()
+    for _ in range(2):
+        cycle(kept, fresh, ledger)
+    # Submitted early (the middle of the line), late (its end), and one no node holds.
+    both(kept, fresh, [job("early", 10.5), job("late", 1_000.0), job("huge", 20.5, cpus=9)])
+    for model in (kept, fresh):
+        model.remove_job("j150")
+    joined, _ = cycle(kept, fresh, ledger)
+    assert set(joined.waits) == {"early", "late", "huge"}
+    assert joined.waits["early"] == ledger.table["j299"]
+    assert joined.waits["huge"].kind is PendingKind.UNSCHEDULABLE
+    assert joined.gone == ("j150",)
+    assert joined.visited <= 6
+
+
+def test_a_new_head_is_reported_for_the_whole_line() -> None:
+    kept, fresh = models()
+    ledger = ReasonLedger()
+    for _ in range(2):
+        cycle(kept, fresh, ledger)
+    for model in (kept, fresh):  # j000 ends: the head j002 binds, j003 heads the line
+        model.remove_job("j000")
+    moved, _ = cycle(kept, fresh, ledger)
+    assert "j002" in moved.gone
+    assert len(moved.waits) == JOBS - 3  # every job that waits
+    assert "'j003'" in ledger.table["j299"].message
+    quiet, _ = cycle(kept, fresh, ledger)
+    assert quiet.waits == {} and quiet.visited <= 3
