@@ -4,46 +4,26 @@ their reason all the same (`shoal.scheduler.reason_report`)."""
 
 from __future__ import annotations
 
-from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup, VirtualCluster
+import report_support
+from report_support import job
+
 from shoal.scheduler import Profile
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.reason_report import ReasonChanges, ReasonLedger
-from shoal.scheduler.session import Hooks, Session
+from shoal.scheduler.session import Hooks
 
 PROFILE = Profile.load("default")
 HOOKS = Hooks(PROFILE.plugins())
 JOBS = 60
 
 
-def job(name: str, at: float, cpus: int = 3) -> Job:
-    return Job(name, (TaskGroup("w", 1, Resources.of(cpu=1_000 * cpus, memory=1_000)),),
-               queue="a", scheduler_name=SchedulerName.SHOAL, submitted=at)
-
-
 def models() -> tuple[SchedulerModel, SchedulerModel]:
-    """A kept model and one that judges every job afresh: one 8-CPU node, 60 jobs of 3."""
-    nodes = [Node("n0", Resources.of(cpu=8_000, memory=64_000))]
-    kept, fresh = (SchedulerModel(nodes, [VirtualCluster("a")]) for _ in range(2))
-    fresh.incremental = False
-    for model in (kept, fresh):
-        model.add_jobs([job(f"j{i:03d}", float(i)) for i in range(JOBS)])
-    return kept, fresh
+    return report_support.models(JOBS)
 
 
-def cycle(kept: SchedulerModel, fresh: SchedulerModel, ledger: ReasonLedger
-          ) -> ReasonChanges:
-    """One cycle on each: the kept one reports to the ledger, which must then hold what the
-    fresh one's `close` gives."""
-    reporting = Session(kept, HOOKS)  # one session at a time: plugins open per session
-    for action in PROFILE.actions():
-        action.execute(reporting)
-    changes = reporting.report(ledger)
-    ledger.apply(changes)
-    closing = Session(fresh, HOOKS)
-    for action in PROFILE.actions():
-        action.execute(closing)
-    assert ledger.table == closing.close().pending_by_job()
-    return changes
+def cycle(kept: SchedulerModel, fresh: SchedulerModel, ledger: ReasonLedger) -> ReasonChanges:
+    """One cycle on each (`report_support.cycle`); the changes reported."""
+    return report_support.cycle(PROFILE, HOOKS, kept, fresh, ledger)[0]
 
 
 def test_a_quiet_cycle_visits_next_to_no_waiting_job() -> None:
