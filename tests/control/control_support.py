@@ -40,6 +40,15 @@ def job(name: str, code: str, *, replicas: int = 1, gpu: int = 0, groups: int = 
                min_failed=min_failed, job_retry_count=job_retry_count)
 
 
+def wait_for(condition: Callable[[], bool], timeout: float = DEADLINE) -> None:
+    """Wait until `condition` holds (the loop runs on its own thread); the deadline is only
+    a safety net."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
 def step_until(plane: ControlPlane, done: Callable[[], bool],
                timeout: float = DEADLINE) -> None:
     deadline = time.monotonic() + timeout

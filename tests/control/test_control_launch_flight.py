@@ -5,24 +5,16 @@ decided meanwhile reaches the process the launch started."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
-from control_support import DEADLINE, job, state_of
+from control_support import DEADLINE, job, state_of, wait_for
 
 from shoal.api import JobState, TaskRef, TaskState
 from shoal.control import ControlPlane
 from shoal.executors.task import RunningTask, TaskLaunch
 
 SLEEP = "import time; time.sleep(60)"
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 class Gate:

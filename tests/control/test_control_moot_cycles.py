@@ -8,18 +8,11 @@ import threading
 import time
 from collections.abc import Callable
 
-from control_support import job, state_of
+from control_support import job, state_of, wait_for
 
 from shoal.api import JobState
 from shoal.control import ControlPlane
 from shoal.control.loop import UNPLACEABLE_NOW
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 def test_a_full_cluster_takes_submissions_without_cycles(
