@@ -65,14 +65,16 @@ class Flight:
         return results
 
 
-def launch_now(executor: Executor, launches: Sequence[Launch]) -> list[LaunchResult]:
-    """The batch's results, launched on the calling thread (no worker: `step`, tests)."""
+def launch_now(executor: Executor, launches: Sequence[Launch]
+               ) -> list[tuple[Launch, LaunchResult]]:
+    """The batch's launches with their results, launched on the calling thread (no worker:
+    `step`, a start's take-over), as `LaunchFlights.done` gives a batch."""
     future: Future[list[LaunchResult]] = Future()
     try:
         future.set_result(executor.launch_many([launch.spec for launch in launches]))
     except Exception as exc:
         future.set_exception(exc)
-    return Flight(tuple(launches), future).results()
+    return list(zip(launches, Flight(tuple(launches), future).results(), strict=True))
 
 
 class LaunchFlights:

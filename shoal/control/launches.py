@@ -143,7 +143,7 @@ class Launching(Evicting):
         if self._looping:
             self._flights.hand_over(batch)
         else:
-            self._landed(list(zip(batch, launch_now(self.executor, batch), strict=True)))
+            self._landed(launch_now(self.executor, batch))
 
     def _launch_ready(self, refs: Sequence[TaskRef]) -> None:
         """Launch bound tasks that waited for evicted ones, if still bound and unlaunched."""
@@ -404,7 +404,6 @@ class Launching(Evicting):
         # idempotent: a claimed attempt is re-adopted, not restarted
         batch: list[Launch] = []
         outcome = self._prepare(ref, rec, batch, wait=True)
-        if batch and self._landed(list(zip(batch, launch_now(self.executor, batch),
-                                           strict=True))):
+        if batch and self._landed(launch_now(self.executor, batch)):
             return Outcome.FAILED
         return outcome
