@@ -97,7 +97,6 @@ from shoal.executors.wrapper import (
 # Importable from here still (the Ray engine, `shoal up`): they moved to `local_files`.
 Isolation = local_files.Isolation
 job_file_paths = local_files.job_file_paths
-_check_name = check_name
 
 LAUNCH_FILE = "launch.json"
 RELAUNCH_FILE = "relaunch.json"
@@ -213,8 +212,8 @@ class LocalExecutor(JobFiles):
         """Check `spec` and claim its attempt: the attempt's directory, claimed now; or the
         handle of an attempt claimed earlier. Raises ValueError for a launch that can never
         work, having claimed nothing."""
-        _check_name("job", spec.job)
-        _check_name("group", spec.group)
+        check_name("job", spec.job)
+        check_name("group", spec.group)
         if not spec.command:
             raise ValueError(f"task {spec.job}/{spec.group}/{spec.index} has no command")
         # Who it runs as is settled before the claim: a task refused here leaves no claim.

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
 
-from shoal.executors.local import _check_name
+from shoal.executors.local_files import check_name
 from shoal.executors.ray_worker import LOST_ACTOR
 from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, TaskStatus
 
@@ -89,9 +89,9 @@ def _placed(engine: RayExecutor, slot: int, spec: TaskLaunch) -> _Launch:
     node (a relaunch goes where the first launch went)."""
     if not spec.command:
         raise ValueError("a task needs a command")
-    _check_name("job", spec.job)
-    _check_name("group", spec.group)
-    _check_name("node", spec.node)
+    check_name("job", spec.job)
+    check_name("group", spec.group)
+    check_name("node", spec.node)
     node = engine._place(spec)
     return _Launch(slot, spec, actor_name(spec.job, spec.group, spec.index, spec.attempt),
                    node)

@@ -108,13 +108,8 @@ from shoal.executors.contract import (
     NodeHealth,
     RecordedAttempt,
 )
-from shoal.executors.local import (
-    DEFAULT_GRACE_PERIOD,
-    Isolation,
-    _check_name,
-    job_file_paths,
-    stop_by_polling,
-)
+from shoal.executors.local import DEFAULT_GRACE_PERIOD, stop_by_polling
+from shoal.executors.local_files import Isolation, check_name, job_file_paths
 from shoal.executors.processes import private_dirs
 from shoal.executors.ray_batches import CALL_TIMEOUT, NodeGoneError, actor_name
 from shoal.executors.ray_logs import GONE, LATE, Answer, TaskLogs
@@ -425,8 +420,8 @@ class RayExecutor:
         local executor puts it (`LocalExecutor.job_file`), with the work root (tasks that
         switch users) or the engine's root (tasks that run as Ray's own user) standing for
         that directory on each node. Computed here, touching nothing."""
-        _check_name("job", job)
-        _check_name("kind", kind)
+        check_name("job", job)
+        check_name("kind", kind)
         isolation = self.isolation
         if isolation is not None and isolation.policy.switches_user \
                 and isolation.work_root is not None:
@@ -492,7 +487,7 @@ class RayExecutor:
     def forget_job(self, job: str) -> None:
         """Stop what still runs of the job, remove its files on every node it was placed on,
         end its actors, and forget its placements."""
-        _check_name("job", job)
+        check_name("job", job)
         self._end(self._live_actors(job), "forget_job", job)
         placements = self.root / "placements" / job
         nodes = {self._placed(job, *_group_index(p.parent.name), _attempt(p)) or ""
