@@ -10,7 +10,7 @@ name taken, no such job) raises `MemberRefusedError`, with the member's reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -35,6 +35,16 @@ class MemberUnavailableError(MemberError):
 
 class MemberRefusedError(MemberError):
     """The member answered and refused the call: retrying the same call will not help."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberCredentials:
+    """What an adapter presents to its member: a user name (OpenPAI's `user`, Slurm's
+    `X-SLURM-USER-NAME`) and a token (a Shoal or OpenPAI bearer token, a Slurm JWT), kept
+    out of `repr` so that no log line or error carries it."""
+
+    user: str | None = None
+    token: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
