@@ -13,7 +13,15 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictInt,
+    StrictStr,
+    WithJsonSchema,
+)
 
 from shoal.api.elastic import parse_duration
 from shoal.api.federation import MAX_PRIORITY, DispatchPolicy
@@ -78,7 +86,16 @@ class StrictModel(BaseModel):
 
 Priority = Annotated[StrictInt, Field(ge=0, le=MAX_PRIORITY)]
 Uri = Annotated[StrictStr, Field(min_length=1, max_length=MAX_URI_LENGTH)]
-Time = Annotated[float | StrictStr, Field(union_mode="left_to_right")]
+def _time(value: Any) -> float | str:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"must be a number of minutes or a duration such as 10m or 30s, got "
+                         f"{quote(value)}")
+    return value
+
+
+Time = Annotated[float | str, PlainValidator(_time),
+                 WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string"}],
+                                 "description": "Minutes, or a duration such as 10m or 30s."})]
 
 
 class ClusterRefSpec(StrictModel):
@@ -99,13 +116,22 @@ class ListedClusterSpec(ClusterRefSpec):
     alias: StrictStr | None = Field(default=None, min_length=1, max_length=MAX_URI_LENGTH)
 
 
+class MappedClusters(StrictModel):
+    clusters: dict[StrictStr, ClusterRefSpec]
+
+
+class ListedClusters(StrictModel):
+    clusters: list[ListedClusterSpec]
+
+
 class SuperSchedulerSpec(StrictModel):
     """What OpenPAI's `super_scheduler` plugin entry takes as `parameters`, and what a
     `MultiClusterJob`'s spec holds beside its template."""
 
-    clusters: dict[StrictStr, ClusterRefSpec] | list[ListedClusterSpec] = Field(
+    clusters: Any = Field(
         description="The members: {alias: {uri, user, priority}}, or a list of {alias, uri, "
-                    "user, priority} whose alias defaults to the URI.")
+                    "user, priority} whose alias defaults to the URI (checked as "
+                    "MappedClusters or ListedClusters, by its form).")
     guard_time_running: Time = Field(
         default=10, alias="guardTimeRunning",
         description="How long the earliest running copy must stay RUNNING before the others "

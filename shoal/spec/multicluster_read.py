@@ -41,6 +41,8 @@ from shoal.spec.multicluster_fields import (
     MAX_PARAM_ITEMS,
     MAX_PARAMS,
     PARAM_NAME,
+    ListedClusters,
+    MappedClusters,
     StrictModel,
     SuperSchedulerSpec,
     minutes_or_duration,
@@ -199,6 +201,11 @@ def _validated(model: type[Any], data: Any, prefix: str, problems: list[Problem]
         return None
 
 
+def _parent(path: str) -> str:
+    """`path` less its last field (`a.b.clusters` → `a.b`)."""
+    return path.rsplit(".", 1)[0] if "." in path else ""
+
+
 def _joined(prefix: str, path: str) -> str:
     if not prefix:
         return path
@@ -333,21 +340,33 @@ def _job(log: IssueLog, doc: DocRef, name: str, form: JobForm, spec: SuperSchedu
 
 def _members(spec: SuperSchedulerSpec, name: str, path: str, problems: list[Problem]
              ) -> tuple[MemberRef, ...]:
-    if isinstance(spec.clusters, dict):
-        members = [MemberRef(alias, c.uri, c.user, c.priority)
-                   for alias, c in spec.clusters.items()]
+    raw = spec.clusters
+    members: list[MemberRef] = []
+    if isinstance(raw, Mapping):
+        mapped = _validated(MappedClusters, {"clusters": raw}, _parent(path), problems)
+        if mapped is not None:
+            members = [MemberRef(alias, c.uri, c.user, c.priority)
+                       for alias, c in mapped.clusters.items()]
+    elif isinstance(raw, list):
+        listed = _validated(ListedClusters, {"clusters": raw}, _parent(path), problems)
+        if listed is not None:
+            members = [MemberRef(c.alias if c.alias is not None else c.uri, c.uri, c.user,
+                                 c.priority) for c in listed.clusters]
     else:
-        members = [MemberRef(c.alias if c.alias is not None else c.uri, c.uri, c.user,
-                             c.priority) for c in spec.clusters]
+        problems.append((path, "must map each alias to {uri, user, priority}, or list "
+                               "{alias, uri, user, priority}"))
+        return ()
     if not members:
-        problems.append((path, "must name at least one cluster"))
+        if raw is not None and len(raw) == 0:
+            problems.append((path, "must name at least one cluster"))
+        return ()
     if len(members) > MAX_CLUSTERS:
         problems.append((path, f"must name at most {MAX_CLUSTERS} clusters, got "
                                f"{len(members)}"))
         return ()
     by_safe: dict[str, str] = {}
     for i, member in enumerate(members):
-        where = join_path(path, member.alias if isinstance(spec.clusters, dict) else i)
+        where = join_path(path, member.alias if isinstance(raw, Mapping) else i)
         safe = safe_alias(member.alias)
         if any(m.alias == member.alias for m in members[:i]):
             problems.append((where, f"alias {quote(member.alias)} is given twice; aliases "

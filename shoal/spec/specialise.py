@@ -222,7 +222,7 @@ class _Substitution:
         if "$mcc" not in text:
             self.produced += 1
             return text
-        match = PLACEHOLDER.fullmatch(text.strip()) if whole else None
+        match = PLACEHOLDER.fullmatch(text) if whole else None
         if match is not None:
             name = match.group(1)
             if name not in self.values:
