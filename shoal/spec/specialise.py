@@ -201,6 +201,10 @@ class _Substitution:
             out: dict[str, Any] = {}
             for key, item in value.items():
                 new_key = self.key(key, path)
+                if new_key in out:
+                    self.problems.append((self.at(join_path(path, key)),
+                                          f"becomes the key {quote(new_key)}, which the "
+                                          f"mapping already has"))
                 out[new_key] = self.node(item, join_path(path, key))
             return out
         if isinstance(value, list):

@@ -89,6 +89,20 @@ def test_a_scalar_inside_a_longer_string_is_substituted_as_text(value: str,
     assert copy_of(text, "a")["taskRoles"]["main"]["commands"] == [expected]
 
 
+def test_a_placeholder_with_more_around_it_is_text_even_if_only_spaces() -> None:
+    text = super2(params="gpuNum: {a: 1, b: 1}, n: {a: 8, b: 1}",
+                  command=" <% $mcc.n %>")
+    assert copy_of(text, "a")["taskRoles"]["main"]["commands"] == [" 8"]
+
+
+def test_a_placeholder_in_a_key_is_substituted_and_may_not_collide() -> None:
+    text = super2(params="gpuNum: {a: 1, b: 1}, k: {a: x, b: z}") + \
+        "labels: {'<% $mcc.k %>-gpu': 1, y-gpu: 2}\n"
+    assert copy_of(text, "a")["labels"] == {"x-gpu": 1, "y-gpu": 2}
+    (path, message), = issues(text.replace("b: z", "b: y"))  # b's copy would repeat a key
+    assert path == "labels.y-gpu" and "'y-gpu'" in message
+
+
 def test_the_copy_is_renamed_version_2_without_the_super_scheduler_entry() -> None:
     a = copy_of(super2(), "a")
     assert a["protocolVersion"] == "2" and a["name"] == "job1-a"
