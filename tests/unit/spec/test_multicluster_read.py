@@ -5,12 +5,14 @@ for a multi-cluster file."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
+import yaml
 
 from shoal.api.federation import DispatchPolicy
-from shoal.spec import SpecError, load_text
+from shoal.spec import SpecError, load_json, load_text
 from shoal.spec.limits import Limits
 from shoal.spec.multicluster_fields import MAX_CLUSTERS, minutes_or_duration
 from shoal.spec.multicluster_read import read_multicluster_text
@@ -175,6 +177,15 @@ def test_the_loader_points_a_multicluster_file_to_shoal_mc(text: str, path: str)
     (issue,) = caught.value.issues
     assert issue.path == path and "shoal mc specialise" in issue.message
     assert "apiVersion: required field is missing" not in str(caught.value)
+
+
+def test_a_submission_as_json_gets_the_same_pointer() -> None:
+    """What `shoal submit` sends reaches the server's loader as JSON (`load_json`)."""
+    body = json.dumps(yaml.safe_load(shoal_form(BASE)))
+    with pytest.raises(SpecError) as caught:
+        load_json(body, "body", launchable=True)
+    (issue,) = caught.value.issues
+    assert issue.path == "kind" and "shoal mc validate FILE" in issue.message
 
 
 def test_the_loader_still_reads_what_it_read() -> None:
