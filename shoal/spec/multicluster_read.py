@@ -49,7 +49,7 @@ from shoal.spec.multicluster_fields import (
     safe_alias,
 )
 from shoal.spec.reading import UnreadableError, yaml_documents
-from shoal.spec.specialise import document_for, source_path
+from shoal.spec.specialise import document_for, per_member, source_path
 
 #: The longest job name: a copy's name adds `-<alias>` and must stay within Shoal's 253.
 MAX_NAME_LENGTH = 253
@@ -128,14 +128,12 @@ def multicluster_from_data(data: Any, source: str = "<string>", *,
         job = None
     log.raise_if_any()
     assert job is not None
-    problems: list[Problem] = []
-    for alias in job.aliases:
+    def problems_of(alias: str) -> list[Problem]:
+        problems: list[Problem] = []
         document_for(job, alias, problems, limits)
-    seen: set[Problem] = set()
-    for path, message in problems:
-        if (path, message) not in seen:
-            seen.add((path, message))
-            log.add(DocRef(source, 1, job.kind_label, job.name), path, message)
+        return problems
+    for path, message in per_member(job, problems_of):
+        log.add(DocRef(source, 1, job.kind_label, job.name), path, message)
     log.raise_if_any()
     return job
 
@@ -393,30 +391,30 @@ def _params(params: Mapping[str, Any], members: tuple[MemberRef, ...], path: str
         return ()
     aliases = [m.alias for m in members]
     out: list[Param] = []
-    for name, per_member in params.items():
+    for name, by_alias in params.items():
         where = join_path(path, name)
         if not PARAM_NAME.match(name):
             problems.append((where, f"a parameter's name must match {PARAM_NAME.pattern}, "
                                     f"got {quote(name)}"))
             continue
-        if not isinstance(per_member, Mapping):
+        if not isinstance(by_alias, Mapping):
             problems.append((where, "must map each cluster's alias to its value"))
             continue
-        for alias in per_member:
+        for alias in by_alias:
             if alias not in aliases:
                 problems.append((join_path(where, str(alias)),
                                  f"names no cluster; the clusters are "
                                  f"{', '.join(quote(a) for a in aliases)}"))
         values: list[tuple[str, str]] = []
         for alias in aliases:
-            if alias not in per_member:
+            if alias not in by_alias:
                 problems.append((where, f"no value for cluster {quote(alias)}"))
                 continue
-            problem = _value_problem(per_member[alias], limits)
+            problem = _value_problem(by_alias[alias], limits)
             if problem is not None:
                 problems.append((join_path(where, alias), problem))
                 continue
-            values.append((alias, json.dumps(per_member[alias], ensure_ascii=False)))
+            values.append((alias, json.dumps(by_alias[alias], ensure_ascii=False)))
         out.append(Param(name, tuple(values)))
     return tuple(out)
 

@@ -18,12 +18,12 @@ own format and derives the roles a member that takes commands needs
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.api.federation import CopyRequest
-from shoal.spec.errors import DocRef, IssueLog, SpecError, SpecIssue, join_path, quote
+from shoal.spec.errors import MAX_MESSAGE, SpecError, SpecIssue, join_path, quote
 from shoal.spec.limits import DEFAULT_LIMITS, Limits, Problem
 from shoal.spec.multicluster import (
     RUNTIME_PLUGINS,
@@ -289,24 +289,28 @@ def specialise(job: MultiClusterJob, alias: str, *,
 
 def all_copies_problems(job: MultiClusterJob, limits: Limits = DEFAULT_LIMITS
                         ) -> list[SpecIssue]:
-    """Every issue of every member's copy (what `shoal mc validate` reports): one that
-    only some members' copies have names them."""
-    found: dict[tuple[str, str], list[str]] = {}
-    issues: dict[tuple[str, str], SpecIssue] = {}
-    for alias in job.aliases:
+    """Every issue of every member's copy (what `shoal mc validate` reports)."""
+    def issues_of(alias: str) -> list[Problem]:
         try:
             specialise(job, alias, limits=limits)
         except SpecError as exc:
-            for issue in exc.issues:
-                key = (issue.path, issue.message)
-                found.setdefault(key, []).append(alias)
-                issues.setdefault(key, issue)
-    log = IssueLog()
-    for key, aliases in found.items():
-        issue = issues[key]
-        message = issue.message
-        if len(aliases) < len(job.aliases):
-            message += f" (on cluster {', '.join(quote(a) for a in aliases)})"
-        log.add(DocRef(issue.source, issue.document, issue.kind, issue.name), issue.path,
-                message)
-    return log.issues
+            return [(issue.path, issue.message) for issue in exc.issues]
+        return []
+    return [SpecIssue(job.source, 1, job.kind_label, job.name, path, message)
+            for path, message in per_member(job, issues_of)]
+
+
+def per_member(job: MultiClusterJob, problems_of: Callable[[str], list[Problem]]
+               ) -> list[Problem]:
+    """The problems of every member's copy, each once; one that only some members' copies
+    have names them."""
+    found: dict[Problem, list[str]] = {}
+    for alias in job.aliases:
+        for problem in problems_of(alias):
+            found.setdefault(problem, []).append(alias)
+    out: list[Problem] = []
+    for (path, message), aliases in found.items():
+        where = ("" if len(aliases) == len(job.aliases)
+                 else f" (on cluster {', '.join(quote(a) for a in aliases)})")
+        out.append((path, (message + where)[:MAX_MESSAGE]))
+    return out

@@ -188,7 +188,7 @@ def test_a_list_inside_a_longer_string_is_refused() -> None:
     (path, message), = issues(super2(params="gpuNum: {a: 1, b: 1}, s: {a: [x], b: y}",
                                      command="run <% $mcc.s %>"))
     assert path == "taskRoles.main.commands[0]"
-    assert "a list" in message and "(on cluster" not in message  # read once, for 'a'
+    assert "a list" in message and message.endswith("(on cluster 'a')")
 
 
 def test_a_cluster_the_job_does_not_list_is_refused() -> None:
