@@ -105,14 +105,13 @@ def document_for(job: MultiClusterJob, alias: str, problems: list[Problem],
                              f"{', '.join(quote(a) for a in job.aliases)}"))
         return None
     values: dict[str, Any] = {}
-    for param in job.params:
-        try:
-            values[param.name] = param.value(alias)
-        except KeyError:
-            problems.append((join_path(job.params_path, param.name),
-                             f"no value for cluster {quote(alias)}"))
-    if problems:
+    missing = [param.name for param in job.params if alias not in param.aliases()]
+    problems.extend((join_path(job.params_path, name), f"no value for cluster {quote(alias)}")
+                    for name in missing)
+    if missing:
         return None
+    for param in job.params:
+        values[param.name] = param.value(alias)
     walk = _Substitution(job, values, limits)
     data = walk.node(job.template_data(), "")
     problems.extend(walk.problems)

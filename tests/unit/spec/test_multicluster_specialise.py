@@ -4,6 +4,7 @@ The seed's own storage example is checked exactly as the seed writes it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from typing import Any
@@ -345,3 +346,16 @@ def test_shoals_form_names_template_paths_as_written() -> None:
     (issue,) = caught.value.issues
     assert issue.path == "spec.template.taskGroups[0].replicas"
     assert issue.kind == "MultiClusterJob" and issue.name == "mc"
+
+
+def test_a_value_object_missing_a_members_value_is_refused_by_specialise() -> None:
+    """`specialise` checks what it is given, not only what reading made."""
+    job = read_multicluster_text(super2())
+    (gpu_num,) = job.params
+    broken = dataclasses.replace(job, params=(dataclasses.replace(
+        gpu_num, values=gpu_num.values[:1]),))
+    with pytest.raises(SpecError) as caught:
+        specialise(broken, "b")
+    assert [(i.path, i.message) for i in caught.value.issues] == [
+        (f"{PLUGINS}[0].parameters.params.gpuNum", "no value for cluster 'b'")]
+    assert specialise(broken, "a").roles[0].gpu == 2
