@@ -61,10 +61,11 @@ class MultiClusterJobSpec(SuperSchedulerSpec):
     template: dict[StrictStr, Any] = Field(
         description="A Shoal Job's spec (shoal/v1 Job), with <% $mcc.x %> placeholders "
                     "anywhere.")
-    secrets: dict[StrictStr, Any] = Field(
-        default_factory=dict,
-        description="token-<alias>: each member's credential, kept only for that member's "
-                    "copy; other secrets are kept for every copy.")
+    secrets: Any = Field(
+        default=None,
+        description="{name: value}. token-<alias>: each member's credential, kept only for "
+                    "that member's copy; other secrets are kept for every copy. (Checked "
+                    "apart, so that no message ever quotes a value.)")
 
 
 class MultiClusterJobDocument(StrictModel):

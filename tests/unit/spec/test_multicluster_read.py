@@ -145,6 +145,10 @@ def test_a_secret_appears_in_no_error_and_no_repr() -> None:
     assert SECRET not in str(caught.value)
     (issue,) = caught.value.issues
     assert issue.path == "spec.secrets.token-b" and "not shown" in issue.message
+    with pytest.raises(SpecError) as caught:
+        read_multicluster_text(shoal_form(BASE + f"secrets: {SECRET}\n"))
+    assert SECRET not in str(caught.value)
+    assert [i.path for i in caught.value.issues] == ["spec.secrets"]
     job = read_multicluster_text(shoal_form(BASE + f"secrets: {{token-a: {SECRET}}}\n"))
     assert job.secrets == (("token-a", SECRET),) and SECRET not in repr(job)
 
