@@ -22,6 +22,7 @@ from rich.console import Console
 from typer.models import CommandInfo
 
 from shoal import __version__
+from shoal.cli.multicluster import mc_app
 from shoal.cli.option_defaults import BUILTIN_PROFILE_NAMES
 from shoal.cli.remote import register as register_remote
 from shoal.cli.sim import sim_app
@@ -35,6 +36,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(sim_app, name="sim")
+app.add_typer(mc_app, name="mc")
 app.command(name="up")(up)
 register_remote(app)
 

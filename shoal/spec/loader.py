@@ -36,9 +36,14 @@ from shoal.spec.flavors import resource_flavor
 from shoal.spec.launch import launch_problems
 from shoal.spec.limits import DEFAULT_LIMITS, Limits, document_problems, node_count_problem
 from shoal.spec.messages import describe
+from shoal.spec.multicluster import MULTI_CLUSTER_KIND, is_multicluster
 from shoal.spec.reading import UnreadableError, json_documents, yaml_documents
 
 _KINDS = ", ".join(sorted(DOCUMENT_MODELS))
+MULTI_CLUSTER_HINT = (
+    "a multi-cluster job (OpenPAI super-2 or MultiClusterJob) goes to several clusters, not "
+    "to one scheduler: check it with `shoal mc validate FILE` and see a cluster's copy with "
+    "`shoal mc specialise FILE --cluster ALIAS`")
 
 
 def load_text(text: str, source: str = "<string>", *, known_queues: Collection[str] = (),
@@ -153,6 +158,10 @@ def _document(log: IssueLog, d: Declarations, where: DocRef, data: Any, options:
     name = metadata.get("name") if isinstance(metadata, Mapping) else None
     doc = DocRef(where.source, where.document, kind if isinstance(kind, str) else None,
                  name if isinstance(name, str) else None)
+    if is_multicluster(data):
+        log.add(doc, "kind" if kind == MULTI_CLUSTER_KIND else "protocolVersion",
+                MULTI_CLUSTER_HINT)
+        return None
     known_kind = isinstance(kind, str) and kind in DOCUMENT_MODELS
     ok = _header(log, doc, data, known_kind)
     if not known_kind or not isinstance(kind, str):
