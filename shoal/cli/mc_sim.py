@@ -20,9 +20,9 @@ POLICIES = ("single", "fac", "fac-priority")
 
 
 def mc_sim(
-    traces: Annotated[Path, typer.Option(
+    traces: Annotated[Path | None, typer.Option(
         "--traces", help="Folder of the ITP traces cluster01..05.csv: each file a member, "
-                         "the home of its jobs.")],
+                         "the home of its jobs.")] = None,
     days: Annotated[float, typer.Option(
         "--days", min=0.001, help="Replay the jobs each trace submits in its first DAYS "
                                   "days.")] = 1.0,
@@ -40,6 +40,9 @@ def mc_sim(
         "--poll", min=0.001, help="Seconds between the dispatcher's polls.")] = 30.0,
     profile: Annotated[str, typer.Option(
         "--profile", help="The scheduling profile every member runs.")] = "default",
+    split: Annotated[Path | None, typer.Option(
+        "--split", help="Instead of --traces: one ITP file dealt in turn over the five "
+                        "members, each job's home the member it was dealt to.")] = None,
     limit: Annotated[int | None, typer.Option(
         "--limit", "-n", min=1, help="At most N jobs per member.")] = None,
     as_json: Annotated[bool, typer.Option(
@@ -49,7 +52,7 @@ def mc_sim(
     from shoal.cli.errors import user_errors
     from shoal.cli.profiles import load_profile
     from shoal.sim.multicluster import McConfig, McPolicy, simulate_multicluster
-    from shoal.sim.multicluster_inputs import itp_inputs
+    from shoal.sim.multicluster_inputs import itp_inputs, split_itp
     from shoal.sim.multicluster_report import summarize
     from shoal.sim.trace import TraceError
 
@@ -61,8 +64,15 @@ def mc_sim(
                   f"choose from {', '.join(POLICIES)}", highlight=False)
         raise typer.Exit(2)
     try:
-        inputs = itp_inputs(traces, days=days, utilisation=utilisation,
-                            jobs_per_member=limit)
+        if (traces is None) == (split is None):
+            raise ValueError("give one of --traces (a folder of cluster01..05.csv) and "
+                             "--split (one ITP file)")
+        if split is not None:
+            inputs = split_itp(split, days=days, utilisation=utilisation, limit=limit)
+        else:
+            assert traces is not None
+            inputs = itp_inputs(traces, days=days, utilisation=utilisation,
+                                jobs_per_member=limit)
         configs = [McConfig(McPolicy(p), guard_time_running=guard, time_scale=time_scale,
                             poll_interval=poll) for p in wanted]
     except (TraceError, ValueError) as exc:

@@ -266,9 +266,12 @@ def decide(members: Sequence[MemberCluster], rules: DispatchRules,
             _running_or_waiting(race, now)
         return answer(state, race.winner, f"copy on {race.tag(race.winner)} {race.won_why}",
                       winner=race.winner)
-    submits = tuple(Submit(m.alias, attempt, "sent to every member") for m in members
-                    if m.alias not in current)
     live = race.live(now)
+    # Under FAC-priority a copy below a running one would be cancelled at once: not sent.
+    floor = race.p(live[0].alias) if live and rules.policy is DispatchPolicy.FAC_PRIORITY \
+        else -1
+    submits = tuple(Submit(m.alias, attempt, "sent to every member") for m in members
+                    if m.alias not in current and m.priority >= floor)
     if live:
         lead = live[0]
         assert lead.running_since is not None

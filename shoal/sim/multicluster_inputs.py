@@ -98,6 +98,17 @@ def itp_inputs(folder: str | Path, *, days: float, utilisation: float = 0.85,
     return McInputs(tuple(jobs), tuple(members), tuple(nodes))
 
 
+def split_itp(path: str | Path, *, days: float, utilisation: float = 0.85,
+              plan: Sequence[MemberPlan] = ITP_PLAN, limit: int | None = None) -> McInputs:
+    """The jobs one ITP file submits in its first `days` days (at most `limit`), dealt over
+    the plan's members (`split_trace`)."""
+    if not (math.isfinite(days) and days > 0):
+        raise ValueError(f"days: must be a positive number, not {days}")
+    loaded = load_itp(path, gpus_per_node=GPUS_PER_NODE)
+    kept = [j for j in loaded.jobs if j.submit_time < days * DAY][:limit]
+    return split_trace(Trace(tuple(kept), loaded.source), plan, utilisation=utilisation)
+
+
 def split_trace(trace: Trace, plan: Sequence[MemberPlan], *, utilisation: float = 0.85
                 ) -> McInputs:
     """One trace dealt over the plan's members in turn (the `trace` of each plan entry is

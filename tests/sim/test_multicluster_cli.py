@@ -54,3 +54,19 @@ def test_bad_input_is_refused_naming_it(traces: Path, args: list[str], message: 
     result = CliRunner().invoke(app, full)
     assert result.exit_code == 2
     assert message in " ".join(result.output.split())
+
+
+def test_split_deals_one_trace_over_the_members(traces: Path) -> None:
+    result = CliRunner().invoke(app, ["sim", "--split", str(traces / "cluster01.csv"),
+                                      "--days", "60", "--json", "--policies", "single"])
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in result.output.splitlines()]
+    # 20 jobs dealt in turn over five members: four each, every one kept at home.
+    assert row["by_cluster"] == {f"itp{k}": 4 for k in range(1, 6)}
+
+
+def test_traces_and_split_are_one_or_the_other(traces: Path) -> None:
+    result = CliRunner().invoke(app, ["sim", "--traces", str(traces), "--split",
+                                      str(traces / "cluster01.csv")])
+    assert result.exit_code == 2
+    assert "give one of --traces" in result.output

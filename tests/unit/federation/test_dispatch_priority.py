@@ -121,3 +121,10 @@ def test_a_higher_copy_dying_inside_its_guard_hands_back_to_nobody() -> None:
               copy("c", CopyState.STOPPED, None, 12))
     out = decide(MEMBERS, RULES, copies, 30)
     assert out.state is KO and out.why == "every copy ended before one was kept"
+
+
+def test_a_member_below_a_running_copy_is_not_sent_a_copy() -> None:
+    out = decide(MEMBERS, RULES, (copy("b", R, 10),), 10)
+    assert [s.alias for s in out.submits] == ["a"]
+    fac = DispatchRules(DispatchPolicy.FAC, guard_time_running=60)
+    assert [s.alias for s in decide(MEMBERS, fac, (copy("b", R, 10),), 10).submits] == ["a", "c"]
