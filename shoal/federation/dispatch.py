@@ -171,11 +171,13 @@ class _Race:
                                       f"and stayed RUNNING for its {_s(guard)} s guard")
         if all(c.alias == leader.alias or c.ended_by(t) for c in self.open()):
             self.winner = leader.alias
-            why = (f"entered RUNNING first (at {_s(leader.running_since)}) and stayed RUNNING "
-                   f"for the {_s(guard)} s guard")
             if self.rules.policy is DispatchPolicy.FAC_PRIORITY:
-                why = f"priority {self.p(leader.alias)}, the highest that ran; {why}"
-            self.won_why = why
+                self.won_why = (f"is the highest priority that ran (RUNNING since "
+                                f"{_s(leader.running_since)}), kept after its {_s(guard)} s "
+                                f"guard and every higher copy's window")
+            else:
+                self.won_why = (f"entered RUNNING first (at {_s(leader.running_since)}) and "
+                                f"stayed RUNNING for the {_s(guard)} s guard")
 
     def instants(self, now: float) -> list[float]:
         """Every instant up to `now` at which the rules may change their answer."""

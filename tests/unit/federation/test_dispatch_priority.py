@@ -91,7 +91,9 @@ def test_a_higher_copy_that_runs_inside_its_window_wins() -> None:
     # a's window is now measured from b: (90 - 50) × 1 s after 130.
     assert out.wake_at == 170.0
     assert decide(MEMBERS, RULES, copies, 190).winner == "b"
-    assert "priority 50, the highest that ran" in decide(MEMBERS, RULES, copies, 190).why
+    assert decide(MEMBERS, RULES, copies, 190).why == (
+        "copy on 'b' (priority 50) is the highest priority that ran (RUNNING since 130), kept "
+        "after its 60 s guard and every higher copy's window")
 
 
 def test_running_exactly_at_the_window_end_is_inside_it() -> None:
