@@ -26,6 +26,9 @@ class Race:
 
     @property
     def max_window(self) -> float:
+        """The largest survival window (none under FAC)."""
+        if self.rules.policy is DispatchPolicy.FAC:
+            return 0.0
         ps = [m.priority for m in self.members]
         return (max(ps) - min(ps)) * self.rules.time_scale
 
