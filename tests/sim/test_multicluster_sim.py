@@ -53,12 +53,12 @@ JOBS = (McJob(job("blocker", 0, 4, 50), "hi"), McJob(job("j", 10, 4, 100), "lo")
 FIFO = Profile.load("fifo")
 
 
-def run(policy: McPolicy, *, guard: float = 30, scale: float = 1.0,
+def run(policy: McPolicy, *, guard: float = 30, scale: float = 1.0, poll: float = 10,
         members: tuple[SimMember, ...] = MEMBERS) -> dict[str, tuple[str | None, float | None,
                                                                      float | None, float]]:
     result = simulate_multicluster(JOBS, members, FIFO,
                                    McConfig(policy, guard_time_running=guard, time_scale=scale,
-                                            poll_interval=10))
+                                            poll_interval=poll))
     return {r.name: (r.cluster, r.start, r.end, r.wasted_gpu_seconds) for r in result.records}
 
 
@@ -77,6 +77,10 @@ TABLE = [
     pytest.param(McPolicy.FAC_PRIORITY, {}, {"blocker": ("hi", 0, 50, 0),
                                              "j": ("hi", 50, 150, 160)},
                  id="fac-priority-higher-runs-inside-its-window-and-wins"),
+    # Polled every 30 s, the cancel of lo's copy of j waits for the poll at 60: 50 s × 4.
+    pytest.param(McPolicy.FAC_PRIORITY, {"poll": 30}, {"blocker": ("hi", 0, 50, 0),
+                                                       "j": ("hi", 50, 150, 200)},
+                 id="fac-priority-cancels-act-at-the-next-poll"),
     # The same with a window of 80 × 0.25 = 20 s: hi's copy of j is cancelled at 30
     # (before it started), j stays on lo and wins after its guard.
     pytest.param(McPolicy.FAC_PRIORITY, {"scale": 0.25},
