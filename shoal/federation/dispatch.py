@@ -38,6 +38,11 @@ again, never forgotten. A cancelled copy that is still seen RUNNING never wins.
 **Stopping.** With `stop_requested` every live copy is cancelled; the job is STOPPED once
 all are final.
 
+**Driving it.** A driver records each copy it sends as WAITING, stamps `running_since` when
+it first sees the copy RUNNING (or takes the member's own start time) and `ended_at` when it
+sees it final, and calls `decide` at every poll and at `wake_at`; it acts on `submits` and
+`cancels` (storing them first, if it must survive a crash: the policy keeps nothing).
+
 The answer is computed by replaying the instants at which something happened or a window
 ended, up to `now`, from the observations alone: the same observations give the same
 decisions, whenever and however often the driver asks.
