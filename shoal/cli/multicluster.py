@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from shoal.cli.mc_sim import mc_sim
+
 if TYPE_CHECKING:
     from shoal.spec.multicluster import MultiClusterJob
 
@@ -144,3 +146,4 @@ def _user_errors(action: Callable[[], T]) -> T:
 
 mc_app.command(name="specialise")(specialise)
 mc_app.command(name="validate")(validate)
+mc_app.command(name="sim")(mc_sim)

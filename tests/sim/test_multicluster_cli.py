@@ -1,5 +1,5 @@
-"""`shoal mc sim` (the command function of `shoal.cli.mc_sim`), through a typer app built
-here: the table, the JSON, and bad input refused with the option named."""
+"""`shoal mc sim` (the command function of `shoal.cli.mc_sim`, in the `shoal mc` group): the
+table, the JSON, and bad input refused with the option named."""
 
 from __future__ import annotations
 
@@ -7,19 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 from multicluster_traces import write_itp_members
 from typer.testing import CliRunner
 
-from shoal.cli.mc_sim import mc_sim
-
-app = typer.Typer()
-app.command("sim")(mc_sim)
-
-
-@app.callback()
-def _group() -> None:
-    """`shoal mc` stands in here."""
+from shoal.cli.multicluster import mc_app as app
 
 
 @pytest.fixture(scope="module")
