@@ -42,6 +42,8 @@ from shoal.federation.members.http import DEFAULT_TIMEOUT_S, MemberHttp
 
 API = "/api/v1"
 JSON = "application/json"
+MAX_REASON_CHARS = 300
+"""The most of the member's reason for a waiting job carried in a status' detail."""
 MAX_LOG_READ = 8 * 1024 * 1024
 """The most one read of the member's log route returns (its `MAX_READ`)."""
 _STATES = {
@@ -79,6 +81,7 @@ class ShoalMember:
     def submit(self, request: CopyRequest) -> str:
         if request.document_kind == "shoal":
             body = request.document
+            _check_name(self.alias, request)
         elif request.document_kind == "openpai-v2":
             body = json.dumps(openpai_job(self.alias, request))
         else:
@@ -101,8 +104,12 @@ class ShoalMember:
             page = _json(self.alias, self._http.request(
                 "GET", f"{_job(remote_id)}/events", params={"limit": 500}))
             started = _running_since(page.get("items") or ())
+        detail = _detail(state, counts)
+        reason = status.get("pendingReason")
+        if state is JobState.PENDING and isinstance(reason, dict) and reason.get("message"):
+            detail = f"waits: {str(reason['message'])[:MAX_REASON_CHARS]}"
         return RemoteStatus(state=_STATES[state], member_state=state.value,
-                            started_at=started, detail=_detail(state, counts))
+                            started_at=started, detail=detail)
 
     def cancel(self, remote_id: str) -> None:
         # 404: no such job (never submitted, or deleted); 409: it has already ended.
@@ -174,6 +181,18 @@ def _group(name: str, role: RoleRequest) -> dict[str, Any]:
     return group
 
 
+def _check_name(alias: str, request: CopyRequest) -> None:
+    """A Shoal document is the copy's own: named as the copy, or `find` could not find it."""
+    try:
+        document = json.loads(request.document)
+    except ValueError:
+        raise MemberRefusedError(alias, "the copy's document is not JSON") from None
+    metadata = document.get("metadata") if isinstance(document, dict) else None
+    if not isinstance(metadata, dict) or metadata.get("name") != request.name:
+        raise MemberRefusedError(alias, f"metadata.name: the document must be named "
+                                        f"{request.name!r}, the copy's name")
+
+
 def _job(name: str) -> str:
     return f"{API}/jobs/{quote(name, safe='')}"
 
@@ -209,4 +228,4 @@ def _detail(state: JobState, counts: dict[str, int]) -> str:
     running = counts.get("Running", 0)
     if state is JobState.RUNNING and running < total:
         return f"partially running: {running} of {total} tasks running ({parts})"
-    return f"{total} tasks: {parts}"
+    return f"{total} task{'s' if total > 1 else ''}: {parts}"

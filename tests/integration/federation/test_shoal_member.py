@@ -111,9 +111,12 @@ def test_a_copy_waits_runs_is_cancelled_and_another_succeeds(member: Member) -> 
     assert running.member_state == "Running" and running.started_at is not None
     # Both GPUs are the sleeper's: the second copy waits for them.
     waiter = edge.submit(copy("greeter-edge", "echo $GREETING from shoal", "exit 0", gpu=2))
-    waiting = edge.status(waiter)
+    # Once a scheduling cycle has seen it, the member's reason is the detail.
+    waiting = until(lambda: edge.status(waiter), lambda s: s.detail.startswith("waits: "),
+                    "the greeter's reason")
     assert (waiting.state, waiting.member_state, waiting.started_at) == (
         CopyState.WAITING, "Pending", None)
+    assert "gpu" in waiting.detail.lower()
 
     edge.cancel(sleeper)
     stopped = until(lambda: edge.status(sleeper), state_is(CopyState.STOPPED), "the sleeper")
@@ -158,6 +161,10 @@ def test_a_shoal_document_is_submitted_as_it_is(member: Member) -> None:
     # A copy's document is JSON text, as the MultiClusterJob layer makes it.
     request = CopyRequest(job_name="native", alias="edge", name="native-edge", roles=(),
                           document=json.dumps(yaml.safe_load(document)), document_kind="shoal")
+    misnamed = CopyRequest(job_name="native", alias="edge", name="other-edge", roles=(),
+                           document=request.document, document_kind="shoal")
+    with pytest.raises(MemberRefusedError, match=r"metadata\.name: the document must be named"):
+        edge.submit(misnamed)
     assert edge.submit(request) == "native-edge"
     done = until(lambda: edge.status("native-edge"), lambda s: s.state.is_final, "the copy")
     assert done.state is CopyState.SUCCEEDED
