@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 
 from shoal.api.federation import MAX_PRIORITY, ClusterKind, MemberCluster
 from shoal.federation.members.contract import MemberAdapter, MemberCredentials
+from shoal.federation.members.factory import adapter_for
 from shoal.federation.members.http import DEFAULT_TIMEOUT_S
 from shoal.spec.errors import DocRef, IssueLog, SpecError, SpecIssue, quote
 from shoal.spec.limits import KiB, Limits, MiB
@@ -182,8 +183,6 @@ class ClusterRegistry:
     def adapter(self, alias: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                 environ: Mapping[str, str] | None = None) -> MemberAdapter:
         """The adapter of member `alias`, its credentials read now."""
-        from shoal.federation.members.factory import adapter_for
-
         entry = self.get(alias)
         return adapter_for(entry.member, entry.credentials.resolve(environ),
                            timeout_s=timeout_s)

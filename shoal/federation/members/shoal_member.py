@@ -42,6 +42,10 @@ from shoal.federation.members.http import DEFAULT_TIMEOUT_S, MemberHttp
 
 API = "/api/v1"
 JSON = "application/json"
+EVENT_PAGE = 500
+"""A job's oldest events, read when its start is no longer among its latest: its own Running
+event follows its gang's binds, so it is on this page for a gang of fewer tasks (a larger
+one reports no `started_at`)."""
 MAX_REASON_CHARS = 300
 """The most of the member's reason for a waiting job carried in a status' detail."""
 MAX_LOG_READ = 8 * 1024 * 1024
@@ -93,17 +97,21 @@ class ShoalMember:
         return str(_json(self.alias, response)["metadata"]["name"])
 
     def status(self, remote_id: str) -> RemoteStatus:
-        data = _json(self.alias, self._http.request("GET", _job(remote_id)))
-        status = data["status"]
-        state = JobState(status["state"])
-        counts: dict[str, int] = {str(k): int(v) for k, v in
-                                  (status.get("taskCounts") or {}).items()}
-        started = _running_since(status.get("events") or ())
-        if started is None and state is not JobState.PENDING:
-            # The job's latest events no longer reach back to its start: the oldest do.
-            page = _json(self.alias, self._http.request(
-                "GET", f"{_job(remote_id)}/events", params={"limit": 500}))
-            started = _running_since(page.get("items") or ())
+        path = _job(remote_id)
+        try:
+            status = _json(self.alias, self._http.request("GET", path))["status"]
+            state = JobState(status["state"])
+            counts: dict[str, int] = {str(k): int(v) for k, v in
+                                      (status.get("taskCounts") or {}).items()}
+            started = _running_since(status.get("events") or ())
+            if started is None and state is not JobState.PENDING:
+                # The job's latest events no longer reach back to its start: the oldest do.
+                page = _json(self.alias, self._http.request(
+                    "GET", f"{path}/events", params={"limit": EVENT_PAGE}))
+                started = _running_since(page.get("items") or ())
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise MemberRefusedError(self.alias, f"GET {path}: not a Shoal job's status "
+                                                 f"({type(exc).__name__})") from None
         detail = _detail(state, counts)
         reason = status.get("pendingReason")
         if state is JobState.PENDING and isinstance(reason, dict) and reason.get("message"):
