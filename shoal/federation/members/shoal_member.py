@@ -1,9 +1,10 @@
 """`ShoalMember`: another `shoal up` as a member cluster, over its REST API (`/api/v1`) with a
 bearer token; the copy's id on the member is its job name.
 
-It speaks JSON through `MemberHttp` rather than through `shoal.client.ShoalClient`, so that a
+It sends its requests through `MemberHttp` rather than `shoal.client.ShoalClient`, so that a
 Shoal member fails a call exactly as every other member does (`MemberUnavailableError` /
-`MemberRefusedError`), and the client's own retry does not stack on the dispatcher's backoff.
+`MemberRefusedError`), and the client's own retry does not stack on the dispatcher's backoff;
+the answers are read into the client's own views (`JobView`, `EventView`).
 
 What is submitted:
 
@@ -24,6 +25,7 @@ attempt reached the member returns the job stored then, never a second one.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -31,7 +33,8 @@ from urllib.parse import quote
 import httpx
 
 from shoal.api.federation import CopyRequest, CopyState, MemberCluster, RoleRequest
-from shoal.api.lifecycle import JobState
+from shoal.api.lifecycle import JobState, TaskState
+from shoal.client.models import EventView, JobView
 from shoal.federation.members.contract import (
     MAX_LOG_BYTES,
     MemberCredentials,
@@ -99,24 +102,20 @@ class ShoalMember:
     def status(self, remote_id: str) -> RemoteStatus:
         path = _job(remote_id)
         try:
-            status = _json(self.alias, self._http.request("GET", path))["status"]
-            state = JobState(status["state"])
-            counts: dict[str, int] = {str(k): int(v) for k, v in
-                                      (status.get("taskCounts") or {}).items()}
-            started = _running_since(status.get("events") or ())
-            if started is None and state is not JobState.PENDING:
+            job = JobView.from_json(_json(self.alias, self._http.request("GET", path)))
+            started = _running_since(job.events or ())
+            if started is None and job.state is not JobState.PENDING:
                 # The job's latest events no longer reach back to its start: the oldest do.
                 page = _json(self.alias, self._http.request(
                     "GET", f"{path}/events", params={"limit": EVENT_PAGE}))
-                started = _running_since(page.get("items") or ())
+                started = _running_since(EventView.from_json(e) for e in page["items"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MemberRefusedError(self.alias, f"GET {path}: not a Shoal job's status "
                                                  f"({type(exc).__name__})") from None
-        detail = _detail(state, counts)
-        reason = status.get("pendingReason")
-        if state is JobState.PENDING and isinstance(reason, dict) and reason.get("message"):
-            detail = f"waits: {str(reason['message'])[:MAX_REASON_CHARS]}"
-        return RemoteStatus(state=_STATES[state], member_state=state.value,
+        detail = _detail(job)
+        if job.state is JobState.PENDING and job.pending_reason is not None:
+            detail = f"waits: {job.pending_reason.message[:MAX_REASON_CHARS]}"
+        return RemoteStatus(state=_STATES[job.state], member_state=job.state.value,
                             started_at=started, detail=detail)
 
     def cancel(self, remote_id: str) -> None:
@@ -217,23 +216,23 @@ def _json(alias: str, response: httpx.Response) -> dict[str, Any]:
     return data
 
 
-def _running_since(events: Any) -> datetime | None:
+def _running_since(events: Iterable[EventView]) -> datetime | None:
     """When the job (not one task) last entered Running, from its events."""
     started: float | None = None
     for event in events:
-        if event.get("task") is None and event.get("target") == JobState.RUNNING.value:
-            started = float(event["time"])
+        if event.task is None and event.target == JobState.RUNNING.value:
+            started = event.time
     return None if started is None else datetime.fromtimestamp(started, UTC)
 
 
-def _detail(state: JobState, counts: dict[str, int]) -> str:
+def _detail(job: JobView) -> str:
     """The task counts in words; for a running gang, how much of it runs: Shoal calls a job
     Running once its gang minimum is bound, before every process has started."""
-    total = sum(counts.values())
+    total = job.task_total
     if not total:
         return ""
-    parts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
-    running = counts.get("Running", 0)
-    if state is JobState.RUNNING and running < total:
+    parts = ", ".join(f"{n} {s.value.lower()}" for s, n in sorted(job.task_counts.items()))
+    running = job.task_counts.get(TaskState.RUNNING, 0)
+    if job.state is JobState.RUNNING and running < total:
         return f"partially running: {running} of {total} tasks running ({parts})"
     return f"{total} task{'s' if total > 1 else ''}: {parts}"
