@@ -179,3 +179,13 @@ def test_logs_say_where_openpai_keeps_them() -> None:
     assert "does not serve a job's output" in text
     assert "https://pai.example.org/job-detail.html?username=alice&jobName=mc-job-a" in text
     assert len(member().logs("alice~mc-job-a", limit_bytes=10).encode()) <= 10
+
+
+@pytest.mark.parametrize("path", sorted(CONTRACTS.glob("*.json")), ids=lambda p: p.name)
+def test_each_contract_cites_openpais_code_and_holds_no_secret(path: Path) -> None:
+    contract = json.loads(path.read_text())
+    assert contract["source"] and all("microsoft/pai" in s for s in contract["source"])
+    for exchange in contract["exchanges"]:
+        headers = exchange["request"].get("headers", {})
+        assert headers.get("authorization") == "Bearer <token>"
+    assert TOKEN not in path.read_text()
