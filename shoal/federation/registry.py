@@ -99,6 +99,10 @@ class ClusterDocument(_Model):
     spec: ClusterSpec
 
 
+class UnknownClusterError(LookupError):
+    """No member of the registry has the alias asked for."""
+
+
 class CredentialsError(Exception):
     """A member's credentials could not be read; the message names the member and the
     field, never what the token file or variable holds."""
@@ -126,6 +130,8 @@ class CredentialsRef:
                 raise CredentialsError(
                     f"cluster {self.alias!r}: spec.credentials.tokenEnv: the environment "
                     f"variable {self.token_env} is not set or empty")
+            _check_token(f"cluster {self.alias!r}: spec.credentials.tokenEnv: "
+                         f"{self.token_env}", token)
         return MemberCredentials(user=self.user, token=token)
 
     def _read_file(self, path: Path) -> str:
@@ -145,7 +151,16 @@ class CredentialsRef:
             raise CredentialsError(f"{where}: {quote(str(path))} is not UTF-8 text") from None
         if not token:
             raise CredentialsError(f"{where}: {quote(str(path))} is empty")
+        _check_token(f"{where}: {quote(str(path))}", token)
         return token
+
+
+def _check_token(where: str, token: str) -> None:
+    # A token travels in an HTTP header: one with a space or a control character in it would
+    # be refused by the HTTP library, in an error that quotes the header, token and all.
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise CredentialsError(f"{where}: holds spaces, line breaks or control characters; "
+                               "a token is one word")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +193,7 @@ class ClusterRegistry:
             if entry.member.alias == alias:
                 return entry
         known = ", ".join(quote(e.member.alias) for e in self.entries[:20]) or "none"
-        raise KeyError(f"no cluster {quote(alias)} in the registry (known: {known})")
+        raise UnknownClusterError(f"no cluster {quote(alias)} in the registry (known: {known})")
 
     def adapter(self, alias: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                 environ: Mapping[str, str] | None = None) -> MemberAdapter:

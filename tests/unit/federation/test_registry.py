@@ -15,6 +15,7 @@ from shoal.federation.registry import (
     MAX_MEMBERS,
     MAX_TOKEN_BYTES,
     CredentialsError,
+    UnknownClusterError,
     load_registry,
     load_registry_file,
 )
@@ -132,6 +133,19 @@ def test_a_token_file_is_bounded_and_never_quoted(tmp_path: Path) -> None:
     assert SECRET not in str(caught.value)
 
 
+def test_a_token_that_is_not_one_word_is_refused_without_being_quoted(tmp_path: Path) -> None:
+    (tmp_path / "a.token").write_text(f"{SECRET}\nsecond-line\n")
+    (tmp_path / "c.yaml").write_text(cluster(credentials="{tokenFile: a.token}"))
+    with pytest.raises(CredentialsError) as caught:
+        load_registry_file(tmp_path / "c.yaml").get("a").credentials.resolve()
+    assert "a token is one word" in str(caught.value)
+    ref = load_registry(cluster(credentials="{tokenEnv: A_TOKEN}")).get("a").credentials
+    with pytest.raises(CredentialsError) as from_env:
+        ref.resolve({"A_TOKEN": f"Bearer {SECRET}"})
+    assert "spec.credentials.tokenEnv: A_TOKEN: holds spaces" in str(from_env.value)
+    assert SECRET not in str(caught.value) + str(from_env.value)
+
+
 def test_a_token_is_read_from_its_environment_variable() -> None:
     ref = load_registry(cluster(credentials="{tokenEnv: A_TOKEN, user: bob}")).get("a").credentials
     with pytest.raises(CredentialsError, match="A_TOKEN is not set or empty"):
@@ -150,5 +164,6 @@ def test_the_registry_builds_each_members_adapter_without_quoting_its_token() ->
     assert isinstance(shoal, ShoalMember) and isinstance(pai, OpenPaiMember)
     assert (shoal.alias, pai.alias) == ("s", "p")
     assert SECRET not in repr(shoal) + repr(pai)
-    with pytest.raises(KeyError, match="no cluster 'x' in the registry \\(known: 's', 'p'\\)"):
+    with pytest.raises(UnknownClusterError,
+                       match="no cluster 'x' in the registry \\(known: 's', 'p'\\)"):
         registry.get("x")
