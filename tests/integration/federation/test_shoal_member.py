@@ -68,7 +68,9 @@ def member(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Member]:
         if not wait_until_healthy(url, 120, lambda: process.poll() is None):
             process.kill()
             raise AssertionError(f"shoal up did not answer /healthz: {log.read_text()}")
-        yield Member(url, (home / ".shoal" / "admin.token").read_text().strip())
+        live = Member(url, (home / ".shoal" / "admin.token").read_text().strip())
+        yield live
+        stop_all(live)
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -76,6 +78,18 @@ def member(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Member]:
         except subprocess.TimeoutExpired:
             process.kill()
         scratch.close()
+
+
+def stop_all(member: Member) -> None:
+    """Cancel what a test left running and wait until it has stopped: `shoal up` leaves its
+    tasks running when it stops, to adopt them when it starts again."""
+    with member.client() as shoal:
+        for job in shoal.iter_jobs():
+            if not job.terminal:
+                shoal.cancel(job.name)
+        until(lambda: [j.name for j in shoal.iter_jobs() if not j.terminal or any(
+                           n and state.holds_resources for state, n in j.task_counts.items())],
+              lambda left: not left, "the member's jobs to stop")
 
 
 def copy(name: str, *commands: str, gpu: int = 0) -> CopyRequest:
