@@ -19,7 +19,9 @@ of its own, not a submission; one role per copy is what the seed's jobs need.
 
 slurmrestd answers a refusal from slurmctld (a bad token, an unknown job, a bad request) with
 a 500 whose body lists Slurm's errors; such an answer is a refusal, not an outage, unless
-those errors say slurmctld could not be reached.
+those errors say slurmctld could not be reached — or say nothing ("Unspecified error", all a
+read gets from 22.05 whether slurmctld is down or refused the token), which is taken as an
+outage: retried, never a reason to give up on a copy.
 """
 
 from __future__ import annotations
@@ -66,8 +68,14 @@ STATES: Mapping[str, CopyState] = {
 }
 
 #: Slurm errors that mean slurmctld was not reached (SLURM_COMMUNICATIONS_*_ERROR,
-#: SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT, ESLURM_IN_STANDBY_MODE ...): the member is down.
-UNREACHABLE_ERRORS = frozenset({1001, 1002, 1003, 1004, 1012, 5004, 2050})
+#: SLURMCTLD_COMMUNICATIONS_*_ERROR — what a submit meets with slurmctld down —,
+#: SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT, ESLURM_IN_STANDBY_MODE): the member is down.
+UNREACHABLE_ERRORS = frozenset({1001, 1002, 1003, 1004, 1800, 1801, 1802, 1803, 5004, 2050})
+UNSPECIFIED = -1
+"""What slurmrestd 22.05 says when a read (`job/{id}`, `jobs`, `ping`) failed for *either*
+reason: slurmctld down, or slurmctld turning the token away. Read as an outage: the
+dispatcher retries it and reports the member, where a refusal would give up on a copy that
+may still be running."""
 ZERO_BYTES = 5005
 """SLURM_PROTOCOL_SOCKET_ZERO_BYTES_SENT: slurmctld took the connection and closed it
 unanswered, which is how it turns away a JWT it rejects (forged, expired, another user's):
@@ -204,6 +212,10 @@ class SlurmMember:
         reason = _errors_text(errors)
         if ZERO_BYTES in numbers:
             reason += " (slurmctld turned the request away: is the token valid?)"
+        if UNSPECIFIED in numbers:
+            raise MemberUnavailableError(
+                self.alias, f"{method} {path}: {reason} (slurmctld did not answer, or turned "
+                            "the token away: slurmrestd 22.05 does not say which)")
         if numbers & UNREACHABLE_ERRORS:
             raise MemberUnavailableError(self.alias, f"{method} {path}: {reason}")
         raise MemberRefusedError(self.alias, f"{method} {path}: refused: {reason}")

@@ -147,12 +147,14 @@ def test_a_wrong_token_is_refused_without_showing_it(cluster: SlurmMemberCluster
     forged = cluster.token[:-8] + "AAAAAAAA"
     adapter = SlurmMember(MemberCluster("slurm-a", cluster.uri, ClusterKind.SLURM),
                           MemberCredentials(JOB_USER, forged))
-    with pytest.raises(MemberRefusedError, match=r"cluster 'slurm-a'.*refused") as raised:
+    with pytest.raises(MemberRefusedError, match=r"cluster 'slurm-a'.*refused") as refused:
         adapter.submit(copy("forged-slurm-a", "true"))
-    with pytest.raises(MemberRefusedError):
+    # A read gets only "Unspecified error" from slurmrestd 22.05, as with slurmctld down.
+    with pytest.raises(MemberUnavailableError, match="turned the token away") as unknown:
         adapter.find("forged-slurm-a")
-    for secret in (forged, cluster.token, forged[-20:]):
-        assert secret not in str(raised.value)
+    for raised in (refused, unknown):
+        for secret in (forged, cluster.token, forged[-20:]):
+            assert secret not in str(raised.value)
     adapter.close()
 
 
@@ -173,3 +175,16 @@ def test_a_slurmrestd_that_does_not_answer_is_unavailable(
         adapter.status("1")
     with pytest.raises(MemberUnavailableError):
         adapter.cancel("1")
+
+
+# Last in the module: it stops the module's slurmctld (slurmrestd stays up).
+def test_a_slurmctld_that_is_down_behind_slurmrestd_is_unavailable(
+        cluster: SlurmMemberCluster, member: SlurmMember) -> None:
+    controller = cluster.slurm.daemons[0]
+    assert controller.name() == "slurmctld"
+    controller.terminate()
+    controller.wait(timeout=30)
+    with pytest.raises(MemberUnavailableError, match="Unable to contact slurm controller"):
+        member.submit(copy("late-slurm-a", "true"))
+    with pytest.raises(MemberUnavailableError, match="slurmctld did not answer"):
+        member.status("1")

@@ -114,8 +114,9 @@ def test_find_matches_the_name_and_the_user_and_takes_the_latest() -> None:
 @pytest.mark.parametrize(("number", "text", "error"), [
     (2017, "Invalid job id specified", MemberRefusedError),
     (5005, "Zero Bytes were transmitted or received", MemberRefusedError),
-    (-1, "Unspecified error", MemberRefusedError),
+    (-1, "Unspecified error", MemberUnavailableError),
     (1001, "Unable to contact slurm controller (connect failure)", MemberUnavailableError),
+    (1800, "Unable to contact slurm controller (connect failure)", MemberUnavailableError),
     (5004, "Socket timed out on send/recv operation", MemberUnavailableError)])
 def test_slurm_errors_are_refusals_unless_slurmctld_was_not_reached(
         number: int, text: str, error: type[Exception]) -> None:
