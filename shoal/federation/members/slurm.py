@@ -26,8 +26,12 @@ outage: retried, never a reason to give up on a copy.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import math
 import shlex
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -102,6 +106,7 @@ class SlurmMember:
                              f"{unknown[0]!r} (a slurm member takes partition and workdir)")
         self._member = member
         self._user = credentials.user
+        self._expires_at = _token_expiry(member.alias, credentials.user, credentials.token)
         self._partition = query.get("partition")
         self._workdir = query.get("workdir", DEFAULT_WORKDIR)
         base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
@@ -195,6 +200,11 @@ class SlurmMember:
     def _call(self, method: str, path: str, *, ok_errors: frozenset[int] = frozenset(),
               **kwargs: Any) -> dict[str, Any]:
         """One slurmrestd call; its answer, after Slurm's own errors in it are judged."""
+        if self._expires_at is not None and time.time() >= self._expires_at:
+            # slurmctld would turn it away with an error that does not say why.
+            raise MemberRefusedError(self.alias, f"{method} {path}: the token for "
+                                                 f"{self._user!r} has expired; make a new one "
+                                                 "(`scontrol token`)")
         response = self._http.request(method, path, ok_statuses=frozenset({500}), **kwargs)
         try:
             said = response.json()
@@ -219,6 +229,27 @@ class SlurmMember:
         if numbers & UNREACHABLE_ERRORS:
             raise MemberUnavailableError(self.alias, f"{method} {path}: {reason}")
         raise MemberRefusedError(self.alias, f"{method} {path}: refused: {reason}")
+
+
+def _token_expiry(alias: str, user: str, token: str) -> float | None:
+    """When a Slurm JWT expires (its `exp`), after checking it names `user` (`sun`): both
+    read without the key, since slurmctld answers an expired token or another user's with
+    an error that does not say so. A token that is not a readable JWT is left to slurmctld."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, binascii.Error):
+        return None
+    if not isinstance(claims, dict):
+        return None
+    named = claims.get("sun")
+    if isinstance(named, str) and named != user:
+        raise ValueError(f"cluster {alias!r}: credentials: the token is for user {named!r}, "
+                         f"not {user!r}")
+    expiry = claims.get("exp")
+    return float(expiry) if isinstance(expiry, int | float) else None
 
 
 def _job_id(alias: str, remote_id: str) -> int:

@@ -5,7 +5,9 @@ every Slurm state's mapping, and which answers are refusals and which outages.
 
 from __future__ import annotations
 
+import base64
 import json
+import time
 from typing import Any
 
 import httpx
@@ -158,3 +160,31 @@ def test_bad_input_is_refused_before_any_call() -> None:
         SlurmMember(MemberCluster("hpc", "http://x", ClusterKind.SLURM),
                     MemberCredentials("alice", None))
     assert TOKEN not in str(raised.value)
+
+
+def jwt(claims: dict[str, object]) -> str:
+    payload = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    return f"eyJhbGciOiJIUzI1NiJ9.{payload}.c2lnbmF0dXJl"
+
+
+def test_an_expired_token_or_another_users_is_refused_without_a_call() -> None:
+    def handle(request: httpx.Request) -> httpx.Response:
+        raise AssertionError(f"no call expected, got {request.method} {request.url}")
+    expired = jwt({"sun": "alice", "exp": int(time.time()) - 60, "iat": 0})
+    adapter = member_with(expired, httpx.MockTransport(handle))
+    with pytest.raises(MemberRefusedError, match="token for 'alice' has expired") as raised:
+        adapter.find("train-hpc")
+    assert expired not in str(raised.value)
+    bobs = jwt({"sun": "bob", "exp": int(time.time()) + 3600})
+    with pytest.raises(ValueError, match="token is for user 'bob', not 'alice'") as wrong:
+        SlurmMember(MemberCluster("hpc", "http://x", ClusterKind.SLURM),
+                    MemberCredentials("alice", bobs))
+    assert bobs not in str(wrong.value)
+    live = jwt({"sun": "alice", "exp": int(time.time()) + 3600})
+    answered = member_with(live, answering(200, {"errors": [], "jobs": []}))
+    assert answered.find("train-hpc") is None
+
+
+def member_with(token: str, transport: httpx.BaseTransport) -> SlurmMember:
+    return SlurmMember(MemberCluster("hpc", "http://x", ClusterKind.SLURM),
+                       MemberCredentials("alice", token), transport=transport)
