@@ -14,6 +14,9 @@ stays PENDING until the cluster has them; its environment becomes `runtime_env.e
 A Ray job is one driver process: a copy of several roles or instances is refused (the
 driver would have to start the others as Ray tasks itself).
 
+A copy's secrets are not sent: `runtime_env` is shown on Ray's dashboard to whoever reaches
+it.
+
 Ray's `start_time` is when the job was submitted, not when its driver started; it is
 reported as the copy's start once Ray says RUNNING.
 """

@@ -13,6 +13,11 @@ per instance become `gpus_per_task` (GRES `gpu`), `cpu` becomes `cpus_per_task` 
 carry `?partition=P&workdir=DIR`: the job runs in `workdir` (default `/tmp`, present and
 writable on every node) and writes its output to `<workdir>/<name>-<job id>.out`.
 
+slurmctld forgets a finished job `MinJobAge` after it ends (300 s by default); without
+accounting a later `status` is refused as an unknown job, so the dispatcher must poll faster
+than that (it polls every few seconds). A copy's secrets are not sent: a Slurm job has no
+secret store, and its environment is readable in `scontrol show job`.
+
 A copy of several roles is refused: v0.0.38 takes a heterogeneous job (`jobs: [...]`), but
 its one script would then have to start each role by `srun --het-group`, which is a launcher
 of its own, not a submission; one role per copy is what the seed's jobs need.
