@@ -11,7 +11,7 @@ export UV_COMPILE_BYTECODE := 1
 PYTHON ?= python3
 UV ?= $(PYTHON) -m uv
 
-.PHONY: run test lint bench uv postgresql task-venv
+.PHONY: run test lint bench uv postgresql slurm task-venv
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -21,6 +21,14 @@ postgresql:
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		     apt-get install -y -qq postgresql >/dev/null; }
+
+# The `slurm` member cluster's tests start a real Slurm with slurmrestd and JWT auth (and the
+# Slurm benchmarks one without): install Debian's if missing, as for PostgreSQL.
+slurm:
+	@command -v slurmrestd >/dev/null 2>&1 && ls /usr/lib/*/slurm-wlm/rest_auth_jwt.so >/dev/null 2>&1 \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		     apt-get install -y -qq --no-install-recommends slurm-wlm slurmctld slurmd \
+		       slurm-client munge slurmrestd slurm-wlm-jwt-plugin >/dev/null; }
 
 # Tasks that run as their own OS user cannot reach an interpreter under a 0700 home: the
 # end-to-end tests then make a venv (torch) from Debian's python3, which needs its venv module.
@@ -33,8 +41,9 @@ run: uv
 	$(UV) sync --frozen --quiet
 	$(UV) run shoal up $(ARGS)
 
-# The executor contract suite also runs against a real Ray cluster: the `ray` extra.
-test: uv postgresql task-venv
+# The executor contract suite also runs against a real Ray cluster, and the `ray` member
+# cluster's tests against a Ray head's Jobs API: the `ray` extra (ray[default]).
+test: uv postgresql slurm task-venv
 	$(UV) sync --frozen --extra ray --quiet
 	$(UV) run ruff check .
 	$(UV) run mypy
