@@ -84,7 +84,9 @@ class RayNodes:
         from ray.cluster_utils import Cluster
 
         (head, head_args), *workers = self._wanted.items()
-        head_node = {**self._args(head, head_args),
+        # No dashboard: `ray[default]` (the Ray member's Jobs API) would start one per head,
+        # a few hundred MB and a CPU share the engine's tests never use.
+        head_node = {**self._args(head, head_args), "include_dashboard": False,
                      "_system_config": {**HEALTH_CHECKS,
                                         **dict(head_args.get("_system_config") or {})}}
         self._cluster = Cluster(initialize_head=True, head_node_args=head_node)

@@ -23,7 +23,7 @@ def adapter_for(member: MemberCluster, credentials: MemberCredentials, *,
         from shoal.federation.members.openpai import OpenPaiMember
         return OpenPaiMember(member, credentials, timeout_s=timeout_s)
     if member.kind is ClusterKind.SLURM:
-        # Replaced at merge by the import of shoal.federation.members.slurm.SlurmMember.
-        raise NotImplementedError(f"cluster {member.alias!r}: the slurm adapter is not built")
-    # Replaced at merge by the import of shoal.federation.members.ray.RayMember.
-    raise NotImplementedError(f"cluster {member.alias!r}: the ray adapter is not built")
+        from shoal.federation.members.slurm import SlurmMember
+        return SlurmMember(member, credentials, timeout_s=timeout_s)
+    from shoal.federation.members.ray import RayMember
+    return RayMember(member, credentials, timeout_s=timeout_s)
