@@ -47,6 +47,7 @@ from shoal.federation.members.contract import (
     MemberCredentials,
     MemberError,
     MemberRefusedError,
+    MemberUnavailableError,
 )
 from shoal.federation.members.factory import adapter_for
 from shoal.federation.members.http import DEFAULT_TIMEOUT_S
@@ -154,6 +155,12 @@ class Dispatcher:
                 self._poll(job, copy, adapter, remote_id)
             except MemberRefusedError as exc:
                 self.records.note_error(job.name, copy.round, copy.alias, str(exc))
+            except MemberUnavailableError:
+                raise
+            except Exception as exc:  # a bug for one copy must not starve the member's others
+                log.exception("multi-cluster job %r: the copy on %r", job.name, copy.alias)
+                self.records.note_error(job.name, copy.round, copy.alias,
+                                        f"internal error: {type(exc).__name__}")
 
     def _submit_once(self, job: McJob, copy: McCopy, adapter: MemberAdapter) -> str | None:
         """The copy's remote id: found by name if an earlier submission reached the member,

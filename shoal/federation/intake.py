@@ -23,6 +23,7 @@ from shoal.spec.errors import DocRef, IssueLog, SpecError, join_path, quote
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.spec.multicluster import JobForm, MultiClusterJob
 from shoal.spec.multicluster_read import multicluster_from_data, read_multicluster_text
+from shoal.spec.specialise import all_copies_problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,9 @@ def take_in(text: str, registry: ClusterRegistry, *, source: str = "request",
     members against the registry; `SpecError` with every problem by field path."""
     job = read_multicluster_text(text, source, limits=limits)
     check_members(job, registry)
+    problems = all_copies_problems(job, limits)  # every copy must be a valid job of its kind
+    if problems:
+        raise SpecError(problems)
     data = yaml.safe_load(text)  # read once already, within the limits: cannot fail now
     return Intake(job, json.dumps(_without_secrets(job.form, data), default=str,
                                   ensure_ascii=False, separators=(",", ":")), job.secrets)
