@@ -61,7 +61,8 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
           max_follows_per_user: int, profile: str, interval: float, grace: float,
           scale_up_hook: str | None, scale_up_cooldown: float, task_user_prefix: str,
           task_user: str | None, insecure_same_user: bool, work_dir: Path, job_ttl: float,
-          engine: EngineChoice, clusters: Path | None = None, mc_poll: float = 5.0) -> None:
+          engine: EngineChoice, clusters: Path | None = None, mc_poll: float = 5.0,
+          mc_timeout: float = 10.0) -> None:
     """Run `shoal up` with its flags (checked by `shoal.cli.up`) until SIGINT/SIGTERM."""
     hook = None if scale_up_hook is None else ScaleUpHook(scale_up_hook, scale_up_cooldown)
 
@@ -74,7 +75,7 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
             _serve(data_dir, host, port, db, cluster, profile, interval, grace, hook,
                    _Tasks(policy, work_dir), job_ttl=job_ttl, limits=limits,
                    follows_per_user=max_follows_per_user, engine=engine,
-                   mc=_McOptions(clusters, mc_poll))
+                   mc=_McOptions(clusters, mc_poll, mc_timeout))
         except (IsolationError, EngineError, InUseError) as exc:  # nothing has started yet
             Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}",
                                        highlight=False)
@@ -83,11 +84,13 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
 
 
 class _McOptions:
-    """`--clusters` and `--mc-poll`: the super scheduler, when a clusters file is given."""
+    """`--clusters`, `--mc-poll` and `--mc-timeout`: the super scheduler, when a clusters
+    file is given."""
 
-    def __init__(self, clusters: Path | None, poll_s: float) -> None:
+    def __init__(self, clusters: Path | None, poll_s: float, timeout_s: float) -> None:
         self.clusters = clusters
         self.poll_s = poll_s
+        self.timeout_s = timeout_s
 
     def registry(self) -> ClusterRegistry | None:
         """Read before anything starts: a bad clusters file stops `shoal up` at once."""
@@ -144,7 +147,7 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
         federation = None
         if registry is not None and mc is not None:
             federation = Federation.start(registry, store, data_dir, poll_s=mc.poll_s,
-                                          limits=limits)
+                                          timeout_s=mc.timeout_s, limits=limits)
             out.print(f"super scheduler: {len(registry)} member clusters from {mc.clusters}, "
                       f"polled every {mc.poll_s:g} s", highlight=False, soft_wrap=True)
         try:
