@@ -120,7 +120,7 @@ class Dispatcher:
     def _decide(self, job: McJob, now: float) -> float | None:
         live = self._live_job(job)
         rules = DispatchRules(job.policy, job.guard_time_s, job.time_scale_s, job.retries)
-        answer = decide(live.members, rules, [_observation(c) for c in job.copies], now,
+        answer = decide(live.members, rules, [observation_of(c) for c in job.copies], now,
                         stop_requested=job.stop_requested)
         self.records.record_decision(job.name, _decision(answer, now, self._down(live)))
         for submit in answer.submits:
@@ -286,7 +286,7 @@ def for_round(request: CopyRequest, round_: int) -> CopyRequest:
     return dataclasses.replace(request, name=name, document=json.dumps(data))
 
 
-def _observation(copy: McCopy) -> CopyObservation:
+def observation_of(copy: McCopy) -> CopyObservation:
     state = copy.state
     running = copy.running_since
     if state is CopyState.WAITING and running is not None:
