@@ -61,6 +61,7 @@ from shoal.store.federation import (
     McCopy,
     McJob,
     Observation,
+    cut_text,
 )
 from shoal.store.federation_secrets import SecretBox
 
@@ -112,9 +113,9 @@ class Dispatcher:
                 continue
             if at is not None:
                 wake = at if wake is None else min(wake, at)
-        self._act(now)
+        active = self._act(now)
         self.lanes.settle(self.settle_s)
-        self._forget_ended()
+        self._forget_ended(active)
         return wake
 
     def _decide(self, job: McJob, now: float) -> float | None:
@@ -122,21 +123,26 @@ class Dispatcher:
         rules = DispatchRules(job.policy, job.guard_time_s, job.time_scale_s, job.retries)
         answer = decide(live.members, rules, [observation_of(c) for c in job.copies], now,
                         stop_requested=job.stop_requested)
-        self.records.record_decision(job.name, _decision(answer, now, self._down(live)))
+        decision = _decision(answer, now, self._down(live))
+        if _changes(job, decision):  # cost follows change: an unchanged answer is not rewritten
+            self.records.record_decision(job.name, decision)
         for submit in answer.submits:
             self.records.add_intent(job.name, submit.attempt, submit.alias,
                                     copy_name(live.job, submit.alias, submit.attempt), now)
         return answer.wake_at
 
-    def _act(self, now: float) -> None:
+    def _act(self, now: float) -> set[str]:
+        """Hand each member its calls; the names of the jobs still active."""
         work: dict[str, list[tuple[McJob, McCopy]]] = {}
-        for job in self.records.active_jobs():
+        jobs = self.records.active_jobs()
+        for job in jobs:
             for copy in job.copies:
                 if copy.live:
                     work.setdefault(copy.alias, []).append((job, copy))
         for alias, items in work.items():
             if self.lanes.ready(alias, now):
                 self.lanes.run(alias, lambda items=items: self._member_pass(items))  # type: ignore[misc]
+        return {job.name for job in jobs}
 
     def _member_pass(self, items: list[tuple[McJob, McCopy]]) -> None:
         """One member's calls of a pass, in order; `MemberUnavailableError` ends the pass
@@ -192,6 +198,9 @@ class Dispatcher:
             self.records.note_error(job.name, copy.round, copy.alias,
                                     f"the member no longer has the copy ({exc})")
             return
+        if (status.state is copy.state and status.member_state == copy.member_state
+                and not copy.last_error):
+            return  # nothing new to store
         started = None if status.started_at is None else status.started_at.timestamp()
         self.records.observe(job.name, copy.round, copy.alias, Observation(
             status.state, status.member_state, self.clock(), started_at=started))
@@ -259,8 +268,7 @@ class Dispatcher:
                             f"retried with backoff")
         return down
 
-    def _forget_ended(self) -> None:
-        active = {job.name for job in self.records.active_jobs()}
+    def _forget_ended(self, active: set[str]) -> None:
         for name in [n for n in self._live if n not in active]:
             del self._live[name]
         for key in [k for k in self._adapters if k[0] not in active]:
@@ -301,6 +309,23 @@ def _decision(answer: Dispatch, now: float, down: list[str]) -> Decision:
                     verdicts=tuple(CopyVerdictRecord(v.attempt, v.alias, v.kept, v.reason)
                                    for v in answer.verdicts),
                     cancels=tuple((c.attempt, c.alias) for c in answer.cancels))
+
+
+def _changes(job: McJob, decision: Decision) -> bool:
+    """Whether storing `decision` would change what is stored of `job`."""
+    if (decision.state is not job.state or decision.kept != job.kept
+            or cut_text(decision.reason) != job.reason or decision.round > job.round):
+        return True
+    if decision.state.is_final and all(c.state.is_final for c in job.copies):
+        return True  # it ends now
+    for v in decision.verdicts:
+        copy = job.copy(v.round, v.alias)
+        want = "kept" if v.kept else "cancelled"
+        if copy is not None and (copy.verdict is None or copy.verdict.value != want
+                                 or copy.verdict_reason != cut_text(v.reason)):
+            return True
+    return any((c := job.copy(r, a)) is not None and c.cancel_requested_at is None
+               for r, a in decision.cancels)
 
 
 def _close(adapter: MemberAdapter) -> None:

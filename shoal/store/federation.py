@@ -134,7 +134,7 @@ class Decision:
     """(round, alias) of every copy to cancel: its `cancel_requested_at` set once."""
 
 
-def _cut(text: str) -> str:
+def cut_text(text: str) -> str:
     return text if len(text) <= MAX_REASON else text[:MAX_REASON - 1] + "…"
 
 
@@ -245,14 +245,14 @@ class FederationRecords:
                 copy = copies.get((v.round, v.alias))
                 if copy is not None:
                     copy.verdict = (Verdict.KEPT if v.kept else Verdict.CANCELLED).value
-                    copy.verdict_reason = _cut(v.reason)
+                    copy.verdict_reason = cut_text(v.reason)
             for key in decision.cancels:
                 copy = copies.get(key)
                 if copy is not None and copy.cancel_requested_at is None:
                     copy.cancel_requested_at = decision.at
             row.state = decision.state.value
             row.kept = decision.kept
-            row.reason = _cut(decision.reason)
+            row.reason = cut_text(decision.reason)
             row.round = max(row.round, decision.round)
             row.updated = decision.at
             if decision.state.is_final and all(CopyState(c.state).is_final
@@ -309,7 +309,7 @@ class FederationRecords:
             s.execute(update(MultiClusterCopyRow)
                       .where(MultiClusterCopyRow.job == job, MultiClusterCopyRow.round == round_,
                              MultiClusterCopyRow.alias == alias)
-                      .values(last_error=_cut(error)))
+                      .values(last_error=cut_text(error)))
 
     def count_cancel(self, job: str, round_: int, alias: str) -> None:
         """One more cancel issued to the member for this copy."""
