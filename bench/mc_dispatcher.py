@@ -125,11 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         for job in jobs:
             inputs.append((DispatchRules(job.policy, job.guard_time_s, job.time_scale_s,
                                          job.retries),
-                           [observation_of(c) for c in job.copies]))
+                           [observation_of(c, job.submitted) for c in job.copies],
+                           job.submitted))
         wall0, cpu0 = time.perf_counter(), time.process_time()
         for _ in range(args.passes):
-            for rules, observations in inputs:
-                decide(member_list, rules, observations, clock[0])
+            for rules, observations, origin in inputs:
+                decide(member_list, rules, observations, clock[0] - origin)
         decide_wall = (time.perf_counter() - wall0) / args.passes
         decide_cpu = (time.process_time() - cpu0) / args.passes
         dispatcher.close()

@@ -121,15 +121,18 @@ class Dispatcher:
     def _decide(self, job: McJob, now: float) -> float | None:
         live = self._live_job(job)
         rules = DispatchRules(job.policy, job.guard_time_s, job.time_scale_s, job.retries)
-        answer = decide(live.members, rules, [observation_of(c) for c in job.copies], now,
-                        stop_requested=job.stop_requested)
+        # The policy reads seconds since the job's submission: its reasons then say
+        # "RUNNING since 12 s", not an epoch instant.
+        origin = job.submitted
+        answer = decide(live.members, rules, [observation_of(c, origin) for c in job.copies],
+                        max(0.0, now - origin), stop_requested=job.stop_requested)
         decision = _decision(answer, now, self._down(live))
         if _changes(job, decision):  # cost follows change: an unchanged answer is not rewritten
             self.records.record_decision(job.name, decision)
         for submit in answer.submits:
             self.records.add_intent(job.name, submit.attempt, submit.alias,
                                     copy_name(live.job, submit.alias, submit.attempt), now)
-        return answer.wake_at
+        return None if answer.wake_at is None else answer.wake_at + origin
 
     def _act(self, now: float) -> set[str]:
         """Hand each member its calls; the names of the jobs still active."""
@@ -294,13 +297,18 @@ def for_round(request: CopyRequest, round_: int) -> CopyRequest:
     return dataclasses.replace(request, name=name, document=json.dumps(data))
 
 
-def observation_of(copy: McCopy) -> CopyObservation:
+def observation_of(copy: McCopy, origin: float = 0.0) -> CopyObservation:
+    """What the policy is fed of a stored copy, its times in seconds since `origin`."""
     state = copy.state
-    running = copy.running_since
+    running = _since(copy.running_since, origin)
     if state is CopyState.WAITING and running is not None:
         state = CopyState.RUNNING  # seen running once; the member's flicker back is ignored
-    return CopyObservation(copy.alias, state, running, copy.ended_at, copy.round,
-                           lost=copy.lost and state is CopyState.FAILED)
+    return CopyObservation(copy.alias, state, running, _since(copy.ended_at, origin),
+                           copy.round, lost=copy.lost and state is CopyState.FAILED)
+
+
+def _since(t: float | None, origin: float) -> float | None:
+    return None if t is None else max(0.0, t - origin)
 
 
 def _decision(answer: Dispatch, now: float, down: list[str]) -> Decision:
