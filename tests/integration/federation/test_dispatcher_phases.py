@@ -15,7 +15,7 @@ from mc_fakes import Clock, Members
 from shoal.api.federation import CopyState
 from shoal.federation.dispatcher import Dispatcher
 from shoal.federation.intake import take_in
-from shoal.federation.lanes import MemberLanes
+from shoal.federation.lanes import MemberHealth, MemberLanes
 from shoal.federation.registry import ClusterRegistry, load_registry
 from shoal.spec.errors import SpecError
 from shoal.store import Store
@@ -242,3 +242,19 @@ def test_the_stored_document_holds_no_secret(world: World) -> None:
     job = world.records.get_job("mc")
     assert job is not None and TOKEN not in job.document
     assert TOKEN not in (world.records.sealed_secrets("mc") or "")
+
+
+def test_a_members_backoff_doubles_up_to_its_cap() -> None:
+    clock = Clock(0.0)
+    lanes = MemberLanes(clock, backoff_base_s=1.0, backoff_cap_s=4.0)
+    delays = []
+    for _ in range(5):
+        lanes.failed("big", "no answer within 2 s")
+        health = lanes.health("big")
+        assert health.retry_at is not None and not lanes.ready("big", clock.now)
+        delays.append(health.retry_at - clock.now)
+    assert delays == [1.0, 2.0, 4.0, 4.0, 4.0]
+    assert lanes.ready("big", clock.now + 4.0) and lanes.ready("small", clock.now)
+    lanes.answered("big")
+    assert lanes.health("big") == MemberHealth(reachable=True)
+    lanes.close()
