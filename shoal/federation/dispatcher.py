@@ -98,6 +98,7 @@ class Dispatcher:
             lambda member, creds: adapter_for(member, creds, timeout_s=timeout_s))
         self._live: dict[str, _Live] = {}
         self._adapters: dict[tuple[str, str], MemberAdapter] = {}
+        self._failing: set[str] = set()
 
     # ---- one pass ---------------------------------------------------------------------
 
@@ -109,8 +110,11 @@ class Dispatcher:
             try:
                 at = self._decide(job, now)
             except Exception:  # one broken job must not stop the others
-                log.exception("multi-cluster job %r: the dispatch pass failed", job.name)
+                if job.name not in self._failing:  # once per job, not at every pass
+                    log.exception("multi-cluster job %r: the dispatch pass failed", job.name)
+                self._failing.add(job.name)
                 continue
+            self._failing.discard(job.name)
             if at is not None:
                 wake = at if wake is None else min(wake, at)
         active = self._act(now)
@@ -167,9 +171,10 @@ class Dispatcher:
             except MemberUnavailableError:
                 raise
             except Exception as exc:  # a bug for one copy must not starve the member's others
-                log.exception("multi-cluster job %r: the copy on %r", job.name, copy.alias)
-                self.records.note_error(job.name, copy.round, copy.alias,
-                                        f"internal error: {type(exc).__name__}")
+                error = f"internal error: {type(exc).__name__}"
+                if copy.last_error != error:  # logged once, not at every pass
+                    log.exception("multi-cluster job %r: the copy on %r", job.name, copy.alias)
+                self.records.note_error(job.name, copy.round, copy.alias, error)
 
     def _submit_once(self, job: McJob, copy: McCopy, adapter: MemberAdapter) -> str | None:
         """The copy's remote id: found by name if an earlier submission reached the member,
