@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from shoal.cli import mc_remote
 from shoal.cli.mc_sim import mc_sim
 
 if TYPE_CHECKING:
@@ -147,3 +148,4 @@ def _user_errors(action: Callable[[], T]) -> T:
 mc_app.command(name="specialise")(specialise)
 mc_app.command(name="validate")(validate)
 mc_app.command(name="sim")(mc_sim)
+mc_remote.register(mc_app)

@@ -42,6 +42,8 @@ from shoal.executors import cgroups
 from shoal.executors.contract import Executor, LogStream
 from shoal.executors.isolation import IsolationError, Mode, Policy, check_work_root, decide
 from shoal.executors.local import Isolation
+from shoal.federation.registry import ClusterRegistry, load_registry_file
+from shoal.federation.service import Federation
 from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
 from shoal.server.logs import LogSource
@@ -59,7 +61,8 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
           max_follows_per_user: int, profile: str, interval: float, grace: float,
           scale_up_hook: str | None, scale_up_cooldown: float, task_user_prefix: str,
           task_user: str | None, insecure_same_user: bool, work_dir: Path, job_ttl: float,
-          engine: EngineChoice) -> None:
+          engine: EngineChoice, clusters: Path | None = None, mc_poll: float = 5.0,
+          mc_timeout: float = 10.0) -> None:
     """Run `shoal up` with its flags (checked by `shoal.cli.up`) until SIGINT/SIGTERM."""
     hook = None if scale_up_hook is None else ScaleUpHook(scale_up_hook, scale_up_cooldown)
 
@@ -71,12 +74,27 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
                             max_replicas=max_tasks_per_job, max_nodes=max_nodes)
             _serve(data_dir, host, port, db, cluster, profile, interval, grace, hook,
                    _Tasks(policy, work_dir), job_ttl=job_ttl, limits=limits,
-                   follows_per_user=max_follows_per_user, engine=engine)
+                   follows_per_user=max_follows_per_user, engine=engine,
+                   mc=_McOptions(clusters, mc_poll, mc_timeout))
         except (IsolationError, EngineError, InUseError) as exc:  # nothing has started yet
             Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}",
                                        highlight=False)
             raise typer.Exit(USAGE_ERROR) from None
     user_errors(serve)
+
+
+class _McOptions:
+    """`--clusters`, `--mc-poll` and `--mc-timeout`: the super scheduler, when a clusters
+    file is given."""
+
+    def __init__(self, clusters: Path | None, poll_s: float, timeout_s: float) -> None:
+        self.clusters = clusters
+        self.poll_s = poll_s
+        self.timeout_s = timeout_s
+
+    def registry(self) -> ClusterRegistry | None:
+        """Read before anything starts: a bad clusters file stops `shoal up` at once."""
+        return None if self.clusters is None else load_registry_file(self.clusters)
 
 
 class _Tasks:
@@ -110,13 +128,14 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
            profile: str, interval: float, grace: float, hook: ScaleUpHook | None,
            tasks: _Tasks, *, job_ttl: float, limits: Limits = DEFAULT_LIMITS,
            follows_per_user: int = FOLLOWS_PER_USER,
-           engine: EngineChoice = LOCAL) -> None:
+           engine: EngineChoice = LOCAL, mc: _McOptions | None = None) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # also when it exists from an older, 0755 start
     chosen = load_profile(profile)  # a bad profile or cluster file fails before anything starts
     bundle = load_file(cluster, limits=limits) if cluster is not None else None
     engine.check(bundle)
+    registry = mc.registry() if mc is not None else None
     # Everything the server creates is its own: the store, tokens, task records and logs.
     os.umask(0o077)
     store = open_store(db or f"sqlite:///{(data_dir / 'shoal.db').resolve()}")
@@ -125,16 +144,26 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
         store.migrate()
         for private in data_dir.glob("shoal.db*"):  # the store, its journal or WAL
             private.chmod(0o600)
-        _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks,
-             job_ttl=job_ttl, limits=limits, follows_per_user=follows_per_user,
-             engine=engine)
+        federation = None
+        if registry is not None and mc is not None:
+            federation = Federation.start(registry, store, data_dir, poll_s=mc.poll_s,
+                                          timeout_s=mc.timeout_s, limits=limits)
+            out.print(f"super scheduler: {len(registry)} member clusters from {mc.clusters}, "
+                      f"polled every {mc.poll_s:g} s", highlight=False, soft_wrap=True)
+        try:
+            _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks,
+                 job_ttl=job_ttl, limits=limits, follows_per_user=follows_per_user,
+                 engine=engine, federation=federation)
+        finally:
+            if federation is not None:
+                federation.close()
 
 
 def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
          bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float,
          hook: ScaleUpHook | None, tasks: _Tasks, *, job_ttl: float,
          limits: Limits = DEFAULT_LIMITS, follows_per_user: int = FOLLOWS_PER_USER,
-         engine: EngineChoice = LOCAL) -> None:
+         engine: EngineChoice = LOCAL, federation: Federation | None = None) -> None:
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
@@ -175,7 +204,7 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     loop.start()
 
     app = create_app(repository, plane, _log_source(executor), limits=limits,
-                     follows_per_user=follows_per_user)
+                     follows_per_user=follows_per_user, federation=federation)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)

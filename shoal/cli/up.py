@@ -97,6 +97,18 @@ def up(
         "--ray-namespace", help="With --engine ray: the Ray namespace of this control "
                                 "plane's actors (one per Shoal sharing a Ray cluster).")]
     = DEFAULT_RAY_NAMESPACE,
+    clusters: Annotated[Path | None, typer.Option(
+        "--clusters", help="A clusters file (kind: Cluster documents): run the super "
+                           "scheduler, dispatching multi-cluster jobs to these members. "
+                           "Without it there is no dispatcher.")] = None,
+    mc_poll: Annotated[float, typer.Option(
+        "--mc-poll", min=0.05, help="With --clusters: seconds between two polls of the "
+                                    "members (sooner when a guard or survival window "
+                                    "ends).")] = 5.0,
+    mc_timeout: Annotated[float, typer.Option(
+        "--mc-timeout", min=0.1, help="With --clusters: seconds one call to a member may "
+                                      "take; a member that does not answer in time is "
+                                      "retried with backoff and reported down.")] = 10.0,
 ) -> None:
     """Start Shoal: API server, control loop and an engine (this machine, or Ray)."""
     ttl = _ttl(job_ttl)
@@ -108,7 +120,8 @@ def up(
           interval=interval, grace=grace, scale_up_hook=scale_up_hook,
           scale_up_cooldown=scale_up_cooldown, task_user_prefix=task_user_prefix,
           task_user=task_user, insecure_same_user=insecure_same_user, work_dir=work_dir,
-          job_ttl=ttl, engine=EngineChoice(engine, ray_address, ray_namespace))
+          job_ttl=ttl, engine=EngineChoice(engine, ray_address, ray_namespace),
+          clusters=clusters, mc_poll=mc_poll, mc_timeout=mc_timeout)
 
 
 def _ttl(text: str) -> float:

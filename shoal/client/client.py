@@ -44,6 +44,7 @@ from shoal.client.models import (
     TaskPage,
     TaskView,
 )
+from shoal.client.multicluster import MultiClusterVerbs
 
 if TYPE_CHECKING:  # imported by the calls that return them: the job verbs define none
     from shoal.client.cluster_views import (
@@ -129,7 +130,7 @@ class LogStream(Iterator[str]):
         self.close()
 
 
-class ShoalClient:
+class ShoalClient(MultiClusterVerbs):
     """A client of one Shoal server. Pass `http` to use a prebuilt `httpx.Client` (FastAPI's
     `TestClient` in tests); it is then left open by `close`. Pass `transport` to send
     through another httpx transport (the command line's is `plain_http.for_url`'s).

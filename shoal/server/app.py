@@ -2,6 +2,7 @@
 auth dependencies and the error handlers together, and serves `GET /healthz` without auth."""
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
@@ -17,6 +18,9 @@ from shoal.server.sub_clusters import sub_clusters_router
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store import Repository
 
+if TYPE_CHECKING:
+    from shoal.federation.service import Federation
+
 API_TITLE = "Shoal"
 API_VERSION = "v1"
 
@@ -24,12 +28,14 @@ API_VERSION = "v1"
 def create_app(repository: Repository, scheduler: Scheduler,
                logs: LogSource | None = None, *,
                follows_per_user: int = FOLLOWS_PER_USER,
-               limits: Limits = DEFAULT_LIMITS) -> FastAPI:
+               limits: Limits = DEFAULT_LIMITS,
+               federation: "Federation | None" = None) -> FastAPI:
     """`logs` reads a task's output (`shoal.server.logs.LogSource`: the executor's
     `read_log`, or `file_logs`); without it the log route answers 404. `follows_per_user`:
     how many `logs?follow=true` streams one user may hold open at once; `app.state.follows`
     counts those open. `limits`: what one request body may be and hold (`app.state.limits`,
-    read by `shoal.server.body`)."""
+    read by `shoal.server.body`). `federation`: the super scheduler of `shoal up --clusters`
+    (`shoal.server.multicluster`'s routes); without it those routes do not exist."""
     app = FastAPI(title=API_TITLE, version=API_VERSION,
                   description="Shoal's REST API: submit and follow deep-learning jobs; "
                               "manage nodes, virtual clusters, priority classes and users. "
@@ -55,4 +61,7 @@ def create_app(repository: Repository, scheduler: Scheduler,
     app.include_router(cluster_router(repository, current_user, current_admin,
                                       scheduler.reload_catalog, statuses))
     app.include_router(sub_clusters_router(repository, scheduler, current_user, statuses))
+    if federation is not None:  # `shoal up --clusters`: the super scheduler's routes
+        from shoal.server.multicluster import multicluster_router
+        app.include_router(multicluster_router(federation, current_user))
     return app

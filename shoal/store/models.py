@@ -266,3 +266,75 @@ class TokenRow(Base):
     """Set for a job's token (its tasks'), revoked when the job ends."""
     created: Mapped[float] = mapped_column(Double)
     last_used: Mapped[float | None] = mapped_column(Double)
+
+
+class MultiClusterJobRow(Base):
+    """A multi-cluster job (issue 19, seed 000) the live dispatcher drives
+    (`shoal.federation.dispatcher`): what was submitted (its document without its secrets),
+    the rules it runs under, and where it stands — stored before anything is acted on, so a
+    restarted dispatcher resumes it."""
+
+    __tablename__ = "mc_jobs"
+
+    name: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(NAME), index=True)
+    document: Mapped[str] = mapped_column(Text)
+    """The job as submitted, as JSON text, its `secrets` taken out (`mc_secrets`)."""
+    policy: Mapped[str] = mapped_column(String(32))
+    guard_time_s: Mapped[float] = mapped_column(Double)
+    time_scale_s: Mapped[float] = mapped_column(Double)
+    retries: Mapped[int] = mapped_column(Integer)
+    round: Mapped[int] = mapped_column(Integer, default=0)
+    """The dispatch round now under way (0: the first)."""
+    state: Mapped[str] = mapped_column(String(32), index=True)
+    kept: Mapped[str | None] = mapped_column(String(NAME))
+    """The member whose copy was chosen, once one was."""
+    reason: Mapped[str] = mapped_column(Text, default="")
+    submitted: Mapped[float] = mapped_column(Double)
+    updated: Mapped[float] = mapped_column(Double)
+    ended: Mapped[float | None] = mapped_column(Double)
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class MultiClusterCopyRow(Base):
+    """One copy of a multi-cluster job on one member in one dispatch round. The row is the
+    submission's intent: written before the member is called, its `remote_id` NULL until
+    the member answered, so a copy whose answer was lost is looked up by name, never sent
+    twice."""
+
+    __tablename__ = "mc_copies"
+    __table_args__ = (UniqueConstraint("job", "round", "alias"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job: Mapped[str] = mapped_column(
+        ForeignKey("mc_jobs.name", ondelete="CASCADE"), index=True)
+    round: Mapped[int] = mapped_column(Integer)
+    alias: Mapped[str] = mapped_column(String(NAME))
+    name: Mapped[str] = mapped_column(String(NAME))
+    """The copy's name on its member (`<job>-<alias>`, `-r<round>` after the first)."""
+    remote_id: Mapped[str | None] = mapped_column(String(NAME))
+    state: Mapped[str] = mapped_column(String(32))
+    member_state: Mapped[str] = mapped_column(String(64), default="")
+    lost: Mapped[bool] = mapped_column(Boolean, default=False)
+    intended_at: Mapped[float] = mapped_column(Double)
+    submitted_at: Mapped[float | None] = mapped_column(Double)
+    running_since: Mapped[float | None] = mapped_column(Double)
+    ended_at: Mapped[float | None] = mapped_column(Double)
+    verdict: Mapped[str | None] = mapped_column(String(16))
+    """`kept` or `cancelled`, once the policy said; NULL while the race goes on."""
+    verdict_reason: Mapped[str] = mapped_column(Text, default="")
+    cancel_requested_at: Mapped[float | None] = mapped_column(Double)
+    cancels_issued: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+
+
+class MultiClusterSecretRow(Base):
+    """A multi-cluster job's secrets (its `token-<alias>` credentials among them), sealed
+    with the server's key (`shoal.store.federation_secrets`): needed after a restart to
+    cancel copies, never stored or returned in plain text."""
+
+    __tablename__ = "mc_secrets"
+
+    job: Mapped[str] = mapped_column(
+        ForeignKey("mc_jobs.name", ondelete="CASCADE"), primary_key=True)
+    sealed: Mapped[str] = mapped_column(Text)

@@ -1,0 +1,141 @@
+"""`shoal mc clusters|submit|get|jobs|stop|logs` against a real `shoal up --clusters` whose
+one member is itself (issue 19), each verb run as the console script runs it, in a fresh
+interpreter that reports the modules it loaded: the client verbs load no server, store,
+spec or scheduler module. `shoal mc get` shows the kept copy and why; `-o json` is the
+server's data."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from shoal_documents import node_yaml
+from task_users import Scratch
+
+from shoal.client import wait_until_healthy
+from shoal.executors.local import free_port
+
+HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psutil", "cryptography",
+         "shoal.server", "shoal.store", "shoal.control", "shoal.executors", "shoal.scheduler",
+         "shoal.sim", "shoal.spec", "shoal.core", "shoal.federation")
+RUNNER = """\
+import atexit, json, sys
+report = sys.argv.pop(1)
+atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
+sys.argv[0] = "shoal"
+from shoal.cli.main import main
+main()
+"""
+DEADLINE_S = 90.0
+
+
+@dataclass(frozen=True)
+class Super:
+    home: Path
+    url: str
+    token: str
+
+
+@pytest.fixture(scope="module")
+def sup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Super]:
+    home = tmp_path_factory.mktemp("super")
+    (home / "cluster.yaml").write_text(node_yaml())
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    # Its one member is itself, reached with its own admin token (read when first used).
+    (home / "clusters.yaml").write_text(textwrap.dedent(f"""\
+        apiVersion: shoal/v1
+        kind: Cluster
+        metadata: {{name: self}}
+        spec: {{uri: '{url}', kind: shoal, priority: 50, gpuType: fake,
+                credentials: {{tokenFile: .shoal/admin.token}}}}
+        """))
+    scratch = Scratch()
+    log = home / "server.log"
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
+         "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1",
+         "--work-dir", str(scratch.work), "--clusters", "clusters.yaml", "--mc-poll", "0.2"],
+        cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
+    try:
+        if not wait_until_healthy(url, 120, lambda: process.poll() is None):
+            process.kill()
+            raise AssertionError(f"shoal up did not start: {log.read_text()[-3000:]}")
+        yield Super(home, url, (home / ".shoal" / "admin.token").read_text().strip())
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        scratch.close()
+
+
+def shoal(sup: Super, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
+    report = tmp_path / "modules.json"
+    report.unlink(missing_ok=True)
+    env = {**os.environ, "SHOAL_SERVER": sup.url, "SHOAL_TOKEN": sup.token,
+           "SHOAL_CONFIG": str(tmp_path / "no-config.yaml")}
+    done = subprocess.run([sys.executable, "-c", RUNNER, str(report), *args], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, json.loads(report.read_text())
+
+
+def heavy_in(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+
+
+def test_the_mc_verbs_run_light_and_show_why(sup: Super, tmp_path: Path) -> None:
+    job = tmp_path / "echo.yaml"
+    job.write_text(textwrap.dedent(f"""\
+        apiVersion: shoal/v1
+        kind: MultiClusterJob
+        metadata: {{name: echo}}
+        spec:
+          clusters: {{self: {{uri: '{sup.url}'}}}}
+          guardTimeRunning: 1s
+          template:
+            taskGroups:
+              - {{name: w, replicas: 1, resources: {{cpu: 100m, memory: 64Mi}},
+                  command: [sh, -c, 'echo said; sleep 600']}}
+        """))
+    out, modules = shoal(sup, tmp_path, "mc", "submit", str(job))
+    assert out.strip() == "echo" and heavy_in(modules) == []
+    out, modules = shoal(sup, tmp_path, "mc", "clusters")
+    assert "self" in out and "fake" in out and heavy_in(modules) == []
+    end = time.monotonic() + DEADLINE_S
+    while True:  # polled until the copy is kept; the deadline is a safety net
+        out, modules = shoal(sup, tmp_path, "mc", "get", "echo", "-o", "json")
+        data = json.loads(out)
+        if data["kept"] == "self" or time.monotonic() > end:
+            break
+    assert data["kept"] == "self" and data["copies"][0]["remoteId"] == "echo-self"
+    assert heavy_in(modules) == []
+    table, modules = shoal(sup, tmp_path, "mc", "get", "echo")
+    assert "kept" in table and "echo-self" in table and "RUNNING" in table
+    assert heavy_in(modules) == []
+    while True:
+        logs, modules = shoal(sup, tmp_path, "mc", "logs", "echo")
+        if "said" in logs or time.monotonic() > end:
+            break
+    assert logs == "said\n" and heavy_in(modules) == []
+    listed, _ = shoal(sup, tmp_path, "mc", "jobs")
+    assert "echo" in listed
+    stopped, _ = shoal(sup, tmp_path, "mc", "stop", "echo")
+    assert "stop requested" in stopped
+    while True:
+        data = json.loads(shoal(sup, tmp_path, "mc", "get", "echo", "-o", "json")[0])
+        if data["ended"] is not None or time.monotonic() > end:
+            break
+    assert data["state"] == "STOPPED" and data["copies"][0]["state"] == "STOPPED"
