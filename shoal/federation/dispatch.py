@@ -68,8 +68,10 @@ __all__ = ["Cancel", "CopyObservation", "CopyVerdict", "Dispatch", "DispatchRule
 
 
 def _s(seconds: float) -> str:
-    """Seconds as a user reads them: 40, 2.5."""
-    return f"{seconds:.0f}" if float(seconds).is_integer() else f"{seconds:g}"
+    """Seconds as a user reads them: 40, 2.5 (tenths at most: a live clock's 0.28128 is
+    noise in a reason)."""
+    tenths = round(float(seconds), 1)
+    return f"{tenths:.0f}" if tenths.is_integer() else f"{tenths:g}"
 
 
 @dataclass(slots=True)
