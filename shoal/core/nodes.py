@@ -267,6 +267,10 @@ class ClusterState:
         self.layout = 0
         """Moves whenever nodes are cordoned, brought back, carved or given back: what a
         verdict on the idle cluster depends on (`shoal.scheduler.job_classes`)."""
+        self.taken = 0
+        """Takes less the undone ones (`give(undo=True)`): between statements it moves
+        exactly when capacity was taken for good, as `release_epoch` does when some came
+        back — together they say the nodes' free capacity may have changed."""
 
     def set_cpu_reserve(self, millicores: int) -> None:
         """Keep `millicores` per idle GPU from CPU-only requests on every node (0: off).
@@ -333,6 +337,7 @@ class ClusterState:
         """Reserve `request` on the node for `tasks` tasks (each counts one against a task
         limit; 0 for capacity that is no task's, as a carved virtual node); returns the GPU
         indices taken (the lowest free ones unless `gpus` names them)."""
+        self.taken += 1
         old_gpu = state.gpu
         state.cpu -= request.cpu
         state.memory -= request.memory
@@ -373,7 +378,9 @@ class ClusterState:
             for pool in state.pools:
                 pool._move(state, old_gpu)
         _touched(state)
-        if not undo:
+        if undo:
+            self.taken -= 1
+        else:
             self.release_epoch += 1
 
     def free_gpu_indices(self, state: NodeState) -> tuple[int, ...]:

@@ -4,10 +4,14 @@ profile's job order, kept in the model between cycles.
 The allocate action's per-queue walk (`shoal.scheduler.actions.class_walk`) reads waiting jobs
 from here instead of sorting every one each cycle: a job is filed once, when it starts
 waiting or changes (`WaitingJobs.moved`), in O(log n). That holds only while the job order
-key of a waiting job reads nothing but the job itself — the priority plugin without aging,
-the gang plugin — so the lines are used only then (`static_order`); any other order, the
-fair-share or attained-service ones, reads the running jobs and the clock, and the action
-sorts as before.
+key of a filed job reads nothing but the job itself, so the lines are used only then
+(`static_order`): the priority plugin without aging, the gang plugin, and a plugin that
+declares `static_for_waiting` — its key for a job that holds nothing reads only the job's
+spec (las: the attained service of earlier runs, which a waiting job does not add to; sjf:
+the runtime estimate). Only jobs that hold nothing are filed (`job_classes`): one that
+holds tasks is loose and keyed afresh every cycle. Any other order — fair share, priority
+with aging — reads the running jobs or the clock for a waiting job, and the action sorts as
+before.
 
 A waiting job that is not classed (`shoal.scheduler.job_classes`), or is blocked, is *loose*:
 it is judged and tried on its own every cycle.
@@ -37,9 +41,10 @@ LineKey = tuple[str, int]
 
 
 def static_order(hooks: Hooks) -> bool:
-    """Whether a waiting job's order key reads only the job (module docstring), and no job
-    ever starves (aging reads the clock)."""
+    """Whether the order key of a job that waits holding nothing reads only the job
+    (module docstring), and no job ever starves (aging reads the clock)."""
     return all(isinstance(p, Gang) or (isinstance(p, Priority) and p.aging is None)
+               or getattr(p, "static_for_waiting", False) is True
                for p in hooks.job_orders) \
         and all(isinstance(p, Priority) and p.aging is None for p in hooks.starvations)
 

@@ -19,6 +19,16 @@ the state it was turned down in: the cycle's commits, the nodes placements keep 
 those moved, trying another job of the class would read the same state and give the same
 answer, reason included — so it is not tried
 (`shoal.scheduler.actions.allocate.allocate_job`).
+
+A reason also lasts from one cycle to the next (`ClassVerdicts.kept`) while the *world* it
+was found in stays (`Misfits.world`): the nodes' free capacity (capacity taken for good,
+`ClusterState.taken`, and given back, the release epoch), their layout and CPU kept per
+idle GPU, the quota tree's layout and lending, the model's fit memo, the profile, the class
+numbering and the closed virtual clusters — with placements kept off no node. A class's
+trial reads nothing else: its jobs hold nothing, and a virtual cluster whose placements read
+more (users, virtual nodes, kept parts, flavors) has no classes (`classable`). Under backlog
+most cycles come from arrivals and the clock, with no capacity freed since the last one:
+the classes turned down then are not tried again.
 """
 
 from __future__ import annotations
@@ -83,8 +93,13 @@ class _Misfit:
     reason: PendingReason
 
 
+World = tuple[object, ...]
+"""What a class's trial reads besides the class, comparable across cycles (`Misfits.world`)."""
+
+
 class Misfits:
-    """Per cycle: the last reason each job class was turned down with, per fit memo."""
+    """Per cycle: the last reason each job class was turned down with, per fit memo; and
+    those that last between cycles (module docstring)."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -95,20 +110,39 @@ class Misfits:
         session = self._session
         return (session.commits, session.scope, memo.version, session.cluster.release_epoch)
 
+    def world(self, memo: FitMemo) -> World | None:
+        """What a trial under `memo` reads besides its class, in a form that outlives the
+        cycle; None where a reason found now may not outlive it (another memo than the
+        model's, or placements kept off some nodes)."""
+        session = self._session
+        if session.scope or session.excluded_nodes or memo is not session.model.fit_memo:
+            return None
+        cluster, quota = session.cluster, session.quota
+        return (session.hooks, session.model.class_verdicts.generation,
+                cluster.release_epoch, cluster.taken, cluster.layout, cluster.cpu_reserve,
+                quota.layout, quota.lending, memo.version,
+                tuple(session.closed) if session.closed else None)
+
     def known(self, memo: FitMemo, klass: int, best_effort: bool
               ) -> PendingReason | None:
         """Why the class was turned down, if nothing it reads moved since."""
-        misfit = self._known.get(
-            (id(memo), self._session.model.class_verdicts.generation, klass, best_effort))
-        if misfit is None or misfit.state != self.state(memo):
+        verdicts = self._session.model.class_verdicts
+        misfit = self._known.get((id(memo), verdicts.generation, klass, best_effort))
+        if misfit is not None and misfit.state == self.state(memo):
+            return misfit.reason
+        kept = verdicts.kept.get((klass, best_effort))
+        if kept is None or kept[0] != self.world(memo):
             return None
-        return misfit.reason
+        return kept[1]
 
     def note(self, memo: FitMemo, klass: int, best_effort: bool,
              reason: PendingReason) -> None:
-        generation = self._session.model.class_verdicts.generation
-        self._known[(id(memo), generation, klass, best_effort)] = _Misfit(self.state(memo),
-                                                                           reason)
+        verdicts = self._session.model.class_verdicts
+        self._known[(id(memo), verdicts.generation, klass, best_effort)] = _Misfit(
+            self.state(memo), reason)
+        world = self.world(memo)
+        if world is not None:
+            verdicts.kept[(klass, best_effort)] = (world, reason)
 
 
 class ClassVerdicts:
@@ -121,6 +155,9 @@ class ClassVerdicts:
         self._stamp: tuple[object, int, int] | None = None
         self._verdicts: dict[int, PendingReason | None] = {}
         self._numbers: dict[tuple[Any, ...], int] = {}
+        self.kept: dict[tuple[int, bool], tuple[World, PendingReason]] = {}
+        """Per (class, best-effort part), the last reason it was turned down with and the
+        world it was found in: it stands in any later cycle in the same world (`Misfits`)."""
         self.generation = 0
         """Moves when the numbers start over (with the verdicts): a number kept on a job
         from an older generation is stale. Starting over keeps the table from growing with
@@ -137,5 +174,6 @@ class ClassVerdicts:
             self._stamp = stamp
             self._verdicts = {}
             self._numbers = {}
+            self.kept = {}
             self.generation += 1
         return self._verdicts

@@ -195,9 +195,8 @@ class Simulator:
         # service never ends: it has no runtime estimate.
         every = self.config.work.checkpoint_interval
         default = every if every is not None and every > 0 else None
-        self._gangs = {j.name: replace(j.to_job(), runtime_estimate=None
-                                       if j.service is not None else j.duration,
-                                       checkpoint_interval=j.checkpoint_interval or default)
+        self._gangs = {j.name: j.to_driven_job(None if j.service is not None else j.duration,
+                                               j.checkpoint_interval or default)
                        for j in trace.jobs}
         self._endless = any(j.service is not None for j in trace.jobs)
         """Services never end and wake the scheduler at their windows forever: the run ends

@@ -140,11 +140,11 @@ class Allocate:
 
 
     def _by_class(self, session: Session) -> bool:
-        """Whether the cycle walks each virtual cluster's class lines
-        (`shoal.scheduler.actions.class_walk`): per-queue ordering, not strict, a job order
-        that reads only the job, no job that can starve, and after this action only ones
-        that read what it left unwritten through the session (backfill, elastic)."""
-        return not self.strict and self.ordering is Ordering.PER_QUEUE \
+        """Whether the cycle walks the class lines (`shoal.scheduler.actions.class_walk`),
+        each virtual cluster's or, under `ordering: global`, all merged in one order: not
+        strict, a job order that reads only the job, no job that can starve, and after this
+        action only ones that read what it left unwritten through the session."""
+        return not self.strict \
             and self.later is not None and set(self.later) <= LAZY_READERS \
             and static_order(session.hooks) and session.walk_by_class()
 
@@ -158,8 +158,10 @@ class Allocate:
             if not self.backfill_runs and not placed:
                 waits_for_backfill(job)
 
+        single = self.ordering is Ordering.GLOBAL
         served = walk_classes(session, session.model.class_lines, admissions.verdict,
-                              lambda name: self._queue_key(session, name), visit)
+                              lambda name: self._queue_key(session, name), visit,
+                              (lambda _: GLOBAL_QUEUE) if single else (lambda queue: queue))
         # Only a job that holds or ended tasks can be ready (`Session.job_ready`): of the
         # admitted ones, only those visited or loose may.
         surplus = [j for j in served if (j.holding or j.ended)
@@ -242,7 +244,8 @@ GLOBAL_QUEUE = "*"
 
 #: Actions that may follow a class walk: they read waiting jobs' admissions and reasons only
 #: through the session (`Session.candidates`, `Session.settle`), which writes them out first.
-LAZY_READERS = frozenset({"backfill", "elastic"})
+#: Preempt reads its preemptors from `Session.candidates` (las runs it after allocate).
+LAZY_READERS = frozenset({"backfill", "elastic", "preempt"})
 
 
 def is_best_effort(group: TaskGroup) -> bool:

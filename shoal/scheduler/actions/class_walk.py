@@ -4,7 +4,10 @@ classes and what changed, not every waiting job.
 The walk makes the same decisions, and gives every job the same reason, as walking each
 virtual cluster's admitted jobs one by one in job order (`Allocate.execute`): it walks the
 same order, merged from the virtual cluster's class lines (`shoal.scheduler.class_lines`)
-and its loose jobs. What it skips is only what a walk job by job would not try:
+and its loose jobs. Under `ordering: global` every line and loose job is merged into the one
+order of the whole cluster, as if all were one virtual cluster's (lines stay filed per
+virtual cluster: quotas and reason reports read them so). What it skips is only what a walk
+job by job would not try:
 
 - A class the enqueue action turns away is judged once, on its first job; the others get
   the same reason — the verdict is per class.
@@ -61,10 +64,13 @@ class _Queue:
 
 def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                  queue_key: Callable[[str], tuple[Any, ...]],
-                 visit: Callable[[JobInfo], None]) -> list[JobInfo]:
+                 visit: Callable[[JobInfo], None],
+                 bucket: Callable[[str], str] = lambda queue: queue) -> list[JobInfo]:
     """Walk every virtual cluster's admitted jobs as `Allocate.execute` does, `visit`ing
     those a walk job by job would try (module docstring); the jobs visited, and the loose
-    jobs admitted, are returned (the only ones that may have surplus to place)."""
+    jobs admitted, are returned (the only ones that may have surplus to place). `bucket`:
+    the ordering bucket a virtual cluster's jobs are walked in, and `queue_key` orders
+    (the virtual cluster itself, or one bucket for all under `ordering: global`)."""
     session.take_admissions()
     memo = session.fit_memo
     misfits = session.misfits
@@ -81,7 +87,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     for job in sorted(lines.loose, key=submission_order):
         if job.pending and job not in joined and verdict(job):
             admitted.append(job)
-            loose.setdefault(job.queue, []).append((order(job), job))
+            loose.setdefault(bucket(job.queue), []).append((order(job), job))
     for (name, klass), line in lines.lines.items():
         first = next((e[1] for e in line if e[1] not in left_out), None)
         if first is None:
@@ -92,7 +98,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                 ranges.append(Range(line, 0, len(line), first.reason))
             continue
         admitted_lines.append(line)
-        queues.setdefault(name, _Queue()).add(_Source(line, klass))
+        queues.setdefault(bucket(name), _Queue()).add(_Source(line, klass))
     for name, entries in loose.items():
         entries.sort(key=lambda e: e[0])
         queues.setdefault(name, _Queue()).add(_Source(entries, None))

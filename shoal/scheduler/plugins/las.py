@@ -76,6 +76,9 @@ class LeastAttainedService:
     job holds nothing placed before `now`, and a running job is asked before any eviction
     of its tasks (it is listed as a victim first). So the preempt action need not ask for
     the keys a skipped search would have asked (`Preemption.look_at`)."""
+    static_for_waiting = True
+    """A job that waits holding nothing has a fixed key: its earlier runs' service (its
+    spec) only (`shoal.scheduler.class_lines.static_order`)."""
 
     def __init__(self, arguments: LasArguments) -> None:
         self.thresholds = tuple(arguments.thresholds)

@@ -17,6 +17,8 @@ class SjfArguments(Arguments):
 
 class ShortestJobFirst:
     name = "sjf"
+    static_for_waiting = True
+    """A job's key is its spec's estimate (`shoal.scheduler.class_lines.static_order`)."""
 
     def __init__(self, arguments: SjfArguments) -> None:
         self.arguments = arguments
