@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from shoal.api.federation import CopyState
 from shoal.scheduler.profile import Profile
 from shoal.sim.engine import EventKind
-from shoal.sim.simulator import ClusterLike, SimConfig, Simulator, _JobRun
+from shoal.sim.simulator import ClusterLike, JobRun, SimConfig, Simulator
 from shoal.sim.trace import Trace
-
-_RELEASING = frozenset({EventKind.COMPLETION, EventKind.NODE_DOWN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +46,7 @@ class MemberSimulator(Simulator):
         self.changed: set[str] = set()
         """Copies that started or ended since the caller last took this set."""
 
-    def _restart_clock(self, run: _JobRun, now: float) -> None:
+    def _restart_clock(self, run: JobRun, now: float) -> None:
         if run.first_start is None:
             self.changed.add(run.spec.name)
         super()._restart_clock(run, now)
@@ -76,25 +74,9 @@ class MemberSimulator(Simulator):
         """Play every event at or before `until`, as `Simulator.run` does."""
         while self.events and (self.events.peek_time() or 0.0) <= until:
             event = self.events.pop()
-            now = event.time
-            self.model.now = now
-            if event.kind in _RELEASING:
-                self._charge_usage(now)
-            if event.kind is EventKind.ARRIVAL:
-                if event.subject in self.cancelled:
-                    continue
-                self._arrive(event.subject, now)
-            elif event.kind is EventKind.COMPLETION:
-                if not self._complete(event.subject, event.version, now):
-                    continue
-            elif event.kind is EventKind.CYCLE:
-                self._cycle(now)
-            else:
-                self._node_change(event.subject, event.kind is EventKind.NODE_UP, now)
-            if self.events.peek_time() != now:
-                self._sample(now)
-            if self.config.check_invariants:
-                self._check(now)
+            if event.kind is EventKind.ARRIVAL and event.subject in self.cancelled:
+                continue  # cancelled before it arrived: it never does
+            self._play(event)
         self.now = max(self.now, until)
 
     def cancel(self, name: str, at: float) -> None:
@@ -105,20 +87,8 @@ class MemberSimulator(Simulator):
         if run.end is not None:
             return  # it finished first: nothing to stop
         self.cancelled[name] = at
-        if name not in self.model.jobs:
-            return  # its arrival is still ahead: it never arrives
-        self.model.now = at
-        self._charge_usage(at)
-        run.advance(at)
-        if run.running:
-            self.running -= 1
-        run.running = False
-        run.held_gpus = 0
-        run.started.clear()
-        run.version += 1  # its completion event is stale now
-        run.end = at
-        self.model.remove_job(name)
-        self._changed(at)
+        if name in self.model.jobs:  # else its arrival is still ahead: it never arrives
+            self.stop_job(name, at)
 
     def copy(self, name: str) -> CopyOnMember:
         run = self.runs[name]

@@ -47,7 +47,7 @@ from shoal.scheduler.plugins.usage import NAME as USAGE
 from shoal.scheduler.plugins.usage import usage_half_life
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
-from shoal.sim.engine import EventKind, EventQueue
+from shoal.sim.engine import Event, EventKind, EventQueue
 from shoal.sim.result import HeldInterval, JobRecord, Sample, SimResult
 from shoal.sim.trace import Trace, TraceJob
 from shoal.sim.work import WorkModel
@@ -109,7 +109,7 @@ Progress = Callable[[float, int, int], None]
 
 
 @dataclass(slots=True)
-class _JobRun:
+class JobRun:
     """The executor's view of one job."""
 
     spec: TraceJob
@@ -188,7 +188,7 @@ class Simulator:
         self._wakers = [p for p in clocked if isinstance(p, TimeDependent)] \
             if all(isinstance(p, TimeDependent) for p in clocked) else []
         self.events = EventQueue()
-        self.runs = {j.name: _JobRun(j, j.duration) for j in trace.jobs}
+        self.runs = {j.name: JobRun(j, j.duration) for j in trace.jobs}
         # The simulator knows every job's duration: that is the runtime estimate the
         # estimate-based policies (SJF, EASY backfill) get, an oracle as in the literature.
         # A job checkpoints at its own interval, else at the work model's (module text); a
@@ -229,30 +229,55 @@ class Simulator:
             if (self.events.peek_time() or 0.0) > until:
                 break
             event = self.events.pop()
-            now = event.time
-            self.model.now = now  # what the model does between cycles is stamped too
-            if event.kind in _RELEASING:
-                self._charge_usage(now)  # before what runs stops, its last stretch too
-            if event.kind is EventKind.ARRIVAL:
-                self._arrive(event.subject, now)
-            elif event.kind is EventKind.COMPLETION:
-                if not self._complete(event.subject, event.version, now):
-                    continue
-            elif event.kind is EventKind.CYCLE:
-                self._cycle(now)
-            else:
-                self._node_change(event.subject, event.kind is EventKind.NODE_UP, now)
-            if self.events.peek_time() != now:
-                self._sample(now)
-            if self.config.check_invariants:
-                self._check(now)
+            if not self._play(event):
+                continue
             if self.progress is not None and self.events.processed % 5000 == 0:
-                self.progress(now, self.finished, total)
+                self.progress(event.time, self.finished, total)
             if self._done():
                 break
         if self.progress is not None:
             self.progress(self.samples[-1].time if self.samples else 0.0, self.finished, total)
         return self._result()
+
+    def _play(self, event: Event) -> bool:
+        """Carry out one event at its instant; False for a stale one (the completion of an
+        attempt that is no more), which changes nothing."""
+        now = event.time
+        self.model.now = now  # what the model does between cycles is stamped too
+        if event.kind in _RELEASING:
+            self._charge_usage(now)  # before what runs stops, its last stretch too
+        if event.kind is EventKind.ARRIVAL:
+            self._arrive(event.subject, now)
+        elif event.kind is EventKind.COMPLETION:
+            if not self._complete(event.subject, event.version, now):
+                return False
+        elif event.kind is EventKind.CYCLE:
+            self._cycle(now)
+        else:
+            self._node_change(event.subject, event.kind is EventKind.NODE_UP, now)
+        if self.events.peek_time() != now:
+            self._sample(now)
+        if self.config.check_invariants:
+            self._check(now)
+        return True
+
+    def stop_job(self, name: str, at: float) -> None:
+        """The job `name`, which has arrived and not ended, stops at `at` as a user's cancel
+        would stop it: waiting, it leaves the queue; running, it frees what it holds at once
+        and keeps the GPU-seconds it used."""
+        run = self.runs[name]
+        self.model.now = at
+        self._charge_usage(at)
+        run.advance(at)
+        if run.running:
+            self.running -= 1
+        run.running = False
+        run.held_gpus = 0
+        run.started.clear()
+        run.version += 1  # its completion event is stale now
+        run.end = at
+        self.model.remove_job(name)
+        self._changed(at)
 
     def _done(self) -> bool:
         """With services in the trace: every job has arrived and every one but the
@@ -328,7 +353,7 @@ class Simulator:
         self._changed(now)
 
     def _apply(self, decisions: Decisions, now: float) -> None:
-        touched: dict[str, _JobRun] = {}
+        touched: dict[str, JobRun] = {}
         # Per job, the tasks evicted from it: a job placed task by task may run on without.
         lost: dict[str, _LostTasks] = {}
         for evict in decisions.evictions:
@@ -358,7 +383,7 @@ class Simulator:
         if decisions.evictions:
             self._changed(now)
 
-    def _restart_clock(self, run: _JobRun, now: float) -> None:
+    def _restart_clock(self, run: JobRun, now: float) -> None:
         """The job runs on what it holds now: (re)compute its rate and its completion."""
         if not run.running:
             run.running = True
@@ -376,7 +401,7 @@ class Simulator:
         if math.isfinite(finish):
             self.events.push(finish, EventKind.COMPLETION, spec.name, run.version)
 
-    def _lose_tasks(self, run: _JobRun, taken: _LostTasks, now: float) -> None:
+    def _lose_tasks(self, run: JobRun, taken: _LostTasks, now: float) -> None:
         """Single tasks of a job placed task by task were evicted and it runs on without
         them (issue 16's task-level eviction): what each did since its last checkpoint is
         lost, as a whole job's run is (`_evict_whole`). A task's share of the job's progress
@@ -403,7 +428,7 @@ class Simulator:
                            attained_gpu_seconds=info.job.attained_gpu_seconds + service)
         run.preemptions += 1
 
-    def _evict_whole(self, run: _JobRun, now: float) -> None:
+    def _evict_whole(self, run: JobRun, now: float) -> None:
         """A gang below its minimum cannot run: stop every task, keep the checkpointed work,
         requeue it."""
         info = self.model.jobs[run.spec.name]
