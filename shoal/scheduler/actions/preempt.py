@@ -334,7 +334,8 @@ class Preemption(VictimTrials):
             session = self.session
             index = self._indexes[preemptor.queue] = QueueVictims(
                 units, lambda u: self.rank(u.job),
-                lambda units: ordered(units, self.rank, session.job_order_key, session.now))
+                lambda units: ordered(units, self.rank, session.job_order_key, session.now),
+                prefixes=not self.looks)
         return index
 
     def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:
