@@ -57,6 +57,8 @@ cycle's bounds do not describe them.
 Under backlog most waiting jobs find nothing to take: the search is asked once per class of
 alike preemptors until the action commits something (`shoal.scheduler.preemptor_class`),
 and its victims are indexed by rank and by what they free (`shoal.scheduler.victim_index`).
+Under las its running jobs are kept from one cycle to the next, re-filed only when they
+start, stop or cross a threshold (`shoal.scheduler.running_table`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
