@@ -91,15 +91,17 @@ class Verdict:
 
 
 def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
-          placed: Iterable[str], evicted: Iterable[str], extra: Hashable = None) -> Hashable:
+          placed: Iterable[str], evicted: Iterable[str], extra: Hashable = None,
+          kept: Hashable = None) -> Hashable:
     """What a failed search that tried no placement read besides its preemptor (the
     module's text), in O(nodes + running tasks). A running job counts by how many tasks it
     runs, not which: in one model, tasks stop only by giving capacity back, which moves
-    the release epoch."""
+    the release epoch. `kept`: what stands for the running jobs, where a kept table says
+    when any of them moved (`shoal.scheduler.running_table`); then they are not walked."""
     now = session.now
-    running = []
+    running: list[Hashable] = []
     releasing = TaskState.RELEASING
-    for job in session.jobs.values():
+    for job in session.jobs.values() if kept is None else ():
         tasks = job.running
         if not tasks:
             continue
@@ -120,7 +122,7 @@ def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
     return (session.model, session.quota, cluster.release_epoch,
             len(cluster.states), frozenset(cluster.cordoned), cluster.cpu_reserve,
             tuple((name, s.allocatable) for name, s in cluster.virtual.items()),
-            tuple(running),
+            tuple(running) if kept is None else kept,
             frozenset(placed), frozenset(evicted), frozenset(session.preempted),
             frozenset(session.closed), frozenset(session.excluded_nodes), extra)
 

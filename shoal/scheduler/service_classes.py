@@ -82,10 +82,22 @@ class ServiceClasses:
     def of(self, info: JobInfo, now: float) -> ServiceClass:
         """The job's class, good at `now` (read afresh where the kept one may have moved)."""
         found = self._classes.get(info)
-        if found is not None and found.holds(info) and found.settled and now < found.until:
-            return found
+        if found is not None and found.settled and now < found.until:
+            # `holds`, inlined: every running job asks, every cycle.
+            running = info.running
+            if found.job is info.job and found.count == len(running) \
+                    and found.last is (running[-1] if running else None):
+                return found
         made = self._classes[info] = self._read(info, now)
         return made
+
+    def until(self, info: JobInfo, now: float) -> float:
+        """Until when the job's kept class holds while it runs what it runs now: `now` (ask
+        again) where none is kept for what it runs, or it is not settled."""
+        found = self._classes.get(info)
+        if found is None or not found.settled or not found.holds(info):
+            return now
+        return max(now, found.until)
 
     def _read(self, info: JobInfo, now: float) -> ServiceClass:
         running = info.running

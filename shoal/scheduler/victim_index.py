@@ -37,20 +37,32 @@ class QueueVictims:
 
     def __init__(self, units: list[VictimUnit],
                  rank: Callable[[VictimUnit], tuple[Any, ...]],
-                 order: Callable[[list[VictimUnit]], list[VictimUnit]]) -> None:
+                 order: Callable[[list[VictimUnit]], list[VictimUnit]],
+                 prefixes: bool = False) -> None:
         """`units`: by rank, worst first (ties in any order); `order`: the victims' score,
-        which ranks by the same rank first."""
+        which ranks by the same rank first. `prefixes`: the score may be asked of a prefix
+        alone (its order keys may be asked any time, `Preemption.looks`)."""
         self.units = units
         self.ranks = [rank(u) for u in units]
         """Each unit's job's rank, not increasing."""
         self._order = order
         self._ordered: list[VictimUnit] | None = None
+        self._prefixes: dict[int, list[VictimUnit]] | None = {} if prefixes else None
         self._gains: dict[Hashable, list[int]] = {}
 
     def offered(self, count: int) -> list[VictimUnit]:
         """The first `count` units in the order of the victims' score: the same units as
         the first `count` by rank, as the score ranks by rank first. Sorted once, when
-        first asked: most preemptors are answered by `gains` alone."""
+        first asked: most preemptors are answered by `gains` alone. Where it may, only the
+        prefix is sorted: the score's later keys order a prefix's units among themselves as
+        they order them among all (each sort is stable, and a job's units are all in a
+        prefix or none), and under backlog a preemptor of the best class is offered few."""
+        prefixes = self._prefixes
+        if prefixes is not None and self._ordered is None and count < len(self.units):
+            found = prefixes.get(count)
+            if found is None:
+                found = prefixes[count] = self._order(self.units[:count])
+            return found[:]
         if self._ordered is None:
             self._ordered = self._order(self.units)
         return self._ordered[:count]

@@ -57,6 +57,8 @@ cycle's bounds do not describe them.
 Under backlog most waiting jobs find nothing to take: the search is asked once per class of
 alike preemptors until the action commits something (`shoal.scheduler.preemptor_class`),
 and its victims are indexed by rank and by what they free (`shoal.scheduler.victim_index`).
+Under las its running jobs are kept from one cycle to the next, re-filed only when they
+start, stop or cross a threshold (`shoal.scheduler.running_table`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
@@ -66,6 +68,7 @@ its next run).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -108,6 +111,7 @@ from shoal.scheduler.queue_preemption import (
 )
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.running_order import worst_first
+from shoal.scheduler.running_table import RankHolds, RunningTable
 from shoal.scheduler.session import Session
 from shoal.scheduler.victim_index import QueueVictims
 from shoal.scheduler.victims import KeptUnits, VictimUnit, ordered, units_of
@@ -134,11 +138,13 @@ class Preempt:
         (`shoal.scheduler.preemptor_class`)."""
         self.kept = KeptUnits()
         """Running jobs' units, kept from one cycle to the next (`victims.KeptUnits`)."""
+        self.table = RunningTable()
+        """Running jobs by rank, kept from one cycle to the next (`running_table`)."""
 
     def execute(self, session: Session) -> None:
         self.kept.prune(session.jobs)
         self.classes.prune(session.jobs)
-        cycle = Preemption(session, self.classes, self.kept)
+        cycle = Preemption(session, self.classes, self.kept, self.table)
         started = 0
         try:
             for job in sorted(session.candidates, key=session.job_order_key):
@@ -156,14 +162,15 @@ class Preemption(VictimTrials):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
 
     def __init__(self, session: Session, classes: PreemptorClasses | None = None,
-                 kept: KeptUnits | None = None) -> None:
+                 kept: KeptUnits | None = None, table: RunningTable | None = None) -> None:
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
         readiness = {id(p) for p in session.hooks.job_readies}
+        rankers = [p for p in session.hooks.job_orders if id(p) not in readiness]
         self.rank_keys: list[Callable[[JobInfo], tuple[Any, ...]]] = [
             p.preemption_key if isinstance(p, PreemptionOrder) else p.job_order_key
-            for p in session.hooks.job_orders if id(p) not in readiness]
+            for p in rankers]
         self.looks = not all(isinstance(p, Gang) or getattr(p, "keys_asked_any_time", False)
                              for p in session.hooks.job_orders)
         """Whether a skipped search must ask for the keys it would have asked (`look_at`):
@@ -204,6 +211,13 @@ class Preemption(VictimTrials):
         """Per set of node pools (their keys), their nodes' ordinals."""
         self._notes: list[str] | None = None
         """What the search under way noted on its preemptor's reason (`preempt_for`)."""
+        holds = [p for p in rankers if isinstance(p, RankHolds)]
+        self.table = table if table is not None and not self.looks \
+            and len(holds) == len(rankers) else None
+        """The running jobs kept across cycles (`shoal.scheduler.running_table`), where
+        every plugin that ranks says until when a rank holds."""
+        self._holds = holds
+        self._refreshed: Generation | None = None
 
     # ---- who ------------------------------------------------------------------------------
 
@@ -235,9 +249,13 @@ class Preemption(VictimTrials):
     def rank(self, job: JobInfo) -> tuple[Any, ...]:
         key = self._ranks.get(job)
         if key is None:
-            key = ()
-            for rank_key in self.rank_keys:
-                key += rank_key(job)
+            rank_keys = self.rank_keys
+            if len(rank_keys) == 1:  # las, priority: no tuple to build
+                key = rank_keys[0](job)
+            else:
+                key = ()
+                for rank_key in rank_keys:
+                    key += rank_key(job)
             self._ranks[job] = key
         return key
 
@@ -246,9 +264,35 @@ class Preemption(VictimTrials):
         self._listed = True
         if self._running is None:
             session = self.session
-            self._running = worst_first(session.jobs.values(), self.fresh, session.now,
-                                        self.rank, session.job_order_key, self.looks)
+            table = self.table
+            if table is None:
+                self._running = worst_first(session.jobs.values(), self.fresh, session.now,
+                                            self.rank, session.job_order_key, self.looks)
+            else:
+                self._refresh(table)
+                self._running = {q: table.listing(q, session.now, self.fresh,
+                                                  session.job_order_key)
+                                 for q in table.queues()}
         return self._running.get(queue, [])
+
+    def _refresh(self, table: RunningTable) -> None:
+        """Bring the kept table up to now, its ranks read as if asked now (as the listing
+        and the world asked every running job's rank). Once per commit: in between, no
+        job's tasks or rank move."""
+        now = generation(self.session)
+        if now == self._refreshed:
+            return
+        self._refreshed = now
+        holds = self._holds
+
+        def until(job: JobInfo) -> float:
+            return min(p.preemption_key_until(job) for p in holds) if holds else math.inf
+
+        table.refresh(self.session, self.rank, until)
+        ranks = self._ranks
+        for job, rank in table.ranks():
+            if job not in ranks:
+                ranks[job] = rank
 
     def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
                    ) -> list[VictimUnit]:
@@ -292,7 +336,8 @@ class Preemption(VictimTrials):
             session = self.session
             index = self._indexes[preemptor.queue] = QueueVictims(
                 units, lambda u: self.rank(u.job),
-                lambda units: ordered(units, self.rank, session.job_order_key, session.now))
+                lambda units: ordered(units, self.rank, session.job_order_key, session.now),
+                prefixes=not self.looks)
         return index
 
     def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:
@@ -335,8 +380,17 @@ class Preemption(VictimTrials):
             # Verdicts last from the world this execution began its searches in to the
             # next cycle's; after a commit, only within the execution.
             self._entered = before
-            self.classes.enter(world(session, self.world_rank, self.fresh, self.evicted,
-                                     self.world_extra()))
+            # The action's own ranks, not through `world_rank`, unless a subclass reads
+            # other ranks: a million calls under backlog.
+            own = type(self).world_rank is Preemption.world_rank
+            ranks = self.rank if own else self.world_rank
+            table = self.table if own else None
+            kept = None
+            if table is not None:
+                self._refresh(table)
+                kept = (table, table.version)
+            self.classes.enter(world(session, ranks, self.fresh, self.evicted,
+                                     self.world_extra(), kept))
         lasting = before == self._entered
         verdict = self.classes.verdict(key, before, lasting)
         if verdict is not None:

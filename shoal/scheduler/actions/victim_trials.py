@@ -12,6 +12,7 @@ through its own `_place`.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from shoal.api.resources import Resources
@@ -40,6 +41,8 @@ class VictimTrials:
     memo: FitMemo
     """The action's private fit memo: evictions release capacity, so the cycle's bounds
     do not describe them."""
+    _fitting: dict[Hashable, int] = {}  # noqa: RUF012 - replaced per instance before use
+    _fitting_at: tuple[int, object] | None = None
 
     def why(self, preemptor: JobInfo) -> str:
         """Why a victim gave something up, after the verb."""
@@ -70,7 +73,7 @@ class VictimTrials:
             self.memo = shared
 
     def _place_now(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        if not self._could_fit(preemptor, need):
+        if not self._could_fit(preemptor, need, self._fitting_now()):
             return False
         statement = self.session.statement()
         if self._place(statement, preemptor, need):
@@ -207,17 +210,40 @@ class VictimTrials:
             return False
         return room.suffices() if room is not None else self._could_fit(preemptor, need)
 
-    def _could_fit(self, preemptor: JobInfo, need: GangNeed) -> bool:
+    def _could_fit(self, preemptor: JobInfo, need: GangNeed,
+                   known: dict[Hashable, int] | None = None) -> bool:
         """A necessary condition, node by node: the replicas each group could place on its
-        pool's free capacity (ignoring the other groups) add up to its missing tasks."""
+        pool's free capacity (ignoring the other groups) add up to its missing tasks.
+        `known`: what was counted on the same capacity (`_fitting_now`)."""
         session = self.session
         excluded = session.excluded_nodes
         counts = []
         for group, pending in pending_groups(preemptor):
             enough = min(pending, need.count)
-            counts.append((group.name, replicas_fitting(
-                session.pool_for(group).nodes, group.resources, enough, excluded), pending))
+            if known is None:
+                room = replicas_fitting(session.pool_for(group).nodes, group.resources,
+                                        enough, excluded)
+            else:
+                key = (session.pool_key(group), group.resources, enough)
+                found = known.get(key)
+                if found is None:
+                    found = known[key] = replicas_fitting(
+                        session.pool_for(group).nodes, group.resources, enough, excluded)
+                room = found
+            counts.append((group.name, room, pending))
         return room_suffices(need, counts)
+
+    def _fitting_now(self) -> dict[Hashable, int]:
+        """Replicas counted on the session's committed capacity, per pool, request and how
+        many were enough, until the next commit or another set of excluded nodes: under
+        backlog, preemptors of many virtual clusters ask the same of the same pools, and
+        each count walks the pool's nodes. Only with no statement open."""
+        session = self.session
+        at = (session.commits, session.excluded_nodes)
+        if self._fitting_at is None or self._fitting_at[0] != at[0] \
+                or self._fitting_at[1] is not at[1]:
+            self._fitting, self._fitting_at = {}, at
+        return self._fitting
 
     def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
         return place_gang(self.session, self.memo, statement, job, need) is None

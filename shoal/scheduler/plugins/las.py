@@ -107,6 +107,17 @@ class LeastAttainedService:
         """Only a better class preempts: the queue index, without the FIFO part."""
         return (self.queue_index(job),)
 
+    def preemption_key_until(self, job: JobInfo) -> float:
+        """Until when the job's `preemption_key`, as asked in this session, stays what it
+        is while the job runs what it runs now (`running_table.RankHolds`): the kept class's
+        margin before its next crossing, where the key was read from that class."""
+        now = self._now()
+        index = self._index.get(job)
+        kept = self.classes.until(job, now)
+        if index is None or kept <= now or self.classes.of(job, now).index != index:
+            return now
+        return kept
+
     def queue_index(self, job: JobInfo) -> int:
         """0 for the first (best) queue: attained service below the first threshold. Fixed
         within a cycle as of when first asked, as `attained` is."""
@@ -116,7 +127,9 @@ class LeastAttainedService:
             index = self._index[job] = \
                 self.classes.of(job, self._now()).index if value is None \
                 else bisect.bisect_right(self.thresholds, value)
-            self._read.setdefault(job, job.running)
+            read = self._read
+            if job not in read:
+                read[job] = job.running
         return index
 
     def attained(self, job: JobInfo) -> float:
