@@ -72,11 +72,12 @@ def clusters(output: OutputOption = Format.TABLE, server: ServerOption = None,
         if not output.tabular:
             emit(output, [m.raw for m in members])
             return
-        table = _table("ALIAS", "KIND", "URI", "GPU TYPE", "PRIORITY", "REACHABLE", "LAST ERROR")
+        table = _table("ALIAS", "KIND", "URI", "GPU TYPE", "PRIORITY", "DECLARED", "REACHABLE",
+                       "LAST ERROR")
         for m in members:
             reachable = "?" if m.reachable is None else ("yes" if m.reachable else "DOWN")
             table.add_row(m.alias, m.kind, m.uri, m.gpu_type or "-", str(m.priority),
-                          reachable, m.last_error or "")
+                          m.declared, reachable, m.last_error or "")
         out(output).print(table)
     remote(server, token, action)
 

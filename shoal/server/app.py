@@ -64,4 +64,7 @@ def create_app(repository: Repository, scheduler: Scheduler,
     if federation is not None:  # `shoal up --clusters`: the super scheduler's routes
         from shoal.server.multicluster import multicluster_router
         app.include_router(multicluster_router(federation, current_user))
+        if federation.admin is not None:  # members declared through the API (admins)
+            from shoal.server.mc_admin import mc_admin_router
+            app.include_router(mc_admin_router(federation, current_admin))
     return app
