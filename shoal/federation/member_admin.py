@@ -96,14 +96,15 @@ def read_declaration(text: str, source: str = "request") -> Declaration:
     return Declaration(entry, token)
 
 
-def _take_token(log_: IssueLog, where: DocRef, data: dict[Any, Any], prefix: str = "spec."
+def _take_token(log_: IssueLog, where: DocRef, data: dict[Any, Any], *, whole: bool = True
                 ) -> tuple[dict[Any, Any], str | None]:
-    """`data` without `credentials.token` (and without what is refused), and the token."""
-    spec = data.get("spec") if prefix else data
+    """`data` (a whole document, or its `spec` alone) without `spec.credentials.token`
+    (nor what is refused), and the token."""
+    spec = data.get("spec") if whole else data
     creds = spec.get("credentials") if isinstance(spec, dict) else None
     if not isinstance(creds, dict):
         return data, None
-    path = f"{prefix}credentials"
+    path = "spec.credentials"
     for key in sorted(_BY_REFERENCE & set(creds)):
         log_.add(where, f"{path}.{key}", "not accepted through the API: the server reads no "
                  "file or environment variable a caller names; send the token itself as "
@@ -116,7 +117,7 @@ def _take_token(log_: IssueLog, where: DocRef, data: dict[Any, Any], prefix: str
     kept = {k: v for k, v in creds.items() if k != "token" and k not in _BY_REFERENCE}
     assert isinstance(spec, dict)
     rest = {**spec, "credentials": kept}
-    return ({**data, "spec": rest} if prefix else rest), (token if _good_token(token) else None)
+    return ({**data, "spec": rest} if whole else rest), (token if _good_token(token) else None)
 
 
 def _good_token(token: Any) -> bool:
@@ -162,7 +163,8 @@ class MemberAdmin:
         old = self.directory.records.get_member(alias)
         if old is None:
             raise NotFoundError(f"no cluster {alias!r} declared through the API")
-        patch, token = _read_change(text, alias)
+        log_ = IssueLog()
+        patch, token = _read_change(log_, text, alias)
         spec: dict[str, Any] = {"uri": old.uri, "kind": old.kind.value,
                                 "priority": old.priority,
                                 "credentials": {} if old.user is None else {"user": old.user}}
@@ -175,7 +177,6 @@ class MemberAdmin:
                 spec.pop("gpuType", None)
             else:
                 spec[key] = value
-        log_ = IssueLog()
         entry = entry_of(log_, DocRef("request", 1, "Cluster", alias),
                          {"apiVersion": "shoal/v1", "kind": "Cluster",
                           "metadata": {"name": alias}, "spec": spec}, None)
@@ -210,8 +211,9 @@ class MemberAdmin:
                                   "change it there and restart the server")
 
 
-def _read_change(text: str, alias: str) -> tuple[dict[str, Any], str | None]:
-    log_ = IssueLog()
+def _read_change(log_: IssueLog, text: str, alias: str
+                 ) -> tuple[dict[str, Any], str | None]:
+    """What changes (problems in `log_`, reported with the merged member's)."""
     where = DocRef("request", 1, "Cluster", alias)
     if len(text.encode("utf-8", "replace")) > MAX_DOCUMENT_BYTES:
         _refuse("request", f"is longer than {MAX_DOCUMENT_BYTES} bytes")
@@ -237,10 +239,9 @@ def _read_change(text: str, alias: str) -> tuple[dict[str, Any], str | None]:
     patch, token = _take_token(log_, where, {k: v for k, v in data.items()
                                              if k in _CHANGEABLE and k != "credentials"}
                                | ({"credentials": creds} if creds is not None else {}),
-                               prefix="")
+                               whole=False)
     if creds is None:
         patch.pop("credentials", None)
-    log_.raise_if_any()
     return patch, token
 
 
