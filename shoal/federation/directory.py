@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from shoal.api.federation import MemberCluster
 from shoal.federation.members.contract import MemberCredentials
-from shoal.federation.registry import ClusterEntry, ClusterRegistry
+from shoal.federation.registry import ClusterEntry, ClusterRegistry, CredentialsError
 from shoal.store.federation_members import DeclaredMember, MemberRecords
-from shoal.store.federation_secrets import SecretBox
+from shoal.store.federation_secrets import KEY_FILE, SealError, SecretBox
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +36,18 @@ class SealedCredentials:
     box: SecretBox = field(repr=False, compare=False)
 
     def resolve(self, environ: Mapping[str, str] | None = None) -> MemberCredentials:
-        """The member's credentials, the token unsealed now (`SealError` when the key
-        changed)."""
+        """The member's credentials, the token unsealed now (`CredentialsError` when the
+        server's key changed)."""
         if self.sealed is None:
             return MemberCredentials(user=self.user)
-        return MemberCredentials(user=self.user, token=dict(self.box.open(self.sealed))
-                                 .get(TOKEN_KEY))
+        try:
+            opened = dict(self.box.open(self.sealed))
+        except SealError:
+            raise CredentialsError(
+                f"cluster {self.alias!r}: spec.credentials.token: sealed with another key "
+                f"(was {KEY_FILE} replaced?); set it again with `shoal mc cluster set "
+                f"{self.alias} --token-file FILE`") from None
+        return MemberCredentials(user=self.user, token=opened.get(TOKEN_KEY))
 
 
 def seal_token(box: SecretBox, token: str) -> str:

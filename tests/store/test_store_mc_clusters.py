@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from shoal.api.federation import ClusterKind
 from shoal.federation.directory import SealedCredentials, seal_token
+from shoal.federation.registry import CredentialsError
 from shoal.store import AlreadyExistsError, NotFoundError, Store
 from shoal.store.federation_members import DeclaredMember, MemberChange, MemberRecords
 from shoal.store.federation_secrets import key_box
@@ -85,3 +86,14 @@ def test_the_token_is_stored_sealed_never_in_plain_text(store: Store, tmp_path: 
         raw = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
         assert b"big.example" in raw  # the check can fail: the file holds the row
         assert TOKEN.encode() not in raw
+
+
+def test_a_token_sealed_with_another_key_is_named_not_shown(tmp_path: Path) -> None:
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    sealed = seal_token(key_box(tmp_path / "old"), TOKEN)
+    creds = SealedCredentials("big", "alice", sealed, key_box(tmp_path / "new"))
+    with pytest.raises(CredentialsError, match=r"cluster 'big': spec\.credentials\.token: "
+                                               r"sealed with another key") as caught:
+        creds.resolve()
+    assert TOKEN not in str(caught.value) and sealed not in repr(creds)
