@@ -1,5 +1,6 @@
-"""The super scheduler's routes (issue 19), served by `shoal up --clusters`: the member
-clusters (`GET /api/v1/clusters`, any user: never a credential) and multi-cluster jobs —
+"""The super scheduler's routes (issue 19), served by `shoal up`: the member clusters
+(`GET /api/v1/clusters`, any user: never a credential; admins change them through
+`shoal.server.mc_admin`) and multi-cluster jobs —
 submit a `super-2` or `MultiClusterJob` document (YAML or JSON, the body bounded as every
 other; 422 with field paths), list the caller's (an admin: all), read one with each copy's
 cluster, remote id, states, times and why it was kept or cancelled, stop one (its owner or
