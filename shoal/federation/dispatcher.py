@@ -242,17 +242,20 @@ class Dispatcher:
             _close(adapter)
 
     def _refresh(self) -> None:
-        """Read the registry anew; when it changed, every job's members and adapters are
-        rebuilt from it (the old adapters are closed at `close`: a lane may be using one)."""
+        """Read the registry anew; when it changed, every job's members are rebuilt from it,
+        and the adapters of the members that changed or left (closed at `close`: a lane may
+        be using one now)."""
         if self._directory is None:
             return
         current = self._directory()
         if current == self.registry:
             return
+        before = {e.member.alias: e for e in self.registry}
+        after = {e.member.alias: e for e in current}
         self.registry = current
         self._live.clear()
-        self._retired.extend(self._adapters.values())
-        self._adapters.clear()
+        for key in [k for k in self._adapters if before.get(k[1]) != after.get(k[1])]:
+            self._retired.append(self._adapters.pop(key))
 
     # ---- helpers ----------------------------------------------------------------------
 

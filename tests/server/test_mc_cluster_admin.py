@@ -238,6 +238,7 @@ def test_a_change_takes_effect_at_the_next_pass_a_token_left_out_is_kept(
     assert status == 200, answer
     api.step()
     assert api.members["small"].tokens[-1] == NEW_TOKEN
+    assert api.members["big"].tokens == [FILE_TOKEN]  # an unchanged member keeps its adapter
     status, answer = api.call("PUT", "/clusters/small", "root", "kind: slurm\npriority: 900")
     assert status == 422 and sorted(paths(answer)) == ["spec.kind", "spec.priority"]
     status, answer = api.call("PUT", "/clusters/small", "root",
