@@ -1,7 +1,8 @@
 """`shoal mc clusters|submit|get|stop|logs` (issue 19): the super scheduler's verbs, against
-a server started with `shoal up --clusters`. Client verbs: they load the client and httpx
-only when they run, never the server, the store, the spec or the scheduler — the server
-checks a submitted job (and answers with field paths).
+a `shoal up` (its members from `--clusters`, or declared by admins: `shoal.cli.mc_admin`).
+Client verbs: they load the client and httpx only when they run, never the server, the
+store, the spec or the scheduler — the server checks a submitted job (and answers with field
+paths).
 
 `shoal mc get NAME` prints the job's state, round and kept member, then one row per copy:
 its cluster, remote id, state (and the member's own word for it), when it ran and ended,
@@ -72,11 +73,12 @@ def clusters(output: OutputOption = Format.TABLE, server: ServerOption = None,
         if not output.tabular:
             emit(output, [m.raw for m in members])
             return
-        table = _table("ALIAS", "KIND", "URI", "GPU TYPE", "PRIORITY", "REACHABLE", "LAST ERROR")
+        table = _table("ALIAS", "KIND", "URI", "GPU TYPE", "PRIORITY", "DECLARED", "REACHABLE",
+                       "LAST ERROR")
         for m in members:
             reachable = "?" if m.reachable is None else ("yes" if m.reachable else "DOWN")
             table.add_row(m.alias, m.kind, m.uri, m.gpu_type or "-", str(m.priority),
-                          reachable, m.last_error or "")
+                          m.declared, reachable, m.last_error or "")
         out(output).print(table)
     remote(server, token, action)
 

@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from shoal.cli import mc_remote
+from shoal.cli.mc_admin import cluster_app
 from shoal.cli.mc_sim import mc_sim
 
 if TYPE_CHECKING:
@@ -149,3 +150,4 @@ mc_app.command(name="specialise")(specialise)
 mc_app.command(name="validate")(validate)
 mc_app.command(name="sim")(mc_sim)
 mc_remote.register(mc_app)
+mc_app.add_typer(cluster_app, name="cluster")

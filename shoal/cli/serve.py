@@ -145,11 +145,19 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
         for private in data_dir.glob("shoal.db*"):  # the store, its journal or WAL
             private.chmod(0o600)
         federation = None
-        if registry is not None and mc is not None:
-            federation = Federation.start(registry, store, data_dir, poll_s=mc.poll_s,
-                                          timeout_s=mc.timeout_s, limits=limits)
-            out.print(f"super scheduler: {len(registry)} member clusters from {mc.clusters}, "
-                      f"polled every {mc.poll_s:g} s", highlight=False, soft_wrap=True)
+        if mc is not None:
+            # The super scheduler always runs: admins may declare members through the API
+            # (`POST /api/v1/clusters`) without a clusters file; with none it only reads the
+            # store's members at each pass.
+            federation = Federation.start(registry or ClusterRegistry(()), store, data_dir,
+                                          poll_s=mc.poll_s, timeout_s=mc.timeout_s,
+                                          limits=limits)
+            declared = len(federation.registry) - len(registry or ())
+            source = f"{len(registry)} from {mc.clusters}" if registry is not None else \
+                "none from a clusters file"
+            out.print(f"super scheduler: member clusters {source}, {declared} declared "
+                      f"through the API; polled every {mc.poll_s:g} s", highlight=False,
+                      soft_wrap=True)
         try:
             _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks,
                  job_ttl=job_ttl, limits=limits, follows_per_user=follows_per_user,

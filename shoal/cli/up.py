@@ -98,15 +98,17 @@ def up(
                                 "plane's actors (one per Shoal sharing a Ray cluster).")]
     = DEFAULT_RAY_NAMESPACE,
     clusters: Annotated[Path | None, typer.Option(
-        "--clusters", help="A clusters file (kind: Cluster documents): run the super "
-                           "scheduler, dispatching multi-cluster jobs to these members. "
-                           "Without it there is no dispatcher.")] = None,
+        "--clusters", help="A clusters file (kind: Cluster documents): members the super "
+                           "scheduler dispatches multi-cluster jobs to, read-only through "
+                           "the API. The super scheduler always runs: admins may also "
+                           "declare members through the API (`shoal mc cluster add`).")
+    ] = None,
     mc_poll: Annotated[float, typer.Option(
-        "--mc-poll", min=0.05, help="With --clusters: seconds between two polls of the "
+        "--mc-poll", min=0.05, help="Seconds between two polls of the "
                                     "members (sooner when a guard or survival window "
                                     "ends).")] = 5.0,
     mc_timeout: Annotated[float, typer.Option(
-        "--mc-timeout", min=0.1, help="With --clusters: seconds one call to a member may "
+        "--mc-timeout", min=0.1, help="Seconds one call to a member may "
                                       "take; a member that does not answer in time is "
                                       "retried with backoff and reported down.")] = 10.0,
 ) -> None:

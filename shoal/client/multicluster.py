@@ -1,5 +1,5 @@
-"""The Python client's multi-cluster verbs (issue 19), for a server started with
-`shoal up --clusters`: the member clusters, and submit / list / get / stop / logs of
+"""The Python client's multi-cluster verbs (issue 19): the member clusters (admins: declare,
+change, remove one), and submit / list / get / stop / logs of
 multi-cluster jobs — a mixin of `ShoalClient`, with the frozen views it returns. Light on
 purpose: no server, store or scheduler import (`shoal mc get` loads this and httpx only).
 """
@@ -36,13 +36,16 @@ class ClusterView:
     reachable: bool | None
     last_error: str
     retry_at: float | None
+    declared: str = "file"
+    """`file` (the clusters file: read-only through the API) or `api` (an admin declared
+    it)."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def from_json(cls, d: Json) -> ClusterView:
         return cls(str(d["alias"]), str(d["uri"]), str(d["kind"]), d.get("gpuType"),
                    int(d["priority"]), d.get("reachable"), str(d.get("lastError") or ""),
-                   _f(d.get("retryAt")), d)
+                   _f(d.get("retryAt")), str(d.get("declared") or "file"), d)
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,36 @@ class MultiClusterVerbs:
     def member_clusters(self) -> list[ClusterView]:
         """The super scheduler's members, each with whether it answered lately."""
         return [ClusterView.from_json(d) for d in self._get(f"{API}/clusters")]
+
+    def declare_cluster(self, document: Spec) -> ClusterView:
+        """Declare a member (admins): a `kind: Cluster` document (text, file or mapping),
+        its token, if any, in `spec.credentials.token` — the server stores it sealed and
+        never returns it."""
+        return ClusterView.from_json(self._post_spec(f"{API}/clusters", document))
+
+    def change_cluster(self, alias: str, *, uri: str | None = None,
+                       gpu_type: str | None = None, clear_gpu_type: bool = False,
+                       priority: int | None = None, user: str | None = None,
+                       token: str | None = None) -> ClusterView:
+        """Change a member declared through the API (admins); what is left None is kept —
+        the token too."""
+        body: Json = {}
+        if uri is not None:
+            body["uri"] = uri
+        if clear_gpu_type or gpu_type is not None:
+            body["gpuType"] = None if clear_gpu_type else gpu_type
+        if priority is not None:
+            body["priority"] = priority
+        credentials = {k: v for k, v in (("user", user), ("token", token)) if v is not None}
+        if credentials:
+            body["credentials"] = credentials
+        return ClusterView.from_json(self._json(self._send(
+            "PUT", f"{API}/clusters/{_q(alias)}", retry=True, json=body)))
+
+    def remove_cluster(self, alias: str) -> None:
+        """Remove a member declared through the API (admins); refused (409) while a job
+        that has not ended uses it."""
+        self._send("DELETE", f"{API}/clusters/{_q(alias)}", retry=True)
 
     def submit_multicluster(self, spec: Spec) -> McJobView:
         """Submit a `super-2` or `MultiClusterJob` document (text, file or mapping)."""

@@ -87,9 +87,14 @@ class Dispatcher:
     def __init__(self, records: FederationRecords, registry: ClusterRegistry, box: SecretBox,
                  clock: Callable[[], float], *, adapters: AdapterFactory | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S, settle_s: float = SETTLE_S,
-                 lanes: MemberLanes | None = None) -> None:
+                 lanes: MemberLanes | None = None,
+                 directory: Callable[[], ClusterRegistry] | None = None) -> None:
+        """`directory`: the registry now, read at every pass (members declared, changed or
+        removed through the API); without it `registry` is fixed."""
         self.records = records
         self.registry = registry
+        self._directory = directory
+        self._retired: list[MemberAdapter] = []
         self.box = box
         self.clock = clock
         self.settle_s = settle_s
@@ -106,6 +111,7 @@ class Dispatcher:
         """One pass over the active jobs; the earliest instant a job's answer changes by
         time alone (None: only an observation can change one)."""
         wake: float | None = None
+        self._refresh()
         for job in self.records.active_jobs():
             try:
                 at = self._decide(job, now)
@@ -232,8 +238,24 @@ class Dispatcher:
 
     def close(self) -> None:
         self.lanes.close()
-        for adapter in self._adapters.values():
+        for adapter in [*self._adapters.values(), *self._retired]:
             _close(adapter)
+
+    def _refresh(self) -> None:
+        """Read the registry anew; when it changed, every job's members are rebuilt from it,
+        and the adapters of the members that changed or left (closed at `close`: a lane may
+        be using one now)."""
+        if self._directory is None:
+            return
+        current = self._directory()
+        if current == self.registry:
+            return
+        before = {e.member.alias: e for e in self.registry}
+        after = {e.member.alias: e for e in current}
+        self.registry = current
+        self._live.clear()
+        for key in [k for k in self._adapters if before.get(k[1]) != after.get(k[1])]:
+            self._retired.append(self._adapters.pop(key))
 
     # ---- helpers ----------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal, NoReturn, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
@@ -163,13 +163,24 @@ def _check_token(where: str, token: str) -> None:
                                "a token is one word")
 
 
+class CredentialSource(Protocol):
+    """Where a member's credentials come from: a file or variable named in the clusters file
+    (`CredentialsRef`), or a token sealed in the store for a member declared through the API
+    (`shoal.federation.directory.SealedCredentials`)."""
+
+    @property
+    def user(self) -> str | None: ...
+
+    def resolve(self, environ: Mapping[str, str] | None = None) -> MemberCredentials: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterEntry:
     """One member as the registry holds it: what everyone may see (`member`) and where its
     credentials are (`credentials`)."""
 
     member: MemberCluster
-    credentials: CredentialsRef
+    credentials: CredentialSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +240,7 @@ def load_registry(text: str, source: str = "<clusters>", *,
     seen: dict[str, int] = {}
     try:
         for number, data in yaml_documents(source, text, log, _FILE_LIMITS):
-            entry = _entry(log, DocRef(source, number, "Cluster"), data, base_dir)
+            entry = entry_of(log, DocRef(source, number, "Cluster"), data, base_dir)
             if entry is None:
                 continue
             alias = entry.member.alias
@@ -250,8 +261,9 @@ def load_registry(text: str, source: str = "<clusters>", *,
     return ClusterRegistry(tuple(entries))
 
 
-def _entry(log: IssueLog, where: DocRef, data: Any, base_dir: Path | None
-           ) -> ClusterEntry | None:
+def entry_of(log: IssueLog, where: DocRef, data: Any, base_dir: Path | None
+             ) -> ClusterEntry | None:
+    """The entry one `Cluster` document declares, or None with its problems in `log`."""
     if not isinstance(data, dict):
         log.add(where, "", f"must be a Cluster document (a mapping), got {type(data).__name__}")
         return None

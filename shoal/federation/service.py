@@ -1,6 +1,8 @@
-"""The super scheduler as `shoal up --clusters` runs it (issue 19): the registry, the
+"""The super scheduler as `shoal up` runs it (issue 19): the registry (the clusters file's
+members and those admins declared through the API, `shoal.federation.directory`), the
 multi-cluster jobs in the store, the secrets' key, and the dispatcher on its thread —
-`Federation` is what the REST routes (`shoal.server.multicluster`) are given.
+`Federation` is what the REST routes (`shoal.server.multicluster`, `shoal.server.mc_admin`)
+are given.
 
 A job runs under `DEFAULT_RETRIES`: a job whose kept copy fails or is lost is sent to every
 member once more (round 1), then fails — one retry covers the common loss (a member
@@ -13,15 +15,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from shoal.federation.directory import MemberDirectory
 from shoal.federation.dispatcher import Dispatcher
 from shoal.federation.driver import DEFAULT_POLL_S, DispatchLoop
 from shoal.federation.intake import take_in
+from shoal.federation.member_admin import MemberAdmin
 from shoal.federation.members.http import DEFAULT_TIMEOUT_S
 from shoal.federation.registry import ClusterRegistry
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store.engine import Store
 from shoal.store.errors import NotFoundError
 from shoal.store.federation import FederationRecords, McJob, NewMcJob
+from shoal.store.federation_members import MemberRecords
 from shoal.store.federation_secrets import SecretBox, key_box
 
 DEFAULT_RETRIES = 1
@@ -33,8 +38,13 @@ class Federation:
     def __init__(self, registry: ClusterRegistry, records: FederationRecords, box: SecretBox,
                  dispatcher: Dispatcher, *, clock: Callable[[], float] = time.time,
                  loop: DispatchLoop | None = None, retries: int = DEFAULT_RETRIES,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
-        self.registry = registry
+                 limits: Limits = DEFAULT_LIMITS, directory: MemberDirectory | None = None
+                 ) -> None:
+        """`directory`: members may be declared through the API (`admin`); without it the
+        registry is `registry`, fixed."""
+        self._registry = registry
+        self.directory = directory
+        self.admin = None if directory is None else MemberAdmin(directory, records, clock)
         self.records = records
         self.box = box
         self.dispatcher = dispatcher
@@ -51,11 +61,23 @@ class Federation:
         thread started (it resumes every job the store holds)."""
         records = FederationRecords(store)
         box = key_box(data_dir)
-        dispatcher = Dispatcher(records, registry, box, time.time, timeout_s=timeout_s)
+        directory = MemberDirectory(registry, MemberRecords(store), box)
+        dispatcher = Dispatcher(records, directory.current(), box, time.time,
+                                timeout_s=timeout_s, directory=directory.current)
         loop = DispatchLoop(dispatcher, poll_s=poll_s)
-        federation = cls(registry, records, box, dispatcher, loop=loop, limits=limits)
+        federation = cls(registry, records, box, dispatcher, loop=loop, limits=limits,
+                         directory=directory)
         loop.start()
         return federation
+
+    @property
+    def registry(self) -> ClusterRegistry:
+        """The members now: the file's, then the API-declared ones."""
+        return self._registry if self.directory is None else self.directory.current()
+
+    def nudge(self) -> None:
+        """Wake the dispatcher (a member was declared or changed)."""
+        self._nudge()
 
     def close(self) -> None:
         if self.loop is not None:

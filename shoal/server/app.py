@@ -34,7 +34,7 @@ def create_app(repository: Repository, scheduler: Scheduler,
     `read_log`, or `file_logs`); without it the log route answers 404. `follows_per_user`:
     how many `logs?follow=true` streams one user may hold open at once; `app.state.follows`
     counts those open. `limits`: what one request body may be and hold (`app.state.limits`,
-    read by `shoal.server.body`). `federation`: the super scheduler of `shoal up --clusters`
+    read by `shoal.server.body`). `federation`: the super scheduler of `shoal up`
     (`shoal.server.multicluster`'s routes); without it those routes do not exist."""
     app = FastAPI(title=API_TITLE, version=API_VERSION,
                   description="Shoal's REST API: submit and follow deep-learning jobs; "
@@ -61,7 +61,10 @@ def create_app(repository: Repository, scheduler: Scheduler,
     app.include_router(cluster_router(repository, current_user, current_admin,
                                       scheduler.reload_catalog, statuses))
     app.include_router(sub_clusters_router(repository, scheduler, current_user, statuses))
-    if federation is not None:  # `shoal up --clusters`: the super scheduler's routes
+    if federation is not None:  # `shoal up`: the super scheduler's routes
         from shoal.server.multicluster import multicluster_router
         app.include_router(multicluster_router(federation, current_user))
+        if federation.admin is not None:  # members declared through the API (admins)
+            from shoal.server.mc_admin import mc_admin_router
+            app.include_router(mc_admin_router(federation, current_admin))
     return app

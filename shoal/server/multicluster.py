@@ -1,5 +1,6 @@
-"""The super scheduler's routes (issue 19), served by `shoal up --clusters`: the member
-clusters (`GET /api/v1/clusters`, any user: never a credential) and multi-cluster jobs —
+"""The super scheduler's routes (issue 19), served by `shoal up`: the member clusters
+(`GET /api/v1/clusters`, any user: never a credential; admins change them through
+`shoal.server.mc_admin`) and multi-cluster jobs —
 submit a `super-2` or `MultiClusterJob` document (YAML or JSON, the body bounded as every
 other; 422 with field paths), list the caller's (an admin: all), read one with each copy's
 cluster, remote id, states, times and why it was kept or cancelled, stop one (its owner or
@@ -17,6 +18,7 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoal.federation.members.contract import MAX_LOG_BYTES, MemberError
+from shoal.federation.registry import ClusterEntry
 from shoal.federation.service import Federation
 from shoal.server.auth import Authenticator
 from shoal.server.body import JSON_TYPES, YAML_TYPES, RawBody, raw_body
@@ -38,6 +40,8 @@ class ClusterOut(_Out):
     kind: str
     gpu_type: str | None = Field(alias="gpuType")
     priority: int
+    declared: str
+    """`file` (the clusters file: read-only here) or `api` (an admin declared it)."""
     reachable: bool | None
     """None: not called yet."""
     last_error: str = Field(alias="lastError")
@@ -99,6 +103,17 @@ def job_out(j: McJob) -> McJobOut:
                     stop_requested=j.stop_requested, copies=[copy_out(c) for c in j.copies])
 
 
+def cluster_out(federation: Federation, entry: ClusterEntry) -> ClusterOut:
+    """A member as any user may see it: never its credentials."""
+    m = entry.member
+    health = federation.dispatcher.health(m.alias)
+    declared = "file" if federation.directory is None or federation.directory.in_file(m.alias) \
+        else "api"
+    return ClusterOut(alias=m.alias, uri=m.uri, kind=m.kind.value, gpu_type=m.gpu_type,
+                      priority=m.priority, declared=declared, reachable=health.reachable,
+                      last_error=health.last_error, retry_at=health.retry_at)
+
+
 def multicluster_router(federation: Federation, current_user: Authenticator) -> APIRouter:
     router = APIRouter(prefix="/api/v1", tags=["multi-cluster"], responses=responses(401))
 
@@ -114,15 +129,7 @@ def multicluster_router(federation: Federation, current_user: Authenticator) -> 
 
     @router.get("/clusters", response_model=list[ClusterOut], response_model_by_alias=True)
     def clusters(_user: Annotated[User, Depends(current_user)]) -> list[ClusterOut]:
-        out = []
-        for entry in federation.registry:
-            m = entry.member
-            health = federation.dispatcher.health(m.alias)
-            out.append(ClusterOut(alias=m.alias, uri=m.uri, kind=m.kind.value,
-                                  gpu_type=m.gpu_type, priority=m.priority,
-                                  reachable=health.reachable, last_error=health.last_error,
-                                  retry_at=health.retry_at))
-        return out
+        return [cluster_out(federation, entry) for entry in federation.registry]
 
     @router.post("/multi-cluster-jobs", status_code=201, response_model=McJobOut,
                  response_model_by_alias=True, responses=responses(409, 413, 415, 422))
@@ -130,13 +137,11 @@ def multicluster_router(federation: Federation, current_user: Authenticator) -> 
                body: Annotated[RawBody, Depends(raw_body)]) -> McJobOut:
         if user.job is not None:
             raise ApiError(403, "a job's token may not submit multi-cluster jobs")
-        text = _text(body)
+        text = document_text(body, "a super-2 or MultiClusterJob document")
         try:
             job = federation.submit(text, user.name, limits=body.limits)
         except SpecError as exc:
-            errors = [ErrorItem(path=i.path or "body", message=i.message[:1000])
-                      for i in exc.issues[:MAX_ERRORS]]
-            raise ApiError(422, "invalid multi-cluster job", errors=errors) from None
+            raise invalid("invalid multi-cluster job", exc) from None
         except AlreadyExistsError as exc:
             raise ApiError(409, str(exc), "name") from None
         return job_out(job)
@@ -176,7 +181,15 @@ def multicluster_router(federation: Federation, current_user: Authenticator) -> 
     return router
 
 
-def _text(body: RawBody) -> str:
+def invalid(what: str, exc: SpecError) -> ApiError:
+    """422 with every problem by field path (bounded)."""
+    errors = [ErrorItem(path=i.path or "body", message=i.message[:1000])
+              for i in exc.issues[:MAX_ERRORS]]
+    return ApiError(422, what, errors=errors)
+
+
+def document_text(body: RawBody, expected: str) -> str:
+    """The body as text: YAML or JSON, UTF-8, not empty."""
     if body.content_type not in YAML_TYPES + JSON_TYPES:
         raise ApiError(415, f"unsupported content type {body.content_type or '(none)'!r}; "
                             "send application/yaml, text/yaml or application/json",
@@ -186,6 +199,5 @@ def _text(body: RawBody) -> str:
     except UnicodeDecodeError:
         raise ApiError(400, "the body is not UTF-8", "body") from None
     if not text.strip():
-        raise ApiError(422, "the body is empty; expected a super-2 or MultiClusterJob "
-                            "document", "body")
+        raise ApiError(422, f"the body is empty; expected {expected}", "body")
     return text

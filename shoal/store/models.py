@@ -338,3 +338,22 @@ class MultiClusterSecretRow(Base):
     job: Mapped[str] = mapped_column(
         ForeignKey("mc_jobs.name", ondelete="CASCADE"), primary_key=True)
     sealed: Mapped[str] = mapped_column(Text)
+
+
+class MemberClusterRow(Base):
+    """A member cluster an admin declared through the API (issue 19), beside those of the
+    clusters file: what everyone may see, and its token sealed with the server's key
+    (`shoal.store.federation_secrets`) — never in plain text."""
+
+    __tablename__ = "mc_clusters"
+
+    alias: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    uri: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(32))
+    gpu_type: Mapped[str | None] = mapped_column(String(63))
+    priority: Mapped[int] = mapped_column(Integer)
+    user: Mapped[str | None] = mapped_column(String(255))
+    sealed_token: Mapped[str | None] = mapped_column(Text)
+    created: Mapped[float] = mapped_column(Double)
+    updated: Mapped[float] = mapped_column(Double)
+    updated_by: Mapped[str] = mapped_column(String(NAME))
