@@ -23,6 +23,7 @@ import hashlib
 import os
 import socket
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -83,14 +84,14 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
     user_errors(serve)
 
 
+@dataclass(frozen=True)
 class _McOptions:
-    """`--clusters`, `--mc-poll` and `--mc-timeout`: the super scheduler, when a clusters
-    file is given."""
+    """`--clusters`, `--mc-poll` and `--mc-timeout`: the super scheduler's options (it always
+    runs; a clusters file adds read-only members to those declared through the API)."""
 
-    def __init__(self, clusters: Path | None, poll_s: float, timeout_s: float) -> None:
-        self.clusters = clusters
-        self.poll_s = poll_s
-        self.timeout_s = timeout_s
+    clusters: Path | None
+    poll_s: float
+    timeout_s: float
 
     def registry(self) -> ClusterRegistry | None:
         """Read before anything starts: a bad clusters file stops `shoal up` at once."""
