@@ -93,8 +93,10 @@ def controller_down(cluster: SlurmMemberCluster) -> Iterator[str]:
     starter = slurm_local()
     conf = cluster.slurm.conf
     dead = conf.with_name("slurm-no-controller.conf")
+    # MessageTimeout: slurmrestd gives up on the absent controller in seconds, not tens.
     dead.write_text(re.sub(r"(?m)^SlurmctldPort=\d+$",
-                           f"SlurmctldPort={starter._free_port()}", conf.read_text()))
+                           f"SlurmctldPort={starter._free_port()}", conf.read_text())
+                    + "MessageTimeout=2\n")
     dead.chmod(0o644)
     port = starter._free_port()
     log = conf.with_name("slurmrestd-no-controller.log")
