@@ -68,10 +68,9 @@ __all__ = ["Cancel", "CopyObservation", "CopyVerdict", "Dispatch", "DispatchRule
 
 
 def _s(seconds: float) -> str:
-    """Seconds as a user reads them: 40, 2.5 (tenths at most: a live clock's 0.28128 is
-    noise in a reason)."""
-    tenths = round(float(seconds), 1)
-    return f"{tenths:.0f}" if tenths.is_integer() else f"{tenths:g}"
+    """Seconds as a user reads them: 40, 2.5 (a tenth is as fine as a reason needs; a live
+    clock's instants have microseconds)."""
+    return f"{seconds:.1f}".removesuffix(".0")
 
 
 @dataclass(slots=True)
@@ -143,7 +142,7 @@ class _Race:
         first = min(done, key=lambda c: (c.ended_at, -self.p(c.alias), c.alias))
         self.winner = first.alias
         assert first.ended_at is not None
-        self.won_why = f"succeeded first (at {_s(first.ended_at)}): the work is done"
+        self.won_why = f"succeeded first (at {_s(first.ended_at)} s): the work is done"
         for other in self.copies:
             self.doom(other, t, f"cancelled: copy on {self.tag(first.alias)} succeeded first")
 
@@ -180,10 +179,10 @@ class _Race:
             self.winner = leader.alias
             if self.rules.policy is DispatchPolicy.FAC_PRIORITY:
                 self.won_why = (f"is the highest priority that ran (RUNNING since "
-                                f"{_s(leader.running_since)}), kept after its {_s(guard)} s "
+                                f"{_s(leader.running_since)} s), kept after its {_s(guard)} s "
                                 f"guard and every higher copy's window")
             else:
-                self.won_why = (f"entered RUNNING first (at {_s(leader.running_since)}) and "
+                self.won_why = (f"entered RUNNING first (at {_s(leader.running_since)} s) and "
                                 f"stayed RUNNING for the {_s(guard)} s guard")
 
     def instants(self, now: float) -> list[float]:
@@ -284,10 +283,10 @@ def decide(members: Sequence[MemberCluster], rules: DispatchRules,
     if live:
         lead = live[0]
         assert lead.running_since is not None
-        why = f"copy on {race.tag(lead.alias)} leads, RUNNING since {_s(lead.running_since)}"
+        why = f"copy on {race.tag(lead.alias)} leads, RUNNING since {_s(lead.running_since)} s"
         wake = race.wake_at(now)
         if wake is not None:
-            why += f"; the race is open until {_s(wake)} at least"
+            why += f"; the race is open until {_s(wake)} s at least"
         return answer(CopyState.RUNNING, lead.alias, why, submits=submits, wake_at=wake)
     return answer(CopyState.WAITING, None, "no copy is running yet", submits=submits,
                   wake_at=race.wake_at(now))
@@ -306,7 +305,7 @@ def _round_failed(race: _Race, members: Sequence[str]) -> str | None:
         if chosen.state in (CopyState.FAILED, CopyState.STOPPED):
             assert chosen.ended_at is not None
             how = "was lost" if chosen.lost else f"ended {chosen.state.value}"
-            return f"the chosen copy on {race.tag(chosen.alias)} {how} at {_s(chosen.ended_at)}"
+            return f"the chosen copy on {race.tag(chosen.alias)} {how} at {_s(chosen.ended_at)} s"
         return None
     if race.copies and all(a in race.copies for a in members) \
             and all(c.state.is_final for c in race.copies.values()):
@@ -326,9 +325,9 @@ def _verdict(race: _Race, c: CopyObservation, now: float) -> CopyVerdict:
         assert c.running_since is not None
         ends = c.running_since + race.rules.guard_time_running
         return CopyVerdict(c.alias, c.attempt, True,
-                           f"RUNNING since {_s(c.running_since)}; its guard ends at {_s(ends)}")
+                           f"RUNNING since {_s(c.running_since)} s; its guard ends at {_s(ends)} s")
     closing = [end for end, j, _ in race.windows(now) if j.alias == c.alias]
     if closing:
         return CopyVerdict(c.alias, c.attempt, True,
-                           f"waiting; its survival window ends at {_s(min(closing))}")
+                           f"waiting; its survival window ends at {_s(min(closing))} s")
     return CopyVerdict(c.alias, c.attempt, True, "waiting for its member")

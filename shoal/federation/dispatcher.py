@@ -25,6 +25,11 @@ Credentials: a copy is sent with the job's own `token-<alias>` secret when it gi
 the user's credential on that member, so the member enforces the user's own rights and
 quotas — and with the registry's credentials otherwise (a member the operator shares).
 Secrets are sealed in the store (`shoal.store.federation_secrets`) and never logged.
+
+A member whose adapter cannot be built — its token file unreadable, a Slurm member without a
+user — is *misconfigured* (`MemberMisconfiguredError`): reported like a member that is down
+(its lane backs off, `/api/v1/clusters` and the job's reason say why) and tried again after
+the backoff, since an operator may fix the file meanwhile; never a crash of the pass.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from shoal.federation.members.contract import (
 )
 from shoal.federation.members.factory import adapter_for
 from shoal.federation.members.http import DEFAULT_TIMEOUT_S
-from shoal.federation.registry import ClusterRegistry
+from shoal.federation.registry import ClusterRegistry, CredentialsError
 from shoal.spec.multicluster import MultiClusterJob
 from shoal.spec.specialise import TOKEN_PREFIX, specialise
 from shoal.store.federation import (
@@ -71,6 +76,11 @@ AdapterFactory = Callable[[MemberCluster, MemberCredentials], MemberAdapter]
 SETTLE_S = 1.0
 """How long a pass waits for its members' calls before it returns (a slower member's calls
 go on; their answers are read by a later pass)."""
+
+
+class MemberMisconfiguredError(MemberUnavailableError):
+    """The member's adapter could not be built from the registry's entry or credentials:
+    no call can reach it until an operator fixes its configuration."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +171,9 @@ class Dispatcher:
         """One member's calls of a pass, in order; `MemberUnavailableError` ends the pass
         (the lane backs the member off)."""
         for job, copy in items:
-            adapter = self._adapter(job, copy.alias)
             remote_id = copy.remote_id
             try:
+                adapter = self._adapter(job, copy.alias)
                 if remote_id is None:
                     remote_id = self._submit_once(job, copy, adapter)
                     if remote_id is None:
@@ -174,6 +184,9 @@ class Dispatcher:
                 self._poll(job, copy, adapter, remote_id)
             except MemberRefusedError as exc:
                 self.records.note_error(job.name, copy.round, copy.alias, str(exc))
+            except MemberMisconfiguredError as exc:
+                self.records.note_error(job.name, copy.round, copy.alias, str(exc))
+                raise
             except MemberUnavailableError:
                 raise
             except Exception as exc:  # a bug for one copy must not starve the member's others
@@ -279,13 +292,18 @@ class Dispatcher:
             live = self._live_job(job)
             entry = self.registry.get(alias)
             own = dict(live.job.secrets).get(TOKEN_PREFIX + alias)
-            if own is not None:
-                ref = live.job.member(alias)
-                user = entry.credentials.user or (ref.user if ref is not None else None)
-                creds = MemberCredentials(user=user, token=own)
-            else:
-                creds = entry.credentials.resolve()
-            adapter = self._adapters_for(entry.member, creds)
+            try:
+                if own is not None:
+                    ref = live.job.member(alias)
+                    user = entry.credentials.user or (ref.user if ref is not None else None)
+                    creds = MemberCredentials(user=user, token=own)
+                else:
+                    creds = entry.credentials.resolve()
+                adapter = self._adapters_for(entry.member, creds)
+            except (CredentialsError, ValueError) as exc:
+                # Both messages name the member already and never hold a token.
+                said = str(exc).removeprefix(f"cluster {alias!r}: ")
+                raise MemberMisconfiguredError(alias, f"misconfigured: {said}") from None
             self._adapters[key] = adapter
         return adapter
 

@@ -2,6 +2,10 @@
 starter (the one home of it, loaded by path) with two fake nodes — `cpu1` without GPUs,
 `gpu1` with one fake GPU as GRES — and slurmrestd with JWT authentication.
 
+`controller_down(cluster)` puts a second slurmrestd in front of no slurmctld (a copy of
+slurm.conf whose `SlurmctldPort` nobody listens on): what a member whose controller died looks
+like, without stopping the slurmctld the other tests share.
+
 Jobs run as `nobody` (slurmctld refuses tokens for root) in `work`, a directory every user
 may write, which the adapter is pointed at by its URI (`?workdir=`).
 """
@@ -9,7 +13,9 @@ may write, which the adapter is pointed at by its URI (`?workdir=`).
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -79,3 +85,33 @@ def slurm_member_cluster() -> Iterator[SlurmMemberCluster]:
             yield SlurmMemberCluster(slurm, work, slurm.token(JOB_USER))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def controller_down(cluster: SlurmMemberCluster) -> Iterator[str]:
+    """The URL of a slurmrestd whose slurmctld does not answer (it reaches none)."""
+    starter = slurm_local()
+    conf = cluster.slurm.conf
+    dead = conf.with_name("slurm-no-controller.conf")
+    # MessageTimeout: slurmrestd gives up on the absent controller in seconds, not tens.
+    dead.write_text(re.sub(r"(?m)^SlurmctldPort=\d+$",
+                           f"SlurmctldPort={starter._free_port()}", conf.read_text())
+                    + "MessageTimeout=2\n")
+    dead.chmod(0o644)
+    port = starter._free_port()
+    log = conf.with_name("slurmrestd-no-controller.log")
+    server = subprocess.Popen(
+        ["slurmrestd", "-u", "slurm", "-g", "slurm", "-a", "rest_auth/jwt", "-s",
+         starter.REST_PLUGIN, f"127.0.0.1:{port}"],
+        env={**cluster.slurm.env, "SLURM_CONF": str(dead), "SLURM_JWT": "daemon"},
+        stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+    try:
+        starter._wait_listening(port, server, log)
+        yield f"http://127.0.0.1:{port}?workdir={cluster.work}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

@@ -10,94 +10,23 @@ and the check that every member holds at most one live copy and the job ends rig
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from mc_gate import Gate, Mode
 from shoal_documents import node_yaml
+from shoal_up_process import Up, until
 from task_users import Scratch
 from typer.testing import CliRunner
 
 from shoal.cli.main import app
-from shoal.client import ShoalApiError, ShoalClient, wait_until_healthy
+from shoal.client import ShoalApiError
 from shoal.client.multicluster import McJobView
-from shoal.executors.local import free_port
 
-T = TypeVar("T")
-DEADLINE_S = 90.0
-"""A safety net only: every wait ends as soon as its condition holds."""
 LIVE = ("Pending", "Running")
-
-
-def until(what: str, check: Callable[[], T | None], deadline: float = DEADLINE_S) -> T:
-    end = time.monotonic() + deadline
-    last: object = None
-    while time.monotonic() < end:
-        try:
-            value = check()
-        except (ShoalApiError, OSError) as exc:  # a server restarting
-            value, last = None, exc
-        if value is not None and value is not False:
-            return value
-        time.sleep(0.1)  # a poll interval, not a guessed duration: the condition decides
-    raise AssertionError(f"timed out waiting for {what} (last: {last})")
-
-
-@dataclass
-class Up:
-    """One `shoal up` process."""
-
-    home: Path
-    args: list[str]
-    scratch: Scratch
-    process: subprocess.Popen[bytes] | None = None
-    url: str = ""
-
-    def start(self) -> None:
-        port = free_port()
-        log = open(self.home / "server.log", "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
-             "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1",
-             "--work-dir", str(self.scratch.work), *self.args],
-            cwd=self.home, stdout=subprocess.DEVNULL, stderr=log)
-        self.url = f"http://127.0.0.1:{port}"
-        process = self.process
-        if not wait_until_healthy(self.url, 120, lambda: process.poll() is None):
-            process.kill()
-            raise AssertionError(f"shoal up did not start: {self.log()[-3000:]}")
-
-    def log(self) -> str:
-        return (self.home / "server.log").read_text(errors="replace")
-
-    @property
-    def token_file(self) -> Path:
-        return self.home / ".shoal" / "admin.token"
-
-    def client(self) -> ShoalClient:
-        return ShoalClient(self.url, self.token_file.read_text().strip(), timeout=30)
-
-    def kill9(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-
 
 @dataclass
 class World:

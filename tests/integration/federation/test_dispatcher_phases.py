@@ -6,16 +6,19 @@ is retried under its own name; secrets are sealed and a job's own token is used.
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 
 import pytest
 from mc_fakes import Clock, Members
 
-from shoal.api.federation import CopyState
-from shoal.federation.dispatcher import Dispatcher
+from shoal.api.federation import ClusterKind, CopyState, MemberCluster
+from shoal.federation.dispatcher import Dispatcher, MemberMisconfiguredError
 from shoal.federation.intake import take_in
 from shoal.federation.lanes import MemberHealth, MemberLanes
+from shoal.federation.members.contract import MemberAdapter, MemberCredentials
+from shoal.federation.members.slurm import SlurmMember
 from shoal.federation.registry import ClusterRegistry, load_registry
 from shoal.spec.errors import SpecError
 from shoal.store import Store
@@ -196,6 +199,40 @@ def test_a_member_that_is_down_is_reported_and_the_job_runs_elsewhere(world: Wor
     health = d.health("big")
     assert health.reachable is False and "500" in health.last_error
     assert d.health("small").reachable is True
+
+
+def test_a_member_whose_adapter_cannot_be_built_is_reported_misconfigured(
+        world: World, tmp_path: Path) -> None:
+    # big is a Slurm member registered without a user: its adapter refuses to be built.
+    def adapters(member: MemberCluster, creds: MemberCredentials) -> MemberAdapter:
+        if member.alias == "big":
+            return SlurmMember(dataclasses.replace(member, kind=ClusterKind.SLURM), creds)
+        return world.members(member, creds)
+
+    world.submit(job_text(scale="0s", secrets=False))
+    d = Dispatcher(world.records, world.registry, world.box, world.clock, adapters=adapters,
+                   settle_s=5.0, lanes=MemberLanes(world.clock))
+    d.step(world.clock.now)  # no crash: the pass goes on with small
+    world.members["small"].set("mc-small", CopyState.RUNNING)
+    world.run(d, 3.0)
+    job = world.records.get_job("mc")
+    assert job is not None and job.kept == "small"
+    health = d.health("big")
+    assert health.reachable is False
+    assert health.last_error.startswith("cluster 'big': misconfigured: a slurm member needs")
+    assert "'big' is down (cluster 'big': misconfigured" in job.reason
+    big = next(c for c in job.copies if c.alias == "big")
+    assert big.remote_id is None and "misconfigured" in big.last_error
+    assert "registry-token" not in health.last_error + job.reason + big.last_error
+    with pytest.raises(MemberMisconfiguredError):  # the log is asked of big's copy: refused
+        d._adapter(job, "big")
+
+    # Its token file gone: the registry's credentials cannot be read; said, not raised.
+    (tmp_path / "reg.token").unlink()
+    world.submit(job_text("mc2", scale="0s", secrets=False))
+    d.step(world.clock.now)
+    assert "tokenFile" in d.health("small").last_error
+    assert d.health("small").last_error.startswith("cluster 'small': misconfigured: ")
 
 
 def test_a_lost_winner_is_retried_under_a_new_name(world: World) -> None:

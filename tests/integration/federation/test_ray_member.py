@@ -1,5 +1,5 @@
 """The `ray` member adapter against a real Ray head and its Jobs API (one head for the
-module, started here): a copy runs to SUCCEEDED with its log read back, a sleeping one is
+folder, conftest.py): a copy runs to SUCCEEDED with its log read back, a sleeping one is
 RUNNING until it is stopped, a GPU copy waits while the head's one GPU is taken, copies are
 found by name, and a head that does not answer is reported unavailable.
 """
@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from ray_member_cluster import RayMemberCluster, free_port, ray_member_cluster
+from ray_member_cluster import RayMemberCluster, free_port
 
 from shoal.api.federation import ClusterKind, CopyRequest, CopyState, MemberCluster, RoleRequest
 from shoal.federation.members.contract import (
@@ -25,10 +25,9 @@ from shoal.federation.members.ray import RayMember
 DEADLINE_S = 120.0
 
 
-@pytest.fixture(scope="module")
-def head() -> Iterator[RayMemberCluster]:
-    with ray_member_cluster() as cluster:
-        yield cluster
+@pytest.fixture()
+def head(ray_head: RayMemberCluster) -> RayMemberCluster:
+    return ray_head
 
 
 @pytest.fixture()

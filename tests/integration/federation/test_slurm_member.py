@@ -1,9 +1,10 @@
-"""The `slurm` member adapter against a real Slurm (one for the module, started here:
+"""The `slurm` member adapter against a real Slurm (the folder's one, conftest.py:
 munged, slurmctld, two slurmd — `cpu1`, and `gpu1` with one fake GPU as GRES — and
 slurmrestd with JWT auth): a copy runs to SUCCEEDED, a GPU copy runs on the GRES node and a
 second one waits while its GPU is taken, a cancelled copy is STOPPED as the member itself
 says (`squeue`, `scontrol show job`), copies are found by name, a wrong token is refused
-without being shown, and a slurmrestd that does not answer is reported unavailable.
+without being shown, and a slurmrestd that does not answer, or whose slurmctld does not, is
+reported unavailable.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from slurm_member_cluster import JOB_USER, SlurmMemberCluster, slurm_member_cluster
+from slurm_member_cluster import JOB_USER, SlurmMemberCluster, controller_down
 
 from shoal.api.federation import ClusterKind, CopyRequest, CopyState, MemberCluster, RoleRequest
 from shoal.federation.members.contract import (
@@ -28,10 +29,9 @@ from shoal.federation.members.slurm import SlurmMember
 DEADLINE_S = 120.0
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[SlurmMemberCluster]:
-    with slurm_member_cluster() as started:
-        yield started
+@pytest.fixture()
+def cluster(slurm_cluster: SlurmMemberCluster) -> SlurmMemberCluster:
+    return slurm_cluster
 
 
 @pytest.fixture()
@@ -177,14 +177,15 @@ def test_a_slurmrestd_that_does_not_answer_is_unavailable(
         adapter.cancel("1")
 
 
-# Last in the module: it stops the module's slurmctld (slurmrestd stays up).
 def test_a_slurmctld_that_is_down_behind_slurmrestd_is_unavailable(
-        cluster: SlurmMemberCluster, member: SlurmMember) -> None:
-    controller = cluster.slurm.daemons[0]
-    assert controller.name() == "slurmctld"
-    controller.terminate()
-    controller.wait(timeout=30)
-    with pytest.raises(MemberUnavailableError, match="Unable to contact slurm controller"):
-        member.submit(copy("late-slurm-a", "true"))
-    with pytest.raises(MemberUnavailableError, match="slurmctld did not answer"):
-        member.status("1")
+        cluster: SlurmMemberCluster) -> None:
+    with controller_down(cluster) as uri:
+        adapter = SlurmMember(MemberCluster("slurm-a", uri, ClusterKind.SLURM),
+                              MemberCredentials(JOB_USER, cluster.token), timeout_s=30)
+        with pytest.raises(MemberUnavailableError, match="Unable to contact slurm controller"):
+            adapter.submit(copy("late-slurm-a", "true"))
+        with pytest.raises(MemberUnavailableError, match="slurmctld did not answer"):
+            adapter.status("1")
+        adapter.close()
+    # The shared slurmctld never saw the copy, and still answers.
+    assert "late-slurm-a" not in cluster.slurm.command("squeue", "-h", "-o", "%j")

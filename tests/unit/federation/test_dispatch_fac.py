@@ -66,7 +66,16 @@ def test_cancel_reason_names_the_winner_and_the_guard() -> None:
     assert reasons["b"] == ("cancelled: copy on 'a' (priority 50) ran first and stayed "
                             "RUNNING for its 60 s guard")
     assert "kept" in {v.alias: v.reason for v in out.verdicts}["a"]
-    assert out.why.startswith("copy on 'a' (priority 50) entered RUNNING first (at 10)")
+    assert out.why.startswith("copy on 'a' (priority 50) entered RUNNING first (at 10 s)")
+
+
+def test_a_live_clocks_instants_read_to_a_tenth_of_a_second_with_their_unit() -> None:
+    # A live driver's instants have microseconds; a reason shows a tenth, and large
+    # instants (the simulator's) are never written in exponent form.
+    out = decide(MEMBERS, FAC, (copy("a", R, 0.115236), copy("b")), 60.2)
+    assert out.why.startswith("copy on 'a' (priority 50) entered RUNNING first (at 0.1 s)")
+    out = decide(MEMBERS, FAC, (copy("a", R, 1795706920.64), copy("b")), 1795706990.0)
+    assert "(at 1795706920.6 s)" in out.why
 
 
 def test_a_cancel_acknowledged_late_is_issued_again_with_its_first_decision_time() -> None:
@@ -90,9 +99,9 @@ WON_THEN = (copy("b", ST, 20, 72), copy("c", ST, None, 72))
 
 
 @pytest.mark.parametrize(("chosen", "how"), [
-    (copy("a", KO, 10, 100), "ended FAILED at 100"),
-    (copy("a", KO, 10, 100, lost=True), "was lost at 100"),
-    (copy("a", ST, 10, 100), "ended STOPPED at 100"),
+    (copy("a", KO, 10, 100), "ended FAILED at 100 s"),
+    (copy("a", KO, 10, 100, lost=True), "was lost at 100 s"),
+    (copy("a", ST, 10, 100), "ended STOPPED at 100 s"),
 ])
 def test_a_winner_that_fails_fails_the_job_without_retries(chosen: CopyObservation,
                                                            how: str) -> None:
@@ -106,7 +115,7 @@ def test_a_winner_that_fails_is_sent_everywhere_again_while_retries_last() -> No
     out = decide(MEMBERS, rules, (copy("a", KO, 10, 100, lost=True), *WON_THEN), 100)
     assert out.state is W
     assert [(s.alias, s.attempt) for s in out.submits] == [("a", 1), ("b", 1), ("c", 1)]
-    assert out.why == "retry 1 of 1: the chosen copy on 'a' (priority 50) was lost at 100"
+    assert out.why == "retry 1 of 1: the chosen copy on 'a' (priority 50) was lost at 100 s"
     # Round 1 fails too: the retries are spent.
     round1 = (copy("a", KO, 110, 115, attempt=1), copy("b", KO, None, 116, attempt=1),
               copy("c", KO, None, 117, attempt=1))

@@ -75,7 +75,7 @@ def test_a_time_scale_stretches_every_window() -> None:
     rules = DispatchRules(DispatchPolicy.FAC_PRIORITY, guard_time_running=60, time_scale=2.5)
     copies = (copy("a"), copy("b"), copy("c", R, 100))
     verdicts = {v.alias: v.reason for v in decide(MEMBERS, rules, copies, 100).verdicts}
-    assert verdicts["b"] == "waiting; its survival window ends at 200"  # 100 + 40 × 2.5
+    assert verdicts["b"] == "waiting; its survival window ends at 200 s"  # 100 + 40 × 2.5
     assert decide(MEMBERS, rules, copies, 160).wake_at == 200.0  # past c's guard
     assert set(cancelled(copies, 199, rules=rules)) == set()
     assert set(cancelled(copies, 200, rules=rules)) == {"b"}
@@ -92,7 +92,7 @@ def test_a_higher_copy_that_runs_inside_its_window_wins() -> None:
     assert out.wake_at == 170.0
     assert decide(MEMBERS, RULES, copies, 190).winner == "b"
     assert decide(MEMBERS, RULES, copies, 190).why == (
-        "copy on 'b' (priority 50) is the highest priority that ran (RUNNING since 130), kept "
+        "copy on 'b' (priority 50) is the highest priority that ran (RUNNING since 130 s), kept "
         "after its 60 s guard and every higher copy's window")
 
 
