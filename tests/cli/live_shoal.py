@@ -5,20 +5,15 @@ typer's CliRunner."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from shoal_documents import node_yaml, virtual_cluster_yaml
-from task_users import Scratch
+from shoal_up_process import shoal_up
 from typer.testing import CliRunner, Result
 
 from shoal.cli.main import app
-from shoal.client import wait_until_healthy
-from shoal.executors.local import free_port
 
 CLUSTER = node_yaml() + "---\n" + virtual_cluster_yaml("team-a", "{min: {gpu: 1}}")
 
@@ -39,24 +34,5 @@ class Server:
 def start_server(home: Path) -> Iterator[Server]:
     """Run `shoal up` in `home` until the generator is closed."""
     (home / "cluster.yaml").write_text(CLUSTER)
-    port, log = free_port(), home / "server.log"
-    scratch = Scratch()  # as root, tasks run as their own OS user: their --work-dir
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
-         "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1",
-         "--work-dir", str(scratch.work)],
-        cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
-    url = f"http://127.0.0.1:{port}"
-    try:
-        # A generous safety net: a loaded machine takes long to start a server.
-        if not wait_until_healthy(url, 120, lambda: process.poll() is None):
-            process.kill()
-            raise AssertionError(f"shoal up did not answer /healthz: {log.read_text()}")
-        yield Server(home, url, (home / ".shoal" / "admin.token").read_text().strip())
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        scratch.close()
+    with shoal_up(home) as up:
+        yield Server(home, up.url, up.token)

@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from shoal_documents import node_yaml
-from task_users import Scratch
+from shoal_up_process import Up, shoal_up
 
-from shoal.client import ShoalClient, wait_until_healthy
-from shoal.executors.local import free_port
+from shoal.client import ShoalClient
 
 HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psutil", "cryptography",
          "shoal.server", "shoal.store", "shoal.control", "shoal.executors", "shoal.scheduler",
@@ -40,39 +37,12 @@ main()
 DEADLINE_S = 90.0
 
 
-@dataclass(frozen=True)
-class Up:
-    home: Path
-    url: str
-    token: str
-    log: Path
-
-
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     home = tmp_path_factory.mktemp("mcadmin")
     (home / "cluster.yaml").write_text(node_yaml())
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    scratch = Scratch()
-    log = home / "server.log"
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
-         "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1",
-         "--work-dir", str(scratch.work), "--mc-poll", "0.2"],
-        cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
-    try:
-        if not wait_until_healthy(url, 120, lambda: process.poll() is None):
-            process.kill()
-            raise AssertionError(f"shoal up did not start: {log.read_text()[-3000:]}")
-        yield Up(home, url, (home / ".shoal" / "admin.token").read_text().strip(), log)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        scratch.close()
+    with shoal_up(home, "--mc-poll", "0.2") as live:
+        yield live
 
 
 def shoal(up: Up, tmp_path: Path, *args: str, token: str | None = None,
@@ -162,7 +132,7 @@ def test_declare_use_change_and_remove_a_member(up: Up, tmp_path: Path) -> None:
     secret = up.token
     for text in [*outputs, changed.stdout, refused.stderr, listed.stdout]:
         assert secret not in text
-    server_log = up.log.read_text()
+    server_log = up.log()
     assert "audit: admin 'admin' added cluster 'self'" in server_log, server_log[-2000:]
     assert "removed cluster 'self'" in server_log
     assert secret not in server_log.replace(f"{up.home / '.shoal' / 'admin.token'}", "")

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from shoal_documents import node_yaml
-from task_users import Scratch
+from shoal_up_process import Up, shoal_up
 
-from shoal.client import wait_until_healthy
 from shoal.executors.local import free_port
 
 HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psutil", "cryptography",
@@ -38,49 +35,24 @@ main()
 DEADLINE_S = 90.0
 
 
-@dataclass(frozen=True)
-class Super:
-    home: Path
-    url: str
-    token: str
-
-
 @pytest.fixture(scope="module")
-def sup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Super]:
+def sup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     home = tmp_path_factory.mktemp("super")
     (home / "cluster.yaml").write_text(node_yaml())
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
     # Its one member is itself, reached with its own admin token (read when first used).
     (home / "clusters.yaml").write_text(textwrap.dedent(f"""\
         apiVersion: shoal/v1
         kind: Cluster
         metadata: {{name: self}}
-        spec: {{uri: '{url}', kind: shoal, priority: 50, gpuType: fake,
+        spec: {{uri: 'http://127.0.0.1:{port}', kind: shoal, priority: 50, gpuType: fake,
                 credentials: {{tokenFile: .shoal/admin.token}}}}
         """))
-    scratch = Scratch()
-    log = home / "server.log"
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
-         "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1",
-         "--work-dir", str(scratch.work), "--clusters", "clusters.yaml", "--mc-poll", "0.2"],
-        cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
-    try:
-        if not wait_until_healthy(url, 120, lambda: process.poll() is None):
-            process.kill()
-            raise AssertionError(f"shoal up did not start: {log.read_text()[-3000:]}")
-        yield Super(home, url, (home / ".shoal" / "admin.token").read_text().strip())
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        scratch.close()
+    with shoal_up(home, "--clusters", "clusters.yaml", "--mc-poll", "0.2", port=port) as up:
+        yield up
 
 
-def shoal(sup: Super, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
+def shoal(sup: Up, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
     report = tmp_path / "modules.json"
     report.unlink(missing_ok=True)
     env = {**os.environ, "SHOAL_SERVER": sup.url, "SHOAL_TOKEN": sup.token,
@@ -96,7 +68,7 @@ def heavy_in(modules: list[str]) -> list[str]:
     return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
 
 
-def test_the_mc_verbs_run_light_and_show_why(sup: Super, tmp_path: Path) -> None:
+def test_the_mc_verbs_run_light_and_show_why(sup: Up, tmp_path: Path) -> None:
     job = tmp_path / "echo.yaml"
     job.write_text(textwrap.dedent(f"""\
         apiVersion: shoal/v1

@@ -7,24 +7,20 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 import httpx
 import pytest
 import yaml
 from shoal_documents import job_yaml, node_yaml
-from task_users import Scratch
+from shoal_up_process import shoal_up
 
 from shoal.api.federation import ClusterKind, CopyRequest, CopyState, MemberCluster, RoleRequest
 from shoal.api.lifecycle import JobState
-from shoal.client import ShoalClient, wait_until_healthy
+from shoal.client import ShoalClient
 from shoal.executors.local import free_port
 from shoal.federation.members.contract import (
     MemberCredentials,
@@ -56,28 +52,10 @@ class Member:
 def member(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Member]:
     home = tmp_path_factory.mktemp("member")
     (home / "cluster.yaml").write_text(node_yaml())
-    port, log = free_port(), home / "server.log"
-    scratch = Scratch()  # as root, tasks run as their own OS user: their --work-dir
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
-         "--cluster", "cluster.yaml", "--interval", "0.2", "--grace-period", "1",
-         "--work-dir", str(scratch.work)],
-        cwd=home, stdout=subprocess.DEVNULL, stderr=open(log, "ab"))  # noqa: SIM115
-    url = f"http://127.0.0.1:{port}"
-    try:
-        if not wait_until_healthy(url, 120, lambda: process.poll() is None):
-            process.kill()
-            raise AssertionError(f"shoal up did not answer /healthz: {log.read_text()}")
-        live = Member(url, (home / ".shoal" / "admin.token").read_text().strip())
+    with shoal_up(home) as up:
+        live = Member(up.url, up.token)
         yield live
         stop_all(live)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        scratch.close()
 
 
 def stop_all(member: Member) -> None:

@@ -1,6 +1,7 @@
-"""One `shoal up` process for the dispatcher's end-to-end tests (`Up`: started on a free
-port, waited for until healthy, stopped or `kill -9`ed), and `until`, the poll every one of
-those tests waits with: a condition decides, the deadline is only a safety net."""
+"""One real `shoal up` process for the tests that need a live server (`Up`: started on a
+port, waited for until healthy, stopped or `kill -9`ed; `shoal_up`: one for the length of a
+`with`), and `until`, the poll those tests wait with: a condition decides, the deadline is
+only a safety net."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -49,9 +51,11 @@ class Up:
     url: str = ""
     env: dict[str, str] = field(default_factory=dict)
     """Added to the server's environment (a member's `tokenEnv`)."""
+    port: int = 0
+    """The port to listen on; 0: a free one, chosen at each start."""
 
     def start(self) -> None:
-        port = free_port()
+        port = self.port or free_port()
         log = open(self.home / "server.log", "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
             [str(Path(sys.executable).parent / "shoal"), "up", "--port", str(port),
@@ -72,6 +76,11 @@ class Up:
     def token_file(self) -> Path:
         return self.home / ".shoal" / "admin.token"
 
+    @property
+    def token(self) -> str:
+        """The server's admin token."""
+        return self.token_file.read_text().strip()
+
     def client(self) -> ShoalClient:
         return ShoalClient(self.url, self.token_file.read_text().strip(), timeout=30)
 
@@ -87,3 +96,17 @@ class Up:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+
+@contextmanager
+def shoal_up(home: Path, *args: str, port: int = 0) -> Iterator[Up]:
+    """A `shoal up` started in `home` (which holds its `cluster.yaml`) with `args`, its tasks
+    run as their own OS users under a scratch work directory, stopped at the end."""
+    scratch = Scratch()  # as root, tasks run as their own OS user: their --work-dir
+    up = Up(home, list(args), scratch, port=port)
+    try:
+        up.start()
+        yield up
+    finally:
+        up.stop()
+        scratch.close()
