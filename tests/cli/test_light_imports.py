@@ -12,32 +12,14 @@ against its source.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+import light_runs
 import pytest
+from light_runs import heavy_in
 from live_shoal import Server
-
-#: What a client command must not load: the server (FastAPI, uvicorn), the store
-#: (SQLAlchemy, Alembic), the control plane and its executors, the scheduler, the simulator,
-#: the spec's validation and the scenario runner. (pydantic is not on the list: typer
-#: itself coerces every parameter through pydantic.)
-HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psutil",
-         "shoal.server", "shoal.store", "shoal.control", "shoal.executors", "shoal.scheduler",
-         "shoal.sim", "shoal.spec", "shoal.core", "shoal.scenario")
-
-#: Runs `shoal ARGS…` as the console script does, and at exit (after typer's SystemExit)
-#: writes the names of every module loaded to the file named first.
-RUNNER = """\
-import atexit, json, sys
-report = sys.argv.pop(1)
-atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
-sys.argv[0] = "shoal"
-from shoal.cli.main import main
-main()
-"""
 
 JOB = """\
 apiVersion: shoal/v1
@@ -52,21 +34,11 @@ spec:
 """
 
 
-def heavy_in(modules: list[str]) -> list[str]:
-    return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
-
-
 def run_shoal(server: Server, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
     """`shoal ARGS…` in a fresh interpreter: its stdout and the modules it loaded."""
-    report = tmp_path / "modules.json"
-    report.unlink(missing_ok=True)
-    env = {**os.environ, "SHOAL_SERVER": server.url, "SHOAL_TOKEN": server.token,
-           "SHOAL_CONFIG": str(tmp_path / "no-config.yaml")}
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(report), *args], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout, json.loads(report.read_text())
+    done, modules = light_runs.run_shoal(tmp_path, *args, server=server.url,
+                                         token=server.token)
+    return done.stdout, modules
 
 
 def test_the_runner_sees_what_a_heavy_command_loads(server: Server, tmp_path: Path) -> None:

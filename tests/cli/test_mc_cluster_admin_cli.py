@@ -9,31 +9,20 @@ no output, not in the server's log and not in its database file."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import light_runs
 import pytest
 from shoal_documents import node_yaml
 from shoal_up_process import Up, shoal_up
 
 from shoal.client import ShoalClient
 
-HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psutil", "cryptography",
-         "shoal.server", "shoal.store", "shoal.control", "shoal.executors", "shoal.scheduler",
-         "shoal.sim", "shoal.spec", "shoal.core", "shoal.federation")
-RUNNER = """\
-import atexit, json, sys
-report = sys.argv.pop(1)
-atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
-sys.argv[0] = "shoal"
-from shoal.cli.main import main
-main()
-"""
+HEAVY = (*light_runs.HEAVY, "cryptography", "shoal.federation")
 DEADLINE_S = 90.0
 
 
@@ -47,19 +36,11 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
 
 def shoal(up: Up, tmp_path: Path, *args: str, token: str | None = None,
           ok: bool = True) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    report = tmp_path / "modules.json"
-    report.unlink(missing_ok=True)
-    env = {**os.environ, "SHOAL_SERVER": up.url, "SHOAL_TOKEN": token or up.token,
-           "SHOAL_CONFIG": str(tmp_path / "no-config.yaml")}
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(report), *args], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert (done.returncode == 0) == ok, (done.stdout, done.stderr)
-    return done, json.loads(report.read_text())
+    return light_runs.run_shoal(tmp_path, *args, server=up.url, token=token or up.token, ok=ok)
 
 
 def heavy_in(modules: list[str]) -> list[str]:
-    return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+    return light_runs.heavy_in(modules, HEAVY)
 
 
 def test_declare_use_change_and_remove_a_member(up: Up, tmp_path: Path) -> None:

@@ -6,11 +6,10 @@ server's, the store's, the control plane's or the scheduler's modules."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from light_runs import heavy_in, run_shoal
 from typer.testing import CliRunner
 
 from shoal.cli.main import app, only
@@ -111,23 +110,9 @@ HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psutil", "
          "shoal.server", "shoal.store", "shoal.control", "shoal.executors", "shoal.scheduler",
          "shoal.sim", "shoal.scenario", "shoal.client", "shoal.federation")
 
-RUNNER = """\
-import atexit, json, sys
-report = sys.argv.pop(1)
-atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
-sys.argv[0] = "shoal"
-from shoal.cli.main import main
-main()
-"""
-
 
 def test_specialise_loads_no_server_store_control_or_scheduler(tmp_path: Path) -> None:
-    report = tmp_path / "modules.json"
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(report), "mc", "specialise",
-                           str(SUPER2), "--cluster", "v100"], capture_output=True, text=True,
-                          timeout=120, check=False, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    done, modules = run_shoal(tmp_path, "mc", "specialise", str(SUPER2), "--cluster", "v100")
     assert yaml.safe_load(done.stdout)["name"] == "mc-resnet-v100"  # it really ran
-    modules = json.loads(report.read_text())
     assert "shoal.spec.specialise" in modules  # the check can fail: it sees what loaded
-    assert [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)] == []
+    assert heavy_in(modules, HEAVY) == []

@@ -7,31 +7,19 @@ server's data."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import light_runs
 import pytest
 from shoal_documents import node_yaml
 from shoal_up_process import Up, shoal_up
 
 from shoal.executors.local import free_port
 
-HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psutil", "cryptography",
-         "shoal.server", "shoal.store", "shoal.control", "shoal.executors", "shoal.scheduler",
-         "shoal.sim", "shoal.spec", "shoal.core", "shoal.federation")
-RUNNER = """\
-import atexit, json, sys
-report = sys.argv.pop(1)
-atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
-sys.argv[0] = "shoal"
-from shoal.cli.main import main
-main()
-"""
+HEAVY = (*light_runs.HEAVY, "cryptography", "shoal.federation")
 DEADLINE_S = 90.0
 
 
@@ -53,19 +41,12 @@ def sup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
 
 
 def shoal(sup: Up, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
-    report = tmp_path / "modules.json"
-    report.unlink(missing_ok=True)
-    env = {**os.environ, "SHOAL_SERVER": sup.url, "SHOAL_TOKEN": sup.token,
-           "SHOAL_CONFIG": str(tmp_path / "no-config.yaml")}
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(report), *args], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout, json.loads(report.read_text())
+    done, modules = light_runs.run_shoal(tmp_path, *args, server=sup.url, token=sup.token)
+    return done.stdout, modules
 
 
 def heavy_in(modules: list[str]) -> list[str]:
-    return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+    return light_runs.heavy_in(modules, HEAVY)
 
 
 def test_the_mc_verbs_run_light_and_show_why(sup: Up, tmp_path: Path) -> None:
