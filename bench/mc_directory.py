@@ -19,52 +19,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-from shoal.api.federation import ClusterKind, CopyRequest, CopyState, MemberCluster
+from shoal.api.federation import ClusterKind, MemberCluster
 from shoal.federation.directory import MemberDirectory, seal_token
 from shoal.federation.dispatcher import Dispatcher
-from shoal.federation.intake import take_in
 from shoal.federation.lanes import MemberLanes
 from shoal.federation.members.contract import (
-    MAX_LOG_BYTES,
     MemberAdapter,
     MemberCredentials,
-    RemoteStatus,
 )
-from shoal.federation.registry import ClusterRegistry, load_registry
+from shoal.federation.registry import ClusterRegistry
 from shoal.store.engine import Store, open_store
-from shoal.store.federation import FederationRecords, NewMcJob
+from shoal.store.federation import FederationRecords
 from shoal.store.federation_members import DeclaredMember, MemberRecords
 from shoal.store.federation_secrets import SecretBox, key_box
 
-
-class _Member:
-    """A member that runs every copy at once (in memory)."""
-
-    def __init__(self, alias: str) -> None:
-        self.alias = alias
-        self.copies: dict[str, CopyState] = {}
-
-    def submit(self, request: CopyRequest) -> str:
-        self.copies[request.name] = CopyState.RUNNING
-        return request.name
-
-    def status(self, remote_id: str) -> RemoteStatus:
-        state = self.copies[remote_id]
-        return RemoteStatus(state, state.value)
-
-    def cancel(self, remote_id: str) -> None:
-        self.copies[remote_id] = CopyState.STOPPED
-
-    def find(self, name: str) -> str | None:
-        return name if name in self.copies else None
-
-    def logs(self, remote_id: str, *, limit_bytes: int = MAX_LOG_BYTES) -> str:
-        return ""
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script or via runpy
+from mc_dispatcher import InstantMember, add_jobs, member_registry
 
 
 def _declare(records: MemberRecords, box: SecretBox, alias: str, priority: int) -> None:
@@ -87,13 +62,8 @@ class _Run:
             directory = MemberDirectory(ClusterRegistry(()), records, box)
             registry = directory.current()
         else:
-            registry = load_registry("---\n".join(textwrap.dedent(f"""\
-                apiVersion: shoal/v1
-                kind: Cluster
-                metadata: {{name: {a}}}
-                spec: {{uri: 'http://{a}.example', kind: shoal, priority: {10 * (i + 1)}}}
-                """) for i, a in enumerate(aliases)))
-        members = {a: _Member(a) for a in aliases}
+            registry = member_registry(aliases)
+        members = {a: InstantMember(a) for a in aliases}
 
         def adapters(member: MemberCluster, _creds: MemberCredentials) -> MemberAdapter:
             return members[member.alias]
@@ -105,23 +75,7 @@ class _Run:
             lanes=MemberLanes(lambda: self.clock[0]),
             directory=None if directory is None else directory.current)
         self.wall = self.cpu = 0.0
-        clusters = ", ".join(f"{a}: {{uri: 'http://{a}.example'}}" for a in aliases)
-        for n in range(jobs):
-            intake = take_in(textwrap.dedent(f"""\
-                apiVersion: shoal/v1
-                kind: MultiClusterJob
-                metadata: {{name: job-{n}}}
-                spec:
-                  clusters: {{{clusters}}}
-                  policy: fac-priority
-                  guardTimeRunning: 1s
-                  timeScale: 0s
-                  template:
-                    taskGroups:
-                      - {{name: w, replicas: 1, resources: {{cpu: 1}}, command: [run]}}
-                """), registry)
-            self.jobs.create_job(NewMcJob(intake.job.name, "bench", intake.document,
-                                          intake.job.policy, 1.0, 0.0, 0, None, self.clock[0]))
+        add_jobs(self.jobs, registry, aliases, jobs, self.clock[0])
         for _ in range(4):  # submit, observe RUNNING, keep after the guard, cancel the rest
             self.step()
 

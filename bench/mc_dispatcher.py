@@ -32,14 +32,15 @@ from shoal.federation.members.contract import (
     MemberCredentials,
     RemoteStatus,
 )
-from shoal.federation.registry import load_registry
+from shoal.federation.registry import ClusterRegistry, load_registry
 from shoal.store.engine import open_store
 from shoal.store.federation import FederationRecords, NewMcJob
 from shoal.store.federation_secrets import key_box
 
 
-class _Member:
-    """A member that runs every copy at once (in memory)."""
+class InstantMember:
+    """A member that runs every copy at once (in memory): the benches measure the
+    dispatcher, not a member."""
 
     def __init__(self, alias: str) -> None:
         self.alias = alias
@@ -63,6 +64,41 @@ class _Member:
         return ""
 
 
+def member_registry(aliases: list[str]) -> ClusterRegistry:
+    """Members `aliases` from a clusters file, of priorities 10, 20, …"""
+    return load_registry("---\n".join(textwrap.dedent(f"""\
+        apiVersion: shoal/v1
+        kind: Cluster
+        metadata: {{name: {a}}}
+        spec: {{uri: 'http://{a}.example', kind: shoal, priority: {10 * (i + 1)}}}
+        """) for i, a in enumerate(aliases)))
+
+
+def add_jobs(records: FederationRecords, registry: ClusterRegistry, aliases: list[str],
+             jobs: int, now: float) -> tuple[MemberCluster, ...]:
+    """Store `jobs` one-task FAC-priority jobs over every member; their members."""
+    clusters = ", ".join(f"{a}: {{uri: 'http://{a}.example'}}" for a in aliases)
+    member_list: tuple[MemberCluster, ...] = ()
+    for n in range(jobs):
+        intake = take_in(textwrap.dedent(f"""\
+            apiVersion: shoal/v1
+            kind: MultiClusterJob
+            metadata: {{name: job-{n}}}
+            spec:
+              clusters: {{{clusters}}}
+              policy: fac-priority
+              guardTimeRunning: 1s
+              timeScale: 0s
+              template:
+                taskGroups:
+                  - {{name: w, replicas: 1, resources: {{cpu: 1}}, command: [run]}}
+            """), registry)
+        member_list = members_of(intake.job, registry)
+        records.create_job(NewMcJob(intake.job.name, "bench", intake.document,
+                                    intake.job.policy, 1.0, 0.0, 0, None, now))
+    return member_list
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200)
@@ -75,13 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         store = open_store(args.db or f"sqlite:///{root / 'bench.db'}")
         store.migrate()
-        registry = load_registry("---\n".join(textwrap.dedent(f"""\
-            apiVersion: shoal/v1
-            kind: Cluster
-            metadata: {{name: {a}}}
-            spec: {{uri: 'http://{a}.example', kind: shoal, priority: {10 * (i + 1)}}}
-            """) for i, a in enumerate(aliases)))
-        members = {a: _Member(a) for a in aliases}
+        registry = member_registry(aliases)
+        members = {a: InstantMember(a) for a in aliases}
 
         def adapters(member: MemberCluster, _creds: MemberCredentials) -> MemberAdapter:
             return members[member.alias]
@@ -91,25 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         box = key_box(root)
         dispatcher = Dispatcher(records, registry, box, lambda: clock[0], adapters=adapters,
                                 settle_s=60.0, lanes=MemberLanes(lambda: clock[0]))
-        clusters = ", ".join(f"{a}: {{uri: 'http://{a}.example'}}" for a in aliases)
-        member_list: tuple[MemberCluster, ...] = ()
-        for n in range(args.jobs):
-            intake = take_in(textwrap.dedent(f"""\
-                apiVersion: shoal/v1
-                kind: MultiClusterJob
-                metadata: {{name: job-{n}}}
-                spec:
-                  clusters: {{{clusters}}}
-                  policy: fac-priority
-                  guardTimeRunning: 1s
-                  timeScale: 0s
-                  template:
-                    taskGroups:
-                      - {{name: w, replicas: 1, resources: {{cpu: 1}}, command: [run]}}
-                """), registry)
-            member_list = members_of(intake.job, registry)
-            records.create_job(NewMcJob(intake.job.name, "bench", intake.document,
-                                        intake.job.policy, 1.0, 0.0, 0, None, clock[0]))
+        member_list = add_jobs(records, registry, aliases, args.jobs, clock[0])
         for _ in range(4):  # submit, observe RUNNING, keep after the guard, cancel the rest
             dispatcher.step(clock[0])
             clock[0] += 1.0
