@@ -6,23 +6,22 @@ found by name, and a head that does not answer is reported unavailable.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 
 import pytest
+from member_copies import copy_request, wait_until
 from ray_member_cluster import RayMemberCluster, free_port
 
-from shoal.api.federation import ClusterKind, CopyRequest, CopyState, MemberCluster, RoleRequest
+from shoal.api.federation import ClusterKind, CopyState, MemberCluster
 from shoal.federation.members.contract import (
     MemberCredentials,
     MemberRefusedError,
     MemberUnavailableError,
-    RemoteStatus,
 )
 from shoal.federation.members.ray import RayMember
 
 #: A safety net for conditions that hold within seconds on an idle machine.
-DEADLINE_S = 120.0
 
 
 @pytest.fixture()
@@ -38,24 +37,7 @@ def member(head: RayMemberCluster) -> Iterator[RayMember]:
     adapter.close()
 
 
-def copy(name: str, *commands: str, gpu: int = 0, instances: int = 1,
-         roles: int = 1) -> CopyRequest:
-    role = [RoleRequest(f"r{i}", instances, commands, gpu=gpu, cpu=1, memory_mib=64,
-                        env=(("GREETING", "hello from shoal"),)) for i in range(roles)]
-    return CopyRequest(name.rsplit("-", 1)[0], "ray-a", name, tuple(role), "{}", "shoal")
-
-
-def wait_until(member: RayMember, remote_id: str,
-               done: Callable[[RemoteStatus], bool]) -> list[RemoteStatus]:
-    """Poll the copy until `done` holds; every status seen on the way."""
-    seen: list[RemoteStatus] = []
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        seen.append(member.status(remote_id))
-        if done(seen[-1]):
-            return seen
-        time.sleep(0.2)
-    raise AssertionError(f"copy {remote_id}: still {seen[-1]} after {DEADLINE_S} s")
+copy = partial(copy_request, "ray-a")
 
 
 def test_a_copy_runs_to_success_and_its_log_is_read_back(member: RayMember) -> None:

@@ -9,24 +9,23 @@ reported unavailable.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
+from member_copies import copy_request, wait_until
 from slurm_member_cluster import JOB_USER, SlurmMemberCluster, controller_down
 
-from shoal.api.federation import ClusterKind, CopyRequest, CopyState, MemberCluster, RoleRequest
+from shoal.api.federation import ClusterKind, CopyState, MemberCluster
 from shoal.federation.members.contract import (
     MemberCredentials,
     MemberRefusedError,
     MemberUnavailableError,
-    RemoteStatus,
 )
 from shoal.federation.members.slurm import SlurmMember
 
 #: A safety net for conditions that hold within seconds on an idle machine.
-DEADLINE_S = 120.0
 
 
 @pytest.fixture()
@@ -42,24 +41,7 @@ def member(cluster: SlurmMemberCluster) -> Iterator[SlurmMember]:
     adapter.close()
 
 
-def copy(name: str, *commands: str, gpu: int = 0, instances: int = 1,
-         roles: int = 1) -> CopyRequest:
-    role = [RoleRequest(f"r{i}", instances, commands, gpu=gpu, cpu=1, memory_mib=64,
-                        env=(("GREETING", "hello from shoal"),)) for i in range(roles)]
-    return CopyRequest(name.rsplit("-", 1)[0], "slurm-a", name, tuple(role), "{}", "shoal")
-
-
-def wait_until(member: SlurmMember, remote_id: str,
-               done: Callable[[RemoteStatus], bool]) -> list[RemoteStatus]:
-    """Poll the copy until `done` holds; every status seen on the way."""
-    seen: list[RemoteStatus] = []
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        seen.append(member.status(remote_id))
-        if done(seen[-1]):
-            return seen
-        time.sleep(0.2)
-    raise AssertionError(f"copy {remote_id}: still {seen[-1]} after {DEADLINE_S} s")
+copy = partial(copy_request, "slurm-a")
 
 
 def output_of(member: SlurmMember, remote_id: str) -> str:
