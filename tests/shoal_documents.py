@@ -48,3 +48,26 @@ kind: VirtualCluster
 metadata: {{name: {name}}}
 spec: {spec}
 """
+
+
+def multicluster_job_yaml(name: str, clusters: dict[str, str], *, policy: str = "fac",
+                          guard: str = "1s", scale: str | None = None,
+                          resources: str = "{cpu: 100m, memory: 64Mi}",
+                          command: str = "[sleep, '600']") -> str:
+    """A MultiClusterJob of one one-task group over `clusters` (alias → the URI the job
+    names), running `command` (a YAML flow sequence) with `resources` (a YAML flow mapping);
+    `scale` None: no `timeScale`."""
+    listed = ", ".join(f"{alias}: {{uri: '{uri}'}}" for alias, uri in clusters.items())
+    scale_line = f"\n  timeScale: {scale}" if scale is not None else ""
+    return f"""\
+apiVersion: shoal/v1
+kind: MultiClusterJob
+metadata: {{name: {name}}}
+spec:
+  clusters: {{{listed}}}
+  policy: {policy}
+  guardTimeRunning: {guard}{scale_line}
+  template:
+    taskGroups:
+      - {{name: w, replicas: 1, resources: {resources}, command: {command}}}
+"""

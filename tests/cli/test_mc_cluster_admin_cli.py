@@ -17,7 +17,7 @@ from pathlib import Path
 
 import light_runs
 import pytest
-from shoal_documents import node_yaml
+from shoal_documents import multicluster_job_yaml, node_yaml
 from shoal_up_process import Up, shoal_up
 
 from shoal.client import ShoalClient
@@ -70,18 +70,9 @@ def test_declare_use_change_and_remove_a_member(up: Up, tmp_path: Path) -> None:
     assert "self" in listed.stdout and "api" in listed.stdout and heavy_in(modules) == []
 
     job = tmp_path / "echo.yaml"
-    job.write_text(textwrap.dedent(f"""\
-        apiVersion: shoal/v1
-        kind: MultiClusterJob
-        metadata: {{name: echo}}
-        spec:
-          clusters: {{self: {{uri: '{up.url}'}}}}
-          guardTimeRunning: 1s
-          template:
-            taskGroups:
-              - {{name: w, replicas: 1, resources: {{cpu: 100m, memory: 64Mi}},
-                  command: [sh, -c, 'sleep 600']}}
-        """))
+    job.write_text(multicluster_job_yaml("echo", {"self": up.url},
+                                         command="[sh, -c, 'sleep 600']"))
+
     shoal(up, tmp_path, "mc", "submit", str(job))
     end = time.monotonic() + DEADLINE_S
     while True:  # polled until kept; the deadline is a safety net

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import light_runs
 import pytest
-from shoal_documents import node_yaml
+from shoal_documents import multicluster_job_yaml, node_yaml
 from shoal_up_process import Up, shoal_up
 
 from shoal.executors.local import free_port
@@ -51,18 +51,9 @@ def heavy_in(modules: list[str]) -> list[str]:
 
 def test_the_mc_verbs_run_light_and_show_why(sup: Up, tmp_path: Path) -> None:
     job = tmp_path / "echo.yaml"
-    job.write_text(textwrap.dedent(f"""\
-        apiVersion: shoal/v1
-        kind: MultiClusterJob
-        metadata: {{name: echo}}
-        spec:
-          clusters: {{self: {{uri: '{sup.url}'}}}}
-          guardTimeRunning: 1s
-          template:
-            taskGroups:
-              - {{name: w, replicas: 1, resources: {{cpu: 100m, memory: 64Mi}},
-                  command: [sh, -c, 'echo said; sleep 600']}}
-        """))
+    job.write_text(multicluster_job_yaml(
+        "echo", {"self": sup.url}, command="[sh, -c, 'echo said; sleep 600']"))
+
     out, modules = shoal(sup, tmp_path, "mc", "submit", str(job))
     assert out.strip() == "echo" and heavy_in(modules) == []
     out, modules = shoal(sup, tmp_path, "mc", "clusters")

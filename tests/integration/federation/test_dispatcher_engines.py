@@ -23,7 +23,7 @@ import httpx
 import pytest
 from ray_member_cluster import RayMemberCluster
 from shared_engines import SharedEngines
-from shoal_documents import node_yaml
+from shoal_documents import multicluster_job_yaml, node_yaml
 from shoal_up_process import Up, until
 from slurm_member_cluster import JOB_USER, SlurmMemberCluster
 from task_users import Scratch
@@ -56,21 +56,10 @@ class Engines:
 
     def submit(self, name: str, *, policy: str, gpu: int, guard: str = "1s",
                scale: str = "0.05s") -> str:
-        clusters = ", ".join(f"{a}: {{uri: '{self.uri(a)}'}}" for a in PRIORITIES)
-        text = textwrap.dedent(f"""\
-            apiVersion: shoal/v1
-            kind: MultiClusterJob
-            metadata: {{name: {name}}}
-            spec:
-              clusters: {{{clusters}}}
-              policy: {policy}
-              guardTimeRunning: {guard}
-              timeScale: {scale}
-              template:
-                taskGroups:
-                  - {{name: w, replicas: 1, resources: {{cpu: 1, memory: 64Mi, gpu: {gpu}}},
-                      command: [sh, -c, 'echo hello from {name}; sleep 600']}}
-            """)
+        text = multicluster_job_yaml(
+            name, {a: self.uri(a) for a in PRIORITIES}, policy=policy, guard=guard,
+            scale=scale, resources=f"{{cpu: 1, memory: 64Mi, gpu: {gpu}}}",
+            command=f"[sh, -c, 'echo hello from {name}; sleep 600']")
         with self.sup.client() as c:
             return c.submit_multicluster(text).name
 

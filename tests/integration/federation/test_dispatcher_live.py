@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from mc_gate import Gate, Mode
-from shoal_documents import node_yaml
+from shoal_documents import multicluster_job_yaml, node_yaml
 from shoal_up_process import Up, until
 from task_users import Scratch
 from typer.testing import CliRunner
@@ -118,30 +118,19 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 def job(name: str, members: str, *, policy: str = "fac-priority", guard: str = "2s",
         scale: str = "0.05s", gpu: int = 0) -> str:
-    clusters = ", ".join(f"{a}: {{uri: URI_{a}}}" for a in members.split())
+    """A job over `members` (aliases), each URI written `URI_<alias>` (`with_uris`)."""
     gpu_line = f", gpu: {gpu}" if gpu else ""
     cpu = str(gpu) if gpu else "100m"  # a member asks 1 CPU per GPU
-    return textwrap.dedent(f"""\
-        apiVersion: shoal/v1
-        kind: MultiClusterJob
-        metadata: {{name: {name}}}
-        spec:
-          clusters: {{{clusters}}}
-          policy: {policy}
-          guardTimeRunning: {guard}
-          timeScale: {scale}
-          template:
-            taskGroups:
-              - {{name: w, replicas: 1, resources: {{cpu: {cpu}, memory: 64Mi{gpu_line}}},
-                  command: [sleep, '600']}}
-        """)
+    return multicluster_job_yaml(name, {a: f"URI_{a}" for a in members.split()},
+                                 policy=policy, guard=guard, scale=scale,
+                                 resources=f"{{cpu: {cpu}, memory: 64Mi{gpu_line}}}")
 
 
 def with_uris(world: World, text: str) -> str:
     for alias, url in (("big", world.big.url), ("small", world.small.url),
                        ("hang", world.hang.url), ("broken", world.broken.url),
                        ("gate", world.gate.url)):
-        text = text.replace(f"URI_{alias}", f"'{url}'")
+        text = text.replace(f"URI_{alias}", url)
     return text
 
 
