@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from shoal.federation.directory import MemberDirectory
-from shoal.federation.dispatcher import Dispatcher
+from shoal.federation.dispatcher import SETTLE_S, AdapterFactory, Dispatcher
 from shoal.federation.driver import DEFAULT_POLL_S, DispatchLoop
 from shoal.federation.intake import take_in
+from shoal.federation.lanes import MemberLanes
 from shoal.federation.member_admin import MemberAdmin
 from shoal.federation.members.http import DEFAULT_TIMEOUT_S
 from shoal.federation.registry import ClusterRegistry
@@ -54,20 +55,34 @@ class Federation:
         self.limits = limits
 
     @classmethod
+    def assemble(cls, registry: ClusterRegistry, store: Store, data_dir: Path, *,
+                 clock: Callable[[], float] = time.time, adapters: AdapterFactory | None = None,
+                 lanes: MemberLanes | None = None, settle_s: float = SETTLE_S,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, limits: Limits = DEFAULT_LIMITS,
+                 loop_poll_s: float | None = None) -> Federation:
+        """The super scheduler's parts over `store`: the key in `data_dir`, the members of
+        `registry` and those declared through the API, and the dispatcher; with
+        `loop_poll_s`, the dispatcher's thread too (not started)."""
+        records = FederationRecords(store)
+        box = key_box(data_dir)
+        directory = MemberDirectory(registry, MemberRecords(store), box)
+        dispatcher = Dispatcher(records, directory.current(), box, clock, adapters=adapters,
+                                timeout_s=timeout_s, settle_s=settle_s, lanes=lanes,
+                                directory=directory.current)
+        loop = None if loop_poll_s is None else DispatchLoop(dispatcher, poll_s=loop_poll_s)
+        return cls(registry, records, box, dispatcher, clock=clock, loop=loop, limits=limits,
+                   directory=directory)
+
+    @classmethod
     def start(cls, registry: ClusterRegistry, store: Store, data_dir: Path, *,
               poll_s: float = DEFAULT_POLL_S, timeout_s: float = DEFAULT_TIMEOUT_S,
               limits: Limits = DEFAULT_LIMITS) -> Federation:
         """The live super scheduler: the wall clock, the key in `data_dir`, the dispatcher's
         thread started (it resumes every job the store holds)."""
-        records = FederationRecords(store)
-        box = key_box(data_dir)
-        directory = MemberDirectory(registry, MemberRecords(store), box)
-        dispatcher = Dispatcher(records, directory.current(), box, time.time,
-                                timeout_s=timeout_s, directory=directory.current)
-        loop = DispatchLoop(dispatcher, poll_s=poll_s)
-        federation = cls(registry, records, box, dispatcher, loop=loop, limits=limits,
-                         directory=directory)
-        loop.start()
+        federation = cls.assemble(registry, store, data_dir, timeout_s=timeout_s,
+                                  limits=limits, loop_poll_s=poll_s)
+        assert federation.loop is not None
+        federation.loop.start()
         return federation
 
     @property
@@ -76,8 +91,10 @@ class Federation:
         return self._registry if self.directory is None else self.directory.current()
 
     def nudge(self) -> None:
-        """Wake the dispatcher (a member was declared or changed)."""
-        self._nudge()
+        """Wake the dispatcher (a job was submitted or stopped, a member declared or
+        changed)."""
+        if self.loop is not None:
+            self.loop.nudge()
 
     def close(self) -> None:
         if self.loop is not None:
@@ -94,7 +111,7 @@ class Federation:
         stored = self.records.create_job(NewMcJob(
             job.name, owner, intake.document, job.policy, job.guard_time_running_s,
             job.time_scale_s, self.retries, sealed, self.clock()))
-        self._nudge()
+        self.nudge()
         return stored
 
     def get(self, name: str) -> McJob:
@@ -105,9 +122,5 @@ class Federation:
 
     def stop(self, name: str) -> McJob:
         job = self.records.request_stop(name, self.clock())
-        self._nudge()
+        self.nudge()
         return job
-
-    def _nudge(self) -> None:
-        if self.loop is not None:
-            self.loop.nudge()

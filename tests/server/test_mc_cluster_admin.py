@@ -19,16 +19,11 @@ from fastapi.testclient import TestClient
 from mc_fakes import Clock, Members
 from server_helpers import StoreScheduler
 
-from shoal.federation.directory import MemberDirectory
-from shoal.federation.dispatcher import Dispatcher
 from shoal.federation.lanes import MemberLanes
 from shoal.federation.registry import load_registry
 from shoal.federation.service import Federation
 from shoal.server import create_app
 from shoal.store import Repository, Store
-from shoal.store.federation import FederationRecords
-from shoal.store.federation_members import MemberRecords
-from shoal.store.federation_secrets import key_box
 
 FILE_TOKEN = "file-member-token-31ab"
 TOKEN = "small-sealed-token-7e9f2c"
@@ -110,18 +105,13 @@ def api(store: Store, tmp_path: Path) -> Iterator[Api]:
                credentials: {tokenFile: big.token}}
         """), base_dir=tmp_path)
     clock, members = Clock(), Members("big", "small")
-    records = FederationRecords(store)
-    box = key_box(tmp_path)
-    directory = MemberDirectory(registry, MemberRecords(store), box)
-    dispatcher = Dispatcher(records, directory.current(), box, clock, adapters=members,
-                            settle_s=5.0, lanes=MemberLanes(clock), directory=directory.current)
-    federation = Federation(registry, records, box, dispatcher, clock=clock,
-                            directory=directory)
+    federation = Federation.assemble(registry, store, tmp_path, clock=clock, adapters=members,
+                                     lanes=MemberLanes(clock), settle_s=5.0)
     app = create_app(repository, StoreScheduler(repository), federation=federation)
     db = Path(store.url.removeprefix("sqlite:///")) if store.url.startswith("sqlite") else None
     with TestClient(app) as client:
         yield Api(client, tokens, members, clock, federation, db)
-    dispatcher.close()
+    federation.close()
 
 
 def paths(answer: object) -> list[str]:

@@ -19,14 +19,11 @@ from mc_fakes import Clock, Members
 from server_helpers import StoreScheduler
 
 from shoal.api.federation import CopyState
-from shoal.federation.dispatcher import Dispatcher
 from shoal.federation.lanes import MemberLanes
 from shoal.federation.registry import load_registry
 from shoal.federation.service import Federation
 from shoal.server import create_app
 from shoal.store import Repository, Store
-from shoal.store.federation import FederationRecords
-from shoal.store.federation_secrets import key_box
 
 TOKEN = "alice-own-token-on-big-7f3a9c"
 REGISTRY_TOKEN = "registry-shared-token-55e1"
@@ -96,16 +93,13 @@ def mc(store: Store, tmp_path: Path) -> Iterator[McApi]:
                credentials: {tokenFile: reg.token}}
         """), base_dir=tmp_path)
     clock, members = Clock(), Members("big", "small")
-    records = FederationRecords(store)
-    box = key_box(tmp_path)
-    dispatcher = Dispatcher(records, registry, box, clock, adapters=members, settle_s=5.0,
-                            lanes=MemberLanes(clock))
-    federation = Federation(registry, records, box, dispatcher, clock=clock)
+    federation = Federation.assemble(registry, store, tmp_path, clock=clock, adapters=members,
+                                     lanes=MemberLanes(clock), settle_s=5.0)
     app = create_app(repository, StoreScheduler(repository), federation=federation)
     db = Path(store.url.removeprefix("sqlite:///")) if store.url.startswith("sqlite") else None
     with TestClient(app) as client:
         yield McApi(client, tokens, members, clock, federation, db)
-    dispatcher.close()
+    federation.close()
 
 
 def test_clusters_are_listed_for_any_user_without_credentials(mc: McApi) -> None:
