@@ -62,3 +62,22 @@ def change_both(data: st.DataObject, live: SchedulerModel, fresh: SchedulerModel
         fresh.add_job(job)
     live.now = fresh.now = live.now + data.draw(st.sampled_from([1.0, 60.0, 3600.0]),
                                                   label="elapsed")
+
+
+def end_bound(live: SchedulerModel, fresh: SchedulerModel, bound: dict[str, None],
+              ends: int) -> None:
+    """The first `ends` jobs of `bound` (bound earlier, in order) end in both models."""
+    for name in list(bound)[:ends]:
+        live.remove_job(name)
+        fresh.remove_job(name)
+        del bound[name]
+
+
+def evict_latest(live: SchedulerModel, fresh: SchedulerModel, bound: dict[str, None]) -> None:
+    """The latest bound job that runs loses a task in both models: it goes back into its
+    line, among jobs the last report skipped."""
+    running = [name for name in bound if live.jobs[name].running]
+    if running:
+        ref = live.jobs[running[-1]].running[0].ref
+        live.release_task(ref)
+        fresh.release_task(ref)

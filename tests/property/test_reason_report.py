@@ -24,7 +24,7 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.reason_report import ReasonLedger
 from shoal.scheduler.session import Hooks, Session
 
-from .lockstep import change_both, twins_on_small_nodes
+from .lockstep import change_both, end_bound, evict_latest, twins_on_small_nodes
 from .strategies import PROFILE_NAMES, World, worlds
 from .test_class_walk import QUEUES, SHAPES, make_job
 
@@ -109,15 +109,9 @@ def test_long_class_lines_are_reported_by_what_moved(
             event("visited fewer than wait" if visited < len(want.pending)
                   else "visited all that wait")
         bound.update(dict.fromkeys(b.task.job for b in got.binds))
-        for name in list(bound)[:ends]:
-            live.remove_job(name)
-            fresh.remove_job(name)
-            del bound[name]
-        running = [name for name in bound if live.jobs[name].running]
-        if evict and running:  # back into its line, among jobs the last report skipped
-            ref = live.jobs[running[-1]].running[0].ref
-            live.release_task(ref)
-            fresh.release_task(ref)
+        end_bound(live, fresh, bound, ends)
+        if evict:
+            evict_latest(live, fresh, bound)
         # Early arrivals sort into the middle of their lines, not after every job there.
         new = [make_job(f"j{count + i:03d}", q, s, i + 0.5 if early else float(count + i))
                for i, (q, s) in enumerate(arrivals)]

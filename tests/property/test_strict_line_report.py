@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from shoal.scheduler.reason_report import ReasonLedger
 
-from .lockstep import twins_on_small_nodes
+from .lockstep import end_bound, evict_latest, twins_on_small_nodes
 from .test_class_walk import QUEUES, SHAPES, make_job
 from .test_reason_report import closed, moves, reported
 
@@ -61,20 +61,14 @@ def test_long_strict_lines_are_reported_by_what_moved(
             event("visited fewer than wait" if visited < len(want.pending)
                   else "visited all that wait")
         bound.update(dict.fromkeys(b.task.job for b in got.binds))
-        for name in list(bound)[:ends]:  # frees room: the head may bind
-            live.remove_job(name)
-            fresh.remove_job(name)
-            del bound[name]
+        end_bound(live, fresh, bound, ends)  # frees room: the head may bind
         waiting = [n for n in live.waiting.in_order() if not n.holding]
         for info in waiting[len(waiting) // 2:][:leave]:  # cancelled, from the line's middle
             live.remove_job(info.name)
             fresh.remove_job(info.name)
             bound.pop(info.name, None)
-        running = [name for name in bound if live.jobs[name].running]
-        if evict and running:  # back into the line, among jobs the last report skipped
-            ref = live.jobs[running[-1]].running[0].ref
-            live.release_task(ref)
-            fresh.release_task(ref)
+        if evict:
+            evict_latest(live, fresh, bound)
         # Early arrivals sort into the middle of the line, not after every job there.
         new = [make_job(f"j{count + i:03d}", q, s, i + 0.5 if early else float(count + i))
                for i, (q, s) in enumerate(arrivals)]
