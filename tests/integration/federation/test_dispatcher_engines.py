@@ -23,7 +23,7 @@ import httpx
 import pytest
 from ray_member_cluster import RayMemberCluster
 from shared_engines import SharedEngines
-from shoal_documents import multicluster_job_yaml, node_yaml
+from shoal_documents import job_yaml, multicluster_job_yaml, node_yaml
 from shoal_up_process import Up, until
 from slurm_member_cluster import JOB_USER, SlurmMemberCluster
 from task_users import Scratch
@@ -192,15 +192,8 @@ def slurm_gpu_taken(world: Engines) -> Iterator[str]:
 @contextmanager
 def pool_full(world: Engines) -> Iterator[None]:
     """A job of the Shoal member's own holding both its GPUs."""
-    blocker = textwrap.dedent("""\
-        apiVersion: shoal/v1
-        kind: Job
-        metadata: {name: e2e-pool-holder}
-        spec:
-          taskGroups:
-            - {name: w, replicas: 1, resources: {cpu: 2, memory: 64Mi, gpu: 2},
-               command: [sleep, '600']}
-        """)
+    blocker = job_yaml("e2e-pool-holder", queue=None, replicas=1, gpu=2, cpu="2", memory="64Mi",
+                       command="[sleep, '600']")
     with world.pool.client() as c:
         c.submit(blocker)
     try:

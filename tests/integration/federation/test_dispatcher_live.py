@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from mc_gate import Gate, Mode
-from shoal_documents import multicluster_job_yaml, node_yaml
+from shoal_documents import job_yaml, multicluster_job_yaml, node_yaml
 from shoal_up_process import Up, until
 from task_users import Scratch
 from typer.testing import CliRunner
@@ -158,15 +158,8 @@ def test_fac_priority_ends_on_big_and_small_is_cancelled_on_small(world: World) 
 
 
 def test_fac_priority_keeps_small_when_big_is_full(world: World) -> None:
-    blocker = textwrap.dedent("""\
-        apiVersion: shoal/v1
-        kind: Job
-        metadata: {name: blocker}
-        spec:
-          taskGroups:
-            - {name: w, replicas: 1, resources: {cpu: 2, memory: 64Mi, gpu: 2},
-               command: [sleep, '600']}
-        """)
+    blocker = job_yaml("blocker", queue=None, replicas=1, gpu=2, cpu="2", memory="64Mi",
+                       command="[sleep, '600']")
     with world.big.client() as c:
         c.submit(blocker)
     until("blocker runs", lambda: world.member_state(world.big, "blocker") == "Running")
