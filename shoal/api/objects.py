@@ -175,6 +175,10 @@ class TaskGroup:
     its other tasks are stopped: a TrainingJob's trainers end it, its master and parameter
     servers are stopped then (seed 002, step 4). An elastic group's surplus tasks that are
     not placed are not waited for."""
+    image: str | None = None
+    """A container image its tasks run in (imported from Volcano, Kueue, OpenPAI, Sedna or
+    `spec.taskGroups[].image`); None: the command runs on the host. Scheduling never reads
+    it; an engine runs it with the container runtime it was given, or refuses it."""
 
     def action_on(self, event: FailureEvent) -> FailureAction:
         return self.policies.get(event, DEFAULT_ACTIONS[event])
@@ -277,6 +281,19 @@ class Job:
     service: Service | None = None
     """An online service (`kind: Service`, `spec.service`; `shoal.api.services`): never
     interrupted for other jobs, sized by its time-of-day schedule; None: a training job."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """`metadata.annotations` as the user wrote them (imported documents' too): kept and
+    shown, read by nothing that schedules except seed 001's elastic annotations."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """`metadata.labels` as the user wrote them: kept and shown."""
+    time_limit: float | None = None
+    """Seconds a run may last (`spec.timeLimit`, Slurm's `-t`): a run still going then is
+    stopped and the job fails with a time-limit cause; None: no limit."""
+    depends_on: tuple[str, ...] = ()
+    """Jobs that must have succeeded before this one is considered at all (`spec.dependsOn`,
+    Slurm's `--dependency=afterok:`); one that ends otherwise cancels this one."""
+    held: bool = False
+    """Held (`spec.hold`, `shoal hold`, Slurm's `-H`): not considered until released."""
 
     @property
     def evictable(self) -> bool:

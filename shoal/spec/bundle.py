@@ -9,7 +9,7 @@ add them for consumers that want the effective set.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.api import (
@@ -21,6 +21,7 @@ from shoal.api import (
     VirtualCluster,
 )
 from shoal.api.flavors import ResourceFlavor
+from shoal.spec.imports import Original
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class SpecBundle:
     jobs: tuple[Job, ...] = ()
     profile: Mapping[str, Any] | None = None
     """The `spec` of the load's SchedulerProfile document, unvalidated, or None."""
+    originals: Mapping[str, Original] = field(default_factory=dict)
+    """Job name → the foreign document it was lowered from (`shoal.spec.imports`); a job
+    written as a native document has none."""
 
     def all_virtual_clusters(self) -> tuple[VirtualCluster, ...]:
         """The declared virtual clusters plus the implicit `default` when none declares it."""

@@ -44,7 +44,7 @@ from shoal.api.objects import COMPLETE_JOB_POLICY
 from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
 from shoal.api.resources import PODS, ZERO, canonical_name, parse_quantity
 from shoal.api.resources import total as total_of
-from shoal.spec.checkpoint_fields import checkpoint_interval
+from shoal.spec.checkpoint_fields import checkpoint_interval, time_limit
 from shoal.spec.documents import (
     INT64_MAX,
     FixedSizeNodesSpec,
@@ -345,7 +345,7 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
             task_retry_count=g.task_retry_count, min_succeeded=group_min,
             policies=_policies(log, doc, f"{path}.policies", g),
             min_available=g.min_available, min_count=g.min_count,
-            completes_job=_completes_job(log, doc, f"{path}.policies", g)))
+            completes_job=_completes_job(log, doc, f"{path}.policies", g), image=g.image))
     min_resources = (None if spec.min_resources is None
                      else resources(log, doc, "spec.minResources", spec.min_resources))
     scheduler = _SCHEDULERS[spec.scheduler_name]
@@ -388,7 +388,10 @@ def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
         protect_for=protect_for,
         preemptable=preemptable(log, doc, model) and served is None, service=served,
         freezing_window=freezing_window(log, doc, model),
-        checkpoint_interval=checkpoint_interval(log, doc, model))
+        checkpoint_interval=checkpoint_interval(log, doc, model),
+        annotations=dict(meta.annotations), labels=dict(meta.labels),
+        time_limit=time_limit(log, doc, model), depends_on=tuple(spec.depends_on),
+        held=spec.hold)
     # Running means the gang minimum, each group's own included, is bound or running
     # (JobState.RUNNING); a task that is releasing is on its way out and does not count.
     running = (t for t in tasks if t.state in (TaskState.BOUND, TaskState.RUNNING))

@@ -351,6 +351,8 @@ class JobMetadata(_Model):
                     "volcano.sh/elastic-train-power-of-two, volcano.sh/elastic-train-factor, "
                     "volcano.sh/elastic-cooldown-time and volcano.sh/cooldown-time mean what "
                     "spec.elastic says.")
+    labels: StringMap = Field(default_factory=dict,
+                              description="Free-form; kept and shown, as annotations are.")
 
 
 class GroupCompletionSpec(_Model):
@@ -406,6 +408,10 @@ class TaskGroupSpec(_Model):
         default=None, ge=1, alias="minCount",
         description="Partial admission (Kueue's minCount): the group may start with as few "
                     "as this many replicas when that is all that fits; the rest never run.")
+    image: Annotated[StrictStr, Field(min_length=1, max_length=512)] | None = Field(
+        default=None,
+        description="A container image to run the command in; an engine runs it with its "
+                    "container runtime, or refuses the job (`shoal up --images`).")
 
 
 class CompletionSpec(_Model):
@@ -528,6 +534,20 @@ class JobSpec(_Model):
                     "(seed 002) - long-running, priority class production unless it names "
                     "one, never preempted, reclaimed nor shrunk for others. kind: Service "
                     "says the same.")
+    time_limit: Duration | None = Field(
+        default=None, alias="timeLimit",
+        description="Seconds (or a duration such as 2h) a run may last (Slurm's -t): a run "
+                    "still going then is stopped and the job fails. Also the runtime "
+                    "estimate of sjf and backfill. Default: no limit.")
+    depends_on: list[Annotated[StrictStr, Field(pattern=JOB_NAME_PATTERN, max_length=253)]] = \
+        Field(default_factory=list, alias="dependsOn", max_length=64,
+              description="Jobs that must have succeeded before this one is considered "
+                          "(Slurm's --dependency=afterok:); one that ends otherwise cancels "
+                          "this one.")
+    hold: StrictBool = Field(
+        default=False,
+        description="true: submitted held (Slurm's -H), not considered until released "
+                    "(`shoal release NAME`).")
 
 
 class TaskStatus(_Model):

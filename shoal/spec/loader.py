@@ -9,6 +9,7 @@ is gathered, sorted into file and document order, and raised together in one `Sp
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from shoal.spec.documents import (
 )
 from shoal.spec.errors import DocRef, IssueLog, SpecError, SpecIssue, quote
 from shoal.spec.flavors import resource_flavor
+from shoal.spec.imports import Lowered, Original, original_path
+from shoal.spec.imports.registry import lower_load
 from shoal.spec.launch import launch_problems
 from shoal.spec.limits import DEFAULT_LIMITS, Limits, document_problems, node_count_problem
 from shoal.spec.messages import describe
@@ -124,15 +127,23 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
           sources: list[str], options: _Options, reader: Reader = yaml_documents
           ) -> SpecBundle:
     d = Declarations(unreadable=bool(log))
+    originals: dict[str, Original] = {}
     jobs_seen = 0
     for source, text in texts:
+        documents: list[tuple[DocRef, Any]] = []
         try:
             for number, data in reader(source, text, log, options.limits):
-                if _document(log, d, DocRef(source, number), data, options,
-                             jobs_seen=jobs_seen) == "Job":
-                    jobs_seen += 1
+                documents.append((DocRef(source, number), data))
         except UnreadableError:
             d.unreadable = True
+        for item in lower_load(log, documents):
+            jobs_before, issues_before = len(d.jobs), len(log.issues)
+            if _document(log, d, item.doc, item.data, options, jobs_seen=jobs_seen) == "Job":
+                jobs_seen += 1
+            if item.lowered is not None:
+                _relocate(log, issues_before, item.lowered)
+                if len(d.jobs) > jobs_before:
+                    originals[d.jobs[-1].value.name] = item.lowered.original
     check_all(log, d, known)
     if log.issues:
         order = {source: i for i, source in enumerate(sources)}
@@ -143,7 +154,14 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
         priority_classes=tuple(x.value for x in d.priority_classes),
         resource_flavors=tuple(x.value for x in d.resource_flavors),
         jobs=tuple(x.value for x in d.jobs),
-        profile=d.profile_spec)
+        profile=d.profile_spec, originals=originals)
+
+
+def _relocate(log: IssueLog, start: int, lowered: Lowered) -> None:
+    """Issues found in a lowered document, at the paths its original document names."""
+    log.issues[start:] = [
+        dataclasses.replace(issue, path=original_path(lowered, issue.path))
+        for issue in log.issues[start:]]
 
 
 def _document(log: IssueLog, d: Declarations, where: DocRef, data: Any, options: _Options, *,

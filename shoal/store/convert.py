@@ -85,6 +85,7 @@ def group_to_dict(group: TaskGroup) -> dict[str, Any]:
         "min_available": group.min_available,
         "min_count": group.min_count,
         "completes_job": group.completes_job,
+        "image": group.image,
     }
 
 
@@ -100,7 +101,7 @@ def group_from_dict(data: Mapping[str, Any]) -> TaskGroup:
         policies={FailureEvent(e): FailureAction(a)
                   for e, a in (data.get("policies") or {}).items()},
         min_available=data.get("min_available"), min_count=data.get("min_count"),
-        completes_job=bool(data.get("completes_job", False)))
+        completes_job=bool(data.get("completes_job", False)), image=data.get("image"))
 
 
 def job_spec(job: Job) -> dict[str, Any]:
@@ -126,6 +127,10 @@ def job_spec(job: Job) -> dict[str, Any]:
         "freezing_window": job.freezing_window,
         "checkpoint_interval": job.checkpoint_interval,
         "service": service_to_json(job.service),
+        "annotations": dict(job.annotations),
+        "labels": dict(job.labels),
+        "time_limit": job.time_limit,
+        "depends_on": list(job.depends_on),
     }
 
 
@@ -167,6 +172,10 @@ def row_spec(row: JobRow) -> dict[str, Any]:
         "freezing_window": row.freezing_window,
         "checkpoint_interval": row.checkpoint_interval,
         "service": row.service,
+        "annotations": row.annotations or {},
+        "labels": row.labels or {},
+        "time_limit": row.time_limit,
+        "depends_on": row.depends_on or [],
     }
 
 
@@ -188,6 +197,9 @@ def job_columns(job: Job, *, idempotency_key: str | None, now: float) -> dict[st
         "preemptable": job.preemptable, "freezing_window": job.freezing_window,
         "checkpoint_interval": job.checkpoint_interval,
         "service": service_to_json(job.service),
+        "annotations": dict(job.annotations) or None, "labels": dict(job.labels) or None,
+        "time_limit": job.time_limit, "depends_on": list(job.depends_on) or None,
+        "held": job.held,
         "idempotency_key": idempotency_key, "created": now, "updated": now}
 
 
@@ -262,7 +274,10 @@ def job_from_row(row: JobRow, *, with_tasks: bool = True) -> Job:
         preemptable=row.preemptable is not False,
         freezing_window=row.freezing_window,
         checkpoint_interval=row.checkpoint_interval,
-        service=service_from_json(row.service))
+        service=service_from_json(row.service),
+        annotations=dict(row.annotations or {}), labels=dict(row.labels or {}),
+        time_limit=row.time_limit, depends_on=tuple(row.depends_on or ()),
+        held=bool(row.held))
 
 
 def service_to_json(service: Service | None) -> dict[str, Any] | None:

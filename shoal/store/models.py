@@ -91,6 +91,16 @@ class JobRow(Base):
     """Seconds between its checkpoints (`spec.checkpointInterval`); NULL: none."""
     service: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     """An online service's settings (`convert.service_to_json`); NULL: a training job."""
+    annotations: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
+    """`metadata.annotations`; NULL: none."""
+    labels: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
+    """`metadata.labels`; NULL: none."""
+    time_limit: Mapped[float | None] = mapped_column(Double, nullable=True)
+    """`spec.timeLimit` in seconds; NULL: none."""
+    depends_on: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    """`spec.dependsOn`: names of the jobs it waits to see succeed; NULL: none."""
+    held: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Held: not considered until released."""
     stopping: Mapped[str | None] = mapped_column(String(32))
     """While the job's tasks are being stopped: the job state it gets once they all have
     (Succeeded, Failed, Cancelled, or Pending for a job retry); None otherwise."""
@@ -154,6 +164,21 @@ class EventRow(Base):
     source_state: Mapped[str | None] = mapped_column(String(32))
     target_state: Mapped[str | None] = mapped_column(String(32))
     cause: Mapped[str] = mapped_column(Text)
+
+
+class JobOriginalRow(Base):
+    """The document an imported job was converted from (a Volcano or Kubernetes Job, an
+    OpenPAI job, a batch script, a Ray job, a Sedna kind), kept apart from its job's row so
+    that scheduling never reads it; `shoal get -o yaml --original` does."""
+
+    __tablename__ = "job_originals"
+
+    job_id: Mapped[int] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    format: Mapped[str] = mapped_column(String(64))
+    """`shoal.spec.imports.ImportFormat`'s value."""
+    document: Mapped[Any] = mapped_column(JSON)
+    """The document as parsed (a mapping), or a batch script's text (a string)."""
 
 
 class NodeRow(Base):

@@ -77,13 +77,13 @@ def test_min_available_below_one_and_unknown_scheduler() -> None:
     ("kind: Job\n", "kind: Job\nstatuss: {}\n", "statuss",
      "apiVersion, kind, metadata, spec, status"),
     ("{name: train-a}", "{name: train-a, namespace: x}", "metadata.namespace",
-     "annotations, creationTimestamp, name, user"),
+     "annotations, creationTimestamp, labels, name, user"),
     ("spec:\n", "spec:\n  replicas: 3\n", "spec.replicas",
-     "checkpointInterval, completion, elastic, freezingWindow, jobRetryCount, minAvailable, "
-     "minResources, preemptable, priorityClassName, queue, schedulerName, service, "
-     "taskGroups, virtualCluster"),
-    ("replicas: 4\n", "replicas: 4\n      image: pytorch\n", "spec.taskGroups[0].image",
-     "command, completion, env, minAvailable, minCount, name, nodeSelector, policies, "
+     "checkpointInterval, completion, dependsOn, elastic, freezingWindow, hold, jobRetryCount, "
+     "minAvailable, minResources, preemptable, priorityClassName, queue, schedulerName, "
+     "service, taskGroups, timeLimit, virtualCluster"),
+    ("replicas: 4\n", "replicas: 4\n      images: pytorch\n", "spec.taskGroups[0].images",
+     "command, completion, env, image, minAvailable, minCount, name, nodeSelector, policies, "
      "replicas, resources, taskRetryCount, workingDir"),
 ])
 def test_unknown_field(before: str, after: str, path: str, allowed: str) -> None:
