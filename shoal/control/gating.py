@@ -142,7 +142,15 @@ class Gating:
 
     def _gate_in(self, job: Job) -> bool:
         """Gate a just-submitted job (as stored): True if it may enter the model now; else
-        it waits here, or is cancelled (its dependency ended otherwise, or is gone)."""
+        it waits here, or is cancelled (its dependency ended otherwise, or is gone). A
+        hold or release asked between its submission and now has been stored: it counts."""
+        if job.name in self._gates:  # held before the loop took it up
+            return False
+        if job.held:
+            now = self.repository.get_job(job.name)
+            if now is None or now.state.terminal:
+                return False
+            job = now
         if not job.depends_on and not job.held:
             return True
         states = self.repository.job_states(job.depends_on)
