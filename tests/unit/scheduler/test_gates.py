@@ -3,8 +3,13 @@ what a job's end opens or cancels, and what a submission's dependencies may name
 
 from __future__ import annotations
 
+import pytest
+
 from shoal.api import Job, JobState, PendingKind, Resources, TaskGroup
+from shoal.core.snapshot import SnapshotError
+from shoal.scenario import run_scenario
 from shoal.scheduler.gates import Gate, Gates, dependency_issues
+from shoal.spec import load_text
 
 
 def job(name: str, *deps: str, held: bool = False) -> Job:
@@ -118,3 +123,22 @@ def test_a_cycle_among_jobs_submitted_together_is_refused_where_it_closes() -> N
     assert len(issues) == 1
     assert issues[0].message == "a dependency cycle: a -> c -> b -> a"
     assert (issues[0].job, issues[0].path) == (1, "spec.dependsOn[0]")
+
+
+def test_shoal_schedule_refuses_a_dependency_on_no_job_of_the_scenario() -> None:
+    bundle = load_text("""\
+apiVersion: shoal/v1
+kind: Node
+metadata: {name: n}
+spec: {capacity: {cpu: 4}}
+---
+apiVersion: shoal/v1
+kind: Job
+metadata: {name: b}
+spec:
+  dependsOn: [ghost]
+  taskGroups: [{name: w, replicas: 1, resources: {cpu: 1}}]
+""", "scenario.yaml")
+    with pytest.raises(SnapshotError, match=r"job 'b': spec.dependsOn\[0\]: no job 'ghost' "
+                                            "in the scenario"):
+        run_scenario(bundle)
