@@ -574,7 +574,7 @@ class Simulator:
 def _never_run(jobs: Sequence[TraceJob]) -> set[str]:
     """The jobs that can never run: held ones, and what depends on them, transitively."""
     never = {j.name for j in jobs if j.held}
-    grew = True
+    grew = bool(never)
     while grew:
         grew = False
         for job in jobs:

@@ -75,7 +75,7 @@ def test_dependencies_order_jobs_and_a_failure_cancels_its_dependents(up: Up) ->
     go, first, second = shared / "go", shared / "a.out", shared / "b.out"
     client.submit(job("a", writes(first, waits_for(go))))
     client.submit(job("b", after(first, second), "\n  dependsOn: [a]"))
-    until("a to run", lambda: first.exists())
+    until("a to run", first.exists)
     waiting = client.get_job("b")
     assert waiting.state is JobState.PENDING and waiting.pending_reason is not None
     assert (waiting.pending_reason.kind, waiting.pending_reason.message) == (
@@ -110,7 +110,7 @@ def test_hold_release_and_requeue_through_the_cli(up: Up) -> None:
     runs, go = shared / "runs", shared / "go-r"
     client.submit(job("r", writes(runs, f"if len(p.read_text().splitlines()) == 1:\n"
                                         f"    {waits_for(go)}")))
-    until("r to run", lambda: runs.exists())
+    until("r to run", runs.exists)
     refused = runner.invoke(app, ["hold", "r", "--server", up.url, "--token", up.token])
     assert refused.exit_code == 2 and "only a pending job can be held" in refused.output
     assert "job r is requeued" in shoal(up, "requeue", "r")
@@ -127,7 +127,7 @@ def test_a_dependent_still_runs_after_a_kill_9_of_the_server(up: Up) -> None:
     client.submit(job("a", writes(first, waits_for(go))))
     client.submit(job("b", after(first, second), "\n  dependsOn: [a]"))
     client.submit(job("c", "pass", "\n  hold: true"))
-    until("a to run", lambda: first.exists())
+    until("a to run", first.exists)
     up.kill9()
     up.start()
     client = up.client()
