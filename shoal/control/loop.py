@@ -47,6 +47,10 @@ gone (`shoal.control.handover`); the notice of why, and by when, is written into
 membership file before they are signalled. An elastic job's tasks learn its size from their
 environment and its membership file (`shoal.control.membership`); every task its port and
 its job's roles' addresses (`shoal.control.endpoints`).
+
+Gates. A job whose dependencies have not succeeded, or that is held, is kept out of the model
+until they have, or it is released; a job's end opens or cancels what depends on it. Holds,
+releases and requeues are carried out on the loop's thread (`shoal.control.gating`).
 """
 
 from __future__ import annotations
