@@ -7,6 +7,12 @@ moving every task and job through the lifecycle tables so an illegal decision fa
 partial admission's `Resize` lowers the job's replicas, as the control plane stores it.
 The clock is the cycle number. Its JSON output is a stable, documented interface
 (docs/scenario-output.md) that other tools read.
+
+Gates (`shoal.scheduler.gates`): a job that depends on jobs that have not succeeded — in the
+scenario, a dependency succeeded when its `status.tasks` all say so — or that is held
+(`spec.hold`) is not scheduled; it is reported pending with a `Dependency` or `Held` reason.
+Tasks never end here, so no dependency succeeds during the run. A dependency on a job the
+scenario does not hold, on the job itself or in a cycle is an error.
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ from typing import Any
 from shoal.api.decisions import Bind, Decisions, Evict, Pending, Reserve, Resize
 from shoal.api.lifecycle import JOB_LIFECYCLE, TASK_LIFECYCLE, JobState, TaskState
 from shoal.api.objects import Job, Task, VirtualCluster, job_of_virtual_cluster
-from shoal.core.snapshot import Snapshot
+from shoal.core.snapshot import Snapshot, SnapshotError
 from shoal.core.usage import UsageLedger, job_holdings
 from shoal.scheduler.cycle import run_cycle
+from shoal.scheduler.gates import Gate, Gates, dependency_issues
 from shoal.scheduler.plugins.usage import usage_half_life
 from shoal.scheduler.profile import Profile
 from shoal.spec import SpecBundle
@@ -83,6 +90,7 @@ def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles:
     profile = profile or (Profile.from_dict(bundle.profile, "SchedulerProfile")
                           if bundle.profile is not None else Profile.default())
     jobs = {j.name: j for j in bundle.jobs}
+    gates, gated = _gate(bundle.jobs)
     virtual_clusters = {vc.name: vc for vc in bundle.virtual_clusters}
     result = ScenarioResult(profile.name)
     # Decayed usage per virtual cluster and user, charged for what runs as the clock moves
@@ -90,7 +98,7 @@ def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles:
     usage = UsageLedger(usage_half_life(profile))
     for cycle in range(1, max_cycles + 1):
         usage = usage.charged(job_holdings(jobs.values()), float(cycle))
-        snapshot = Snapshot(bundle.nodes, tuple(jobs.values()),
+        snapshot = Snapshot(bundle.nodes, tuple(j for j in jobs.values() if j.name not in gated),
                             tuple(virtual_clusters.values()), bundle.priority_classes,
                             now=float(cycle), resource_flavors=bundle.resource_flavors,
                             usage=usage)
@@ -100,13 +108,38 @@ def run_scenario(bundle: SpecBundle, profile: Profile | None = None, max_cycles:
         # Carvings are recorded, as the control plane stores them, so that the next cycle's
         # fresh model restores them where they are.
         record_reservations(decisions.reservations, virtual_clusters, jobs)
-        result.pending = decisions.pending
+        result.pending = [*decisions.pending,
+                          *(Pending(name, reason) for name, reason in gates.reasons().items())]
         if not decisions.changes_anything():
             result.converged = True
             break
         jobs = apply(jobs, decisions, now=float(cycle))
     result.jobs = list(jobs.values())
     return result
+
+
+def _gate(jobs: tuple[Job, ...]) -> tuple[Gates, set[str]]:
+    """The gates of the scenario's jobs and the names of those they keep out; raises
+    SnapshotError for a dependency on no job of the scenario, on itself, or in a cycle."""
+    issues = dependency_issues(jobs, {})
+    if issues:
+        raise SnapshotError("; ".join(f"job {jobs[i.job].name!r}: {i.path}: "
+                                      + i.message + (" in the scenario"
+                                                     if i.message.startswith("no job") else "")
+                                      for i in issues))
+    states = {j.name: _state(j) for j in jobs}
+    gates = Gates()
+    gated = {j.name for j in jobs if (j.depends_on or j.held) and not j.tasks
+             and gates.admit(j, states.get).gate is not Gate.OPEN}
+    return gates, gated
+
+
+def _state(job: Job) -> JobState:
+    """A scenario job's state: SUCCEEDED when its recorded tasks all succeeded."""
+    if job.tasks and len(job.tasks) == job.replicas and all(
+            t.state is TaskState.SUCCEEDED for t in job.tasks):
+        return JobState.SUCCEEDED
+    return job.state
 
 
 def record_reservations(changes: Iterable[Reserve], virtual_clusters: dict[str, VirtualCluster],

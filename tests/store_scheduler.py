@@ -49,6 +49,19 @@ class StoreScheduler:
         """What the control loop's next expiry tick removes (with no TTL)."""
         return self.repository.delete_expired(None)
 
+    def hold(self, name: str, who: str) -> bool:
+        return self.repository.set_held(name, True, f"held by {who}")[1]
+
+    def release(self, name: str, who: str) -> bool:
+        return self.repository.set_held(name, False, f"released by {who}")[1]
+
+    def requeue(self, name: str, who: str, *, hold: bool = False) -> None:
+        """As the control plane stores it: the stop under way (a test finishes it with
+        `repository.finish_stop`)."""
+        self.repository.requeue_check(name)
+        self.repository.stop_job(name, JobState.PENDING, f"requeued by {who}", requeue=True,
+                                 hold=f"held by {who} (requeue --hold)" if hold else None)
+
     def pending_reason(self, name: str) -> PendingReason | None:
         return self.reasons.get(name)
 

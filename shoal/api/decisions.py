@@ -35,6 +35,12 @@ class PendingKind(StrEnum):
     """Its virtual cluster's fixed-size nodes are not carved yet (queued, seed 003)."""
     QUEUE_CLOSED = "QueueClosed"
     """Its virtual cluster, or an ancestor of it, is closed: it admits nothing new."""
+    DEPENDENCY = "Dependency"
+    """A job it depends on (`spec.dependsOn`) has not succeeded yet (Slurm's Dependency);
+    the scheduler does not consider it until then (`shoal.scheduler.gates`)."""
+    HELD = "Held"
+    """Held by its user or an admin (`spec.hold`, `shoal hold`; Slurm's JobHeldUser): not
+    considered until released."""
 
 
 @dataclass(frozen=True, slots=True)

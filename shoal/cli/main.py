@@ -22,6 +22,7 @@ from rich.console import Console
 from typer.models import CommandInfo
 
 from shoal import __version__
+from shoal.cli.job_controls import register as register_controls
 from shoal.cli.multicluster import mc_app
 from shoal.cli.option_defaults import BUILTIN_PROFILE_NAMES
 from shoal.cli.remote import register as register_remote
@@ -39,6 +40,7 @@ app.add_typer(sim_app, name="sim")
 app.add_typer(mc_app, name="mc")
 app.command(name="up")(up)
 register_remote(app)
+register_controls(app)
 
 
 class Output(StrEnum):

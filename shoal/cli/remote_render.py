@@ -108,7 +108,9 @@ def job_detail(job: JobView, tasks: Sequence[TaskView]) -> RenderableType:
                        ("Priority", job.priority_class or "-"),
                        ("Submitted", _when(job.created))):
         head.add_row(key, value)
-    head.add_row("State", _state(job.state))
+    head.add_row("State", _state(job.state) + (" (held)" if job.held else ""))
+    if job.depends_on:
+        head.add_row("Depends on", ", ".join(job.depends_on))
     if job.pending_reason is not None:
         head.add_row("Waiting", f"{job.pending_reason.kind}: {job.pending_reason.message}")
     head.add_row("Tasks", ", ".join(f"{n} {state.value}" for state, n in

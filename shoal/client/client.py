@@ -270,6 +270,23 @@ class ShoalClient(MultiClusterVerbs):
         data = self._json(self._send("POST", f"{API}/jobs/{_quote(name)}/cancel", retry=False))
         return JobView.from_json(data)
 
+    def hold(self, name: str) -> JobView:
+        """Hold a pending job: it is not scheduled until released (409 once it started)."""
+        return self._control(name, "hold")
+
+    def release(self, name: str) -> JobView:
+        """Release a held job."""
+        return self._control(name, "release")
+
+    def requeue(self, name: str, *, hold: bool = False) -> JobView:
+        """Stop a started job's tasks and put it back to pending (held too with `hold`)."""
+        return self._control(name, "requeue?hold=true" if hold else "requeue")
+
+    def _control(self, name: str, verb: str) -> JobView:
+        # Not retried: a requeue that landed and is repeated would requeue the next run.
+        data = self._json(self._send("POST", f"{API}/jobs/{_quote(name)}/{verb}", retry=False))
+        return JobView.from_json(data)
+
     def events(self, name: str, *, page_size: int = 500) -> list[EventView]:
         """The job's whole history, oldest first (read a page at a time)."""
         out: list[EventView] = []

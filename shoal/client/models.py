@@ -164,6 +164,10 @@ class JobView:
     end_time: float | None = None
     deleting: bool = False
     """A deletion was asked: it is removed once it has stopped."""
+    depends_on: tuple[str, ...] = ()
+    """Jobs that must succeed before this one is considered (empty in a listing)."""
+    held: bool = False
+    """Held: not scheduled until released (False in a listing)."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -189,7 +193,9 @@ class JobView:
             events=None if events is None else tuple(EventView.from_json(e) for e in events),
             elastic_size=None if status.get("elasticSize") is None
             else int(status["elasticSize"]), end_time=_opt_float(status.get("endTime")),
-            deleting=bool(status.get("deleting", False)), raw=data)
+            deleting=bool(status.get("deleting", False)),
+            depends_on=tuple(str(d) for d in spec.get("dependsOn") or ()),
+            held=bool(spec.get("hold", False)), raw=data)
 
 
 @dataclass(frozen=True)

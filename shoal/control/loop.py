@@ -47,6 +47,10 @@ gone (`shoal.control.handover`); the notice of why, and by when, is written into
 membership file before they are signalled. An elastic job's tasks learn its size from their
 environment and its membership file (`shoal.control.membership`); every task its port and
 its job's roles' addresses (`shoal.control.endpoints`).
+
+Gates. A job whose dependencies have not succeeded, or that is held, is kept out of the model
+until they have, or it is released; a job's end opens or cancels what depends on it. Holds,
+releases and requeues are carried out on the loop's thread (`shoal.control.gating`).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ from shoal.control import completion
 from shoal.control.endpoints import Endpoints, TaskPorts
 from shoal.control.exits import Exiting
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
+from shoal.control.gating import Gating
 from shoal.control.handover import Handover
 from shoal.control.inflight import LaunchFlights
 from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_inside
@@ -92,6 +97,7 @@ from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
 from shoal.executors.contract import Executor
 from shoal.scheduler.actions.enqueue import AdmissionCheck
+from shoal.scheduler.gates import Gates
 from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
@@ -122,7 +128,7 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
+class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -183,6 +189,10 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         """When the latest cycle's elastic action can grow a job next (the clock's time)."""
         self._waiting = WaitingReasons()
         """Per waiting job, the reason last written to its history, and when."""
+        self._gates = Gates()
+        """Jobs kept out of the model: dependencies, holds (`shoal.control.gating`)."""
+        self._gate_reasons: dict[str, PendingReason] = {}
+        self._gate_lock = threading.Lock()
         self._looping = False
         """`run_forever` is running: the model belongs to its thread."""
         self._flights = LaunchFlights(executor, self.wake.set)
@@ -283,11 +293,12 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         return summary.job
 
     def pending_reason(self, name: str) -> PendingReason | None:
-        """Why the job waited after the latest cycle, or None."""
-        return self._waiting.get(name)
+        """Why the job waited after the latest cycle (or waits for a dependency or a
+        release), or None."""
+        return self.gate_reason(name) or self._waiting.get(name)
 
     def pending_reasons(self) -> dict[str, PendingReason]:
-        return self._waiting.all()
+        return {**self._waiting.all(), **self.gate_reasons()}
 
     def virtual_cluster_status(self) -> dict[str, VirtualClusterStatus]:
         """Every virtual cluster as the model sees it now (introspection). Read in the loop's
@@ -404,13 +415,15 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         resources: adopt live processes, collect outcomes recorded while we were down,
         finish stops and evictions that were under way, and launch bound tasks never
         launched (once the evicted tasks on their node have stopped)."""
-        jobs = self.repository.snapshot_jobs()
+        stored = self.repository.snapshot_jobs()
         self._ending = self.repository.stopping_jobs()
+        self._gates = Gates()
+        jobs, unmet = self._gate_all(stored, self._ending)  # dependencies, holds
         self._model, evicted = self._model_of(jobs, self.virtual_clusters)
         self._usage.restore(self._model)
         self._reconcile(jobs, evicted)  # one job at a time: one bad job stops no other
         self.repository.revoke_job_tokens()  # of jobs that ended while we were down
-        for name, cause in orphaned(self._model).items():
+        for name, cause in {**orphaned(self._model), **unmet}.items():
             try:
                 self._cancel(name, cause)
             except Exception as exc:
@@ -430,7 +443,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         of virtual clusters and priority classes changed (`reload_catalog`)."""
         try:
             self._settle_launches()
-            jobs = self.repository.snapshot_jobs()
+            jobs = [j for j in self.repository.snapshot_jobs() if j.name not in self._gates]
             model, _ = self._model_of(jobs, self._with_carvings(self.virtual_clusters))
         except Exception:
             log.exception("cannot rebuild the scheduler model from the store")
@@ -538,7 +551,12 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
 
     def _admit(self, job: Job) -> None:
         """Add a just-stored job to the model. It is the job as the store returned it, so no
-        read is needed; a cancel that followed it is a later command on the same queue."""
+        read is needed; a cancel that followed it is a later command on the same queue. A
+        job with dependencies or a hold may be gated instead (`shoal.control.gating`)."""
+        if not self._gate_in(job):
+            if job.name in self.model.jobs:  # a rebuild of the model loaded it meanwhile
+                self.model.remove_job(job.name)
+            return
         if job.name not in self.model.jobs:  # else start() loaded it: the submit raced it
             self.model.add_job(job)
         owner = job_of_virtual_cluster(job.queue)
@@ -559,8 +577,13 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
             self._endpoints.forget(name)  # first: it frees the master port too
             self._ports.forget(name)
             self._waiting.forget(name)
+            self._gate_ended(name, job.state)  # its dependents open, or are cancelled
         else:
             log.info("job %s is back to PENDING (job retries %d/%d)", name, job.retries,
                      job.job_retry_count)
-            self.model.add_job(job)
+            if self._gate_requeued(job):
+                self.model.add_job(job)
         self.wake.set()
+
+    def _forget_waiting(self, name: str) -> None:
+        self._waiting.forget(name)

@@ -88,16 +88,19 @@ class Stopping:
         self.model.withdraw(name)
 
     def _teardown(self, name: str, final: JobState, cause: str,
-                  failed: FailedTask | None = None) -> None:
-        """End a job as `final` (PENDING: retry it whole): store the decision and the
-        tasks' moves first, then signal the processes; the job ends once none is left."""
+                  failed: FailedTask | None = None, *, requeue: bool = False,
+                  hold: str | None = None) -> None:
+        """End a job as `final` (PENDING: retry it whole; with `requeue`, requeue it and
+        count no retry, held too with `hold`, `Repository.stop_job`): store the decision and
+        the tasks' moves first, then signal the processes; the job ends once none is left."""
         ending = self._ending.get(name)
         if self._settle_launches() and failed is None:
             # A failed launch of the job, taken up just now, may have stopped it already.
             stored = self.repository.get_job(name)
             if stored is None or stored.state.terminal or self._ending.get(name) != ending:
                 return
-        job = self.repository.stop_job(name, final, cause, failed=failed)
+        job = self.repository.stop_job(name, final, cause, failed=failed, requeue=requeue,
+                                       hold=hold)
         if failed is not None:
             self._finish_task(failed.ref)
         self._carry_out_stop(job, final, cause)

@@ -11,6 +11,7 @@ from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
 from shoal.server.errors import ApiError, install_error_handlers
+from shoal.server.job_controls import job_controls_router
 from shoal.server.jobs import jobs_router
 from shoal.server.logs import FollowSlots, LogSource, logs_router
 from shoal.server.scheduler import Scheduler
@@ -50,6 +51,7 @@ def create_app(repository: Repository, scheduler: Scheduler,
         return {"status": "ok"}
 
     app.include_router(jobs_router(repository, scheduler, current_user))
+    app.include_router(job_controls_router(repository, scheduler, current_user))
     app.state.follows = FollowSlots(follows_per_user)
     app.include_router(logs_router(repository, logs, current_user, app.state.follows))
     def statuses() -> Mapping[str, VirtualClusterStatus]:

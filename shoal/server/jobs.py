@@ -45,6 +45,7 @@ from shoal.api import (
 from shoal.server.auth import Authenticator, check_owner, check_queue
 from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
+from shoal.server.job_controls import check_dependencies
 from shoal.server.models import (
     EventPage,
     JobDeletionOut,
@@ -126,6 +127,7 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
         else:
             job = parse(body, user)
         check_queue(user, job.queue)
+        check_dependencies([job], repository)
         reason = scheduler.feasibility(job)
         if reason is not None and reason.kind is PendingKind.UNSCHEDULABLE:
             raise ApiError(422, f"the job can never run on this cluster: {reason.message}",

@@ -137,6 +137,10 @@ class JobSpecOut(_Out):
                     "leaves the job alone; null: the profile's default.")
     checkpoint_interval: float | None = Field(default=None, alias="checkpointInterval")
     service: ServiceOut | None = None
+    depends_on: list[str] = Field(
+        default_factory=list, alias="dependsOn",
+        description="Jobs that must succeed before this one is considered (afterok).")
+    hold: bool = Field(default=False, description="Held now (`shoal hold` / `shoal release`).")
 
 
 class TaskOut(_Out):
@@ -348,7 +352,8 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                         elastic=_elastic_out(job), preemptable=job.preemptable,
                         freezing_window=job.freezing_window,
                         checkpoint_interval=job.checkpoint_interval,
-                        service=_service_out(job.service)),
+                        service=_service_out(job.service),
+                        depends_on=list(job.depends_on), hold=job.held),
         status=_status(summary, reason, events))
 
 

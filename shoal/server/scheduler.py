@@ -62,3 +62,19 @@ class Scheduler(Protocol):
         """Why the job could never run on this cluster, even idle; None if it could. A reason
         of kind `Unschedulable` makes the server refuse the submission."""
         ...
+
+    def hold(self, name: str, who: str) -> bool:
+        """Hold a pending job, none of whose tasks is placed (`who` asked): stored, then
+        no longer considered; whether it changed anything. Raises `NotFoundError`,
+        `ControlConflictError` (it has started or ended), `TimeoutError`."""
+        ...
+
+    def release(self, name: str, who: str) -> bool:
+        """Release a held job; whether it was held. Raises as `hold` does."""
+        ...
+
+    def requeue(self, name: str, who: str, *, hold: bool = False) -> None:
+        """Stop a started job's tasks and put it back to pending, no retry counted (held
+        too with `hold`). Raises as `hold` does (`ControlConflictError`: it has not
+        started, has ended, or is being stopped)."""
+        ...

@@ -24,6 +24,12 @@ and what it borrowed above it. It also keeps the job's total waiting time: every
 between submission and finish in which it was not running, the waits after its evictions
 included (its queueing delay counts only the first).
 
+Gates (`shoal.scheduler.gates`, as the control loop drives them): a job with
+`depends_on` enters the model at the instant its last dependency finishes (they all
+succeed here: the simulator fails nothing), not at its arrival; one a stopped dependency can
+never start is stopped with it; a held job never enters. A dependency the trace does not
+hold (cut by `--limit`) counts as finished.
+
 Checkpoints (issue 17): a job checkpoints every `Job.checkpoint_interval` seconds — its own
 `spec.checkpointInterval`, else the work model's interval (`--checkpoint`), which the
 simulator writes onto the jobs it hands the scheduler, so that victims are chosen by the
@@ -39,9 +45,11 @@ from typing import Protocol
 
 from shoal.api.decisions import Decisions
 from shoal.api.flavors import ResourceFlavor
+from shoal.api.lifecycle import JobState
 from shoal.api.objects import Node, PriorityClass, TaskRef, VirtualCluster
 from shoal.core.usage import UsageLedger
 from shoal.scheduler.framework import TimeDependent
+from shoal.scheduler.gates import Gate, Gates
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.plugins.usage import NAME as USAGE
 from shoal.scheduler.plugins.usage import usage_half_life
@@ -201,7 +209,10 @@ class Simulator:
         self._endless = any(j.service is not None for j in trace.jobs)
         """Services never end and wake the scheduler at their windows forever: the run ends
         once every other job has (`_done`)."""
-        self._ending = sum(1 for j in trace.jobs if j.service is None)
+        self._gates = Gates()
+        """Jobs that arrived and wait for their dependencies (or are held)."""
+        never = _never_run(trace.jobs)
+        self._ending = sum(1 for j in trace.jobs if j.service is None and j.name not in never)
         self._arrived = 0
         self.capacity_gpus = sum(n.allocatable_resources.gpu for n in cluster.nodes)
         self.samples: list[Sample] = []
@@ -276,7 +287,10 @@ class Simulator:
         run.started.clear()
         run.version += 1  # its completion event is stale now
         run.end = at
-        self.model.remove_job(name)
+        if name in self.model.jobs:
+            self.model.remove_job(name)
+        self._gates.forget(name)
+        self._gated_ended(name, JobState.CANCELLED, at)
         self._changed(at)
 
     def _done(self) -> bool:
@@ -349,8 +363,36 @@ class Simulator:
     def _arrive(self, name: str, now: float) -> None:
         self._arrived += 1
         self.runs[name].last = now
-        self.model.add_job(self._gangs[name])
+        job = self._gangs[name]
+        if job.depends_on or job.held:
+            verdict = self._gates.admit(job, self._state_of)
+            if verdict.gate is Gate.CANCEL:
+                self.stop_job(name, now)
+            if verdict.gate is not Gate.OPEN:
+                return
+        self.model.add_job(job)
         self._changed(now)
+
+    def _state_of(self, name: str) -> JobState | None:
+        """A dependency's state as the gates read it (one outside the trace: finished)."""
+        run = self.runs.get(name)
+        if run is None:
+            return JobState.SUCCEEDED
+        if run.end is not None:
+            return JobState.SUCCEEDED if run.remaining <= 0 else JobState.CANCELLED
+        return JobState.RUNNING if run.running else JobState.PENDING
+
+    def _gated_ended(self, name: str, state: JobState, now: float) -> None:
+        """Job `name` ended: what waited on it enters the model now, or is stopped."""
+        resolution = self._gates.ended(name, state)
+        for opened in resolution.opened:
+            self.runs[opened].last = now
+            self.model.add_job(self._gangs[opened])
+        for cancelled, _ in resolution.cancelled:
+            run = self.runs[cancelled]
+            run.advance(now)
+            run.version += 1
+            run.end = now
 
     def _apply(self, decisions: Decisions, now: float) -> None:
         touched: dict[str, JobRun] = {}
@@ -467,6 +509,7 @@ class Simulator:
         run.started.clear()
         self.model.remove_job(name)
         self.finished += 1
+        self._gated_ended(name, JobState.SUCCEEDED, now)
         self._changed(now)
         return True
 
@@ -526,6 +569,19 @@ class Simulator:
                          tuple(self.samples), self.events.processed, weights, mins,
                          cycle_interval=(0.0 if self.config.cycle_on_events
                                          else self.config.cycle_interval))
+
+
+def _never_run(jobs: Sequence[TraceJob]) -> set[str]:
+    """The jobs that can never run: held ones, and what depends on them, transitively."""
+    never = {j.name for j in jobs if j.held}
+    grew = bool(never)
+    while grew:
+        grew = False
+        for job in jobs:
+            if job.name not in never and never.intersection(job.depends_on):
+                never.add(job.name)
+                grew = True
+    return never
 
 
 def simulate(trace: Trace, cluster: ClusterLike, profile: Profile,

@@ -131,6 +131,11 @@ class TraceJob:
     freezing_window: float | None = None
     """Seconds after a change of size during which the fairshare action leaves it alone
     (`spec.freezingWindow`); None: the profile's default."""
+    depends_on: tuple[str, ...] = ()
+    """Jobs of the trace that must have finished before it is scheduled (`spec.dependsOn`,
+    afterok): it enters the scheduler's model at the instant the last one finishes."""
+    held: bool = False
+    """Held (`spec.hold`): never scheduled (a trace releases nothing)."""
 
     def __post_init__(self) -> None:
         if self.service is not None and self.duration != math.inf:
@@ -189,7 +194,8 @@ class TraceJob:
                    user=self.user, submitted=self.submit_time, elastic=self.elastic,
                    preemptable=not served, service=self.service,
                    runtime_estimate=runtime_estimate, checkpoint_interval=checkpoint_interval,
-                   freezing_window=self.freezing_window)
+                   freezing_window=self.freezing_window, depends_on=self.depends_on,
+                   held=self.held)
 
 
 _set = object.__setattr__
@@ -216,6 +222,8 @@ def prechecked_job(name: str, submit_time: float, duration: float, replicas: int
     _set(job, "checkpoint_interval", None)
     _set(job, "service", None)
     _set(job, "freezing_window", None)
+    _set(job, "depends_on", ())
+    _set(job, "held", False)
     return job
 
 

@@ -59,6 +59,7 @@ from shoal.store.errors import (
     NotFoundError,
     StoreError,
 )
+from shoal.store.job_controls import JobControls
 from shoal.store.job_queries import TERMINAL_JOB_STATES, JobQueries
 from shoal.store.models import (
     EventRow,
@@ -115,7 +116,8 @@ class Waiting:
     cause: str
 
 
-class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageRecords):
+class Repository(Stops, JobControls, TaskBatches, JobQueries, Accounts, NodeInventory,
+                 UsageRecords):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:

@@ -8,7 +8,9 @@ decision, moves the tasks that hold resources to RELEASING and marks the stop un
 plane then stops their processes, and `finish_stop` completes the stop once none is left.
 The mark says what completion does: end the job in a state, rerun it whole (a job retry,
 `jobRetryCount`: every task from scratch, the job's `retries` one more), or put a gang back
-to be placed again (`RESTARTING_GANG`: its unfinished tasks only, no job retry counted).
+to be placed again (`RESTARTING_GANG`: its unfinished tasks only, no job retry counted), or
+requeue it (`REQUEUING`, `shoal requeue`: every task from scratch as for a job retry, but no
+job retry counted).
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ GANG_RESTARTED = "GangRestarted"
 RESTARTING_GANG = "RestartingGang"
 """The `stopping` mark of a gang restart under way: its tasks go back to PENDING as they
 stop, as for a job retry, but its completion counts no job retry (`finish_stop`)."""
+REQUEUING = "Requeuing"
+"""The `stopping` mark of a requeue under way (`shoal requeue`): completed as a job retry
+that counts no retry."""
+JOB_HELD = "JobHeld"
+"""The job was held: the scheduler does not consider it until it is released."""
+JOB_REQUEUED = "JobRequeued"
+"""The whole job was put back to be scheduled again by request (`shoal requeue`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +88,11 @@ class Stops:
             self._retried(s, row, failed, cause)
 
     def stop_job(self, name: str, target: JobState, cause: str, *,
-                 failed: FailedTask | None = None) -> Job:
-        """Decide a job's end (or, with `target` PENDING, its retry) in one transaction:
+                 failed: FailedTask | None = None, requeue: bool = False,
+                 hold: str | None = None) -> Job:
+        """Decide a job's end (or, with `target` PENDING, its retry — with `requeue`, a
+        requeue by request, which counts no retry; with `hold` too, the job is held, `hold`
+        the cause of that event) in one transaction:
         record `failed` if given, cancel its pending tasks (kept for a retry), and move the
         tasks that hold resources to RELEASING. If none does, the job ends (or restarts) at
         once; otherwise the stop is recorded as under way (`stopping_jobs`) and `finish_stop`
@@ -89,13 +101,17 @@ class Stops:
             row = self._job_row(s, name, lock=True)
             if failed is not None:
                 self._failed(s, self._task_in(row, failed.ref), failed)
+            if hold is not None and not row.held:
+                row.held = True
+                s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_HELD, cause=hold))
             if self._release_holders(s, row, cause,
                                      cancel_pending=target is not JobState.PENDING):
-                row.stopping, row.stop_cause = target.value, cause
+                row.stopping = REQUEUING if requeue else target.value
+                row.stop_cause = cause
                 s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_STOPPING,
                                target_state=target.value, cause=cause))
             else:
-                self._complete_stop(s, row, target, cause)
+                self._complete_stop(s, row, target, cause, requeue=requeue)
             s.flush()
             return convert.job_from_row(row)
 
@@ -157,6 +173,8 @@ class Stops:
             cause = row.stop_cause or "stopped"
             if row.stopping == RESTARTING_GANG:
                 self._complete_gang_restart(s, row, cause)
+            elif row.stopping == REQUEUING:
+                self._complete_stop(s, row, JobState.PENDING, cause, requeue=True)
             else:
                 self._complete_stop(s, row, JobState(row.stopping), cause)
             s.flush()
@@ -169,10 +187,11 @@ class Stops:
             rows = s.execute(select(JobRow.name, JobRow.stopping, JobRow.stop_cause)
                              .where(JobRow.stopping.is_not(None),
                                     JobRow.state.not_in(TERMINAL_JOB_STATES)))
-            return {n: (JobState.PENDING if t == RESTARTING_GANG else JobState(t),
+            return {n: (JobState.PENDING if t in (RESTARTING_GANG, REQUEUING) else JobState(t),
                         c or "stopped") for n, t, c in rows if t is not None}
 
-    def _complete_stop(self, s: Session, row: JobRow, target: JobState, cause: str) -> None:
+    def _complete_stop(self, s: Session, row: JobRow, target: JobState, cause: str, *,
+                       requeue: bool = False) -> None:
         row.stopping = row.stop_cause = None
         if target is not JobState.PENDING:
             self._move_job(s, row, target, cause)
@@ -183,12 +202,14 @@ class Stops:
             if TaskState(task.state) is not TaskState.PENDING:
                 self._move_task(s, task, ref, TaskState.PENDING, cause)
             task.retries = 0
-        row.retries = (row.retries or 0) + 1
+        if not requeue:
+            row.retries = (row.retries or 0) + 1
         if row.virtual_cluster and row.virtual_cluster.get("subClusters"):
             # Its tasks start over, and so does what they built: the work they submitted
             # into sub-clusters is stopped with the job (`shoal.control.job_scope`).
             row.virtual_cluster = {**row.virtual_cluster, "subClusters": []}
-        s.add(EventRow(job_id=row.id, time=self.clock(), kind=JOB_RETRIED, cause=cause))
+        s.add(EventRow(job_id=row.id, time=self.clock(),
+                       kind=JOB_REQUEUED if requeue else JOB_RETRIED, cause=cause))
         if JobState(row.state) is not JobState.PENDING:
             self._move_job(s, row, JobState.PENDING, cause)
 

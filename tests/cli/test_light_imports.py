@@ -76,6 +76,19 @@ def test_logs_loads_no_server_store_or_scheduler(server: Server, tmp_path: Path)
     assert heavy_in(modules) == []
 
 
+def test_hold_and_release_load_no_server_store_or_scheduler(server: Server,
+                                                            tmp_path: Path) -> None:
+    job = tmp_path / "parked.yaml"
+    job.write_text(JOB.replace("light", "parked").replace("spec:\n", "spec:\n  hold: true\n"))
+    run_shoal(server, tmp_path, "submit", str(job))
+    out, modules = run_shoal(server, tmp_path, "hold", "parked")
+    assert out.strip() == "job parked is held"
+    assert heavy_in(modules) == []
+    out, modules = run_shoal(server, tmp_path, "release", "parked")
+    assert out.strip() == "job parked is released"
+    assert heavy_in(modules) == []
+
+
 @pytest.mark.parametrize("args", [("--help",), ("up", "--help"), ("nodes",), ("vc", "tree"),
                                   ("pc", "list"), ("whoami",)])
 def test_help_and_the_cluster_verbs_load_no_server_store_or_scheduler(

@@ -83,6 +83,11 @@ def _job_state(api: Api, name: str) -> JobState | None:
     return None if job is None else job.state
 
 
+def _held(api: Api, name: str) -> bool:
+    job = api.repository.get_job(name)
+    return job is not None and job.held
+
+
 # (method, OpenAPI path) → who gets what. Path parameters are filled by `url`.
 EXPECTATIONS: dict[tuple[str, str], Row] = {
     ("GET", "/healthz"): Row(PUBLIC),
@@ -101,6 +106,12 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
     ("POST", "/api/v1/jobs/{name}/cancel"): Row(
         OWNER_OR_ADMIN,
         stored=lambda api: _job_state(api, OWNED) is JobState.CANCELLED),
+    ("POST", "/api/v1/jobs/{name}/hold"): Row(
+        OWNER_OR_ADMIN, stored=lambda api: _held(api, OWNED)),
+    # OWNED is not held: a release changes nothing, for whoever may ask.
+    ("POST", "/api/v1/jobs/{name}/release"): Row(OWNER_OR_ADMIN),
+    # OWNED has not started: whoever may requeue it is told there is nothing to (409).
+    ("POST", "/api/v1/jobs/{name}/requeue"): Row(expect(401, 409, 403, 409)),
     ("GET", "/api/v1/jobs/{name}/logs"): Row(OWNER_OR_ADMIN),
     ("GET", "/api/v1/jobs/{name}/virtual-clusters"): Row(ANY_USER),
     # OWNED has no virtual cluster of its own: whoever may manage it is told so (409);

@@ -33,6 +33,10 @@ belong in the cluster file, `shoal.sim.loaders.cluster`). `schedulerName`, `comm
 `env` and `minResources` are accepted and not used: every trace job is a gang. Queue and
 priority class names are checked against the cluster when the two are combined, not here.
 
+Gates: `spec.dependsOn` names jobs of the same trace (one it does not hold, the job itself or
+a cycle is an error); the job is scheduled from the instant the last of them finishes.
+`spec.hold: true` keeps a job from ever being scheduled (nothing releases it in a trace).
+
 Online services (seed 002): a `kind: Service` document, or a Job with `spec.service`, is a
 service that never ends — it has no `duration` (one given is an error) — with its
 time-of-day schedule on the simulated clock (`shoal.sim.trace`).
@@ -48,6 +52,7 @@ from typing import Any
 
 import yaml
 
+from shoal.scheduler.gates import dependency_issues
 from shoal.sim.loaders._common import check_limit, finish
 from shoal.sim.loaders._yaml import Document, documents, read_text, spec_error
 from shoal.sim.trace import WORKER_GROUP, Trace, TraceError, TraceJob
@@ -108,7 +113,13 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
                              job.queue, job.user, job.priority_class, model,
                              dict(group.node_selector), elastic=elastic, service=service,
                              checkpoint_interval=job.checkpoint_interval,
-                             freezing_window=job.freezing_window))
+                             freezing_window=job.freezing_window,
+                             depends_on=job.depends_on, held=job.held))
+    for issue in dependency_issues(bundle.jobs, {}):
+        doc = extras[bundle.jobs[issue.job].name][0]
+        raise TraceError(source, doc.line_of(issue.path), issue.path,
+                         issue.message + (" in the trace" if issue.message.startswith("no job")
+                                          else ""), what="field")
     return finish(jobs, source, limit)
 
 
