@@ -172,7 +172,7 @@ def _apply(request: _Request, d: Directive) -> None:
                                     f"{', '.join(sorted(_HANDLERS))}")
         request.problems.append((d.path, f"line {d.line}: {why}"))
         return
-    if d.value is None and d.option != "hold" or d.value == "":
+    if (d.value is None and d.option != "hold") or d.value == "":
         request.problems.append((d.path, f"line {d.line}: needs a value"))
         return
     try:
