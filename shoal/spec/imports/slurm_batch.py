@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
+from shoal.api import GPU_TYPE_LABEL
 from shoal.spec.errors import DocRef, IssueLog, quote
 from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original
 from shoal.spec.imports.arrays import (
@@ -53,7 +54,7 @@ GROUP = "batch"
 GROUP_PATH = "spec.taskGroups[0]"
 SCRIPT_PATH = "script"
 COMMENT_ANNOTATION = "slurm.schedmd.com/comment"
-GPU_TYPE_LABEL = "gpu-type"
+
 #: Sources that carry no file name (a request body, a string): the job needs `-J`.
 NAMELESS_SOURCES = frozenset({"request", "<string>"})
 #: Interpreters that run a program given as `-c TEXT`.
