@@ -411,6 +411,7 @@ def _document(r: _Request, interpreter: list[str], text: str) -> dict[str, Any] 
     if r.annotations:
         metadata["annotations"] = dict(r.annotations)
     r.paths[f"{GROUP_PATH}.command"] = SCRIPT_PATH
+    r.paths[f"{GROUP_PATH}.command[{command.index(text)}]"] = SCRIPT_PATH
     return {"apiVersion": "shoal/v1", "kind": "Job", "metadata": metadata, "spec": spec}
 
 
