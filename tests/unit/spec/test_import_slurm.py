@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
+
 import pytest
 
 from shoal.api import Job, SchedulerName
