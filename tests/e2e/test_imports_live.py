@@ -1,7 +1,8 @@
 """Imported job files run end to end through a real `shoal up` on the local executor: a
 Slurm batch script sent as it is (`shoal submit job.sbatch`: its tasks print the SLURM_*
-values they were given) and an OpenPAI protocol-v2 job (its roles' commands run, with their
-parameters rendered and their PAI_* variables). Arrays: test_arrays_live.py."""
+values they were given, or write to its -o/-e files), and an OpenPAI protocol-v2 job (its
+roles' commands run, with their parameters rendered and their PAI_* variables). Arrays:
+test_arrays_live.py."""
 
 from __future__ import annotations
 
@@ -71,6 +72,26 @@ def test_a_batch_script_runs_as_sent_with_its_slurm_environment(up: Up, tmp_path
         out = stdout(client, "hello-slurm", f"batch-{rank}")
         assert (f"procid={rank} ntasks=2 name=hello-slurm localid={rank}") in out, out
         assert "script=hello-slurm" in out, out
+
+
+def test_a_scripts_output_goes_to_the_files_its_header_names(up: Up, tmp_path: Path
+                                                             ) -> None:
+    shared = up.scratch.shared
+    path = tmp_path / "to-files.sbatch"
+    path.write_text(f"""\
+#!/bin/sh
+#SBATCH -n 2 -c 1
+#SBATCH -o {shared}/%x-%t.out
+#SBATCH -e {shared}/%x.err
+echo "out of $SLURM_PROCID"
+echo "err of $SLURM_PROCID" >&2
+""")
+    assert submit(up, path) == ["to-files"]
+    succeeded(up.client(), "to-files")
+    for rank in (0, 1):
+        assert (shared / f"to-files-{rank}.out").read_text() == f"out of {rank}\n"
+    assert sorted((shared / "to-files.err").read_text().splitlines()) == [
+        "err of 0", "err of 1"]
 
 
 OPENPAI = """\

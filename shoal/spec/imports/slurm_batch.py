@@ -8,9 +8,10 @@ or `mem-per-cpu x cpus`, and its share of the node's GPUs (`--gres=gpu[:type]:N`
 `--gpus-per-node`; `--gpus` per job, `--gpus-per-task`); a GPU type becomes the node
 selector `gpu-type`. `-t` is `spec.timeLimit`, `-p` the queue, `-J` the name (else the
 file's), `--qos` the priority class, `--dependency=afterok:` `spec.dependsOn`, `-H`
-`spec.hold`, `--comment` an annotation and `--array` one job per index
-(`shoal.spec.imports.arrays`). Every other option is refused under its path
-(`#SBATCH --mail-user`) with why.
+`spec.hold`, `--comment` an annotation, `--array` one job per index
+(`shoal.spec.imports.arrays`), and `-o`/`-e` the files the tasks' output is appended to
+(`%j`, `%x`, `%A`, `%a`, `%t`, ... filled in by the task). Every other option is refused
+under its path (`#SBATCH --mail-user`) with why.
 
 Each task runs the script itself (as `srun script` would), with the interpreter its `#!`
 line names given the text with `-c`; a small `sh` prelude exports the per-task `SLURM_PROCID`,
@@ -47,6 +48,7 @@ from shoal.spec.imports.slurm_header import (
     parse_gres,
     parse_memory,
     parse_time,
+    shell_file_name,
 )
 from shoal.spec.limits import Limits
 
@@ -69,10 +71,6 @@ REFUSED = {
                  "`shoal submit --wait`",
     "mail-type": "Shoal sends no mail; follow the job with `shoal get NAME` or "
                  "`shoal submit --wait`",
-    "output": "Shoal keeps each task's output itself (`shoal logs NAME`); redirect in the "
-              "script if a file is needed",
-    "error": "Shoal keeps each task's output itself (`shoal logs NAME --stderr`); redirect "
-             "in the script if a file is needed",
     "exclusive": "Shoal places tasks by what they request and never reserves whole nodes; "
                  "request the node's resources instead",
     "account": "Shoal charges usage to the submitting user and the job's queue (-p); there "
@@ -106,6 +104,8 @@ class _Request:
     spec: dict[str, Any] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     working_dir: str | None = None
+    output: str | None = None
+    error: str | None = None
     array: ArrayIndices | None = None
     paths: dict[str, str] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
@@ -301,6 +301,20 @@ def _set_chdir(r: _Request, d: Directive) -> None:
     r.paths[f"{GROUP_PATH}.workingDir"] = d.path
 
 
+def _set_output(r: _Request, d: Directive) -> None:
+    r.output = shell_file_name(d.value or "")
+
+
+def _set_error(r: _Request, d: Directive) -> None:
+    r.error = shell_file_name(d.value or "")
+
+
+def _set_open_mode(r: _Request, d: Directive) -> None:
+    if d.value != "append":
+        raise ValueError(f"only append is supported: every task of the job (and every retry) "
+                         f"writes to the one file, got {quote(d.value)}")
+
+
 def _set_array(r: _Request, d: Directive) -> None:
     r.array = parse_array(d.value or "")
 
@@ -312,6 +326,7 @@ _HANDLERS = {
     "gpus": _set_gpus, "gpus-per-task": _set_gpus_per_task, "time": _set_time,
     "partition": _set_partition, "qos": _set_qos, "dependency": _set_dependency,
     "hold": _set_hold, "comment": _set_comment, "chdir": _set_chdir, "array": _set_array,
+    "output": _set_output, "error": _set_error, "open-mode": _set_open_mode,
 }
 
 
@@ -396,7 +411,7 @@ def _document(r: _Request, interpreter: list[str], text: str) -> dict[str, Any] 
     name = str(r.name)
     shell = PurePath((interpreter[1:2] if PurePath(interpreter[0]).name == "env"
                       else interpreter[:1])[0]).name in SHELLS
-    command = ["/bin/sh", "-c", _prelude(shape), "slurm-task", *interpreter, "-c", text,
+    command = ["/bin/sh", "-c", _prelude(r, shape), "slurm-task", *interpreter, "-c", text,
                *([name] if shell else [])]
     group: dict[str, Any] = {"name": GROUP, "replicas": shape.tasks, "resources": resources,
                              "command": command, "env": _env(r, name, shape)}
@@ -415,12 +430,18 @@ def _document(r: _Request, interpreter: list[str], text: str) -> dict[str, Any] 
     return {"apiVersion": "shoal/v1", "kind": "Job", "metadata": metadata, "spec": spec}
 
 
-def _prelude(shape: _Shape) -> str:
-    """Exports the per-task variables (Shoal's rank is SLURM_PROCID), then runs the script."""
+def _prelude(r: _Request, shape: _Shape) -> str:
+    """Exports the per-task variables (Shoal's rank is SLURM_PROCID), sends the output where
+    -o and -e say (appended: every task writes to it), then runs the script."""
+    redirect = ""
+    if r.output is not None:
+        redirect += f" >>{r.output}"
+    if r.error is not None or r.output is not None:
+        redirect += f" 2>>{r.error}" if r.error is not None else " 2>&1"
     return (f'SLURM_PROCID="$SHOAL_RANK"; '
             f'SLURM_NODEID=$((SHOAL_RANK / {shape.per_node})); '
             f'SLURM_LOCALID=$((SHOAL_RANK % {shape.per_node})); '
-            f'export SLURM_PROCID SLURM_NODEID SLURM_LOCALID; exec "$@"')
+            f'export SLURM_PROCID SLURM_NODEID SLURM_LOCALID; exec "$@"{redirect}')
 
 
 def _env(r: _Request, name: str, shape: _Shape) -> dict[str, str]:

@@ -192,3 +192,37 @@ def parse_gres(text: str) -> GpuRequest:
     if count is None and middle is not None and middle.isdigit():
         return GpuRequest(int(middle))
     return GpuRequest(int(count) if count is not None else 1, middle)
+
+
+#: sbatch's file-name patterns (`-o logs/%x-%j.out`) and the shell expression each becomes in
+#: a task: the variables the job's environment and the prelude give it.
+FILE_PATTERNS = {
+    "j": '"$SLURM_JOB_ID"', "x": '"$SLURM_JOB_NAME"', "A": '"${SLURM_ARRAY_JOB_ID-$SLURM_JOB_ID}"',
+    "a": '"${SLURM_ARRAY_TASK_ID-4294967294}"', "t": '"$SLURM_PROCID"', "n": '"$SLURM_NODEID"',
+    "N": '"$(hostname -s)"', "u": '"$USER"', "%": "%",
+}
+_PATTERN = re.compile(r"%(\d{0,2})(.)")
+
+
+def shell_file_name(pattern: str) -> str:
+    """The shell word that names the file `pattern` (sbatch's `-o`/`-e`) names in a task;
+    raises ValueError for a pattern sbatch has that Shoal cannot fill in."""
+    if "\\" in pattern:
+        raise ValueError("a backslash (sbatch's 'no patterns here') is not supported")
+    out: list[str] = []
+    start = 0
+    for match in _PATTERN.finditer(pattern):
+        padding, letter = match.groups()
+        if letter not in FILE_PATTERNS:
+            raise ValueError(f"the pattern %{letter} is not supported; supported: "
+                             f"{', '.join('%' + k for k in FILE_PATTERNS)}")
+        if padding and letter != "%":
+            raise ValueError(f"a padded pattern (%{padding}{letter}) is not supported")
+        out.append(_quoted(pattern[start:match.start()]) + FILE_PATTERNS[letter])
+        start = match.end()
+    out.append(_quoted(pattern[start:]))
+    return "".join(out)
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'" if text else ""

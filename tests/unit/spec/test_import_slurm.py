@@ -145,7 +145,9 @@ def test_an_array_becomes_one_job_per_index_with_its_slurm_variables() -> None:
 
 REFUSED = [
     ("#SBATCH --mail-user=me@example.com", "#SBATCH --mail-user", "line 2: Shoal sends no mail"),
-    ("#SBATCH -o out-%j.log", "#SBATCH --output", "line 2: Shoal keeps each task's output"),
+    ("#SBATCH -o out-%4j.log", "#SBATCH --output", "line 2: a padded pattern (%4j)"),
+    ("#SBATCH -e err-%b.log", "#SBATCH --error", "the pattern %b is not supported"),
+    ("#SBATCH --open-mode=truncate", "#SBATCH --open-mode", "only append is supported"),
     ("#SBATCH --exclusive", "#SBATCH --exclusive", "never reserves whole nodes"),
     ("#SBATCH -A proj42", "#SBATCH --account", "there are no accounts"),
     ("#SBATCH --signal=USR1@60", "#SBATCH --signal", "is not supported by Shoal; supported:"),
@@ -221,3 +223,19 @@ def test_the_header_is_bounded() -> None:
     ("infinite", None)])
 def test_slurm_time_formats(text: str, seconds: int | None) -> None:
     assert parse_time(text) == seconds
+
+
+ARRAY_JOB = '"${SLURM_ARRAY_JOB_ID-$SLURM_JOB_ID}"'
+ARRAY_TASK = '"${SLURM_ARRAY_TASK_ID-4294967294}"'
+
+
+@pytest.mark.parametrize(("header", "redirect"), [
+    ("#SBATCH -o logs/%x-%j.out",
+     """ >>'logs/'"$SLURM_JOB_NAME"'-'"$SLURM_JOB_ID"'.out' 2>&1"""),
+    ("#SBATCH -o o.%t -e \"it's %%.err\"", """ >>'o.'"$SLURM_PROCID" 2>>'it'\\''s '%'.err'"""),
+    ("#SBATCH --error=e-%A_%a", f" 2>>'e-'{ARRAY_JOB}'_'{ARRAY_TASK}"),
+])
+def test_output_and_error_files_are_appended_to_by_the_tasks(header: str, redirect: str
+                                                              ) -> None:
+    (job,) = jobs(script(header))
+    assert job.groups[0].command[2].endswith('exec "$@"' + redirect)
