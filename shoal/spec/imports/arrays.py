@@ -7,7 +7,8 @@ Slurm's `%N` throttle (at most N elements running at once) is refused: Shoal has
 the rest of the array when one element fails, which the throttle does not.
 
 The size of an array is computed from the expression before anything is expanded, and it is
-bounded (`MAX_ARRAY_JOBS`), as are the indices and the expression's length. Each element is
+bounded (`MAX_ARRAY_JOBS`), as are the indices, the expression's length and the size of all
+the elements together (`array_size_problem`). Each element is
 its own job, with `SHOAL_ARRAY_INDEX` (and whatever the caller adds, e.g. Slurm's
 `SLURM_ARRAY_TASK_ID`) in the environment of each of its task groups.
 """
@@ -26,6 +27,13 @@ MAX_ARRAY_JOBS = 1000
 """Jobs one array may become (Slurm's default MaxArraySize is 1001)."""
 MAX_ARRAY_INDEX = 999_999
 MAX_EXPRESSION_LENGTH = 256
+MAX_ARRAY_VALUES = 2_000_000
+"""Values (mappings, lists, scalars) of all an array's elements together: each element is
+validated as a document of its own, so an array multiplies the work its one text costs (a
+text may hold 200,000 values, `Limits.max_values`)."""
+MAX_ARRAY_CHARACTERS = 256 * 2**20
+"""Characters of the strings of all an array's elements together (each is checked: lengths,
+NUL bytes)."""
 ARRAY_INDEX_ENV = "SHOAL_ARRAY_INDEX"
 ARRAY_ANNOTATION = "shoal/array"
 """Each element's annotation: the array's own name, so `shoal jobs` users can find its
@@ -116,3 +124,27 @@ def expand_array(document: Mapping[str, Any], indices: ArrayIndices,
             group["env"] = {**group.get("env", {}), **env}
         out.append(element)
     return out
+
+
+def array_size_problem(document: Any, indices: ArrayIndices) -> str | None:
+    """Why `indices.count` copies of `document` are too much to check, or None. Counted on
+    the one document, before any copy is made."""
+    values = characters = 0
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        values += 1
+        if isinstance(value, str):
+            characters += len(value)
+        elif isinstance(value, Mapping):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    if values * indices.count > MAX_ARRAY_VALUES:
+        return (f"{indices.count} copies of a document of {values} values hold more than "
+                f"{MAX_ARRAY_VALUES} values together; submit fewer elements at once")
+    if characters * indices.count > MAX_ARRAY_CHARACTERS:
+        return (f"{indices.count} copies of a document of {characters} characters hold "
+                f"more than {MAX_ARRAY_CHARACTERS} together; submit fewer elements at once")
+    return None

@@ -15,7 +15,13 @@ from typing import Any
 from shoal.spec.documents import API_VERSION
 from shoal.spec.errors import IssueLog, quote
 from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original
-from shoal.spec.imports.arrays import SYNTAX, ArrayError, expand_array, parse_array
+from shoal.spec.imports.arrays import (
+    SYNTAX,
+    ArrayError,
+    array_size_problem,
+    expand_array,
+    parse_array,
+)
 
 ARRAY_PATH = "spec.array"
 
@@ -51,6 +57,10 @@ class NativeArrayImporter:
                 indices = parse_array(expression)
             except ArrayError as exc:
                 log.add(foreign.doc, ARRAY_PATH, str(exc))
+                continue
+            too_large = array_size_problem(data, indices)
+            if too_large is not None:
+                log.add(foreign.doc, ARRAY_PATH, too_large)
                 continue
             out.append(Lowered(foreign.doc, original, tuple(expand_array(data, indices))))
         return out

@@ -141,6 +141,8 @@ def _extras(job: PaiJobSpec, problems: Problems, paths: dict[str, str]) -> dict[
                     problems.append((join_path(path, str(other)), "is not supported by "
                                      "Shoal; supported: jobPriorityClass, taskRoles.<role>."
                                      "skuType"))
+            _hived_roles(job, value.get("taskRoles", {}), join_path(path, "taskRoles"),
+                         problems)
             continue
         why = ("runtime plugins run inside OpenPAI's containers; Shoal runs none"
                if key == RUNTIME_PLUGINS else
@@ -150,6 +152,28 @@ def _extras(job: PaiJobSpec, problems: Problems, paths: dict[str, str]) -> dict[
                "hivedScheduler")
         problems.append((path, why))
     return spec
+
+
+def _hived_roles(job: PaiJobSpec, roles: Any, path: str, problems: Problems) -> None:
+    """HiveD's per-role settings: a `skuType` (a string) per declared role, nothing else."""
+    if not isinstance(roles, Mapping):
+        problems.append((path, f"must be a mapping of task roles, got {quote(roles)}"))
+        return
+    for role, settings in roles.items():
+        where = join_path(path, str(role))
+        if role not in job.task_roles:
+            problems.append((where, f"names no task role; declared: "
+                                    f"{', '.join(job.task_roles)}"))
+        elif not isinstance(settings, Mapping):
+            problems.append((where, f"must be a mapping, got {quote(settings)}"))
+        else:
+            for key, value in settings.items():
+                if key != "skuType":
+                    problems.append((join_path(where, str(key)), "is not supported by "
+                                     "Shoal (no affinity groups); supported: skuType"))
+                elif not isinstance(value, str):
+                    problems.append((join_path(where, key), f"must be a string, got "
+                                                            f"{quote(value)}"))
 
 
 def _role_label(role: str) -> str:
@@ -170,8 +194,8 @@ def _groups(job: PaiJobSpec, problems: Problems, paths: dict[str, str]
     deployment = _deployment(job, problems)
     seen: dict[str, str] = {}
     groups: list[dict[str, Any]] = []
-    hived_roles = job.extras.get(HIVED, {}).get("taskRoles", {}) \
-        if isinstance(job.extras.get(HIVED), Mapping) else {}
+    hived = job.extras.get(HIVED)
+    hived_roles = hived.get("taskRoles") if isinstance(hived, Mapping) else None
     for index, (role_name, role) in enumerate(job.task_roles.items()):
         base = join_path("taskRoles", role_name)
         label = _role_label(role_name)
@@ -183,11 +207,10 @@ def _groups(job: PaiJobSpec, problems: Problems, paths: dict[str, str]
         seen[label] = role_name
         group = _group(job, role_name, role, label, base, prerequisites,
                        deployment.get(role_name), problems)
-        sku = hived_roles.get(role_name, {}).get("skuType") \
-            if isinstance(hived_roles, Mapping) \
-            and isinstance(hived_roles.get(role_name), Mapping) else None
-        if sku is not None:
-            group["nodeSelector"] = {GPU_TYPE_LABEL: str(sku)}
+        settings = hived_roles.get(role_name) if isinstance(hived_roles, Mapping) else None
+        sku = settings.get("skuType") if isinstance(settings, Mapping) else None
+        if isinstance(sku, str):  # anything else is refused by _hived_roles
+            group["nodeSelector"] = {GPU_TYPE_LABEL: sku}
         native = f"spec.taskGroups[{index}]"
         paths.update({
             native: base, f"{native}.name": base,

@@ -33,6 +33,7 @@ from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original
 from shoal.spec.imports.arrays import (
     ArrayError,
     ArrayIndices,
+    array_size_problem,
     element_name,
     expand_array,
     parse_array,
@@ -160,6 +161,10 @@ def lower_script(log: IssueLog, doc: DocRef, text: str) -> Lowered | None:
     documents: tuple[Mapping[str, Any], ...] = (document,)
     if request.array is not None:
         indices = request.array
+        too_large = array_size_problem(document, indices)
+        if too_large is not None:
+            log.add(doc, f"{PREFIX} --array", too_large)
+            return None
         documents = tuple(expand_array(document, indices,
                                        lambda i: _array_env(str(document["metadata"]["name"]),
                                                             indices, i)))

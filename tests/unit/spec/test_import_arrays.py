@@ -127,3 +127,20 @@ def test_a_broken_array_document_is_checked_as_a_job() -> None:
     with pytest.raises(SpecError) as caught:
         load_text(JOB.replace("{array}", "'0-1'").replace("  taskGroups:", "  groups:"))
     assert "spec.taskGroups" in {i.path for i in caught.value.issues}
+
+
+def test_an_array_whose_copies_would_be_too_much_to_check_is_refused() -> None:
+    """Every element is validated on its own, so the size of them all is bounded before a
+    copy is made: a long script, or a long command, 1000 times."""
+    long_line = "echo " + "x" * 8000 + "\n"
+    text = "#!/bin/sh\n#SBATCH -J big --array=0-999\n" + long_line * 35
+    with pytest.raises(SpecError) as caught:
+        load_text(text)
+    (issue,) = caught.value.issues
+    assert issue.path == "#SBATCH --array" and "1000 copies" in issue.message
+    args = ", ".join(["x"] * 2500)
+    native = JOB.replace("{array}", "'0-999'").replace("[python, sweep.py]", f"[{args}]")
+    with pytest.raises(SpecError) as caught:
+        load_text(native)
+    (issue,) = caught.value.issues
+    assert issue.path == "spec.array" and "values together" in issue.message
