@@ -78,8 +78,7 @@ def lower_openpai(log: IssueLog, doc: DocRef, data: Mapping[str, Any]) -> Lowere
         return None
     problems: Problems = []
     paths: dict[str, str] = {"metadata.name": "name", "spec.queue": "defaults.virtualCluster",
-                             "spec.jobRetryCount": "jobRetryCount",
-                             "spec.completion": "taskRoles"}
+                             "spec.jobRetryCount": "jobRetryCount"}
     if job.secrets:
         problems.append(("secrets", "Shoal keeps no secrets: a job's values are stored and "
                                     "shown in the clear; pass credentials to the task "
@@ -99,6 +98,9 @@ def lower_openpai(log: IssueLog, doc: DocRef, data: Mapping[str, Any]) -> Lowere
     minimum_failed = _min_failed(job, problems)
     if minimum_failed is not None:
         spec["completion"] = {"minFailed": minimum_failed}
+        (role,) = job.task_roles
+        paths["spec.completion.minFailed"] = (f"{join_path('taskRoles', role)}.completion."
+                                              f"minFailedInstances")
     for path, message in problems:
         log.add(doc, path, message)
     if problems:

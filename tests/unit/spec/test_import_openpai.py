@@ -225,3 +225,12 @@ def test_a_threshold_per_role_is_refused_for_several_roles() -> None:
         load(data)
     assert [i.path for i in caught.value.issues] == [
         "taskRoles.worker.completion.minFailedInstances"]
+
+
+def test_a_threshold_above_the_instances_is_refused_at_the_role() -> None:
+    data = yaml.safe_load(PORTAL)
+    data["taskRoles"]["taskrole"]["completion"] = {"minFailedInstances": 5}
+    with pytest.raises(SpecError) as caught:
+        load(data)
+    assert [i.path for i in caught.value.issues] == [
+        "taskRoles.taskrole.completion.minFailedInstances"]
