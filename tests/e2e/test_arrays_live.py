@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from shoal_documents import node_yaml
 from shoal_up_process import Up, shoal_up
@@ -68,3 +69,14 @@ def test_a_native_array_becomes_one_job_per_index(up: Up, tmp_path: Path) -> Non
     for index in (0, 2, 4):
         succeeded(client, f"native-array-{index}")
         assert f"index={index}" in stdout(client, f"native-array-{index}", "main-0")
+
+
+def test_the_answer_lists_every_job_of_the_array(up: Up) -> None:
+    answer = httpx.post(f"{up.url}/api/v1/jobs", content=NATIVE.replace("native-array",
+                                                                       "answered"),
+                        headers={"Authorization": f"Bearer {up.token}",
+                                 "Content-Type": "application/yaml"}, timeout=30)
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert body["metadata"]["name"] == "answered-0"
+    assert body["jobs"] == ["answered-0", "answered-2", "answered-4"]
