@@ -51,7 +51,8 @@ class Output(StrEnum):
 @app.command()
 def schedule(
     files: Annotated[list[Path], typer.Argument(
-        help="YAML files with Node, VirtualCluster, PriorityClass and Job documents.",
+        help="YAML files with Node, VirtualCluster, PriorityClass and Job documents, and "
+             "job files Shoal imports (Slurm batch scripts, OpenPAI and Ray jobs).",
         show_default=False)],
     cycles: Annotated[int, typer.Option(
         "--cycles", "-n", min=1, help="Run at most this many cycles.")] = 10,

@@ -78,8 +78,9 @@ def _why_not(job: JobView) -> str:
 
 
 def submit(
-    file: Annotated[Path, typer.Argument(help="A shoal/v1 Job document (YAML).",
-                                         show_default=False)],
+    file: Annotated[Path, typer.Argument(
+        help="A shoal/v1 Job document (YAML or JSON), or a job file Shoal imports: a Slurm "
+             "batch script, an OpenPAI protocol-v2 job, a Ray job.", show_default=False)],
     wait: Annotated[bool, typer.Option(
         "--wait", help="Wait until the job finishes; exit 1 unless it Succeeded.")] = False,
     timeout: Annotated[float | None, typer.Option(

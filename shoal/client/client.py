@@ -66,9 +66,13 @@ LOG_PAGE = 1024 * 1024
 NEXT_OFFSET = "X-Shoal-Next-Offset"
 YAML = "application/yaml"
 JSON = "application/json"
+SCRIPT = "text/x-shellscript"
+"""A batch script (its first line `#!`): a Slurm `#SBATCH` script the server imports."""
+#: File names that name a spec when given as a one-line string.
+SPEC_SUFFIXES = (".yaml", ".yml", ".json", ".sbatch", ".slurm", ".sh")
 
-#: A spec to send: YAML text, a file (a `Path`, or a one-line string ending in .yaml, .yml or
-#: .json), or the documents as a mapping.
+#: A spec to send: YAML text or a batch script's text, a file (a `Path`, or a one-line string
+#: ending in one of `SPEC_SUFFIXES`), or the documents as a mapping.
 Spec = str | os.PathLike[str] | Mapping[str, Any]
 
 
@@ -205,9 +209,12 @@ class ShoalClient(MultiClusterVerbs):
     def _post_spec(self, path: str, spec: Spec, headers: Mapping[str, str] | None = None,
                    *, retry: bool = False) -> Any:
         content_type, body = spec_body(spec)
+        named = spec_file_name(spec) if content_type == SCRIPT else None
+        # A script without -J is named after its file, as sbatch names it.
+        disposition = {"Content-Disposition": f'inline; filename="{named}"'} if named else {}
         return self._json(self._send("POST", path, retry=retry,
                                      content=body, headers={"Content-Type": content_type,
-                                                            **(headers or {})}))
+                                                            **disposition, **(headers or {})}))
 
     # ---- jobs ------------------------------------------------------------------------------
 
@@ -442,8 +449,22 @@ def spec_body(spec: Spec) -> tuple[str, bytes]:
         return JSON, json.dumps(dict(spec)).encode()
     path = _spec_path(spec)
     if path is None:
-        return YAML, str(spec).encode()
-    return (JSON if path.suffix == ".json" else YAML), path.read_bytes()
+        text = str(spec)
+        return (SCRIPT if text.startswith("#!") else YAML), text.encode()
+    data = path.read_bytes()
+    if data.startswith(b"#!"):
+        return SCRIPT, data
+    return (JSON if path.suffix == ".json" else YAML), data
+
+
+def spec_file_name(spec: Spec) -> str | None:
+    """The file name of a spec given as a file, if it is a plain one that a header can
+    carry."""
+    path = None if isinstance(spec, Mapping) else _spec_path(spec)
+    if path is None or not (path.name.isascii() and path.name.isprintable()) \
+            or any(c in path.name for c in '"\\;'):
+        return None
+    return path.name
 
 
 def spec_text(spec: Spec) -> str:
@@ -459,7 +480,7 @@ def spec_text(spec: Spec) -> str:
 def _spec_path(spec: str | os.PathLike[str]) -> Path | None:
     if isinstance(spec, os.PathLike):
         return Path(spec)
-    if "\n" not in spec and spec.endswith((".yaml", ".yml", ".json")):
+    if "\n" not in spec and spec.endswith(SPEC_SUFFIXES):
         return Path(spec)
     return None
 

@@ -1,4 +1,6 @@
-"""Reading a request body of `shoal/v1` documents (YAML or JSON) into `shoal.api` objects.
+"""Reading a request body of `shoal/v1` documents (YAML or JSON), or of a job file another
+system reads (`shoal.spec.imports`: a Slurm batch script as text/x-shellscript), into
+`shoal.api` objects.
 
 YAML goes through `shoal.spec.load_text`, JSON through `shoal.spec.load_json` (the json
 module: faster, and JSON read as JSON), both with the same validation and the app's
@@ -17,8 +19,10 @@ the message; a document beyond the limits on depth or entries).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import TypeVar
 
 from fastapi import Request
@@ -30,6 +34,13 @@ from shoal.spec.limits import DEFAULT_LIMITS, Limits
 
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 JSON_TYPES = ("application/json",)
+#: A batch script (a Slurm `#SBATCH` script), read as a text like YAML is: the loader tells
+#: a script (its first line `#!`) from YAML by its text.
+SCRIPT_TYPES = ("text/x-shellscript", "application/x-sh", "text/x-sh")
+#: The longest file name a `Content-Disposition` header may give (a script's job is named
+#: after it when the script says no -J).
+MAX_FILE_NAME = 255
+_FILE_NAME = re.compile(r'filename="([^"]*)"|filename=([^;\s]+)')
 Model = TypeVar("Model", bound=BaseModel)
 
 #: The request body of the routes that take documents, for the OpenAPI document, and the
@@ -42,6 +53,7 @@ SPEC_BODY = {
             "application/yaml": {"schema": {"type": "string"}},
             "text/yaml": {"schema": {"type": "string"}},
             "application/json": {"schema": {"type": "object"}},
+            "text/x-shellscript": {"schema": {"type": "string"}},
         },
     },
     "responses": {"413": {
@@ -66,6 +78,9 @@ class RawBody:
     """Without parameters, lower case; empty when the request had none."""
     data: bytes
     limits: Limits
+    file_name: str | None = None
+    """The file the body was read from, as `Content-Disposition: inline; filename="..."`
+    gives it (its last component only); None when the request gave none."""
 
 
 def app_limits(request: Request) -> Limits:
@@ -110,7 +125,16 @@ async def raw_body(request: Request) -> RawBody:
         if size > most:
             raise _too_large(most, "more")
         chunks.append(chunk)
-    return RawBody(content_type, b"".join(chunks), limits)
+    return RawBody(content_type, b"".join(chunks), limits,
+                   _file_name(request.headers.get("content-disposition", "")))
+
+
+def _file_name(disposition: str) -> str | None:
+    match = _FILE_NAME.search(disposition[:1024])
+    if match is None:
+        return None
+    name = PurePath(match.group(1) or match.group(2) or "").name
+    return name if 0 < len(name) <= MAX_FILE_NAME and name.isprintable() else None
 
 
 def _too_large(most: int, given: str) -> ApiError:
@@ -130,9 +154,10 @@ def load_body(body: RawBody, *, kind: str, known_queues: Collection[str] = (),
               known_resource_flavors: Collection[str] = ()) -> SpecBundle:
     """The documents of `body`, all of `kind` (422 otherwise). Jobs must be launchable."""
     content_type, data, limits = body.content_type, body.data, body.limits
-    if content_type not in YAML_TYPES + JSON_TYPES:
+    if content_type not in YAML_TYPES + JSON_TYPES + SCRIPT_TYPES:
         raise ApiError(415, f"unsupported content type {content_type or '(none)'!r}; send "
-                            "application/yaml, text/yaml or application/json",
+                            "application/yaml, text/yaml, application/json or (a batch "
+                            "script) text/x-shellscript",
                        "header.Content-Type")
     try:
         text = data.decode("utf-8")
@@ -142,7 +167,8 @@ def load_body(body: RawBody, *, kind: str, known_queues: Collection[str] = (),
         raise ApiError(422, f"the body is empty; expected a {kind} document", BODY)
     try:
         load = load_json if content_type in JSON_TYPES else load_text
-        bundle = load(text, "request", known_queues=known_queues, known_nodes=known_nodes,
+        bundle = load(text, body.file_name or "request", known_queues=known_queues,
+                      known_nodes=known_nodes,
                       known_priority_classes=known_priority_classes,
                       known_resource_flavors=known_resource_flavors, limits=limits,
                       launchable=kind == "Job")

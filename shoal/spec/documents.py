@@ -548,6 +548,11 @@ class JobSpec(_Model):
         default=False,
         description="true: submitted held (Slurm's -H), not considered until released "
                     "(`shoal release NAME`).")
+    array: Annotated[StrictStr, Field(max_length=256)] | None = Field(
+        default=None,
+        description="A job array (Slurm's --array): '0-9', '1,3,5' or '0-15:4' submits one "
+                    "job <name>-<i> per index i, with SHOAL_ARRAY_INDEX=i in its tasks' "
+                    "environment; at most 1000.")
 
 
 class TaskStatus(_Model):

@@ -36,6 +36,8 @@ from shoal.spec.errors import DocRef, IssueLog, SpecError, SpecIssue, quote
 from shoal.spec.flavors import resource_flavor
 from shoal.spec.imports import Lowered, Original, original_path
 from shoal.spec.imports.registry import lower_load
+from shoal.spec.imports.slurm_batch import script_documents
+from shoal.spec.imports.slurm_header import is_batch_script
 from shoal.spec.launch import launch_problems
 from shoal.spec.limits import DEFAULT_LIMITS, Limits, document_problems, node_count_problem
 from shoal.spec.messages import describe
@@ -128,11 +130,14 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
           ) -> SpecBundle:
     d = Declarations(unreadable=bool(log))
     originals: dict[str, Original] = {}
+    lowered_at: dict[tuple[str, int], Lowered] = {}
     jobs_seen = 0
     for source, text in texts:
         documents: list[tuple[DocRef, Any]] = []
         try:
-            for number, data in reader(source, text, log, options.limits):
+            read = (script_documents if reader is yaml_documents and is_batch_script(text)
+                    else reader)
+            for number, data in read(source, text, log, options.limits):
                 documents.append((DocRef(source, number), data))
         except UnreadableError:
             d.unreadable = True
@@ -141,10 +146,17 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
             if _document(log, d, item.doc, item.data, options, jobs_seen=jobs_seen) == "Job":
                 jobs_seen += 1
             if item.lowered is not None:
+                lowered_at[(item.doc.source, item.doc.document)] = item.lowered
                 _relocate(log, issues_before, item.lowered)
                 if len(d.jobs) > jobs_before:
                     originals[d.jobs[-1].value.name] = item.lowered.original
+    checked_from = len(log.issues)
     check_all(log, d, known)
+    if lowered_at:  # the cross-document checks' issues, at the originals' paths too
+        log.issues[checked_from:] = [
+            dataclasses.replace(i, path=original_path(lowered_at[(i.source, i.document)],
+                                                      i.path))
+            if (i.source, i.document) in lowered_at else i for i in log.issues[checked_from:]]
     if log.issues:
         order = {source: i for i, source in enumerate(sources)}
         raise SpecError(sorted(log.issues, key=lambda x: (order.get(x.source, 0), x.document)))

@@ -57,6 +57,7 @@ from shoal.sim.loaders._common import check_limit, finish
 from shoal.sim.loaders._yaml import Document, documents, read_text, spec_error
 from shoal.sim.trace import WORKER_GROUP, Trace, TraceError, TraceJob
 from shoal.spec import SpecError, load_text
+from shoal.spec.imports.arrays import ARRAY_ANNOTATION
 from shoal.spec.limits import FILE_LIMITS
 
 
@@ -93,7 +94,9 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
         raise spec_error(source, exc, {d.number: d.node for d in docs}) from exc
     jobs: list[TraceJob] = []
     for job in bundle.jobs:
-        doc, arrival, duration, model = extras[job.name]
+        # An array's elements (`spec.array`) arrive together, as their document says.
+        doc, arrival, duration, model = extras.get(job.name) \
+            or extras[job.annotations[ARRAY_ANNOTATION]]
         if len(job.groups) != 1:
             raise TraceError(source, doc.line_of("spec.taskGroups"), "spec.taskGroups",
                              f"a trace job has exactly one task group (one gang of identical "

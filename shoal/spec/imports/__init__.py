@@ -45,6 +45,8 @@ class ImportFormat(StrEnum):
     """A Slurm batch script's `#SBATCH` header."""
     RAY_JOB = "ray-job"
     """A Ray job submission (`entrypoint`, `runtime_env`, ...)."""
+    SHOAL_ARRAY = "shoal-array"
+    """A native Job with `spec.array`, one job per index."""
     SEDNA = "sedna"
     """Seed 004's FederatedLearningJob, IncrementalLearningJob, LifeLongLearningJob and
     JointInferenceService."""

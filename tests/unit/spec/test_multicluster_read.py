@@ -201,5 +201,7 @@ def test_the_loader_still_reads_what_it_read() -> None:
           taskGroups: [{name: w, replicas: 1, resources: {cpu: 1}}]
         """))
     assert [j.name for j in bundle.jobs] == ["plain"]
-    with pytest.raises(SpecError, match="apiVersion: required field is missing"):
+    # A protocol-v2 document is an OpenPAI job now (shoal.spec.imports.openpai), checked
+    # as one: it has no task roles.
+    with pytest.raises(SpecError, match="taskRoles: required field is missing"):
         load_text("protocolVersion: 2\nname: x\n")
