@@ -132,7 +132,7 @@ def _extras(job: PaiJobSpec, problems: Problems, paths: dict[str, str]) -> dict[
         if key == HIVED and isinstance(value, Mapping):
             priority = value.get("jobPriorityClass")
             if priority is not None:
-                if priority not in PRIORITY_CLASSES:
+                if not isinstance(priority, str) or priority not in PRIORITY_CLASSES:
                     problems.append((join_path(path, "jobPriorityClass"), f"must be one of "
                                      f"{', '.join(PRIORITY_CLASSES)}, got {quote(priority)}"))
                 else:
