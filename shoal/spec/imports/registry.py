@@ -13,8 +13,15 @@ from typing import Any
 
 from shoal.spec.errors import DocRef, IssueLog
 from shoal.spec.imports import Foreign, Importer, Lowered
+from shoal.spec.imports.kubernetes_job import KubernetesJobImporter
+from shoal.spec.imports.volcano import VolcanoJobImporter
+from shoal.spec.imports.volcano_pod_group import VolcanoPodGroupImporter
 
-IMPORTERS: tuple[Importer, ...] = ()
+IMPORTERS: tuple[Importer, ...] = (
+    VolcanoJobImporter(),
+    VolcanoPodGroupImporter(),
+    KubernetesJobImporter(),
+)
 """Every foreign format Shoal reads; the first that claims a document has it."""
 
 
