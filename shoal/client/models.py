@@ -188,7 +188,7 @@ class JobView:
     time_limit: float | None = None
     depends_on: tuple[str, ...] = ()
     held: bool = False
-    jobs: tuple[str, ...] = ()
+    jobs: tuple[str, ...] = field(default=(), compare=False)
     """A submission's answer: every job it created, in order (one document may become
     several); empty otherwise."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
