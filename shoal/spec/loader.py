@@ -128,6 +128,7 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
           ) -> SpecBundle:
     d = Declarations(unreadable=bool(log))
     originals: dict[str, Original] = {}
+    lowered_at: dict[tuple[str, int], Lowered] = {}
     jobs_seen = 0
     for source, text in texts:
         documents: list[tuple[DocRef, Any]] = []
@@ -141,10 +142,18 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
             if _document(log, d, item.doc, item.data, options, jobs_seen=jobs_seen) == "Job":
                 jobs_seen += 1
             if item.lowered is not None:
+                lowered_at[item.doc.source, item.doc.document] = item.lowered
                 _relocate(log, issues_before, item.lowered)
                 if len(d.jobs) > jobs_before:
                     originals[d.jobs[-1].value.name] = item.lowered.original
+    checks_from = len(log.issues)
     check_all(log, d, known)
+    # A check across documents (an unknown queue ...) names a lowered document's field as
+    # its original does, too.
+    log.issues[checks_from:] = [
+        issue if (lowered := lowered_at.get((issue.source, issue.document))) is None
+        else dataclasses.replace(issue, path=original_path(lowered, issue.path))
+        for issue in log.issues[checks_from:]]
     if log.issues:
         order = {source: i for i, source in enumerate(sources)}
         raise SpecError(sorted(log.issues, key=lambda x: (order.get(x.source, 0), x.document)))

@@ -328,9 +328,9 @@ def test_a_plain_kubernetes_job_goes_to_the_default_queue() -> None:
      "must be Never or OnFailure"),
     (("tolerations: [{key: nvidia.com/gpu, operator: Exists}]", "volumes: []"),
      "spec.template.spec.volumes", "is not supported"),
-    # Checks across documents run after lowering, at the native path (the loader's).
+    # A check across documents, at the original path too.
     (("kueue.x-k8s.io/queue-name: default", "kueue.x-k8s.io/queue-name: nowhere"),
-     "spec.queue", "unknown queue 'nowhere'"),
+     "metadata.labels['kueue.x-k8s.io/queue-name']", "unknown queue 'nowhere'"),
 ])
 def test_kubernetes_job_refusals(change: tuple[str, str], path: str, message: str) -> None:
     text = KUEUE.replace(*change)
