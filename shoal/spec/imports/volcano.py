@@ -239,6 +239,10 @@ _SUPPORTED = ("PodFailed, Unknown or * with RestartJob, RestartTask, RestartPod 
 def _policy(log: IssueLog, doc: DocRef, where: str, event: Any, action: Any, job_level: bool,
             out: _Policies) -> None:
     path = join_path(where, "action")
+    if not isinstance(event, str) or not isinstance(action, str):
+        log.add(doc, where, f"must name an event and an action (strings), got "
+                            f"{quote(event)} and {quote(action)}")
+        return
     if action == "RestartJob" and event in (_POD_FAILED, _UNKNOWN, _ANY):
         out.job_retry = True
     elif action in ("RestartTask", "RestartPod") and event in _NATIVE_EVENT:

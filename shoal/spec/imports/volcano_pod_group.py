@@ -55,7 +55,7 @@ class VolcanoPodGroupImporter:
 
     def claims(self, data: Any) -> bool:
         return _is_pod(data) or (isinstance(data, Mapping) and data.get("kind") == "PodGroup"
-                                 and data.get("apiVersion") in API_VERSIONS)
+                                 and any(data.get("apiVersion") == v for v in API_VERSIONS))
 
     def lower(self, log: IssueLog, docs: Sequence[Foreign]) -> list[Lowered]:
         groups = [f for f in docs if not _is_pod(f.data)]
@@ -71,7 +71,7 @@ class VolcanoPodGroupImporter:
             annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
             wanted = annotations.get(GROUP_ANNOTATION) if isinstance(annotations, Mapping) \
                 else None
-            if wanted is None:
+            if not isinstance(wanted, str):
                 log.add(pod.doc, f"metadata.annotations[{GROUP_ANNOTATION!r}]",
                         "a Pod is submitted with its PodGroup: name the group in this "
                         "annotation, and put the PodGroup in the same file")
