@@ -82,3 +82,19 @@ def test_an_image_is_refused_by_default(up: Up, tmp_path: Path) -> None:
         assert "runs no container images" in str(info.value)
         with pytest.raises(ShoalApiError):
             shoal.get_job("with-image")
+
+
+def test_with_images_ignored_the_command_runs_on_the_host(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "cluster.yaml").write_text(node_yaml())
+    path = tmp_path / "image.yaml"
+    path.write_text((EXAMPLES / "imports" / "kueue-job.yaml").read_text().replace(
+        "        - name: main\n", "        - name: main\n          image: busybox:1.36\n"))
+    with shoal_up(home, "--images", "ignore") as up, up.client() as shoal:
+        job = shoal.submit(path)
+        assert job.groups[0].image == "busybox:1.36"
+        done = shoal.wait("sample-kueue", timeout=WAIT_S)
+        assert done.state is JobState.SUCCEEDED, done.events
+        with shoal.logs("sample-kueue", "main-0") as stream:
+            assert "".join(stream).strip() == "index 0"
