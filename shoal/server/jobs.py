@@ -111,7 +111,7 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
             known_priority_classes=[pc.name for pc in (*BUILTIN_PRIORITY_CLASSES,
                                                        *repository.list_priority_classes())])
         jobs = bundle.jobs
-        if len(jobs) > 1 and not _one_original(bundle):
+        if len(jobs) > 1 and not _one_document(bundle):
             raise ApiError(422, f"expected one Job document, got {len(jobs)}", "kind")
         most = body.limits.max_jobs_per_submission
         if len(jobs) > most:
@@ -304,10 +304,10 @@ class Submission:
     originals: Mapping[str, Original]
 
 
-def _one_original(bundle: SpecBundle) -> bool:
-    """Whether every job of the bundle was lowered from one and the same document."""
-    first = bundle.originals.get(bundle.jobs[0].name)
-    return first is not None and all(bundle.originals.get(j.name) is first
+def _one_document(bundle: SpecBundle) -> bool:
+    """Whether every job of the bundle came from one and the same document."""
+    first = bundle.job_documents.get(bundle.jobs[0].name)
+    return first is not None and all(bundle.job_documents.get(j.name) == first
                                      for j in bundle.jobs)
 
 

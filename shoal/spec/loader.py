@@ -129,6 +129,7 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
     d = Declarations(unreadable=bool(log))
     originals: dict[str, Original] = {}
     lowered_at: dict[tuple[str, int], Lowered] = {}
+    documents_of: dict[str, tuple[str, int]] = {}
     jobs_seen = 0
     for source, text in texts:
         documents: list[tuple[DocRef, Any]] = []
@@ -141,11 +142,13 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
             jobs_before, issues_before = len(d.jobs), len(log.issues)
             if _document(log, d, item.doc, item.data, options, jobs_seen=jobs_seen) == "Job":
                 jobs_seen += 1
+            for added in d.jobs[jobs_before:]:
+                documents_of[added.value.name] = (item.doc.source, item.doc.document)
+                if item.lowered is not None:
+                    originals[added.value.name] = item.lowered.original
             if item.lowered is not None:
                 lowered_at[item.doc.source, item.doc.document] = item.lowered
                 _relocate(log, issues_before, item.lowered)
-                if len(d.jobs) > jobs_before:
-                    originals[d.jobs[-1].value.name] = item.lowered.original
     checks_from = len(log.issues)
     check_all(log, d, known)
     # A check across documents (an unknown queue ...) names a lowered document's field as
@@ -163,7 +166,7 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
         priority_classes=tuple(x.value for x in d.priority_classes),
         resource_flavors=tuple(x.value for x in d.resource_flavors),
         jobs=tuple(x.value for x in d.jobs),
-        profile=d.profile_spec, originals=originals)
+        profile=d.profile_spec, originals=originals, job_documents=documents_of)
 
 
 def _relocate(log: IssueLog, start: int, lowered: Lowered) -> None:

@@ -80,6 +80,8 @@ def test_the_loader_keeps_each_imported_job_s_original() -> None:
     assert bundle.originals["sweep-0"].document["name"] == "sweep"
     assert bundle.jobs[0].labels == {"team": "vision"}
     assert bundle.jobs[1].annotations == {"toy/index": "1"}
+    assert bundle.job_documents == {"sweep-0": ("f.yaml", 2), "sweep-1": ("f.yaml", 2),
+                                    "train-a": ("f.yaml", 3)}
 
 
 def test_issues_in_lowered_documents_are_reported_at_the_original_path() -> None:
