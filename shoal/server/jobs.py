@@ -5,6 +5,12 @@ paths), the caller's right to the queue (403), and the scheduler's verdict on wh
 could ever run on this cluster (422 with the reason). Only then is it handed to the
 scheduler, which stores it; an `Idempotency-Key` retry returns the stored job with 200.
 
+One document may become several jobs (a foreign format's phases, an array: every job of the
+body must come from one document; `Limits.max_jobs_per_submission` bounds them). Each is
+checked as above before any is stored, they are stored all or none with the documents they
+were imported from, the answer is the first with `jobs` naming them all, and a key's replay
+answers the same set. `GET /api/v1/jobs/{name}/original` returns an imported job's original.
+
 The submission route is `async` and does its work on the event loop, unlike the other routes,
 which FastAPI runs in its thread pool. Its work is short: parsing, the admission check (both
 CPU, which holds the GIL wherever it runs) and one small write transaction. Handing it to a
