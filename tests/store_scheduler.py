@@ -4,13 +4,14 @@ control loop. (Beside the root conftest, so that every suite can import it.)"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from shoal.api import Job, JobState, PendingReason, VirtualCluster
 from shoal.api.objects import job_of_virtual_cluster
 from shoal.scheduler.actions.enqueue import admission_check
 from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_status
 from shoal.scheduler.model import SchedulerModel
+from shoal.spec.imports import Original
 from shoal.store import Repository
 
 
@@ -29,6 +30,13 @@ class StoreScheduler:
                ) -> tuple[Job, bool]:
         self.wake_ups += wake
         return self.repository.submit_job(job, idempotency_key=idempotency_key)
+
+    def submit_jobs(self, jobs: Sequence[Job], idempotency_key: str | None, *,
+                    originals: Mapping[str, Original] | None = None, wake: bool = True
+                    ) -> tuple[tuple[Job, ...], bool]:
+        self.wake_ups += wake
+        return self.repository.submit_jobs(jobs, idempotency_key=idempotency_key,
+                                           originals=originals)
 
     def wake_up(self) -> None:
         self.wake_ups += 1

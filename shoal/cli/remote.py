@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -90,19 +90,32 @@ def submit(
     server: ServerOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Submit a job; prints its name (or the job, with -o json/yaml)."""
+    """Submit a job; prints its name (or the job, with -o json/yaml).
+
+    The file may be a shoal/v1 Job or a job document of another system that Shoal imports
+    (a Volcano or Kubernetes Job, ...). One document may become several jobs: every name is
+    printed, one a line (with -o json/yaml, the list of jobs); --wait waits for them all."""
     def action(shoal: ShoalClient) -> int | None:
-        job = shoal.submit(file)
+        first = shoal.submit(file)
+        names = first.jobs or (first.name,)
         if output.tabular:
-            out().print(job.name)
+            for name in names:
+                out().print(name, highlight=False)
+        jobs = [first, *(shoal.get_job(n) for n in names[1:])] if len(names) > 1 or wait \
+            else [first]
         if wait:
-            job = shoal.wait(job.name, timeout=timeout, interval=POLL)
+            jobs = [shoal.wait(job.name, timeout=timeout, interval=POLL) for job in jobs]
             if output.tabular:
-                err.print(f"job {job.name} {job.state.value}"
-                          + ("" if job.state is JobState.SUCCEEDED else _why_not(job)))
+                for job in jobs:
+                    err.print(f"job {job.name} {job.state.value}"
+                              + ("" if job.state is JobState.SUCCEEDED else _why_not(job)))
         if not output.tabular:
-            _print_job(output, job)
-        return JOB_FAILED if wait and job.state is not JobState.SUCCEEDED else None
+            if len(jobs) == 1:
+                _print_job(output, jobs[0])
+            else:
+                emit(output, [job.raw for job in jobs])
+        failed = any(job.state is not JobState.SUCCEEDED for job in jobs)
+        return JOB_FAILED if wait and failed else None
     remote(server, token, action)
 
 
@@ -173,12 +186,19 @@ def get(
     name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
     tasks: Annotated[int, typer.Option(
         "--tasks", min=0, help="Show this many of its tasks (0: all).")] = SHOWN_TASKS,
+    original: Annotated[bool, typer.Option(
+        "--original", help="Print the document the job was imported from (a Volcano or "
+                           "Kubernetes Job, a batch script, ...) instead: YAML unless -o "
+                           "json; a batch script as its text.")] = False,
     output: OutputOption = Format.TABLE,
     server: ServerOption = None,
     token: TokenOption = None,
 ) -> None:
     """One job: its tasks (node, GPUs, state), why it waits, and its latest events."""
     def action(shoal: ShoalClient) -> None:
+        if original:
+            _print_original(output, shoal.original(name).document)
+            return
         job = shoal.get_job(name)
         shown: list[TaskView] = []
         if output.tabular:
@@ -188,6 +208,14 @@ def get(
                     break
         _print_job(output, job, shown)
     remote(server, token, action)
+
+
+def _print_original(fmt: Format, document: Any) -> None:
+    """A batch script as its text; a document as YAML (JSON with -o json)."""
+    if isinstance(document, str):
+        sys.stdout.write(document if document.endswith("\n") else document + "\n")
+    else:
+        emit(Format.JSON if fmt is Format.JSON else Format.YAML, document)
 
 
 def cancel(

@@ -109,8 +109,18 @@ def job_detail(job: JobView, tasks: Sequence[TaskView]) -> RenderableType:
                        ("Submitted", _when(job.created))):
         head.add_row(key, value)
     head.add_row("State", _state(job.state) + (" (held)" if job.held else ""))
+    for key, mapping in (("Labels", job.labels), ("Annotations", job.annotations)):
+        if mapping:
+            head.add_row(key, ", ".join(f"{k}={v}" for k, v in mapping.items()))
+    if job.imported is not None:
+        head.add_row("Imported", f"from {job.imported} (shoal get {job.name} --original)")
+    if job.time_limit is not None:
+        head.add_row("Time limit", f"{job.time_limit:g}s")
     if job.depends_on:
         head.add_row("Depends on", ", ".join(job.depends_on))
+    images = [f"{g.name}: {g.image}" for g in job.groups if g.image is not None]
+    if images:
+        head.add_row("Images", ", ".join(images))
     if job.pending_reason is not None:
         head.add_row("Waiting", f"{job.pending_reason.kind}: {job.pending_reason.message}")
     head.add_row("Tasks", ", ".join(f"{n} {state.value}" for state, n in

@@ -33,6 +33,7 @@ from rich.markup import escape
 
 from shoal.api import TaskRef
 from shoal.api.defaults import FOLLOWS_PER_USER
+from shoal.api.images import ImagePolicy
 from shoal.cli.engines import LOCAL, EngineChoice, EngineError, start_engine
 from shoal.cli.errors import USAGE_ERROR, user_errors
 from shoal.cli.profiles import load_profile
@@ -63,7 +64,7 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
           scale_up_hook: str | None, scale_up_cooldown: float, task_user_prefix: str,
           task_user: str | None, insecure_same_user: bool, work_dir: Path, job_ttl: float,
           engine: EngineChoice, clusters: Path | None = None, mc_poll: float = 5.0,
-          mc_timeout: float = 10.0) -> None:
+          mc_timeout: float = 10.0, images: ImagePolicy = ImagePolicy.REFUSE) -> None:
     """Run `shoal up` with its flags (checked by `shoal.cli.up`) until SIGINT/SIGTERM."""
     hook = None if scale_up_hook is None else ScaleUpHook(scale_up_hook, scale_up_cooldown)
 
@@ -76,7 +77,7 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
             _serve(data_dir, host, port, db, cluster, profile, interval, grace, hook,
                    _Tasks(policy, work_dir), job_ttl=job_ttl, limits=limits,
                    follows_per_user=max_follows_per_user, engine=engine,
-                   mc=_McOptions(clusters, mc_poll, mc_timeout))
+                   mc=_McOptions(clusters, mc_poll, mc_timeout), images=images)
         except (IsolationError, EngineError, InUseError) as exc:  # nothing has started yet
             Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}",
                                        highlight=False)
@@ -129,7 +130,8 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
            profile: str, interval: float, grace: float, hook: ScaleUpHook | None,
            tasks: _Tasks, *, job_ttl: float, limits: Limits = DEFAULT_LIMITS,
            follows_per_user: int = FOLLOWS_PER_USER,
-           engine: EngineChoice = LOCAL, mc: _McOptions | None = None) -> None:
+           engine: EngineChoice = LOCAL, mc: _McOptions | None = None,
+           images: ImagePolicy = ImagePolicy.REFUSE) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # also when it exists from an older, 0755 start
@@ -162,7 +164,7 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
         try:
             _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks,
                  job_ttl=job_ttl, limits=limits, follows_per_user=follows_per_user,
-                 engine=engine, federation=federation)
+                 engine=engine, federation=federation, images=images)
         finally:
             if federation is not None:
                 federation.close()
@@ -172,7 +174,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
          bundle: SpecBundle | None, chosen: Profile, interval: float, grace: float,
          hook: ScaleUpHook | None, tasks: _Tasks, *, job_ttl: float,
          limits: Limits = DEFAULT_LIMITS, follows_per_user: int = FOLLOWS_PER_USER,
-         engine: EngineChoice = LOCAL, federation: Federation | None = None) -> None:
+         engine: EngineChoice = LOCAL, federation: Federation | None = None,
+         images: ImagePolicy = ImagePolicy.REFUSE) -> None:
     repository = Repository(store)
     token_path = _admin_token(repository, data_dir)
 
@@ -213,7 +216,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     loop.start()
 
     app = create_app(repository, plane, _log_source(executor), limits=limits,
-                     follows_per_user=follows_per_user, federation=federation)
+                     follows_per_user=follows_per_user, federation=federation,
+                     images=images)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)

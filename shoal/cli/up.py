@@ -25,6 +25,7 @@ from shoal.api.defaults import (
     TASK_WORK_DIR,
 )
 from shoal.api.elastic import parse_duration
+from shoal.api.images import ImagePolicy
 from shoal.cli.engines import DEFAULT_RAY_NAMESPACE, RAY_AUTO, Engine, EngineChoice
 
 
@@ -107,6 +108,11 @@ def up(
         "--mc-poll", min=0.05, help="Seconds between two polls of the "
                                     "members (sooner when a guard or survival window "
                                     "ends).")] = 5.0,
+    images: Annotated[ImagePolicy, typer.Option(
+        "--images", case_sensitive=False,
+        help="What to do with a job whose tasks name a container image: refuse it at "
+             "submission (no container runtime is offered), or ignore the image and run "
+             "the command on the host, in the host's environment.")] = ImagePolicy.REFUSE,
     mc_timeout: Annotated[float, typer.Option(
         "--mc-timeout", min=0.1, help="Seconds one call to a member may "
                                       "take; a member that does not answer in time is "
@@ -123,7 +129,7 @@ def up(
           scale_up_cooldown=scale_up_cooldown, task_user_prefix=task_user_prefix,
           task_user=task_user, insecure_same_user=insecure_same_user, work_dir=work_dir,
           job_ttl=ttl, engine=EngineChoice(engine, ray_address, ray_namespace),
-          clusters=clusters, mc_poll=mc_poll, mc_timeout=mc_timeout)
+          clusters=clusters, mc_poll=mc_poll, mc_timeout=mc_timeout, images=images)
 
 
 def _ttl(text: str) -> float:

@@ -41,6 +41,7 @@ from shoal.client.models import (
     JobPage,
     JobView,
     Json,
+    OriginalView,
     TaskPage,
     TaskView,
 )
@@ -219,7 +220,9 @@ class ShoalClient(MultiClusterVerbs):
     # ---- jobs ------------------------------------------------------------------------------
 
     def submit(self, spec: Spec, idempotency_key: str | None = None) -> JobView:
-        """Submit one Job document; returns the job as stored."""
+        """Submit one job document (`shoal/v1`, or one Shoal imports: a Volcano or Kubernetes
+        Job, ...); returns the (first) job as stored. One document may become several
+        jobs: `JobView.jobs` names them all."""
         key = idempotency_key or str(uuid.uuid4())
         data = self._post_spec(f"{API}/jobs", spec, {"Idempotency-Key": key}, retry=True)
         return JobView.from_json(data)
@@ -247,6 +250,11 @@ class ShoalClient(MultiClusterVerbs):
     def get_job(self, name: str) -> JobView:
         """The job: its spec, its task counts, why it waits, and its latest events."""
         return JobView.from_json(self._get(f"{API}/jobs/{_quote(name)}"))
+
+    def original(self, name: str) -> OriginalView:
+        """The document the job was imported from; a job written as `shoal/v1` has none
+        (the server answers 404, raised as `NotFound`)."""
+        return OriginalView.from_json(self._get(f"{API}/jobs/{_quote(name)}/original"))
 
     def tasks(self, name: str, *, limit: int = 100, after: str | None = None) -> TaskPage:
         """One page of the job's tasks in task order; `after` is the previous page's

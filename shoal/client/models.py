@@ -134,12 +134,29 @@ class TaskGroupView:
     replicas: int
     resources: Quantities
     command: tuple[str, ...]
+    image: str | None = None
+    """The container image its tasks run in; None: on the host."""
 
     @classmethod
     def from_json(cls, data: Json) -> TaskGroupView:
         return cls(name=str(data["name"]), replicas=int(data["replicas"]),
                    resources=dict(data.get("resources") or {}),
-                   command=tuple(str(c) for c in data.get("command") or ()))
+                   command=tuple(str(c) for c in data.get("command") or ()),
+                   image=_opt_str(data.get("image")))
+
+
+@dataclass(frozen=True)
+class OriginalView:
+    """The document a job was imported from (`ShoalClient.original`): its format
+    (`volcano-job`, `kubernetes-job`, `slurm-batch`, ...) and the document as submitted —
+    a mapping, or a batch script's text."""
+
+    format: str
+    document: Any
+
+    @classmethod
+    def from_json(cls, data: Json) -> OriginalView:
+        return cls(format=str(data["format"]), document=data.get("document"))
 
 
 @dataclass(frozen=True)
@@ -164,10 +181,18 @@ class JobView:
     end_time: float | None = None
     deleting: bool = False
     """A deletion was asked: it is removed once it has stopped."""
+    annotations: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    labels: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    imported: str | None = None
+    """The format of the document it was imported from; None: written as shoal/v1."""
+    time_limit: float | None = None
     depends_on: tuple[str, ...] = ()
     """Jobs that must succeed before this one is considered (empty in a listing)."""
     held: bool = False
     """Held: not scheduled until released (False in a listing)."""
+    jobs: tuple[str, ...] = field(default=(), compare=False)
+    """A submission's answer: every job it created, in order (one document may become
+    several); empty otherwise."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -194,8 +219,13 @@ class JobView:
             elastic_size=None if status.get("elasticSize") is None
             else int(status["elasticSize"]), end_time=_opt_float(status.get("endTime")),
             deleting=bool(status.get("deleting", False)),
+            annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            imported=_opt_str(meta.get("imported")),
+            time_limit=_opt_float(spec.get("timeLimit")),
             depends_on=tuple(str(d) for d in spec.get("dependsOn") or ()),
-            held=bool(spec.get("hold", False)), raw=data)
+            held=bool(spec.get("hold", False)),
+            jobs=tuple(str(j) for j in data.get("jobs") or ()), raw=data)
 
 
 @dataclass(frozen=True)

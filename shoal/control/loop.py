@@ -55,11 +55,12 @@ releases and requeues are carried out on the loop's thread (`shoal.control.gatin
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 
@@ -102,6 +103,7 @@ from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
+from shoal.spec.imports import Original
 from shoal.store import NotFoundError, Repository
 
 log = logging.getLogger(__name__)
@@ -216,11 +218,21 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
         has been sent: a loop woken at once competes with the answer for the GIL. A wake-up
         that never comes costs at most POLL_INTERVAL: the loop takes up queued commands on
         every turn."""
-        if not job.submitted:
-            job = replace(job, submitted=self.clock())
-        stored, created = self.repository.submit_job(job, idempotency_key=idempotency_key)
+        stored, created = self.submit_jobs((job,), idempotency_key, wake=wake)
+        return stored[0], created
+
+    def submit_jobs(self, jobs: Sequence[Job], idempotency_key: str | None = None, *,
+                    originals: Mapping[str, Original] | None = None, wake: bool = True
+                    ) -> tuple[tuple[Job, ...], bool]:
+        """`submit` for the jobs one document became, stored all or none
+        (`Repository.submit_jobs`), each with its original document if it has one."""
+        now = self.clock()
+        jobs = tuple(job if job.submitted else replace(job, submitted=now) for job in jobs)
+        stored, created = self.repository.submit_jobs(jobs, idempotency_key=idempotency_key,
+                                                      originals=originals)
         if created:
-            self._commands.put(lambda: self._admit(stored))
+            for job in stored:
+                self._commands.put(functools.partial(self._admit, job))
             if wake:
                 self.wake_up()
         return stored, created

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from shoal.api.defaults import FOLLOWS_PER_USER
+from shoal.api.images import ImagePolicy
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
@@ -30,13 +31,16 @@ def create_app(repository: Repository, scheduler: Scheduler,
                logs: LogSource | None = None, *,
                follows_per_user: int = FOLLOWS_PER_USER,
                limits: Limits = DEFAULT_LIMITS,
-               federation: "Federation | None" = None) -> FastAPI:
+               federation: "Federation | None" = None,
+               images: ImagePolicy = ImagePolicy.REFUSE) -> FastAPI:
     """`logs` reads a task's output (`shoal.server.logs.LogSource`: the executor's
     `read_log`, or `file_logs`); without it the log route answers 404. `follows_per_user`:
     how many `logs?follow=true` streams one user may hold open at once; `app.state.follows`
     counts those open. `limits`: what one request body may be and hold (`app.state.limits`,
     read by `shoal.server.body`). `federation`: the super scheduler of `shoal up`
-    (`shoal.server.multicluster`'s routes); without it those routes do not exist."""
+    (`shoal.server.multicluster`'s routes); without it those routes do not exist.
+    `images`: what the engine does with container images (`shoal up --images`): a job that
+    names one is refused at submission under REFUSE."""
     app = FastAPI(title=API_TITLE, version=API_VERSION,
                   description="Shoal's REST API: submit and follow deep-learning jobs; "
                               "manage nodes, virtual clusters, priority classes and users. "
@@ -50,7 +54,7 @@ def create_app(repository: Repository, scheduler: Scheduler,
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    app.include_router(jobs_router(repository, scheduler, current_user))
+    app.include_router(jobs_router(repository, scheduler, current_user, images))
     app.include_router(job_controls_router(repository, scheduler, current_user))
     app.state.follows = FollowSlots(follows_per_user)
     app.include_router(logs_router(repository, logs, current_user, app.state.follows))

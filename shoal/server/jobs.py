@@ -5,6 +5,12 @@ paths), the caller's right to the queue (403), and the scheduler's verdict on wh
 could ever run on this cluster (422 with the reason). Only then is it handed to the
 scheduler, which stores it; an `Idempotency-Key` retry returns the stored job with 200.
 
+One document may become several jobs (a foreign format's phases, an array: every job of the
+body must come from one document; `Limits.max_jobs_per_submission` bounds them). Each is
+checked as above before any is stored, they are stored all or none with the documents they
+were imported from, the answer is the first with `jobs` naming them all, and a key's replay
+answers the same set. `GET /api/v1/jobs/{name}/original` returns an imported job's original.
+
 The submission route is `async` and does its work on the event loop, unlike the other routes,
 which FastAPI runs in its thread pool. Its work is short: parsing, the admission check (both
 CPU, which holds the GIL wherever it runs) and one small write transaction. Handing it to a
@@ -30,6 +36,8 @@ half millisecond.
 """
 
 import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Header, Query, Response
@@ -42,6 +50,7 @@ from shoal.api import (
     JobState,
     PendingKind,
 )
+from shoal.api.images import ImagePolicy, image_problem
 from shoal.server.auth import Authenticator, check_owner, check_queue
 from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
@@ -51,6 +60,7 @@ from shoal.server.models import (
     JobDeletionOut,
     JobOut,
     JobPage,
+    OriginalOut,
     TaskPage,
     event_out,
     job_out,
@@ -59,6 +69,8 @@ from shoal.server.models import (
     task_out,
 )
 from shoal.server.scheduler import Scheduler
+from shoal.spec import API_VERSION, SpecBundle
+from shoal.spec.imports import Original
 from shoal.store import (
     AlreadyExistsError,
     IdempotencyConflict,
@@ -81,7 +93,10 @@ YAML, and is parsed in the thread pool so that other requests are not held up me
 
 
 def jobs_router(repository: Repository, scheduler: Scheduler,
-                current_user: Authenticator) -> APIRouter:
+                current_user: Authenticator, images: ImagePolicy = ImagePolicy.REFUSE
+                ) -> APIRouter:
+    """`images`: what the engine does with a task's container image (`shoal up
+    --images`); a job with an image is refused at submission when it is REFUSE."""
     router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"],
                        responses=responses(401))
     body_dependency = Depends(raw_body)
@@ -95,23 +110,36 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
             raise ApiError(404, f"no job {name!r}", "path.name")
         return summary
 
-    def parse(body: RawBody, user: User) -> Job:
+    def parse(body: RawBody, user: User) -> Submission:
         bundle = load_body(
             body, kind="Job",
             known_queues=[vc.name for vc in repository.list_virtual_clusters()],
             known_nodes=[n.name for n in repository.list_nodes()],
             known_priority_classes=[pc.name for pc in (*BUILTIN_PRIORITY_CLASSES,
                                                        *repository.list_priority_classes())])
-        if len(bundle.jobs) != 1:
-            raise ApiError(422, f"expected one Job document, got {len(bundle.jobs)}", "kind")
-        job = bundle.jobs[0]
-        if job.tasks:
-            raise ApiError(422, "is set by the scheduler, not by a submission", "status")
-        if job.user is not None and job.user != user.name and not user.admin:
-            raise ApiError(403, f"user {user.name!r} may not submit as {job.user!r}",
-                           "metadata.user")
-        return dataclasses.replace(job, user=job.user or user.name,
-                                   submitted=repository.clock())
+        jobs = bundle.jobs
+        if len(jobs) > 1 and not _one_document(bundle):
+            raise ApiError(422, f"expected one Job document, got {len(jobs)}", "kind")
+        most = body.limits.max_jobs_per_submission
+        if len(jobs) > most:
+            raise ApiError(422, f"the document became {len(jobs)} jobs; one submission may "
+                                f"hold at most {most}", "kind")
+        submitted = repository.clock()
+        out: list[Job] = []
+        for job in jobs:
+            where = _job_where(job, len(jobs))
+            if job.tasks:
+                raise ApiError(422, f"{where}is set by the scheduler, not by a submission",
+                               "status")
+            if job.user is not None and job.user != user.name and not user.admin:
+                raise ApiError(403, f"{where}user {user.name!r} may not submit as "
+                                    f"{job.user!r}", "metadata.user")
+            problem = image_problem(job, images)
+            if problem is not None:
+                raise ApiError(422, f"{where}{problem.message}", problem.path)
+            out.append(dataclasses.replace(job, user=job.user or user.name,
+                                           submitted=submitted))
+        return Submission(tuple(out), dict(bundle.originals))
 
     @router.post("", status_code=201, response_model=JobOut, openapi_extra=SPEC_BODY,
                  responses={200: {"model": JobOut, "description": "An idempotent replay"},
@@ -121,30 +149,46 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                          body: Annotated[RawBody, body_dependency],
                          idempotency_key: Annotated[str | None, Header(max_length=255)] = None
                          ) -> JobOut:
-        """Submit one `shoal/v1` Job document."""
+        """Submit one job document: a `shoal/v1` Job, or a document of another system that
+        Shoal imports (a Volcano or Kubernetes Job, ...), which may become several jobs (all
+        stored or none). The answer is the first job; `jobs` names every job created."""
         if len(body.data) > INLINE_PARSE_BYTES:  # see INLINE_PARSE_BYTES
-            job = await run_in_threadpool(parse, body, user)
+            submission = await run_in_threadpool(parse, body, user)
         else:
-            job = parse(body, user)
-        check_queue(user, job.queue)
-        check_dependencies([job], repository)
-        reason = scheduler.feasibility(job)
-        if reason is not None and reason.kind is PendingKind.UNSCHEDULABLE:
-            raise ApiError(422, f"the job can never run on this cluster: {reason.message}",
-                           reason.field or "spec", reason=reason.to_dict())
+            submission = parse(body, user)
+        jobs = submission.jobs
+        for job in jobs:
+            check_queue(user, job.queue)
+        check_dependencies(jobs, repository)
+        for job in jobs:
+            reason = scheduler.feasibility(job)
+            if reason is not None and reason.kind is PendingKind.UNSCHEDULABLE:
+                raise ApiError(422, f"{_job_where(job, len(jobs))}the job can never run on "
+                                    f"this cluster: {reason.message}",
+                               reason.field or "spec", reason=reason.to_dict())
         try:
-            saved, created = scheduler.submit(job, idempotency_key, wake=False)
+            if len(jobs) == 1 and not submission.originals:  # the hot path: no extra work
+                one, created = scheduler.submit(jobs[0], idempotency_key, wake=False)
+                saved: tuple[Job, ...] = (one,)
+            else:
+                saved, created = scheduler.submit_jobs(
+                    jobs, idempotency_key, originals=submission.originals, wake=False)
         except IdempotencyConflict as exc:
             raise ApiError(409, str(exc), "header.Idempotency-Key") from None
         except AlreadyExistsError as exc:
             raise ApiError(409, str(exc), "metadata.name") from None
         if created:
             after.add_task(wake_up)  # once the answer is out: see the module's docstring
+        first = saved[0]
         response.status_code = 201 if created else 200
-        response.headers["Location"] = f"/api/v1/jobs/{saved.name}"
+        response.headers["Location"] = f"/api/v1/jobs/{first.name}"
         # A replay answers with the job as it is now; a new job's tasks are all pending.
-        summary = new_job_summary(saved) if created else repository.job_summary(saved.name)
-        return job_out(summary or new_job_summary(saved), scheduler.pending_reason(saved.name))
+        original = submission.originals.get(first.name)
+        summary = (new_job_summary(first, None if original is None else original.format)
+                   if created else repository.job_summary(first.name))
+        out = job_out(summary or new_job_summary(first), scheduler.pending_reason(first.name))
+        out.jobs = [job.name for job in saved]
+        return out
 
     @router.get("", response_model=JobPage, responses=responses(422))
     def list_jobs(_user: Annotated[User, Depends(current_user)],
@@ -173,6 +217,20 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
         except NotFoundError:  # deleted in between
             raise ApiError(404, f"no job {name!r}", "path.name") from None
         return job_out(job, scheduler.pending_reason(name), events)
+
+    @router.get("/{name}/original", response_model=OriginalOut, responses=responses(404))
+    def job_original(name: str, _user: Annotated[User, Depends(current_user)]
+                     ) -> OriginalOut:
+        """The document the job was imported from (a Volcano or Kubernetes Job, an OpenPAI
+        job, a batch script's text, ...) as it was submitted; 404 for a `shoal/v1` job."""
+        try:
+            original = repository.job_original(name)
+        except NotFoundError:
+            raise ApiError(404, f"no job {name!r}", "path.name") from None
+        if original is None:
+            raise ApiError(404, f"job {name!r} was submitted as {API_VERSION}; it has no "
+                                "other original", "path.name")
+        return OriginalOut(format=original.format.value, document=original.document)
 
     @router.get("/{name}/tasks", response_model=TaskPage, responses=responses(404, 422))
     def job_tasks(name: str, _user: Annotated[User, Depends(current_user)],
@@ -244,6 +302,26 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                                       "its tasks have stopped")
 
     return router
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """The jobs one request body became, in order, and the originals of those imported."""
+
+    jobs: tuple[Job, ...]
+    originals: Mapping[str, Original]
+
+
+def _one_document(bundle: SpecBundle) -> bool:
+    """Whether every job of the bundle came from one and the same document."""
+    first = bundle.job_documents.get(bundle.jobs[0].name)
+    return first is not None and all(bundle.job_documents.get(j.name) == first
+                                     for j in bundle.jobs)
+
+
+def _job_where(job: Job, count: int) -> str:
+    """Names the job in a message about one of several jobs of a submission."""
+    return f"job {job.name!r}: " if count > 1 else ""
 
 
 def _task_mark(after: str) -> tuple[str, int]:

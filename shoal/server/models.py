@@ -70,6 +70,8 @@ class TaskGroupOut(_Out):
     policies: list[FailurePolicyOut] = Field(default_factory=list)
     min_available: int | None = Field(default=None, alias="minAvailable")
     min_count: int | None = Field(default=None, alias="minCount")
+    image: str | None = Field(default=None, description="The container image its tasks run "
+                                                        "in; null: on the host.")
 
 
 class JobMetadataOut(_Out):
@@ -77,9 +79,15 @@ class JobMetadataOut(_Out):
     user: str | None
     creation_timestamp: float = Field(alias="creationTimestamp")
     annotations: dict[str, str] = Field(
-        default_factory=dict, description="Those Shoal reads: a rigid job's protection "
-                                          "(volcano.sh/cooldown-time); an elastic job's is "
-                                          "spec.elastic.protectFor.")
+        default_factory=dict, description="As submitted, and a rigid job's protection "
+                                          "(volcano.sh/cooldown-time) as Shoal reads it; an "
+                                          "elastic job's is spec.elastic.protectFor.")
+    labels: dict[str, str] = Field(default_factory=dict, description="As submitted.")
+    imported: str | None = Field(
+        default=None, description="The format of the document the job was imported from "
+                                  "(volcano-job, kubernetes-job, ...; `GET "
+                                  "/api/v1/jobs/{name}/original` returns it); null: "
+                                  "written as shoal/v1.")
 
 
 class JobVirtualClusterOut(_Out):
@@ -137,6 +145,8 @@ class JobSpecOut(_Out):
                     "leaves the job alone; null: the profile's default.")
     checkpoint_interval: float | None = Field(default=None, alias="checkpointInterval")
     service: ServiceOut | None = None
+    time_limit: float | None = Field(default=None, alias="timeLimit",
+                                     description="Seconds a run may last; null: no limit.")
     depends_on: list[str] = Field(
         default_factory=list, alias="dependsOn",
         description="Jobs that must succeed before this one is considered (afterok).")
@@ -214,6 +224,19 @@ class JobOut(_Out):
     metadata: JobMetadataOut
     spec: JobSpecOut
     status: JobStatusOut
+    jobs: list[str] | None = Field(
+        default=None, description="Only in a submission's answer: every job it created (or "
+                                  "an idempotent replay found), in order; the answer shows "
+                                  "the first. One document may become several jobs.")
+
+
+class OriginalOut(_Out):
+    """The document a job was imported from."""
+
+    format: str = Field(description="volcano-job, volcano-pod-group, kubernetes-job, "
+                                    "openpai-v2, slurm-batch, ray-job or sedna.")
+    document: Any = Field(description="The document as submitted (parsed), or a batch "
+                                      "script's text.")
 
 
 class JobSummarySpecOut(_Out):
@@ -293,11 +316,12 @@ def _completion(min_succeeded: int | None, min_failed: int | None) -> Completion
     return CompletionOut(min_succeeded=min_succeeded, min_failed=min_failed)
 
 
-def _metadata(job: Job) -> JobMetadataOut:
-    return JobMetadataOut(
-        name=job.name, user=job.user, creation_timestamp=job.submitted,
-        annotations={PROTECT: f"{job.protect_for:g}s"}
-        if job.protect_for and job.elastic is None else {})
+def _metadata(job: Job, imported: str | None) -> JobMetadataOut:
+    annotations = dict(job.annotations)
+    if job.protect_for and job.elastic is None:
+        annotations.setdefault(PROTECT, f"{job.protect_for:g}s")
+    return JobMetadataOut(name=job.name, user=job.user, creation_timestamp=job.submitted,
+                          annotations=annotations, labels=dict(job.labels), imported=imported)
 
 
 def _status(summary: JobSummary, reason: PendingReason | None,
@@ -311,11 +335,12 @@ def _status(summary: JobSummary, reason: PendingReason | None,
                         events=None if events is None else [event_out(e) for e in events])
 
 
-def new_job_summary(job: Job) -> JobSummary:
+def new_job_summary(job: Job, imported: str | None = None) -> JobSummary:
     """The summary of a job just stored: every task PENDING."""
     return JobSummary(job=job, task_counts={TaskState.PENDING: job.replicas} if job.replicas
                       else {}, elastic_size=None if job.elastic is None else 0,
-                      updated=job.submitted, ended=None, delete_requested=False)
+                      updated=job.submitted, ended=None, delete_requested=False,
+                      imported=imported)
 
 
 def _policies_out(group: TaskGroup) -> list[FailurePolicyOut]:
@@ -337,10 +362,11 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                            task_retry_count=g.task_retry_count,
                            completion=_completion(g.min_succeeded, None),
                            policies=_policies_out(g),
-                           min_available=g.min_available, min_count=g.min_count)
+                           min_available=g.min_available, min_count=g.min_count,
+                           image=g.image)
               for g in job.groups]
     return JobOut(
-        metadata=_metadata(job),
+        metadata=_metadata(job, summary.imported),
         spec=JobSpecOut(scheduler_name=job.scheduler_name.value,
                         min_available=job.min_available, queue=job.queue,
                         min_resources=(None if job.min_resources is None
@@ -352,7 +378,7 @@ def job_out(summary: JobSummary, reason: PendingReason | None = None,
                         elastic=_elastic_out(job), preemptable=job.preemptable,
                         freezing_window=job.freezing_window,
                         checkpoint_interval=job.checkpoint_interval,
-                        service=_service_out(job.service),
+                        service=_service_out(job.service), time_limit=job.time_limit,
                         depends_on=list(job.depends_on), hold=job.held),
         status=_status(summary, reason, events))
 
@@ -368,7 +394,7 @@ def _service_out(service: Service | None) -> ServiceOut | None:
 def job_summary_out(summary: JobSummary, reason: PendingReason | None) -> JobSummaryOut:
     job = summary.job
     return JobSummaryOut(
-        metadata=_metadata(job),
+        metadata=_metadata(job, summary.imported),
         spec=JobSummarySpecOut(queue=job.queue, scheduler_name=job.scheduler_name.value,
                                priority_class_name=job.priority_class),
         status=_status(summary, reason))

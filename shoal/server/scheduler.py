@@ -11,6 +11,7 @@ from typing import Protocol
 
 from shoal.api import Job, PendingReason, VirtualCluster
 from shoal.scheduler.introspection import VirtualClusterStatus
+from shoal.spec.imports import Original
 
 
 class Scheduler(Protocol):
@@ -20,6 +21,13 @@ class Scheduler(Protocol):
         this call created it. Raises the store's `AlreadyExistsError` /
         `IdempotencyConflict`. With `wake=False` the scheduler takes the job up at its next
         turn or at `wake_up()`, whichever is first."""
+        ...
+
+    def submit_jobs(self, jobs: Sequence[Job], idempotency_key: str | None, *,
+                    originals: Mapping[str, Original] | None = None, wake: bool = True
+                    ) -> tuple[tuple[Job, ...], bool]:
+        """`submit` for the jobs one document became, all or none, each stored with its
+        original document when `originals` names it."""
         ...
 
     def wake_up(self) -> None:

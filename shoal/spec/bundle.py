@@ -40,6 +40,9 @@ class SpecBundle:
     originals: Mapping[str, Original] = field(default_factory=dict)
     """Job name → the foreign document it was lowered from (`shoal.spec.imports`); a job
     written as a native document has none."""
+    job_documents: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """Job name → the (source, document number) it came from: jobs that share one came from
+    one document (an imported one lowered to several, an array)."""
 
     def all_virtual_clusters(self) -> tuple[VirtualCluster, ...]:
         """The declared virtual clusters plus the implicit `default` when none declares it."""

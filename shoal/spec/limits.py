@@ -69,6 +69,9 @@ class Limits:
     """Nodes one load declares (a Node's `count` included), whole load together."""
     max_issues: int = 16
     """Issues an API answer lists (a load gathers them all; the answer shows the first)."""
+    max_jobs_per_submission: int = 1_000
+    """Jobs one submitted document may become (a Volcano job is one; Sedna's phases, an
+    array, several): checked before any of them is checked against the cluster or stored."""
 
     def __post_init__(self) -> None:
         for f in fields(self):

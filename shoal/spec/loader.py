@@ -131,6 +131,7 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
     d = Declarations(unreadable=bool(log))
     originals: dict[str, Original] = {}
     lowered_at: dict[tuple[str, int], Lowered] = {}
+    documents_of: dict[str, tuple[str, int]] = {}
     jobs_seen = 0
     for source, text in texts:
         documents: list[tuple[DocRef, Any]] = []
@@ -145,18 +146,21 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
             jobs_before, issues_before = len(d.jobs), len(log.issues)
             if _document(log, d, item.doc, item.data, options, jobs_seen=jobs_seen) == "Job":
                 jobs_seen += 1
+            for added in d.jobs[jobs_before:]:
+                documents_of[added.value.name] = (item.doc.source, item.doc.document)
+                if item.lowered is not None:
+                    originals[added.value.name] = item.lowered.original
             if item.lowered is not None:
-                lowered_at[(item.doc.source, item.doc.document)] = item.lowered
+                lowered_at[item.doc.source, item.doc.document] = item.lowered
                 _relocate(log, issues_before, item.lowered)
-                if len(d.jobs) > jobs_before:
-                    originals[d.jobs[-1].value.name] = item.lowered.original
-    checked_from = len(log.issues)
+    checks_from = len(log.issues)
     check_all(log, d, known)
-    if lowered_at:  # the cross-document checks' issues, at the originals' paths too
-        log.issues[checked_from:] = [
-            dataclasses.replace(i, path=original_path(lowered_at[(i.source, i.document)],
-                                                      i.path))
-            if (i.source, i.document) in lowered_at else i for i in log.issues[checked_from:]]
+    # A check across documents (an unknown queue ...) names a lowered document's field as
+    # its original does, too.
+    log.issues[checks_from:] = [
+        issue if (lowered := lowered_at.get((issue.source, issue.document))) is None
+        else dataclasses.replace(issue, path=original_path(lowered, issue.path))
+        for issue in log.issues[checks_from:]]
     if log.issues:
         order = {source: i for i, source in enumerate(sources)}
         raise SpecError(sorted(log.issues, key=lambda x: (order.get(x.source, 0), x.document)))
@@ -166,7 +170,7 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
         priority_classes=tuple(x.value for x in d.priority_classes),
         resource_flavors=tuple(x.value for x in d.resource_flavors),
         jobs=tuple(x.value for x in d.jobs),
-        profile=d.profile_spec, originals=originals)
+        profile=d.profile_spec, originals=originals, job_documents=documents_of)
 
 
 def _relocate(log: IssueLog, start: int, lowered: Lowered) -> None:

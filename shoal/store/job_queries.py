@@ -25,7 +25,7 @@ from shoal.store.accounts import User
 from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
 from shoal.store.errors import NotFoundError
-from shoal.store.models import EventRow, JobRow, TaskRow, TokenRow
+from shoal.store.models import EventRow, JobOriginalRow, JobRow, TaskRow, TokenRow
 
 TERMINAL_JOB_STATES = tuple(s.value for s in JobState if s.terminal)
 #: Names per `IN (…)` list: well under SQLite's bound on parameters.
@@ -61,6 +61,9 @@ class JobSummary:
     updated: float
     ended: float | None
     delete_requested: bool
+    imported: str | None = None
+    """The format of the document it was imported from (`shoal.spec.imports.ImportFormat`'s
+    value); None: written as `shoal/v1`."""
 
 
 class JobQueries:
@@ -199,6 +202,7 @@ class JobQueries:
             # Explicit rather than left to ON DELETE CASCADE, which SQLite honours only
             # with its foreign_keys pragma on.
             s.execute(delete(EventRow).where(EventRow.job_id.in_(ids)))
+            s.execute(delete(JobOriginalRow).where(JobOriginalRow.job_id.in_(ids)))
             s.execute(delete(TaskRow).where(TaskRow.job_id.in_(ids)))
             s.execute(delete(TokenRow).where(TokenRow.job.in_(names)))
             s.execute(delete(JobRow).where(JobRow.id.in_(ids)))
@@ -240,7 +244,12 @@ def _summaries(s: Session, rows: Sequence[JobRow]) -> list[JobSummary]:
     """The rows' summaries: their task counts in one grouped query, never the tasks."""
     counts: dict[int, dict[tuple[str, TaskState], int]] = {r.id: {} for r in rows}
     ids = list(counts)
+    formats: dict[int, str] = {}
     for start in range(0, len(ids), CHUNK):
+        for job_id, format_ in s.execute(
+                select(JobOriginalRow.job_id, JobOriginalRow.format)
+                .where(JobOriginalRow.job_id.in_(ids[start:start + CHUNK]))):
+            formats[job_id] = format_
         grouped = s.execute(
             select(TaskRow.job_id, TaskRow.group_name, TaskRow.state, func.count())
             .where(TaskRow.job_id.in_(ids[start:start + CHUNK]))
@@ -259,5 +268,6 @@ def _summaries(s: Session, rows: Sequence[JobRow]) -> list[JobSummary]:
             if group == elastic.group and state in (TaskState.BOUND, TaskState.RUNNING))
         out.append(JobSummary(job=job, task_counts=by_state,
                               elastic_size=size, updated=row.updated, ended=row.ended,
-                              delete_requested=bool(row.delete_requested)))
+                              delete_requested=bool(row.delete_requested),
+                              imported=formats.get(row.id)))
     return out

@@ -12,7 +12,7 @@ a task's retry, a job's end or rerun, a gang's restart — `shoal.store.stops`'.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,6 +49,7 @@ from shoal.api import (
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster
+from shoal.spec.imports import ImportFormat, Original
 from shoal.store import convert
 from shoal.store.accounts import TOKEN_CACHE_TTL, Accounts, User
 from shoal.store.cache import ReadThroughCache
@@ -60,9 +61,10 @@ from shoal.store.errors import (
     StoreError,
 )
 from shoal.store.job_controls import JobControls
-from shoal.store.job_queries import TERMINAL_JOB_STATES, JobQueries
+from shoal.store.job_queries import CHUNK, TERMINAL_JOB_STATES, JobQueries
 from shoal.store.models import (
     EventRow,
+    JobOriginalRow,
     JobRow,
     NodeRow,
     PriorityClassRow,
@@ -86,6 +88,7 @@ TaskRecord = _TaskRecord
 """Made where binds are batched (`task_batches`); the control plane knows it from here."""
 _INSERT_JOB = insert(JobRow).returning(JobRow.id)
 _INSERT_EVENT = insert(EventRow)
+_INSERT_ORIGINAL = insert(JobOriginalRow)
 
 
 def _insert_tasks() -> Insert:
@@ -133,35 +136,91 @@ class Repository(Stops, JobControls, TaskBatches, JobQueries, Accounts, NodeInve
         with the same key by the same user returns the stored job; the key with another
         spec is refused. Keys are the user's own: another user's job with the same key is
         neither returned nor named. The job returned does not list its tasks (a new job's
-        are all PENDING; `JobInfo` reads that from its groups), nor does a replay's.
+        are all PENDING; `JobInfo` reads that from its groups), nor does a replay's."""
+        stored, created = self.submit_jobs((job,), idempotency_key=idempotency_key)
+        return stored[0], created
 
-        The insert is tried first and the unique constraints on the name and the key decide:
-        a new job (the common case) costs one transaction with no lookups, and a clash — a
-        replay, or a concurrent submit that won the race — is sorted out afterwards."""
+    def submit_jobs(self, jobs: Sequence[Job], *, idempotency_key: str | None = None,
+                    originals: Mapping[str, Original] | None = None
+                    ) -> tuple[tuple[Job, ...], bool]:
+        """`submit_job` for the jobs one document became (a Volcano job, Sedna's phases, an
+        array), all or none, in one transaction, each with its original document when
+        `originals` names it. The key is stored on the first job; a replay is recognised by
+        it and answers the stored jobs of the same names, each compared with its spec.
+
+        The inserts are tried first and the unique constraints on the names and the key
+        decide: a new submission (the common case) costs one transaction with no lookups,
+        and a clash — a replay, or a concurrent submit that won the race — is sorted out
+        afterwards."""
+        if not jobs:
+            raise ValueError("a submission holds at least one job")
         now = self.clock()
-        pending = replace(job, state=JobState.PENDING, tasks=())
+        pending = tuple(replace(job, state=JobState.PENDING, tasks=()) for job in jobs)
         try:
             # Core inserts with constant statements (compiled once) on a bare connection:
             # the ORM's unit of work, even its bulk mode, cost three times as much, and a
             # submission is the API's hottest write.
             with self.store.engine.begin() as connection:
-                job_id = connection.execute(_INSERT_JOB, convert.job_columns(
-                    pending, idempotency_key=idempotency_key, now=now)).scalar_one()
-                connection.execute(_INSERT_TASKS, [
-                    {"job_id": job_id, "group": g.name, "replicas": g.replicas}
-                    for g in job.groups if g.replicas > 0])
-                connection.execute(_INSERT_EVENT, {
-                    "job_id": job_id, "time": now, "kind": SUBMITTED,
-                    "target_state": JobState.PENDING.value,
-                    "cause": f"submitted to queue {job.queue}"})
+                for i, job in enumerate(pending):
+                    job_id = connection.execute(_INSERT_JOB, convert.job_columns(
+                        job, idempotency_key=idempotency_key if i == 0 else None,
+                        now=now)).scalar_one()
+                    connection.execute(_INSERT_TASKS, [
+                        {"job_id": job_id, "group": g.name, "replicas": g.replicas}
+                        for g in job.groups if g.replicas > 0])
+                    connection.execute(_INSERT_EVENT, {
+                        "job_id": job_id, "time": now, "kind": SUBMITTED,
+                        "target_state": JobState.PENDING.value,
+                        "cause": f"submitted to queue {job.queue}"})
+                    original = None if originals is None else originals.get(job.name)
+                    if original is not None:
+                        connection.execute(_INSERT_ORIGINAL, {
+                            "job_id": job_id, "format": original.format.value,
+                            "document": original.document})
             return pending, True
         except IntegrityError:
             with self.store.reads.begin() as s:
+                first = jobs[0]
                 existing = None if idempotency_key is None else \
-                    self._by_key(s, job.user, idempotency_key)
+                    self._by_key(s, first.user, idempotency_key)
                 if existing is None:
-                    raise AlreadyExistsError(f"job {job.name!r} exists already") from None
-                return self._replay(existing, job, idempotency_key or ""), False
+                    taken = self._taken(s, [j.name for j in jobs])
+                    raise AlreadyExistsError(f"job {taken!r} exists already") from None
+                return self._replay_all(s, existing, jobs, idempotency_key or ""), False
+
+    @staticmethod
+    def _taken(s: Session, names: Sequence[str]) -> str:
+        """The first of the names that a stored job has (the clash to report)."""
+        found = set(s.scalars(select(JobRow.name).where(JobRow.name.in_(names[:CHUNK]))))
+        return next((n for n in names if n in found), names[0])
+
+    def _replay_all(self, s: Session, existing: JobRow, jobs: Sequence[Job], key: str
+                    ) -> tuple[Job, ...]:
+        out = [self._replay(existing, jobs[0], key)]
+        if len(jobs) == 1:
+            return tuple(out)
+        rows = {r.name: r for r in s.scalars(select(JobRow).where(
+            JobRow.name.in_([j.name for j in jobs[1:]])))}
+        for job in jobs[1:]:
+            row = rows.get(job.name)
+            if row is None or row.user != existing.user or row.submitted != existing.submitted:
+                raise IdempotencyConflict(
+                    f"idempotency key {key!r} was used for a submission without job "
+                    f"{job.name!r}")
+            out.append(self._replay(row, job, key))
+        return tuple(out)
+
+    def job_original(self, name: str) -> Original | None:
+        """The document the job was imported from; None for a job written as `shoal/v1`.
+        NotFoundError: no such job."""
+        with self.store.reads.begin() as s:
+            found = s.execute(select(JobRow.id, JobOriginalRow.format, JobOriginalRow.document)
+                              .outerjoin(JobOriginalRow, JobOriginalRow.job_id == JobRow.id)
+                              .where(JobRow.name == name)).first()
+        if found is None:
+            raise NotFoundError(f"no job {name!r}")
+        _, format_, document = found
+        return None if format_ is None else Original(ImportFormat(format_), document)
 
     @staticmethod
     def _by_key(s: Session, user: str | None, key: str) -> JobRow | None:

@@ -99,6 +99,9 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
     ("GET", "/api/v1/jobs"): Row(ANY_USER),
     ("GET", "/api/v1/jobs/{name}"): Row(ANY_USER),
     ("GET", "/api/v1/jobs/{name}/events"): Row(ANY_USER),
+    # Any user may read a job's original, as its spec; OWNED was written as shoal/v1, so it
+    # has none (tests/server/test_server_imported_jobs.py reads those that exist).
+    ("GET", "/api/v1/jobs/{name}/original"): Row(expect(401, 404, 404, 404)),
     ("GET", "/api/v1/jobs/{name}/tasks"): Row(ANY_USER),
     # OWNED runs nothing: deleting it removes it at once.
     ("DELETE", "/api/v1/jobs/{name}"): Row(

@@ -15,6 +15,7 @@ def test_openapi_lists_the_endpoints(api: Api) -> None:
         "/api/v1/jobs": {"get", "post"},
         "/api/v1/jobs/{name}": {"get", "delete"},
         "/api/v1/jobs/{name}/events": {"get"},
+        "/api/v1/jobs/{name}/original": {"get"},
         "/api/v1/jobs/{name}/tasks": {"get"},
         "/api/v1/jobs/{name}/cancel": {"post"},
         "/api/v1/jobs/{name}/hold": {"post"},

@@ -13,16 +13,22 @@ from typing import Any
 
 from shoal.spec.errors import DocRef, IssueLog
 from shoal.spec.imports import Foreign, Importer, Lowered
+from shoal.spec.imports.kubernetes_job import KubernetesJobImporter
 from shoal.spec.imports.native_array import NATIVE_ARRAY
 from shoal.spec.imports.openpai import OPENPAI
 from shoal.spec.imports.ray_job import RAY_JOB
 from shoal.spec.imports.slurm_batch import SLURM_BATCH
+from shoal.spec.imports.volcano import VolcanoJobImporter
+from shoal.spec.imports.volcano_pod_group import VolcanoPodGroupImporter
 
 IMPORTERS: tuple[Importer, ...] = (
     NATIVE_ARRAY,
     SLURM_BATCH,
     OPENPAI,
     RAY_JOB,
+    VolcanoJobImporter(),
+    VolcanoPodGroupImporter(),
+    KubernetesJobImporter(),
 )
 """Every foreign format Shoal reads; the first that claims a document has it."""
 
