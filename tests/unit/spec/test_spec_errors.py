@@ -157,8 +157,8 @@ def test_no_files_and_unreadable_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("header", "expected"), [
-    ("apiVersion: batch.volcano.sh/v1alpha1\n",
-     "apiVersion: must be 'shoal/v1', got 'batch.volcano.sh/v1alpha1'"),
+    ("apiVersion: kubeflow.org/v1\n",
+     "apiVersion: must be 'shoal/v1', got 'kubeflow.org/v1'"),
     ("", "apiVersion: required field is missing; expected 'shoal/v1'"),
 ])
 def test_wrong_api_version(header: str, expected: str) -> None:
