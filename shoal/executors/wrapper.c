@@ -313,7 +313,6 @@ struct isolation {
     int count;
 };
 
-extern char **environ;
 
 /* In the child, between fork and exec (wrapper.py's _isolate); 0, or the errno. */
 static int isolate(const struct isolation *iso) {
@@ -342,6 +341,42 @@ static int isolate(const struct isolation *iso) {
     return 0;
 }
 
+/* Exec the command as subprocess does (not as execvp, which runs a file it cannot exec
+ * with /bin/sh): a name without a slash is tried in each directory of the command's PATH
+ * (or /bin:/usr/bin); the first error other than "not there" is the one reported. */
+static int exec_command(char **command, char **env) {
+    if (strchr(command[0], '/') != NULL) {
+        execve(command[0], command, env);
+        return errno;
+    }
+    const char *path = "/bin:/usr/bin";
+    for (char **entry = env; *entry; entry++) {
+        if (strncmp(*entry, "PATH=", 5) == 0) {
+            path = *entry + 5;
+        }
+    }
+    int first = 0, last = ENOENT;
+    for (const char *dir = path;; dir++) {
+        const char *end = strchrnul(dir, ':');
+        char *candidate = NULL;
+        if (asprintf(&candidate, "%.*s%s%s", (int)(end - dir), dir, end > dir ? "/" : "",
+                     command[0]) < 0) {
+            return ENOMEM;
+        }
+        execve(candidate, command, env);
+        last = errno;
+        free(candidate);
+        if (first == 0 && last != ENOENT && last != ENOTDIR) {
+            first = last;
+        }
+        if (*end == '\0') {
+            break;
+        }
+        dir = end;
+    }
+    return first ? first : last;
+}
+
 enum stage { EXEC = 1, ISOLATE = 2 };
 
 struct failure {
@@ -363,9 +398,7 @@ static pid_t start(char **command, char **env, const struct isolation *iso,
         struct failure mine = {ISOLATE, isolated ? isolate(iso) : 0};
         if (mine.error == 0) {
             mine.stage = EXEC;
-            environ = env;  /* execvp searches the command's PATH, as subprocess does */
-            execvp(command[0], command);
-            mine.error = errno;
+            mine.error = exec_command(command, env);
         }
         write_all(pipe_fds[1], (const char *)&mine, sizeof mine);
         _exit(255);
