@@ -33,6 +33,8 @@ CHOICE_ENV = "SHOAL_WRAPPER"
 COMPILERS = ("cc", "gcc", "clang")
 #: How long a compiler may take (a loaded machine builds the ~500 lines in about a second).
 COMPILE_TIMEOUT = 120.0
+#: What the wrapper exits with when its arguments are not a task's.
+USAGE_EXIT = 2
 
 _lock = threading.Lock()
 _built: dict[str, Path | None] = {}
@@ -73,4 +75,23 @@ def _build(digest: str) -> Path | None:
                     "wrappers are forked Python", compiler, built.returncode,
                     built.stderr.strip()[-500:])
         return None
+    if not _runs(target):
+        return None
     return target
+
+
+def _runs(target: Path) -> bool:
+    """Whether the built wrapper runs here (a temporary directory mounted noexec would
+    build it and refuse to run it): without arguments it says how to use it, exit 2."""
+    try:
+        tried = subprocess.run([str(target)], capture_output=True, timeout=COMPILE_TIMEOUT,
+                               check=False, stdin=subprocess.DEVNULL, env={})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("the compiled task wrapper does not run here (%s): tasks' wrappers "
+                    "are forked Python", exc)
+        return False
+    if tried.returncode != USAGE_EXIT:
+        log.warning("the compiled task wrapper does not run here (exit %d): tasks' "
+                    "wrappers are forked Python", tried.returncode)
+        return False
+    return True

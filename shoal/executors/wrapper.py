@@ -386,7 +386,12 @@ def _spawned(request: dict[str, Any], native: str) -> int:
             unset(request.get("cwd")), unset(request.get("uid")), unset(request.get("gid")),
             str(len(cgroups)), *cgroups, str(len(env)), *env, "--",
             *(str(a) for a in request["command"])]
-    return os.posix_spawn(native, argv, {}, setsid=True)
+    try:
+        return os.posix_spawn(native, argv, {}, setsid=True)
+    except (OSError, NotImplementedError):
+        # It did not start (its file removed from under us, setsid not supported): the
+        # Python wrapper, which keeps the same guarantees, runs the task instead.
+        return _forked(request)
 
 
 def _as_task(request: dict[str, Any]) -> int:

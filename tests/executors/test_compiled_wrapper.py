@@ -139,3 +139,40 @@ def test_shoal_wrapper_python_asks_for_the_python_wrapper(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(native.CHOICE_ENV, "python")
     assert native.compiled_wrapper() is None
+
+
+@needs_compiler
+def test_a_built_wrapper_that_does_not_run_here_is_not_used(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # As on a temporary directory mounted noexec: built, tried, and left unused.
+    monkeypatch.setattr(native, "USAGE_EXIT", 99)
+    monkeypatch.setattr(native, "_built", {})
+    assert native.compiled_wrapper() is None
+
+
+@needs_compiler
+def test_a_wrapper_binary_gone_from_under_the_launcher_falls_back_to_python(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built = native.compiled_wrapper()
+    assert built is not None
+    copy = tmp_path / "bin" / "wrapper"
+    copy.parent.mkdir()
+    shutil.copy2(built, copy)
+    monkeypatch.setattr("shoal.executors.launcher.compiled_wrapper", lambda: copy)
+    executor = LocalExecutor(tmp_path / "shoal")
+    gate = tmp_path / "gate"
+    wait = (f"import pathlib, time\nwhile not pathlib.Path({str(gate)!r}).exists(): "
+            f"time.sleep(0.02)")
+    try:
+        first = executor.launch(spec(wait, job="spawned"))
+        assert psutil.Process(first.pid).exe() == str(copy)
+        copy.unlink()
+        second = executor.launch(spec(wait, job="forked"))
+        launcher = executor.launcher
+        assert launcher is not None and launcher.starts == 1
+        assert psutil.Process(second.pid).exe() == psutil.Process(launcher.pid).exe()
+        gate.touch()
+        assert [wait_exit(executor, t, DEADLINE).exit_code for t in (first, second)] == [0, 0]
+    finally:
+        gate.touch()
+        executor.close()
