@@ -18,8 +18,12 @@ notes whether the kernel's OOM killer struck (`"reason": "OOMKilled"` in the rec
 removes the cgroups, before it records the outcome.
 
 Usage: `python -I wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> [args…]`,
-or `python -I wrapper.py --serve`: the executor's launcher (`shoal.executors.launcher`),
-which forks a wrapper per request — the same `run_task`, without a fresh interpreter.
+or `python -I wrapper.py --serve [--native WRAPPER]`: the executor's launcher
+(`shoal.executors.launcher`), which forks a wrapper per request — the same `run_task`,
+without a fresh interpreter — or spawns WRAPPER, `wrapper.c` compiled
+(`shoal.executors.native`), which keeps every record of this file's, field for field:
+a change to what this wrapper records is a change to `wrapper.c` too, and the executor
+tests run on both.
 
 The executor runs this file by path with `-I` (isolated mode) rather than `-m
 shoal.executors.wrapper`: the task's environment (PYTHONPATH, PYTHONHOME, a working directory
