@@ -162,8 +162,10 @@ def _shoal_round(client: httpx.Client, server: psutil.Process, count: int, clien
                    - client_before.user - client_before.system)
     for connection in connections:
         connection.close()
-    running = [_running_at(client, name) for name in names]
+    starts = [_started(client, name) for name in names]
+    running = [at for at, _ in starts]
     return _summary(count, sent, running, cpu, wall, {
+        "bind_cycles": len({cycle for _, cycle in starts}),
         "all_processes_cpu_ms_per_job": round(everything * 1000 / count, 2),
         "clients_cpu_ms_per_job": round(clients_cpu * 1000 / count, 2),
         "machine_busy_cpu_s": round(machine, 2)})
@@ -176,11 +178,20 @@ def _cmdline(process: psutil.Process) -> list[str]:
         return []
 
 
-def _running_at(client: httpx.Client, name: str) -> float:
+def _started(client: httpx.Client, name: str) -> tuple[float, str]:
+    """When the job's task was recorded running, and the scheduling cycle that placed it
+    (`bind_cycles` counts them: how many jobs a cycle's batch carried)."""
+    running, cycle = None, ""
     for event in client.get(f"/api/v1/jobs/{name}/events").json()["items"]:
-        if event["task"] is not None and event["target"] == "Running":
-            return float(event["time"])
-    raise SystemExit(f"job {name} has no Running event")
+        if event["task"] is None:
+            continue
+        if event["target"] == "Running" and running is None:
+            running = float(event["time"])
+        if event["target"] == "Bound" and not cycle:
+            cycle = str(event.get("cause", "")).split(" (")[0]
+    if running is None:
+        raise SystemExit(f"job {name} has no Running event")
+    return running, cycle
 
 
 # ---- Slurm ------------------------------------------------------------------------------------

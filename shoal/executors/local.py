@@ -46,7 +46,7 @@ from typing import Any
 
 import psutil
 
-from shoal.executors import local_files
+from shoal.executors import local_files, native
 from shoal.executors.contract import (
     Executor,
     NodeHealth,
@@ -147,6 +147,8 @@ class LocalExecutor(JobFiles):
         # Our own children, so that we reap them (a zombie would otherwise look alive).
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._launcher = Launcher(compiled=compiled) if launcher else None
+        if self._launcher is not None and compiled:
+            native.build_soon()
         if self._launcher is not None:
             weakref.finalize(self, self._launcher.close)
         # Stops in progress: status path → monotonic deadline for SIGKILL.

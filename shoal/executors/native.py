@@ -53,6 +53,15 @@ def compiled_wrapper() -> Path | None:
         return _built[digest]
 
 
+def build_soon() -> None:
+    """Start building the compiled wrapper on a thread of its own, unless it is built (or
+    known not to build): an executor calls this when it is made, so that its first launch
+    does not wait for a compiler (~1 s on a loaded machine)."""
+    if os.environ.get(CHOICE_ENV, "").strip().lower() == "python" or _built:
+        return
+    threading.Thread(target=compiled_wrapper, name="shoal-wrapper-build", daemon=True).start()
+
+
 def _build(digest: str) -> Path | None:
     compiler = next((found for name in COMPILERS if (found := shutil.which(name))), None)
     if compiler is None:
