@@ -176,3 +176,16 @@ def test_a_wrapper_binary_gone_from_under_the_launcher_falls_back_to_python(
     finally:
         gate.touch()
         executor.close()
+
+
+@needs_compiler
+def test_the_wrapper_is_built_when_the_executor_is_made_not_at_its_first_launch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: dict[str, Path | None] = {}
+    monkeypatch.setattr(native, "_built", built)
+    executor = LocalExecutor(tmp_path / "shoal")
+    try:
+        wait_until(lambda: bool(built) and None not in built.values(), DEADLINE)
+        assert executor.launcher is not None and executor.launcher.pid is None
+    finally:
+        executor.close()
