@@ -45,7 +45,8 @@ N; tasks' own wrappers and slurmstepd are not counted), beside `wall_s`;
 `all_processes_cpu_ms_per_job` (Shoal: every process `shoal up` runs — itself, its
 launcher, each task's wrapper and command, counted through their parents once reaped — ÷
 N), `clients_cpu_ms_per_job` (the submitting threads, this process) and
-`machine_busy_cpu_s` (the whole machine's busy CPU over the round: other load shows there);
+`machine_busy_cpu_s` (the whole machine's busy CPU over the round: other load shows there),
+`bind_cycles` (the scheduling cycles that placed the burst, from the jobs' Bound events);
 and
 `shoal_vs_slurm_start_rate` with the other same-run ratios. `--baseline DIR` also runs,
 in the same rounds, a `shoal up` of another checkout (DIR, with its own `.venv`: the code
