@@ -8,9 +8,10 @@ gives (`SHOAL_WRAPPER=python` asks for the Python one). Where no C compiler is f
 fails, the launcher forks the Python wrapper as before: the compiled one is an economy
 (~8 ms of CPU per task on a loaded 2-core machine, against ~3), never a requirement.
 
-The binary lives in a private directory of this process (0700, removed at exit): it runs
-as the server's user, so nothing another user can write may stand in for it. Wrappers
-already running keep their image when it is removed.
+The binary lives in a private directory of this process (0700, removed at exit; a build
+finds and removes those of its user's processes that died without their exit handlers,
+`shoal-wrapper-PID-…`): it runs as the server's user, so nothing another user can write may
+stand in for it. Wrappers already running keep their image when it is removed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("wrapper.c")
 #: Set to "python" to have launchers fork the Python wrapper even where a compiler is.
 CHOICE_ENV = "SHOAL_WRAPPER"
+#: The build directories' names: PREFIX, the building process's pid, a random part.
+PREFIX = "shoal-wrapper-"
 COMPILERS = ("cc", "gcc", "clang")
 #: How long a compiler may take (a loaded machine builds the ~500 lines in about a second).
 COMPILE_TIMEOUT = 120.0
@@ -67,7 +70,8 @@ def _build(digest: str) -> Path | None:
     if compiler is None:
         log.info("no C compiler found: tasks' wrappers are forked Python (slower launches)")
         return None
-    directory = Path(tempfile.mkdtemp(prefix="shoal-wrapper-"))
+    _remove_orphans()
+    directory = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
     target = directory / f"wrapper-{digest}"
     try:
@@ -87,6 +91,21 @@ def _build(digest: str) -> Path | None:
     if not _runs(target):
         return None
     return target
+
+
+def _remove_orphans() -> None:
+    """Remove the build directories of this user's processes that are gone (a server
+    killed by SIGKILL runs no exit handler): each is named after its process's pid."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
+        pid = directory.name.removeprefix(PREFIX).split("-", 1)[0]
+        try:
+            if not pid.isdigit() or directory.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(directory, ignore_errors=True)
+        except OSError:  # alive as another user, or unreadable: not ours to judge
+            continue
 
 
 def _runs(target: Path) -> bool:

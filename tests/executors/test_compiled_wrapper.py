@@ -189,3 +189,23 @@ def test_the_wrapper_is_built_when_the_executor_is_made_not_at_its_first_launch(
         assert executor.launcher is not None and executor.launcher.pid is None
     finally:
         executor.close()
+
+
+@needs_compiler
+def test_a_build_removes_the_directories_of_builders_that_died(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import tempfile
+
+    dead = subprocess.Popen(["true"])  # its pid names a process that is gone
+    dead.wait()
+    orphan = Path(tempfile.mkdtemp(prefix=f"{native.PREFIX}{dead.pid}-"))
+    alive = Path(tempfile.mkdtemp(prefix=f"{native.PREFIX}{os.getpid()}-"))
+    try:
+        monkeypatch.setattr(native, "_built", {})
+        assert native.compiled_wrapper() is not None
+        assert not orphan.exists()
+        assert alive.exists()  # this process lives: its directory stays
+    finally:
+        shutil.rmtree(orphan, ignore_errors=True)
+        shutil.rmtree(alive, ignore_errors=True)
