@@ -41,7 +41,13 @@ last start), `submit_to_running_p50_ms`/`_p99_ms` (Shoal: the task's `Running` e
 server's record of its process; Slurm: the job's command's first timestamp — later than
 Slurm's own start, by slurmstepd and a shell), `daemon_cpu_ms_per_job` (process CPU time
 of the server — Shoal's `shoal up` plus its launcher; Slurm's slurmctld plus slurmd — ÷
-N; tasks' own wrappers and slurmstepd are not counted), beside `wall_s`; and
+N; tasks' own wrappers and slurmstepd are not counted), beside `wall_s`;
+`all_processes_cpu_ms_per_job` (Shoal: every process `shoal up` runs — itself, its
+launcher, each task's wrapper and command, counted through their parents once reaped — ÷
+N), `clients_cpu_ms_per_job` (the submitting threads, this process) and
+`machine_busy_cpu_s` (the whole machine's busy CPU over the round: other load shows there),
+`bind_cycles` (the scheduling cycles that placed the burst, from the jobs' Bound events);
+and
 `shoal_vs_slurm_start_rate` with the other same-run ratios. `--baseline DIR` also runs,
 in the same rounds, a `shoal up` of another checkout (DIR, with its own `.venv`: the code
 before a change) and reports it as `baseline`, with `shoal_vs_baseline_*` ratios.

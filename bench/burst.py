@@ -52,6 +52,42 @@ def _spent(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(after[pid] - before.get(pid, 0.0) for pid in after)
 
 
+def _tree_cpu(root: psutil.Process) -> tuple[dict[int, float], int]:
+    """CPU seconds of `root` and every process under it, each with what its reaped
+    children spent (a wrapper the launcher reaped, the command its wrapper waited for), by
+    pid; and how many processes run under `root`."""
+    out = {}
+    try:
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        tree = [root]
+    for process in tree:
+        try:
+            t = process.cpu_times()
+        except psutil.Error:
+            continue
+        out[process.pid] = float(t.user + t.system + t.children_user + t.children_system)
+    return out, len(tree) - 1
+
+
+def _settled_tree_cpu(root: psutil.Process, processes: int) -> dict[int, float]:
+    """`_tree_cpu` once no more than `processes` run under `root`: the processes a burst
+    started have ended and been reaped, their CPU counted in their parents' (a safety
+    net of 30 s; the launcher reaps at least every second)."""
+    deadline = time.monotonic() + 30
+    while True:
+        cpu, running = _tree_cpu(root)
+        if running <= processes or time.monotonic() > deadline:
+            return cpu
+        time.sleep(0.05)
+
+
+def _busy(times: object) -> float:
+    """The machine's busy CPU seconds since boot, all cores (idle and iowait left out)."""
+    return float(sum(value for name, value in times._asdict().items()  # type: ignore[attr-defined]
+                     if name not in ("idle", "iowait", "guest", "guest_nice")))
+
+
 def _in_parallel(count: int, clients: int, send: Callable[[int, int], None]) -> None:
     """`send(client, i)` for i in range(count), spread over `clients` threads."""
     def run(client: int) -> None:
@@ -72,7 +108,7 @@ def _percentile(values: list[float], q: int) -> float:
 
 
 def _summary(count: int, sent: list[float], started: list[float], cpu: float,
-             wall: float) -> dict[str, float]:
+             wall: float, extra: dict[str, float] | None = None) -> dict[str, float]:
     waits = [(s - t) * 1000 for s, t in zip(started, sent, strict=True)]
     span = max(started) - min(sent)
     sending = max(sent) - min(sent)
@@ -81,7 +117,7 @@ def _summary(count: int, sent: list[float], started: list[float], cpu: float,
             "submit_to_running_p50_ms": round(statistics.median(waits), 1),
             "submit_to_running_p99_ms": round(_percentile(waits, 99), 1),
             "daemon_cpu_ms_per_job": round(cpu * 1000 / count, 2),
-            "daemon_cpu_s": round(cpu, 2), "wall_s": round(wall, 1)}
+            "daemon_cpu_s": round(cpu, 2), "wall_s": round(wall, 1), **(extra or {})}
 
 
 # ---- Shoal ------------------------------------------------------------------------------------
@@ -104,8 +140,12 @@ def _shoal_round(client: httpx.Client, server: psutil.Process, count: int, clien
                              f"{answer.text}")
 
     before = _cpu([server, *server.children(recursive=True)])
+    tree_before, resident = _tree_cpu(server)
+    me = psutil.Process()
+    client_before, machine_before = me.cpu_times(), _busy(psutil.cpu_times())
     started = time.perf_counter()
     _in_parallel(count, clients, send)
+    client_after = me.cpu_times()
     deadline = time.monotonic() + BURST_TIMEOUT
     while any(client.get("/api/v1/jobs", params={"state": state, "limit": 1}).json()["items"]
               for state in ("Pending", "Running")):
@@ -116,10 +156,19 @@ def _shoal_round(client: httpx.Client, server: psutil.Process, count: int, clien
     # The launcher is the server's child; the wrappers it forked are its children.
     daemons = [server, *(p for p in server.children() if "--serve" in _cmdline(p))]
     cpu = _spent(before, _cpu(daemons))
+    machine = _busy(psutil.cpu_times()) - machine_before
+    everything = _spent(tree_before, _settled_tree_cpu(server, resident))
+    clients_cpu = (client_after.user + client_after.system
+                   - client_before.user - client_before.system)
     for connection in connections:
         connection.close()
-    running = [_running_at(client, name) for name in names]
-    return _summary(count, sent, running, cpu, wall)
+    starts = [_started(client, name) for name in names]
+    running = [at for at, _ in starts]
+    return _summary(count, sent, running, cpu, wall, {
+        "bind_cycles": len({cycle for _, cycle in starts}),
+        "all_processes_cpu_ms_per_job": round(everything * 1000 / count, 2),
+        "clients_cpu_ms_per_job": round(clients_cpu * 1000 / count, 2),
+        "machine_busy_cpu_s": round(machine, 2)})
 
 
 def _cmdline(process: psutil.Process) -> list[str]:
@@ -129,11 +178,20 @@ def _cmdline(process: psutil.Process) -> list[str]:
         return []
 
 
-def _running_at(client: httpx.Client, name: str) -> float:
+def _started(client: httpx.Client, name: str) -> tuple[float, str]:
+    """When the job's task was recorded running, and the scheduling cycle that placed it
+    (`bind_cycles` counts them: how many jobs a cycle's batch carried)."""
+    running, cycle = None, ""
     for event in client.get(f"/api/v1/jobs/{name}/events").json()["items"]:
-        if event["task"] is not None and event["target"] == "Running":
-            return float(event["time"])
-    raise SystemExit(f"job {name} has no Running event")
+        if event["task"] is None:
+            continue
+        if event["target"] == "Running" and running is None:
+            running = float(event["time"])
+        if event["target"] == "Bound" and not cycle:
+            cycle = str(event.get("cause", "")).split(" (")[0]
+    if running is None:
+        raise SystemExit(f"job {name} has no Running event")
+    return running, cycle
 
 
 # ---- Slurm ------------------------------------------------------------------------------------
@@ -221,6 +279,9 @@ def burst_main(count: int, clients: int, rounds: int, with_slurm: bool,
         result["baseline"] = _mean(baseline_runs)
         result["baseline_checkout"] = str(baseline)
         result |= _ratios(shoal, _mean(baseline_runs), "shoal_vs_baseline")
+        result["shoal_vs_baseline_all_processes_cpu_per_job"] = round(
+            shoal["all_processes_cpu_ms_per_job"]
+            / _mean(baseline_runs)["all_processes_cpu_ms_per_job"], 2)
     result["slurm"] = _mean(slurm_runs) if slurm_runs else None
     if slurm_runs:
         result |= _ratios(shoal, _mean(slurm_runs), "shoal_vs_slurm")

@@ -12,6 +12,11 @@ attempt, only the first runs the command), the outcome written atomically to sta
 isolation applied to the command only (uid/gid, cgroups, umask between fork and exec of the
 command), and adoption after a restart from pid.json and status.json.
 
+Where this machine has a C compiler, the launcher spawns the compiled wrapper instead
+(`shoal.executors.native`, `wrapper.c`: the same records, field for field) with
+`posix_spawn`, which copies nothing of the launcher: ~3 ms of CPU per task instead of ~8
+on a loaded 2-core machine. A request it cannot spawn is forked as above.
+
 The forked wrappers are detached (`setsid`): they outlive the launcher, the executor and
 the server. The launcher lives as long as the executor's end of its pipe: when the server
 dies, it reads the end of its input and exits, and what it forked runs on, to be adopted.
@@ -31,6 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from shoal.executors.native import compiled_wrapper
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
 #: At most this many requests are sent before their answers are read: the answers (~60
@@ -82,11 +89,17 @@ class Launcher:
     """The executor's side of its launcher process (started on the first request). Safe to
     call from several threads: requests are answered one at a time, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, compiled: bool = True) -> None:
+        """`compiled`: the launcher spawns the compiled wrapper where this machine can
+        build it (`shoal.executors.native`); False, or where it cannot, it forks the
+        Python wrapper."""
+        self._compiled = compiled
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self.starts = 0
         """How many launcher processes were started (one, unless one died)."""
+        self.native: Path | None = None
+        """The compiled wrapper the running launcher spawns (None: it forks Python)."""
 
     @property
     def pid(self) -> int | None:
@@ -165,11 +178,14 @@ class Launcher:
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
             self._discard()
+            self.native = compiled_wrapper() if self._compiled else None
+            native = [] if self.native is None else ["--native", str(self.native)]
             try:
                 # In its own session: a signal meant for the server's terminal is not its.
                 self._process = subprocess.Popen(
-                    [sys.executable, "-I", str(WRAPPER), "--serve"], stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, cwd="/", start_new_session=True)
+                    [sys.executable, "-I", str(WRAPPER), "--serve", *native],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd="/",
+                    start_new_session=True)
             except OSError as exc:
                 raise LaunchError(f"cannot start the launcher: {exc}") from exc
             self.starts += 1

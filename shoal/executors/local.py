@@ -46,7 +46,7 @@ from typing import Any
 
 import psutil
 
-from shoal.executors import local_files
+from shoal.executors import local_files, native
 from shoal.executors.contract import (
     Executor,
     NodeHealth,
@@ -130,10 +130,11 @@ class LocalExecutor(JobFiles):
     def __init__(self, root: Path, *, grace_period: float = DEFAULT_GRACE_PERIOD,
                  base_env: Mapping[str, str] | None = None,
                  isolation: Isolation | None = None, node_names: Sequence[str] = (),
-                 launcher: bool = True) -> None:
-        """`launcher`: tasks' wrappers are forked by a long-lived launcher process
+                 launcher: bool = True, compiled: bool = True) -> None:
+        """`launcher`: tasks' wrappers are started by a long-lived launcher process
         (`shoal.executors.launcher`); False: each is a fresh interpreter (an executor
-        that launches once)."""
+        that launches once). `compiled`: the launcher spawns the compiled wrapper where
+        the machine can build it (`shoal.executors.native`); False: it forks Python's."""
         # Absolute: the wrapper starts in the task's working directory, not ours.
         self.root = Path(root).absolute()
         self.node_names = tuple(node_names)
@@ -145,7 +146,9 @@ class LocalExecutor(JobFiles):
         self._accounts = Accounts(self.isolation.policy)
         # Our own children, so that we reap them (a zombie would otherwise look alive).
         self._children: dict[int, subprocess.Popen[bytes]] = {}
-        self._launcher = Launcher() if launcher else None
+        self._launcher = Launcher(compiled=compiled) if launcher else None
+        if self._launcher is not None and compiled:
+            native.build_soon()
         if self._launcher is not None:
             weakref.finalize(self, self._launcher.close)
         # Stops in progress: status path → monotonic deadline for SIGKILL.

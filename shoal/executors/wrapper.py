@@ -18,8 +18,12 @@ notes whether the kernel's OOM killer struck (`"reason": "OOMKilled"` in the rec
 removes the cgroups, before it records the outcome.
 
 Usage: `python -I wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> [args…]`,
-or `python -I wrapper.py --serve`: the executor's launcher (`shoal.executors.launcher`),
-which forks a wrapper per request — the same `run_task`, without a fresh interpreter.
+or `python -I wrapper.py --serve [--native WRAPPER]`: the executor's launcher
+(`shoal.executors.launcher`), which forks a wrapper per request — the same `run_task`,
+without a fresh interpreter — or spawns WRAPPER, `wrapper.c` compiled
+(`shoal.executors.native`), which keeps every record of this file's, field for field:
+a change to what this wrapper records is a change to `wrapper.c` too, and the executor
+tests run on both.
 
 The executor runs this file by path with `-I` (isolated mode) rather than `-m
 shoal.executors.wrapper`: the task's environment (PYTHONPATH, PYTHONHOME, a working directory
@@ -225,10 +229,12 @@ def _parse(argv: list[str]) -> tuple[Path, int | None, int | None, list[Path], l
 def main(argv: list[str]) -> int:
     if argv == ["--serve"]:
         return serve()
+    if len(argv) == 3 and argv[:2] == ["--serve", "--native"]:
+        return serve(argv[2])
     parsed = _parse(argv)
     if parsed is None:
         print("usage: wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> "
-              "[args…]  |  wrapper.py --serve", file=sys.stderr)
+              "[args…]  |  wrapper.py --serve [--native WRAPPER]", file=sys.stderr)
         return 2
     task_dir, uid, gid, cgroups, command = parsed
     return run_task(task_dir, uid, gid, cgroups, command)
@@ -304,9 +310,10 @@ def _size(path: Path) -> int:
 
 # ---- the launcher: one long-lived wrapper that forks the others ------------------------------
 
-def serve() -> int:
+def serve(native: str | None = None) -> int:
     """Serve launch requests, one JSON line each on stdin, until stdin closes: fork a
-    wrapper per request (`_forked`) and answer its pid and start time on stdout (or the
+    wrapper per request (`_forked`), or spawn `native`, the compiled wrapper
+    (`shoal.executors.native`), and answer its pid and start time on stdout (or the
     error). Single-threaded, so that fork is safe; children that ended are reaped between
     requests and at least every REAP_INTERVAL seconds (a zombie is never taken for a live
     task meanwhile: the executor skips zombies)."""
@@ -330,7 +337,8 @@ def serve() -> int:
         line, pending = pending.split(b"\n", 1)
         reply: dict[str, Any]
         try:
-            pid = _forked(json.loads(line))
+            request = json.loads(line)
+            pid = _forked(request) if native is None else _spawned(request, native)
             reply = {"pid": pid, "start_time": psutil.Process(pid).create_time()}
         except Exception as exc:
             reply = {"error": f"{type(exc).__name__}: {exc}"}
@@ -367,6 +375,27 @@ def _forked(request: dict[str, Any]) -> int:
         traceback.print_exc()
     finally:
         os._exit(code)
+
+
+def _spawned(request: dict[str, Any], native: str) -> int:
+    """Spawn the compiled wrapper of one task (no copy of this interpreter: vfork and
+    exec) in a session of its own; its pid. Its arguments say what `_as_task` reads from
+    the request; its own environment is empty (`wrapper.c`)."""
+    def unset(value: object) -> str:
+        return "" if value is None else str(value)
+
+    cgroups = [str(c) for c in request.get("cgroups", [])]
+    env = [f"{k}={v}" for k, v in request["env"].items()]
+    argv = [native, str(request["task_dir"]), str(request["stdout"]), str(request["stderr"]),
+            unset(request.get("cwd")), unset(request.get("uid")), unset(request.get("gid")),
+            str(len(cgroups)), *cgroups, str(len(env)), *env, "--",
+            *(str(a) for a in request["command"])]
+    try:
+        return os.posix_spawn(native, argv, {}, setsid=True)
+    except (OSError, NotImplementedError):
+        # It did not start (its file removed from under us, setsid not supported): the
+        # Python wrapper, which keeps the same guarantees, runs the task instead.
+        return _forked(request)
 
 
 def _as_task(request: dict[str, Any]) -> int:

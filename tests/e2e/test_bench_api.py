@@ -49,8 +49,13 @@ def test_api_bench_burst_case_starts_every_job() -> None:
     out = json.loads(done.stdout)
     assert (out["case"], out["jobs"], out["clients"], out["slurm"]) == ("burst", 12, 3, None)
     for key in ("started_per_second", "submit_to_running_p50_ms", "submit_to_running_p99_ms",
-                "daemon_cpu_ms_per_job", "wall_s"):
+                "daemon_cpu_ms_per_job", "wall_s", "clients_cpu_ms_per_job",
+                "machine_busy_cpu_s"):
         assert out["shoal"][key] > 0, key
+    # Every process Shoal runs includes the server and its launcher, and the tasks'
+    # wrappers and commands besides.
+    assert out["shoal"]["all_processes_cpu_ms_per_job"] > out["shoal"]["daemon_cpu_ms_per_job"]
+    assert 1 <= out["shoal"]["bind_cycles"] <= 12
 
 
 def test_api_bench_burst_case_runs_a_baseline_checkout_in_the_same_rounds() -> None:
@@ -65,5 +70,8 @@ def test_api_bench_burst_case_runs_a_baseline_checkout_in_the_same_rounds() -> N
     assert out["baseline_checkout"] == str(checkout) and out["slurm"] is None
     for side in ("shoal", "baseline"):
         assert out[side]["started_per_second"] > 0 and out[side]["daemon_cpu_s"] > 0, side
+    assert out["shoal_vs_baseline_all_processes_cpu_per_job"] == round(
+        out["shoal"]["all_processes_cpu_ms_per_job"]
+        / out["baseline"]["all_processes_cpu_ms_per_job"], 2)
     assert out["shoal_vs_baseline_start_rate"] == round(
         out["shoal"]["started_per_second"] / out["baseline"]["started_per_second"], 2)

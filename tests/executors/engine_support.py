@@ -35,6 +35,12 @@ def engines(ray: RayNodes, ray_nodes: tuple[str, ...], grace: float) -> dict[str
     def local(root: Path) -> Executor:
         return LocalExecutor(root, grace_period=grace, node_names=LOCAL_NODES)
 
+    def local_python(root: Path) -> Executor:
+        # The wrapper forked from the launcher's Python, where the machine could build
+        # the compiled one (`shoal.executors.native`): the same contract, both held to it.
+        return LocalExecutor(root, grace_period=grace, node_names=LOCAL_NODES,
+                             compiled=False)
+
     def ray_engine(root: Path) -> Executor:
         from shoal.executors.ray_engine import RayExecutor
 
@@ -48,4 +54,5 @@ def engines(ray: RayNodes, ray_nodes: tuple[str, ...], grace: float) -> dict[str
             RayExecutor(root, namespace=namespace_of(root), grace_period=grace).close()
 
     return {"local": Engine("local", LOCAL_NODES, local),
+            "local-python": Engine("local-python", LOCAL_NODES, local_python),
             "ray": Engine("ray", ray_nodes, ray_engine, ray_cleanup)}

@@ -47,7 +47,10 @@ from shoal.executors.task import RunningTask, TaskLaunch, TaskPhase
 from shoal.executors.wrapper import OOM_KILLED
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
-BOTH_ENGINES = pytest.mark.parametrize("engine", ["local", "ray"], indirect=True)
+#: "local-python": the local executor forking the Python wrapper instead of spawning the
+#: compiled one (`shoal.executors.native`).
+BOTH_ENGINES = pytest.mark.parametrize("engine", ["local", "local-python", "ray"],
+                                       indirect=True)
 #: A safety net only: on a loaded machine, and on Ray, a task can take seconds to start.
 DEADLINE = 60.0
 
@@ -164,9 +167,9 @@ def isolated(engine: str, tmp_path: Path, scratch: Scratch) -> Iterator[Isolated
 
     def make(policy: Policy, task_cgroups: TaskCgroups | None = None) -> Executor:
         isolation = Isolation(policy, check_work_root(scratch.work), task_cgroups)
-        if engine == "local":
+        if engine.startswith("local"):
             return LocalExecutor(root, grace_period=2.0, base_env=SERVER_ENV,
-                                 isolation=isolation)
+                                 isolation=isolation, compiled=engine == "local")
         from shoal.executors.ray_engine import RayExecutor
 
         _RAY.cluster  # noqa: B018 - the module's first Ray test starts it
