@@ -11,7 +11,7 @@ export UV_COMPILE_BYTECODE := 1
 PYTHON ?= python3
 UV ?= $(PYTHON) -m uv
 
-.PHONY: run test lint bench uv postgresql slurm task-venv
+.PHONY: run test lint bench uv postgresql slurm task-venv compiler
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -37,13 +37,20 @@ task-venv:
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		     apt-get install -y -qq python3-venv >/dev/null; }
 
+# The local executor spawns a compiled task wrapper where a C compiler exists (and forks its
+# Python one otherwise): the tests hold both to the same contract, so they need a compiler.
+compiler:
+	@command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		     apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null; }
+
 run: uv
 	$(UV) sync --frozen --quiet
 	$(UV) run shoal up $(ARGS)
 
 # The executor contract suite also runs against a real Ray cluster, and the `ray` member
 # cluster's tests against a Ray head's Jobs API: the `ray` extra (ray[default]).
-test: uv postgresql slurm task-venv
+test: uv postgresql slurm task-venv compiler
 	$(UV) sync --frozen --extra ray --quiet
 	$(UV) run ruff check .
 	$(UV) run mypy
