@@ -52,6 +52,7 @@ its job's roles' addresses (`shoal.control.endpoints`).
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -72,6 +73,7 @@ from shoal.api import (
 from shoal.api.decisions import Decisions, Reserve
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import job_of_virtual_cluster
+from shoal.api.time_limits import time_limit_cause
 from shoal.control import completion
 from shoal.control.endpoints import Endpoints, TaskPorts
 from shoal.control.exits import Exiting
@@ -84,9 +86,11 @@ from shoal.control.launching import NodeAddresses
 from shoal.control.membership import Membership
 from shoal.control.node_watch import NodeWatch, NodeWatching
 from shoal.control.records import MasterPorts
+from shoal.control.retired import move_retired_files
 from shoal.control.scale_up import ScaleUpHook, shortfall
 from shoal.control.stopping import Tracked
 from shoal.control.task_ends import TaskEnding
+from shoal.control.time_limits import TimeLimits
 from shoal.control.usage_charge import UsageKeeper
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
@@ -193,14 +197,19 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         self.last_decisions: Decisions | None = None
         self._usage = UsageKeeper(repository, profile)
         """Decayed usage per virtual cluster and user: charged each cycle, kept in the store."""
+        self._limits = TimeLimits()
+        """The jobs in the model that have a time limit (`shoal.control.time_limits`)."""
 
     # ---- the API's side (any thread) ----------------------------------------------------
 
-    def submit(self, job: Job, idempotency_key: str | None = None, *, wake: bool = True
-               ) -> tuple[Job, bool]:
+    def submit(self, job: Job, idempotency_key: str | None = None, *, wake: bool = True,
+               generated_from: str | None = None) -> tuple[Job, bool]:
         """Store the job (PENDING) and have the loop add it to the model; returns the job as
         stored and whether this call created it (False: an idempotent replay). Store errors
         (AlreadyExistsError, IdempotencyConflict) are raised here, in the caller's thread.
+        An ended job of that name is kept in history (`shoal.store.job_names`; not for a
+        name generated from `generated_from`), its files moved before the new job is
+        admitted (`shoal.control.retired`).
 
         `wake=False` leaves the loop to `wake_up()`, which the API calls once its answer
         has been sent: a loop woken at once competes with the answer for the GIL. A wake-up
@@ -208,8 +217,12 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         every turn."""
         if not job.submitted:
             job = replace(job, submitted=self.clock())
-        stored, created = self.repository.submit_job(job, idempotency_key=idempotency_key)
+        done = self.repository.submit(job, idempotency_key=idempotency_key,
+                                      generated_from=generated_from)
+        stored, created = done.job, done.created
         if created:
+            if done.retired is not None:
+                self._commands.put(lambda: move_retired_files(self.repository, self.executor))
             self._commands.put(lambda: self._admit(stored))
             if wake:
                 self.wake_up()
@@ -334,6 +347,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
 
     def _loop(self, stop_event: threading.Event) -> None:
         next_cycle = next_poll = earliest = 0.0
+        limit_at: float | None = None
         woken = False
         while not stop_event.is_set():
             # Cleared before the commands are drained: a command queued from now on sets
@@ -351,6 +365,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
                     self._waiting.flush(self.repository)  # what skipped cycles noted
                     self._expiry.tick(self.clock())
                     next_poll = time.monotonic() + POLL_INTERVAL
+                limit_at = self._enforce_time_limits()
                 now = time.monotonic()
                 if woken and now >= earliest and now < next_cycle and self._cycle_is_moot():
                     woken = False
@@ -371,10 +386,12 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
                 log.exception("control loop step failed; retrying")
                 self._reload_model()
             now = time.monotonic()
+            wait_until = min(next_poll, math.inf if limit_at is None
+                             else now + limit_at - self.clock())
             if woken and not self._flights:  # woken too soon after a cycle: let events gather
-                time.sleep(max(0.0, min(earliest, next_poll) - now))
+                time.sleep(max(0.0, min(earliest, wait_until) - now))
             else:
-                self.wake.wait(max(0.0, min(next_cycle, next_poll) - now))
+                self.wake.wait(max(0.0, min(next_cycle, wait_until) - now))
 
     def step(self) -> Decisions:
         """One synchronous turn: apply queued commands, poll tasks, run a cycle."""
@@ -384,6 +401,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         self.poll()
         self._watch_nodes()
         self._expiry.tick(self.clock())
+        self._enforce_time_limits()
         return self.run_cycle()
 
     def _drain(self) -> bool:
@@ -404,9 +422,11 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         resources: adopt live processes, collect outcomes recorded while we were down,
         finish stops and evictions that were under way, and launch bound tasks never
         launched (once the evicted tasks on their node have stopped)."""
+        move_retired_files(self.repository, self.executor)  # before any launch
         jobs = self.repository.snapshot_jobs()
         self._ending = self.repository.stopping_jobs()
         self._model, evicted = self._model_of(jobs, self.virtual_clusters)
+        self._limits.reset(jobs)
         self._usage.restore(self._model)
         self._reconcile(jobs, evicted)  # one job at a time: one bad job stops no other
         self.repository.revoke_job_tokens()  # of jobs that ended while we were down
@@ -437,6 +457,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
             return
         self._usage.carry(self._model, model)
         self._model = model
+        self._limits.reset(jobs)
         for name in self._ending:
             self._stop_wanting(name)
 
@@ -532,6 +553,19 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
 
     # ---- stopping jobs ----------------------------------------------------------------------
 
+    def _enforce_time_limits(self) -> float | None:
+        """Stop the jobs whose run has reached its time limit (they end FAILED, never
+        retried: `shoal.api.time_limits`); returns when the next run will reach its own."""
+        now = self.clock()
+        deadlines = self._limits.deadlines(self.model)
+        for name, at in sorted(deadlines.items()):
+            info = self.model.jobs.get(name)
+            if at <= now and info is not None and name not in self._ending:
+                limit = info.job.time_limit or 0.0
+                log.info("job %s: %s", name, time_limit_cause(limit))
+                self._teardown(name, JobState.FAILED, time_limit_cause(limit))
+        return min((at for at in deadlines.values() if at > now), default=None)
+
     def _stop_wanting(self, name: str) -> None:
         super()._stop_wanting(name)
         self._handover.forget_job(name)
@@ -541,6 +575,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         read is needed; a cancel that followed it is a later command on the same queue."""
         if job.name not in self.model.jobs:  # else start() loaded it: the submit raced it
             self.model.add_job(job)
+        self._limits.watch(job)
         owner = job_of_virtual_cluster(job.queue)
         if owner is not None and owner not in self.model.jobs:
             self._cancel(job.name, ended_with(job.queue, owner))
@@ -555,6 +590,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
         if name in self.model.jobs:
             self.model.remove_job(name)
         if job.state.terminal:
+            self._limits.forget(name)
             self._credentials.revoke(name)
             self._endpoints.forget(name)  # first: it frees the master port too
             self._ports.forget(name)

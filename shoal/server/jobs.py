@@ -42,6 +42,7 @@ from shoal.api import (
     JobState,
     PendingKind,
 )
+from shoal.api.objects import renamed
 from shoal.server.auth import Authenticator, check_owner, check_queue
 from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
@@ -58,6 +59,7 @@ from shoal.server.models import (
     task_out,
 )
 from shoal.server.scheduler import Scheduler
+from shoal.spec.generated_names import random_name
 from shoal.store import (
     AlreadyExistsError,
     IdempotencyConflict,
@@ -73,6 +75,8 @@ MAX_TASK_PAGE = 1000
 """The most tasks (events) one page of a job's tasks (events) holds."""
 JOB_EVENTS = 50
 """How many of its latest events `GET /api/v1/jobs/{name}` carries."""
+GENERATE_TRIES = 8
+"""How many names a submission with `generateName` draws before it gives up (409)."""
 INLINE_PARSE_BYTES = 64 * 1024
 """Bodies up to this size are parsed on the event loop (the hop to a thread would cost as
 much as the work); a larger one, within the body limit, may take a second of CPU to read as
@@ -94,7 +98,8 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
             raise ApiError(404, f"no job {name!r}", "path.name")
         return summary
 
-    def parse(body: RawBody, user: User) -> Job:
+    def parse(body: RawBody, user: User) -> tuple[Job, str | None]:
+        """The job, and the `generateName` prefix its name was generated from if any."""
         bundle = load_body(
             body, kind="Job",
             known_queues=[vc.name for vc in repository.list_virtual_clusters()],
@@ -109,8 +114,11 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
         if job.user is not None and job.user != user.name and not user.admin:
             raise ApiError(403, f"user {user.name!r} may not submit as {job.user!r}",
                            "metadata.user")
+        prefix = bundle.generated.get(job.name)
+        if prefix is not None:  # the loader's names are the same on every load
+            job = renamed(job, random_name(prefix))
         return dataclasses.replace(job, user=job.user or user.name,
-                                   submitted=repository.clock())
+                                   submitted=repository.clock()), prefix
 
     @router.post("", status_code=201, response_model=JobOut, openapi_extra=SPEC_BODY,
                  responses={200: {"model": JobOut, "description": "An idempotent replay"},
@@ -122,16 +130,16 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                          ) -> JobOut:
         """Submit one `shoal/v1` Job document."""
         if len(body.data) > INLINE_PARSE_BYTES:  # see INLINE_PARSE_BYTES
-            job = await run_in_threadpool(parse, body, user)
+            job, prefix = await run_in_threadpool(parse, body, user)
         else:
-            job = parse(body, user)
+            job, prefix = parse(body, user)
         check_queue(user, job.queue)
         reason = scheduler.feasibility(job)
         if reason is not None and reason.kind is PendingKind.UNSCHEDULABLE:
             raise ApiError(422, f"the job can never run on this cluster: {reason.message}",
                            reason.field or "spec", reason=reason.to_dict())
         try:
-            saved, created = scheduler.submit(job, idempotency_key, wake=False)
+            saved, created = submit_named(scheduler, job, prefix, idempotency_key)
         except IdempotencyConflict as exc:
             raise ApiError(409, str(exc), "header.Idempotency-Key") from None
         except AlreadyExistsError as exc:
@@ -242,6 +250,21 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                                       "its tasks have stopped")
 
     return router
+
+
+def submit_named(scheduler: Scheduler, job: Job, prefix: str | None,
+                 idempotency_key: str | None) -> tuple[Job, bool]:
+    """Submit the job; a generated name that is taken (by any job, ended or not: a generated
+    name is always a new one) is drawn again, up to GENERATE_TRIES times, as Kubernetes
+    does; then AlreadyExistsError."""
+    for tries in range(1, GENERATE_TRIES + 1):
+        try:
+            return scheduler.submit(job, idempotency_key, wake=False, generated_from=prefix)
+        except AlreadyExistsError:
+            if prefix is None or tries == GENERATE_TRIES:
+                raise
+            job = renamed(job, random_name(prefix))
+    raise AssertionError("unreachable")
 
 
 def _task_mark(after: str) -> tuple[str, int]:

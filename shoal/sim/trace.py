@@ -131,6 +131,9 @@ class TraceJob:
     freezing_window: float | None = None
     """Seconds after a change of size during which the fairshare action leaves it alone
     (`spec.freezingWindow`); None: the profile's default."""
+    time_limit: float | None = None
+    """Seconds a run may last (`spec.timeLimit`): a run still going then ends the job, failed
+    (`shoal.api.time_limits`); None: no limit."""
 
     def __post_init__(self) -> None:
         if self.service is not None and self.duration != math.inf:
@@ -142,6 +145,9 @@ class TraceJob:
         if not math.isfinite(self.submit_time):
             raise ValueError(f"job {self.name}: submit_time must be a finite number, "
                              f"got {self.submit_time}")
+        if self.time_limit is not None and not 0 < self.time_limit < math.inf:
+            raise ValueError(f"job {self.name}: time_limit must be a positive number of "
+                             f"seconds, got {self.time_limit}")
         window = self.freezing_window
         if window is not None and not 0 <= window < math.inf:
             raise ValueError(f"job {self.name}: freezing_window must be a non-negative "
@@ -189,7 +195,7 @@ class TraceJob:
                    user=self.user, submitted=self.submit_time, elastic=self.elastic,
                    preemptable=not served, service=self.service,
                    runtime_estimate=runtime_estimate, checkpoint_interval=checkpoint_interval,
-                   freezing_window=self.freezing_window)
+                   freezing_window=self.freezing_window, time_limit=self.time_limit)
 
 
 _set = object.__setattr__
@@ -216,6 +222,7 @@ def prechecked_job(name: str, submit_time: float, duration: float, replicas: int
     _set(job, "checkpoint_interval", None)
     _set(job, "service", None)
     _set(job, "freezing_window", None)
+    _set(job, "time_limit", None)
     return job
 
 

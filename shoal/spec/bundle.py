@@ -40,6 +40,9 @@ class SpecBundle:
     originals: Mapping[str, Original] = field(default_factory=dict)
     """Job name → the foreign document it was lowered from (`shoal.spec.imports`); a job
     written as a native document has none."""
+    generated: Mapping[str, str] = field(default_factory=dict)
+    """Job name → the `metadata.generateName` prefix it was generated from
+    (`shoal.spec.generated_names`); a job that named itself has none."""
 
     def all_virtual_clusters(self) -> tuple[VirtualCluster, ...]:
         """The declared virtual clusters plus the implicit `default` when none declares it."""

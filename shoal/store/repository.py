@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Connection,
     Insert,
     Integer,
     String,
@@ -48,7 +49,7 @@ from shoal.api import (
 )
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import IllegalTransitionError
-from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster
+from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster, renamed
 from shoal.store import convert
 from shoal.store.accounts import TOKEN_CACHE_TTL, Accounts, User
 from shoal.store.cache import ReadThroughCache
@@ -59,6 +60,7 @@ from shoal.store.errors import (
     NotFoundError,
     StoreError,
 )
+from shoal.store.job_names import JobNames, Submission
 from shoal.store.job_queries import TERMINAL_JOB_STATES, JobQueries
 from shoal.store.models import (
     EventRow,
@@ -115,7 +117,8 @@ class Waiting:
     cause: str
 
 
-class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageRecords):
+class Repository(Stops, TaskBatches, JobQueries, JobNames, Accounts, NodeInventory,
+                 UsageRecords):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
@@ -127,15 +130,26 @@ class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageR
     # ---- jobs ----------------------------------------------------------------------------
 
     def submit_job(self, job: Job, *, idempotency_key: str | None = None) -> tuple[Job, bool]:
-        """Store a new job in PENDING with its task rows; True when it was created. A retry
-        with the same key by the same user returns the stored job; the key with another
-        spec is refused. Keys are the user's own: another user's job with the same key is
-        neither returned nor named. The job returned does not list its tasks (a new job's
-        are all PENDING; `JobInfo` reads that from its groups), nor does a replay's.
+        """`submit` of a name that must be new: an ended job of that name is a clash too."""
+        done = self.submit(job, idempotency_key=idempotency_key, reuse=False)
+        return done.job, done.created
+
+    def submit(self, job: Job, *, idempotency_key: str | None = None, reuse: bool = True,
+               generated_from: str | None = None) -> Submission:
+        """Store a new job in PENDING with its task rows. A retry with the same key by the
+        same user returns the stored job; the key with another spec is refused. Keys are the
+        user's own: another user's job with the same key is neither returned nor named. The
+        job returned does not list its tasks (a new job's are all PENDING; `JobInfo` reads
+        that from its groups), nor does a replay's. With `reuse`, the name of a job that
+        has ended is taken and that job kept in history (`shoal.store.job_names`).
+        `generated_from`: the job's name was generated from this prefix
+        (`metadata.generateName`): a retry with the same key matches whatever name the
+        first try drew, and a generated name is never reused.
 
         The insert is tried first and the unique constraints on the name and the key decide:
         a new job (the common case) costs one transaction with no lookups, and a clash — a
-        replay, or a concurrent submit that won the race — is sorted out afterwards."""
+        replay, a concurrent submit that won the race, or an ended job's name — is sorted
+        out afterwards."""
         now = self.clock()
         pending = replace(job, state=JobState.PENDING, tasks=())
         try:
@@ -143,23 +157,31 @@ class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageR
             # the ORM's unit of work, even its bulk mode, cost three times as much, and a
             # submission is the API's hottest write.
             with self.store.engine.begin() as connection:
-                job_id = connection.execute(_INSERT_JOB, convert.job_columns(
-                    pending, idempotency_key=idempotency_key, now=now)).scalar_one()
-                connection.execute(_INSERT_TASKS, [
-                    {"job_id": job_id, "group": g.name, "replicas": g.replicas}
-                    for g in job.groups if g.replicas > 0])
-                connection.execute(_INSERT_EVENT, {
-                    "job_id": job_id, "time": now, "kind": SUBMITTED,
-                    "target_state": JobState.PENDING.value,
-                    "cause": f"submitted to queue {job.queue}"})
-            return pending, True
+                self._insert_job(connection, pending, idempotency_key, now)
+            return Submission(pending, True)
         except IntegrityError:
             with self.store.reads.begin() as s:
                 existing = None if idempotency_key is None else \
                     self._by_key(s, job.user, idempotency_key)
-                if existing is None:
-                    raise AlreadyExistsError(f"job {job.name!r} exists already") from None
-                return self._replay(existing, job, idempotency_key or ""), False
+                if existing is not None:
+                    return Submission(self._replay(existing, job, idempotency_key or "",
+                                                   generated_from), False)
+            if not reuse or generated_from is not None:
+                raise AlreadyExistsError(f"job {job.name!r} exists already") from None
+        return self._take_name(pending, idempotency_key, now)
+
+    def _insert_job(self, connection: Connection, job: Job, idempotency_key: str | None,
+                    now: float) -> int:
+        job_id: int = connection.execute(_INSERT_JOB, convert.job_columns(
+            job, idempotency_key=idempotency_key, now=now)).scalar_one()
+        connection.execute(_INSERT_TASKS, [
+            {"job_id": job_id, "group": g.name, "replicas": g.replicas}
+            for g in job.groups if g.replicas > 0])
+        connection.execute(_INSERT_EVENT, {
+            "job_id": job_id, "time": now, "kind": SUBMITTED,
+            "target_state": JobState.PENDING.value,
+            "cause": f"submitted to queue {job.queue}"})
+        return job_id
 
     @staticmethod
     def _by_key(s: Session, user: str | None, key: str) -> JobRow | None:
@@ -167,7 +189,10 @@ class Repository(Stops, TaskBatches, JobQueries, Accounts, NodeInventory, UsageR
         return s.scalar(select(JobRow).where(owner, JobRow.idempotency_key == key))
 
     @staticmethod
-    def _replay(existing: JobRow, job: Job, key: str) -> Job:
+    def _replay(existing: JobRow, job: Job, key: str, generated_from: str | None = None
+                ) -> Job:
+        if generated_from is not None and existing.name.startswith(generated_from):
+            job = renamed(job, existing.name)  # the name the first try drew
         if convert.row_spec(existing) != convert.job_spec(job):
             raise IdempotencyConflict(
                 f"idempotency key {key!r} was used for job {existing.name!r} "

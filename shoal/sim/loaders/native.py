@@ -108,7 +108,7 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
                              job.queue, job.user, job.priority_class, model,
                              dict(group.node_selector), elastic=elastic, service=service,
                              checkpoint_interval=job.checkpoint_interval,
-                             freezing_window=job.freezing_window))
+                             freezing_window=job.freezing_window, time_limit=job.time_limit))
     return finish(jobs, source, limit)
 
 
