@@ -46,6 +46,9 @@ def describe(model: type[BaseModel], error: ValidationError) -> list[tuple[str, 
             # pydantic marks a bad mapping key with a pseudo-field; say it in words instead.
             loc, message = loc[:-1], f"key {message}"
         out.append((format_path(loc), message))
+    if any(path == "metadata.generateName" for path, _ in out):
+        # The name was to be generated from it: its own issue says what is wrong.
+        out = [(path, m) for path, m in out if path != "metadata.name"]
     return out
 
 
