@@ -60,7 +60,7 @@ from shoal.store.errors import (
     NotFoundError,
     StoreError,
 )
-from shoal.store.job_names import JobNames, Submission
+from shoal.store.job_names import JobNames, Submission, history_run
 from shoal.store.job_queries import TERMINAL_JOB_STATES, JobQueries
 from shoal.store.models import (
     EventRow,
@@ -191,8 +191,10 @@ class Repository(Stops, TaskBatches, JobQueries, JobNames, Accounts, NodeInvento
     @staticmethod
     def _replay(existing: JobRow, job: Job, key: str, generated_from: str | None = None
                 ) -> Job:
-        if generated_from is not None and existing.name.startswith(generated_from):
-            job = renamed(job, existing.name)  # the name the first try drew
+        # The name the first try drew, or the history name its job was moved to since.
+        if (generated_from is not None and existing.name.startswith(generated_from)) \
+                or history_run(job.name, existing.name) is not None:
+            job = renamed(job, existing.name)
         if convert.row_spec(existing) != convert.job_spec(job):
             raise IdempotencyConflict(
                 f"idempotency key {key!r} was used for job {existing.name!r} "
