@@ -38,6 +38,11 @@ group's `taskRetryCount` allows (a new attempt, same MASTER_PORT), a LOST member
 restarts its whole gang (`shoal.control.gang_restart`), and a job that would fail is retried
 whole while `jobRetryCount` allows. The loop carries each verdict out.
 
+A run past its job's time limit is stopped as a cancel is and the job fails, unretried
+(`shoal.control.time_limits`; the loop waits no longer than until the earliest deadline). A
+new job that takes an ended job's name has the ended job's engine files moved to its
+history name first (`shoal.control.retired`).
+
 Stopping a job is `shoal.control.stopping`'s: stored first, processes signalled after. When a
 job ends, the work its tasks submitted into its own virtual cluster is stopped with it, and
 its tasks' token revoked (`shoal.control.job_scope`). A cycle's evictions (preempt, reclaim,
@@ -73,7 +78,6 @@ from shoal.api import (
 from shoal.api.decisions import Decisions, Reserve
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import job_of_virtual_cluster
-from shoal.api.time_limits import time_limit_cause
 from shoal.control import completion
 from shoal.control.endpoints import Endpoints, TaskPorts
 from shoal.control.exits import Exiting
@@ -90,7 +94,7 @@ from shoal.control.retired import move_retired_files
 from shoal.control.scale_up import ScaleUpHook, shortfall
 from shoal.control.stopping import Tracked
 from shoal.control.task_ends import TaskEnding
-from shoal.control.time_limits import TimeLimits
+from shoal.control.time_limits import TimeLimiting, TimeLimits
 from shoal.control.usage_charge import UsageKeeper
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
@@ -126,7 +130,7 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
+class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, TimeLimiting):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -553,18 +557,6 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting):
 
     # ---- stopping jobs ----------------------------------------------------------------------
 
-    def _enforce_time_limits(self) -> float | None:
-        """Stop the jobs whose run has reached its time limit (they end FAILED, never
-        retried: `shoal.api.time_limits`); returns when the next run will reach its own."""
-        now = self.clock()
-        deadlines = self._limits.deadlines(self.model)
-        for name, at in sorted(deadlines.items()):
-            info = self.model.jobs.get(name)
-            if at <= now and info is not None and name not in self._ending:
-                limit = info.job.time_limit or 0.0
-                log.info("job %s: %s", name, time_limit_cause(limit))
-                self._teardown(name, JobState.FAILED, time_limit_cause(limit))
-        return min((at for at in deadlines.values() if at > now), default=None)
 
     def _stop_wanting(self, name: str) -> None:
         super()._stop_wanting(name)

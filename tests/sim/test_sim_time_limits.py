@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -108,3 +109,22 @@ def test_no_run_lasts_longer_than_its_limit(trace: list[TraceJob], profile: str)
             assert limit is not None and limit < work[record.name]
         elif limit is not None and record.preemptions == 0:
             assert work[record.name] <= limit + 1e-6
+
+
+def test_a_native_trace_carries_the_limit(tmp_path: Path) -> None:
+    from shoal.sim.loaders.native import load_native
+
+    path = tmp_path / "trace.yaml"
+    path.write_text("""\
+apiVersion: shoal/v1
+kind: Job
+metadata: {name: capped, arrivalTime: 0, duration: 3600}
+spec:
+  timeLimit: 30m
+  taskGroups:
+    - {name: worker, replicas: 1, resources: {cpu: 1, gpu: 1}}
+""")
+    trace = load_native(path)
+    assert trace.jobs[0].time_limit == 1800
+    record = simulate(trace, one_node(), Profile.load("fifo"), EXACT).jobs[0]
+    assert (record.end, record.timed_out) == (1800, True)
