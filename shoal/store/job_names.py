@@ -30,6 +30,8 @@ from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from shoal.api import Job
+from shoal.store.accounts import User
+from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
 from shoal.store.errors import AlreadyExistsError
 from shoal.store.job_queries import TERMINAL_JOB_STATES
@@ -65,6 +67,7 @@ class JobNames:
 
     store: Store
     clock: Callable[[], float]
+    _tokens: ReadThroughCache[User | None]
 
     def _insert_job(self, connection: Connection, job: Job, idempotency_key: str | None,
                     now: float) -> int:
@@ -89,9 +92,11 @@ class JobNames:
                                                  "again once it is gone")
                     retired = self._retire(connection, old.id, old.state, name, now)
                 self._insert_job(connection, job, idempotency_key, now)
-                return Submission(job, True, retired)
         except IntegrityError:  # another submission took the name (or the key) meanwhile
             raise AlreadyExistsError(f"job {name!r} exists already") from None
+        if retired is not None:
+            self._tokens.invalidate()  # the old job's tokens, removed, may be cached
+        return Submission(job, True, retired)
 
     def _retire(self, connection: Connection, job_id: int, state: str, name: str,
                 now: float) -> str:
