@@ -25,10 +25,12 @@ class StoreScheduler:
         self.stuck = False
         """Make `virtual_cluster_status` time out, as a control loop stuck in a step would."""
 
-    def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True
-               ) -> tuple[Job, bool]:
+    def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True,
+               generated_from: str | None = None) -> tuple[Job, bool]:
         self.wake_ups += wake
-        return self.repository.submit_job(job, idempotency_key=idempotency_key)
+        done = self.repository.submit(job, idempotency_key=idempotency_key,
+                                      generated_from=generated_from)
+        return done.job, done.created
 
     def wake_up(self) -> None:
         self.wake_ups += 1
