@@ -24,6 +24,11 @@ at once (200) with its tasks, events, job tokens and idempotency key, and its na
 used again; a job that still runs is cancelled and removed by the control loop once its
 processes have stopped (202, `status.deleting` true meanwhile).
 
+A job's name may be one whose job has ended: that job is kept in history as `NAME.N`
+(`shoal.store.job_names`), where these routes read it. A `metadata.generateName` document is
+named here, its prefix and a random suffix (`shoal.spec.generated_names`), drawn again
+while the name is taken (at most GENERATE_TRIES times).
+
 The control loop is woken only once the answer has been sent (a background task): woken at
 once, its thread competed with the answer for the GIL, which cost every submission another
 half millisecond.
