@@ -128,3 +128,22 @@ spec:
     assert trace.jobs[0].time_limit == 1800
     record = simulate(trace, one_node(), Profile.load("fifo"), EXACT).jobs[0]
     assert (record.end, record.timed_out) == (1800, True)
+
+
+def test_a_native_trace_may_generate_its_names(tmp_path: Path) -> None:
+    from shoal.sim.loaders.native import load_native
+
+    one = """\
+apiVersion: shoal/v1
+kind: Job
+metadata: {generateName: sweep-, arrivalTime: 0, duration: 60}
+spec:
+  taskGroups:
+    - {name: worker, replicas: 1, resources: {cpu: 1, gpu: 1}}
+"""
+    path = tmp_path / "trace.yaml"
+    path.write_text(one + "---\n" + one.replace("generateName: sweep-", "name: sweep-bbbbb")
+                    + "---\n" + one)
+    names = [j.name for j in load_native(path).jobs]
+    assert sorted(names) == ["sweep-bbbbb", "sweep-bbbbc", "sweep-bbbbd"]
+    assert names == [j.name for j in load_native(path).jobs]
