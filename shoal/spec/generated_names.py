@@ -70,7 +70,8 @@ def generate_prefix(data: Any) -> str | None:
     """The usable `metadata.generateName` of a job document that has no `metadata.name`;
     None when it names itself, asks for nothing, or asks for a prefix that validation will
     refuse (the issue is reported there, under `metadata.generateName`)."""
-    if not isinstance(data, Mapping) or data.get("kind") not in _JOB_KINDS:
+    kind = data.get("kind") if isinstance(data, Mapping) else None
+    if not isinstance(kind, str) or kind not in _JOB_KINDS:
         return None
     metadata = data.get("metadata")
     if not isinstance(metadata, Mapping) or "name" in metadata:

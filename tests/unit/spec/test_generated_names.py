@@ -86,3 +86,9 @@ def test_counted_names_skip_taken_ones() -> None:
     names.take("x-bbbbb")
     names.take("x-bbbbd")
     assert [names("x-") for _ in range(3)] == ["x-bbbbc", "x-bbbbf", "x-bbbbg"]
+
+
+def test_a_kind_that_is_no_string_is_not_taken_for_a_job() -> None:
+    with pytest.raises(SpecError) as refused:
+        load_text("apiVersion: shoal/v1\nkind: [Job]\nmetadata: {generateName: x-}\n")
+    assert [i.path for i in refused.value.issues] == ["kind"]
