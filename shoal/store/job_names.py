@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from shoal.api import Job
 from shoal.store.accounts import User
@@ -36,6 +36,18 @@ from shoal.store.engine import Store
 from shoal.store.errors import AlreadyExistsError
 from shoal.store.job_queries import TERMINAL_JOB_STATES
 from shoal.store.models import EventRow, JobRow, TokenRow
+
+#: PostgreSQL's deadlock_detected: two submissions of one name, each waiting for the other's
+#: uncommitted row of that name; one is aborted, and reads as the name's clash.
+_DEADLOCK = "40P01"
+
+
+def name_clash(error: DBAPIError) -> bool:
+    """Whether a failed insert means that the name (or the key) was taken meanwhile."""
+    return isinstance(error, IntegrityError) or (
+        isinstance(error, OperationalError)
+        and getattr(error.orig, "sqlstate", None) == _DEADLOCK)
+
 
 #: The event a job gets when it moves into history.
 KEPT_IN_HISTORY = "KeptInHistory"
@@ -92,7 +104,10 @@ class JobNames:
                                                  "again once it is gone")
                     retired = self._retire(connection, old.id, old.state, name, now)
                 self._insert_job(connection, job, idempotency_key, now)
-        except IntegrityError:  # another submission took the name (or the key) meanwhile
+        except DBAPIError as exc:
+            if not name_clash(exc):
+                raise
+            # Another submission took the name (or the key) meanwhile.
             raise AlreadyExistsError(f"job {name!r} exists already") from None
         if retired is not None:
             self._tokens.invalidate()  # the old job's tokens, removed, may be cached

@@ -28,7 +28,7 @@ from sqlalchemy import (
     literal_column,
     select,
 )
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, selectinload
 
 from shoal.api import (
@@ -60,7 +60,7 @@ from shoal.store.errors import (
     NotFoundError,
     StoreError,
 )
-from shoal.store.job_names import JobNames, Submission, history_run
+from shoal.store.job_names import JobNames, Submission, history_run, name_clash
 from shoal.store.job_queries import TERMINAL_JOB_STATES, JobQueries
 from shoal.store.models import (
     EventRow,
@@ -159,16 +159,34 @@ class Repository(Stops, TaskBatches, JobQueries, JobNames, Accounts, NodeInvento
             with self.store.engine.begin() as connection:
                 self._insert_job(connection, pending, idempotency_key, now)
             return Submission(pending, True)
-        except IntegrityError:
-            with self.store.reads.begin() as s:
-                existing = None if idempotency_key is None else \
-                    self._by_key(s, job.user, idempotency_key)
-                if existing is not None:
-                    return Submission(self._replay(existing, job, idempotency_key or "",
-                                                   generated_from), False)
+        except DBAPIError as exc:
+            if not name_clash(exc):
+                raise
+            replayed = self._replayed(job, idempotency_key, generated_from)
+            if replayed is not None:
+                return replayed
             if not reuse or generated_from is not None:
                 raise AlreadyExistsError(f"job {job.name!r} exists already") from None
-        return self._take_name(pending, idempotency_key, now)
+        try:
+            return self._take_name(pending, idempotency_key, now)
+        except AlreadyExistsError:
+            # A retry with the same key that raced its first try here is a replay too.
+            replayed = self._replayed(job, idempotency_key, generated_from)
+            if replayed is None:
+                raise
+            return replayed
+
+    def _replayed(self, job: Job, key: str | None, generated_from: str | None
+                  ) -> Submission | None:
+        """The submission that `key` made before, if any (IdempotencyConflict when it was
+        made with another spec)."""
+        if key is None:
+            return None
+        with self.store.reads.begin() as s:
+            existing = self._by_key(s, job.user, key)
+            if existing is None:
+                return None
+            return Submission(self._replay(existing, job, key, generated_from), False)
 
     def _insert_job(self, connection: Connection, job: Job, idempotency_key: str | None,
                     now: float) -> int:

@@ -104,3 +104,17 @@ def test_history_names_are_told_apart() -> None:
     assert history_run("a", "ab.3") is None
     assert history_run("a.1", "a.1.2") == 2
     assert history_run("a", "a.x") is None
+
+
+def test_racing_retries_of_one_key_make_one_new_run(repo: Repository) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    repo.submit(make_job("train"))
+    for run in range(1, 4):
+        end(repo, "train")
+        with ThreadPoolExecutor(4) as pool:
+            done = list(pool.map(lambda _: repo.submit(make_job("train"),
+                                                       idempotency_key=f"k{run}"), range(4)))
+        assert sum(d.created for d in done) == 1
+        assert {d.job.name for d in done} == {"train"}
+        assert [d.retired for d in done if d.created] == [f"train.{run}"]
