@@ -6,7 +6,6 @@ logs."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from shoal_documents import job_yaml, node_yaml
@@ -95,7 +94,7 @@ def test_a_name_is_used_again_once_its_job_has_ended(up: Up) -> None:
         assert log_of(shoal, "again.1") == "first run\n"
 
 
-def test_names_are_checked_at_submission(up: Up, tmp_path: Path) -> None:
+def test_names_are_checked_at_submission(up: Up) -> None:
     nameless = job("unused", "[sh, -c, 'echo hi']").replace("name: unused", "user: admin")
     too_long = job("unused", "[sh, -c, 'echo hi']").replace(
         "name: unused", f"generateName: {'x' * 249}")
