@@ -15,7 +15,6 @@ names were generated, and from which prefix, from `SpecBundle.generated`.
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -27,7 +26,6 @@ MAX_JOB_NAME = 253
 MAX_PREFIX = MAX_JOB_NAME - SUFFIX_LENGTH
 """The longest `generateName`: a generated name must still be a job name."""
 _JOB_KINDS = frozenset({"Job", "Service"})
-_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")  # `shoal.spec.documents.JOB_NAME_PATTERN`
 
 
 def random_name(prefix: str) -> str:
@@ -67,9 +65,10 @@ class CountedNames:
 
 
 def generate_prefix(data: Any) -> str | None:
-    """The usable `metadata.generateName` of a job document that has no `metadata.name`;
-    None when it names itself, asks for nothing, or asks for a prefix that validation will
-    refuse (the issue is reported there, under `metadata.generateName`)."""
+    """The `metadata.generateName` of a job document that has no `metadata.name`; None
+    when it names itself or asks for nothing. A prefix that validation refuses (under
+    `metadata.generateName`, its issue alone: `shoal.spec.messages`) makes a name that is
+    never used."""
     kind = data.get("kind") if isinstance(data, Mapping) else None
     if not isinstance(kind, str) or kind not in _JOB_KINDS:
         return None
@@ -77,7 +76,7 @@ def generate_prefix(data: Any) -> str | None:
     if not isinstance(metadata, Mapping) or "name" in metadata:
         return None
     prefix = metadata.get("generateName")
-    if not isinstance(prefix, str) or len(prefix) > MAX_PREFIX or not _NAME.match(prefix):
+    if not isinstance(prefix, str) or len(prefix) > MAX_PREFIX:
         return None
     return prefix
 
