@@ -85,9 +85,11 @@ class JobNames:
                     now: float) -> int:
         raise NotImplementedError
 
-    def _take_name(self, job: Job, idempotency_key: str | None, now: float) -> Submission:
+    def _take_name(self, job: Job, idempotency_key: str | None, now: float
+                   ) -> Submission | None:
         """Store `job` under the name of an ended job, which moves into history; raises
-        AlreadyExistsError when the name's job has not ended (or is being deleted)."""
+        AlreadyExistsError when the name's job has not ended (or is being deleted); None
+        when another submission took the name (or the key) meanwhile."""
         name = job.name
         try:
             with self.store.engine.begin() as connection:
@@ -107,8 +109,7 @@ class JobNames:
         except DBAPIError as exc:
             if not name_clash(exc):
                 raise
-            # Another submission took the name (or the key) meanwhile.
-            raise AlreadyExistsError(f"job {name!r} exists already") from None
+            return None
         if retired is not None:
             self._tokens.invalidate()  # the old job's tokens, removed, may be cached
         return Submission(job, True, retired)

@@ -87,6 +87,8 @@ TaskRecord = _TaskRecord
 """Made where binds are batched (`task_batches`); the control plane knows it from here."""
 _INSERT_JOB = insert(JobRow).returning(JobRow.id)
 _INSERT_EVENT = insert(EventRow)
+CLASH_TRIES = 3
+"""How many times a submission that races another one of the same name tries again."""
 
 
 def _insert_tasks() -> Insert:
@@ -152,29 +154,43 @@ class Repository(Stops, TaskBatches, JobQueries, JobNames, Accounts, NodeInvento
         out afterwards."""
         now = self.clock()
         pending = replace(job, state=JobState.PENDING, tasks=())
+        refused = AlreadyExistsError(f"job {job.name!r} exists already")
+        for _ in range(CLASH_TRIES):
+            if self._inserted(pending, idempotency_key, now):
+                return Submission(pending, True)
+            replayed = self._replayed(job, idempotency_key, generated_from)
+            if replayed is not None:
+                return replayed
+            if not reuse or generated_from is not None:
+                raise AlreadyExistsError(f"job {job.name!r} exists already")
+            try:
+                taken = self._take_name(pending, idempotency_key, now)
+            except AlreadyExistsError as exc:
+                taken, refused = None, exc
+                if idempotency_key is None:
+                    raise
+            if taken is not None:
+                return taken
+            # Raced by another submission of the name: a retry with the same key is a
+            # replay once that one has committed; otherwise try again.
+            replayed = self._replayed(job, idempotency_key, generated_from)
+            if replayed is not None:
+                return replayed
+        raise refused
+
+    def _inserted(self, job: Job, idempotency_key: str | None, now: float) -> bool:
+        """Insert the job; False when its name (or key) is taken."""
         try:
             # Core inserts with constant statements (compiled once) on a bare connection:
             # the ORM's unit of work, even its bulk mode, cost three times as much, and a
             # submission is the API's hottest write.
             with self.store.engine.begin() as connection:
-                self._insert_job(connection, pending, idempotency_key, now)
-            return Submission(pending, True)
+                self._insert_job(connection, job, idempotency_key, now)
+            return True
         except DBAPIError as exc:
             if not name_clash(exc):
                 raise
-            replayed = self._replayed(job, idempotency_key, generated_from)
-            if replayed is not None:
-                return replayed
-            if not reuse or generated_from is not None:
-                raise AlreadyExistsError(f"job {job.name!r} exists already") from None
-        try:
-            return self._take_name(pending, idempotency_key, now)
-        except AlreadyExistsError:
-            # A retry with the same key that raced its first try here is a replay too.
-            replayed = self._replayed(job, idempotency_key, generated_from)
-            if replayed is None:
-                raise
-            return replayed
+            return False
 
     def _replayed(self, job: Job, key: str | None, generated_from: str | None
                   ) -> Submission | None:

@@ -113,8 +113,14 @@ def test_racing_retries_of_one_key_make_one_new_run(repo: Repository) -> None:
     for run in range(1, 4):
         end(repo, "train")
         with ThreadPoolExecutor(4) as pool:
-            done = list(pool.map(lambda _: repo.submit(make_job("train"),
-                                                       idempotency_key=f"k{run}"), range(4)))
+            done = list(pool.map(lambda key: repo.submit(make_job("train"),
+                                                         idempotency_key=key), [f"k{run}"] * 4))
         assert sum(d.created for d in done) == 1
         assert {d.job.name for d in done} == {"train"}
         assert [d.retired for d in done if d.created] == [f"train.{run}"]
+
+
+def test_a_keyed_submission_of_a_live_name_says_why(repo: Repository) -> None:
+    repo.submit(make_job("train"), idempotency_key="first")
+    with pytest.raises(AlreadyExistsError, match="has not ended"):
+        repo.submit(make_job("train"), idempotency_key="second")
