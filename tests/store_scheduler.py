@@ -26,10 +26,13 @@ class StoreScheduler:
         self.stuck = False
         """Make `virtual_cluster_status` time out, as a control loop stuck in a step would."""
 
-    def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True
+    def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True,
+               generated_from: str | None = None, original: Original | None = None
                ) -> tuple[Job, bool]:
         self.wake_ups += wake
-        return self.repository.submit_job(job, idempotency_key=idempotency_key)
+        done = self.repository.submit(job, idempotency_key=idempotency_key,
+                                      generated_from=generated_from, original=original)
+        return done.job, done.created
 
     def submit_jobs(self, jobs: Sequence[Job], idempotency_key: str | None, *,
                     originals: Mapping[str, Original] | None = None, wake: bool = True

@@ -8,7 +8,7 @@ or scheduled. Mappings (labels, env, selectors) are stored as given and must not
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from shoal.api.defaults import DEFAULT_QUEUE
@@ -47,6 +47,16 @@ def job_of_virtual_cluster(name: str) -> str | None:
     if not name.startswith(JOB_VIRTUAL_CLUSTER_PREFIX):
         return None
     return name.removeprefix(JOB_VIRTUAL_CLUSTER_PREFIX).split("/", 1)[0]
+
+
+def renamed(job: Job, name: str) -> Job:
+    """A job not yet stored under another name (a generated one drawn again): its own
+    virtual cluster, named after it, follows."""
+    if job.tasks or job.sub_clusters:
+        raise ValueError(f"job {job.name}: only a job that has not run can be renamed")
+    own = job.virtual_cluster
+    return replace(job, name=name, virtual_cluster=None if own is None
+                   else replace(own, name=job_virtual_cluster(name)))
 
 
 def job_cluster(job: Job) -> str:

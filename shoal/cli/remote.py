@@ -183,7 +183,9 @@ def _watch(fetch: Callable[[], list[JobView]], fmt: Format) -> None:
 
 
 def get(
-    name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    name: Annotated[str, typer.Argument(
+        help="The job's name; NAME.N: an earlier job of that name, kept in history.",
+        show_default=False)],
     tasks: Annotated[int, typer.Option(
         "--tasks", min=0, help="Show this many of its tasks (0: all).")] = SHOWN_TASKS,
     original: Annotated[bool, typer.Option(
@@ -252,7 +254,9 @@ def delete(
 
 
 def logs(
-    name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    name: Annotated[str, typer.Argument(
+        help="The job's name; NAME.N: an earlier job of that name, kept in history.",
+        show_default=False)],
     task: Annotated[str | None, typer.Option(
         "--task", "-t", help="GROUP-INDEX, e.g. worker-1. Default: the first task.",
         show_default=False)] = None,

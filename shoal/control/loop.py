@@ -38,6 +38,11 @@ group's `taskRetryCount` allows (a new attempt, same MASTER_PORT), a LOST member
 restarts its whole gang (`shoal.control.gang_restart`), and a job that would fail is retried
 whole while `jobRetryCount` allows. The loop carries each verdict out.
 
+A run past its job's time limit is stopped as a cancel is and the job fails, unretried
+(`shoal.control.time_limits`; the loop waits no longer than until the earliest deadline). A
+new job that takes an ended job's name has the ended job's engine files moved to its
+history name first (`shoal.control.retired`).
+
 Stopping a job is `shoal.control.stopping`'s: stored first, processes signalled after. When a
 job ends, the work its tasks submitted into its own virtual cluster is stopped with it, and
 its tasks' token revoked (`shoal.control.job_scope`). A cycle's evictions (preempt, reclaim,
@@ -57,6 +62,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import queue
 import threading
 import time
@@ -90,9 +96,11 @@ from shoal.control.launching import NodeAddresses
 from shoal.control.membership import Membership
 from shoal.control.node_watch import NodeWatch, NodeWatching
 from shoal.control.records import MasterPorts
+from shoal.control.retired import move_retired_files
 from shoal.control.scale_up import ScaleUpHook, shortfall
 from shoal.control.stopping import Tracked
 from shoal.control.task_ends import TaskEnding
+from shoal.control.time_limits import TimeLimiting, TimeLimits
 from shoal.control.usage_charge import UsageKeeper
 from shoal.control.waiting import WaitingReasons
 from shoal.core.snapshot import SnapshotError
@@ -130,7 +138,7 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
+class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLimiting):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -205,21 +213,37 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
         self.last_decisions: Decisions | None = None
         self._usage = UsageKeeper(repository, profile)
         """Decayed usage per virtual cluster and user: charged each cycle, kept in the store."""
+        self._limits = TimeLimits()
+        """The jobs in the model that have a time limit (`shoal.control.time_limits`)."""
 
     # ---- the API's side (any thread) ----------------------------------------------------
 
-    def submit(self, job: Job, idempotency_key: str | None = None, *, wake: bool = True
+    def submit(self, job: Job, idempotency_key: str | None = None, *, wake: bool = True,
+               generated_from: str | None = None, original: Original | None = None
                ) -> tuple[Job, bool]:
         """Store the job (PENDING) and have the loop add it to the model; returns the job as
         stored and whether this call created it (False: an idempotent replay). Store errors
         (AlreadyExistsError, IdempotencyConflict) are raised here, in the caller's thread.
+        An ended job of that name is kept in history (`shoal.store.job_names`; not for a
+        name generated from `generated_from`), its files moved before the new job is
+        admitted (`shoal.control.retired`). An imported job is stored with its `original`.
 
         `wake=False` leaves the loop to `wake_up()`, which the API calls once its answer
         has been sent: a loop woken at once competes with the answer for the GIL. A wake-up
         that never comes costs at most POLL_INTERVAL: the loop takes up queued commands on
         every turn."""
-        stored, created = self.submit_jobs((job,), idempotency_key, wake=wake)
-        return stored[0], created
+        if not job.submitted:
+            job = replace(job, submitted=self.clock())
+        done = self.repository.submit(job, idempotency_key=idempotency_key,
+                                      generated_from=generated_from, original=original)
+        stored, created = done.job, done.created
+        if created:
+            if done.retired is not None:
+                self._commands.put(lambda: move_retired_files(self.repository, self.executor))
+            self._commands.put(lambda: self._admit(stored))
+            if wake:
+                self.wake_up()
+        return stored, created
 
     def submit_jobs(self, jobs: Sequence[Job], idempotency_key: str | None = None, *,
                     originals: Mapping[str, Original] | None = None, wake: bool = True
@@ -357,6 +381,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
 
     def _loop(self, stop_event: threading.Event) -> None:
         next_cycle = next_poll = earliest = 0.0
+        limit_at: float | None = None
         woken = False
         while not stop_event.is_set():
             # Cleared before the commands are drained: a command queued from now on sets
@@ -374,6 +399,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
                     self._waiting.flush(self.repository)  # what skipped cycles noted
                     self._expiry.tick(self.clock())
                     next_poll = time.monotonic() + POLL_INTERVAL
+                limit_at = self._enforce_time_limits()
                 now = time.monotonic()
                 if woken and now >= earliest and now < next_cycle and self._cycle_is_moot():
                     woken = False
@@ -394,10 +420,12 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
                 log.exception("control loop step failed; retrying")
                 self._reload_model()
             now = time.monotonic()
+            wait_until = min(next_poll, math.inf if limit_at is None
+                             else now + limit_at - self.clock())
             if woken and not self._flights:  # woken too soon after a cycle: let events gather
-                time.sleep(max(0.0, min(earliest, next_poll) - now))
+                time.sleep(max(0.0, min(earliest, wait_until) - now))
             else:
-                self.wake.wait(max(0.0, min(next_cycle, next_poll) - now))
+                self.wake.wait(max(0.0, min(next_cycle, wait_until) - now))
 
     def step(self) -> Decisions:
         """One synchronous turn: apply queued commands, poll tasks, run a cycle."""
@@ -407,6 +435,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
         self.poll()
         self._watch_nodes()
         self._expiry.tick(self.clock())
+        self._enforce_time_limits()
         return self.run_cycle()
 
     def _drain(self) -> bool:
@@ -427,11 +456,13 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
         resources: adopt live processes, collect outcomes recorded while we were down,
         finish stops and evictions that were under way, and launch bound tasks never
         launched (once the evicted tasks on their node have stopped)."""
+        move_retired_files(self.repository, self.executor)  # before any launch
         stored = self.repository.snapshot_jobs()
         self._ending = self.repository.stopping_jobs()
         self._gates = Gates()
         jobs, unmet = self._gate_all(stored, self._ending)  # dependencies, holds
         self._model, evicted = self._model_of(jobs, self.virtual_clusters)
+        self._limits.reset(jobs)
         self._usage.restore(self._model)
         self._reconcile(jobs, evicted)  # one job at a time: one bad job stops no other
         self.repository.revoke_job_tokens()  # of jobs that ended while we were down
@@ -462,6 +493,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
             return
         self._usage.carry(self._model, model)
         self._model = model
+        self._limits.reset(jobs)
         for name in self._ending:
             self._stop_wanting(name)
 
@@ -557,6 +589,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
 
     # ---- stopping jobs ----------------------------------------------------------------------
 
+
     def _stop_wanting(self, name: str) -> None:
         super()._stop_wanting(name)
         self._handover.forget_job(name)
@@ -571,6 +604,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
             return
         if job.name not in self.model.jobs:  # else start() loaded it: the submit raced it
             self.model.add_job(job)
+        self._limits.watch(job)
         owner = job_of_virtual_cluster(job.queue)
         if owner is not None and owner not in self.model.jobs:
             self._cancel(job.name, ended_with(job.queue, owner))
@@ -585,6 +619,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating):
         if name in self.model.jobs:
             self.model.remove_job(name)
         if job.state.terminal:
+            self._limits.forget(name)
             self._credentials.revoke(name)
             self._endpoints.forget(name)  # first: it frees the master port too
             self._ports.forget(name)

@@ -78,7 +78,9 @@ content there on every such node (atomically: a reader sees the old or the new c
 never a part; a node that does not answer in bounded time is skipped and logged, and gets
 the next write), and `remove_job_file` removes it everywhere. `forget_job` removes
 everything the engine keeps of a deleted job (records, logs, working directories), so that
-a job of the same name later starts from scratch.
+a job of the same name later starts from scratch. `rename_job` moves all that, of a job that
+has ended, to another name (the job was kept in history under it): a new job of the old name
+starts from scratch, and the old one's logs read under the new name.
 
 **Nodes.** `nodes` lists the engine's nodes and their health (`NodeHealth`): the local
 executor's are the nodes it was declared, all ready; an engine with a live inventory reports
@@ -212,6 +214,10 @@ class Executor(Protocol):
 
     def forget_job(self, job: str) -> None:
         """Remove everything kept of a deleted job (it runs nothing any more)."""
+        ...
+
+    def rename_job(self, job: str, new: str) -> None:
+        """Keep everything kept of ended job `job` (records, logs) under `new` instead."""
         ...
 
     def nodes(self) -> tuple[NodeHealth, ...]:

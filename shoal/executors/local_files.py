@@ -116,6 +116,23 @@ class JobFiles:
         except FileNotFoundError:
             return LogChunk(b"", offset)
 
+    def rename_job(self, job: str, new: str) -> None:
+        """Move what the executor keeps of an ended job to the name `new` (the job was kept
+        in history under it): its records, logs and working directories. A job named `job`
+        then starts from scratch, and the old one's logs read under `new`."""
+        check_name("job", job)
+        check_name("job", new)
+        bases = [self.root / "tasks" / job, self.root / "logs" / job]
+        if self.isolation.work_root is not None:
+            bases += [*self.isolation.work_root.glob(f"*/{job}"),
+                      self.isolation.work_root / ".jobs" / job]
+        for base in bases:
+            if not base.exists():
+                continue
+            target = base.with_name(new)
+            shutil.rmtree(target, ignore_errors=True)  # left by a job forgotten in part
+            base.rename(target)
+
     def forget_job(self, job: str) -> None:
         """Remove what the executor keeps of a job that was deleted (it runs nothing): its
         attempts' records and its logs, and its tasks' working directories. A job of the

@@ -484,6 +484,23 @@ class RayExecutor:
             self._actors.pop(name, None)
         self._wait_name_free(names)
 
+    def rename_job(self, job: str, new: str) -> None:
+        """Move the ended job's files to the name `new` on every node it was placed on, and
+        its placements with them (nothing of it runs: its actors have ended)."""
+        check_name("job", job)
+        check_name("job", new)
+        placements = self.root / "placements" / job
+        nodes = {self._placed(job, *_group_index(p.parent.name), _attempt(p)) or ""
+                 for p in placements.glob("*/attempt-*.json")}
+        for node in sorted(nodes - {""}):
+            with contextlib.suppress(NodeGoneError, GetTimeoutError):
+                self._run_on(node, "rename", job, new)
+        if placements.exists():
+            shutil.rmtree(placements.with_name(new), ignore_errors=True)
+            placements.rename(placements.with_name(new))
+        for name in [n for n in self._ended if n.startswith(f"{job}:")]:
+            del self._ended[name]
+
     def forget_job(self, job: str) -> None:
         """Stop what still runs of the job, remove its files on every node it was placed on,
         end its actors, and forget its placements."""

@@ -147,6 +147,9 @@ def on_node(node_root: str, isolation: Isolation | None, op: str, *args: Any) ->
     if op == "forget":
         local.forget_job(args[0])
         return None
+    if op == "rename":
+        local.rename_job(args[0], args[1])
+        return None
     if op == "write_job_file":
         kind, job, user, path, data = args
         target = Path(path)

@@ -30,6 +30,11 @@ at once (200) with its tasks, events, job tokens and idempotency key, and its na
 used again; a job that still runs is cancelled and removed by the control loop once its
 processes have stopped (202, `status.deleting` true meanwhile).
 
+A job's name may be one whose job has ended: that job is kept in history as `NAME.N`
+(`shoal.store.job_names`), where these routes read it. A `metadata.generateName` document is
+named here, its prefix and a random suffix (`shoal.spec.generated_names`), drawn again
+while the name is taken (at most GENERATE_TRIES times).
+
 The control loop is woken only once the answer has been sent (a background task): woken at
 once, its thread competed with the answer for the GIL, which cost every submission another
 half millisecond.
@@ -51,6 +56,7 @@ from shoal.api import (
     PendingKind,
 )
 from shoal.api.images import ImagePolicy, image_problem
+from shoal.api.objects import renamed
 from shoal.server.auth import Authenticator, check_owner, check_queue
 from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
@@ -70,6 +76,7 @@ from shoal.server.models import (
 )
 from shoal.server.scheduler import Scheduler
 from shoal.spec import API_VERSION, SpecBundle
+from shoal.spec.generated_names import random_name
 from shoal.spec.imports import Original
 from shoal.store import (
     AlreadyExistsError,
@@ -86,6 +93,8 @@ MAX_TASK_PAGE = 1000
 """The most tasks (events) one page of a job's tasks (events) holds."""
 JOB_EVENTS = 50
 """How many of its latest events `GET /api/v1/jobs/{name}` carries."""
+GENERATE_TRIES = 8
+"""How many names a submission with `generateName` draws before it gives up (409)."""
 INLINE_PARSE_BYTES = 64 * 1024
 """Bodies up to this size are parsed on the event loop (the hop to a thread would cost as
 much as the work); a larger one, within the body limit, may take a second of CPU to read as
@@ -139,7 +148,10 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                 raise ApiError(422, f"{where}{problem.message}", problem.path)
             out.append(dataclasses.replace(job, user=job.user or user.name,
                                            submitted=submitted))
-        return Submission(tuple(out), dict(bundle.originals))
+        prefix = bundle.generated.get(out[0].name) if len(out) == 1 else None
+        if prefix is not None:  # the loader's names are the same on every load
+            out[0] = renamed(out[0], random_name(prefix))
+        return Submission(tuple(out), dict(bundle.originals), prefix)
 
     @router.post("", status_code=201, response_model=JobOut, openapi_extra=SPEC_BODY,
                  responses={200: {"model": JobOut, "description": "An idempotent replay"},
@@ -167,8 +179,9 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                                     f"this cluster: {reason.message}",
                                reason.field or "spec", reason=reason.to_dict())
         try:
-            if len(jobs) == 1 and not submission.originals:  # the hot path: no extra work
-                one, created = scheduler.submit(jobs[0], idempotency_key, wake=False)
+            if len(jobs) == 1:  # the hot path: no extra work
+                one, created = submit_named(scheduler, jobs[0], submission.prefix,
+                                            idempotency_key, submission.originals)
                 saved: tuple[Job, ...] = (one,)
             else:
                 saved, created = scheduler.submit_jobs(
@@ -310,6 +323,8 @@ class Submission:
 
     jobs: tuple[Job, ...]
     originals: Mapping[str, Original]
+    prefix: str | None = None
+    """The one job's `metadata.generateName` prefix, if its name was generated."""
 
 
 def _one_document(bundle: SpecBundle) -> bool:
@@ -322,6 +337,25 @@ def _one_document(bundle: SpecBundle) -> bool:
 def _job_where(job: Job, count: int) -> str:
     """Names the job in a message about one of several jobs of a submission."""
     return f"job {job.name!r}: " if count > 1 else ""
+
+
+def submit_named(scheduler: Scheduler, job: Job, prefix: str | None,
+                 idempotency_key: str | None, originals: Mapping[str, Original]
+                 ) -> tuple[Job, bool]:
+    """Submit the job; a generated name that is taken (by any job, ended or not: a generated
+    name is always a new one) is drawn again, up to GENERATE_TRIES times, as Kubernetes
+    does; then AlreadyExistsError."""
+    for tries in range(1, GENERATE_TRIES + 1):
+        try:
+            return scheduler.submit(job, idempotency_key, wake=False, generated_from=prefix,
+                                    original=originals.get(job.name))
+        except AlreadyExistsError:
+            if prefix is None or tries == GENERATE_TRIES:
+                raise
+            original = originals.get(job.name)
+            job = renamed(job, random_name(prefix))
+            originals = {} if original is None else {job.name: original}
+    raise AssertionError("unreachable")
 
 
 def _task_mark(after: str) -> tuple[str, int]:

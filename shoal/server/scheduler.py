@@ -15,12 +15,16 @@ from shoal.spec.imports import Original
 
 
 class Scheduler(Protocol):
-    def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True
+    def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True,
+               generated_from: str | None = None, original: Original | None = None
                ) -> tuple[Job, bool]:
         """Store a new job (or replay an idempotent retry): the job as stored, and whether
-        this call created it. Raises the store's `AlreadyExistsError` /
-        `IdempotencyConflict`. With `wake=False` the scheduler takes the job up at its next
-        turn or at `wake_up()`, whichever is first."""
+        this call created it; the name of a job that has ended is taken, and that job kept
+        in history, unless the name was generated (`generated_from`: its prefix). An
+        imported job is stored with its `original` document. Raises
+        the store's `AlreadyExistsError` / `IdempotencyConflict`. With `wake=False` the
+        scheduler takes the job up at its next turn or at `wake_up()`, whichever is
+        first."""
         ...
 
     def submit_jobs(self, jobs: Sequence[Job], idempotency_key: str | None, *,

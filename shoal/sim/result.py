@@ -55,6 +55,9 @@ class JobRecord:
     `queueing_delay`, equal to it for a job never evicted."""
     user: str | None = None
     """Who submitted it, when the trace says (the per-user fairness figures group by it)."""
+    timed_out: bool = False
+    """It was stopped at its time limit (`spec.timeLimit`) with work left: it failed, at
+    `end`."""
 
     @property
     def jct(self) -> float | None:

@@ -47,6 +47,7 @@ from shoal.api.decisions import Decisions
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import JobState
 from shoal.api.objects import Node, PriorityClass, TaskRef, VirtualCluster
+from shoal.api.time_limits import deadline
 from shoal.core.usage import UsageLedger
 from shoal.scheduler.framework import TimeDependent
 from shoal.scheduler.gates import Gate, Gates
@@ -145,6 +146,8 @@ class JobRun:
     """Seconds it waited, up to its current run's start (its total waiting time)."""
     stopped: float | None = None
     """When its last run was stopped; None: it has not run yet (it waits since submission)."""
+    timed_out: bool = False
+    """Its pending completion is its time limit's, with work left (`_restart_clock`)."""
 
     def advance(self, now: float) -> None:
         """Account for the time since the last change at the current rate (callers advance
@@ -203,9 +206,11 @@ class Simulator:
         # service never ends: it has no runtime estimate.
         every = self.config.work.checkpoint_interval
         default = every if every is not None and every > 0 else None
-        self._gangs = {j.name: j.to_driven_job(None if j.service is not None else j.duration,
-                                               j.checkpoint_interval or default)
-                       for j in trace.jobs}
+        # A job with a time limit runs for its duration or its limit, whichever is shorter.
+        self._gangs = {j.name: j.to_driven_job(
+            None if j.service is not None else
+            j.duration if j.time_limit is None else min(j.duration, j.time_limit),
+            j.checkpoint_interval or default) for j in trace.jobs}
         self._endless = any(j.service is not None for j in trace.jobs)
         """Services never end and wake the scheduler at their windows forever: the run ends
         once every other job has (`_done`)."""
@@ -440,6 +445,11 @@ class Simulator:
         run.rate = self.config.work.rate(spec.model, spec.gpus, run.held_gpus)
         run.version += 1
         finish = now + (run.remaining / run.rate if run.rate > 0 else math.inf)
+        # Its run ends at its time limit if it would run past it (`shoal.api.time_limits`).
+        limit = deadline(self._gangs[spec.name], run.started.values())
+        run.timed_out = limit is not None and limit < finish
+        if limit is not None:
+            finish = min(finish, limit)
         if math.isfinite(finish):
             self.events.push(finish, EventKind.COMPLETION, spec.name, run.version)
 
@@ -501,7 +511,8 @@ class Simulator:
         if version != run.version or not run.running:
             return False  # rescheduled or evicted since
         run.advance(now)
-        run.remaining = 0.0
+        if not run.timed_out:
+            run.remaining = 0.0
         run.end = now
         run.running = False
         self.running -= 1
@@ -560,7 +571,7 @@ class Simulator:
                       r.gpu_seconds_used, r.gpu_seconds_lost,
                       tuple(HeldInterval(*h) for h in r.held),
                       total_wait=None if r.end is None else r.waited,
-                      user=r.spec.user)
+                      user=r.spec.user, timed_out=r.timed_out)
             for r in self.runs.values() if r.spec.service is None)
         queues = [q for q in self.model.quota if q.parent is not None]
         weights = tuple(sorted((q.name, q.weight) for q in queues))

@@ -136,6 +136,9 @@ class TraceJob:
     afterok): it enters the scheduler's model at the instant the last one finishes."""
     held: bool = False
     """Held (`spec.hold`): never scheduled (a trace releases nothing)."""
+    time_limit: float | None = None
+    """Seconds a run may last (`spec.timeLimit`): a run still going then ends the job, failed
+    (`shoal.api.time_limits`); None: no limit."""
 
     def __post_init__(self) -> None:
         if self.service is not None and self.duration != math.inf:
@@ -147,6 +150,9 @@ class TraceJob:
         if not math.isfinite(self.submit_time):
             raise ValueError(f"job {self.name}: submit_time must be a finite number, "
                              f"got {self.submit_time}")
+        if self.time_limit is not None and not 0 < self.time_limit < math.inf:
+            raise ValueError(f"job {self.name}: time_limit must be a positive number of "
+                             f"seconds, got {self.time_limit}")
         window = self.freezing_window
         if window is not None and not 0 <= window < math.inf:
             raise ValueError(f"job {self.name}: freezing_window must be a non-negative "
@@ -195,7 +201,7 @@ class TraceJob:
                    preemptable=not served, service=self.service,
                    runtime_estimate=runtime_estimate, checkpoint_interval=checkpoint_interval,
                    freezing_window=self.freezing_window, depends_on=self.depends_on,
-                   held=self.held)
+                   held=self.held, time_limit=self.time_limit)
 
 
 _set = object.__setattr__
@@ -224,6 +230,7 @@ def prechecked_job(name: str, submit_time: float, duration: float, replicas: int
     _set(job, "freezing_window", None)
     _set(job, "depends_on", ())
     _set(job, "held", False)
+    _set(job, "time_limit", None)
     return job
 
 

@@ -43,6 +43,9 @@ class SpecBundle:
     job_documents: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     """Job name → the (source, document number) it came from: jobs that share one came from
     one document (an imported one lowered to several, an array)."""
+    generated: Mapping[str, str] = field(default_factory=dict)
+    """Job name → the `metadata.generateName` prefix it was generated from
+    (`shoal.spec.generated_names`); a job that named itself has none."""
 
     def all_virtual_clusters(self) -> tuple[VirtualCluster, ...]:
         """The declared virtual clusters plus the implicit `default` when none declares it."""

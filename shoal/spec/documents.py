@@ -35,6 +35,7 @@ from shoal.api.queue_policy import (
     WithinQueue,
 )
 from shoal.spec.errors import quote
+from shoal.spec.generated_names import MAX_PREFIX
 
 API_VERSION = "shoal/v1"
 
@@ -340,6 +341,11 @@ class PriorityClassDocument(_Model):
 
 class JobMetadata(_Model):
     name: Annotated[StrictStr, Field(pattern=JOB_NAME_PATTERN, max_length=253)]
+    generate_name: Annotated[StrictStr, Field(pattern=JOB_NAME_PATTERN,
+                                              max_length=MAX_PREFIX)] | None = Field(
+        default=None, alias="generateName",
+        description="Without a name: the job is named this prefix and 5 random characters "
+                    "(Kubernetes' generateName); name wins when both are given.")
     creation_timestamp: Number | None = Field(
         default=None, alias="creationTimestamp",
         description="Submission time on the scheduler clock; defaults to the job's position "

@@ -34,8 +34,9 @@ from shoal.spec.documents import (
 )
 from shoal.spec.errors import DocRef, IssueLog, SpecError, SpecIssue, quote
 from shoal.spec.flavors import resource_flavor
+from shoal.spec.generated_names import CountedNames, generate_prefix, given_name, named
 from shoal.spec.imports import Lowered, Original, original_path
-from shoal.spec.imports.registry import lower_load
+from shoal.spec.imports.registry import LoadItem, lower_load
 from shoal.spec.imports.slurm_batch import script_documents
 from shoal.spec.imports.slurm_header import is_batch_script
 from shoal.spec.launch import launch_problems
@@ -132,7 +133,9 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
     originals: dict[str, Original] = {}
     lowered_at: dict[tuple[str, int], Lowered] = {}
     documents_of: dict[str, tuple[str, int]] = {}
+    generated: dict[str, str] = {}
     jobs_seen = 0
+    loaded: list[list[LoadItem]] = []
     for source, text in texts:
         documents: list[tuple[DocRef, Any]] = []
         try:
@@ -142,10 +145,23 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
                 documents.append((DocRef(source, number), data))
         except UnreadableError:
             d.unreadable = True
-        for item in lower_load(log, documents):
+        loaded.append(list(lower_load(log, documents)))
+    # Generated names avoid every name the load gives itself, wherever it stands.
+    names = CountedNames()
+    for item in (item for items in loaded for item in items):
+        given = given_name(item.data)
+        if given is not None:
+            names.take(given)
+    for items in loaded:
+        for item in items:
+            data, prefix = item.data, generate_prefix(item.data)
+            if prefix is not None:
+                data = named(data, names(prefix))
             jobs_before, issues_before = len(d.jobs), len(log.issues)
-            if _document(log, d, item.doc, item.data, options, jobs_seen=jobs_seen) == "Job":
+            if _document(log, d, item.doc, data, options, jobs_seen=jobs_seen) == "Job":
                 jobs_seen += 1
+            if prefix is not None and len(d.jobs) > jobs_before:
+                generated[d.jobs[-1].value.name] = prefix
             for added in d.jobs[jobs_before:]:
                 documents_of[added.value.name] = (item.doc.source, item.doc.document)
                 if item.lowered is not None:
@@ -170,7 +186,8 @@ def _load(texts: list[tuple[str, str]], log: IssueLog, known: Known,
         priority_classes=tuple(x.value for x in d.priority_classes),
         resource_flavors=tuple(x.value for x in d.resource_flavors),
         jobs=tuple(x.value for x in d.jobs),
-        profile=d.profile_spec, originals=originals, job_documents=documents_of)
+        profile=d.profile_spec, originals=originals, job_documents=documents_of,
+        generated=generated)
 
 
 def _relocate(log: IssueLog, start: int, lowered: Lowered) -> None:

@@ -46,6 +46,9 @@ def describe(model: type[BaseModel], error: ValidationError) -> list[tuple[str, 
             # pydantic marks a bad mapping key with a pseudo-field; say it in words instead.
             loc, message = loc[:-1], f"key {message}"
         out.append((format_path(loc), message))
+    if any(path == "metadata.generateName" for path, _ in out):
+        # The name was to be generated from it: its own issue says what is wrong.
+        out = [(path, m) for path, m in out if path != "metadata.name"]
     return out
 
 
@@ -67,6 +70,9 @@ def _message(model: type[BaseModel], error: ErrorDetails) -> str:
         wanted = f"{pattern} ({meaning})" if meaning else pattern
         return f"must match {wanted}, got {quote(given)}"
     if kind == "missing":
+        if tuple(error["loc"]) == ("metadata", "name") and _generates_names(model):
+            return "required field is missing; give metadata.name, or metadata.generateName " \
+                   "for a generated one"
         return _REWORDED[kind]
     bound = _bound(kind, ctx)
     if bound:
@@ -76,6 +82,14 @@ def _message(model: type[BaseModel], error: ErrorDetails) -> str:
         msg = error["msg"]
         text = msg[:1].lower() + msg[1:]
     return f"{text}, got {quote(given)}"
+
+
+def _generates_names(model: type[BaseModel]) -> bool:
+    """Whether the document's metadata may say `generateName` instead of a name."""
+    field = model.model_fields.get("metadata")
+    metadata = None if field is None else field.annotation
+    return isinstance(metadata, type) and issubclass(metadata, BaseModel) \
+        and "generate_name" in metadata.model_fields
 
 
 def _bound(kind: str, ctx: dict[str, Any]) -> str | None:

@@ -39,6 +39,8 @@ NAMING_CONVENTION = {
 
 NAME = 253
 """Longest name (job, node, queue, user …): a DNS subdomain, as Kubernetes allows."""
+HISTORY_SUFFIX = 20
+"""Room for the `.N` of an ended job kept in history under `NAME.N`."""
 
 
 class Base(DeclarativeBase):
@@ -58,7 +60,8 @@ class JobRow(Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    name: Mapped[str] = mapped_column(String(NAME), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME + HISTORY_SUFFIX), unique=True)
+    """A job name, or `NAME.N` for the N-th earlier job of NAME (`shoal.store.job_names`)."""
     user: Mapped[str | None] = mapped_column(String(NAME))
     queue: Mapped[str] = mapped_column(String(NAME))
     priority_class: Mapped[str | None] = mapped_column(String(NAME))
@@ -112,6 +115,9 @@ class JobRow(Base):
     ended: Mapped[float | None] = mapped_column(Double)
     """When the job reached its terminal state (what `--job-ttl` counts from); None while
     it has not."""
+    files_of: Mapped[str | None] = mapped_column(String(NAME), nullable=True)
+    """Set on a job just moved into history: the name its engine files are still kept
+    under, until the control loop has moved them to its history name."""
     delete_requested: Mapped[bool] = mapped_column(Boolean, default=False,
                                                    server_default=false())
     """`DELETE` was asked while it ran: it is removed once its tasks have stopped."""

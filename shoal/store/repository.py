@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Connection,
     Insert,
     Integer,
     String,
@@ -27,7 +28,7 @@ from sqlalchemy import (
     literal_column,
     select,
 )
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, selectinload
 
 from shoal.api import (
@@ -48,7 +49,7 @@ from shoal.api import (
 )
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import IllegalTransitionError
-from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster
+from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster, renamed
 from shoal.spec.imports import ImportFormat, Original
 from shoal.store import convert
 from shoal.store.accounts import TOKEN_CACHE_TTL, Accounts, User
@@ -61,6 +62,7 @@ from shoal.store.errors import (
     StoreError,
 )
 from shoal.store.job_controls import JobControls
+from shoal.store.job_names import JobNames, Submission, history_run, name_clash
 from shoal.store.job_queries import CHUNK, TERMINAL_JOB_STATES, JobQueries
 from shoal.store.models import (
     EventRow,
@@ -89,6 +91,8 @@ TaskRecord = _TaskRecord
 _INSERT_JOB = insert(JobRow).returning(JobRow.id)
 _INSERT_EVENT = insert(EventRow)
 _INSERT_ORIGINAL = insert(JobOriginalRow)
+CLASH_TRIES = 3
+"""How many times a submission that races another one of the same name tries again."""
 
 
 def _insert_tasks() -> Insert:
@@ -119,8 +123,8 @@ class Waiting:
     cause: str
 
 
-class Repository(Stops, JobControls, TaskBatches, JobQueries, Accounts, NodeInventory,
-                 UsageRecords):
+class Repository(Stops, JobControls, TaskBatches, JobQueries, JobNames, Accounts,
+                 NodeInventory, UsageRecords):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
@@ -132,13 +136,53 @@ class Repository(Stops, JobControls, TaskBatches, JobQueries, Accounts, NodeInve
     # ---- jobs ----------------------------------------------------------------------------
 
     def submit_job(self, job: Job, *, idempotency_key: str | None = None) -> tuple[Job, bool]:
-        """Store a new job in PENDING with its task rows; True when it was created. A retry
-        with the same key by the same user returns the stored job; the key with another
-        spec is refused. Keys are the user's own: another user's job with the same key is
-        neither returned nor named. The job returned does not list its tasks (a new job's
-        are all PENDING; `JobInfo` reads that from its groups), nor does a replay's."""
-        stored, created = self.submit_jobs((job,), idempotency_key=idempotency_key)
-        return stored[0], created
+        """`submit` of a name that must be new: an ended job of that name is a clash too."""
+        done = self.submit(job, idempotency_key=idempotency_key, reuse=False)
+        return done.job, done.created
+
+    def submit(self, job: Job, *, idempotency_key: str | None = None, reuse: bool = True,
+               generated_from: str | None = None, original: Original | None = None
+               ) -> Submission:
+        """Store a new job in PENDING with its task rows. A retry with the same key by the
+        same user returns the stored job; the key with another spec is refused. Keys are the
+        user's own: another user's job with the same key is neither returned nor named. The
+        job returned does not list its tasks (a new job's are all PENDING; `JobInfo` reads
+        that from its groups), nor does a replay's. With `reuse`, the name of a job that
+        has ended is taken and that job kept in history (`shoal.store.job_names`).
+        `generated_from`: the job's name was generated from this prefix
+        (`metadata.generateName`): a retry with the same key matches whatever name the
+        first try drew, and a generated name is never reused.
+
+        The insert is tried first and the unique constraints on the name and the key decide:
+        a new job (the common case) costs one transaction with no lookups, and a clash — a
+        replay, a concurrent submit that won the race, or an ended job's name — is sorted
+        out afterwards. `original`: the document the job was imported from, stored with it.
+        """
+        now = self.clock()
+        pending = replace(job, state=JobState.PENDING, tasks=())
+        refused = AlreadyExistsError(f"job {job.name!r} exists already")
+        for _ in range(CLASH_TRIES):
+            if self._inserted(pending, idempotency_key, now, original):
+                return Submission(pending, True)
+            replayed = self._replayed(job, idempotency_key, generated_from)
+            if replayed is not None:
+                return replayed
+            if not reuse or generated_from is not None:
+                raise AlreadyExistsError(f"job {job.name!r} exists already")
+            try:
+                taken = self._take_name(pending, idempotency_key, now, original)
+            except AlreadyExistsError as exc:
+                taken, refused = None, exc
+                if idempotency_key is None:
+                    raise
+            if taken is not None:
+                return taken
+            # Raced by another submission of the name: a retry with the same key is a
+            # replay once that one has committed; otherwise try again.
+            replayed = self._replayed(job, idempotency_key, generated_from)
+            if replayed is not None:
+                return replayed
+        raise refused
 
     def submit_jobs(self, jobs: Sequence[Job], *, idempotency_key: str | None = None,
                     originals: Mapping[str, Original] | None = None
@@ -146,7 +190,8 @@ class Repository(Stops, JobControls, TaskBatches, JobQueries, Accounts, NodeInve
         """`submit_job` for the jobs one document became (a Volcano job, Sedna's phases, an
         array), all or none, in one transaction, each with its original document when
         `originals` names it. The key is stored on the first job; a replay is recognised by
-        it and answers the stored jobs of the same names, each compared with its spec.
+        it and answers the stored jobs of the same names, each compared with its spec. Their
+        names must be new: unlike `submit`, an ended job's name is not taken over.
 
         The inserts are tried first and the unique constraints on the names and the key
         decide: a new submission (the common case) costs one transaction with no lookups,
@@ -156,29 +201,16 @@ class Repository(Stops, JobControls, TaskBatches, JobQueries, Accounts, NodeInve
             raise ValueError("a submission holds at least one job")
         now = self.clock()
         pending = tuple(replace(job, state=JobState.PENDING, tasks=()) for job in jobs)
+        originals = originals or {}
         try:
-            # Core inserts with constant statements (compiled once) on a bare connection:
-            # the ORM's unit of work, even its bulk mode, cost three times as much, and a
-            # submission is the API's hottest write.
             with self.store.engine.begin() as connection:
                 for i, job in enumerate(pending):
-                    job_id = connection.execute(_INSERT_JOB, convert.job_columns(
-                        job, idempotency_key=idempotency_key if i == 0 else None,
-                        now=now)).scalar_one()
-                    connection.execute(_INSERT_TASKS, [
-                        {"job_id": job_id, "group": g.name, "replicas": g.replicas}
-                        for g in job.groups if g.replicas > 0])
-                    connection.execute(_INSERT_EVENT, {
-                        "job_id": job_id, "time": now, "kind": SUBMITTED,
-                        "target_state": JobState.PENDING.value,
-                        "cause": f"submitted to queue {job.queue}"})
-                    original = None if originals is None else originals.get(job.name)
-                    if original is not None:
-                        connection.execute(_INSERT_ORIGINAL, {
-                            "job_id": job_id, "format": original.format.value,
-                            "document": original.document})
+                    self._insert_job(connection, job, idempotency_key if i == 0 else None, now,
+                                     originals.get(job.name))
             return pending, True
-        except IntegrityError:
+        except DBAPIError as exc:
+            if not name_clash(exc):
+                raise
             with self.store.reads.begin() as s:
                 first = jobs[0]
                 existing = None if idempotency_key is None else \
@@ -222,13 +254,62 @@ class Repository(Stops, JobControls, TaskBatches, JobQueries, Accounts, NodeInve
         _, format_, document = found
         return None if format_ is None else Original(ImportFormat(format_), document)
 
+    def _inserted(self, job: Job, idempotency_key: str | None, now: float,
+                  original: Original | None = None) -> bool:
+        """Insert the job; False when its name (or key) is taken."""
+        try:
+            # Core inserts with constant statements (compiled once) on a bare connection:
+            # the ORM's unit of work, even its bulk mode, cost three times as much, and a
+            # submission is the API's hottest write.
+            with self.store.engine.begin() as connection:
+                self._insert_job(connection, job, idempotency_key, now, original)
+            return True
+        except DBAPIError as exc:
+            if not name_clash(exc):
+                raise
+            return False
+
+    def _replayed(self, job: Job, key: str | None, generated_from: str | None
+                  ) -> Submission | None:
+        """The submission that `key` made before, if any (IdempotencyConflict when it was
+        made with another spec)."""
+        if key is None:
+            return None
+        with self.store.reads.begin() as s:
+            existing = self._by_key(s, job.user, key)
+            if existing is None:
+                return None
+            return Submission(self._replay(existing, job, key, generated_from), False)
+
+    def _insert_job(self, connection: Connection, job: Job, idempotency_key: str | None,
+                    now: float, original: Original | None = None) -> int:
+        job_id: int = connection.execute(_INSERT_JOB, convert.job_columns(
+            job, idempotency_key=idempotency_key, now=now)).scalar_one()
+        connection.execute(_INSERT_TASKS, [
+            {"job_id": job_id, "group": g.name, "replicas": g.replicas}
+            for g in job.groups if g.replicas > 0])
+        connection.execute(_INSERT_EVENT, {
+            "job_id": job_id, "time": now, "kind": SUBMITTED,
+            "target_state": JobState.PENDING.value,
+            "cause": f"submitted to queue {job.queue}"})
+        if original is not None:
+            connection.execute(_INSERT_ORIGINAL, {
+                "job_id": job_id, "format": original.format.value,
+                "document": original.document})
+        return job_id
+
     @staticmethod
     def _by_key(s: Session, user: str | None, key: str) -> JobRow | None:
         owner = JobRow.user.is_(None) if user is None else JobRow.user == user
         return s.scalar(select(JobRow).where(owner, JobRow.idempotency_key == key))
 
     @staticmethod
-    def _replay(existing: JobRow, job: Job, key: str) -> Job:
+    def _replay(existing: JobRow, job: Job, key: str, generated_from: str | None = None
+                ) -> Job:
+        # The name the first try drew, or the history name its job was moved to since.
+        if (generated_from is not None and existing.name.startswith(generated_from)) \
+                or history_run(job.name, existing.name) is not None:
+            job = renamed(job, existing.name)
         if convert.row_spec(existing) != convert.job_spec(job):
             raise IdempotencyConflict(
                 f"idempotency key {key!r} was used for job {existing.name!r} "

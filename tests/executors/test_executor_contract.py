@@ -286,6 +286,20 @@ def test_a_forgotten_job_starts_from_scratch(engine: Engine, root: Path) -> None
     assert _log(executor, again) == "second\n"
 
 
+def test_a_renamed_job_keeps_its_logs_and_the_name_starts_from_scratch(
+        engine: Engine, root: Path) -> None:
+    executor = engine.start(root)
+    task = executor.launch(spec("print('first')", node=engine.nodes[0]))
+    wait_exit(executor, task, DEADLINE)
+    executor.rename_job("job1", "job1.1")
+    assert executor.read_log("job1.1", "worker", 0, "stdout", 0, 1 << 20).data == b"first\n"
+    assert executor.read_log("job1", "worker", 0, "stdout", 0, 1 << 20).data == b""
+    again = executor.launch(spec("print('second')", node=engine.nodes[0]))  # attempt 1 again
+    wait_exit(executor, again, DEADLINE)
+    assert _log(executor, again) == "second\n"
+    assert executor.read_log("job1.1", "worker", 0, "stdout", 0, 1 << 20).data == b"first\n"
+
+
 def test_nodes_are_listed_with_their_health(engine: Engine, root: Path) -> None:
     nodes = engine.start(root).nodes()
     assert sorted(n.name for n in nodes) == sorted(engine.nodes)

@@ -35,6 +35,7 @@ import math
 from enum import StrEnum
 
 from shoal.api.decisions import PendingKind
+from shoal.api.time_limits import runtime_estimate
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import (
     allocate_job,
@@ -94,7 +95,7 @@ class Backfill:
         for job in behind:
             demand = sum(g.resources.gpu * len(job.pending[g.name])
                          for g in job.groups_with_pending())
-            estimate = job.job.runtime_estimate
+            estimate = runtime_estimate(job.job)
             ends_in_time = estimate is not None and session.now + estimate <= shadow
             if not ends_in_time and demand > extra:
                 continue
@@ -145,7 +146,7 @@ def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
         return session.now, free - need
     ends: list[tuple[float, int]] = []
     for job in session.jobs.values():
-        estimate = job.job.runtime_estimate
+        estimate = runtime_estimate(job.job)
         for task in job.running:
             if task.node in nodes:
                 gpus = job.job.group(task.ref.group).resources.gpu

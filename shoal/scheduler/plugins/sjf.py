@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from shoal.api.time_limits import runtime_estimate
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.registry import Arguments
 
@@ -24,5 +25,5 @@ class ShortestJobFirst:
         self.arguments = arguments
 
     def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
-        estimate = job.job.runtime_estimate
+        estimate = runtime_estimate(job.job)
         return (math.inf if estimate is None else estimate,)

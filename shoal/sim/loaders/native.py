@@ -7,6 +7,10 @@ with, in `metadata`:
 - `duration` (required): seconds of work at the requested size, a number > 0;
 - `model` (optional): the application or model name, for per-model scalability tables.
 
+A job may give `metadata.generateName` instead of its name: it is named the prefix and a
+suffix counted in file order (`train-bbbbb`, `train-bbbbc`, …; `shoal.spec.generated_names`),
+the same on every load.
+
 ```yaml
 apiVersion: shoal/v1
 kind: Job
@@ -57,6 +61,7 @@ from shoal.sim.loaders._common import check_limit, finish
 from shoal.sim.loaders._yaml import Document, documents, read_text, spec_error
 from shoal.sim.trace import WORKER_GROUP, Trace, TraceError, TraceJob
 from shoal.spec import SpecError, load_text
+from shoal.spec.generated_names import CountedNames, generate_prefix, given_name
 from shoal.spec.imports.arrays import ARRAY_ANNOTATION
 from shoal.spec.limits import FILE_LIMITS
 
@@ -70,12 +75,17 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
     stripped: list[Any] = []
     queues: set[str] = set()
     classes: set[str] = set()
+    names = CountedNames()  # `metadata.generateName`: the same names on every load
+    for doc in docs:
+        given = given_name(doc.data)
+        if given is not None:
+            names.take(given)
     for doc in docs:
         data = doc.data
         if data is None:
             stripped.append(None)
             continue
-        name, arrival, duration, model, data = _take_fields(source, doc)
+        name, arrival, duration, model, data = _take_fields(source, doc, names)
         extras[name] = (doc, arrival, duration, model)
         spec = data.get("spec")
         if isinstance(spec, Mapping):
@@ -117,7 +127,8 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
                              dict(group.node_selector), elastic=elastic, service=service,
                              checkpoint_interval=job.checkpoint_interval,
                              freezing_window=job.freezing_window,
-                             depends_on=job.depends_on, held=job.held))
+                             depends_on=job.depends_on, held=job.held,
+                             time_limit=job.time_limit))
     for issue in dependency_issues(bundle.jobs, {}):
         doc = extras[bundle.jobs[issue.job].name][0]
         raise TraceError(source, doc.line_of(issue.path), issue.path,
@@ -126,7 +137,7 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
     return finish(jobs, source, limit)
 
 
-def _take_fields(source: str, doc: Document
+def _take_fields(source: str, doc: Document, names: CountedNames
                  ) -> tuple[str, float, float, str | None, dict[Any, Any]]:
     """(name, arrivalTime, duration, model, the document without them)."""
     data = doc.data
@@ -142,7 +153,8 @@ def _take_fields(source: str, doc: Document
     if not isinstance(metadata, Mapping):
         raise TraceError(source, doc.line_of("metadata"), "metadata",
                          "must be a mapping with name, arrivalTime and duration", what="field")
-    name = metadata.get("name")
+    prefix = generate_prefix(data)
+    name = metadata.get("name") if prefix is None else names(prefix)
     if not isinstance(name, str):
         raise TraceError(source, doc.line_of("metadata.name"), "metadata.name",
                          f"must be the job's name, got {name!r}", what="field")
@@ -168,6 +180,7 @@ def _take_fields(source: str, doc: Document
         raise TraceError(source, doc.line_of("metadata.model"), "metadata.model",
                          f"must be a string, got {model!r}", what="field")
     kept = {k: v for k, v in metadata.items() if k not in ("arrivalTime", "duration", "model")}
+    kept["name"] = name
     return name, arrival, duration, model, {**data, "metadata": kept}
 
 

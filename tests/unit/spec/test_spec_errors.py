@@ -77,7 +77,7 @@ def test_min_available_below_one_and_unknown_scheduler() -> None:
     ("kind: Job\n", "kind: Job\nstatuss: {}\n", "statuss",
      "apiVersion, kind, metadata, spec, status"),
     ("{name: train-a}", "{name: train-a, namespace: x}", "metadata.namespace",
-     "annotations, creationTimestamp, labels, name, user"),
+     "annotations, creationTimestamp, generateName, labels, name, user"),
     ("spec:\n", "spec:\n  replicas: 3\n", "spec.replicas",
      "array, checkpointInterval, completion, dependsOn, elastic, freezingWindow, hold, "
      "jobRetryCount, minAvailable, minResources, preemptable, priorityClassName, queue, "
