@@ -181,7 +181,8 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
         try:
             if len(jobs) == 1:  # the hot path: no extra work
                 one, created = submit_named(scheduler, jobs[0], submission.prefix,
-                                            idempotency_key, submission.originals)
+                                            idempotency_key,
+                                            submission.originals.get(jobs[0].name))
                 saved: tuple[Job, ...] = (one,)
             else:
                 saved, created = scheduler.submit_jobs(
@@ -340,21 +341,19 @@ def _job_where(job: Job, count: int) -> str:
 
 
 def submit_named(scheduler: Scheduler, job: Job, prefix: str | None,
-                 idempotency_key: str | None, originals: Mapping[str, Original]
+                 idempotency_key: str | None, original: Original | None = None
                  ) -> tuple[Job, bool]:
     """Submit the job; a generated name that is taken (by any job, ended or not: a generated
     name is always a new one) is drawn again, up to GENERATE_TRIES times, as Kubernetes
-    does; then AlreadyExistsError."""
+    does; then AlreadyExistsError. An imported job is stored with its `original`."""
     for tries in range(1, GENERATE_TRIES + 1):
         try:
             return scheduler.submit(job, idempotency_key, wake=False, generated_from=prefix,
-                                    original=originals.get(job.name))
+                                    original=original)
         except AlreadyExistsError:
             if prefix is None or tries == GENERATE_TRIES:
                 raise
-            original = originals.get(job.name)
             job = renamed(job, random_name(prefix))
-            originals = {} if original is None else {job.name: original}
     raise AssertionError("unreachable")
 
 

@@ -19,7 +19,8 @@ class Taken:
         self.tried: list[tuple[str, str | None, str | None]] = []
 
     def submit(self, job: Job, idempotency_key: str | None, *, wake: bool = True,
-               generated_from: str | None = None) -> tuple[Job, bool]:
+               generated_from: str | None = None, original: object = None
+               ) -> tuple[Job, bool]:
         own = job.virtual_cluster
         self.tried.append((job.name, generated_from, None if own is None else own.name))
         if len(self.tried) <= self.clashes:
