@@ -526,7 +526,6 @@ class Preemption(VictimTrials):
         # From here on it evicts: it stays within its own quota unless its policy lets it
         # borrow (`shoal.scheduler.queue_preemption`); `Preempt.execute` restores lending.
         session.quota.lending = self.may_borrow(preemptor)
-        quota_bound = self.quota_bound(preemptor, need)
         index = None if preemptor.running else \
             self.victim_index(preemptor, policy_of(session, preemptor))
         if index is not None and free + index.gains(
@@ -536,6 +535,9 @@ class Preemption(VictimTrials):
             # What it is offered cannot cover it: known without listing it (below).
             self._note_policy(preemptor, None)
             return False
+        # Asked only now: most preemptors under backlog are turned down above (it reads the
+        # quota tree, which caches its answers: asking later answers the same).
+        quota_bound = self.quota_bound(preemptor, need)
         # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any of
         # its tasks frees something the preemptor can use; then all its units are (a later
         # unit needs the earlier ones taken).
