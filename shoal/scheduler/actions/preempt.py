@@ -58,7 +58,10 @@ Under backlog most waiting jobs find nothing to take: the search is asked once p
 alike preemptors until the action commits something (`shoal.scheduler.preemptor_class`),
 and its victims are indexed by rank and by what they free (`shoal.scheduler.victim_index`).
 Under las its running jobs are kept from one cycle to the next, re-filed only when they
-start, stop or cross a threshold (`shoal.scheduler.running_table`).
+start, stop or cross a threshold (`shoal.scheduler.running_table`), and so is each virtual
+cluster's victim index while its listing stands (`victim_index.KeptIndexes`); a waiting job
+whose class's verdict already answers it is passed over before it is asked whether it
+wants to preempt at all (`Preemption.answered`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
