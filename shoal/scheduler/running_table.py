@@ -70,6 +70,8 @@ class RunningTable:
         self._model: object = None
         self.version = 0
         """Moves whenever what the world reads of any running job moves."""
+        self._queue_stamps: dict[str, int] = {}
+        self._stamps = 0
         self.refiled = 0
         """Jobs re-filed so far (for benchmarks and tests)."""
 
@@ -83,29 +85,33 @@ class RunningTable:
             self.version += 1
         now = session.now
         filed_of = self._filed
-        jobs = session.jobs
-        running_jobs = 0
-        for job in jobs.values():
+        active = session.model.active  # the jobs holding tasks, not every waiting one
+        for job in active.values():
             running = job.running
             filed = filed_of.get(job)
-            if not running:
-                if filed is not None:
-                    self._drop(job, filed)
-                continue
-            running_jobs += 1
             if filed is not None and now < filed.until and filed.spec is job.job \
                     and filed.count == len(running) and filed.last is running[-1] \
                     and filed.queue == job.queue and filed.seen[0] == job.account:
                 continue
             self._file(job, filed, rank(job), until(job), now)
-        if len(filed_of) > running_jobs:  # some left the model with tasks on record
-            for job in [j for j in filed_of if jobs.get(j.name) is not j]:
+        if len(filed_of) > len(active):  # some stopped running, or left the model
+            for job in [j for j in filed_of if active.get(j.name) is not j]:
                 self._drop(job, filed_of[job])
 
     def ranks(self) -> Iterator[tuple[JobInfo, tuple[Any, ...]]]:
         """Every job filed with its rank, as asked now."""
         for job, filed in self._filed.items():
             yield job, filed.rank
+
+    def queue_stamp(self, queue: str) -> int:
+        """Moves whenever a job of the virtual cluster is filed, re-filed or dropped: while
+        it stands, its jobs run the same tasks under the same specs at the same ranks
+        (`shoal.scheduler.victim_index.KeptIndexes`)."""
+        return self._queue_stamps.get(queue, 0)
+
+    def _touch(self, queue: str) -> None:
+        self._stamps += 1
+        self._queue_stamps[queue] = self._stamps
 
     def queues(self) -> Iterable[str]:
         """The virtual clusters with running jobs filed."""
@@ -138,6 +144,7 @@ class RunningTable:
         seen = (job.account, rank, len(running), stopping, guarded)
         latest = latest_start(job, now)
         self.refiled += 1
+        self._touch(job.queue)
         if filed is None or filed.seen != seen or filed.queue != job.queue:
             self.version += 1
         if filed is None or filed.queue != job.queue:
@@ -156,6 +163,7 @@ class RunningTable:
         self.version += 1
 
     def _leave(self, job: JobInfo, queue: str) -> None:
+        self._touch(queue)
         members = self._members.get(queue)
         if members is not None:
             members.pop(job, None)

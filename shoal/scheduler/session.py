@@ -424,6 +424,7 @@ class Session:
     def committed(self, operations: list[Allocation | Eviction]) -> None:
         self.commits += 1
         waiting = self.model.waiting
+        active = self.model.active
         touched = self.touched
         for op in operations:
             job = self.jobs[op.task.job]
@@ -434,12 +435,15 @@ class Session:
                                                  unflavored(op.request), virtual))
                 job.running.append(TaskInfo(op.task, op.node.name, op.gpus, TaskState.BOUND,
                                             self.now))
+                active[job.job.name] = job
                 if not job.pending:
                     waiting.pop(job.name, None)
             else:
                 self.decisions.evictions.append(Evict(op.task, op.node.physical.name,
                                                       op.reason))
                 job.running = [t for t in job.running if t.ref != op.task]
+                if not job.running:
+                    active.pop(job.job.name, None)
                 job.give_back(op.task.group, op.task.index)
                 if job.pending:  # an elastic surplus task is not waited for
                     if job.name not in waiting:

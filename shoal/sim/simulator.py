@@ -546,6 +546,11 @@ class Simulator:
             if state.gpu_free_mask.bit_count() != state.gpu + state.node.reserved.gpu:
                 raise InvariantError(f"t={now}: node {state.name} has {state.gpu} free GPUs "
                                      f"but {state.gpu_free_mask.bit_count()} free indices")
+        holding = {name for name, info in self.model.jobs.items() if info.running}
+        if holding != set(self.model.active) or any(
+                self.model.jobs.get(n) is not i for n, i in self.model.active.items()):
+            raise InvariantError(f"t={now}: the model's active jobs are not those holding "
+                                 f"tasks: {sorted(holding ^ set(self.model.active))}")
         held = sum(r.held_gpus for r in self.runs.values())
         counted = self.model.held_by_tasks().gpu
         if held != counted:

@@ -58,7 +58,10 @@ Under backlog most waiting jobs find nothing to take: the search is asked once p
 alike preemptors until the action commits something (`shoal.scheduler.preemptor_class`),
 and its victims are indexed by rank and by what they free (`shoal.scheduler.victim_index`).
 Under las its running jobs are kept from one cycle to the next, re-filed only when they
-start, stop or cross a threshold (`shoal.scheduler.running_table`).
+start, stop or cross a threshold (`shoal.scheduler.running_table`), and so is each virtual
+cluster's victim index while its listing stands (`victim_index.KeptIndexes`); a waiting job
+whose class's verdict already answers it is passed over before it is asked whether it
+wants to preempt at all (`Preemption.answered`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
@@ -113,7 +116,7 @@ from shoal.scheduler.registry import Arguments
 from shoal.scheduler.running_order import worst_first
 from shoal.scheduler.running_table import RankHolds, RunningTable
 from shoal.scheduler.session import Session
-from shoal.scheduler.victim_index import QueueVictims
+from shoal.scheduler.victim_index import KeptIndexes, QueueVictims
 from shoal.scheduler.victims import KeptUnits, VictimUnit, ordered, units_of
 
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
@@ -140,16 +143,21 @@ class Preempt:
         """Running jobs' units, kept from one cycle to the next (`victims.KeptUnits`)."""
         self.table = RunningTable()
         """Running jobs by rank, kept from one cycle to the next (`running_table`)."""
+        self.indexes = KeptIndexes()
+        """Each virtual cluster's victim index, kept while its listing stands
+        (`victim_index.KeptIndexes`)."""
 
     def execute(self, session: Session) -> None:
         self.kept.prune(session.jobs)
         self.classes.prune(session.jobs)
-        cycle = Preemption(session, self.classes, self.kept, self.table)
+        cycle = Preemption(session, self.classes, self.kept, self.table, self.indexes)
         started = 0
         try:
             for job in sorted(session.candidates, key=session.job_order_key):
                 if self.max_preemptors is not None and started >= self.max_preemptors:
                     break
+                if cycle.answered(job):
+                    continue
                 if cycle.wants(job) and cycle.preempt_for(job):
                     started += 1
         finally:
@@ -162,7 +170,8 @@ class Preemption(VictimTrials):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
 
     def __init__(self, session: Session, classes: PreemptorClasses | None = None,
-                 kept: KeptUnits | None = None, table: RunningTable | None = None) -> None:
+                 kept: KeptUnits | None = None, table: RunningTable | None = None,
+                 indexes: KeptIndexes | None = None) -> None:
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
@@ -218,6 +227,12 @@ class Preemption(VictimTrials):
         every plugin that ranks says until when a rank holds."""
         self._holds = holds
         self._refreshed: Generation | None = None
+        self.kept_indexes = indexes if self.table is not None else None
+        """Victim indexes kept across cycles, with the table only."""
+        self._unsettled: list[tuple[JobInfo, Verdict]] = []
+        """Jobs `answered` by a verdict since the quota tree's lending was last set: the
+        last of them that wanted to preempt would have left it at its verdict's
+        (`_settle_lending`)."""
 
     # ---- who ------------------------------------------------------------------------------
 
@@ -240,11 +255,45 @@ class Preemption(VictimTrials):
         # and says so when there was something to take (`shoal.scheduler.held_back`).
         priorities = session.model.priorities
         if not priorities.may_preempt(job.job):
+            self._settle_lending()  # what follows reads the quota tree's lending
             widest = self.widest(job, policy_of(session, job))
             if self._could_evict(job, [], self.candidates(job, widest)):
                 session.hold_back(job, priority_class_note(priorities.class_of(job.job)))
             return False
         return True
+
+    def answered(self, job: JobInfo) -> bool:
+        """Whether the job's turn surely changes nothing, known without asking whether it
+        wants to preempt (`wants`, the bulk of a cycle's cost under backlog): its class
+        has a verdict that holds now and notes nothing. Then if it wants to, `preempt_for`
+        replays that verdict, which sets only the quota tree's lending, and that is settled
+        if and when read (`_settle_lending`); if it does not, nothing happens. Only once the
+        classes' world is entered, where keys come out the same whenever first asked
+        (`looks` False: asking for the job's class early reads nothing a later ask would
+        see otherwise), and for a job that may preempt (one that may not is noted why)."""
+        if self._entered is None or self.looks \
+                or not self.session.model.priorities.may_preempt(job.job):
+            return False
+        key = self.class_key(job)
+        if key is None:
+            return False
+        before = generation(self.session)
+        verdict = self.classes.verdict(key, before, before == self._entered)
+        if verdict is None or verdict.notes:
+            return False
+        self._unsettled.append((job, verdict))
+        return True
+
+    def _settle_lending(self) -> None:
+        """Set the quota tree's lending as the jobs `answered` since it was last set
+        would have left it: the last of them that wanted to preempt replayed its verdict's.
+        Nothing was committed since they were answered (a search would have set it), so
+        `wants` answers for each as it would have then."""
+        unsettled, self._unsettled = self._unsettled, []
+        for job, verdict in reversed(unsettled):
+            if self.wants(job):
+                self.session.quota.lending = verdict.lending
+                return
 
     def rank(self, job: JobInfo) -> tuple[Any, ...]:
         key = self._ranks.get(job)
@@ -330,14 +379,31 @@ class Preemption(VictimTrials):
             self._indexes, self._indexed = {}, self._victims
         index = self._indexes.get(preemptor.queue)
         if index is None:
-            # `running` lists the jobs worst rank first: so are their units.
-            units = [u for job in self.running(preemptor.queue) if self.takeable(job, None)
-                     for u in self.units(job, job)]
+            queue = preemptor.queue
+            listing = self.running(queue)
             session = self.session
-            index = self._indexes[preemptor.queue] = QueueVictims(
-                units, lambda u: self.rank(u.job),
-                lambda units: ordered(units, self.rank, session.job_order_key, session.now),
-                prefixes=not self.looks)
+
+            def order(units: list[VictimUnit]) -> list[VictimUnit]:
+                return ordered(units, self.rank, session.job_order_key, session.now)
+
+            kept, table = self.kept_indexes, self.table
+            stamp: Hashable = None
+            if kept is not None and table is not None and self._victims == 0:
+                # Nothing evicted or placed from its listing yet: what is takeable is what
+                # the table says (`victim_index.KeptIndexes`).
+                stamp = (session.model, session.hooks, session.cluster.layout,
+                         table.queue_stamp(queue))
+                found = kept.get(queue, stamp, listing)
+                if found is not None:
+                    index = self._indexes[queue] = found.renewed(order, not self.looks)
+                    return index
+            # `running` lists the jobs worst rank first: so are their units.
+            units = [u for job in listing if self.takeable(job, None)
+                     for u in self.units(job, job)]
+            index = self._indexes[queue] = QueueVictims(
+                units, lambda u: self.rank(u.job), order, prefixes=not self.looks)
+            if stamp is not None and kept is not None:
+                kept.put(queue, stamp, listing, index)
         return index
 
     def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:
@@ -372,6 +438,7 @@ class Preemption(VictimTrials):
         action last committed anything is answered by that search
         (`shoal.scheduler.preemptor_class`)."""
         session = self.session
+        self._unsettled.clear()  # either way, the lending is set below
         key = self.class_key(preemptor)
         if key is None:
             return self._preempt_for(preemptor)
@@ -462,7 +529,6 @@ class Preemption(VictimTrials):
         # From here on it evicts: it stays within its own quota unless its policy lets it
         # borrow (`shoal.scheduler.queue_preemption`); `Preempt.execute` restores lending.
         session.quota.lending = self.may_borrow(preemptor)
-        quota_bound = self.quota_bound(preemptor, need)
         index = None if preemptor.running else \
             self.victim_index(preemptor, policy_of(session, preemptor))
         if index is not None and free + index.gains(
@@ -472,6 +538,9 @@ class Preemption(VictimTrials):
             # What it is offered cannot cover it: known without listing it (below).
             self._note_policy(preemptor, None)
             return False
+        # Asked only now: most preemptors under backlog are turned down above (it reads the
+        # quota tree, which caches its answers: asking later answers the same).
+        quota_bound = self.quota_bound(preemptor, need)
         # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any of
         # its tasks frees something the preemptor can use; then all its units are (a later
         # unit needs the earlier ones taken).

@@ -162,10 +162,8 @@ class LeastAttainedService:
         exact: list[JobInfo] = []
         estimated: list[tuple[float, JobInfo]] = []
         read, attained = self._read, self._attained
-        for job in session.jobs.values():
+        for job in session.model.active.values():  # those holding tasks
             running = job.running
-            if not running:
-                continue
             first = read.get(job)
             if first is not None and (first is not running or job in attained):
                 exact.append(job)
