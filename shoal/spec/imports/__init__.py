@@ -22,7 +22,7 @@ Importers are registered in `shoal.spec.imports.registry`; this module holds the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -98,6 +98,14 @@ class Importer(Protocol):
         """Lower every document of the load this importer claimed, in load order. What
         cannot be lowered is logged (at the original's paths) and left out."""
         ...
+
+
+def lower_each(log: IssueLog, docs: Sequence[Foreign],
+               lower_one: Callable[[IssueLog, DocRef, Any], Lowered | None]) -> list[Lowered]:
+    """`Importer.lower` for a format whose documents are lowered one by one: what
+    `lower_one` gave for each, those it logged and gave None for left out."""
+    return [lowered for foreign in docs
+            if (lowered := lower_one(log, foreign.doc, foreign.data)) is not None]
 
 
 def original_path(lowered: Lowered, path: str) -> str:

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shoal.spec.errors import DocRef, IssueLog, quote
-from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original
+from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original, lower_each
 from shoal.spec.imports.kube_objects import (
     group_paths,
     object_meta,
@@ -69,12 +69,7 @@ class KubernetesJobImporter:
                 and data.get("kind") == "Job")
 
     def lower(self, log: IssueLog, docs: Sequence[Foreign]) -> list[Lowered]:
-        out = []
-        for foreign in docs:
-            lowered = _lower(log, foreign.doc, foreign.data)
-            if lowered is not None:
-                out.append(lowered)
-        return out
+        return lower_each(log, docs, _lower)
 
 
 def _lower(log: IssueLog, doc: DocRef, data: Mapping[str, Any]) -> Lowered | None:

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from shoal.api import GPU_TYPE_LABEL
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
-from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original
+from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original, lower_each
 from shoal.spec.imports.openpai_fields import (
     PaiJobSpec,
     PaiPrerequisiteSpec,
@@ -60,12 +60,7 @@ class OpenPaiImporter:
             and not isinstance(data.get("protocolVersion"), bool)
 
     def lower(self, log: IssueLog, docs: Sequence[Foreign]) -> list[Lowered]:
-        out: list[Lowered] = []
-        for foreign in docs:
-            lowered = lower_openpai(log, foreign.doc, foreign.data)
-            if lowered is not None:
-                out.append(lowered)
-        return out
+        return lower_each(log, docs, lower_openpai)
 
 
 def lower_openpai(log: IssueLog, doc: DocRef, data: Mapping[str, Any]) -> Lowered | None:

@@ -27,7 +27,7 @@ from pydantic import Field, StrictInt, StrictStr, ValidationError
 from shoal.api import GPU_TYPE_LABEL
 from shoal.spec.documents import Number
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
-from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original
+from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original, lower_each
 from shoal.spec.messages import describe
 from shoal.spec.multicluster_fields import StrictModel
 
@@ -83,12 +83,7 @@ class RayJobImporter:
             and "protocolVersion" not in data and isinstance(data.get("entrypoint"), str)
 
     def lower(self, log: IssueLog, docs: Sequence[Foreign]) -> list[Lowered]:
-        out: list[Lowered] = []
-        for foreign in docs:
-            lowered = lower_ray_job(log, foreign.doc, foreign.data)
-            if lowered is not None:
-                out.append(lowered)
-        return out
+        return lower_each(log, docs, lower_ray_job)
 
 
 def lower_ray_job(log: IssueLog, doc: DocRef, data: Mapping[str, Any]) -> Lowered | None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from shoal.api import GPU_TYPE_LABEL
 from shoal.spec.errors import DocRef, IssueLog, quote
-from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original
+from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original, lower_each
 from shoal.spec.imports.arrays import (
     ArrayError,
     ArrayIndices,
@@ -121,12 +121,7 @@ class SlurmBatchImporter:
         return isinstance(data, str) and is_batch_script(data)
 
     def lower(self, log: IssueLog, docs: Sequence[Foreign]) -> list[Lowered]:
-        out: list[Lowered] = []
-        for foreign in docs:
-            lowered = lower_script(log, foreign.doc, foreign.data)
-            if lowered is not None:
-                out.append(lowered)
-        return out
+        return lower_each(log, docs, lower_script)
 
 
 def script_documents(source: str, text: str, log: IssueLog, limits: Limits

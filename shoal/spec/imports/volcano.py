@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
-from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original
+from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original, lower_each
 from shoal.spec.imports.kube_objects import (
     group_paths,
     object_meta,
@@ -89,12 +89,7 @@ class VolcanoJobImporter:
                 and data.get("kind") == "Job")
 
     def lower(self, log: IssueLog, docs: Sequence[Foreign]) -> list[Lowered]:
-        out = []
-        for foreign in docs:
-            lowered = _lower(log, foreign.doc, foreign.data)
-            if lowered is not None:
-                out.append(lowered)
-        return out
+        return lower_each(log, docs, _lower)
 
 
 def _lower(log: IssueLog, doc: DocRef, data: Mapping[str, Any]) -> Lowered | None:
