@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 from control_support import finished, job, step_until
+from fake_clock import ManualClock
 
 from shoal.api import Node
 from shoal.control import ControlPlane
@@ -19,16 +20,6 @@ from shoal.store import Repository, Store
 
 TTL = 3600.0
 GRACE = 0.5
-
-
-class ManualClock:
-    """The loop's and the store's clock: it moves only when a test moves it."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from control_support import finished, job, step_until
+from fake_clock import ManualClock
 
 from shoal.api import JobState, Node, TaskState
 from shoal.control import ControlPlane
@@ -20,16 +21,6 @@ from shoal.store import Repository, Store
 
 GRACE = 0.5
 LIMIT = 30.0
-
-
-class ManualClock:
-    """The loop's and the store's clock: it moves only when a test moves it."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
