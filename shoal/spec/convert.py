@@ -59,6 +59,7 @@ from shoal.spec.errors import DocRef, IssueLog, join_path
 from shoal.spec.fairshare_fields import freezing_window
 from shoal.spec.flavors import flavor_quotas
 from shoal.spec.queue_fields import group_minimums, preemptable, queue_settings
+from shoal.spec.scheduling_policy import flattened
 from shoal.spec.services import SERVICE_PRIORITY_CLASS, reserved_within, service
 from shoal.spec.user_fields import max_per_user
 
@@ -324,7 +325,16 @@ def priority_class(model: PriorityClassDocument) -> PriorityClass:
 
 def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
     """`position` is the job's place among the load's Job documents: its default submit time.
-    A group whose resources are unreadable is given none, for the cross-document checks."""
+    A group whose resources are unreadable is given none, for the cross-document checks.
+    `spec.schedulingPolicy` is read as the flat fields it gathers."""
+    start = len(log.issues)
+    flat = flattened(log, doc, model)
+    converted = _job(log, doc, flat.model, position)
+    flat.relocate(log, start)
+    return converted
+
+
+def _job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
     spec = model.spec
     groups: list[TaskGroup] = []
     seen: set[str] = set()
