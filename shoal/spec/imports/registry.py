@@ -13,8 +13,11 @@ from typing import Any
 
 from shoal.spec.errors import DocRef, IssueLog
 from shoal.spec.imports import Foreign, Importer, Lowered
+from shoal.spec.imports.sedna import SednaImporter
 
-IMPORTERS: tuple[Importer, ...] = ()
+IMPORTERS: tuple[Importer, ...] = (
+    SednaImporter(),
+)
 """Every foreign format Shoal reads; the first that claims a document has it."""
 
 
