@@ -188,27 +188,27 @@ def worker(log: IssueLog, doc: DocRef, path: str, owner: Mapping[str, Any], role
         return None
     allowed = ("Never", "OnFailure", "Always") if service else ("Never", "OnFailure")
     if task.restart_policy is not None and task.restart_policy not in allowed:
-        log.add(doc, join_path(template_path, "spec.restartPolicy"),
+        log.add(doc, f"{template_path}.spec.restartPolicy",
                 f"must be {' or '.join(allowed)}, got {quote(task.restart_policy)}"
                 + ("" if service else ": a training worker ends, Always would never let it"))
     if task.scheduler_name is not None:
-        log.add(doc, join_path(template_path, "spec.schedulerName"),
+        log.add(doc, f"{template_path}.spec.schedulerName",
                 "is the job's to say: give spec.schedulerName")
     if task.priority_class is not None:
-        log.add(doc, join_path(template_path, "spec.priorityClassName"),
+        log.add(doc, f"{template_path}.spec.priorityClassName",
                 "is the job's to say: give spec.schedulingPolicy.priorityClass")
     built = {"name": group, "replicas": 1, **task.group}
     if task.restart_policy == "OnFailure" and not service:
         built["taskRetryCount"] = ON_FAILURE_RETRIES
     if "nodeSelector" not in built:  # not pinned by the file: a node of its role
         built["nodeSelector"] = {NODE_ROLE_LABEL: role.value}
-    container = join_path(template_path, "spec.containers[0]")
+    container = f"{template_path}.spec.containers[0]"
     paths = {native: template_path,
              join_path(native, "resources"): join_path(container, "resources"),
              join_path(native, "command"): join_path(container, "command"),
              join_path(native, "env"): join_path(container, "env"),
              join_path(native, "image"): join_path(container, "image"),
-             join_path(native, "nodeSelector"): join_path(template_path, "spec.nodeSelector")}
+             join_path(native, "nodeSelector"): f"{template_path}.spec.nodeSelector"}
     return Worker(built, path, paths)
 
 

@@ -73,7 +73,7 @@ def federated(log: IssueLog, doc: DocRef, header: Header, data: Mapping[str, Any
     if pretrained is not None:
         shared["PRETRAINED_MODEL_NAME"] = pretrained
     path = "spec.aggregationWorker"
-    refuse_unknown(log, doc, path, aggregation, ("model", "template"))
+    refuse_unknown(log, doc, path, aggregation, ("model", "template", "workerSpec"))
     model = ref_name(log, doc, path, aggregation, "model")
     if model is not None:
         shared["MODEL_NAME"] = model
@@ -89,7 +89,7 @@ def federated(log: IssueLog, doc: DocRef, header: Header, data: Mapping[str, Any
             log.add(doc, where, f"must be a training worker (dataset, template), got "
                                 f"{quote(trainer)}")
             continue
-        refuse_unknown(log, doc, where, trainer, ("dataset", "template"))
+        refuse_unknown(log, doc, where, trainer, ("dataset", "template", "workerSpec"))
         dataset = ref_name(log, doc, where, trainer, "dataset")
         found = worker(log, doc, where, trainer, NodeRole.EDGE, group=f"trainer-{i}",
                        native=f"spec.taskGroups[{i + 1}]")
@@ -218,7 +218,7 @@ def _trigger(log: IssueLog, doc: DocRef, path: str, phase: Mapping[str, Any]
     timer = mapping(log, doc, at, trigger, "timer")
     if timer is not None:
         refuse_unknown(log, doc, join_path(at, "timer"), timer, ("start", "end"))
-        ends = [timer.get("start"), timer.get("end")]
+        ends = [_time_of_day(timer.get("start")), _time_of_day(timer.get("end"))]
         if not all(isinstance(e, str) and 0 < len(e) <= 8 for e in ends):
             log.add(doc, join_path(at, "timer"), f"must give start and end as HH:MM, got "
                                                  f"{quote(dict(timer))}")
@@ -244,6 +244,13 @@ def _trigger(log: IssueLog, doc: DocRef, path: str, phase: Mapping[str, Any]
     return out
 
 
+def _time_of_day(value: Any) -> Any:
+    """HH:MM as written; YAML 1.1 reads an unquoted `20:00` as the sexagesimal 1200."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 24 * 60:
+        return f"{value // 60:02d}:{value % 60:02d}"
+    return value
+
+
 def _mining(log: IssueLog, doc: DocRef, path: str, owner: Mapping[str, Any]
             ) -> dict[str, str]:
     """Sedna's hard example mining, as its workers read it: HEM_NAME and HEM_PARAMETERS (a
@@ -266,7 +273,7 @@ def _mining(log: IssueLog, doc: DocRef, path: str, owner: Mapping[str, Any]
     for i, item in enumerate(given):
         if not (isinstance(item, Mapping) and set(item) == {"key", "value"}
                 and isinstance(item["key"], str) and isinstance(item["value"], str)):
-            log.add(doc, join_path(at, f"parameters[{i}]"),
+            log.add(doc, f"{at}.parameters[{i}]",
                     f"must be a {{key, value}} of strings, got {quote(item)}")
             return {}
         parameters[item["key"]] = item["value"]
@@ -288,9 +295,10 @@ def joint_inference(log: IssueLog, doc: DocRef, header: Header, data: Mapping[st
     if cloud_spec is None or edge_spec is None:
         return None
     env = _base_env(header)
-    refuse_unknown(log, doc, "spec.cloudWorker", cloud_spec, ("model", "template"))
+    refuse_unknown(log, doc, "spec.cloudWorker", cloud_spec,
+                   ("model", "template", "workerSpec"))
     refuse_unknown(log, doc, "spec.edgeWorker", edge_spec,
-                   ("model", "template", "hardExampleMining"))
+                   ("model", "template", "hardExampleMining", "workerSpec"))
     cloud = worker(log, doc, "spec.cloudWorker", cloud_spec, NodeRole.CLOUD, group="cloud",
                    native="spec.taskGroups[0]", service=True)
     edge = worker(log, doc, "spec.edgeWorker", edge_spec, NodeRole.EDGE, group="edge",
