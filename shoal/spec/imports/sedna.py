@@ -169,10 +169,12 @@ def read_header(log: IssueLog, doc: DocRef, data: Mapping[str, Any]) -> Header |
 
 
 def worker(log: IssueLog, doc: DocRef, path: str, owner: Mapping[str, Any], role: NodeRole,
-           *, group: str, native: str, service: bool = False) -> Worker | None:
+           *, group: str, native: str, service: bool = False,
+           restart: str = "Never") -> Worker | None:
     """The worker whose pod template is `owner["template"]` (at `path`), as task group
     `group` of one replica, lowered at native path `native` (`spec.taskGroups[1]`). A
-    template's `restartPolicy: OnFailure` retries a failed worker `ON_FAILURE_RETRIES` times
+    template's `restartPolicy` (`restart` where it gives none, as Sedna's controller
+    decides for the kind) `OnFailure` retries a failed worker `ON_FAILURE_RETRIES` times
     (a service's are restarted however often anyway)."""
     if "workerSpec" in owner:
         log.add(doc, join_path(path, "workerSpec"),
@@ -198,7 +200,7 @@ def worker(log: IssueLog, doc: DocRef, path: str, owner: Mapping[str, Any], role
         log.add(doc, f"{template_path}.spec.priorityClassName",
                 "is the job's to say: give spec.schedulingPolicy.priorityClass")
     built = {"name": group, "replicas": 1, **task.group}
-    if task.restart_policy == "OnFailure" and not service:
+    if (task.restart_policy or restart) == "OnFailure" and not service:
         built["taskRetryCount"] = ON_FAILURE_RETRIES
     if "nodeSelector" not in built:  # not pinned by the file: a node of its role
         built["nodeSelector"] = {NODE_ROLE_LABEL: role.value}

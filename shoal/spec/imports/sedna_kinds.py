@@ -78,8 +78,10 @@ def federated(log: IssueLog, doc: DocRef, header: Header, data: Mapping[str, Any
     if model is not None:
         shared["MODEL_NAME"] = model
     workers: list[Worker] = []
+    # Sedna's controller runs both kinds of federated worker with restartPolicy OnFailure:
+    # a trainer started before its aggregator listens fails, and is tried again.
     agg = worker(log, doc, path, aggregation, NodeRole.CLOUD, group="aggregator",
-                 native="spec.taskGroups[0]")
+                 native="spec.taskGroups[0]", restart="OnFailure")
     if agg is not None:
         _tell(agg, shared, AGGREGATOR_EXPORTS, "sedna-aggregator")
         workers.append(agg)
@@ -92,7 +94,7 @@ def federated(log: IssueLog, doc: DocRef, header: Header, data: Mapping[str, Any
         refuse_unknown(log, doc, where, trainer, ("dataset", "template", "workerSpec"))
         dataset = ref_name(log, doc, where, trainer, "dataset")
         found = worker(log, doc, where, trainer, NodeRole.EDGE, group=f"trainer-{i}",
-                       native=f"spec.taskGroups[{i + 1}]")
+                       native=f"spec.taskGroups[{i + 1}]", restart="OnFailure")
         if found is not None:
             env = dict(shared) if dataset is None else {**shared, "DATASET_NAME": dataset}
             _tell(found, env, TRAINER_EXPORTS, "sedna-trainer")
