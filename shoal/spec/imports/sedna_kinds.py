@@ -1,4 +1,4 @@
-"""Each Sedna kind's lowering (`shoal.spec.imports.sedna` reads what they share), and what
+"""Each Sedna kind's lowering (`shoal.spec.imports.sedna_common` holds what they share), and what
 its workers are told.
 
 Sedna's controllers hand their workers environment variables; the ones Shoal can give are
@@ -26,7 +26,7 @@ from typing import Any
 from shoal.api.objects import NodeRole
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
 from shoal.spec.imports import Lowered
-from shoal.spec.imports.sedna import (
+from shoal.spec.imports.sedna_common import (
     INCREMENTAL,
     Header,
     Worker,
