@@ -24,6 +24,21 @@ GPU_TYPE_LABEL = "gpu-type"
 VIRTUAL_CLUSTER_LABEL = "shoal.io/virtual-cluster"
 """Carried by every virtual node, naming the virtual cluster it belongs to (seed 003's
 `ray.io/vcluster_id`)."""
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+"""Every node carries it, valued its own name (a virtual node: its physical node's), so a
+`nodeSelector` on it — a Kubernetes pod's `nodeName` — pins a task to one node."""
+NODE_ROLE_LABEL = "node-role"
+"""Seed 004's edge–cloud convention: `node-role: cloud` or `node-role: edge` (`NodeRole`);
+the Sedna kinds place their cloud workers and edge workers by it where nodes declare it."""
+
+
+class NodeRole(StrEnum):
+    """The values of the `node-role` label."""
+
+    CLOUD = "cloud"
+    EDGE = "edge"
+
+
 #: The root of the quota tree: the physical cluster itself.
 ROOT_QUEUE = "root"
 JOB_VIRTUAL_CLUSTER_PREFIX = "job:"
@@ -140,6 +155,10 @@ class Node:
     reserved: Resources = ZERO
     """Used outside Shoal on this node (`status.reserved`: an online service or a daemon
     it does not run); within what is allocatable."""
+
+    def __post_init__(self) -> None:
+        if HOSTNAME_LABEL not in self.labels:
+            object.__setattr__(self, "labels", {**self.labels, HOSTNAME_LABEL: self.name})
 
     @property
     def allocatable_resources(self) -> Resources:

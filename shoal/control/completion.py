@@ -15,6 +15,9 @@ Pure functions of a job as stored (its policy, its tasks' states and retry count
   `TaskFailed → RestartGang` opts a group's exits in, `TaskLost → RestartTask` opts its
   losses out. A task whose peers hold nothing (they ended, or wait) has nobody to restart
   with it and is retried in place.
+- An online service (`Job.service`) never fails that way: a task of it that ends badly is
+  restarted (in place, or with its gang) however often, its `taskRetryCount` only counting
+  the first restarts as retries; a service runs until it is cancelled.
 - The job fails as soon as `minFailed` tasks have failed (default 1) — unless `jobRetryCount`
   allows another run of the whole job (`Verdict.RETRY_JOB`): everything is stopped and the
   job is scheduled again from scratch, as a gang.
@@ -97,12 +100,14 @@ def on_failure(job: Job, ref: TaskRef, how: str, *, lost: str | None = None) -> 
     the executor said of it ("its Ray node is gone or unknown"; "" if nothing); None: it
     ended otherwise. Retry it — with its gang when its group's action for the event is
     RestartGang (by default: a loss), the job `restarts_whole` and a peer holds resources,
-    else in place — if its group allows, else judge the job with it FAILED."""
+    else in place — if its group allows or the job is a service, else judge the job with it
+    FAILED."""
     retries = next((t.retries for t in job.tasks if t.ref == ref), 0)
     group = job.group(ref.group)
     allowed = group.task_retry_count
-    if retries < allowed:
-        retry = f"retry {retries + 1}/{allowed}"
+    if retries < allowed or job.service is not None:
+        retry = (f"retry {retries + 1}/{allowed}" if retries < allowed
+                 else f"restart {retries + 1} (a service restarts its failed tasks)")
         event = FailureEvent.TASK_FAILED if lost is None else FailureEvent.TASK_LOST
         if group.action_on(event) is FailureAction.RESTART_GANG and restarts_whole(job) \
                 and any(t.ref != ref and t.state.holds_resources for t in job.tasks):

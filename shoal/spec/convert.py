@@ -40,7 +40,7 @@ from shoal.api import (
     parse_resources,
 )
 from shoal.api.flavors import FLAVOR_PREFIX, is_flavor_dimension
-from shoal.api.objects import COMPLETE_JOB_POLICY
+from shoal.api.objects import COMPLETE_JOB_POLICY, HOSTNAME_LABEL
 from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
 from shoal.api.resources import PODS, ZERO, canonical_name, parse_quantity
 from shoal.api.resources import total as total_of
@@ -55,10 +55,11 @@ from shoal.spec.documents import (
     VirtualClusterDocument,
 )
 from shoal.spec.elastic import elasticity
-from shoal.spec.errors import DocRef, IssueLog, join_path
+from shoal.spec.errors import DocRef, IssueLog, join_path, quote
 from shoal.spec.fairshare_fields import freezing_window
 from shoal.spec.flavors import flavor_quotas
 from shoal.spec.queue_fields import group_minimums, preemptable, queue_settings
+from shoal.spec.scheduling_policy import flattened
 from shoal.spec.services import SERVICE_PRIORITY_CLASS, reserved_within, service
 from shoal.spec.user_fields import max_per_user
 
@@ -196,6 +197,11 @@ def nodes(log: IssueLog, doc: DocRef, model: NodeDocument) -> tuple[Node, ...] |
         reserved_within(log, doc, reserved, allocatable or capacity)
     name = model.metadata.name
     names = [name] if spec.count == 1 else [f"{name}-{i}" for i in range(spec.count)]
+    pinned = model.metadata.labels.get(HOSTNAME_LABEL)
+    if pinned is not None and (spec.count > 1 or pinned != name):
+        log.add(doc, f"metadata.labels.{HOSTNAME_LABEL}",
+                f"is every node's own name, set by Shoal: remove it (got {quote(pinned)} on "
+                f"node {', '.join(names[:2])}{', ...' if len(names) > 2 else ''})")
     return tuple(
         Node(name=n, capacity=capacity, labels=dict(model.metadata.labels),
              allocatable=allocatable, schedulable=not spec.unschedulable, reserved=reserved)
@@ -324,7 +330,16 @@ def priority_class(model: PriorityClassDocument) -> PriorityClass:
 
 def job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
     """`position` is the job's place among the load's Job documents: its default submit time.
-    A group whose resources are unreadable is given none, for the cross-document checks."""
+    A group whose resources are unreadable is given none, for the cross-document checks.
+    `spec.schedulingPolicy` is read as the flat fields it gathers."""
+    start = len(log.issues)
+    flat = flattened(log, doc, model)
+    converted = _job(log, doc, flat.model, position)
+    flat.relocate(log, start)
+    return converted
+
+
+def _job(log: IssueLog, doc: DocRef, model: JobDocument, position: int) -> Job:
     spec = model.spec
     groups: list[TaskGroup] = []
     seen: set[str] = set()

@@ -498,6 +498,20 @@ class ServiceSpec(_Model):
                     "Default 900.")
 
 
+class SchedulingPolicySpec(_Model):
+    """Seed 004's scheduling policy block (Sedna's `SchedulingPolicy`): the flat fields of
+    the same meaning, gathered (`shoal.spec.scheduling_policy`)."""
+
+    min_available: Int64 | None = Field(
+        default=None, ge=1, alias="minAvailable", description="Same as spec.minAvailable.")
+    queue: StrictStr | None = Field(default=None, description="Same as spec.queue.")
+    min_resources: Quantities | None = Field(
+        default=None, alias="minResources",
+        description="Same as spec.minResources; values may be quantity strings.")
+    priority_class: StrictStr | None = Field(
+        default=None, alias="priorityClass", description="Same as spec.priorityClassName.")
+
+
 class JobSpec(_Model):
     scheduler_name: Literal["default", "shoal", "volcano"] | None = Field(
         default=None, alias="schedulerName",
@@ -508,6 +522,11 @@ class JobSpec(_Model):
     queue: StrictStr = Field(default="default", description="The job's virtual cluster.")
     min_resources: Quantities | None = Field(default=None, alias="minResources")
     priority_class_name: StrictStr | None = Field(default=None, alias="priorityClassName")
+    scheduling_policy: SchedulingPolicySpec | None = Field(
+        default=None, alias="schedulingPolicy",
+        description="minAvailable, queue, minResources and priorityClass in one block (seed "
+                    "004); each means what its flat field means, and one given both ways must "
+                    "agree.")
     task_groups: list[TaskGroupSpec] = Field(alias="taskGroups", min_length=1)
     completion: CompletionSpec | None = None
     job_retry_count: Int64 = Field(

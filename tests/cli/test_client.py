@@ -255,7 +255,8 @@ def test_unreachable_server_names_the_url() -> None:
 def test_cluster_views(api: Api) -> None:
     shoal = api.client()
     [node] = shoal.nodes()
-    assert node.name == "gpu-0" and node.labels == {"gpu-type": "a100"}
+    assert node.name == "gpu-0" and node.labels == {
+        "gpu-type": "a100", "kubernetes.io/hostname": "gpu-0"}
     assert node.capacity["gpu"] == 8 and not node.unschedulable
     assert {vc.name for vc in shoal.virtual_clusters()} >= {"team-a"}
     classes = shoal.priority_classes()

@@ -103,7 +103,8 @@ def test_shoal_up_on_ray_lists_rays_nodes_and_runs_a_job(ray_servers: RayServers
         nodes = {n["name"]: n for n in client.get("/api/v1/nodes").json()}
         assert set(nodes) == set(NODES)
         gpu = nodes["ray-gpu"]
-        assert str(gpu["capacity"]["gpu"]) == "2" and gpu["labels"] == {"team": "nlp"}
+        assert str(gpu["capacity"]["gpu"]) == "2" and gpu["labels"] == {
+            "team": "nlp", "kubernetes.io/hostname": "ray-gpu"}
         assert gpu["state"] == "Ready"
         code = ("import os; print(os.environ['CUDA_VISIBLE_DEVICES'], "
                 "os.environ['MASTER_ADDR'], os.environ['RANK'], os.environ['WORLD_SIZE'])")

@@ -16,6 +16,7 @@ from executor_support import wait_until
 from ray_support import RayNodes
 
 from shoal.api import GPU_TYPE_LABEL, Resources
+from shoal.api.objects import HOSTNAME_LABEL
 from shoal.executors.contract import NodeHealth
 from shoal.executors.ray_nodes import UNPLACEABLE, inventory, node_of
 
@@ -44,7 +45,8 @@ def test_a_ray_node_becomes_a_shoal_node() -> None:
     # Ray's bookkeeping is no capacity; a fraction of a custom resource is none of it.
     assert node.capacity == Resources.of(cpu=7500, memory=16 * 1024, gpu=8,
                                          extras={"rdma": 2})
-    assert dict(node.labels) == {"team": "nlp", GPU_TYPE_LABEL: "A100-SXM4-80GB"}
+    assert dict(node.labels) == {"team": "nlp", GPU_TYPE_LABEL: "A100-SXM4-80GB",
+                                 HOSTNAME_LABEL: "gpu-01"}
 
 
 def test_the_gpu_model_is_normalised_and_a_node_label_wins() -> None:
@@ -121,7 +123,8 @@ def test_ray_nodes_report_capacity_labels_gpu_type_and_address(ray_nodes: RayNod
     assert (a100.node.capacity.cpu, a100.node.capacity.gpu) == (2000, 2)
     assert a100.node.capacity.get("rdma") == 2
     assert a100.node.capacity.memory > 0
-    assert dict(a100.node.labels) == {"team": "nlp", GPU_TYPE_LABEL: "A100"}
+    assert dict(a100.node.labels) == {"team": "nlp", GPU_TYPE_LABEL: "A100",
+                                      HOSTNAME_LABEL: "inv-a100"}
     addresses = {n["Labels"]["shoal.io/node"]: n["NodeManagerAddress"]
                  for n in ray.nodes() if n["Alive"]}
     assert a100.address == addresses["inv-a100"] != ""

@@ -59,7 +59,7 @@ def test_admin_changes_are_visible(api: Api) -> None:
                        ).status_code == 200
     nodes = {n["name"]: n for n in api.request("GET", "/api/v1/nodes", "bob").json()}
     assert nodes["cpu-0"]["capacity"] == {"cpu": "8"}
-    assert nodes["gpu-0"]["labels"] == {"gpu-type": "a100"}
+    assert nodes["gpu-0"]["labels"] == {"gpu-type": "a100", "kubernetes.io/hostname": "gpu-0"}
     assert api.request("POST", "/api/v1/virtual-clusters", "root", content=VC, headers=YAML
                        ).status_code == 201
     vcs = [v["name"] for v in api.request("GET", "/api/v1/virtual-clusters", "bob").json()]

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from shoal.api.objects import HOSTNAME_LABEL
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
 
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-"""The well-known node label a pod's `nodeName` is read as (every node carries its name)."""
+__all__ = ["HOSTNAME_LABEL", "PodTask", "read_pod_template"]
 
 #: Pod fields read here.
 _POD_READ = frozenset({"containers", "nodeSelector", "nodeName", "restartPolicy",

@@ -17,6 +17,7 @@ from shoal.spec.imports.kubernetes_job import KubernetesJobImporter
 from shoal.spec.imports.native_array import NATIVE_ARRAY
 from shoal.spec.imports.openpai import OPENPAI
 from shoal.spec.imports.ray_job import RAY_JOB
+from shoal.spec.imports.sedna import SednaImporter
 from shoal.spec.imports.slurm_batch import SLURM_BATCH
 from shoal.spec.imports.volcano import VolcanoJobImporter
 from shoal.spec.imports.volcano_pod_group import VolcanoPodGroupImporter
@@ -29,6 +30,7 @@ IMPORTERS: tuple[Importer, ...] = (
     VolcanoJobImporter(),
     VolcanoPodGroupImporter(),
     KubernetesJobImporter(),
+    SednaImporter(),
 )
 """Every foreign format Shoal reads; the first that claims a document has it."""
 

@@ -100,7 +100,8 @@ def test_synthetic_cluster() -> None:
     assert cluster.nodes[0].capacity == Resources(cpu=64000, memory=524288, gpu=4)
     assert cluster.nodes[0].gpu_type == "A100"
     assert (cluster.gpus_per_node, cluster.gpus, cluster.source) == (4, 12, "3x4:A100")
-    assert synthetic_cluster(1, gpu_type=None).nodes[0].labels == {}
+    assert synthetic_cluster(1, gpu_type=None).nodes[0].labels == {  # a node's own name only
+        "kubernetes.io/hostname": "node-0"}
     with pytest.raises(ValueError):
         synthetic_cluster(0)
     with pytest.raises(ValueError):

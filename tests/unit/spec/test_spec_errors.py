@@ -81,7 +81,7 @@ def test_min_available_below_one_and_unknown_scheduler() -> None:
     ("spec:\n", "spec:\n  replicas: 3\n", "spec.replicas",
      "array, checkpointInterval, completion, dependsOn, elastic, freezingWindow, hold, "
      "jobRetryCount, minAvailable, minResources, preemptable, priorityClassName, queue, "
-     "schedulerName, service, taskGroups, timeLimit, virtualCluster"),
+     "schedulerName, schedulingPolicy, service, taskGroups, timeLimit, virtualCluster"),
     ("replicas: 4\n", "replicas: 4\n      images: pytorch\n", "spec.taskGroups[0].images",
      "command, completion, env, image, minAvailable, minCount, name, nodeSelector, policies, "
      "replicas, resources, taskRetryCount, workingDir"),
