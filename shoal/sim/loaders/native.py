@@ -44,6 +44,12 @@ a cycle is an error); the job is scheduled from the instant the last of them fin
 Online services (seed 002): a `kind: Service` document, or a Job with `spec.service`, is a
 service that never ends — it has no `duration` (one given is an error) — with its
 time-of-day schedule on the simulated clock (`shoal.sim.trace`).
+
+Imported job documents (`shoal.spec.imports`) whose format has a Kubernetes `metadata` — a
+Volcano or Kubernetes Job, a Sedna kind — may stand in a trace with the same three fields in
+their `metadata`; every job one document becomes (an array's elements, a learning job's
+phases) arrives at its `arrivalTime` and works its `duration`, a service among them (a
+deploy phase) runs until the trace ends. The one-task-group rule holds for each.
 """
 
 from __future__ import annotations
@@ -61,8 +67,8 @@ from shoal.sim.loaders._common import check_limit, finish
 from shoal.sim.loaders._yaml import Document, documents, read_text, spec_error
 from shoal.sim.trace import WORKER_GROUP, Trace, TraceError, TraceJob
 from shoal.spec import SpecError, load_text
+from shoal.spec.documents import DOCUMENT_MODELS
 from shoal.spec.generated_names import CountedNames, generate_prefix, given_name
-from shoal.spec.imports.arrays import ARRAY_ANNOTATION
 from shoal.spec.limits import FILE_LIMITS
 
 
@@ -71,7 +77,7 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
     check_limit(limit)
     source, text = read_text(path)
     docs = documents(source, text)
-    extras: dict[str, tuple[Document, float, float, str | None]] = {}
+    extras: dict[int, tuple[Document, float, float, str | None]] = {}  # by document
     stripped: list[Any] = []
     queues: set[str] = set()
     classes: set[str] = set()
@@ -85,8 +91,8 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
         if data is None:
             stripped.append(None)
             continue
-        name, arrival, duration, model, data = _take_fields(source, doc, names)
-        extras[name] = (doc, arrival, duration, model)
+        _, arrival, duration, model, data = _take_fields(source, doc, names)
+        extras[doc.number] = (doc, arrival, duration, model)
         spec = data.get("spec")
         if isinstance(spec, Mapping):
             if isinstance(spec.get("queue"), str):
@@ -104,9 +110,9 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
         raise spec_error(source, exc, {d.number: d.node for d in docs}) from exc
     jobs: list[TraceJob] = []
     for job in bundle.jobs:
-        # An array's elements (`spec.array`) arrive together, as their document says.
-        doc, arrival, duration, model = extras.get(job.name) \
-            or extras[job.annotations[ARRAY_ANNOTATION]]
+        # The jobs one document became (an array's elements, an imported job's phases)
+        # arrive together, as their document says.
+        doc, arrival, duration, model = extras[bundle.job_documents[job.name][1]]
         if len(job.groups) != 1:
             raise TraceError(source, doc.line_of("spec.taskGroups"), "spec.taskGroups",
                              f"a trace job has exactly one task group (one gang of identical "
@@ -119,6 +125,7 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
                              what="field")
         service = job.service
         if service is not None:  # a trace job's one group is `worker`
+            duration = math.inf  # an imported service (a Sedna deploy phase) too
             service = replace(service, group=None if service.group is None else WORKER_GROUP)
         elastic = None if service is None or job.elastic is None else \
             replace(job.elastic, group=WORKER_GROUP)
@@ -130,7 +137,7 @@ def load_native(path: str | os.PathLike[str], *, limit: int | None = None) -> Tr
                              depends_on=job.depends_on, held=job.held,
                              time_limit=job.time_limit))
     for issue in dependency_issues(bundle.jobs, {}):
-        doc = extras[bundle.jobs[issue.job].name][0]
+        doc = extras[bundle.job_documents[bundle.jobs[issue.job].name][1]][0]
         raise TraceError(source, doc.line_of(issue.path), issue.path,
                          issue.message + (" in the trace" if issue.message.startswith("no job")
                                           else ""), what="field")
@@ -145,9 +152,9 @@ def _take_fields(source: str, doc: Document, names: CountedNames
         raise TraceError(source, doc.line, None, "a document must be a mapping with "
                          f"apiVersion, kind, metadata; got {type(data).__name__}")
     kind = data.get("kind")
-    if kind not in ("Job", "Service"):
+    if kind in DOCUMENT_MODELS and kind not in ("Job", "Service"):
         raise TraceError(source, doc.line_of("kind"), "kind",
-                         f"a trace holds Job and Service documents only, got {kind!r}; nodes "
+                         f"a trace holds job documents only, got {kind!r}; nodes "
                          "and virtual clusters belong in the cluster file", what="field")
     metadata = data.get("metadata")
     if not isinstance(metadata, Mapping):

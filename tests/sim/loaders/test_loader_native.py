@@ -74,7 +74,7 @@ def test_shift_and_sort(write: Callable[[str, str], Path]) -> None:
     ("duration: 60", "duration: 60\n  creationTimestamp: 3", 7,
      "metadata.creationTimestamp", "submission time is metadata.arrivalTime"),
     ("duration: 60", "duration: 60\n  model: 3", 7, "metadata.model", "must be a string"),
-    ("kind: Job", "kind: Node", 2, "kind", "a trace holds Job and Service documents only"),
+    ("kind: Job", "kind: Node", 2, "kind", "a trace holds job documents only"),
     # The spec layer's own checks, placed at their field's line.
     ("replicas: 2", "replicas: 0", 9, "spec.taskGroups[0].replicas",
      "must be at least 1, got 0"),
