@@ -54,7 +54,8 @@ class SednaImporter:
     format = ImportFormat.SEDNA
 
     def claims(self, data: Any) -> bool:
-        return (isinstance(data, Mapping) and data.get("kind") in KINDS
+        kind = data.get("kind") if isinstance(data, Mapping) else None
+        return (isinstance(kind, str) and kind in KINDS
                 and data.get("apiVersion") in (SEDNA_API_VERSION, "shoal/v1"))
 
     def lower(self, log: IssueLog, docs: Sequence[Foreign]) -> list[Lowered]:
