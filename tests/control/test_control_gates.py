@@ -19,9 +19,10 @@ TIMEOUT = 60.0
 
 
 def _writes(path: Path, extra: str = "") -> str:
-    """Code that appends a line to `path`, then runs `extra`."""
+    """Code that appends a line to `path` (O_APPEND: tasks that run at once lose no line),
+    then runs `extra`."""
     return f"import pathlib, sys, time\np = pathlib.Path({str(path)!r})\n" \
-           f"p.write_text((p.read_text() if p.exists() else '') + 'ran\\n')\n{extra}"
+           f"with open(p, 'a') as f: f.write('ran\\n')\n{extra}"
 
 
 def _runs(path: Path) -> int:
@@ -97,8 +98,8 @@ def test_holding_a_waiting_job_takes_it_out_until_released(plane: ControlPlane,
 def test_requeue_restarts_a_running_job_from_scratch(plane: ControlPlane,
                                                      tmp_path: Path) -> None:
     out = tmp_path / "r.out"
-    # The first run waits to be stopped; the second ends at once.
-    plane.submit(job("r", _writes(out, "if len(p.read_text().splitlines()) == 1:\n"
+    # The first run's two tasks wait to be stopped; the second run's end at once.
+    plane.submit(job("r", _writes(out, "if len(p.read_text().splitlines()) <= 2:\n"
                                        "    time.sleep(60)"), replicas=2))
     step_until(plane, lambda: _runs(out) == 2, TIMEOUT)
     plane.requeue("r", "alice")
