@@ -23,6 +23,7 @@ from typing import Any
 
 from shoal.api.objects import HOSTNAME_LABEL
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
+from shoal.spec.imports.kube_objects import strings
 
 __all__ = ["HOSTNAME_LABEL", "PodTask", "read_pod_template"]
 
@@ -70,8 +71,8 @@ def read_pod_template(log: IssueLog, doc: DocRef, path: str, template: Any) -> P
         return None
     problems = len(log.issues)
     meta = template.get("metadata") or {}
-    labels = _strings(log, doc, join_path(path, "metadata"), meta, "labels")
-    annotations = _strings(log, doc, join_path(path, "metadata"), meta, "annotations")
+    labels = strings(log, doc, join_path(path, "metadata"), meta, "labels")
+    annotations = strings(log, doc, join_path(path, "metadata"), meta, "annotations")
     spec = template.get("spec")
     spec_path = join_path(path, "spec")
     if not isinstance(spec, Mapping):
@@ -87,7 +88,7 @@ def read_pod_template(log: IssueLog, doc: DocRef, path: str, template: Any) -> P
                 f"must hold exactly one container: Shoal runs one command per task, got {count}")
         return None
     group = _container(log, doc, join_path(containers_path, 0), containers[0])
-    selector = _strings(log, doc, spec_path, spec, "nodeSelector")
+    selector = strings(log, doc, spec_path, spec, "nodeSelector")
     node_name = spec.get("nodeName")
     if node_name is not None:
         if not isinstance(node_name, str) or not node_name:
@@ -182,17 +183,6 @@ def _refuse_unknown(log: IssueLog, doc: DocRef, path: str, data: Mapping[Any, An
         if key in read or key in inert:
             continue
         log.add(doc, join_path(path, str(key)), f"is not supported: {why}")
-
-
-def _strings(log: IssueLog, doc: DocRef, path: str, data: Any, key: str) -> dict[str, str]:
-    value = data.get(key) if isinstance(data, Mapping) else None
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        log.add(doc, join_path(path, key), f"must map strings to strings, got {quote(value)}")
-        return {}
-    return dict(value)
 
 
 def _string_list(log: IssueLog, doc: DocRef, path: str, data: Mapping[Any, Any], key: str
