@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from shoal.spec import convert
 from shoal.spec.bundle import SpecBundle
 from shoal.spec.checks import Declarations, Known, check_all
@@ -41,7 +39,7 @@ from shoal.spec.imports.slurm_batch import script_documents
 from shoal.spec.imports.slurm_header import is_batch_script
 from shoal.spec.launch import launch_problems
 from shoal.spec.limits import DEFAULT_LIMITS, Limits, document_problems, node_count_problem
-from shoal.spec.messages import describe
+from shoal.spec.messages import validated
 from shoal.spec.multicluster import MULTI_CLUSTER_KIND, is_multicluster
 from shoal.spec.reading import UnreadableError, json_documents, yaml_documents
 
@@ -251,11 +249,8 @@ def _header(log: IssueLog, doc: DocRef, data: Mapping[Any, Any], known_kind: boo
 def _convert(log: IssueLog, d: Declarations, doc: DocRef, data: Any, options: _Options, *,
              kind: str, jobs_seen: int) -> bool:
     model_type = DOCUMENT_MODELS[kind]
-    try:
-        model = model_type.model_validate(data)
-    except ValidationError as exc:
-        for path, message in describe(model_type, exc):
-            log.add(doc, path, message)
+    model = validated(log, doc, model_type, data)
+    if model is None:
         return False
     problems = document_problems(model, options.limits)
     if isinstance(model, NodeDocument):

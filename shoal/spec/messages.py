@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import types
 from collections.abc import Sequence
-from typing import Any, Union, get_args, get_origin
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from shoal.spec.documents import PATTERN_DESCRIPTIONS
-from shoal.spec.errors import join_path, quote
+from shoal.spec.errors import DocRef, IssueLog, join_path, quote
+
+M = TypeVar("M", bound=BaseModel)
 
 #: Messages whose pydantic wording does not read well after a field path.
 _REWORDED = {
@@ -163,3 +165,13 @@ def _unwrap_optional(annotation: Any) -> Any:
 
 def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def validated(log: IssueLog, doc: DocRef, model: type[M], data: Any) -> M | None:
+    """`data` as `model`; None when it is not one, each problem logged at its path."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        for path, message in describe(model, exc):
+            log.add(doc, path, message)
+        return None

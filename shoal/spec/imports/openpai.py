@@ -26,8 +26,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
 from shoal.api import GPU_TYPE_LABEL
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
 from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original, lower_each
@@ -38,7 +36,7 @@ from shoal.spec.imports.openpai_fields import (
     TemplateError,
     render,
 )
-from shoal.spec.messages import describe
+from shoal.spec.messages import validated
 from shoal.spec.multicluster import RUNTIME_PLUGINS
 
 ANNOTATION_PREFIX = "openpai.microsoft.com/"
@@ -65,11 +63,8 @@ class OpenPaiImporter:
 
 def lower_openpai(log: IssueLog, doc: DocRef, data: Mapping[str, Any]) -> Lowered | None:
     """The native Job of one protocol-v2 job; None (after logging why) if it has none."""
-    try:
-        job = PaiJobSpec.model_validate(data)
-    except ValidationError as exc:
-        for path, message in describe(PaiJobSpec, exc):
-            log.add(doc, path, message)
+    job = validated(log, doc, PaiJobSpec, data)
+    if job is None:
         return None
     problems: Problems = []
     paths: dict[str, str] = {"metadata.name": "name", "spec.queue": "defaults.virtualCluster",

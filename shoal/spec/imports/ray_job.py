@@ -22,13 +22,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
-from pydantic import Field, StrictInt, StrictStr, ValidationError
+from pydantic import Field, StrictInt, StrictStr
 
 from shoal.api import GPU_TYPE_LABEL
 from shoal.spec.documents import Number
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
 from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original, lower_each
-from shoal.spec.messages import describe
+from shoal.spec.messages import validated
 from shoal.spec.multicluster_fields import StrictModel
 
 GROUP = "driver"
@@ -88,11 +88,8 @@ class RayJobImporter:
 
 def lower_ray_job(log: IssueLog, doc: DocRef, data: Mapping[str, Any]) -> Lowered | None:
     """The native Job of one Ray job submission; None (after logging why) if it has none."""
-    try:
-        job = RayJobSubmission.model_validate(data)
-    except ValidationError as exc:
-        for path, message in describe(RayJobSubmission, exc):
-            log.add(doc, path, message)
+    job = validated(log, doc, RayJobSubmission, data)
+    if job is None:
         return None
     problems: list[tuple[str, str]] = []
     name_path = "submission_id" if job.submission_id is not None else "job_id"
