@@ -21,7 +21,7 @@ def test_migrations_match_models(store: Store) -> None:
 def test_migrate_is_idempotent_and_at_head(store: Store) -> None:
     store.migrate()
     with store.engine.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_revision() == "0018"
+        assert MigrationContext.configure(conn).get_current_revision() == "0020"
         tables = set(inspect(conn).get_table_names())
     assert set(Base.metadata.tables) <= tables
 
