@@ -65,7 +65,7 @@ class Scrape:
 
 def job(name: str, code: str, *, gpu: int, priority: str | None = None, extra: str = "") -> str:
     spec = f"\n  priorityClassName: {priority}" if priority else ""
-    return job_yaml(name, queue=None, replicas=1, gpu=gpu, cpu="1", memory="256Mi",
+    return job_yaml(name, queue=None, replicas=1, gpu=gpu, cpu=str(max(1, gpu)), memory="256Mi",
                     extra_spec=spec, extra_group=extra,
                     command=f"[{task_python()!r}, -c, {code!r}]")
 
@@ -189,7 +189,7 @@ def test_gpus_used_waiting_and_gpu_seconds(scenario: Scenario) -> None:
     assert running.value("shoal_virtual_cluster_used", virtual_cluster="default",
                          resource="memory") == 256 * 2**20
     assert running.value("shoal_virtual_cluster_used", virtual_cluster="default",
-                         resource="cpu") == 1
+                         resource="cpu") == 2
     assert running.value("shoal_virtual_cluster_guaranteed", virtual_cluster="root",
                          resource="gpu") == 2
     assert running.value("shoal_virtual_cluster_waiting", virtual_cluster="default",
@@ -226,7 +226,7 @@ def test_who_may_scrape(scenario: Scenario) -> None:
     for token in (scenario.user_token, SCRAPE_TOKEN):
         answer = scrape(up, token)
         assert answer.status_code == 200, answer.text
-        assert answer.headers["content-type"].startswith("text/plain; version=0.0.4")
+        assert answer.headers["content-type"].startswith("text/plain; version=")
         assert "shoal_jobs" in Scrape.parse(answer.text).families
     # Not an API route: the OpenAPI document does not list it.
     assert "/metrics" not in httpx.get(f"{up.url}/openapi.json", timeout=30).json()["paths"]
