@@ -229,6 +229,10 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
+    access = metrics or MetricsAccess()
+    out.print(f"metrics: {url}/metrics ("
+              + ("open to anyone" if access.open else "any Shoal token"
+                 + (" or the scrape token" if access.token else "")) + ")", highlight=False)
     try:
         server.run(sockets=[listener])
     finally:

@@ -25,7 +25,7 @@ from shoal.control.handover import Handover
 from shoal.control.job_scope import TaskCredentials
 from shoal.control.launching import describe, exit_code_of
 from shoal.control.membership import Membership
-from shoal.control.metrics_hooks import ControlObserver, task_end
+from shoal.control.metrics_hooks import ControlObserver, task_ends
 from shoal.control.stopping import Stopping, Tracked
 from shoal.executors.task import TaskPhase, TaskStatus
 from shoal.store.task_batches import JobEnd, TaskExit
@@ -71,9 +71,9 @@ class Exiting(Stopping):
                     if not status.running]
         if not finished:
             return False
-        now = self.clock()
-        for ref, _, status in finished:  # before the model forgets what they held
-            self.observer.task_ended(task_end(self.model, ref, status, now))
+        # Before the model forgets what they held.
+        for seen in task_ends(self.model, ((r, s) for r, _, s in finished), self.clock()):
+            self.observer.task_ended(seen)
         if any(status.phase is TaskPhase.LOST for _, _, status in finished):
             self._watch_nodes(now=True)  # a node that died must not be given the retry
         successes = [end for end in finished if self._plain_success(*end)]

@@ -12,7 +12,7 @@ name ever becomes a label value.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -201,15 +201,27 @@ class NoObserver:
 NO_OBSERVER: ControlObserver = NoObserver()
 
 
-def task_end(model: SchedulerModel, ref: TaskRef, status: TaskStatus, now: float) -> TaskEnd:
-    """What ended, read off the model before the end is applied to it."""
-    info = model.jobs.get(ref.job)
-    if info is None:
-        return TaskEnd(exit_class(status), "", Resources(), 0.0)
-    started = next((t.started for t in info.running if t.ref == ref), None)
-    try:
-        resources = info.job.group(ref.group).resources
-    except KeyError:
-        resources = Resources()
-    return TaskEnd(exit_class(status), declared_cluster(model, info.account), resources,
-                   0.0 if started is None else max(0.0, now - started))
+def task_ends(model: SchedulerModel, ended: Iterable[tuple[TaskRef, TaskStatus]],
+              now: float) -> list[TaskEnd]:
+    """What ended, read off the model before the ends are applied to it. Each job's running
+    tasks are read once, however many of them ended: a large gang ends in one poll."""
+    ended = list(ended)
+    started: dict[TaskRef, float | None] = {}
+    for name in {ref.job for ref, _ in ended}:
+        info = model.jobs.get(name)
+        if info is not None:
+            started.update((t.ref, t.started) for t in info.running)
+    out = []
+    for ref, status in ended:
+        info = model.jobs.get(ref.job)
+        if info is None:
+            out.append(TaskEnd(exit_class(status), "", Resources(), 0.0))
+            continue
+        since = started.get(ref)
+        try:
+            resources = info.job.group(ref.group).resources
+        except KeyError:
+            resources = Resources()
+        out.append(TaskEnd(exit_class(status), declared_cluster(model, info.account),
+                           resources, 0.0 if since is None else max(0.0, now - since)))
+    return out

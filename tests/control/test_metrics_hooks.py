@@ -25,7 +25,7 @@ from shoal.control.metrics_hooks import (
     declared_cluster,
     eviction_kind,
     exit_class,
-    task_end,
+    task_ends,
 )
 from shoal.executors.task import TaskPhase, TaskStatus
 from shoal.scheduler import run_cycle
@@ -106,9 +106,9 @@ def test_a_cycle_reports_its_preemption_and_first_placements() -> None:
 def test_a_task_end_says_what_it_held_and_for_how_long() -> None:
     model = SchedulerModel([Node("n0", GPU.scale(4))], [VirtualCluster("team")])
     model.add_job(job("run", 2, at=10.0, running=2))
-    end = task_end(model, TaskRef("run", "w", 1), TaskStatus(TaskPhase.EXITED, exit_code=0),
-                   25.0)
+    end, unknown = task_ends(model, [
+        (TaskRef("run", "w", 1), TaskStatus(TaskPhase.EXITED, exit_code=0)),
+        (TaskRef("gone", "w", 0), TaskStatus(TaskPhase.LOST))], 25.0)
     assert (end.exit, end.virtual_cluster, end.resources, end.seconds) == (
         ExitClass.SUCCESS, "team", GPU, 15.0)
-    unknown = task_end(model, TaskRef("gone", "w", 0), TaskStatus(TaskPhase.LOST), 25.0)
     assert (unknown.exit, unknown.virtual_cluster, unknown.seconds) == (ExitClass.LOST, "", 0.0)
