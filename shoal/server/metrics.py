@@ -126,7 +126,8 @@ class ShoalMetrics:
             "reclaimed, elastic_surplus, shrunk, service_resized, other) and by the virtual "
             "cluster charged for them.", ["reason", "virtual_cluster"], registry=r)
         self.launches = Counter(
-            "shoal_task_launches", "Task launches handed to the engine, by outcome.",
+            "shoal_task_launches", "Task launches, by outcome (failed: the engine could "
+            "not start it, or its launch could not even be built).",
             ["outcome"], registry=r)
         self.exits = Counter(
             "shoal_task_exits", "Task processes that ended, by exit code class (0, 1-127, "
@@ -142,9 +143,11 @@ class ShoalMetrics:
             "shoal_store_transaction_seconds", "Store transactions, from BEGIN (waiting for "
             "a lock included) to COMMIT or ROLLBACK.", ["mode", "outcome"],
             buckets=STORE_BUCKETS, registry=r)
+        # Registered after what is read at scrape time (`watch_state`): a part that fails
+        # is counted in the same scrape.
         self.scrape_errors = Counter(
             "shoal_metrics_scrape_errors", "Parts of a scrape that could not be read (the "
-            "scheduler did not answer in time, the store failed).", ["part"], registry=r)
+            "scheduler did not answer in time, the store failed).", ["part"], registry=None)
         for outcome in LaunchOutcome:
             self.launches.labels(outcome.value)
         for code in ExitClass:
@@ -199,6 +202,7 @@ class ShoalMetrics:
             raise RuntimeError("these metrics already watch a server")
         self._state = _StateCollector(repository, statuses, self.scrape_errors)
         self.registry.register(self._state)
+        self.registry.register(self.scrape_errors)
         time_transactions(repository.store.engine, self.store_seconds)
 
     def exposition(self) -> bytes:
