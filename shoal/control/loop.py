@@ -94,6 +94,12 @@ from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_
 from shoal.control.launches import Launching
 from shoal.control.launching import NodeAddresses
 from shoal.control.membership import Membership
+from shoal.control.metrics_hooks import (
+    NO_OBSERVER,
+    NOTHING_BOUND,
+    ControlObserver,
+    cycle_report,
+)
 from shoal.control.node_watch import NodeWatch, NodeWatching
 from shoal.control.records import MasterPorts
 from shoal.control.retired import move_retired_files
@@ -145,10 +151,13 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
                  resource_flavors: Sequence[ResourceFlavor] = (),
                  clock: Callable[[], float] = time.time, interval: float = 5.0,
                  grace_period: float = 30.0, scale_up: ScaleUpHook | None = None,
-                 server_url: str | None = None, job_ttl: float = DEFAULT_JOB_TTL) -> None:
+                 server_url: str | None = None, job_ttl: float = DEFAULT_JOB_TTL,
+                 observer: ControlObserver = NO_OBSERVER) -> None:
         """`server_url`: where the API this control plane serves listens, given to tasks
         with a job token (`shoal.control.job_scope`); None: tasks get no token. `job_ttl`:
-        seconds after its end that a job is removed (0: never; `shoal.control.expiry`)."""
+        seconds after its end that a job is removed (0: never; `shoal.control.expiry`).
+        `observer`: told what the loop does, for metrics (`shoal.control.metrics_hooks`)."""
+        self.observer = observer
         self.repository = repository
         self.executor = executor
         self.scale_up = scale_up
@@ -542,6 +551,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
         admissions = [r for r in decisions.resizes if r.partial_admission]
         if decisions.evictions:  # a victim may be a task whose launch is in flight
             self._settle_launches()
+        bound = NOTHING_BOUND
         if decisions.binds or decisions.evictions:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
             bound = self.repository.record_binds(decisions.binds, cause,
@@ -552,6 +562,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
             for evict in decisions.evictions:
                 self._evict(evict)
             self._launch_bound([b.task for b in decisions.binds], records=bound)
+        self.observer.cycle(cycle_report(model, decisions, self.last_cycle_seconds, bound))
         for resize in decisions.resizes:
             log.info("job %s: %s resized to %d (%s)", resize.job, resize.group,
                      resize.replicas, resize.reason)
@@ -579,6 +590,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
         arrived = {info.name: UNPLACEABLE_NOW for info in self.model.arrivals
                    if info.name in self.model.waiting}
         self.model.settled()
+        self.observer.cycle_skipped()
         self._waiting.add(arrived, self.clock())
         self._consider_scale_up()
 
