@@ -22,7 +22,8 @@ from shoal.store.accounts import User, _user, hash_token
 from shoal.store.audit import SYSTEM_ACTOR, AuditNote
 from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
-from shoal.store.errors import NotFoundError, StoreError
+from shoal.store.errors import NotFoundError
+from shoal.store.job_controls import ControlConflictError
 from shoal.store.job_queries import TERMINAL_JOB_STATES
 from shoal.store.models import (
     EventRow,
@@ -41,8 +42,9 @@ PRIORITY_CHANGED = "PriorityChanged"
 NAMED_JOBS = 5
 
 
-class AdminConflictError(StoreError):
-    """A change what exists now does not allow (the API's 409); the message says why."""
+class AdminConflictError(ControlConflictError):
+    """A change what exists now does not allow (the API's 409); the message says why. A
+    control conflict: the control loop's `_ask` hands it back to the API as it is."""
 
 
 class AdminChanges:
@@ -231,7 +233,7 @@ class AdminChanges:
 
     # ---- nodes ---------------------------------------------------------------------------
 
-    def set_node_service(self, name: str, note: AuditNote, *, cordoned: bool,
+    def set_node_service(self, name: str, note: AuditNote | None, *, cordoned: bool,
                          draining: bool = False) -> NodeRecord:
         """Cordon a node (`cordoned`; `draining`: its tasks are to be evicted too) or
         uncordon it (which ends a drain)."""
