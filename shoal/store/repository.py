@@ -42,6 +42,7 @@ from shoal.api import (
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster
+from shoal.api.queue_policy import QueueStatus
 from shoal.store import convert
 from shoal.store.accounts import TOKEN_CACHE_TTL, Accounts, User
 from shoal.store.admin import AdminChanges
@@ -355,12 +356,15 @@ class Repository(AuditLog, Stops, JobControls, TaskBatches, JobQueries, Submissi
     def put_virtual_cluster(self, vc: VirtualCluster, note: AuditNote | None = None) -> None:
         """Create or replace a virtual cluster. One created is stamped with the time (its
         place in the reservation queue); one replaced keeps its carving unless its
-        fixed-size nodes changed."""
+        fixed-size nodes changed, and one opened is no longer to be deleted once drained
+        (`shoal.store.admin`)."""
         with self.store.sessions.begin() as s:
             row = s.get(VirtualClusterRow, vc.name)
             if row is None:
                 row = VirtualClusterRow(name=vc.name, created=self.clock())
             s.add(convert.vc_to_row(vc, row))
+            if vc.state is QueueStatus.OPEN:
+                row.deleting = False  # opened again: a drain toward its deletion is off
             self._audit(s, note)
         self._catalog.invalidate()
 

@@ -37,6 +37,9 @@ def test_a_refused_change_writes_no_entry_and_a_drained_cluster_goes_once_empty(
     drained = repo.drain_virtual_cluster("team-a", note("vc.drain", "team-a"))
     assert drained.state is QueueStatus.CLOSED
     assert repo.deleting_virtual_clusters() == {"team-a"}
+    repo.put_virtual_cluster(VirtualCluster("team-a"))  # opened again: the drain is off
+    assert repo.deleting_virtual_clusters() == set()
+    repo.drain_virtual_cluster("team-a", note("vc.drain", "team-a"))
     assert repo.delete_drained_virtual_clusters() == []
     repo.transition_job("busy", JobState.CANCELLED, "test")
     assert repo.delete_drained_virtual_clusters() == ["team-a"]
