@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 #: How often the loop asks the store whether a drained virtual cluster may go (seconds).
 VC_SWEEP_INTERVAL = 2.0
+#: How often the loop looks for tasks on draining nodes whose protection has ended (s).
+DRAIN_CHECK_INTERVAL = 0.5
 
 
 class AdminOps:
@@ -62,6 +64,7 @@ class AdminOps:
     _vc_deleting: frozenset[str] = frozenset()
     """Virtual clusters to delete once empty (the store's `virtual_clusters.deleting`)."""
     _vc_swept: float = 0.0
+    _drain_checked: float = 0.0
 
     @property
     def model(self) -> SchedulerModel:
@@ -125,6 +128,7 @@ class AdminOps:
         self._draining = (self._draining | {name} if record.draining
                           else self._draining - {name})
         log.info("node %s: %s", name, note.detail or note.action)
+        self._drain_checked = 0.0  # what may go now goes now
         self._admin_tick()
         self.wake.set()
         return record
@@ -152,9 +156,10 @@ class AdminOps:
     def _admin_tick(self) -> None:
         """On the loop's poll tick: evict what may be evicted from draining nodes, delete
         the drained virtual clusters that are empty now."""
-        if self._draining:
-            self._evict_draining()
         now = time.monotonic()
+        if self._draining and now >= self._drain_checked + DRAIN_CHECK_INTERVAL:
+            self._drain_checked = now
+            self._evict_draining()
         if self._vc_deleting and now >= self._vc_swept + VC_SWEEP_INTERVAL:
             self._vc_swept = now
             deleted = self.repository.delete_drained_virtual_clusters()
