@@ -177,7 +177,7 @@ def _node_verb(verb: str, help_text: str) -> None:
             if not output.tabular:
                 emit(output, shown.raw)
                 return
-            draining = " (draining)" if shown.raw.get("draining") else ""
+            draining = " (draining)" if shown.draining else ""
             out().print(f"node {shown.name} is {shown.state.value}{draining}")
         remote(server, token, action)
     command.__doc__ = help_text

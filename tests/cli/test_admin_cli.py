@@ -142,7 +142,7 @@ def test_a_drain_moves_a_task_to_another_node_once_unprotected(server: Server,
     nodes = {n["name"]: n for n in json.loads(ok(server.shoal("nodes", "-o", "json")))}
     assert nodes[first]["state"] == "Cordoned"
     until("the drain to end", lambda: not next(
-        n for n in client._get("/api/v1/nodes") if n["name"] == first)["draining"])
+        n for n in client.nodes() if n.name == first).draining)
 
     raised = json.loads(ok(server.shoal("job", "set-priority", "moved", "production",
                                         "-o", "json")))
