@@ -203,6 +203,9 @@ def test_the_audit_log_pages_newest_first_and_filters(api: Api) -> None:
     rest = api.request("GET", f"/api/v1/audit?limit=2&after={first['next']}", "root").json()
     assert [e["target"] for e in rest["items"]] == ["n-1", "n-0"]
     assert audit(api, actor="bob") == []
+    assert api.submit(job_yaml("mine"), who="bob").status_code == 201
+    assert api.request("POST", "/api/v1/jobs/mine/hold", "bob").status_code == 200
+    assert audit(api, actor="bob") == [("bob", "job.hold", "mine")]
     assert len(audit(api, actor="root", action="user.create")) == 3
     assert error(api.request("GET", "/api/v1/audit?limit=0", "root"))[:2] == (422, "query.limit")
     assert api.request("GET", "/api/v1/audit", "alice").status_code == 403
