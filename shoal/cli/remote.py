@@ -62,6 +62,9 @@ def register(app: typer.Typer) -> None:
     app.add_typer(pc_app, name="pc", rich_help_panel="Talking to a server")
     app.add_typer(flavors_app, name="flavors", rich_help_panel="Talking to a server")
     app.add_typer(user_app, name="user", rich_help_panel="Talking to a server")
+    from shoal.cli import remote_changes  # its verbs join the groups above as it loads
+
+    remote_changes.register(app)
 
 
 def _print_job(fmt: Format, job: JobView, tasks: Sequence[TaskView] = ()) -> None:

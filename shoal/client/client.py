@@ -27,6 +27,7 @@ from urllib.parse import quote
 import httpx
 
 from shoal.api import JobState
+from shoal.client.admin import AdminVerbs
 from shoal.client.errors import (
     ShoalConnectionError,
     ShoalError,
@@ -135,7 +136,7 @@ class LogStream(Iterator[str]):
         self.close()
 
 
-class ShoalClient(MultiClusterVerbs):
+class ShoalClient(MultiClusterVerbs, AdminVerbs):
     """A client of one Shoal server. Pass `http` to use a prebuilt `httpx.Client` (FastAPI's
     `TestClient` in tests); it is then left open by `close`. Pass `transport` to send
     through another httpx transport (the command line's is `plain_http.for_url`'s).

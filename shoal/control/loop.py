@@ -84,6 +84,7 @@ from shoal.api.decisions import Decisions, Reserve
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
+from shoal.control.admin_ops import AdminOps
 from shoal.control.endpoints import Endpoints, TaskPorts
 from shoal.control.exits import Exiting
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
@@ -144,7 +145,8 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLimiting):
+class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLimiting,
+                   AdminOps):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
@@ -407,6 +409,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
                     self._watch_nodes()
                     self._waiting.flush(self.repository)  # what skipped cycles noted
                     self._expiry.tick(self.clock())
+                    self._admin_tick()  # drains, virtual clusters deleted once drained
                     next_poll = time.monotonic() + POLL_INTERVAL
                 limit_at = self._enforce_time_limits()
                 now = time.monotonic()
@@ -444,6 +447,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
         self.poll()
         self._watch_nodes()
         self._expiry.tick(self.clock())
+        self._admin_tick()
         self._enforce_time_limits()
         return self.run_cycle()
 
@@ -466,6 +470,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
         finish stops and evictions that were under way, and launch bound tasks never
         launched (once the evicted tasks on their node have stopped)."""
         move_retired_files(self.repository, self.executor)  # before any launch
+        self._resume_admin()  # drains and deletions under way
         stored = self.repository.snapshot_jobs()
         self._ending = self.repository.stopping_jobs()
         self._gates = Gates()

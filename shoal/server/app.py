@@ -9,6 +9,8 @@ from fastapi import FastAPI
 from shoal.api.defaults import FOLLOWS_PER_USER
 from shoal.api.images import ImagePolicy
 from shoal.scheduler.introspection import VirtualClusterStatus
+from shoal.server.admin import admin_router
+from shoal.server.audit import audit_router
 from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
 from shoal.server.errors import ApiError, install_error_handlers
@@ -16,6 +18,7 @@ from shoal.server.job_controls import job_controls_router
 from shoal.server.jobs import jobs_router
 from shoal.server.logs import FollowSlots, LogSource, logs_router
 from shoal.server.metrics import MetricsAccess, ShoalMetrics, install_metrics
+from shoal.server.node_admin import node_admin_router
 from shoal.server.scheduler import Scheduler
 from shoal.server.sub_clusters import sub_clusters_router
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
@@ -75,6 +78,10 @@ def create_app(repository: Repository, scheduler: Scheduler,
     app.state.metrics = metrics = metrics or ShoalMetrics()
     metrics.watch_state(repository, statuses)
     install_metrics(app, repository, metrics, metrics_access or MetricsAccess())
+    app.include_router(admin_router(repository, scheduler, current_admin,
+                                    scheduler.reload_catalog, statuses))
+    app.include_router(node_admin_router(repository, scheduler, current_admin))
+    app.include_router(audit_router(repository, current_admin))
     if federation is not None:  # `shoal up`: the super scheduler's routes
         from shoal.server.multicluster import multicluster_router
         app.include_router(multicluster_router(federation, current_user))

@@ -202,6 +202,9 @@ class NodeRow(Base):
     """Why it is not ready (dead, drained …); empty when it is."""
     reserved: Mapped[dict[str, int] | None] = mapped_column(JSON, nullable=True)
     """Used outside Shoal (`status.reserved`); NULL: nothing."""
+    draining: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """`shoal node drain`: cordoned, its tasks evicted as their protection ends; cleared
+    once none is left on it, or by an uncordon."""
 
 
 class VirtualClusterRow(Base):
@@ -231,6 +234,9 @@ class VirtualClusterRow(Base):
     max_per_user: Mapped[dict[str, int]] = mapped_column(JSON, default=dict,
                                                          server_default="{}")
     """`maxPerUser` (issue 17): only the limited dimensions; empty: no per-user limit."""
+    deleting: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """`shoal vc delete --drain`: closed, and deleted by the control loop once its last
+    job has ended."""
 
 
 class PriorityClassRow(Base):
@@ -388,3 +394,18 @@ class MemberClusterRow(Base):
     created: Mapped[float] = mapped_column(Double)
     updated: Mapped[float] = mapped_column(Double)
     updated_by: Mapped[str] = mapped_column(String(NAME))
+
+
+class AuditRow(Base):
+    """One admin change: who made it, when, what and on what (`shoal.store.audit`)."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_log_actor_id", "actor", "id"),
+                      Index("ix_audit_log_action_id", "action", "id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[float] = mapped_column(Double)
+    actor: Mapped[str] = mapped_column(String(NAME))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str] = mapped_column(String(NAME + HISTORY_SUFFIX))
+    detail: Mapped[str] = mapped_column(Text, default="", server_default="")

@@ -43,6 +43,7 @@ CLOSED_TEAM = ("apiVersion: shoal/v1\nkind: VirtualCluster\nmetadata: {name: tea
                "spec: {state: Closed}\n")
 PC = "apiVersion: shoal/v1\nkind: PriorityClass\nmetadata: {name: vip}\nvalue: 50000\n"
 FLAVOR = "apiVersion: shoal/v1\nkind: ResourceFlavor\nmetadata: {name: spot}\n"
+GOLD = "apiVersion: shoal/v1\nkind: PriorityClass\nmetadata: {name: gold}\nvalue: 500\n"
 
 ROLES: dict[str, str | None] = {"anonymous": None, "owner": "alice", "other": "bob",
                                 "admin": "root", "task": "task"}
@@ -148,6 +149,38 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
         admin_only(201), {"json": {"name": "carol", "queues": ["default"]}},
         stored=lambda api: api.repository.get_user("carol") is not None),
     ("GET", "/api/v1/users/me"): Row(ANY_USER),
+    # Issue 21's admin changes (`url` names their targets).
+    ("DELETE", "/api/v1/virtual-clusters/{name}"): Row(
+        admin_only(204),
+        stored=lambda api: "team-a" not in {v.name for v in
+                                            api.repository.list_virtual_clusters()}),
+    ("PUT", "/api/v1/priority-classes/{name}"): Row(
+        admin_only(200), {"content": GOLD.replace("500", "700"), "headers": YAML},
+        stored=lambda api: any(p.name == "gold" and p.value == 700
+                               for p in api.repository.list_priority_classes())),
+    ("DELETE", "/api/v1/priority-classes/{name}"): Row(
+        admin_only(204),
+        stored=lambda api: "gold" not in {p.name for p in
+                                          api.repository.list_priority_classes()}),
+    ("GET", "/api/v1/users"): Row(admin_only(200)),
+    ("PATCH", "/api/v1/users/{name}"): Row(
+        admin_only(200), {"json": {"queues": ["default", "team-a"]}},
+        stored=lambda api: _user_queues(api, "bob") == ("default", "team-a")),
+    ("DELETE", "/api/v1/users/{name}"): Row(
+        admin_only(204), stored=lambda api: api.repository.get_user("bob") is None),
+    ("POST", "/api/v1/users/{name}/tokens"): Row(admin_only(201)),
+    ("DELETE", "/api/v1/users/{name}/tokens"): Row(
+        admin_only(200),
+        stored=lambda api: api.repository.authenticate(api.tokens["bob"]) is None),
+    ("POST", "/api/v1/nodes/{name}/cordon"): Row(
+        admin_only(200), stored=lambda api: not _schedulable(api, "gpu-0")),
+    ("POST", "/api/v1/nodes/{name}/uncordon"): Row(admin_only(200)),
+    ("POST", "/api/v1/nodes/{name}/drain"): Row(
+        admin_only(200), stored=lambda api: api.repository.draining_nodes() == ["gpu-0"]),
+    ("POST", "/api/v1/jobs/{name}/priority"): Row(
+        admin_only(200), {"json": {"priorityClass": "production"}},
+        stored=lambda api: _priority(api, OWNED) == "production"),
+    ("GET", "/api/v1/audit"): Row(admin_only(200)),
 }
 
 # Routes served outside the OpenAPI document that are not FastAPI's documentation: each
@@ -158,9 +191,29 @@ OUTSIDE_THE_DOCUMENT: dict[tuple[str, str], Row] = {
 ROWS = {**EXPECTATIONS, **OUTSIDE_THE_DOCUMENT}
 
 
+def _user_queues(api: Api, name: str) -> tuple[str, ...] | None:
+    user = api.repository.get_user(name)
+    return None if user is None else user.queues
+
+
+def _schedulable(api: Api, node: str) -> bool:
+    return any(n.name == node and n.schedulable for n in api.repository.list_nodes())
+
+
+def _priority(api: Api, name: str) -> str | None:
+    job = api.repository.get_job(name)
+    return None if job is None else job.priority_class
+
+
+#: The target of each kind of path that names one: a stored virtual cluster, priority class,
+#: node and user; a job (`OWNED`) otherwise.
+TARGETS = {"/api/v1/virtual-clusters/": "team-a", "/api/v1/priority-classes/": "gold",
+           "/api/v1/nodes/": "gpu-0", "/api/v1/users/": "bob"}
+
+
 def url(path: str) -> str:
-    return path.format(name="team-a" if path.startswith("/api/v1/virtual-clusters/")
-                       else OWNED)
+    name = next((t for prefix, t in TARGETS.items() if path.startswith(prefix)), OWNED)
+    return path.format(name=name)
 
 
 def documented_endpoints(api: Api) -> set[tuple[str, str]]:
@@ -194,6 +247,8 @@ def owned(api: Api) -> Api:
     api.log_dir.mkdir(parents=True, exist_ok=True)
     (api.log_dir / f"{OWNED}.worker-0.out").write_text(OWNED_LOG)
     api.tokens["task"] = api.repository.issue_token("alice", job=OWNED)
+    assert api.request("POST", "/api/v1/priority-classes", "root", content=GOLD,
+                       headers=YAML).status_code == 201
     return api
 
 
