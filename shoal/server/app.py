@@ -17,6 +17,7 @@ from shoal.server.jobs import jobs_router
 from shoal.server.logs import FollowSlots, LogSource, logs_router
 from shoal.server.scheduler import Scheduler
 from shoal.server.sub_clusters import sub_clusters_router
+from shoal.server.usage import usage_router
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store import Repository
 
@@ -67,6 +68,7 @@ def create_app(repository: Repository, scheduler: Scheduler,
     app.include_router(cluster_router(repository, current_user, current_admin,
                                       scheduler.reload_catalog, statuses))
     app.include_router(sub_clusters_router(repository, scheduler, current_user, statuses))
+    app.include_router(usage_router(repository, current_user))
     if federation is not None:  # `shoal up`: the super scheduler's routes
         from shoal.server.multicluster import multicluster_router
         app.include_router(multicluster_router(federation, current_user))
