@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from shoal.api import TaskState
 from shoal.api.accounting import (
     DAY,
+    HOUR,
     Amounts,
     Attempt,
     BucketKey,
@@ -194,7 +195,9 @@ def _attempts(s: Session, query: UsageQuery) -> Iterator[Attempt]:
     t = UsageAttemptRow
     for row in s.execute(select(t.job, t.queue, t.user, t.gpu_type, t.node, t.outcome,
                                 t.started, t.ended, t.gpus, t.cpu_millis, t.memory_mib)
-                         .where(t.ended >= query.first_hour, t.started < query.until)):
+                         .where(t.ended >= query.first_hour,
+                                # an hour partly in the span counts whole
+                                t.started < -(-query.until // HOUR) * HOUR)):
         yield Attempt(row[0], row[1], row[2], row[3], row[4], Outcome(row[5]), row[6], row[7],
                       row[8], row[9], row[10])
 
