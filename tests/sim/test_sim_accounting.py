@@ -8,6 +8,7 @@ task's GPUs count as wasted (preempted), a timed-out job's as wasted (failed); a
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def busy_integral(result: SimResult) -> float:
     """∫ busy GPUs dt over the run, from its samples (a sample is taken at every change;
     the cluster is idle after the last one once every job has ended)."""
     samples = result.samples
-    return sum(a.busy_gpus * (b.time - a.time) for a, b in zip(samples, samples[1:]))
+    return sum(a.busy_gpus * (b.time - a.time) for a, b in itertools.pairwise(samples))
 
 
 @st.composite

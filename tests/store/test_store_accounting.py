@@ -29,7 +29,7 @@ from shoal.store import Repository, Store
 from shoal.store.accounting import EndedAttempt, record_ended
 from shoal.store.models import UsageAttemptRow
 from shoal.store.stops import FailedTask
-from shoal.store.task_batches import JobEnd, TaskExit
+from shoal.store.task_batches import TaskExit
 
 T0 = 1_800_000_000.0 - 600  # ten minutes before an hour (and a day) begins
 M0, W0, W1 = TaskRef("a", "master", 0), TaskRef("a", "worker", 0), TaskRef("a", "worker", 1)
