@@ -4,9 +4,9 @@ in the transaction that ends the attempt, and the report queries over them.
 An attempt ends when its task stops holding resources (bound, running or releasing → any
 other state). Both writers of task states call `record_ended` inside their transaction:
 `Repository._move_task` (one task) and `TaskBatches.record_exits` (a poll's successes), so
-an attempt is recorded exactly when its end is, once: a crash before the commit loses
-both, a restart re-adopting the task ends it (and records it) once, and the unique
-(job, task, attempt) key turns any second record into an error rather than a double count.
+an attempt is recorded exactly when its end is, and once, as the lifecycle lets a task
+leave a holding state once per bind: a crash before the commit loses both, and a restart
+that re-adopts the task ends it (and records it) once.
 
 The attempt is summed into its hour buckets and UTC-day buckets (`usage_hours`,
 `usage_days`, both upserted) and kept on its own (`usage_attempts`) for `ATTEMPT_RETENTION`,

@@ -436,13 +436,11 @@ class UsageDayRow(_UsageBucket, Base):
 class UsageAttemptRow(Base):
     """One ended task attempt (issue 21): what a report by job reads. Kept
     `ATTEMPT_RETENTION` (`shoal.store.accounting`) after it ended, the hour buckets for
-    good. No foreign key: the record outlives its job's row."""
+    good. No foreign key and no unique key: the record outlives its job's row, whose id
+    and name a later job may have again."""
 
     __tablename__ = "usage_attempts"
-    __table_args__ = (
-        UniqueConstraint("job_id", "task", "attempt"),
-        Index("ix_usage_attempts_ended", "ended"),
-    )
+    __table_args__ = (Index("ix_usage_attempts_ended", "ended"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[int] = mapped_column(Integer)

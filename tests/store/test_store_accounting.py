@@ -149,3 +149,15 @@ def test_day_and_hour_buckets_add_up_as_the_pure_report(store: Store) -> None:
                     assert [p.start for p in got.series] == [p.start for p in want.series]
                     assert [p.cpu_seconds for p in got.series] == \
                         pytest.approx([p.cpu_seconds for p in want.series])
+
+
+def test_old_attempts_are_pruned_and_their_buckets_kept(accounted: Repository,
+                                                        clock: ManualClock) -> None:
+    repo = accounted
+    clock.now = T0 + 100
+    repo.record_exits([TaskExit(W0, "exited 0", 0)], lambda _job: None)
+    assert repo.prune_usage_attempts(T0 + 100) == 0  # ended at T0 + 100: not before
+    assert repo.prune_usage_attempts(T0 + 101) == 1
+    assert repo.usage_report(_query(GroupBy.JOB)).rows == ()
+    [queue] = repo.usage_report(_query(GroupBy.QUEUE)).rows
+    assert (queue.tasks, queue.gpu_seconds) == (1, 100.0)

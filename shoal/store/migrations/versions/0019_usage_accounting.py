@@ -61,8 +61,6 @@ def upgrade() -> None:
         sa.Column("cpu_millis", sa.BigInteger(), nullable=False),
         sa.Column("memory_mib", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_usage_attempts"),
-        sa.UniqueConstraint("job_id", "task", "attempt",
-                            name="uq_usage_attempts_job_id_task_attempt"),
     )
     op.create_index("ix_usage_attempts_ended", "usage_attempts", ["ended"])
 
