@@ -8,11 +8,13 @@ an attempt is recorded exactly when its end is, and once, as the lifecycle lets 
 leave a holding state once per bind: a crash before the commit loses both, and a restart
 that re-adopts the task ends it (and records it) once.
 
-The attempt is summed into its hour buckets and UTC-day buckets (`usage_hours`,
-`usage_days`, both upserted) and kept on its own (`usage_attempts`) for `ATTEMPT_RETENTION`,
-the only place a report by job reads. A report over days reads the day buckets for its
-whole days and the hour buckets for its ends; a report by hour reads hours only (its span
-is bounded by `shoal.api.accounting.MAX_HOURLY_SPAN_DAYS`).
+The attempt is summed into its hour buckets, and those into UTC-day and 30-day-period
+buckets (`usage_hours`, `usage_days`, `usage_periods`, all upserted), and kept on its own
+(`usage_attempts`) for `ATTEMPT_RETENTION`, the only place a report by job reads. A report
+reads the coarsest buckets that fit whole in its span and finer ones only at its ends
+(a year without a series: a dozen periods, a few days and hours per key); one with a
+series reads buckets no coarser than its step (`step=hour` spans at most
+`shoal.api.accounting.MAX_HOURLY_SPAN_DAYS`).
 """
 
 from __future__ import annotations
@@ -52,9 +54,12 @@ from shoal.store.models import (
     UsageAttemptRow,
     UsageDayRow,
     UsageHourRow,
+    UsagePeriodRow,
 )
 from shoal.store.stops import REQUEUING, RESTARTING_GANG
 
+PERIOD = 30 * DAY
+"""The coarsest buckets' length."""
 ATTEMPT_RETENTION = 90 * DAY
 """How long an attempt is kept on its own (a report by job reaches that far back); its
 hour and day buckets are kept for good."""
@@ -131,16 +136,16 @@ def record_ended(s: Session, ends: Sequence[EndedAttempt]) -> None:
     for _, attempt in attempts:
         for key, amounts in buckets(attempt):
             hours[key] = hours.get(key, Amounts()) + amounts
-    days: dict[BucketKey, Amounts] = {}
-    for key, amounts in hours.items():
-        day = BucketKey(key.hour - key.hour % DAY, key.queue, key.user, key.gpu_type,
-                        key.node, key.outcome)
-        days[day] = days.get(day, Amounts()) + amounts
-    _upsert(s, UsageHourRow, "hour", hours)
-    _upsert(s, UsageDayRow, "day", days)
+    for level in LEVELS:
+        sums: dict[BucketKey, Amounts] = {}
+        for key, amounts in hours.items():
+            coarse = BucketKey(key.hour - key.hour % level.size, key.queue, key.user,
+                               key.gpu_type, key.node, key.outcome)
+            sums[coarse] = sums.get(coarse, Amounts()) + amounts
+        _upsert(s, level.table, level.column, sums)
 
 
-def _upsert(s: Session, table: type[UsageHourRow] | type[UsageDayRow], period: str,
+def _upsert(s: Session, table: BucketTable, period: str,
             sums: dict[BucketKey, Amounts]) -> None:
     """Add `sums` to their buckets, creating those that do not exist yet: one statement
     that two transactions can run at once without a duplicate key."""
@@ -166,6 +171,22 @@ def _upsert(s: Session, table: type[UsageHourRow] | type[UsageDayRow], period: s
 def _order(key: BucketKey) -> tuple[int, str, str, str, str, str]:
     return key.hour, key.queue, key.user, key.gpu_type, key.node, key.outcome.value
 
+
+BucketTable = type[UsageHourRow] | type[UsageDayRow] | type[UsagePeriodRow]
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One table of buckets: what its period column is named, how long a period is."""
+
+    table: BucketTable
+    column: str
+    size: int
+
+
+LEVELS = (Level(UsageHourRow, "hour", HOUR), Level(UsageDayRow, "day", DAY),
+          Level(UsagePeriodRow, "period", PERIOD))
+"""Finest first."""
 
 _COLUMN = {GroupBy.QUEUE: "queue", GroupBy.USER: "user", GroupBy.GPU_TYPE: "gpu_type",
            GroupBy.NODE: "node"}
@@ -204,26 +225,32 @@ def _attempts(s: Session, query: UsageQuery) -> Iterator[Attempt]:
 
 def _bucket_tallies(s: Session, query: UsageQuery) -> Iterator[Tally]:
     """The buckets `query` covers, summed per (period, key, outcome) by the database."""
-    first = query.first_hour
-    last = query.until  # buckets starting before `until` overlap the span
-    if query.step is Step.HOUR:
-        yield from _sums(s, UsageHourRow, UsageHourRow.hour, first, last, query)
-        return
-    # Whole days from the day buckets, the hours of the partial days at either end.
-    day_first = -(-first // DAY) * DAY
-    day_last = int(last // DAY) * DAY
-    if day_first >= day_last:
-        yield from _sums(s, UsageHourRow, UsageHourRow.hour, first, last, query)
-        return
-    yield from _sums(s, UsageHourRow, UsageHourRow.hour, first, day_first, query)
-    yield from _sums(s, UsageDayRow, UsageDayRow.day, day_first, day_last, query)
-    yield from _sums(s, UsageHourRow, UsageHourRow.hour, day_last, last, query)
+    usable = [level for level in LEVELS
+              if query.step is Step.NONE or level.size <= query.step.seconds]
+    for level, first, last in _ranges(float(query.first_hour), query.until, usable[::-1]):
+        yield from _sums(s, level, first, last, query)
 
 
-def _sums(s: Session, table: type[UsageHourRow] | type[UsageDayRow],
-          period: Any, first: float, last: float, query: UsageQuery) -> Iterator[Tally]:
+def _ranges(first: float, last: float, levels: Sequence[Level]
+            ) -> list[tuple[Level, float, float]]:
+    """[first, last) as bucket ranges: whole buckets of the coarsest level in the middle,
+    finer ones at the ends (`levels` coarsest first, hours last; `first` is on an hour)."""
     if first >= last:
-        return
+        return []
+    level, finer = levels[0], levels[1:]
+    if not finer:
+        return [(level, first, last)]
+    low = -(-first // level.size) * level.size
+    high = (last // level.size) * level.size
+    if low >= high:
+        return _ranges(first, last, finer)
+    return [*_ranges(first, low, finer), (level, low, high), *_ranges(high, last, finer)]
+
+
+def _sums(s: Session, level: Level, first: float, last: float, query: UsageQuery
+          ) -> Iterator[Tally]:
+    table = level.table
+    period = getattr(table, level.column)
     key = getattr(table, _COLUMN[query.by])
     start: ColumnElement[Any]
     if query.step is Step.NONE:

@@ -433,6 +433,17 @@ class UsageDayRow(_UsageBucket, Base):
     """The day's first second since the epoch (UTC midnight)."""
 
 
+class UsagePeriodRow(_UsageBucket, Base):
+    """The same sums by 30-day period since the epoch: a report over a year without a
+    series reads a dozen of these per key, the days and hours only at its ends."""
+
+    __tablename__ = "usage_periods"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    period: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    """The period's first second since the epoch (a multiple of 30 days)."""
+
+
 class UsageAttemptRow(Base):
     """One ended task attempt (issue 21): what a report by job reads. Kept
     `ATTEMPT_RETENTION` (`shoal.store.accounting`) after it ended, the hour buckets for

@@ -2,7 +2,7 @@
 recorded in the transaction that ends it — a success of a poll's batch, an eviction, a
 failure, a stop — once, with its node's GPU type, its outcome and its resource-seconds cut
 at hour boundaries; reports by queue, GPU type, node and job read them back; and a report
-that mixes day and hour buckets sums exactly what the pure report of the same attempts
+that mixes 30-day, day and hour buckets sums exactly what the pure report of the same attempts
 does."""
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def test_day_and_hour_buckets_add_up_as_the_pure_report(store: Store) -> None:
     base = 1_800_000_000 - 1_800_000_000 % DAY
     attempts = []
     for i in range(60):
-        start = base + rng.uniform(0, 9 * DAY)
+        start = base + rng.uniform(0, 80 * DAY)
         attempts.append(Attempt(f"j{i}", rng.choice("xyz"), rng.choice(["u", "v"]), "",
                                 rng.choice(["n1", "n2"]), rng.choice(list(Outcome)), start,
                                 start + rng.uniform(0, 2 * DAY), rng.randint(0, 8), 1500, 64))
@@ -133,8 +133,8 @@ def test_day_and_hour_buckets_add_up_as_the_pure_report(store: Store) -> None:
                                                           memory=a.memory_mib, gpu=a.gpus),
                                       a.outcome) for i, a in enumerate(attempts)])
     for _ in range(12):
-        since = base + rng.uniform(-DAY, 10 * DAY)
-        until = since + rng.uniform(1, 6 * DAY)
+        since = base + rng.uniform(-DAY, 80 * DAY)
+        until = since + rng.uniform(1, rng.choice([DAY, 6 * DAY, 75 * DAY]))
         for by in (GroupBy.QUEUE, GroupBy.NODE, GroupBy.JOB):
             for step in (Step.NONE, Step.DAY, Step.HOUR):
                 query = UsageQuery(by, since, until, step)

@@ -1,5 +1,6 @@
 """Usage accounting (issue 21): every ended task attempt's resource-seconds, summed by hour
-(`usage_hours`) and by day (`usage_days`) per queue, user, GPU type, node and outcome, and
+(`usage_hours`), by day (`usage_days`) and by 30-day period (`usage_periods`) per queue,
+user, GPU type, node and outcome, and
 each attempt kept on its own for a while (`usage_attempts`, what a report by job reads).
 
 Revision ID: 0019
@@ -43,6 +44,7 @@ def _bucket(table: str, period: str) -> None:
 def upgrade() -> None:
     _bucket("usage_hours", "hour")
     _bucket("usage_days", "day")
+    _bucket("usage_periods", "period")
     op.create_table(
         "usage_attempts",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -68,5 +70,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_usage_attempts_ended", table_name="usage_attempts")
     op.drop_table("usage_attempts")
+    op.drop_table("usage_periods")
     op.drop_table("usage_days")
     op.drop_table("usage_hours")
