@@ -119,8 +119,10 @@ def record_ended(s: Session, ends: Sequence[EndedAttempt]) -> None:
     nodes = sorted({e.node for e in ends if e.node})
     types: dict[str, str] = {}
     if nodes:
-        for name, labels in s.execute(select(NodeRow.name, NodeRow.labels)
-                                      .where(NodeRow.name.in_(nodes))):
+        # Through the connection: a read here must not flush the caller's unit of work
+        # halfway through its moves.
+        for name, labels in s.connection().execute(select(NodeRow.name, NodeRow.labels)
+                                                   .where(NodeRow.name.in_(nodes))):
             types[name] = str((labels or {}).get("gpu-type", ""))
     attempts = [(e, Attempt(e.job, e.queue, e.user, types.get(e.node, ""), e.node,
                             e.outcome, e.started, max(e.started, e.ended),
