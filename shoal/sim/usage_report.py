@@ -7,9 +7,9 @@ attempts are rebuilt from it. A maximal run of touching intervals is one run of 
 taken from it while it runs on (a task evicted, a shrink) end the latest-started of its
 GPUs then, preempted; the run's end ends the rest — useful when the job completed then,
 failed when it hit its time limit, preempted when it was evicted whole. GPUs still held
-when the run ends are useful. The simulator knows no node, GPU type, CPU nor memory of a
-job's record: those are '' and 0. Times are simulated seconds since the trace's start,
-shown as instants from 1970-01-01 UTC.
+when the simulated run stops (its last sample) are useful. The simulator knows no node,
+GPU type, CPU nor memory of a job's record: those are '' and 0. Times are simulated
+seconds since the trace's start, shown as instants from 1970-01-01 UTC.
 """
 
 from __future__ import annotations
@@ -31,20 +31,22 @@ from shoal.api.accounting_io import report_csv, report_to_json
 from shoal.sim.result import HeldInterval, JobRecord, SimResult
 
 
-def job_attempts(record: JobRecord) -> Iterator[Attempt]:
-    """The attempts of one job's record, as the module docstring says."""
+def job_attempts(record: JobRecord, run_end: float) -> Iterator[Attempt]:
+    """The attempts of one job's record, as the module docstring says; `run_end`: when
+    the simulated run stopped (what a job still running then held is useful)."""
     user = record.user or ""
     run: list[HeldInterval] = []
     for interval in record.held:
         if run and interval.start > run[-1].end:
-            yield from _run_attempts(record, user, run)
+            yield from _run_attempts(record, user, run, run_end)
             run = []
         run.append(interval)
     if run:
-        yield from _run_attempts(record, user, run)
+        yield from _run_attempts(record, user, run, run_end)
 
 
-def _run_attempts(record: JobRecord, user: str, run: list[HeldInterval]) -> Iterator[Attempt]:
+def _run_attempts(record: JobRecord, user: str, run: list[HeldInterval], run_end: float
+                  ) -> Iterator[Attempt]:
     def attempt(start: float, end: float, gpus: int, outcome: Outcome) -> Attempt:
         return Attempt(record.name, record.queue, user, "", "", outcome, start, end, gpus,
                        0, 0)
@@ -66,7 +68,7 @@ def _run_attempts(record: JobRecord, user: str, run: list[HeldInterval]) -> Iter
     end = run[-1].end
     if record.end is not None and end == record.end:
         outcome = Outcome.FAILED if record.timed_out else Outcome.USEFUL
-    elif record.end is None and end == _last_end(record):
+    elif record.end is None and end >= run_end:
         outcome = Outcome.USEFUL  # still running when the run stopped
     else:
         outcome = Outcome.PREEMPTED
@@ -74,13 +76,10 @@ def _run_attempts(record: JobRecord, user: str, run: list[HeldInterval]) -> Iter
         yield attempt(since, end, gpus, outcome)
 
 
-def _last_end(record: JobRecord) -> float:
-    return record.held[-1].end if record.held else 0.0
-
-
 def result_attempts(result: SimResult) -> Iterator[Attempt]:
+    run_end = result.samples[-1].time if result.samples else 0.0
     for record in result.jobs:
-        yield from job_attempts(record)
+        yield from job_attempts(record, run_end)
 
 
 def sim_usage_report(result: SimResult, by: GroupBy = GroupBy.QUEUE,
