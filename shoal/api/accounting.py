@@ -30,6 +30,8 @@ MAX_HOURLY_SPAN_DAYS = 31
 """The longest span of a report with one point per hour (744 points a row at most)."""
 DEFAULT_SPAN = 7 * DAY
 MIB = 1024 * 1024
+LATEST = 32_503_680_000.0
+"""3000-01-01T00:00:00Z: the latest time a query may name."""
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -220,7 +222,13 @@ def parse_time(text: str, path: str) -> float:
                               ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+    try:
+        at = parsed.timestamp()
+    except (OverflowError, ValueError):
+        at = -1.0
+    if not 0 <= at < LATEST:
+        raise AccountingError(path, f"{path} must lie between 1970 and 3000, got {text!r}")
+    return at
 
 
 def iso(t: float) -> str:

@@ -103,6 +103,8 @@ def test_the_json_is_the_servers_and_reads_back() -> None:
     (("queue", "2026-09-01", "2026-11-01", "hour"), "step", "at most 31 days"),
     (("queue", None, None, "week"), "step", "must be one of"),
     (("queue", "x" * 100, None, None), "since", "too long"),
+    (("queue", "0001-01-01T00:00:00+01:00", None, None), "since", "between 1970 and 3000"),
+    (("queue", "2026-01-01", "9999-12-31T23:59:59-14:00", None), "until", "between"),
 ])
 def test_bad_parameters_are_named(args: tuple[str | None, ...], path: str, words: str
                                   ) -> None:
