@@ -12,6 +12,7 @@ from shoal.store.accounting import EndedAttempt, record_ended
 
 
 def test_the_usage_report_and_its_errors(api: Api) -> None:
+    api.repository.clock.now = 1_800_000_000.0  # type: ignore[attr-defined]  # a test Clock
     now = api.repository.clock()
     with api.repository.store.sessions.begin() as s:
         record_ended(s, [EndedAttempt(1, "train", "worker/0", 1, "team-a", "alice", "gpu-0",
