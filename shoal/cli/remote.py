@@ -43,6 +43,7 @@ from shoal.cli.remote_support import (
     out,
     remote,
 )
+from shoal.cli.usage import usage
 
 if TYPE_CHECKING:
     from shoal.client import JobView, ShoalClient, TaskView
@@ -56,7 +57,7 @@ POLL = 0.5
 
 def register(app: typer.Typer) -> None:
     """Add the client verbs to the `shoal` app."""
-    for command in (submit, jobs, get, cancel, delete, logs, nodes, login, whoami):
+    for command in (submit, jobs, get, cancel, delete, logs, nodes, login, whoami, usage):
         app.command(rich_help_panel="Talking to a server")(command)
     app.add_typer(vc_app, name="vc", rich_help_panel="Talking to a server")
     app.add_typer(pc_app, name="pc", rich_help_panel="Talking to a server")

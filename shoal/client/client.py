@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # imported by the calls that return them: the job verbs defin
         VirtualClusterStatusView,
         VirtualClusterView,
     )
+    from shoal.client.usage import UsageView
 
 #: Where `shoal up` listens by default.
 DEFAULT_SERVER = "http://127.0.0.1:8765"
@@ -414,6 +415,16 @@ class ShoalClient(MultiClusterVerbs, AdminVerbs):
         from shoal.client.cluster_views import ResourceFlavorView
         return [ResourceFlavorView.from_json(f)
                 for f in self._post_spec(f"{API}/resource-flavors", spec)]
+
+    # ---- usage -----------------------------------------------------------------------------
+
+    def usage(self, *, by: str = "queue", since: str | None = None, until: str | None = None,
+              step: str = "none") -> UsageView:
+        """The usage report (`GET /api/v1/usage`): resource-seconds of ended task attempts
+        by `by` over [since, until) (ISO 8601; default the last 7 days), a series per `step`."""
+        from shoal.client.usage import UsageView
+        return UsageView.from_json(self._get(f"{API}/usage", {
+            "by": by, "since": since, "until": until, "step": step}))
 
     # ---- users -----------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from shoal.server.metrics import MetricsAccess, ShoalMetrics, install_metrics
 from shoal.server.node_admin import node_admin_router
 from shoal.server.scheduler import Scheduler
 from shoal.server.sub_clusters import sub_clusters_router
+from shoal.server.usage import usage_router
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store import Repository
 
@@ -82,6 +83,7 @@ def create_app(repository: Repository, scheduler: Scheduler,
                                     scheduler.reload_catalog, statuses))
     app.include_router(node_admin_router(repository, scheduler, current_admin))
     app.include_router(audit_router(repository, current_admin))
+    app.include_router(usage_router(repository, current_user))
     if federation is not None:  # `shoal up`: the super scheduler's routes
         from shoal.server.multicluster import multicluster_router
         app.include_router(multicluster_router(federation, current_user))

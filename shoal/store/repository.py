@@ -44,6 +44,13 @@ from shoal.api.lifecycle import IllegalTransitionError
 from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster
 from shoal.api.queue_policy import QueueStatus
 from shoal.store import convert
+from shoal.store.accounting import (
+    Accounting,
+    EndedAttempt,
+    group_resources,
+    outcome_of,
+    record_ended,
+)
 from shoal.store.accounts import TOKEN_CACHE_TTL, Accounts, User
 from shoal.store.admin import AdminChanges
 from shoal.store.audit import AuditLog, AuditNote
@@ -92,7 +99,7 @@ class Waiting:
 
 
 class Repository(AuditLog, Stops, JobControls, TaskBatches, JobQueries, Submissions, Accounts,
-                 NodeInventory, UsageRecords, AdminChanges):
+                 NodeInventory, UsageRecords, AdminChanges, Accounting):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
@@ -324,6 +331,12 @@ class Repository(AuditLog, Stops, JobControls, TaskBatches, JobQueries, Submissi
                    cause: str) -> Transition[TaskState]:
         move = TASK_LIFECYCLE.move(TaskState(row.state), target, cause)
         now = self.clock()
+        outcome = outcome_of(move.source, target, row.job.stopping)
+        if outcome is not None:  # the attempt ends: accounted in this same transaction
+            record_ended(s, [EndedAttempt(
+                row.job_id, ref.job, f"{ref.group}/{ref.index}", row.attempts, row.job.queue,
+                row.job.user or "", row.node or "", now if row.started is None else row.started,
+                now, group_resources(row.job.spec, ref.group), outcome)])
         row.state = target.value
         if target is TaskState.BOUND:
             row.started = now

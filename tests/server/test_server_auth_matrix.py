@@ -127,6 +127,7 @@ EXPECTATIONS: dict[tuple[str, str], Row] = {
         admin_only(200), {"content": NODE, "headers": YAML},
         stored=lambda api: "cpu-0" in {n.name for n in api.repository.list_nodes()}),
     ("GET", "/api/v1/cluster"): Row(ANY_USER),
+    ("GET", "/api/v1/usage"): Row(ANY_USER),
     ("GET", "/api/v1/virtual-clusters"): Row(ANY_USER),
     ("GET", "/api/v1/virtual-clusters/{name}"): Row(ANY_USER),
     ("POST", "/api/v1/virtual-clusters"): Row(

@@ -27,6 +27,7 @@ def test_openapi_lists_the_endpoints(api: Api) -> None:
         "/api/v1/virtual-clusters": {"get", "post"},
         "/api/v1/virtual-clusters/{name}": {"get", "put", "delete"},
         "/api/v1/cluster": {"get"},
+        "/api/v1/usage": {"get"},
         "/api/v1/priority-classes": {"get", "post"},
         "/api/v1/resource-flavors": {"get", "post"},
         "/api/v1/users": {"get", "post"},
