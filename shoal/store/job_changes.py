@@ -131,7 +131,7 @@ def _pending(info: dict[Any, Any], key: str) -> _Pending:
     found = info.get(key)
     if found is None:
         found = info[key] = _Pending()
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _job_ids(multiparams: Any, params: Any) -> set[int]:
