@@ -14,7 +14,9 @@ keepalive for `read_timeout` seconds — raises `ShoalConnectionError`.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
@@ -59,6 +61,7 @@ class JobEvents(Iterator[JobEvent]):
         """`unanswered`: the error to raise for a transport failure (the client's)."""
         self._response = response
         self._unanswered = unanswered
+        self._closing = False
         self._events = self._parse()
         self.closed_because: str | None = None
 
@@ -93,13 +96,24 @@ class JobEvents(Iterator[JobEvent]):
             self.close()
             raise
         except httpx.TransportError as exc:
+            closing = self._closing
             self.close()
+            if closing:  # closed on purpose, from another thread
+                raise StopIteration from None
             raise self._unanswered(exc) from None
         except BaseException:
             self.close()
             raise
 
     def close(self) -> None:
+        """Stop watching; from any thread. A thread blocked reading the stream is woken:
+        the connection is shut down under it, and its iteration ends."""
+        self._closing = True
+        stream = self._response.extensions.get("network_stream")
+        raw = None if stream is None else stream.get_extra_info("socket")
+        if isinstance(raw, socket.socket):
+            with suppress(OSError):  # closed already
+                raw.shutdown(socket.SHUT_RDWR)
         self._response.close()
 
     def __enter__(self) -> JobEvents:
