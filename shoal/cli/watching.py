@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -44,10 +45,19 @@ def watch(shoal: ShoalClient, fmt: Format, *, state: JobState | None, queue: str
     console = out(fmt)
     live = fmt.tabular and on_terminal(console)
     jobs: dict[str, JobView] = {}
+    lock = threading.Lock()  # the table is drawn on rich's refresh thread
 
     def table() -> Table:
-        shown = sorted(jobs.values(), key=lambda j: (j.created, j.name))[:limit]
+        with lock:
+            shown = sorted(jobs.values(), key=lambda j: (j.created, j.name))[:limit]
         return jobs_table(shown)
+
+    def keep(event: JobEvent) -> None:
+        with lock:
+            if event.type.value == "DELETED":
+                jobs.pop(event.job.name, None)
+            else:
+                jobs[event.job.name] = event.job
 
     try:
         if live:
@@ -55,7 +65,7 @@ def watch(shoal: ShoalClient, fmt: Format, *, state: JobState | None, queue: str
 
             with Live(console=console, get_renderable=table,
                       refresh_per_second=REDRAWS, transient=False):
-                _follow(shoal, state, queue, user, lambda e: _keep(jobs, e))
+                _follow(shoal, state, queue, user, keep)
         else:
             _follow(shoal, state, queue, user, lambda e: _print(fmt, e))
     except KeyboardInterrupt:
@@ -73,13 +83,6 @@ def _follow(shoal: ShoalClient, state: JobState | None, queue: str | None,
         if SHUTTING_DOWN in why:
             err.print(f"the server ended the watch: {why}")
             return
-
-
-def _keep(jobs: dict[str, JobView], event: JobEvent) -> None:
-    if event.type.value == "DELETED":
-        jobs.pop(event.job.name, None)
-    else:
-        jobs[event.job.name] = event.job
 
 
 def line(event: JobEvent) -> str:
