@@ -11,10 +11,10 @@ the jobs that match anew (`Last-Event-ID` is not served).
 
 Many watchers cost one reader, not one store poll each. The store's change feed
 (`shoal.store.job_changes`) names the jobs each committed transaction touched, whichever
-thread wrote it; `JobWatch` gathers those names, reads their summaries once per TICK at most,
-in one query off the event loop, renders each as JSON once, and hands the batch to every
-watcher, which only filters. Nothing is read while nobody watches: the feed is listened to
-from the first watcher to the last.
+thread wrote it; `JobWatch` gathers those names, reads their summaries once per TICK at most
+(a query per READ_SLICE jobs, off the event loop), renders each as JSON once, and hands the
+batch to every watcher, which only filters. Nothing is read while nobody watches: the feed
+is listened to from the first watcher to the last.
 
 A watcher that falls behind — more than BACKLOG changes waiting for a client that does not
 read — is closed (a last comment says so) rather than buffered without bound: it watches
@@ -57,6 +57,10 @@ HEARTBEAT = 15.0
 TICK = 0.1
 #: Changes waiting for one watcher beyond which it is closed as fallen behind.
 BACKLOG = 10_000
+#: Jobs per read of changed jobs: a burst of changes (the first cycle after a restart notes
+#: every waiting job's reason) reaches watchers a slice at a time, each sent while the next
+#: is read, and a watcher that keeps up never holds more than a few slices.
+READ_SLICE = 1000
 #: Jobs per read of a watcher's first listing.
 LIST_PAGE = 500
 #: Watches one user may hold open at once.
@@ -329,19 +333,22 @@ class JobWatch:
                 deleted, self._deleted = self._deleted, []
             if not (changed or deleted) or not self._watchers:
                 continue
-            try:
-                batch = await anyio.to_thread.run_sync(self._read, changed, deleted,
-                                                       limiter=self._threads)
-            except Exception:  # a watcher that missed a change must not go on as if not
-                log.exception("reading changed jobs for watchers failed")
+            ids = sorted(changed)
+            for start in range(0, max(len(ids), 1), READ_SLICE):
+                try:
+                    batch = await anyio.to_thread.run_sync(
+                        self._read, ids[start:start + READ_SLICE], deleted if start == 0
+                        else [], limiter=self._threads)
+                except Exception:  # a watcher that missed a change must not go on as if not
+                    log.exception("reading changed jobs for watchers failed")
+                    for watcher in list(self._watchers):
+                        watcher.close("the server could not read a change; watch again")
+                    break
                 for watcher in list(self._watchers):
-                    watcher.close("the server could not read a change; watch again")
-                continue
-            for watcher in list(self._watchers):
-                watcher.offer(batch)
+                    watcher.offer(batch)
             await anyio.sleep(TICK)  # what changes meanwhile is read together
 
-    def _read(self, changed: set[int], deleted: list[JobSummary]) -> list[Change]:
+    def _read(self, changed: list[int], deleted: list[JobSummary]) -> list[Change]:
         return changes(deleted, self.repository.job_summaries_by_id(changed), self.reasons)
 
 
