@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -185,12 +185,6 @@ class _Watcher:
             elif shown:
                 self.shown.discard(change.name)
                 yield sse("DELETED", change.data)
-
-
-class Feed(Protocol):
-    """What the hub listens to (`shoal.store.job_changes.JobChanges`)."""
-
-    def listen(self, listener: Callable[[JobChange], None]) -> Callable[[], None]: ...
 
 
 class JobWatch:
