@@ -31,6 +31,7 @@ change of reason alone is seen when the control loop writes it to the job's hist
 import asyncio
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import suppress
@@ -235,16 +236,19 @@ class JobWatch:
         try:
             async for chunk in self._listing(watcher):
                 yield chunk
+            sent = time.monotonic()
             while watcher.closed is None:
                 if not watcher.batches:
                     watcher.ready.clear()
-                    with anyio.move_on_after(self.heartbeat) as waited:
+                    with anyio.move_on_after(sent + self.heartbeat - time.monotonic()):
                         await watcher.ready.wait()
-                    if waited.cancelled_caught:
-                        yield KEEPALIVE
-                    continue
-                chunk = b"".join(watcher.events(watcher.batches.popleft()))
+                chunk = b"".join(watcher.events(watcher.batches.popleft())) \
+                    if watcher.batches else b""
+                # Silence is measured in what was sent: changes it filters out are none.
+                if not chunk and time.monotonic() - sent >= self.heartbeat:
+                    chunk = KEEPALIVE
                 if chunk:
+                    sent = time.monotonic()
                     yield chunk
             yield f": closed: {watcher.closed}\n\n".encode()
         finally:

@@ -6,16 +6,26 @@ stream (comments, keepalives, the reason the server gave for ending it, an event
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import itertools
 import json
+import threading
+import time
+from pathlib import Path
 
 import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shoal_documents import job_yaml
 
 from shoal.api import JobState
 from shoal.client import JobEvents, ShoalError
-from shoal.server.job_watch import BACKLOG, Change, JobFilter, _Watcher
+from shoal.server.job_watch import BACKLOG, KEEPALIVE, Change, JobFilter, JobWatch, _Watcher
+from shoal.spec import load_text
+from shoal.store import Repository
+from shoal.store.engine import open_store
 
 NAMES = ("a", "b", "c")
 STATES = ("Pending", "Running", "Succeeded")
@@ -113,3 +123,45 @@ def test_the_client_reads_events_and_skips_comments() -> None:
 def test_an_event_the_client_cannot_read_is_an_error(body: str, problem: str) -> None:
     with pytest.raises(ShoalError, match=problem):
         list(_stream(body.encode()))
+
+
+def test_silence_is_broken_even_while_filtered_out_changes_arrive(tmp_path: Path) -> None:
+    """A watch of a quiet queue on a busy cluster: the changes it filters out are not
+    something sent, so its keepalives still come every `heartbeat`."""
+    store = open_store(f"sqlite:///{tmp_path / 'shoal.db'}")
+    store.migrate()
+    repo = Repository(store)
+    watch = JobWatch(repo, lambda _name: None, heartbeat=0.3)
+    job = load_text(job_yaml("other", replicas=1)).jobs[0]
+    busy = threading.Event()
+    stop = threading.Event()
+
+    def churn() -> None:  # a change every 50 ms in another queue, until told to stop
+        for i in itertools.count():
+            if stop.is_set():
+                return
+            repo.submit_job(dataclasses.replace(job, name=f"other-{i}"))
+            busy.set()
+            time.sleep(0.05)
+
+    async def first_chunks() -> list[bytes]:
+        chunks = []
+        stream = watch._stream(_Watcher("alice", JobFilter(queue="quiet")))
+        writer = threading.Thread(target=churn, daemon=True)
+        try:
+            # The first chunk waits for the listing and then a keepalive: start the churn
+            # once the watch listens to the store.
+            pending = asyncio.ensure_future(stream.__anext__())
+            await asyncio.sleep(0)
+            writer.start()
+            chunks.append(await asyncio.wait_for(pending, 60))
+            chunks.append(await asyncio.wait_for(stream.__anext__(), 60))
+        finally:
+            stop.set()
+            await stream.aclose()
+            writer.join(60)
+        return chunks
+
+    chunks = asyncio.run(first_chunks())
+    assert busy.is_set() and chunks == [KEEPALIVE, KEEPALIVE]
+    store.close()
