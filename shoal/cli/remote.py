@@ -47,8 +47,7 @@ if TYPE_CHECKING:
 
 #: How many of a job's tasks `shoal get` shows by default.
 SHOWN_TASKS = 100
-#: Seconds between refreshes of `jobs --watch` and polls of `submit --wait`.
-REFRESH = 1.0
+#: Seconds between polls of `submit --wait`.
 POLL = 0.5
 
 
