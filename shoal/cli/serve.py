@@ -191,7 +191,7 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     isolation = tasks.isolation(out, root)
     started = start_engine(engine, root, bundle, grace=grace, isolation=isolation)
     executor: Executor = started.executor
-    nodes = list(started.nodes)
+    nodes = repository.keep_cordons(started.nodes)
     out.print(engine.describe(nodes), highlight=False, soft_wrap=True)
     vcs = bundle.virtual_clusters if bundle is not None else ()
     pcs = bundle.priority_classes if bundle is not None else ()

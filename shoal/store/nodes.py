@@ -6,7 +6,7 @@ the half of `Repository` (a base class of it) that the live node inventory
 The two are kept apart on purpose: a node declared unschedulable is *cordoned* by an admin
 and stays so whatever its engine says; a node its engine reports dead is *not ready* until
 the engine reports it again, whatever was declared. `PUT /nodes` changes the declaration and
-never the condition.
+never the condition, and a cordon outlives a restart (`keep_cordons`).
 """
 
 from __future__ import annotations
@@ -78,6 +78,14 @@ class NodeInventory:
                                         NodeCondition(r.ready, r.reason), r.draining)
                              for r in s.scalars(select(NodeRow).order_by(NodeRow.name)))
         return list(self._catalog.get("node_records", load))
+
+    def keep_cordons(self, nodes: Sequence[Node]) -> list[Node]:
+        """`nodes` as an engine lists them at start, with the cordons stored before kept: a
+        node stored unschedulable stays so until `shoal node uncordon`, whatever the listing
+        (or a cluster file) declares — as Kubernetes keeps `spec.unschedulable` when a
+        kubelet registers again."""
+        cordoned = {r.node.name for r in self.node_records() if not r.node.schedulable}
+        return [replace(n, schedulable=False) if n.name in cordoned else n for n in nodes]
 
     def record_nodes(self, nodes: Sequence[Node],
                      conditions: Mapping[str, NodeCondition]) -> None:

@@ -226,7 +226,11 @@ class AdmissionCheck:
     for its check and removed after, which leaves the model idle again. Building them cost
     more than the check itself, and an API server checks every submission.
 
-    One check at a time: a caller with several threads serialises its calls."""
+    One check at a time: a caller with several threads serialises its calls.
+
+    Cordoned nodes count as schedulable here: a cordon is an admin's pause (a drain, a
+    repair), so a job that fits only there waits for the uncordon instead of being refused,
+    as Kubernetes and Slurm keep such work pending."""
 
     def __init__(self, nodes: Sequence[Node], virtual_clusters: Sequence[VirtualCluster],
                  priority_classes: Sequence[PriorityClass] = (),
@@ -234,7 +238,8 @@ class AdmissionCheck:
         from shoal.scheduler.model import SchedulerModel
         from shoal.scheduler.profile import Profile as Profiles
 
-        self._model = SchedulerModel(nodes, virtual_clusters, priority_classes)
+        uncordoned = [n if n.schedulable else replace(n, schedulable=True) for n in nodes]
+        self._model = SchedulerModel(uncordoned, virtual_clusters, priority_classes)
         self._model.reserve()  # on the idle cluster, every VC's fixed-size nodes are carved
         self._hooks = Hooks((profile or Profiles.default()).plugins())
 
