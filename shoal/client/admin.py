@@ -8,12 +8,12 @@ scheduler import.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
+from shoal.client.transport import Transport
 
 if TYPE_CHECKING:
     from shoal.client.client import Spec
@@ -54,22 +54,8 @@ class AuditPage:
     """`after` for the next (older) page; None: this was the last."""
 
 
-class AdminVerbs:
+class AdminVerbs(Transport):
     """`ShoalClient`'s admin methods (it supplies `_get`, `_send`, `_json`, `_post_spec`)."""
-
-    def _get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        raise NotImplementedError
-
-    def _send(self, method: str, path: str, *, retry: bool, stream: bool = False,
-              timeout: httpx.Timeout | None = None, **kwargs: Any) -> httpx.Response:
-        raise NotImplementedError
-
-    def _json(self, response: httpx.Response) -> Any:
-        raise NotImplementedError
-
-    def _post_spec(self, path: str, spec: Spec, headers: Mapping[str, str] | None = None,
-                   *, retry: bool = False) -> Any:
-        raise NotImplementedError
 
     def _put_documents(self, path: str, spec: Spec) -> list[Any]:
         """PUT each document of `spec` to `path/<its metadata.name>`; the answers."""

@@ -6,12 +6,11 @@ purpose: no server, store or scheduler import (`shoal mc get` loads this and htt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
+from shoal.client.transport import Transport
 
 if TYPE_CHECKING:
     from shoal.client.client import Spec
@@ -106,23 +105,9 @@ class McJobView:
         return self.ended is not None
 
 
-class MultiClusterVerbs:
+class MultiClusterVerbs(Transport):
     """`ShoalClient`'s multi-cluster methods (it supplies `_get`, `_send`, `_json`,
     `_post_spec`)."""
-
-    def _get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        raise NotImplementedError
-
-    def _send(self, method: str, path: str, *, retry: bool, stream: bool = False,
-              timeout: httpx.Timeout | None = None, **kwargs: Any) -> httpx.Response:
-        raise NotImplementedError
-
-    def _json(self, response: httpx.Response) -> Any:
-        raise NotImplementedError
-
-    def _post_spec(self, path: str, spec: Spec, headers: Mapping[str, str] | None = None,
-                   *, retry: bool = False) -> Any:
-        raise NotImplementedError
 
     def member_clusters(self) -> list[ClusterView]:
         """The super scheduler's members, each with whether it answered lately."""
