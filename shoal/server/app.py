@@ -15,8 +15,10 @@ from shoal.server.errors import ApiError, install_error_handlers
 from shoal.server.job_controls import job_controls_router
 from shoal.server.jobs import jobs_router
 from shoal.server.logs import FollowSlots, LogSource, logs_router
+from shoal.server.placements import placements_router
 from shoal.server.scheduler import Scheduler
 from shoal.server.sub_clusters import sub_clusters_router
+from shoal.server.web import mount_dashboard, offline_app
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store import Repository
 
@@ -41,10 +43,10 @@ def create_app(repository: Repository, scheduler: Scheduler,
     (`shoal.server.multicluster`'s routes); without it those routes do not exist.
     `images`: what the engine does with container images (`shoal up --images`): a job that
     names one is refused at submission under REFUSE."""
-    app = FastAPI(title=API_TITLE, version=API_VERSION,
-                  description="Shoal's REST API: submit and follow deep-learning jobs; "
-                              "manage nodes, virtual clusters, priority classes and users. "
-                              "Authenticate with `Authorization: Bearer <token>`.")
+    app = offline_app(title=API_TITLE, version=API_VERSION,
+                      description="Shoal's REST API: submit and follow deep-learning jobs; "
+                                  "manage nodes, virtual clusters, priority classes and "
+                                  "users. Authenticate with `Authorization: Bearer <token>`.")
     install_error_handlers(app)
     app.state.limits = limits
     current_user, current_admin = authenticator(repository)
@@ -67,10 +69,12 @@ def create_app(repository: Repository, scheduler: Scheduler,
     app.include_router(cluster_router(repository, current_user, current_admin,
                                       scheduler.reload_catalog, statuses))
     app.include_router(sub_clusters_router(repository, scheduler, current_user, statuses))
+    app.include_router(placements_router(repository, current_user))
     if federation is not None:  # `shoal up`: the super scheduler's routes
         from shoal.server.multicluster import multicluster_router
         app.include_router(multicluster_router(federation, current_user))
         if federation.admin is not None:  # members declared through the API (admins)
             from shoal.server.mc_admin import mc_admin_router
             app.include_router(mc_admin_router(federation, current_admin))
+    mount_dashboard(app)  # `/`: the web dashboard (shoal.server.web)
     return app
