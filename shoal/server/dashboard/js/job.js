@@ -65,7 +65,8 @@ function summaryCard(job, ctx, redraw) {
 }
 
 function priorityControl(job, redraw) {
-  const select = h("select", { id: "priority-class" });
+  const select = h("select", { id: "priority-class" },
+    h("option", { value: "", disabled: true, selected: !job.spec.priorityClassName }, "priority class…"));
   api("/api/v1/priority-classes").then((classes) => {
     for (const pc of classes) {
       select.append(h("option", { value: pc.name, selected: pc.name === job.spec.priorityClassName },
