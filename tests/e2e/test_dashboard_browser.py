@@ -211,10 +211,13 @@ def test_a_non_admin_sees_no_admin_controls(dashboard: Dashboard) -> None:
 
 
 def test_a_refused_token_is_asked_for_again(dashboard: Dashboard) -> None:
-    dashboard.driver.get(f"{dashboard.up.url}/#/jobs")
-    dashboard.driver.execute_script("sessionStorage.setItem('shoal.token', 'not-a-token')")
-    dashboard.driver.refresh()
+    dashboard.login("alice")
+    dashboard.driver.find_element(By.ID, "logout").click()  # stops the page's requests
     dashboard.who = None
+    dashboard.wait("the login form", lambda d: d.find_element(By.ID, "token"))
+    dashboard.driver.execute_script("sessionStorage.setItem('shoal.token', 'not-a-token')")
+    dashboard.driver.get(f"{dashboard.up.url}/#/jobs")
+    dashboard.driver.refresh()
     dashboard.wait("the login form", lambda d: d.find_element(By.ID, "token"))
     assert "refused" in dashboard.text("#login")
     assert not dashboard.driver.find_element(By.ID, "nav").is_displayed()
