@@ -219,7 +219,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
                      follows_per_user=follows_per_user, federation=federation,
                      images=images)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
+    out.print(f"Shoal is up: {url}  (dashboard: {url}/, API docs: {url}/docs)",
+              highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
     try:
         server.run(sockets=[listener])

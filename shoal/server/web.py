@@ -20,6 +20,14 @@ from fastapi_offline import FastAPIOffline
 BUNDLE = Path(__file__).parent / "dashboard"
 """The dashboard's files; `/dashboard/<file>` serves them."""
 ASSETS = "/dashboard"
+PAGE_HEADERS = {
+    # Always revalidated: a new `shoal up` version's page must not meet old scripts.
+    "Cache-Control": "no-cache",
+    # Defence in depth: scripts and requests only to this server, never framed.
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data:; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
 DOCS_ASSETS = "/docs-assets"
 """Where Swagger UI's and ReDoc's JavaScript and CSS are served from."""
 
@@ -38,7 +46,6 @@ def mount_dashboard(app: FastAPI) -> None:
 
     @app.get("/", include_in_schema=False)
     async def dashboard() -> FileResponse:
-        # Always revalidated: a new `shoal up` version's page must not meet old scripts.
-        return FileResponse(index, headers={"Cache-Control": "no-cache"})
+        return FileResponse(index, headers=PAGE_HEADERS)
 
     app.mount(ASSETS, StaticFiles(directory=BUNDLE), name="dashboard")

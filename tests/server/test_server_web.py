@@ -61,6 +61,7 @@ def test_docs_and_redoc_load_nothing_from_outside(client: TestClient) -> None:
 def test_the_dashboard_and_every_file_it_loads_are_served(client: TestClient) -> None:
     page = client.get("/")
     assert page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
     assets = loads(client, "/")
     assert "/dashboard/js/app.js" in assets and "/dashboard/dashboard.css" in assets
     scripts = [a for a in assets if a.endswith(".js")]
