@@ -25,34 +25,56 @@ export async function jobsPage(view, ctx) {
       body));
   const jobs = new Map();
   const draw = () => replace(body, [...jobs.values()].map(jobRow));
-  try {
-    const answer = await open(`/api/v1/jobs?watch=true&${query}`, ctx.signal);
-    if ((answer.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
-      status.textContent = "live";
-      let pending = false;
-      await readEvents(answer, (type, data) => {
-        const job = JSON.parse(data);
-        if (type === "DELETED") jobs.delete(job.metadata.name);
-        else jobs.set(job.metadata.name, job);
-        if (!pending) {
-          pending = true;
-          requestAnimationFrame(() => { pending = false; draw(); });
-        }
-      });
-      return;
-    }
-    await answer.body.cancel();
-  } catch (err) {
-    if (ctx.signal.aborted) return;
-    if (!err.status) throw err;
-  }
+  const watched = new URLSearchParams({ watch: "true", ...filters });
+  if (await watch(`/api/v1/jobs?${watched}`, jobs, draw, status, ctx.signal)) return;
   status.textContent = "refreshed every 2 s";
   while (!ctx.signal.aborted) {
     const page = await api(`/api/v1/jobs?${query}`, { signal: ctx.signal });
     jobs.clear();
     for (const job of page.items) jobs.set(job.metadata.name, job);
     draw();
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await sleep(POLL_MS);
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Follows the watch stream into `jobs`, reconnecting when it ends, until the page is left
+ * (true); false at once where the server has no watch (it answers the list as JSON). */
+async function watch(url, jobs, draw, status, signal) {
+  let pending = false;
+  const changed = (type, data) => {
+    const job = JSON.parse(data);
+    if (type === "DELETED") jobs.delete(job.metadata.name);
+    else jobs.set(job.metadata.name, job);
+    if (!pending) {
+      pending = true;
+      requestAnimationFrame(() => { pending = false; draw(); });
+    }
+  };
+  for (;;) {
+    let answer;
+    try {
+      answer = await open(url, signal);
+    } catch (err) {
+      if (signal.aborted) return true;
+      if (!err.status) throw err;
+      return false;
+    }
+    if (!(answer.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
+      await answer.body.cancel();
+      return false;
+    }
+    status.textContent = "live";
+    jobs.clear(); // a new stream starts with every job that matches now
+    try {
+      await readEvents(answer, changed);
+    } catch (err) {
+      if (signal.aborted) return true;
+    }
+    if (signal.aborted) return true;
+    status.textContent = "reconnecting…";
+    await sleep(POLL_MS);
   }
 }
 
