@@ -34,6 +34,7 @@ function card(node, tasks, ctx, view) {
   return h("div", { class: "card node", "data-node": node.name },
     h("div", { class: "actions" },
       h("strong", {}, node.name), stateBadge(node.state),
+      node.draining ? h("span", { class: "bad", "data-draining": "" }, "draining") : null,
       node.reason ? h("span", { class: "muted" }, node.reason) : null,
       ctx.me.admin ? adminActions(node, ctx, view) : null),
     h("div", { class: "muted" }, `capacity ${quantities(node.capacity)}`,
