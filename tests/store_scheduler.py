@@ -13,6 +13,8 @@ from shoal.scheduler.introspection import VirtualClusterStatus, virtual_cluster_
 from shoal.scheduler.model import SchedulerModel
 from shoal.spec.imports import Original
 from shoal.store import Repository
+from shoal.store.audit import AuditNote
+from shoal.store.nodes import NodeRecord
 
 
 class StoreScheduler:
@@ -99,3 +101,16 @@ class StoreScheduler:
         return admission_check(job, self.repository.list_nodes(),
                                self.repository.list_virtual_clusters(),
                                self.repository.list_priority_classes(), scoped=scoped)
+
+    def set_node_service(self, name: str, note: AuditNote, *, cordoned: bool,
+                         drain: bool = False) -> NodeRecord:
+        """Stored only: the live drain's evictions are the control loop's."""
+        return self.repository.set_node_service(name, note, cordoned=cordoned,
+                                                draining=drain)
+
+    def set_priority(self, name: str, priority_class: str, note: AuditNote) -> None:
+        self.repository.set_job_priority(name, priority_class, note)
+
+    def drain_virtual_cluster(self, name: str, note: AuditNote) -> VirtualCluster:
+        """Stored; `repository.delete_drained_virtual_clusters` is the loop's sweep."""
+        return self.repository.drain_virtual_cluster(name, note)

@@ -43,6 +43,7 @@ from shoal.cli.remote_support import (
     out,
     remote,
 )
+from shoal.cli.usage import usage
 
 if TYPE_CHECKING:
     from shoal.client import JobView, ShoalClient, TaskView
@@ -56,12 +57,15 @@ POLL = 0.5
 
 def register(app: typer.Typer) -> None:
     """Add the client verbs to the `shoal` app."""
-    for command in (submit, jobs, get, cancel, delete, logs, nodes, login, whoami):
+    for command in (submit, jobs, get, cancel, delete, logs, nodes, login, whoami, usage):
         app.command(rich_help_panel="Talking to a server")(command)
     app.add_typer(vc_app, name="vc", rich_help_panel="Talking to a server")
     app.add_typer(pc_app, name="pc", rich_help_panel="Talking to a server")
     app.add_typer(flavors_app, name="flavors", rich_help_panel="Talking to a server")
     app.add_typer(user_app, name="user", rich_help_panel="Talking to a server")
+    from shoal.cli import remote_changes  # its verbs join the groups above as it loads
+
+    remote_changes.register(app)
 
 
 def _print_job(fmt: Format, job: JobView, tasks: Sequence[TaskView] = ()) -> None:

@@ -43,12 +43,14 @@ from shoal.cli.remote_support import (
 if TYPE_CHECKING:
     from shoal.client import ShoalClient, UserView
 
-vc_app = typer.Typer(help="Virtual clusters (queues): list, tree, create.",
+vc_app = typer.Typer(help="Virtual clusters (queues): list, tree, create, update, delete.",
                      no_args_is_help=True)
-pc_app = typer.Typer(help="Priority classes: list.", no_args_is_help=True)
+pc_app = typer.Typer(help="Priority classes: list, create, update, delete.",
+                     no_args_is_help=True)
 flavors_app = typer.Typer(help="Resource flavors (node pools by label): list, create.",
                           no_args_is_help=True)
-user_app = typer.Typer(help="Users: add (admins only).", no_args_is_help=True)
+user_app = typer.Typer(help="Users: add, list, update, delete, token, revoke (admins only).",
+                       no_args_is_help=True)
 
 View = TypeVar("View", bound="Listed")
 

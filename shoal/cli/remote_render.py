@@ -146,7 +146,8 @@ def job_detail(job: JobView, tasks: Sequence[TaskView]) -> RenderableType:
 
 
 def _node_state(node: NodeView) -> Text:
-    text = node.state.value + (f" ({node.reason})" if node.reason else "")
+    text = node.state.value + (f" ({node.reason})" if node.reason else "") + (
+        " (draining)" if node.draining else "")
     return Text(text, style=NODE_STATE_STYLE.get(node.state, ""))
 
 

@@ -49,6 +49,7 @@ from shoal.federation.service import Federation
 from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
 from shoal.server.logs import LogSource
+from shoal.server.metrics import MetricsAccess, ShoalMetrics
 from shoal.spec import SpecBundle, load_file
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store.engine import Store, open_store
@@ -64,9 +65,11 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
           scale_up_hook: str | None, scale_up_cooldown: float, task_user_prefix: str,
           task_user: str | None, insecure_same_user: bool, work_dir: Path, job_ttl: float,
           engine: EngineChoice, clusters: Path | None = None, mc_poll: float = 5.0,
-          mc_timeout: float = 10.0, images: ImagePolicy = ImagePolicy.REFUSE) -> None:
+          mc_timeout: float = 10.0, images: ImagePolicy = ImagePolicy.REFUSE,
+          metrics_token: str | None = None, metrics_open: bool = False) -> None:
     """Run `shoal up` with its flags (checked by `shoal.cli.up`) until SIGINT/SIGTERM."""
     hook = None if scale_up_hook is None else ScaleUpHook(scale_up_hook, scale_up_cooldown)
+    metrics = MetricsAccess(open=metrics_open, token=metrics_token)
 
     def serve() -> None:
         try:
@@ -77,7 +80,8 @@ def start(*, data_dir: Path, host: str, port: int, db: str | None, cluster: Path
             _serve(data_dir, host, port, db, cluster, profile, interval, grace, hook,
                    _Tasks(policy, work_dir), job_ttl=job_ttl, limits=limits,
                    follows_per_user=max_follows_per_user, engine=engine,
-                   mc=_McOptions(clusters, mc_poll, mc_timeout), images=images)
+                   mc=_McOptions(clusters, mc_poll, mc_timeout), images=images,
+                   metrics=metrics)
         except (IsolationError, EngineError, InUseError) as exc:  # nothing has started yet
             Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}",
                                        highlight=False)
@@ -131,7 +135,8 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
            tasks: _Tasks, *, job_ttl: float, limits: Limits = DEFAULT_LIMITS,
            follows_per_user: int = FOLLOWS_PER_USER,
            engine: EngineChoice = LOCAL, mc: _McOptions | None = None,
-           images: ImagePolicy = ImagePolicy.REFUSE) -> None:
+           images: ImagePolicy = ImagePolicy.REFUSE,
+           metrics: MetricsAccess | None = None) -> None:
     out = Console()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # also when it exists from an older, 0755 start
@@ -164,7 +169,7 @@ def _serve(data_dir: Path, host: str, port: int, db: str | None, cluster: Path |
         try:
             _run(out, data_dir, store, listener, bundle, chosen, interval, grace, hook, tasks,
                  job_ttl=job_ttl, limits=limits, follows_per_user=follows_per_user,
-                 engine=engine, federation=federation, images=images)
+                 engine=engine, federation=federation, images=images, metrics=metrics)
         finally:
             if federation is not None:
                 federation.close()
@@ -175,8 +180,10 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
          hook: ScaleUpHook | None, tasks: _Tasks, *, job_ttl: float,
          limits: Limits = DEFAULT_LIMITS, follows_per_user: int = FOLLOWS_PER_USER,
          engine: EngineChoice = LOCAL, federation: Federation | None = None,
-         images: ImagePolicy = ImagePolicy.REFUSE) -> None:
+         images: ImagePolicy = ImagePolicy.REFUSE, metrics: MetricsAccess | None = None
+         ) -> None:
     repository = Repository(store)
+    series = ShoalMetrics()  # the control loop's observer, served at /metrics
     token_path = _admin_token(repository, data_dir)
 
     root = data_dir / "executor"
@@ -208,7 +215,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
                          priority_classes=repository.list_priority_classes(),
                          resource_flavors=repository.list_resource_flavors(),
                          interval=interval, grace_period=grace, scale_up=hook,
-                         server_url=_url(api_host, port), job_ttl=job_ttl)
+                         server_url=_url(api_host, port), job_ttl=job_ttl,
+                         observer=series)
     plane.start()
     stop = threading.Event()
     loop = threading.Thread(target=plane.run_forever, args=(stop,), name="shoal-control",
@@ -217,11 +225,15 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
 
     app = create_app(repository, plane, _log_source(executor), limits=limits,
                      follows_per_user=follows_per_user, federation=federation,
-                     images=images)
+                     images=images, metrics=series, metrics_access=metrics)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     out.print(f"Shoal is up: {url}  (dashboard: {url}/, API docs: {url}/docs)",
               highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
+    access = metrics or MetricsAccess()
+    out.print(f"metrics: {url}/metrics ("
+              + ("open to anyone" if access.open else "any Shoal token"
+                 + (" or the scrape token" if access.token else "")) + ")", highlight=False)
     try:
         server.run(sockets=[listener])
     finally:

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from shoal.api.accounting import GroupBy, Step
 from shoal.api.trace_format import TraceFormat
 
 sim_app = typer.Typer(help="Replay cluster traces through Shoal's scheduler (what-if).",
@@ -64,6 +65,24 @@ SingleOpt = Annotated[bool, typer.Option("--single-queue", help="Ignore the trac
                                          "queue column: every job in `default`.")]
 
 
+UsageReportOpt = Annotated[Path | None, typer.Option(
+    "--usage-report", help="Write the run's usage report here: JSON (GET /api/v1/usage's "
+                           "shape) or, for a .csv file, CSV (shoal usage -o csv's).",
+    show_default=False)]
+UsageByOpt = Annotated[GroupBy, typer.Option("--usage-by", help="The usage report's rows.")]
+UsageStepOpt = Annotated[Step, typer.Option("--usage-step",
+                                            help="The usage report's series: none, hour, day.")]
+
+
+@dataclass(frozen=True)
+class UsageOutput:
+    """Where `--usage-report` writes, and how the report is grouped."""
+
+    path: Path
+    by: GroupBy
+    step: Step
+
+
 @dataclass(frozen=True)
 class Inputs:
     """Everything `run` and `compare` share, as the user gave it."""
@@ -94,14 +113,17 @@ def run(trace: TraceOpt, cluster: ClusterOpt,
         checkpoint: CheckpointOpt = None, single_queue: SingleOpt = False,
         speedup: SpeedupOpt = None, queue_map: QueueMapOpt = None,
         map_by: MapByOpt = MapBy.QUEUE, node_events: NodeEventsOpt = None,
-        elastic: ElasticOpt = False, adaptive_batch: AdaptiveOpt = False) -> None:
+        elastic: ElasticOpt = False, adaptive_batch: AdaptiveOpt = False,
+        usage_report: UsageReportOpt = None, usage_by: UsageByOpt = GroupBy.QUEUE,
+        usage_step: UsageStepOpt = Step.NONE) -> None:
     """Replay a trace with one profile and print its summary."""
     from shoal.cli.sim_run import run_all  # the scheduler and simulator: see above
 
     run_all(Inputs(trace, cluster, fmt, limit, cycle_interval, cycle_on_events, checkpoint,
                     single_queue, speedup, queue_map, map_by, node_events, elastic,
                     adaptive_batch),
-             [profile], out)
+             [profile], out,
+             None if usage_report is None else UsageOutput(usage_report, usage_by, usage_step))
 
 
 @sim_app.command("compare")

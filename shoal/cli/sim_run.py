@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from shoal.api.trace_format import TraceFormat
 from shoal.cli.profiles import load_profile
-from shoal.cli.sim import Inputs, err
+from shoal.cli.sim import Inputs, UsageOutput, err
 from shoal.scheduler.profile import ProfileError
 from shoal.sim.inputs import (
     detect_format,
@@ -27,6 +27,7 @@ from shoal.sim.metrics import summarize
 from shoal.sim.report import compare_table, queue_table, write_outputs
 from shoal.sim.simulator import SimConfig, simulate
 from shoal.sim.trace import Trace, TraceError
+from shoal.sim.usage_report import write_usage_report
 from shoal.sim.work import SpeedupCurve, TableSpeedup, WorkModel
 
 
@@ -68,7 +69,8 @@ def _prepare(inputs: Inputs) -> tuple[Trace, ClusterDescription, SimConfig]:
     return trace, with_trace_queues(declared, trace), config
 
 
-def run_all(inputs: Inputs, profiles: list[str], out: Path | None) -> None:
+def run_all(inputs: Inputs, profiles: list[str], out: Path | None,
+            usage: UsageOutput | None = None) -> None:
     try:
         chosen = [load_profile(p) for p in profiles]
         trace, cluster, config = _prepare(inputs)
@@ -95,3 +97,10 @@ def run_all(inputs: Inputs, profiles: list[str], out: Path | None) -> None:
         out.mkdir(parents=True, exist_ok=True)
         for path in write_outputs(results, out):
             err.print(f"wrote {path}")
+    if usage is not None:
+        try:
+            written = write_usage_report(results[0], usage.path, usage.by, usage.step)
+        except OSError as exc:
+            err.print(f"[bold red]error:[/] --usage-report: {exc}", highlight=False)
+            raise typer.Exit(2) from None
+        err.print(f"wrote {written}")

@@ -117,9 +117,20 @@ def up(
         "--mc-timeout", min=0.1, help="Seconds one call to a member may "
                                       "take; a member that does not answer in time is "
                                       "retried with backoff and reported down.")] = 10.0,
+    metrics_token_file: Annotated[Path | None, typer.Option(
+        "--metrics-token-file", help="A file holding a scrape token: GET /metrics also "
+                                     "accepts it as its Bearer token (Prometheus' "
+                                     "bearer_token_file), besides any Shoal token. Read "
+                                     "once, at start.")] = None,
+    metrics_open: Annotated[bool, typer.Option(
+        "--metrics-open", help="Serve GET /metrics to anyone, without a token.")] = False,
 ) -> None:
     """Start Shoal: API server, control loop and an engine (this machine, or Ray)."""
     ttl = _ttl(job_ttl)
+    if metrics_open and metrics_token_file is not None:
+        raise typer.BadParameter("--metrics-open serves /metrics without a token: a scrape "
+                                 "token is then of no use", param_hint="--metrics-token-file")
+    metrics_token = None if metrics_token_file is None else read_token_file(metrics_token_file)
     from shoal.cli.serve import start  # the server, store and control loop: see above
 
     start(data_dir=data_dir, host=host, port=port, db=db, cluster=cluster,
@@ -129,7 +140,34 @@ def up(
           scale_up_cooldown=scale_up_cooldown, task_user_prefix=task_user_prefix,
           task_user=task_user, insecure_same_user=insecure_same_user, work_dir=work_dir,
           job_ttl=ttl, engine=EngineChoice(engine, ray_address, ray_namespace),
-          clusters=clusters, mc_poll=mc_poll, mc_timeout=mc_timeout, images=images)
+          clusters=clusters, mc_poll=mc_poll, mc_timeout=mc_timeout, images=images,
+          metrics_token=metrics_token, metrics_open=metrics_open)
+
+
+#: The largest scrape token file read: one token and a newline, with room to spare.
+MAX_TOKEN_FILE_BYTES = 4096
+
+
+def read_token_file(path: Path) -> str:
+    """The token in `path` (surrounding whitespace dropped); a file that cannot be read, is
+    larger than MAX_TOKEN_FILE_BYTES, is empty or holds more than one printable ASCII word
+    is a usage error naming the flag."""
+    def refuse(why: str) -> typer.BadParameter:
+        return typer.BadParameter(f"{path}: {why}", param_hint="--metrics-token-file")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_TOKEN_FILE_BYTES + 1)
+    except OSError as exc:
+        raise refuse(f"cannot read it ({exc.strerror})") from None
+    if len(data) > MAX_TOKEN_FILE_BYTES:
+        raise refuse(f"larger than {MAX_TOKEN_FILE_BYTES} bytes; it must hold one token")
+    token = data.strip()
+    if not token:
+        raise refuse("it is empty; it must hold one token")
+    if not all(0x21 <= byte <= 0x7E for byte in token):
+        raise refuse("a token is one word of printable ASCII characters (no spaces, no "
+                     "control characters)")
+    return token.decode("ascii")
 
 
 def _ttl(text: str) -> float:

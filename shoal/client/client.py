@@ -27,6 +27,7 @@ from urllib.parse import quote
 import httpx
 
 from shoal.api import JobState
+from shoal.client.admin import AdminVerbs
 from shoal.client.errors import (
     ShoalConnectionError,
     ShoalError,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # imported by the calls that return them: the job verbs defin
         VirtualClusterStatusView,
         VirtualClusterView,
     )
+    from shoal.client.usage import UsageView
 
 #: Where `shoal up` listens by default.
 DEFAULT_SERVER = "http://127.0.0.1:8765"
@@ -135,7 +137,7 @@ class LogStream(Iterator[str]):
         self.close()
 
 
-class ShoalClient(MultiClusterVerbs):
+class ShoalClient(MultiClusterVerbs, AdminVerbs):
     """A client of one Shoal server. Pass `http` to use a prebuilt `httpx.Client` (FastAPI's
     `TestClient` in tests); it is then left open by `close`. Pass `transport` to send
     through another httpx transport (the command line's is `plain_http.for_url`'s).
@@ -413,6 +415,16 @@ class ShoalClient(MultiClusterVerbs):
         from shoal.client.cluster_views import ResourceFlavorView
         return [ResourceFlavorView.from_json(f)
                 for f in self._post_spec(f"{API}/resource-flavors", spec)]
+
+    # ---- usage -----------------------------------------------------------------------------
+
+    def usage(self, *, by: str = "queue", since: str | None = None, until: str | None = None,
+              step: str = "none") -> UsageView:
+        """The usage report (`GET /api/v1/usage`): resource-seconds of ended task attempts
+        by `by` over [since, until) (ISO 8601; default the last 7 days), a series per `step`."""
+        from shoal.client.usage import UsageView
+        return UsageView.from_json(self._get(f"{API}/usage", {
+            "by": by, "since": since, "until": until, "step": step}))
 
     # ---- users -----------------------------------------------------------------------------
 

@@ -28,6 +28,8 @@ class NodeView:
     reserved: Quantities = field(default_factory=dict)
     """Used outside Shoal (`status.reserved`); `allocatable` is already net of it."""
     raw: Json = field(default_factory=dict, compare=False, hash=False, repr=False)
+    draining: bool = False
+    """Being drained (`shoal node drain`): its tasks are evicted as their protection ends."""
 
     @classmethod
     def from_json(cls, data: Json) -> NodeView:
@@ -40,7 +42,8 @@ class NodeView:
                    unschedulable=unschedulable,
                    state=NodePhase(data.get("state") or default),
                    reason=str(data.get("reason") or ""),
-                   reserved=dict(data.get("reserved") or {}), raw=data)
+                   reserved=dict(data.get("reserved") or {}), raw=data,
+                   draining=bool(data.get("draining", False)))
 
 
 @dataclass(frozen=True)

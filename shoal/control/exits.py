@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from shoal.api import Job, JobState, TaskRef, TaskState
 from shoal.control import completion
@@ -24,6 +25,7 @@ from shoal.control.handover import Handover
 from shoal.control.job_scope import TaskCredentials
 from shoal.control.launching import describe, exit_code_of
 from shoal.control.membership import Membership
+from shoal.control.metrics_hooks import ControlObserver, task_ends
 from shoal.control.stopping import Stopping, Tracked
 from shoal.executors.task import TaskPhase, TaskStatus
 from shoal.store.task_batches import JobEnd, TaskExit
@@ -41,6 +43,8 @@ class Exiting(Stopping):
     applied, the node watch, the hand-over of evictions and the membership files."""
 
     wake: threading.Event
+    clock: Callable[[], float]
+    observer: ControlObserver
     _credentials: TaskCredentials
     _handover: Handover
     _membership: Membership
@@ -67,6 +71,9 @@ class Exiting(Stopping):
                     if not status.running]
         if not finished:
             return False
+        # Before the model forgets what they held.
+        for seen in task_ends(self.model, ((r, s) for r, _, s in finished), self.clock()):
+            self.observer.task_ended(seen)
         if any(status.phase is TaskPhase.LOST for _, _, status in finished):
             self._watch_nodes(now=True)  # a node that died must not be given the retry
         successes = [end for end in finished if self._plain_success(*end)]

@@ -4,8 +4,9 @@ those that ended longer ago than the job TTL (`shoal up --job-ttl`).
 A store must not fill for ever: every job that has ended is removed `ttl` seconds after it
 ended (`jobs.ended`), with its tasks, events, job tokens and idempotency key, and its files
 (task directories and logs) go with it, so that its name can be used again from scratch.
-Nothing else is kept of it: Shoal has no usage-accounting store yet, so a removed job's
-history is gone.
+Its usage stays: its attempts' hour and day buckets for good (`shoal.store.accounting`);
+the attempts themselves, which a report by job reads, are pruned by the same sweep once
+they ended `ATTEMPT_RETENTION` ago.
 
 `JobExpiry.tick` runs on the control loop's periodic path with the loop's clock. Jobs whose
 deletion was asked while they ran (`ControlPlane.delete` marks them in the store and calls
@@ -22,6 +23,7 @@ import threading
 from collections.abc import Callable
 
 from shoal.store import Repository
+from shoal.store.accounting import ATTEMPT_RETENTION
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,7 @@ class JobExpiry:
             self._next_sweep = now + self.every
             removed += self.repository.delete_expired(now - self.ttl if self.ttl > 0
                                                       else None)
+            self.repository.prune_usage_attempts(now - ATTEMPT_RETENTION)
         self._forget_all(removed)
         return removed
 

@@ -54,6 +54,7 @@ from shoal.control.inflight import Launch, LaunchFlights, LaunchResult, launch_n
 from shoal.control.job_scope import TaskCredentials
 from shoal.control.launching import NodeAddresses, launch_spec, rank_zero_node
 from shoal.control.membership import Membership
+from shoal.control.metrics_hooks import ControlObserver, LaunchOutcome
 from shoal.control.records import MasterPorts
 from shoal.control.stopping import Tracked
 from shoal.executors.task import RunningTask, TaskLaunch, check_spec
@@ -107,6 +108,7 @@ class Launching(Evicting):
     _endpoints: Endpoints
     _flights: LaunchFlights
     _looping: bool
+    observer: ControlObserver
 
     def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str) -> None:
         raise NotImplementedError
@@ -180,6 +182,8 @@ class Launching(Evicting):
                 failed.append((launch.rec, result))
             else:  # KeyboardInterrupt, SystemExit: not a launch's failure
                 raise result
+        self.observer.launched(LaunchOutcome.STARTED, len(started))
+        self.observer.launched(LaunchOutcome.FAILED, len(failed))
         self._record_starts(started)
         for rec, exc in failed:
             self._launch_failed(rec, exc)
@@ -217,6 +221,7 @@ class Launching(Evicting):
                 check_spec(spec)  # before its peers in the batch start, not after
             except Exception as exc:  # whatever the cause, the task cannot start
                 why = brief(exc)
+                self.observer.launched(LaunchOutcome.FAILED, 1)
                 self._task_failed(ref, f"cannot launch: {why}", None,
                                   f"a failed launch ({why})")
                 return Outcome.FAILED
@@ -273,6 +278,7 @@ class Launching(Evicting):
                     f"task {ref} is no longer bound for attempt {one.rec.attempts}"))
             else:
                 self._tasks[ref].state = TaskState.RUNNING
+                self._observe_start(one.rec)
 
     def _still_starting(self, started: Started) -> bool:
         tracked = self._tasks.get(started.rec.ref)
@@ -290,6 +296,13 @@ class Launching(Evicting):
             self._unrecorded(rec, handle, exc)
             return
         self._tasks[rec.ref].state = TaskState.RUNNING
+        self._observe_start(rec)
+
+    def _observe_start(self, rec: TaskRecord) -> None:
+        """A task's first attempt is running: how long after its job's submission."""
+        info = self.model.jobs.get(rec.ref.job)
+        if rec.attempts == 1 and info is not None and info.job.submitted:
+            self.observer.started(max(0.0, self.clock() - info.job.submitted))
 
     def _launch_spec(self, rec: TaskRecord) -> TaskLaunch:
         info = self.model.jobs[rec.ref.job]

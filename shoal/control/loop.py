@@ -84,6 +84,7 @@ from shoal.api.decisions import Decisions, Reserve
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.objects import job_of_virtual_cluster
 from shoal.control import completion
+from shoal.control.admin_ops import AdminOps
 from shoal.control.endpoints import Endpoints, TaskPorts
 from shoal.control.exits import Exiting
 from shoal.control.expiry import DEFAULT_JOB_TTL, JobExpiry
@@ -94,6 +95,12 @@ from shoal.control.job_scope import TaskCredentials, ended_with, orphaned, work_
 from shoal.control.launches import Launching
 from shoal.control.launching import NodeAddresses
 from shoal.control.membership import Membership
+from shoal.control.metrics_hooks import (
+    NO_OBSERVER,
+    NOTHING_BOUND,
+    ControlObserver,
+    cycle_report,
+)
 from shoal.control.node_watch import NodeWatch, NodeWatching
 from shoal.control.records import MasterPorts
 from shoal.control.retired import move_retired_files
@@ -138,17 +145,21 @@ UNPLACEABLE_NOW = PendingReason(
     "no node has room for any of its tasks now; it waits for resources to be released")
 
 
-class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLimiting):
+class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLimiting,
+                   AdminOps):
     def __init__(self, repository: Repository, executor: Executor, nodes: Sequence[Node],
                  profile: Profile, *, virtual_clusters: Sequence[VirtualCluster] = (),
                  priority_classes: Sequence[PriorityClass] = (),
                  resource_flavors: Sequence[ResourceFlavor] = (),
                  clock: Callable[[], float] = time.time, interval: float = 5.0,
                  grace_period: float = 30.0, scale_up: ScaleUpHook | None = None,
-                 server_url: str | None = None, job_ttl: float = DEFAULT_JOB_TTL) -> None:
+                 server_url: str | None = None, job_ttl: float = DEFAULT_JOB_TTL,
+                 observer: ControlObserver = NO_OBSERVER) -> None:
         """`server_url`: where the API this control plane serves listens, given to tasks
         with a job token (`shoal.control.job_scope`); None: tasks get no token. `job_ttl`:
-        seconds after its end that a job is removed (0: never; `shoal.control.expiry`)."""
+        seconds after its end that a job is removed (0: never; `shoal.control.expiry`).
+        `observer`: told what the loop does, for metrics (`shoal.control.metrics_hooks`)."""
+        self.observer = observer
         self.repository = repository
         self.executor = executor
         self.scale_up = scale_up
@@ -398,6 +409,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
                     self._watch_nodes()
                     self._waiting.flush(self.repository)  # what skipped cycles noted
                     self._expiry.tick(self.clock())
+                    self._admin_tick()  # drains, virtual clusters deleted once drained
                     next_poll = time.monotonic() + POLL_INTERVAL
                 limit_at = self._enforce_time_limits()
                 now = time.monotonic()
@@ -435,6 +447,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
         self.poll()
         self._watch_nodes()
         self._expiry.tick(self.clock())
+        self._admin_tick()
         self._enforce_time_limits()
         return self.run_cycle()
 
@@ -457,6 +470,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
         finish stops and evictions that were under way, and launch bound tasks never
         launched (once the evicted tasks on their node have stopped)."""
         move_retired_files(self.repository, self.executor)  # before any launch
+        self._resume_admin()  # drains and deletions under way
         stored = self.repository.snapshot_jobs()
         self._ending = self.repository.stopping_jobs()
         self._gates = Gates()
@@ -542,6 +556,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
         admissions = [r for r in decisions.resizes if r.partial_admission]
         if decisions.evictions:  # a victim may be a task whose launch is in flight
             self._settle_launches()
+        bound = NOTHING_BOUND
         if decisions.binds or decisions.evictions:
             cause = f"placed by scheduling cycle {self.cycles} (profile {self.profile.name})"
             bound = self.repository.record_binds(decisions.binds, cause,
@@ -552,6 +567,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
             for evict in decisions.evictions:
                 self._evict(evict)
             self._launch_bound([b.task for b in decisions.binds], records=bound)
+        self.observer.cycle(cycle_report(model, decisions, self.last_cycle_seconds, bound))
         for resize in decisions.resizes:
             log.info("job %s: %s resized to %d (%s)", resize.job, resize.group,
                      resize.replicas, resize.reason)
@@ -579,6 +595,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
         arrived = {info.name: UNPLACEABLE_NOW for info in self.model.arrivals
                    if info.name in self.model.waiting}
         self.model.settled()
+        self.observer.cycle_skipped()
         self._waiting.add(arrived, self.clock())
         self._consider_scale_up()
 

@@ -18,6 +18,7 @@ from shoal.control.evicting import Evicting
 from shoal.control.gang_restart import GangRestarting, lost_detail
 from shoal.control.handover import Handover
 from shoal.control.launching import describe, exit_code_of, retry_reason
+from shoal.control.metrics_hooks import ControlObserver, RetryKind
 from shoal.control.stopping import Tracked
 from shoal.executors.task import TaskStatus
 from shoal.store.stops import FailedTask
@@ -30,7 +31,7 @@ class TaskEnding(GangRestarting, Evicting):
 
     wake: threading.Event
     _handover: Handover
-
+    observer: ControlObserver
 
     def _task_ended(self, ref: TaskRef, tracked: Tracked, status: TaskStatus) -> None:
         how, code = describe(status), exit_code_of(status)
@@ -64,8 +65,10 @@ class TaskEnding(GangRestarting, Evicting):
         decision = completion.on_failure(job, ref, how, lost=lost)
         failed = FailedTask(ref, cause, code)
         if decision.verdict is Verdict.RESTART_GANG:
+            self.observer.retried(RetryKind.GANG)
             self._restart_gang(failed, decision.cause)
         elif decision.verdict is Verdict.RETRY_TASK:
+            self.observer.retried(RetryKind.TASK)
             self.repository.retry_task(failed, decision.cause)
             log.info("task %s: %s", ref, decision.cause)
             self._requeue(ref)
@@ -94,5 +97,7 @@ class TaskEnding(GangRestarting, Evicting):
     def _apply(self, name: str, decision: Decision, failed: FailedTask | None = None) -> None:
         final = {Verdict.SUCCEED: JobState.SUCCEEDED, Verdict.FAIL: JobState.FAILED,
                  Verdict.RETRY_JOB: JobState.PENDING}.get(decision.verdict)
+        if final is JobState.PENDING:
+            self.observer.retried(RetryKind.JOB)
         if final is not None:
             self._teardown(name, final, decision.cause, failed)

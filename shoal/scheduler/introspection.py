@@ -78,6 +78,8 @@ class VirtualClusterStatus:
     virtual_nodes: tuple[VirtualNodeStatus, ...] = field(default=())
     flexible_nodes: tuple[FlexibleNodeStatus, ...] = field(default=())
     """Its own tasks' share of each physical node outside its fixed-size nodes."""
+    waiting: Resources = field(default_factory=Resources)
+    """What its own pending jobs' tasks still to place ask for."""
 
 
 def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterStatus]:
@@ -85,9 +87,13 @@ def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterSta
     pending: dict[str, int] = {}
     running_jobs: dict[str, int] = {}
     running_tasks: dict[str, int] = {}
+    waiting: dict[str, Resources] = {}
     for info in model.jobs.values():
         if info.pending_count():
             pending[info.account] = pending.get(info.account, 0) + 1
+            waiting[info.account] = waiting.get(info.account, Resources()) + total(
+                info.job.group(group).resources.scale(len(indices))
+                for group, indices in info.pending.items() if indices)
         if info.running:
             running_jobs[info.account] = running_jobs.get(info.account, 0) + 1
             running_tasks[info.account] = running_tasks.get(info.account, 0) + len(info.running)
@@ -135,5 +141,6 @@ def virtual_cluster_status(model: SchedulerModel) -> dict[str, VirtualClusterSta
             flexible_nodes=tuple(
                 FlexibleNodeStatus(f"{name}/flexible/{node}", node, used,
                                    kept.get((name, node), Resources()))
-                for node, used in sorted(flexible.get(name, {}).items())))
+                for node, used in sorted(flexible.get(name, {}).items())),
+            waiting=waiting.get(name, Resources()))
     return out

@@ -9,15 +9,20 @@ from fastapi import FastAPI
 from shoal.api.defaults import FOLLOWS_PER_USER
 from shoal.api.images import ImagePolicy
 from shoal.scheduler.introspection import VirtualClusterStatus
+from shoal.server.admin import admin_router
+from shoal.server.audit import audit_router
 from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
 from shoal.server.errors import ApiError, install_error_handlers
 from shoal.server.job_controls import job_controls_router
 from shoal.server.jobs import jobs_router
 from shoal.server.logs import FollowSlots, LogSource, logs_router
+from shoal.server.metrics import MetricsAccess, ShoalMetrics, install_metrics
+from shoal.server.node_admin import node_admin_router
 from shoal.server.placements import placements_router
 from shoal.server.scheduler import Scheduler
 from shoal.server.sub_clusters import sub_clusters_router
+from shoal.server.usage import usage_router
 from shoal.server.web import mount_dashboard, offline_app
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store import Repository
@@ -34,7 +39,9 @@ def create_app(repository: Repository, scheduler: Scheduler,
                follows_per_user: int = FOLLOWS_PER_USER,
                limits: Limits = DEFAULT_LIMITS,
                federation: "Federation | None" = None,
-               images: ImagePolicy = ImagePolicy.REFUSE) -> FastAPI:
+               images: ImagePolicy = ImagePolicy.REFUSE,
+               metrics: ShoalMetrics | None = None,
+               metrics_access: MetricsAccess | None = None) -> FastAPI:
     """`logs` reads a task's output (`shoal.server.logs.LogSource`: the executor's
     `read_log`, or `file_logs`); without it the log route answers 404. `follows_per_user`:
     how many `logs?follow=true` streams one user may hold open at once; `app.state.follows`
@@ -42,7 +49,9 @@ def create_app(repository: Repository, scheduler: Scheduler,
     read by `shoal.server.body`). `federation`: the super scheduler of `shoal up`
     (`shoal.server.multicluster`'s routes); without it those routes do not exist.
     `images`: what the engine does with container images (`shoal up --images`): a job that
-    names one is refused at submission under REFUSE."""
+    names one is refused at submission under REFUSE. `metrics`: the series `GET /metrics`
+    serves (the control loop's observer; None: a fresh set, with no loop's series moving),
+    readable as `metrics_access` says (default: any valid token)."""
     app = offline_app(title=API_TITLE, version=API_VERSION,
                       description="Shoal's REST API: submit and follow deep-learning jobs; "
                                   "manage nodes, virtual clusters, priority classes and "
@@ -70,6 +79,14 @@ def create_app(repository: Repository, scheduler: Scheduler,
                                       scheduler.reload_catalog, statuses))
     app.include_router(sub_clusters_router(repository, scheduler, current_user, statuses))
     app.include_router(placements_router(repository, current_user))
+    app.state.metrics = metrics = metrics or ShoalMetrics()
+    metrics.watch_state(repository, statuses)
+    install_metrics(app, repository, metrics, metrics_access or MetricsAccess())
+    app.include_router(admin_router(repository, scheduler, current_admin,
+                                    scheduler.reload_catalog, statuses))
+    app.include_router(node_admin_router(repository, scheduler, current_admin))
+    app.include_router(audit_router(repository, current_admin))
+    app.include_router(usage_router(repository, current_user))
     if federation is not None:  # `shoal up`: the super scheduler's routes
         from shoal.server.multicluster import multicluster_router
         app.include_router(multicluster_router(federation, current_user))

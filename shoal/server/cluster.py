@@ -14,6 +14,7 @@ from shoal.api import BUILTIN_PRIORITY_CLASSES, DEFAULT_QUEUE, ROOT_QUEUE, Virtu
 from shoal.api.objects import job_cluster
 from shoal.core.vc_admission import vc_problem
 from shoal.scheduler.introspection import VirtualClusterStatus
+from shoal.server.audit import audit_note
 from shoal.server.auth import Authenticator
 from shoal.server.body import SPEC_BODY, RawBody, load_body, parse_json_body, raw_body
 from shoal.server.errors import ApiError, responses
@@ -66,13 +67,15 @@ def cluster_router(repository: Repository, current_user: Authenticator,
 
     @router.put("/nodes", response_model=list[NodeOut], tags=["cluster"],
                 openapi_extra=SPEC_BODY, responses=spec_errors)
-    def put_nodes(_admin: Annotated[User, Depends(current_admin)],
+    def put_nodes(admin: Annotated[User, Depends(current_admin)],
                   body: Annotated[RawBody, body_dependency]) -> list[NodeOut]:
         """Create or replace the nodes of the `Node` documents sent (`count` expands). A
         running `shoal up` keeps scheduling onto the nodes it was started with."""
         bundle = load_body(body, kind="Node")
         for node in bundle.nodes:
-            repository.put_node(node)
+            repository.put_node(node, audit_note(admin, "node.put", node.name,
+                                                 "schedulable" if node.schedulable
+                                                 else "unschedulable"))
         # A node replaced keeps the condition its engine reported.
         conditions = {r.node.name: r.condition for r in repository.node_records()}
         return [node_out(NodeRecord(n, conditions.get(n.name, READY))) for n in bundle.nodes]
@@ -133,7 +136,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
     @router.post("/virtual-clusters", status_code=201, response_model=list[VirtualClusterOut],
                  tags=["cluster"], openapi_extra=SPEC_BODY,
                  responses={**spec_errors, **responses(409)})
-    def create_virtual_clusters(_admin: Annotated[User, Depends(current_admin)],
+    def create_virtual_clusters(admin: Annotated[User, Depends(current_admin)],
                                 body: Annotated[RawBody, body_dependency]
                                 ) -> list[VirtualClusterOut]:
         """Create the virtual clusters of the `VirtualCluster` documents sent; parents may be
@@ -153,14 +156,15 @@ def cluster_router(repository: Repository, current_user: Authenticator,
             raise ApiError(422, f"virtual cluster {problem.name!r} cannot be honoured on this "
                                 f"cluster: {problem.message}", problem.path)
         for vc in bundle.virtual_clusters:
-            repository.put_virtual_cluster(vc)
+            repository.put_virtual_cluster(vc, audit_note(admin, "vc.create", vc.name,
+                                                          f"parent {vc.parent}"))
         catalog_changed()
         return [vc_out(vc) for vc in bundle.virtual_clusters]
 
     @router.put("/virtual-clusters/{name:path}", response_model=VirtualClusterOut,
                 tags=["cluster"], openapi_extra=SPEC_BODY,
                 responses={**spec_errors, **responses(404)})
-    def replace_virtual_cluster(name: str, _admin: Annotated[User, Depends(current_admin)],
+    def replace_virtual_cluster(name: str, admin: Annotated[User, Depends(current_admin)],
                                 body: Annotated[RawBody, body_dependency]
                                 ) -> VirtualClusterOut:
         """Replace a stored virtual cluster with the one `VirtualCluster` document sent, of
@@ -193,7 +197,8 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         if problem:
             raise ApiError(422, f"virtual cluster {problem.name!r} cannot be honoured on this "
                                 f"cluster: {problem.message}", problem.path)
-        repository.put_virtual_cluster(vc)
+        repository.put_virtual_cluster(vc, audit_note(admin, "vc.update", name,
+                                                      f"state {vc.state.value}"))
         catalog_changed()
         return vc_out(vc)
 
@@ -216,7 +221,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
     @router.post("/priority-classes", status_code=201, response_model=list[PriorityClassOut],
                  tags=["cluster"], openapi_extra=SPEC_BODY,
                  responses={**spec_errors, **responses(409)})
-    def create_priority_classes(_admin: Annotated[User, Depends(current_admin)],
+    def create_priority_classes(admin: Annotated[User, Depends(current_admin)],
                                 body: Annotated[RawBody, body_dependency]
                                 ) -> list[PriorityClassOut]:
         existing = {pc.name for pc in repository.list_priority_classes()}
@@ -224,7 +229,8 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         refuse_existing((pc.name for pc in bundle.priority_classes), existing,
                         "priority class")
         for pc in bundle.priority_classes:
-            repository.put_priority_class(pc)
+            repository.put_priority_class(pc, audit_note(admin, "pc.create", pc.name,
+                                                         f"value {pc.value}"))
         catalog_changed()
         return [priority_class_out(pc) for pc in bundle.priority_classes]
 
@@ -244,7 +250,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
     @router.post("/resource-flavors", status_code=201,
                  response_model=list[ResourceFlavorOut], tags=["cluster"],
                  openapi_extra=SPEC_BODY, responses={**spec_errors, **responses(409)})
-    def create_resource_flavors(_admin: Annotated[User, Depends(current_admin)],
+    def create_resource_flavors(admin: Annotated[User, Depends(current_admin)],
                                 body: Annotated[RawBody, body_dependency]
                                 ) -> list[ResourceFlavorOut]:
         """Create the resource flavors of the `ResourceFlavor` documents sent; virtual
@@ -254,7 +260,8 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         refuse_existing((f.name for f in bundle.resource_flavors), existing,
                         "resource flavor")
         for flavor in bundle.resource_flavors:
-            repository.put_resource_flavor(flavor)
+            repository.put_resource_flavor(flavor, audit_note(admin, "flavor.create",
+                                                              flavor.name))
         catalog_changed()
         nodes = repository.list_nodes()
         return [resource_flavor_out(f, nodes) for f in bundle.resource_flavors]
@@ -263,7 +270,7 @@ def cluster_router(repository: Repository, current_user: Authenticator,
 
     @router.post("/users", status_code=201, response_model=NewUserOut, tags=["users"],
                  responses=responses(403, 409, 415, 422), openapi_extra=USER_BODY)
-    def create_user(_admin: Annotated[User, Depends(current_admin)],
+    def create_user(admin: Annotated[User, Depends(current_admin)],
                     body: Annotated[RawBody, Depends(raw_body)]) -> NewUserOut:
         """Create a user and issue their first token (returned here only)."""
         # The body is read raw and validated here, after the admin check: a declared body
@@ -271,7 +278,10 @@ def cluster_router(repository: Repository, current_user: Authenticator,
         # get a 422 that reveals the body's schema instead of a 401.
         user = parse_json_body(body, UserIn)
         try:
-            created = repository.create_user(user.name, admin=user.admin, queues=user.queues)
+            created = repository.create_user(
+                user.name, admin=user.admin, queues=user.queues,
+                note=audit_note(admin, "user.create", user.name,
+                                "admin" if user.admin else f"queues={','.join(user.queues)}"))
         except AlreadyExistsError as exc:
             raise ApiError(409, str(exc), "body.name") from None
         return NewUserOut(**user_out(created), token=repository.issue_token(created.name))

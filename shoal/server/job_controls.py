@@ -8,7 +8,8 @@ back to pending held. Requeueing stops a started job's tasks and puts it back to
 that has not started, or has ended, cannot be requeued (409). Holding a held job or
 releasing one that is not held changes nothing (200). Each is the job's owner's or an
 admin's, carried out by the control loop after it is stored, with an event naming who
-asked; the answer is the job as it is then.
+asked, and an entry in the audit log (`job.hold`, `job.release`, `job.requeue`); the answer
+is the job as it is then.
 """
 
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from shoal.server.errors import ApiError, ErrorItem, responses
 from shoal.server.models import JobOut, job_out
 from shoal.server.scheduler import Scheduler
 from shoal.store import NotFoundError, Repository, User
+from shoal.store.audit import AuditNote
 from shoal.store.job_controls import ControlConflictError
 
 
@@ -46,7 +48,7 @@ def job_controls_router(repository: Repository, scheduler: Scheduler,
                         current_user: Authenticator) -> APIRouter:
     router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=responses(401))
 
-    def control(name: str, user: User, act: Callable[[], object]) -> JobOut:
+    def control(name: str, user: User, verb: str, act: Callable[[], object]) -> JobOut:
         summary = repository.job_summary(name)
         if summary is None:
             raise ApiError(404, f"no job {name!r}", "path.name")
@@ -59,6 +61,8 @@ def job_controls_router(repository: Repository, scheduler: Scheduler,
             raise ApiError(409, str(exc), "path.name") from None
         except TimeoutError:
             raise ApiError(503, "the scheduler did not answer in time; try again") from None
+        # Its own transaction: the loop's thread stored the change itself.
+        repository.record_audit(AuditNote(user.name, f"job.{verb}", name))
         after = repository.job_summary(name)
         if after is None:
             raise ApiError(404, f"no job {name!r}", "path.name")
@@ -68,13 +72,13 @@ def job_controls_router(repository: Repository, scheduler: Scheduler,
     def hold_job(name: str, user: Annotated[User, Depends(current_user)]) -> JobOut:
         """Hold a pending job: it is not scheduled until released. Its owner or an admin; a
         job that has started or ended → 409."""
-        return control(name, user, lambda: scheduler.hold(name, user.name))
+        return control(name, user, "hold", lambda: scheduler.hold(name, user.name))
 
     @router.post("/{name}/release", response_model=JobOut,
                  responses=responses(403, 404, 409, 503))
     def release_job(name: str, user: Annotated[User, Depends(current_user)]) -> JobOut:
         """Release a held job: it is scheduled again (once its dependencies succeeded)."""
-        return control(name, user, lambda: scheduler.release(name, user.name))
+        return control(name, user, "release", lambda: scheduler.release(name, user.name))
 
     @router.post("/{name}/requeue", response_model=JobOut,
                  responses=responses(403, 404, 409, 503))
@@ -82,6 +86,7 @@ def job_controls_router(repository: Repository, scheduler: Scheduler,
                     hold: bool = False) -> JobOut:
         """Stop a started job's tasks and put it back to pending, every task from scratch,
         no retry counted (`hold=true`: held as well). Not started, or ended → 409."""
-        return control(name, user, lambda: scheduler.requeue(name, user.name, hold=hold))
+        return control(name, user, "requeue",
+                       lambda: scheduler.requeue(name, user.name, hold=hold))
 
     return router

@@ -415,6 +415,8 @@ class NodeOut(_Out):
                     "drained, gone; `reason` says which), nothing is placed on it and its "
                     "tasks are lost; Cordoned: declared unschedulable.")
     reason: str = Field(default="", description="Why it is NotReady; empty otherwise.")
+    draining: bool = Field(default=False, description="Being drained (`shoal node drain`): "
+                           "its tasks are evicted as their protection ends.")
     reserved: Quantities = Field(
         default_factory=dict, description="Used outside Shoal (`status.reserved`).")
 
@@ -563,7 +565,8 @@ def node_out(record: NodeRecord) -> NodeOut:
                    capacity=_quantities(node.capacity),
                    allocatable=_quantities(node.allocatable_resources),
                    unschedulable=not node.schedulable, state=record.phase,
-                   reason=record.condition.reason, reserved=_quantities(node.reserved))
+                   reason=record.condition.reason, reserved=_quantities(node.reserved),
+                   draining=record.draining)
 
 
 def vc_status_out(status: VirtualClusterStatus) -> VirtualClusterStatusOut:

@@ -12,6 +12,8 @@ from typing import Protocol
 from shoal.api import Job, PendingReason, VirtualCluster
 from shoal.scheduler.introspection import VirtualClusterStatus
 from shoal.spec.imports import Original
+from shoal.store.audit import AuditNote
+from shoal.store.nodes import NodeRecord
 
 
 class Scheduler(Protocol):
@@ -89,4 +91,21 @@ class Scheduler(Protocol):
         """Stop a started job's tasks and put it back to pending, no retry counted (held
         too with `hold`). Raises as `hold` does (`ControlConflictError`: it has not
         started, has ended, or is being stopped)."""
+        ...
+
+    def set_node_service(self, name: str, note: AuditNote, *, cordoned: bool,
+                         drain: bool = False) -> NodeRecord:
+        """Cordon node `name` (`drain`: and evict its tasks gracefully, each once its
+        `protectFor` has passed), or uncordon it; audited with `note`. The node as stored.
+        Raises `NotFoundError`, `TimeoutError`."""
+        ...
+
+    def set_priority(self, name: str, priority_class: str, note: AuditNote) -> None:
+        """Give a job that has not ended another priority class, from the next cycle.
+        Raises `NotFoundError`, `AdminConflictError` (it has ended), `TimeoutError`."""
+        ...
+
+    def drain_virtual_cluster(self, name: str, note: AuditNote) -> VirtualCluster:
+        """Close a stored virtual cluster now and delete it once its last job has ended.
+        Raises `NotFoundError`, `AdminConflictError` (it has child clusters)."""
         ...

@@ -5,7 +5,7 @@ SchedulerProfile) loaded, validated as a whole and turned into `shoal.api` objec
 """
 
 from shoal.spec.bundle import SpecBundle
-from shoal.spec.documents import API_VERSION
+from shoal.spec.document_types import API_VERSION
 from shoal.spec.errors import SpecError, SpecIssue
 from shoal.spec.json_schema import json_schema, schema_text, write_schema
 from shoal.spec.loader import load_file, load_files, load_json, load_text

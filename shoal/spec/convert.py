@@ -45,15 +45,14 @@ from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
 from shoal.api.resources import PODS, ZERO, canonical_name, parse_quantity
 from shoal.api.resources import total as total_of
 from shoal.spec.checkpoint_fields import checkpoint_interval, time_limit
-from shoal.spec.documents import (
-    INT64_MAX,
+from shoal.spec.cluster_documents import (
     FixedSizeNodesSpec,
-    JobDocument,
     NodeDocument,
     PriorityClassDocument,
-    TaskGroupSpec,
     VirtualClusterDocument,
 )
+from shoal.spec.document_types import INT64_MAX
+from shoal.spec.documents import JobDocument, TaskGroupSpec
 from shoal.spec.elastic import elasticity
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
 from shoal.spec.fairshare_fields import freezing_window

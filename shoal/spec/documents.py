@@ -1,4 +1,6 @@
-"""The schema of the native `shoal/v1` documents, as pydantic models.
+"""The schema of the native `shoal/v1` documents, as pydantic models: the Job (and Service)
+documents here, the cluster's in `shoal.spec.cluster_documents`, their shared field types in
+`shoal.spec.document_types`; `Document` and `DOCUMENT_MODELS` name them all.
 
 These models own the *form* of a document: which fields exist, their types, their defaults
 and the per-field bounds. They accept exactly what the YAML may say (unknown fields are
@@ -9,337 +11,33 @@ The same models generate the published JSON Schema (`shoal.spec.schema`).
 
 from __future__ import annotations
 
-import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PlainValidator,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    WithJsonSchema,
-)
-from pydantic.fields import ComputedFieldInfo, FieldInfo
+from pydantic import Field, StrictBool, StrictStr
 
-from shoal.api import PlacementPolicy, QueueingPolicy
-from shoal.api.flavors import WhenCanBorrow, WhenCanPreempt
 from shoal.api.lifecycle import TaskState
-from shoal.api.queue_policy import (
-    BorrowPolicy,
-    PreemptionPolicy,
-    QueueStatus,
-    ReclaimWithinParent,
-    WithinQueue,
+from shoal.spec.cluster_documents import (
+    ClusterResourcesSpec,
+    NodeDocument,
+    PriorityClassDocument,
+    ResourceFlavorDocument,
+    SchedulerProfileDocument,
+    VirtualClusterDocument,
 )
-from shoal.spec.errors import quote
+from shoal.spec.document_types import (
+    GROUP_NAME_PATTERN,
+    JOB_NAME_PATTERN,
+    DocumentModel,
+    Int64,
+    Number,
+    Quantities,
+    StringMap,
+)
 from shoal.spec.generated_names import MAX_PREFIX
-
-API_VERSION = "shoal/v1"
-
-#: Job names end up in task ids (`job/group/index`) and in OpenPAI, which allows only these.
-JOB_NAME_PATTERN = r"^[a-zA-Z0-9_-]+$"
-#: Task group names become parts of host names and environment variables: a DNS label.
-GROUP_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-#: Nodes, virtual clusters and priority classes: Kubernetes-like object names.
-OBJECT_NAME_PATTERN = r"^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$"
-
-#: What each pattern means, for error messages that people can act on.
-PATTERN_DESCRIPTIONS = {
-    JOB_NAME_PATTERN: "letters, digits, '_' and '-' only",
-    GROUP_NAME_PATTERN: "lower-case letters, digits and '-', starting and ending with a letter "
-                        "or digit",
-    OBJECT_NAME_PATTERN: "letters, digits, '.', '_' and '-', starting and ending with a letter "
-                         "or digit",
-}
-
-
-#: Every integer a document holds fits in 64 bits, as the store's columns and the scheduling
-#: core assume: larger ones are refused here, under their field, whatever the limits say.
-INT64_MAX = 2**63 - 1
-INT64_MIN = -(2**63)
-#: The longest quantity string (`'500m'`, `'4Gi'`): a quantity is a number and a unit.
-MAX_QUANTITY_LENGTH = 64
-
-
-def _quantity(value: Any) -> int | float | str:
-    # bool is an int to Python but `true` is never a quantity someone meant to write.
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(
-            f"must be a number or a quantity string like '500m' or '4Gi', got {quote(value)}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"must be a finite number, got {quote(value)}")
-    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
-        raise ValueError(f"must be below 2**63, got {quote(value)}")
-    if isinstance(value, str) and len(value) > MAX_QUANTITY_LENGTH:
-        raise ValueError(f"must be at most {MAX_QUANTITY_LENGTH} characters long, got "
-                         f"{len(value)} ({quote(value)})")
-    return value
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"must be a number, got {quote(value)}")
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        finite = False
-    if not finite:
-        raise ValueError(f"must be a finite number, got {quote(value)}")
-    return float(value)
-
-
-Quantity = Annotated[
-    int | float | str,
-    PlainValidator(_quantity),
-    WithJsonSchema({
-        "anyOf": [{"type": "number"}, {"type": "string"}],
-        "description": "A Kubernetes-style quantity: cpu '2', '500m'; memory '4Gi', '512Mi' "
-                       "(a bare number is bytes); gpu and extras whole counts.",
-    }),
-]
-Number = Annotated[float, PlainValidator(_number), WithJsonSchema({"type": "number"})]
-# Only the upper bound here: a field's own Field(ge=...) would replace a lower one.
-Int64 = Annotated[StrictInt, Field(le=INT64_MAX)]
-Quantities = dict[StrictStr, Quantity]
-StringMap = dict[StrictStr, StrictStr]
-ObjectName = Annotated[StrictStr, Field(pattern=OBJECT_NAME_PATTERN, max_length=253)]
-
-
-def _field_title(name: str, info: FieldInfo | ComputedFieldInfo) -> str:
-    # The default title is the Python name in title case ("Apiversion"); YAML authors see
-    # the field as they write it.
-    return (info.alias if isinstance(info, FieldInfo) else None) or name
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, field_title_generator=_field_title)
-
-
-# ---- Node ---------------------------------------------------------------------------------
-
-class NodeMetadata(_Model):
-    name: ObjectName
-    labels: StringMap = Field(default_factory=dict)
-
-
-class NodeSpec(_Model):
-    capacity: Quantities = Field(
-        description="cpu, memory, gpu (or nvidia.com/gpu) and named extras with whole counts; "
-                    "pods: the node's task limit (every task counts one, whatever it "
-                    "requests; none given: unlimited).")
-    allocatable: Quantities | None = Field(
-        default=None, description="What the scheduler may hand out; defaults to capacity.")
-    unschedulable: StrictBool = False
-    count: Int64 = Field(
-        default=1, ge=1,
-        description="More than 1 declares identical nodes named <name>-0 … <name>-(count-1).")
-
-
-class NodeStatusSpec(_Model):
-    reserved: Quantities = Field(
-        default_factory=dict,
-        description="Resources used outside Shoal on this node (an online service, a "
-                    "daemon), e.g. {gpu: 2}: subtracted from what the node offers in every "
-                    "decision; at most its allocatable. Default none.")
-
-
-class NodeDocument(_Model):
-    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
-    kind: Literal["Node"]
-    metadata: NodeMetadata
-    spec: NodeSpec
-    status: NodeStatusSpec | None = None
-
-
-# ---- VirtualCluster -----------------------------------------------------------------------
-
-class VirtualClusterMetadata(_Model):
-    name: ObjectName
-
-
-class FixedSizeNodeSpec(_Model):
-    resources: Quantities = Field(description="The virtual node's size, e.g. {gpu: 4}.")
-    labels: StringMap = Field(
-        default_factory=dict,
-        description="Labels in addition to those inherited from the parent node; a task's "
-                    "nodeSelector may name them.")
-
-
-class FixedSizeNodesSpec(_Model):
-    nodes: list[FixedSizeNodeSpec] = Field(min_length=1, max_length=512)
-    scheduling_policy: PlacementPolicy = Field(
-        default=PlacementPolicy.PACK, alias="schedulingPolicy",
-        description="PACK: as few parent nodes as possible; SPREAD: as many as possible; "
-                    "STRICT_SPREAD: one parent node per virtual node.")
-
-
-class ClusterResourcesSpec(_Model):
-    """What a virtual cluster holds (seed 003): flexible resources and fixed-size virtual
-    nodes, reserved all at once."""
-
-    flexible_resource_min: Quantities | None = Field(
-        default=None, alias="flexibleResourceMin",
-        description="Guaranteed flexible resources, reserved when the cluster is created; "
-                    "default none.")
-    flexible_resource_max: Quantities | None = Field(
-        default=None, alias="flexibleResourceMax",
-        description="Ceiling on the flexible resources; dimensions not named are unlimited.")
-    fixed_size_nodes: list[FixedSizeNodesSpec] = Field(
-        default_factory=list, alias="fixedSizeNodes",
-        description="Groups of fixed-size virtual nodes, reserved in full with the minimum.")
-    flexible_idle_timeout: Number = Field(
-        default=0, ge=0, alias="flexibleIdleTimeout",
-        description="Seconds the flexible resources its tasks held on a node stay its own "
-                    "after they end, for its next tasks; then they go back to the parent. "
-                    "Default 0: at once.")
-
-
-class BorrowWithinParentSpec(_Model):
-    policy: BorrowPolicy = Field(
-        default=BorrowPolicy.NEVER,
-        description="LowerPriority: a job that must borrow to start may preempt lower-"
-                    "priority jobs of other virtual clusters under the same parent.")
-    max_priority_threshold: Int64 | None = Field(
-        default=None, ge=INT64_MIN, alias="maxPriorityThreshold",
-        description="Only jobs of at most this priority may be preempted so; absent: any "
-                    "lower priority.")
-
-
-class QueuePreemptionSpec(_Model):
-    within_queue: WithinQueue = Field(
-        default=WithinQueue.LOWER_PRIORITY, alias="withinQueue",
-        description="Never, LowerPriority (default) or LowerOrNewerEqualPriority: whom a "
-                    "waiting job may preempt in its own virtual cluster.")
-    reclaim_within_parent: ReclaimWithinParent = Field(
-        default=ReclaimWithinParent.ANY, alias="reclaimWithinParent",
-        description="Never, LowerPriority or Any (default): whom a job owed its guarantee "
-                    "may take it back from.")
-    borrow_within_parent: BorrowWithinParentSpec = Field(
-        default_factory=BorrowWithinParentSpec, alias="borrowWithinParent")
-
-
-class FlavorQuotaSpec(_Model):
-    name: ObjectName = Field(description="A declared ResourceFlavor.")
-    min: Quantities | None = Field(
-        default=None, description="Guaranteed on this flavor, e.g. {gpu: 8}; default none.")
-    max: Quantities | None = Field(
-        default=None, description="Ceiling on this flavor; resources not named are "
-                                  "unlimited.")
-
-
-class FlavorFungibilitySpec(_Model):
-    when_can_borrow: WhenCanBorrow = Field(
-        default=WhenCanBorrow.BORROW, alias="whenCanBorrow",
-        description="Borrow (default): a flavor where the job fits only by borrowing is "
-                    "taken; TryNextFlavor: the later flavors are tried first.")
-    when_can_preempt: WhenCanPreempt = Field(
-        default=WhenCanPreempt.TRY_NEXT_FLAVOR, alias="whenCanPreempt",
-        description="TryNextFlavor (default): a flavor where the job fits only after "
-                    "evictions is passed over for a later one that fits; Preempt: taken.")
-
-
-class VirtualClusterSpec(ClusterResourcesSpec):
-    """Seed 003's virtual cluster, plus Shoal's parent, weight and queueing. `min` and `max`
-    are the older names of the flexible fields."""
-
-    parent: StrictStr = Field(
-        default="root", description="'root' (the physical cluster) or a declared VirtualCluster.")
-    min: Quantities | None = Field(default=None, description="Older name of flexibleResourceMin.")
-    max: Quantities | None = Field(default=None, description="Older name of flexibleResourceMax.")
-    weight: Int64 = Field(default=1, ge=1, description="Fair-share weight among siblings.")
-    queueing_policy: QueueingPolicy = Field(
-        default=QueueingPolicy.PRIORITY, alias="queueingPolicy")
-    state: QueueStatus = Field(
-        default=QueueStatus.OPEN,
-        description="Open, or Closed: it admits nothing new while its running jobs run on "
-                    "(Volcano's queue state).")
-    priority: Int64 = Field(
-        default=0, ge=INT64_MIN,
-        description="Sibling virtual clusters are served highest priority first, before "
-                    "their share is compared (Volcano's queue priority).")
-    preemption: QueuePreemptionSpec = Field(
-        default_factory=QueuePreemptionSpec,
-        description="Whom its jobs may preempt and reclaim from (Kueue's ClusterQueue "
-                    "preemption).")
-    borrowing_limit: Quantities | None = Field(
-        default=None, alias="borrowingLimit",
-        description="At most this much above its guarantee, per resource (Kueue's "
-                    "borrowingLimit); dimensions not named are unlimited.")
-    lending_limit: Quantities | None = Field(
-        default=None, alias="lendingLimit",
-        description="At most this much of its unused guarantee is lent to others, per "
-                    "resource (Kueue's lendingLimit); at most the guarantee.")
-    flavors: list[FlavorQuotaSpec] = Field(
-        default_factory=list, max_length=64,
-        description="Quota per ResourceFlavor, in order of preference: a job is admitted "
-                    "on one of them (Kueue's resourceGroups flavors).")
-    flavor_fungibility: FlavorFungibilitySpec = Field(
-        default_factory=FlavorFungibilitySpec, alias="flavorFungibility",
-        description="Whether a job tries the next flavor rather than borrow or wait for "
-                    "evictions (Kueue's flavorFungibility).")
-    max_per_user: Quantities | None = Field(
-        default=None, alias="maxPerUser",
-        description="At most this much held by one user's running tasks in this virtual "
-                    "cluster (and its children), per resource (Slurm's MaxTRESPerUser); "
-                    "dimensions not named are unlimited.")
-
-
-class VirtualClusterDocument(_Model):
-    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
-    kind: Literal["VirtualCluster"]
-    metadata: VirtualClusterMetadata
-    spec: VirtualClusterSpec = Field(default_factory=VirtualClusterSpec)
-
-
-# ---- ResourceFlavor -----------------------------------------------------------------------
-
-class ResourceFlavorMetadata(_Model):
-    name: ObjectName
-
-
-class ResourceFlavorSpec(_Model):
-    node_labels: StringMap = Field(
-        default_factory=dict, alias="nodeLabels",
-        description="The flavor's nodes are those carrying every one of these labels, e.g. "
-                    "{gpu-type: a100}; none: every node.")
-
-
-class ResourceFlavorDocument(_Model):
-    """A node pool a virtual cluster's quota may be given in (Kueue's ResourceFlavor)."""
-
-    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
-    kind: Literal["ResourceFlavor"]
-    metadata: ResourceFlavorMetadata
-    spec: ResourceFlavorSpec = Field(default_factory=ResourceFlavorSpec)
-
-
-# ---- PriorityClass ------------------------------------------------------------------------
-
-class PriorityClassMetadata(_Model):
-    name: ObjectName
-
-
-class PriorityClassDocument(_Model):
-    """Like Kubernetes' PriorityClass, `value` and friends sit at the top level."""
-
-    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
-    kind: Literal["PriorityClass"]
-    metadata: PriorityClassMetadata
-    value: Int64 = Field(ge=INT64_MIN, description="Higher values are served first.")
-    global_default: StrictBool = Field(default=False, alias="globalDefault")
-    preemption_policy: PreemptionPolicy = Field(
-        default=PreemptionPolicy.PREEMPT_LOWER_PRIORITY, alias="preemptionPolicy",
-        description="PreemptLowerPriority (default), or Never: its jobs never evict others "
-                    "to start.")
-    description: StrictStr = ""
-
 
 # ---- Job ----------------------------------------------------------------------------------
 
-class JobMetadata(_Model):
+class JobMetadata(DocumentModel):
     name: Annotated[StrictStr, Field(pattern=JOB_NAME_PATTERN, max_length=253)]
     generate_name: Annotated[StrictStr, Field(pattern=JOB_NAME_PATTERN,
                                               max_length=MAX_PREFIX)] | None = Field(
@@ -361,14 +59,14 @@ class JobMetadata(_Model):
                               description="Free-form; kept and shown, as annotations are.")
 
 
-class GroupCompletionSpec(_Model):
+class GroupCompletionSpec(DocumentModel):
     min_succeeded: Int64 | None = Field(
         default=None, ge=1, alias="minSucceeded",
         description="The job succeeds as soon as this many tasks of this group have "
                     "succeeded (at most the group's replicas); absent: no rule of its own.")
 
 
-class FailurePolicySpec(_Model):
+class FailurePolicySpec(DocumentModel):
     """Volcano's task policy: what a task's bad end does while its `taskRetryCount` lasts,
     or (`TaskCompleted → CompleteJob`) what the group's completion does to the job."""
 
@@ -385,7 +83,7 @@ class FailurePolicySpec(_Model):
                     "TrainingJob's trainers end it, its master and pservers are stopped).")
 
 
-class TaskGroupSpec(_Model):
+class TaskGroupSpec(DocumentModel):
     name: Annotated[StrictStr, Field(pattern=GROUP_NAME_PATTERN, max_length=63)]
     replicas: Int64 = Field(ge=1)
     resources: Quantities = Field(
@@ -420,7 +118,7 @@ class TaskGroupSpec(_Model):
                     "container runtime, or refuses the job (`shoal up --images`).")
 
 
-class CompletionSpec(_Model):
+class CompletionSpec(DocumentModel):
     """OpenPAI's completion policy; tasks count once their retries are exhausted."""
 
     min_succeeded: Int64 | None = Field(
@@ -439,7 +137,7 @@ class JobVirtualClusterSpec(ClusterResourcesSpec):
     queue."""
 
 
-class ScaleFactorSpec(_Model):
+class ScaleFactorSpec(DocumentModel):
     factor: Int64 = Field(ge=1, description="Sizes are multiples of it.")
 
 
@@ -447,7 +145,7 @@ Duration = Number | StrictStr
 """Seconds, or a Go duration as Kubernetes annotations write them (`10m0s`)."""
 
 
-class ElasticSpec(_Model):
+class ElasticSpec(DocumentModel):
     """Seed 001's elastic job: one task group whose size ranges over [min, max] replicas."""
 
     task_group: StrictStr | None = Field(
@@ -469,7 +167,7 @@ class ElasticSpec(_Model):
                     "(Volcano's volcano.sh/cooldown-time).")
 
 
-class QuietWindowSpec(_Model):
+class QuietWindowSpec(DocumentModel):
     """Hours of the day (UTC, the scheduler's clock) in which a service needs fewer
     replicas."""
 
@@ -481,7 +179,7 @@ class QuietWindowSpec(_Model):
     replicas: Int64 = Field(ge=1, description="Replicas of its task group it needs then.")
 
 
-class ServiceSpec(_Model):
+class ServiceSpec(DocumentModel):
     """Seed 002's online service: never preempted, reclaimed nor shrunk for others."""
 
     task_group: StrictStr | None = Field(
@@ -498,7 +196,7 @@ class ServiceSpec(_Model):
                     "Default 900.")
 
 
-class SchedulingPolicySpec(_Model):
+class SchedulingPolicySpec(DocumentModel):
     """Seed 004's scheduling policy block (Sedna's `SchedulingPolicy`): the flat fields of
     the same meaning, gathered (`shoal.spec.scheduling_policy`)."""
 
@@ -512,7 +210,7 @@ class SchedulingPolicySpec(_Model):
         default=None, alias="priorityClass", description="Same as spec.priorityClassName.")
 
 
-class JobSpec(_Model):
+class JobSpec(DocumentModel):
     scheduler_name: Literal["default", "shoal", "volcano"] | None = Field(
         default=None, alias="schedulerName",
         description="default: tasks placed one by one; shoal (alias volcano): gang scheduling.")
@@ -580,7 +278,7 @@ class JobSpec(_Model):
                     "environment; at most 1000.")
 
 
-class TaskStatus(_Model):
+class TaskStatus(DocumentModel):
     group: StrictStr
     index: Int64 = Field(ge=0)
     node: StrictStr | None = None
@@ -590,11 +288,11 @@ class TaskStatus(_Model):
     start_time: Number | None = Field(default=None, alias="startTime")
 
 
-class JobStatus(_Model):
+class JobStatus(DocumentModel):
     tasks: list[TaskStatus] = Field(default_factory=list)
 
 
-class JobDocument(_Model):
+class JobDocument(DocumentModel):
     api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
     kind: Literal["Job"]
     metadata: JobMetadata
@@ -606,21 +304,6 @@ class ServiceDocument(JobDocument):
     """`kind: Service`: a Job document that is an online service (`spec.service`)."""
 
     kind: Literal["Service"]  # type: ignore[assignment]
-
-
-# ---- SchedulerProfile ---------------------------------------------------------------------
-
-class SchedulerProfileMetadata(_Model):
-    name: StrictStr | None = None
-
-
-class SchedulerProfileDocument(_Model):
-    """The scheduler reads and validates `spec` itself; the spec layer only carries it."""
-
-    api_version: Literal["shoal/v1"] = Field(alias="apiVersion")
-    kind: Literal["SchedulerProfile"]
-    metadata: SchedulerProfileMetadata = Field(default_factory=SchedulerProfileMetadata)
-    spec: dict[StrictStr, Any]
 
 
 Document = (NodeDocument | VirtualClusterDocument | PriorityClassDocument | JobDocument

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from shoal.api import ResourceLimit, Resources
 from shoal.api.flavors import FlavorFungibility, FlavorQuota, ResourceFlavor
 from shoal.api.objects import VirtualCluster
-from shoal.spec.documents import ResourceFlavorDocument, VirtualClusterSpec
+from shoal.spec.cluster_documents import ResourceFlavorDocument, VirtualClusterSpec
 from shoal.spec.errors import DocRef, IssueLog
 
 ResourcesReader = Callable[[str, Mapping[str, int | float | str]], Resources | None]

@@ -19,15 +19,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 
 from shoal.api.defaults import MAX_BODY_BYTES, MAX_NODES, MAX_TASKS_PER_JOB
-from shoal.spec.documents import (
-    Document,
+from shoal.spec.cluster_documents import (
     FixedSizeNodesSpec,
-    JobDocument,
     NodeDocument,
     PriorityClassDocument,
-    TaskGroupSpec,
     VirtualClusterDocument,
 )
+from shoal.spec.documents import Document, JobDocument, TaskGroupSpec
 from shoal.spec.errors import join_path
 
 KiB = 1024

@@ -19,17 +19,16 @@ from typing import Any
 from shoal.spec import convert
 from shoal.spec.bundle import SpecBundle
 from shoal.spec.checks import Declarations, Known, check_all
-from shoal.spec.convert import Declared
-from shoal.spec.documents import (
-    API_VERSION,
-    DOCUMENT_MODELS,
-    JobDocument,
+from shoal.spec.cluster_documents import (
     NodeDocument,
     PriorityClassDocument,
     ResourceFlavorDocument,
     SchedulerProfileDocument,
     VirtualClusterDocument,
 )
+from shoal.spec.convert import Declared
+from shoal.spec.document_types import API_VERSION
+from shoal.spec.documents import DOCUMENT_MODELS, JobDocument
 from shoal.spec.errors import DocRef, IssueLog, SpecError, SpecIssue, quote
 from shoal.spec.flavors import resource_flavor
 from shoal.spec.generated_names import CountedNames, generate_prefix, given_name, named

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from shoal.spec.documents import PATTERN_DESCRIPTIONS
+from shoal.spec.document_types import PATTERN_DESCRIPTIONS
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
 
 M = TypeVar("M", bound=BaseModel)

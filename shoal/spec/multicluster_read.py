@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictStr, ValidationError
 
-from shoal.spec.documents import API_VERSION, JOB_NAME_PATTERN, JobMetadata
+from shoal.spec.document_types import API_VERSION, JOB_NAME_PATTERN
+from shoal.spec.documents import JobMetadata
 from shoal.spec.errors import DocRef, IssueLog, SpecError, join_path, quote
 from shoal.spec.limits import DEFAULT_LIMITS, Limits, Problem
 from shoal.spec.messages import describe

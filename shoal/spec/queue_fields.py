@@ -20,7 +20,8 @@ from shoal.api.queue_policy import (
     QueuePreemption,
     QueueStatus,
 )
-from shoal.spec.documents import JobDocument, TaskGroupSpec, VirtualClusterSpec
+from shoal.spec.cluster_documents import VirtualClusterSpec
+from shoal.spec.documents import JobDocument, TaskGroupSpec
 from shoal.spec.errors import DocRef, IssueLog, quote
 
 PREEMPTABLE = "volcano.sh/preemptable"

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
-from shoal.spec.documents import API_VERSION, DOCUMENT_MODELS
+from shoal.spec.document_types import API_VERSION
+from shoal.spec.documents import DOCUMENT_MODELS
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
 from shoal.spec.limits import Limits
 

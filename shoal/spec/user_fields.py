@@ -10,7 +10,7 @@ formed within its document.
 from __future__ import annotations
 
 from shoal.api import ResourceLimit
-from shoal.spec.documents import VirtualClusterSpec
+from shoal.spec.cluster_documents import VirtualClusterSpec
 from shoal.spec.errors import DocRef, IssueLog
 from shoal.spec.queue_fields import LimitReader
 

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from shoal.api import JobState
+from shoal.store.audit import AuditNote
 from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
 from shoal.store.errors import AlreadyExistsError, NotFoundError
@@ -52,7 +54,12 @@ class Accounts:
     clock: Callable[[], float]
     _tokens: ReadThroughCache[User | None]
 
-    def create_user(self, name: str, admin: bool = False, queues: Iterable[str] = ()) -> User:
+    def _audit(self, s: Session, note: AuditNote | None) -> None:
+        raise NotImplementedError
+
+    def create_user(self, name: str, admin: bool = False, queues: Iterable[str] = (),
+                    note: AuditNote | None = None) -> User:
+        """`note`: the admin change to audit with it (`shoal.store.audit`), if one."""
         user = User(name=name, admin=admin, queues=tuple(queues))
         try:
             with self.store.sessions.begin() as s:
@@ -60,6 +67,7 @@ class Accounts:
                     raise AlreadyExistsError(f"user {name!r} exists already")
                 s.add(UserRow(name=name, admin=admin, queues=list(user.queues),
                               created=self.clock()))
+                self._audit(s, note)
         except IntegrityError:
             raise AlreadyExistsError(f"user {name!r} exists already") from None
         return user

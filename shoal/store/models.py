@@ -202,6 +202,9 @@ class NodeRow(Base):
     """Why it is not ready (dead, drained …); empty when it is."""
     reserved: Mapped[dict[str, int] | None] = mapped_column(JSON, nullable=True)
     """Used outside Shoal (`status.reserved`); NULL: nothing."""
+    draining: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """`shoal node drain`: cordoned, its tasks evicted as their protection ends; cleared
+    once none is left on it, or by an uncordon."""
 
 
 class VirtualClusterRow(Base):
@@ -231,6 +234,9 @@ class VirtualClusterRow(Base):
     max_per_user: Mapped[dict[str, int]] = mapped_column(JSON, default=dict,
                                                          server_default="{}")
     """`maxPerUser` (issue 17): only the limited dimensions; empty: no per-user limit."""
+    deleting: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """`shoal vc delete --drain`: closed, and deleted by the control loop once its last
+    job has ended."""
 
 
 class PriorityClassRow(Base):
@@ -388,3 +394,99 @@ class MemberClusterRow(Base):
     created: Mapped[float] = mapped_column(Double)
     updated: Mapped[float] = mapped_column(Double)
     updated_by: Mapped[str] = mapped_column(String(NAME))
+
+
+class AuditRow(Base):
+    """One admin change: who made it, when, what and on what (`shoal.store.audit`)."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_log_actor_id", "actor", "id"),
+                      Index("ix_audit_log_action_id", "action", "id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[float] = mapped_column(Double)
+    actor: Mapped[str] = mapped_column(String(NAME))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str] = mapped_column(String(NAME + HISTORY_SUFFIX))
+    detail: Mapped[str] = mapped_column(Text, default="", server_default="")
+
+
+class _UsageBucket:
+    """The columns an hour's or a day's usage bucket shares (issue 21, `shoal.store.
+    accounting`): keyed by where and for whom the resources were used and how the attempt
+    ended; summed resource-seconds. Never decays, never forgets."""
+
+    queue: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    user: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    """'' for jobs without a user."""
+    gpu_type: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    """The node's `gpu-type` label; '' when it has none."""
+    node: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    outcome: Mapped[str] = mapped_column(String(16), primary_key=True)
+    """`shoal.api.accounting.Outcome`: useful, preempted or failed."""
+    tasks: Mapped[int] = mapped_column(Integer)
+    """Attempts that ended in this bucket."""
+    gpu_seconds: Mapped[float] = mapped_column(Double)
+    cpu_seconds: Mapped[float] = mapped_column(Double)
+    """Core-seconds."""
+    memory_byte_seconds: Mapped[float] = mapped_column(Double)
+
+
+class UsageHourRow(_UsageBucket, Base):
+    """One hour's usage of one key. The hour leads the primary key, so a report's span is
+    one range of it; on SQLite the rows are stored in that key's order (no rowid)."""
+
+    __tablename__ = "usage_hours"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    hour: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    """The hour's first second since the epoch (UTC)."""
+
+
+class UsageDayRow(_UsageBucket, Base):
+    """The same sums by UTC day: a report over months reads these, 24 times fewer rows,
+    and the hours only for the partial days at its ends."""
+
+    __tablename__ = "usage_days"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    day: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    """The day's first second since the epoch (UTC midnight)."""
+
+
+class UsagePeriodRow(_UsageBucket, Base):
+    """The same sums by 30-day period since the epoch: a report over a year without a
+    series reads a dozen of these per key, the days and hours only at its ends."""
+
+    __tablename__ = "usage_periods"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    period: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    """The period's first second since the epoch (a multiple of 30 days)."""
+
+
+class UsageAttemptRow(Base):
+    """One ended task attempt (issue 21): what a report by job reads. Kept
+    `ATTEMPT_RETENTION` (`shoal.store.accounting`) after it ended, the hour buckets for
+    good. No foreign key and no unique key: the record outlives its job's row, whose id
+    and name a later job may have again."""
+
+    __tablename__ = "usage_attempts"
+    __table_args__ = (Index("ix_usage_attempts_ended", "ended"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[int] = mapped_column(Integer)
+    job: Mapped[str] = mapped_column(String(NAME + HISTORY_SUFFIX))
+    task: Mapped[str] = mapped_column(String(600))
+    """`group/index`."""
+    attempt: Mapped[int] = mapped_column(Integer)
+    queue: Mapped[str] = mapped_column(String(NAME))
+    user: Mapped[str] = mapped_column(String(NAME))
+    gpu_type: Mapped[str] = mapped_column(String(NAME))
+    node: Mapped[str] = mapped_column(String(NAME))
+    outcome: Mapped[str] = mapped_column(String(16))
+    started: Mapped[float] = mapped_column(Double)
+    ended: Mapped[float] = mapped_column(Double)
+    gpus: Mapped[int] = mapped_column(Integer)
+    cpu_millis: Mapped[int] = mapped_column(BigInteger)
+    memory_mib: Mapped[int] = mapped_column(BigInteger)

@@ -45,6 +45,8 @@ class NodeRecord:
 
     node: Node
     condition: NodeCondition = READY
+    draining: bool = False
+    """Being drained (`shoal node drain`): its tasks are evicted as their protection ends."""
 
     @property
     def schedulable(self) -> Node:
@@ -73,7 +75,7 @@ class NodeInventory:
         def load() -> tuple[NodeRecord, ...]:
             with self.store.reads.begin() as s:
                 return tuple(NodeRecord(convert.node_from_row(r),
-                                        NodeCondition(r.ready, r.reason))
+                                        NodeCondition(r.ready, r.reason), r.draining)
                              for r in s.scalars(select(NodeRow).order_by(NodeRow.name)))
         return list(self._catalog.get("node_records", load))
 

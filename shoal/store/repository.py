@@ -42,8 +42,18 @@ from shoal.api import (
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.api.objects import is_sub_cluster, job_of_virtual_cluster
+from shoal.api.queue_policy import QueueStatus
 from shoal.store import convert
+from shoal.store.accounting import (
+    Accounting,
+    EndedAttempt,
+    group_resources,
+    outcome_of,
+    record_ended,
+)
 from shoal.store.accounts import TOKEN_CACHE_TTL, Accounts, User
+from shoal.store.admin import AdminChanges
+from shoal.store.audit import AuditLog, AuditNote
 from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
 from shoal.store.errors import (
@@ -88,8 +98,8 @@ class Waiting:
     cause: str
 
 
-class Repository(Stops, JobControls, TaskBatches, JobQueries, Submissions, Accounts,
-                 NodeInventory, UsageRecords):
+class Repository(AuditLog, Stops, JobControls, TaskBatches, JobQueries, Submissions, Accounts,
+                 NodeInventory, UsageRecords, AdminChanges, Accounting):
     """Typed reads and writes over a migrated `Store`. `clock` stamps events and rows."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
@@ -321,6 +331,12 @@ class Repository(Stops, JobControls, TaskBatches, JobQueries, Submissions, Accou
                    cause: str) -> Transition[TaskState]:
         move = TASK_LIFECYCLE.move(TaskState(row.state), target, cause)
         now = self.clock()
+        outcome = outcome_of(move.source, target, row.job.stopping)
+        if outcome is not None:  # the attempt ends: accounted in this same transaction
+            record_ended(s, [EndedAttempt(
+                row.job_id, ref.job, f"{ref.group}/{ref.index}", row.attempts, row.job.queue,
+                row.job.user or "", row.node or "", now if row.started is None else row.started,
+                now, group_resources(row.job.spec, ref.group), outcome)])
         row.state = target.value
         if target is TaskState.BOUND:
             row.started = now
@@ -336,9 +352,11 @@ class Repository(Stops, JobControls, TaskBatches, JobQueries, Submissions, Accou
 
     # ---- nodes, virtual clusters, priority classes ---------------------------------------
 
-    def put_node(self, node: Node) -> None:
+    def put_node(self, node: Node, note: AuditNote | None = None) -> None:
+        """`note`: the admin change to audit with it (`shoal.store.audit`), if one."""
         with self.store.sessions.begin() as s:
             s.add(convert.node_to_row(node, s.get(NodeRow, node.name)))
+            self._audit(s, note)
         self._catalog.invalidate()
 
     def list_nodes(self) -> list[Node]:
@@ -348,15 +366,19 @@ class Repository(Stops, JobControls, TaskBatches, JobQueries, Submissions, Accou
                              for r in s.scalars(select(NodeRow).order_by(NodeRow.name)))
         return list(self._catalog.get("nodes", load))
 
-    def put_virtual_cluster(self, vc: VirtualCluster) -> None:
+    def put_virtual_cluster(self, vc: VirtualCluster, note: AuditNote | None = None) -> None:
         """Create or replace a virtual cluster. One created is stamped with the time (its
         place in the reservation queue); one replaced keeps its carving unless its
-        fixed-size nodes changed."""
+        fixed-size nodes changed, and one opened is no longer to be deleted once drained
+        (`shoal.store.admin`)."""
         with self.store.sessions.begin() as s:
             row = s.get(VirtualClusterRow, vc.name)
             if row is None:
                 row = VirtualClusterRow(name=vc.name, created=self.clock())
             s.add(convert.vc_to_row(vc, row))
+            if vc.state is QueueStatus.OPEN:
+                row.deleting = False  # opened again: a drain toward its deletion is off
+            self._audit(s, note)
         self._catalog.invalidate()
 
     def record_reservations(self, changes: Iterable[Reserve]) -> None:
@@ -431,14 +453,17 @@ class Repository(Stops, JobControls, TaskBatches, JobQueries, Submissions, Accou
                                                        VirtualClusterRow.name)))
         return list(self._catalog.get("virtual-clusters", load))
 
-    def put_priority_class(self, pc: PriorityClass) -> None:
+    def put_priority_class(self, pc: PriorityClass, note: AuditNote | None = None) -> None:
         with self.store.sessions.begin() as s:
             s.add(convert.priority_class_to_row(pc, s.get(PriorityClassRow, pc.name)))
+            self._audit(s, note)
         self._catalog.invalidate()
 
-    def put_resource_flavor(self, flavor: ResourceFlavor) -> None:
+    def put_resource_flavor(self, flavor: ResourceFlavor, note: AuditNote | None = None
+                            ) -> None:
         with self.store.sessions.begin() as s:
             s.add(convert.resource_flavor_to_row(flavor, s.get(ResourceFlavorRow, flavor.name)))
+            self._audit(s, note)
         self._catalog.invalidate()
 
     def list_resource_flavors(self) -> list[ResourceFlavor]:

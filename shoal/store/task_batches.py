@@ -39,6 +39,7 @@ from shoal.api import (
 )
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.store import convert
+from shoal.store.accounting import ended_in_batch, record_ended
 from shoal.store.engine import Store
 from shoal.store.errors import NotFoundError
 from shoal.store.models import EventRow, JobRow, TaskRow
@@ -296,6 +297,7 @@ class TaskBatches:
             rows = self._rows(s, (e.ref for e in exits))
             refused: list[TaskRef] = []
             tasks: list[dict[str, Any]] = []
+            done: list[TaskExit] = []
             events: list[dict[str, Any]] = []
             for end in exits:
                 row = rows.get(end.ref)
@@ -308,11 +310,15 @@ class TaskBatches:
                     continue
                 tasks.append({"task_id": row.task_id, "new_state": TaskState.SUCCEEDED.value,
                               "new_code": end.exit_code})
+                done.append(end)
                 events.append(_event(row.job_id, end.ref, now, row.state,
                                      TaskState.SUCCEEDED, end.cause))
             connection = s.connection()
             if not tasks:
                 return RecordedExits(tuple(refused), ())
+            record_ended(s, ended_in_batch(
+                s, {t["task_id"]: e.ref.job for t, e in zip(tasks, done, strict=True)},
+                TaskState.SUCCEEDED, now))
             connection.execute(_END_TASKS, tasks)
             touched = {rows[e.ref].job_id for e in exits if e.ref not in refused}
             ended = self._end_jobs(s, touched, decide, now, events)

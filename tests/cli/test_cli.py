@@ -132,6 +132,29 @@ def test_up_refuses_a_bad_job_ttl_before_starting(tmp_path: Path, ttl: str) -> N
     assert not data.exists()
 
 
+@pytest.mark.parametrize(("content", "why"), [
+    (b"", "it is empty"), (b" \n\t\n", "it is empty"), (b"two words\n", "one word"),
+    (b"tok\x00en", "one word"), ("tökén".encode(), "one word"),
+    (b"x" * 5000, "larger than 4096 bytes"), (None, "cannot read it")])
+def test_up_refuses_a_bad_metrics_token_file_before_starting(
+        tmp_path: Path, content: bytes | None, why: str) -> None:
+    data, token = tmp_path / "data", tmp_path / "scrape.token"
+    if content is not None:
+        token.write_bytes(content)
+    result = runner.invoke(app, ["up", "--data-dir", str(data), "--metrics-token-file",
+                                 str(token)])
+    assert result.exit_code == 2, result.output
+    assert "--metrics-token-file" in result.output and why in " ".join(result.output.split())
+    assert not data.exists()
+
+
+def test_up_refuses_a_scrape_token_with_metrics_open(tmp_path: Path) -> None:
+    (tmp_path / "scrape.token").write_text("secret\n")
+    result = runner.invoke(app, ["up", "--data-dir", str(tmp_path / "data"), "--metrics-open",
+                                 "--metrics-token-file", str(tmp_path / "scrape.token")])
+    assert result.exit_code == 2 and "--metrics-open" in result.output, result.output
+
+
 def _names() -> list[str]:
     commands = [c.name or c.callback.__name__.replace("_", "-")
                 for c in app.registered_commands if c.callback is not None]

@@ -13,12 +13,14 @@ from control_support import job, state_of, wait_for
 from shoal.api import JobState
 from shoal.control import ControlPlane
 from shoal.control.loop import UNPLACEABLE_NOW
+from shoal.server.metrics import ShoalMetrics
 
 
 def test_a_full_cluster_takes_submissions_without_cycles(
         make_plane: Callable[[], ControlPlane]) -> None:
     plane = make_plane()
     plane.interval = 3600.0  # no periodic cycle: every cycle here is one an event asked for
+    plane.observer = metrics = ShoalMetrics()
     stop = threading.Event()
     loop = threading.Thread(target=plane.run_forever, args=(stop,), daemon=True)
     loop.start()
@@ -35,6 +37,10 @@ def test_a_full_cluster_takes_submissions_without_cycles(
         wait_for(lambda: all(plane.pending_reason(f"queued-{i}") == UNPLACEABLE_NOW
                              for i in range(1, 5)))
         assert plane.cycles == cycles  # four submissions, no cycle
+        # Each skip is counted (submissions that come together share one), each cycle too.
+        assert (metrics.registry.get_sample_value("shoal_cycles_skipped_total") or 0) >= 1
+        assert metrics.registry.get_sample_value("shoal_cycle_duration_seconds_count") \
+            == cycles
         # The reason joins the job's history with the next write of noted reasons.
         wait_for(lambda: [e.cause for e in plane.repository.job_events("queued-3")
                           if e.kind == "Waiting"]

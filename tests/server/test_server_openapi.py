@@ -26,12 +26,22 @@ def test_openapi_lists_the_endpoints(api: Api) -> None:
         "/api/v1/nodes": {"get", "put"},
         "/api/v1/placements": {"get"},
         "/api/v1/virtual-clusters": {"get", "post"},
-        "/api/v1/virtual-clusters/{name}": {"get", "put"},
+        "/api/v1/virtual-clusters/{name}": {"get", "put", "delete"},
         "/api/v1/cluster": {"get"},
+        "/api/v1/usage": {"get"},
         "/api/v1/priority-classes": {"get", "post"},
         "/api/v1/resource-flavors": {"get", "post"},
-        "/api/v1/users": {"post"},
+        "/api/v1/users": {"get", "post"},
         "/api/v1/users/me": {"get"},
+        # Issue 21's admin changes.
+        "/api/v1/priority-classes/{name}": {"put", "delete"},
+        "/api/v1/users/{name}": {"patch", "delete"},
+        "/api/v1/users/{name}/tokens": {"post", "delete"},
+        "/api/v1/nodes/{name}/cordon": {"post"},
+        "/api/v1/nodes/{name}/uncordon": {"post"},
+        "/api/v1/nodes/{name}/drain": {"post"},
+        "/api/v1/jobs/{name}/priority": {"post"},
+        "/api/v1/audit": {"get"},
     }
     submit = document["paths"]["/api/v1/jobs"]["post"]
     assert {"application/yaml", "application/json"} <= set(submit["requestBody"]["content"])

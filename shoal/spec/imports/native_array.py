@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from shoal.spec.documents import API_VERSION
+from shoal.spec.document_types import API_VERSION
 from shoal.spec.errors import IssueLog, quote
 from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original
 from shoal.spec.imports.arrays import (

@@ -25,7 +25,7 @@ from typing import Annotated, Any
 from pydantic import Field, StrictInt, StrictStr
 
 from shoal.api import GPU_TYPE_LABEL
-from shoal.spec.documents import Number
+from shoal.spec.document_types import Number
 from shoal.spec.errors import DocRef, IssueLog, join_path, quote
 from shoal.spec.imports import Foreign, ImportFormat, Lowered, Original, lower_each
 from shoal.spec.messages import validated

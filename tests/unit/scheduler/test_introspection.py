@@ -60,3 +60,6 @@ def test_status_reads_guarantees_usage_borrowing_and_jobs() -> None:
     assert (team.running_jobs, team.running_tasks, team.pending_jobs) == (1, 2, 1)
     assert (lab.running_jobs, lab.pending_jobs) == (0, 1)
     assert (status["default"].running_tasks, status["default"].pending_jobs) == (1, 1)
+    # What waits is what the tasks still to place ask for, in the job's own cluster only.
+    assert (team.waiting, lab.waiting, status["default"].waiting) == (gpu(3), gpu(8), gpu(1))
+    assert org.waiting == Resources() and root.waiting == Resources()
