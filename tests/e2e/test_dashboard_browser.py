@@ -1,17 +1,19 @@
 """The web dashboard in a real headless Chromium (Debian's `chromium` and `chromedriver`,
 driven by selenium) against one real `shoal up` with the local executor: pages load and
 show what the API says for a small scenario — the virtual-cluster tree's numbers, each
-GPU's holder, a waiting job's reason, a job's log — a job submitted through the API shows
-up in the open jobs list, and a non-admin sees no admin controls. One browser and one
-server for the module; every wait is on a condition of the page. Screenshots of each page
-are written under the test's temporary directory."""
+GPU's holder, a waiting job's reason, a job's log, the usage report — a job submitted
+through the API shows up in the open jobs list, a non-admin sees no admin controls, and an
+admin cordons a node from its page (the API then shows it Cordoned, the audit log says so).
+One browser and one server for the module; every wait is on a condition of the page.
+Screenshots of each page are written under the test's temporary directory."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -230,3 +232,69 @@ def test_the_browser_reports_no_script_errors(dashboard: Dashboard) -> None:
     severe = [entry for entry in logs if entry.get("level") == "SEVERE"
               and "/api/v1/" not in entry.get("message", "")]
     assert not severe, severe
+
+
+def test_an_admin_cordons_a_node_from_its_page(dashboard: Dashboard) -> None:
+    dashboard.login("admin")
+    dashboard.open("nodes", "[data-node='gpu-b'] [data-action='cordon']")
+    dashboard.driver.find_element(By.CSS_SELECTOR,
+                                  "[data-node='gpu-b'] [data-action='cordon']").click()
+    dashboard.wait("gpu-b cordoned on the page", lambda d: d.find_element(
+        By.CSS_SELECTOR, "[data-node='gpu-b'] [data-state]").text == "Cordoned")
+    nodes = {n["name"]: n for n in dashboard.api("GET", "/api/v1/nodes").json()}
+    assert nodes["gpu-b"]["state"] == "Cordoned" and nodes["gpu-a"]["state"] == "Ready"
+    dashboard.shot("cordoned")
+    dashboard.driver.find_element(By.CSS_SELECTOR,
+                                  "[data-node='gpu-b'] [data-action='uncordon']").click()
+    dashboard.wait("gpu-b ready again", lambda d: d.find_element(
+        By.CSS_SELECTOR, "[data-node='gpu-b'] [data-state]").text == "Ready")
+    audit = dashboard.api("GET", "/api/v1/audit?action=node.cordon").json()["items"]
+    assert [(e["action"], e["target"]) for e in audit][:1] == [("node.cordon", "gpu-b")]
+    dashboard.open("audit", "[data-audit]")
+    assert "node.uncordon" in dashboard.text("#audit")
+
+
+def test_the_usage_page_reports_what_ran(dashboard: Dashboard) -> None:
+    dashboard.login("admin")
+    until_day = (datetime.now(UTC) + timedelta(days=1)).date()
+    query = (f"by=queue&step=day&since={until_day - timedelta(days=7)}T00:00:00Z"
+             f"&until={until_day}T00:00:00Z")
+
+    def default_row() -> dict[str, Any]:
+        rows = dashboard.api("GET", f"/api/v1/usage?{query}").json()["rows"]
+        return next((r for r in rows if r["key"] == "default"), {"tasks": 0})
+
+    before = default_row()["tasks"]
+    answer = dashboard.api("POST", "/api/v1/jobs", "alice", headers=YAML,
+                           content=job_yaml("counted", replicas=2, gpu=1, cpu="1",
+                                            memory="64Mi", command="[/bin/true]"))
+    assert answer.status_code == 201, answer.text
+    row = until("both tasks' usage recorded",
+                lambda: (r := default_row())["tasks"] == before + 2 and r)
+    assert row["gpuSeconds"] > 0
+    dashboard.open("usage", "[data-key='default']")
+    cells = [c.text for c in dashboard.driver.find_elements(
+        By.CSS_SELECTOR, "[data-key='default'] td")]
+    assert cells[:2] == ["default", str(row["tasks"])]
+    # Hours to two significant digits
+    assert float(cells[2]) == pytest.approx(row["gpuSeconds"] / 3600, rel=0.051)
+    assert float(cells[3]) == pytest.approx(row["cpuSeconds"] / 3600, rel=0.051)
+    assert dashboard.driver.find_elements(By.CSS_SELECTOR, "#usage-bars rect")
+    assert dashboard.driver.find_elements(By.CSS_SELECTOR, "#usage-lines polyline")
+    dashboard.shot("usage")
+
+
+def test_an_admin_revokes_and_reissues_a_users_tokens(dashboard: Dashboard) -> None:
+    dashboard.login("admin")
+    dashboard.open("users", "[data-user='alice'] [data-admin]")
+    buttons = {b.text: b for b in dashboard.driver.find_elements(
+        By.CSS_SELECTOR, "[data-user='alice'] button")}
+    buttons["Revoke tokens"].click()
+    dashboard.wait("the confirmation", lambda d: d.switch_to.alert).accept()
+    dashboard.wait("the count", lambda d: "Revoked" in d.find_element(By.ID, "issued").text)
+    assert dashboard.api("GET", "/api/v1/users/me", "alice").status_code == 401
+    buttons["New token"].click()
+    fresh = dashboard.wait("the new token", lambda d: d.find_elements(
+        By.CSS_SELECTOR, "#issued code") or None)[0].text
+    dashboard.tokens["alice"] = fresh
+    assert dashboard.api("GET", "/api/v1/users/me", "alice").json()["name"] == "alice"

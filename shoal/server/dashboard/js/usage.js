@@ -8,7 +8,12 @@ import { h, replace, s, table } from "./dom.js";
 const DAY = 86400000;
 const COLORS = ["#2a7ab0", "#3c9d4e", "#e0a800", "#c0392b", "#8e44ad", "#16a085"];
 
-const hours = (seconds) => (seconds / 3600).toFixed(1);
+/** Hours, to about two significant digits: a test's seconds and a year's thousands alike. */
+function hours(seconds) {
+  const value = seconds / 3600;
+  if (value >= 100) return value.toFixed(0);
+  return value >= 1 ? value.toFixed(1) : value.toPrecision(2);
+}
 
 export async function usagePage(view, ctx) {
   const until = ctx.params.get("until") || new Date(Date.now() + DAY).toISOString().slice(0, 10);
@@ -85,8 +90,10 @@ function lines(rows) {
     s("text", { x: pad, y: height - 8 }, starts[0].slice(0, 10)),
     s("text", { x: width - pad - 60, y: height - 8 }, starts[starts.length - 1].slice(0, 10)));
   rows.forEach((r, i) => {
-    const points = (r.series || []).map((p) => `${x(p.start)},${y(p.gpuSeconds)}`).join(" ");
+    const series = r.series || [];
+    const points = series.map((p) => `${x(p.start)},${y(p.gpuSeconds)}`).join(" ");
     chart.append(s("polyline", { points, fill: "none", stroke: COLORS[i], "stroke-width": 2 }),
+      series.map((p) => s("circle", { cx: x(p.start), cy: y(p.gpuSeconds), r: 3, fill: COLORS[i] })),
       s("text", { x: width - 120, y: 14 + i * 14, fill: COLORS[i] }, r.key));
   });
   return chart;
