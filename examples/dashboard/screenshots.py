@@ -107,6 +107,10 @@ def main() -> None:
             submit(url, auth, job(name, queue, replicas, gpus))
         wait("three jobs running", lambda: len(httpx.get(
             f"{url}/api/v1/jobs?state=Running", headers=auth).json()["items"]) == 3)
+        submit(url, auth, job("data-prep", "prod", 2, 1).replace(TRAIN, "sleep 5"))
+        wait("data-prep's usage", lambda: httpx.get(
+            f"{url}/api/v1/jobs/data-prep", headers=auth).json()["status"]["state"]
+             == "Succeeded")
         submit(url, auth, job(*WAITING))
         wait("a log", lambda: "step 3" in httpx.get(
             f"{url}/api/v1/jobs/llama-finetune/logs", headers=auth).text)

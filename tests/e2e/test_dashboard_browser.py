@@ -280,7 +280,9 @@ def test_the_usage_page_reports_what_ran(dashboard: Dashboard) -> None:
     assert float(cells[2]) == pytest.approx(row["gpuSeconds"] / 3600, rel=0.051)
     assert float(cells[3]) == pytest.approx(row["cpuSeconds"] / 3600, rel=0.051)
     assert dashboard.driver.find_elements(By.CSS_SELECTOR, "#usage-bars rect")
-    assert dashboard.driver.find_elements(By.CSS_SELECTOR, "#usage-lines polyline")
+    lines = dashboard.driver.find_elements(By.CSS_SELECTOR, "#usage-lines polyline")
+    points = dashboard.driver.find_elements(By.CSS_SELECTOR, "#usage-lines circle")
+    assert lines and len(points) == 7 * len(lines)  # a point per day of the week shown
     dashboard.shot("usage")
 
 

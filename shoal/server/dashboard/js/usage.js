@@ -33,7 +33,7 @@ export async function usagePage(view, ctx) {
   replace(view, h("h1", {}, "Usage"), form(by, since, until),
     rows.length ? [
       h("h2", {}, "GPU-hours"), bars(rows),
-      h("h2", {}, "GPU-hours per day"), lines(rows.slice(0, COLORS.length)),
+      h("h2", {}, "GPU-hours per day"), lines(rows.slice(0, COLORS.length), report),
     ] : h("p", { class: "muted" }, "Nothing ran in this span."),
     h("h2", {}, "Report"),
     table(["Key", "Tasks", "GPU-hours", "CPU-hours", "Wasted GPU-hours (preempted)",
@@ -75,26 +75,33 @@ function bars(rows) {
   return chart;
 }
 
-function lines(rows) {
+/** The days of the report's span (at most 400), each row's GPU-hours on each: a line. */
+function lines(rows, report) {
   const width = 640;
   const height = 200;
   const pad = 30;
-  const starts = [...new Set(rows.flatMap((r) => (r.series || []).map((p) => p.start)))].sort();
+  const days = [];
+  for (let t = Date.parse(report.since); t < Date.parse(report.until) && days.length < 400; t += DAY) {
+    days.push(new Date(t).toISOString().slice(0, 10));
+  }
   const chart = s("svg", { class: "chart", id: "usage-lines", width, height, viewBox: `0 0 ${width} ${height}` });
-  if (!starts.length) return chart;
-  const high = Math.max(1, ...rows.flatMap((r) => (r.series || []).map((p) => p.gpuSeconds)));
-  const x = (start) => pad + ((width - 2 * pad) * starts.indexOf(start)) / Math.max(1, starts.length - 1);
+  if (!days.length) return chart;
+  const perDay = rows.map((r) => {
+    const got = new Map((r.series || []).map((p) => [p.start.slice(0, 10), p.gpuSeconds]));
+    return days.map((day) => got.get(day) || 0);
+  });
+  const high = Math.max(1e-9, ...perDay.flat());
+  const x = (i) => pad + ((width - 2 * pad) * i) / Math.max(1, days.length - 1);
   const y = (value) => height - pad - ((height - 2 * pad) * value) / high;
   chart.append(s("line", { x1: pad, y1: height - pad, x2: width - pad, y2: height - pad, stroke: "#999" }),
     s("text", { x: 2, y: pad - 8 }, `${hours(high)} GPU-h`),
-    s("text", { x: pad, y: height - 8 }, starts[0].slice(0, 10)),
-    s("text", { x: width - pad - 60, y: height - 8 }, starts[starts.length - 1].slice(0, 10)));
-  rows.forEach((r, i) => {
-    const series = r.series || [];
-    const points = series.map((p) => `${x(p.start)},${y(p.gpuSeconds)}`).join(" ");
+    s("text", { x: pad, y: height - 8 }, days[0]),
+    s("text", { x: width - pad - 60, y: height - 8 }, days[days.length - 1]));
+  perDay.forEach((values, i) => {
+    const points = values.map((v, d) => `${x(d)},${y(v)}`).join(" ");
     chart.append(s("polyline", { points, fill: "none", stroke: COLORS[i], "stroke-width": 2 }),
-      series.map((p) => s("circle", { cx: x(p.start), cy: y(p.gpuSeconds), r: 3, fill: COLORS[i] })),
-      s("text", { x: width - 120, y: 14 + i * 14, fill: COLORS[i] }, r.key));
+      ...values.map((v, d) => s("circle", { cx: x(d), cy: y(v), r: 3, fill: COLORS[i] })),
+      s("text", { x: width - 120, y: 14 + i * 14, fill: COLORS[i] }, rows[i].key));
   });
   return chart;
 }
