@@ -21,8 +21,7 @@ Every error is one line on stderr (a 422 lists one line per problem); never a tr
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -39,7 +38,6 @@ from shoal.cli.remote_support import (
     TokenOption,
     emit,
     err,
-    on_terminal,
     out,
     remote,
 )
@@ -50,8 +48,7 @@ if TYPE_CHECKING:
 
 #: How many of a job's tasks `shoal get` shows by default.
 SHOWN_TASKS = 100
-#: Seconds between refreshes of `jobs --watch` and polls of `submit --wait`.
-REFRESH = 1.0
+#: Seconds between polls of `submit --wait`.
 POLL = 0.5
 
 
@@ -131,8 +128,10 @@ def jobs(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")]
     = 100,
     watch: Annotated[bool, typer.Option(
-        "--watch", "-w", help="Refresh every second until Ctrl-C; in a pipe (or with -o "
-                              "json/yaml), print a snapshot every second instead.")] = False,
+        "--watch", "-w", help="Follow changes until Ctrl-C: on a terminal the table is "
+                              "redrawn as jobs change; in a pipe (or with -o json/yaml) "
+                              "one line per change: EVENT NAME STATE QUEUE USER "
+                              "RUNNING/TASKS.")] = False,
     output: OutputOption = Format.TABLE,
     server: ServerOption = None,
     token: TokenOption = None,
@@ -149,41 +148,14 @@ def jobs(
 
     def action(shoal: ShoalClient) -> None:
         if watch:
-            _watch(lambda: fetch(shoal), output)
+            from shoal.cli.watching import watch as follow
+
+            follow(shoal, output, state=state, queue=queue, user=user, limit=limit)
         elif output.tabular:
             out(output).print(jobs_table(fetch(shoal)))
         else:
             emit(output, [job.raw for job in fetch(shoal)])
     remote(server, token, action)
-
-
-def _watch(fetch: Callable[[], list[JobView]], fmt: Format) -> None:
-    """Refresh the table in place on a terminal. Elsewhere (a pipe, a file, `-o json`)
-    redrawing prints nothing useful, so print a whole snapshot per refresh: tables under a
-    `--- TIME` line, JSON as one document per refresh (a stream `jq` reads), YAML as
-    `---`-separated documents."""
-    console = out(fmt)
-    try:
-        if fmt.tabular and on_terminal(console):
-            from rich.live import Live
-
-            with Live(jobs_table(fetch()), console=console, auto_refresh=False) as live:
-                while True:
-                    time.sleep(REFRESH)
-                    live.update(jobs_table(fetch()), refresh=True)
-        while True:
-            jobs = fetch()
-            if fmt.tabular:
-                console.print(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')}")
-                console.print(jobs_table(jobs))
-            else:
-                if fmt is Format.YAML:
-                    sys.stdout.write("---\n")
-                emit(fmt, [job.raw for job in jobs])
-            sys.stdout.flush()
-            time.sleep(REFRESH)
-    except KeyboardInterrupt:
-        return
 
 
 def get(

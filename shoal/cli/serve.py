@@ -48,6 +48,7 @@ from shoal.federation.registry import ClusterRegistry, load_registry_file
 from shoal.federation.service import Federation
 from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
+from shoal.server.job_watch import JobWatch
 from shoal.server.logs import LogSource
 from shoal.server.metrics import MetricsAccess, ShoalMetrics
 from shoal.spec import SpecBundle, load_file
@@ -224,9 +225,10 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
     loop.start()
 
     app = create_app(repository, plane, _log_source(executor), limits=limits,
-                     follows_per_user=follows_per_user, federation=federation,
-                     images=images, metrics=series, metrics_access=metrics)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+                     follows_per_user=follows_per_user, watches_per_user=follows_per_user,
+                     federation=federation, images=images, metrics=series,
+                     metrics_access=metrics)
+    server = _Server(uvicorn.Config(app, log_level="warning"), app.state.watches)
     out.print(f"Shoal is up: {url}  (dashboard: {url}/, API docs: {url}/docs)",
               highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
@@ -241,6 +243,19 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
         loop.join(timeout=10)
         if isolation.cgroups is not None:
             isolation.cgroups.release()
+
+
+class _Server(uvicorn.Server):
+    """Uvicorn, which ends the job watches before it waits for open connections to finish:
+    a watch never finishes by itself, and the server would wait for ever."""
+
+    def __init__(self, config: uvicorn.Config, watches: JobWatch) -> None:
+        super().__init__(config)
+        self.watches = watches
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.watches.close()
+        await super().shutdown(sockets)
 
 
 #: Where a task reaches a server listening on every address (tasks run on this machine).

@@ -56,8 +56,9 @@ def up(
     = MAX_NODES,
     max_follows_per_user: Annotated[int, typer.Option(
         "--max-follows-per-user", min=1, help="How many `logs --follow` streams one user "
-                                              "may hold open at once; more are refused "
-                                              "with 429.")] = FOLLOWS_PER_USER,
+                                              "may hold open at once, and how many `jobs "
+                                              "--watch` streams; more are refused with "
+                                              "429.")] = FOLLOWS_PER_USER,
     profile: Annotated[str, typer.Option("--profile", "-p")] = "default",
     interval: Annotated[float, typer.Option(
         "--interval", min=0.05, help="Seconds between cycles when nothing happens.")] = 5.0,

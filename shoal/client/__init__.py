@@ -44,6 +44,7 @@ from shoal.client.models import (
     TaskPage,
     TaskView,
 )
+from shoal.client.watch import JobEvent, JobEvents, WatchEventType
 
 if TYPE_CHECKING:
     from shoal.client.cluster_views import (
@@ -61,6 +62,8 @@ __all__ = [
     "ErrorItem",
     "EventView",
     "JobDeletion",
+    "JobEvent",
+    "JobEvents",
     "JobPage",
     "JobView",
     "LogStream",
@@ -82,6 +85,7 @@ __all__ = [
     "UserView",
     "VirtualClusterStatusView",
     "VirtualClusterView",
+    "WatchEventType",
     "spec_body",
     "spec_text",
     "wait_until_healthy",

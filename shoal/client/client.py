@@ -47,6 +47,7 @@ from shoal.client.models import (
     TaskView,
 )
 from shoal.client.multicluster import MultiClusterVerbs
+from shoal.client.watch import WATCH_READ_TIMEOUT, JobEvents
 
 if TYPE_CHECKING:  # imported by the calls that return them: the job verbs define none
     from shoal.client.cluster_views import (
@@ -331,6 +332,18 @@ class ShoalClient(MultiClusterVerbs, AdminVerbs):
                               stream=True, timeout=timeout, params=params)
 
         return LogStream(read(offset), self.url, None if follow else read, self.timeout)
+
+    def watch_jobs(self, *, state: JobState | str | None = None, queue: str | None = None,
+                   user: str | None = None) -> JobEvents:
+        """Follow the jobs that match (as `list_jobs` filters): an `ADDED` event for each
+        now, then one per change (`shoal.client.watch`). The request is made now, so a
+        refusal (429: too many watches open) raises here."""
+        timeout = httpx.Timeout(self.timeout, read=max(self.timeout, WATCH_READ_TIMEOUT))
+        params = _clean({"watch": "true", "state": None if state is None
+                         else JobState(state).value, "queue": queue, "user": user})
+        response = self._send("GET", f"{API}/jobs", retry=True, stream=True, timeout=timeout,
+                              params=params)
+        return JobEvents(response, lambda exc: _unanswered(self.url, exc, self.timeout))
 
     def wait(self, name: str, states: Collection[JobState | str] = TERMINAL_STATES,
              timeout: float | None = None, interval: float = 0.5) -> JobView:

@@ -15,6 +15,7 @@ from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
 from shoal.server.errors import ApiError, install_error_handlers
 from shoal.server.job_controls import job_controls_router
+from shoal.server.job_watch import WATCHES_PER_USER, JobWatch
 from shoal.server.jobs import jobs_router
 from shoal.server.logs import FollowSlots, LogSource, logs_router
 from shoal.server.metrics import MetricsAccess, ShoalMetrics, install_metrics
@@ -41,7 +42,8 @@ def create_app(repository: Repository, scheduler: Scheduler,
                federation: "Federation | None" = None,
                images: ImagePolicy = ImagePolicy.REFUSE,
                metrics: ShoalMetrics | None = None,
-               metrics_access: MetricsAccess | None = None) -> FastAPI:
+               metrics_access: MetricsAccess | None = None,
+               watches_per_user: int = WATCHES_PER_USER) -> FastAPI:
     """`logs` reads a task's output (`shoal.server.logs.LogSource`: the executor's
     `read_log`, or `file_logs`); without it the log route answers 404. `follows_per_user`:
     how many `logs?follow=true` streams one user may hold open at once; `app.state.follows`
@@ -51,7 +53,9 @@ def create_app(repository: Repository, scheduler: Scheduler,
     `images`: what the engine does with container images (`shoal up --images`): a job that
     names one is refused at submission under REFUSE. `metrics`: the series `GET /metrics`
     serves (the control loop's observer; None: a fresh set, with no loop's series moving),
-    readable as `metrics_access` says (default: any valid token)."""
+    readable as `metrics_access` says (default: any valid token). `watches_per_user`: how
+    many `jobs?watch=true` streams one user may hold open; `app.state.watches` (a `JobWatch`)
+    holds them, and its `close()` ends them when the server shuts down."""
     app = offline_app(title=API_TITLE, version=API_VERSION,
                       description="Shoal's REST API: submit and follow deep-learning jobs; "
                                   "manage nodes, virtual clusters, priority classes and "
@@ -65,7 +69,10 @@ def create_app(repository: Repository, scheduler: Scheduler,
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    app.include_router(jobs_router(repository, scheduler, current_user, images))
+    app.state.watches = JobWatch(repository, scheduler.pending_reason,
+                                 per_user=watches_per_user)
+    app.include_router(jobs_router(repository, scheduler, current_user, images,
+                                   app.state.watches))
     app.include_router(job_controls_router(repository, scheduler, current_user))
     app.state.follows = FollowSlots(follows_per_user)
     app.include_router(logs_router(repository, logs, current_user, app.state.follows))

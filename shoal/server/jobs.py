@@ -61,6 +61,7 @@ from shoal.server.auth import Authenticator, check_owner, check_queue
 from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
 from shoal.server.job_controls import check_dependencies
+from shoal.server.job_watch import WATCH_HELP, WATCH_RESPONSE, JobFilter, JobWatch
 from shoal.server.models import (
     EventPage,
     JobDeletionOut,
@@ -102,10 +103,11 @@ YAML, and is parsed in the thread pool so that other requests are not held up me
 
 
 def jobs_router(repository: Repository, scheduler: Scheduler,
-                current_user: Authenticator, images: ImagePolicy = ImagePolicy.REFUSE
-                ) -> APIRouter:
+                current_user: Authenticator, images: ImagePolicy = ImagePolicy.REFUSE,
+                watches: JobWatch | None = None) -> APIRouter:
     """`images`: what the engine does with a task's container image (`shoal up
-    --images`); a job with an image is refused at submission when it is REFUSE."""
+    --images`); a job with an image is refused at submission when it is REFUSE.
+    `watches`: the server's watches (`GET /api/v1/jobs?watch=true`); None: 404."""
     router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"],
                        responses=responses(401))
     body_dependency = Depends(raw_body)
@@ -204,14 +206,26 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
         out.jobs = [job.name for job in saved]
         return out
 
-    @router.get("", response_model=JobPage, responses=responses(422))
+    @router.get("", response_model=JobPage, responses={**WATCH_RESPONSE,
+                                                       **responses(404, 422, 429)})
     def list_jobs(_user: Annotated[User, Depends(current_user)],
                   state: JobState | None = None, queue: str | None = None,
                   user: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
-                  after: str | None = None) -> JobPage:
+                  after: str | None = None,
+                  watch_: Annotated[bool, Query(alias="watch", description=WATCH_HELP)]
+                  = False) -> JobPage | Response:
         """Jobs in submission order, filtered, as summaries (task counts per state, never
-        the tasks); `after` is the `next` of the previous page."""
+        the tasks); `after` is the `next` of the previous page. With `watch=true`, a stream
+        of server-sent events instead: the jobs, then their changes
+        (`shoal.server.job_watch`)."""
+        if watch_:
+            if after is not None:
+                raise ApiError(422, "a watch starts with every job that matches; `after` "
+                                    "pages a list", "query.after")
+            if watches is None:
+                raise ApiError(404, "this server serves no watches", "query.watch")
+            return watches.response(_user.name, JobFilter(state, queue, user))
         try:
             jobs = repository.list_job_summaries(state=state, queue=queue, user=user,
                                                  limit=limit, after=after)

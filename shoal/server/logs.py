@@ -94,10 +94,13 @@ class FollowSlots:
         with self._lock:
             held = self._open.get(user, 0)
             if held >= self.per_user:
-                raise ApiError(429, f"user {user!r} already follows {held} logs, the most "
-                                    "one user may at once; close one, or read without "
-                                    "`follow`", "query.follow")
+                raise self.refusal(user, held)
             self._open[user] = held + 1
+
+    def refusal(self, user: str, held: int) -> ApiError:
+        """The 429 for one stream too many (a subclass names its own kind of stream)."""
+        return ApiError(429, f"user {user!r} already follows {held} logs, the most one user "
+                             "may at once; close one, or read without `follow`", "query.follow")
 
     def give_back(self, user: str) -> None:
         with self._lock:

@@ -32,6 +32,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from shoal.store.job_changes import JobChanges
+
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -55,6 +57,8 @@ class Store:
         self.sessions: sessionmaker[Session] = sessionmaker(engine, expire_on_commit=False)
         self.reads: sessionmaker[Session] = sessionmaker(
             engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
+        self.job_changes = JobChanges(engine)
+        """What committed transactions did to jobs, for watchers (`job_changes`)."""
 
     @property
     def url(self) -> str:

@@ -100,6 +100,16 @@ class JobQueries:
             row = s.scalar(select(JobRow).where(JobRow.name == name))
             return None if row is None else _summaries(s, [row])[0]
 
+    def job_summaries_by_id(self, ids: Iterable[int]) -> list[JobSummary]:
+        """The summaries of those of these jobs (by row id) that exist, in one read."""
+        wanted = sorted(set(ids))
+        with self.store.reads.begin() as s:
+            rows: list[JobRow] = []
+            for start in range(0, len(wanted), CHUNK):
+                rows += s.scalars(select(JobRow).where(
+                    JobRow.id.in_(wanted[start:start + CHUNK])))
+            return _summaries(s, rows)
+
     def list_job_summaries(self, *, state: JobState | None = None, queue: str | None = None,
                            user: str | None = None, limit: int = 50,
                            after: str | None = None) -> list[JobSummary]:
@@ -199,6 +209,9 @@ class JobQueries:
                 return []
             ids = [job_id for job_id, _ in found]
             names = [name for _, name in found]
+            if self.store.job_changes.listening:  # watchers are told what was removed
+                self.store.job_changes.deleted(s.connection(), _summaries(
+                    s, list(s.scalars(select(JobRow).where(JobRow.id.in_(ids))))))
             # Explicit rather than left to ON DELETE CASCADE, which SQLite honours only
             # with its foreign_keys pragma on.
             s.execute(delete(EventRow).where(EventRow.job_id.in_(ids)))

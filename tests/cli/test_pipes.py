@@ -1,7 +1,8 @@
 """The CLI in pipes and on terminals, and how it says what went wrong (issue 18): tables at
-full width in a pipe (and with `-o wide` on a terminal), `jobs --watch` printing snapshots
-where it cannot redraw, a silent server reported as timed out with the timeout, and errors
-without the API's request locations (`path.name`)."""
+full width in a pipe (and with `-o wide` on a terminal), `jobs --watch` printing a line per
+change where it cannot redraw (it follows the server's events since issue 21), a silent
+server reported as timed out with the timeout, and errors without the API's request
+locations (`path.name`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,14 @@ from live_shoal import Server, runner
 
 from shoal.cli.config import ConfigFile, resolve, write_config
 from shoal.cli.main import app
-from shoal.client import ErrorItem, ShoalClient, ShoalConnectionError, ShoalServerTimeoutError
+from shoal.cli.remote_support import Format
+from shoal.client import (
+    ErrorItem,
+    JobEvent,
+    ShoalClient,
+    ShoalConnectionError,
+    ShoalServerTimeoutError,
+)
 from shoal.executors.local import free_port
 
 #: Long enough that its row of `shoal jobs` passes 80 columns.
@@ -39,10 +47,7 @@ def no_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SHOAL_CONFIG", str(tmp_path / "config.yaml"))
 
 
-@pytest.fixture(scope="module")
-def long_job(server: Server, tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("jobs") / "long.yaml"
-    path.write_text(f"""\
+LONG_JOB = f"""\
 apiVersion: shoal/v1
 kind: Job
 metadata: {{name: {LONG}}}
@@ -52,7 +57,13 @@ spec:
       replicas: 1
       resources: {{cpu: 100m, memory: 64Mi}}
       command: ["true"]
-""")
+"""
+
+
+@pytest.fixture(scope="module")
+def long_job(server: Server, tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("jobs") / "long.yaml"
+    path.write_text(LONG_JOB)
     submitted = server.shoal("submit", str(path))
     assert submitted.exit_code == 0, submitted.output
     return LONG
@@ -130,36 +141,56 @@ def test_on_a_terminal_a_table_fits_it_and_wide_does_not(server: Server,
 
 # ---- jobs --watch off a terminal -------------------------------------------------------------
 
-def test_watch_in_a_pipe_prints_a_snapshot_per_refresh(
+def test_watch_in_a_pipe_prints_a_line_per_event(
         server: Server, long_job: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    refreshes: list[float] = []
+    """One line per event, as JSON with `-o json`: Ctrl-C after the first of each."""
+    from shoal.cli import watching
 
-    def sleep(seconds: float) -> None:
-        refreshes.append(seconds)
-        if len(refreshes) == 3:
-            raise KeyboardInterrupt  # Ctrl-C during the third wait
+    printed = watching._print
 
-    monkeypatch.setattr("shoal.cli.remote.time.sleep", sleep)
-    result = server.shoal("jobs", "--watch")
+    def print_once(fmt: Format, event: JobEvent) -> None:
+        printed(fmt, event)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(watching, "_print", print_once)
+    result = server.shoal("jobs", "--watch", "--queue", "default")
     assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
-    stamps = [i for i, line in enumerate(lines) if line.startswith("--- ")]
-    assert len(stamps) == 3
-    for i in stamps:
-        time.strptime(lines[i].removeprefix("--- "), "%Y-%m-%d %H:%M:%S")
-        assert lines[i + 1].split()[0] == "NAME"
-    assert sum(long_job in line for line in lines) == 3
-
-    refreshes.clear()
+    first = result.stdout.splitlines()
+    assert len(first) == 1 and first[0].split()[0] == "ADDED"
     as_json = server.shoal("jobs", "--watch", "-o", "json")
     assert as_json.exit_code == 0, as_json.output
-    decoder, text, snapshots = json.JSONDecoder(), as_json.stdout, []
-    while text.strip():  # a stream of JSON documents, one per refresh (what jq reads)
-        snapshot, end = decoder.raw_decode(text.lstrip())
-        snapshots.append(snapshot)
-        text = text.lstrip()[end:]
-    assert len(snapshots) == 3
-    assert all(long_job in {j["metadata"]["name"] for j in s} for s in snapshots)
+    event = json.loads(as_json.stdout)  # one object a line: what jq reads
+    assert event["type"] == "ADDED" and event["object"]["kind"] == "Job"
+
+
+def test_watch_on_a_terminal_redraws_its_table_as_jobs_change(server: Server,
+                                                              long_job: str) -> None:
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([SHOAL, "jobs", "--watch", "-o", "wide"],
+                               env=shoal_env(server, COLUMNS="200"), stdout=follower,
+                               stderr=subprocess.PIPE)
+    os.close(follower)
+    screen = b""
+
+    def shows(text: str) -> bool:
+        nonlocal screen
+        deadline = time.monotonic() + 60  # a safety net: the table is drawn at once
+        while text.encode() not in screen:
+            assert time.monotonic() < deadline, f"{text!r} never drawn: {screen[-2000:]!r}"
+            assert process.poll() is None
+            if select.select([leader], [], [], 1.0)[0]:
+                screen += os.read(leader, 65536)
+        return True
+
+    try:
+        assert shows(long_job) and shows("NAME")
+        with ShoalClient(server.url, server.token) as shoal:
+            shoal.submit(LONG_JOB.replace(LONG, "drawn-later"))
+        assert shows("drawn-later")
+    finally:
+        process.kill()
+        process.wait(timeout=60)
+        os.close(leader)
 
 
 def test_watch_stops_quietly_when_its_reader_leaves(server: Server, long_job: str) -> None:
@@ -168,13 +199,16 @@ def test_watch_stops_quietly_when_its_reader_leaves(server: Server, long_job: st
     assert process.stdout is not None and process.stderr is not None
     try:
         seen = b""
-        deadline = time.monotonic() + 60  # a safety net: a snapshot comes every second
-        while seen.count(b"--- ") < 2:  # two snapshots arrive
-            assert time.monotonic() < deadline, f"no two snapshots in a minute: {seen!r}"
+        deadline = time.monotonic() + 60  # a safety net: the listing comes at once
+        while long_job.encode() not in seen:
+            assert time.monotonic() < deadline, f"no listing in a minute: {seen!r}"
             assert process.poll() is None, process.stderr.read()
             if select.select([process.stdout], [], [], 1.0)[0]:
                 seen += os.read(process.stdout.fileno(), 65536)
         process.stdout.close()  # `| head` has read enough
+        # The next change makes it write, and find nobody reading.
+        with ShoalClient(server.url, server.token) as shoal:
+            shoal.submit(LONG_JOB.replace(LONG, "after-the-reader-left"))
         assert process.wait(timeout=60) == 0
         assert process.stderr.read() == b""  # no traceback, no "Exception ignored"
     finally:

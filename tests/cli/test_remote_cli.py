@@ -15,6 +15,7 @@ from task_users import task_python
 from typer.testing import Result
 
 from shoal.cli.main import app
+from shoal.client import JobEvent
 from shoal.executors.local import free_port
 
 
@@ -136,14 +137,19 @@ def test_user_errors_exit_2_with_a_message(server: Server, tmp_path: Path) -> No
     assert unknown.exit_code == 2 and "no job 'ghost'" in unknown.stderr
 
 
-def test_watch_renders_until_ctrl_c(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
-    def interrupt(_seconds: float) -> None:
+def test_watch_prints_until_ctrl_c(server: Server, monkeypatch: pytest.MonkeyPatch,
+                                   tmp_path: Path) -> None:
+    assert server.shoal("submit", str(job_file(tmp_path, "watched", "pass"))).exit_code == 0
+    printed: list[str] = []
+
+    def interrupt(_fmt: object, event: JobEvent) -> None:
+        printed.append(event.job.name)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("shoal.cli.remote.time.sleep", interrupt)
+    monkeypatch.setattr("shoal.cli.watching._print", interrupt)
     result = server.shoal("jobs", "--watch")
     assert result.exit_code == 0, result.output
-    assert "NAME" in result.stdout
+    assert len(printed) == 1  # the first job listed, then Ctrl-C
 
 
 # ---- cluster and users -----------------------------------------------------------------------
