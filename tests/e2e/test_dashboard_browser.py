@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -51,7 +52,11 @@ class Dashboard:
                              **kwargs)  # type: ignore[arg-type]
 
     def wait(self, what: str, check: Callable[[WebDriver], T]) -> T:
-        return WebDriverWait(self.driver, WAIT_S, poll_frequency=0.1).until(check, what)
+        # A page redraws itself (a click's answer, a refresh): an element read meanwhile is
+        # stale, and the check runs again on the new one.
+        return WebDriverWait(self.driver, WAIT_S, poll_frequency=0.1,
+                             ignored_exceptions=[StaleElementReferenceException]
+                             ).until(check, what)
 
     def login(self, who: str) -> None:
         """Log in through the login form (logging out first when another user is in)."""
@@ -171,10 +176,12 @@ def test_the_jobs_list_says_why_a_job_waits(dashboard: Dashboard) -> None:
     dashboard.shot("jobs")
 
 
-def test_a_job_submitted_through_the_api_appears_in_the_open_list(
+def test_a_job_submitted_through_the_api_appears_live_in_the_open_list(
         dashboard: Dashboard) -> None:
     dashboard.login("admin")
     dashboard.open("jobs", "[data-job='holder']")
+    # It follows the watch stream (`GET /jobs?watch=true`), not a poll.
+    dashboard.wait("the watch", lambda d: d.find_element(By.ID, "jobs-live").text == "live")
     answer = dashboard.api("POST", "/api/v1/jobs", "alice", headers=YAML,
                            content=job_yaml("fresh", replicas=1, gpu=0, cpu="100m",
                                             memory="64Mi", command="[/bin/true]"))
