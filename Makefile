@@ -11,7 +11,7 @@ export UV_COMPILE_BYTECODE := 1
 PYTHON ?= python3
 UV ?= $(PYTHON) -m uv
 
-.PHONY: run test lint bench uv postgresql slurm task-venv compiler
+.PHONY: run test lint bench uv postgresql slurm task-venv compiler browser
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -44,13 +44,21 @@ compiler:
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		     apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null; }
 
+# The dashboard's tests drive a real headless Chromium through its WebDriver: install
+# Debian's chromium and chromedriver (the same build, so they always match) if missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		     apt-get install -y -qq --no-install-recommends chromium chromium-driver \
+		       fonts-dejavu-core >/dev/null; }
+
 run: uv
 	$(UV) sync --frozen --quiet
 	$(UV) run shoal up $(ARGS)
 
 # The executor contract suite also runs against a real Ray cluster, and the `ray` member
 # cluster's tests against a Ray head's Jobs API: the `ray` extra (ray[default]).
-test: uv postgresql slurm task-venv compiler
+test: uv postgresql slurm task-venv compiler browser
 	$(UV) sync --frozen --extra ray --quiet
 	$(UV) run ruff check .
 	$(UV) run mypy

@@ -229,7 +229,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
                      federation=federation, images=images, metrics=series,
                      metrics_access=metrics)
     server = _Server(uvicorn.Config(app, log_level="warning"), app.state.watches)
-    out.print(f"Shoal is up: {url}  (API docs: {url}/docs)", highlight=False)
+    out.print(f"Shoal is up: {url}  (dashboard: {url}/, API docs: {url}/docs)",
+              highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)
     access = metrics or MetricsAccess()
     out.print(f"metrics: {url}/metrics ("

@@ -20,9 +20,11 @@ from shoal.server.jobs import jobs_router
 from shoal.server.logs import FollowSlots, LogSource, logs_router
 from shoal.server.metrics import MetricsAccess, ShoalMetrics, install_metrics
 from shoal.server.node_admin import node_admin_router
+from shoal.server.placements import placements_router
 from shoal.server.scheduler import Scheduler
 from shoal.server.sub_clusters import sub_clusters_router
 from shoal.server.usage import usage_router
+from shoal.server.web import mount_dashboard, offline_app
 from shoal.spec.limits import DEFAULT_LIMITS, Limits
 from shoal.store import Repository
 
@@ -54,10 +56,10 @@ def create_app(repository: Repository, scheduler: Scheduler,
     readable as `metrics_access` says (default: any valid token). `watches_per_user`: how
     many `jobs?watch=true` streams one user may hold open; `app.state.watches` (a `JobWatch`)
     holds them, and its `close()` ends them when the server shuts down."""
-    app = FastAPI(title=API_TITLE, version=API_VERSION,
-                  description="Shoal's REST API: submit and follow deep-learning jobs; "
-                              "manage nodes, virtual clusters, priority classes and users. "
-                              "Authenticate with `Authorization: Bearer <token>`.")
+    app = offline_app(title=API_TITLE, version=API_VERSION,
+                      description="Shoal's REST API: submit and follow deep-learning jobs; "
+                                  "manage nodes, virtual clusters, priority classes and "
+                                  "users. Authenticate with `Authorization: Bearer <token>`.")
     install_error_handlers(app)
     app.state.limits = limits
     current_user, current_admin = authenticator(repository)
@@ -83,6 +85,7 @@ def create_app(repository: Repository, scheduler: Scheduler,
     app.include_router(cluster_router(repository, current_user, current_admin,
                                       scheduler.reload_catalog, statuses))
     app.include_router(sub_clusters_router(repository, scheduler, current_user, statuses))
+    app.include_router(placements_router(repository, current_user))
     app.state.metrics = metrics = metrics or ShoalMetrics()
     metrics.watch_state(repository, statuses)
     install_metrics(app, repository, metrics, metrics_access or MetricsAccess())
@@ -97,4 +100,5 @@ def create_app(repository: Repository, scheduler: Scheduler,
         if federation.admin is not None:  # members declared through the API (admins)
             from shoal.server.mc_admin import mc_admin_router
             app.include_router(mc_admin_router(federation, current_admin))
+    mount_dashboard(app)  # `/`: the web dashboard (shoal.server.web)
     return app

@@ -119,7 +119,7 @@ def test_every_list_has_a_maximum_limit(api: Api) -> None:
     for url, maximum in (("/api/v1/jobs", MAX_PAGE), ("/api/v1/jobs/train/tasks", MAX_TASK_PAGE),
                          ("/api/v1/jobs/train/events", MAX_TASK_PAGE),
                          ("/api/v1/nodes", MAX_LIST), ("/api/v1/virtual-clusters", MAX_LIST),
-                         ("/api/v1/priority-classes", MAX_LIST)):
+                         ("/api/v1/priority-classes", MAX_LIST), ("/api/v1/placements", MAX_LIST)):
         assert api.request("GET", f"{url}?limit={maximum}", "alice").status_code == 200, url
         answer = api.request("GET", f"{url}?limit={maximum + 1}", "alice")
         assert answer.status_code == 422, url

@@ -24,6 +24,7 @@ def test_openapi_lists_the_endpoints(api: Api) -> None:
         "/api/v1/jobs/{name}/logs": {"get"},
         "/api/v1/jobs/{name}/virtual-clusters": {"get", "post"},
         "/api/v1/nodes": {"get", "put"},
+        "/api/v1/placements": {"get"},
         "/api/v1/virtual-clusters": {"get", "post"},
         "/api/v1/virtual-clusters/{name}": {"get", "put", "delete"},
         "/api/v1/cluster": {"get"},
