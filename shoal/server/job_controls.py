@@ -21,7 +21,7 @@ from shoal.api import Job
 from shoal.scheduler.gates import dependency_issues
 from shoal.server.auth import Authenticator, check_owner
 from shoal.server.errors import ApiError, ErrorItem, responses
-from shoal.server.models import JobOut, job_out
+from shoal.server.job_models import JobOut, job_out
 from shoal.server.scheduler import Scheduler
 from shoal.store import NotFoundError, Repository, User
 from shoal.store.audit import AuditNote

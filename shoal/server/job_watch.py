@@ -45,8 +45,8 @@ from starlette.types import Receive, Scope, Send
 
 from shoal.api import JobState, PendingReason
 from shoal.server.errors import ApiError
+from shoal.server.job_models import job_summary_out
 from shoal.server.logs import FollowSlots
-from shoal.server.models import job_summary_out
 from shoal.store import JobSummary, NotFoundError, Repository
 from shoal.store.job_changes import JobChange
 

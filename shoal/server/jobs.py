@@ -61,8 +61,7 @@ from shoal.server.auth import Authenticator, check_owner, check_queue
 from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
 from shoal.server.errors import ApiError, responses
 from shoal.server.job_controls import check_dependencies
-from shoal.server.job_watch import WATCH_HELP, WATCH_RESPONSE, JobFilter, JobWatch
-from shoal.server.models import (
+from shoal.server.job_models import (
     EventPage,
     JobDeletionOut,
     JobOut,
@@ -75,6 +74,7 @@ from shoal.server.models import (
     new_job_summary,
     task_out,
 )
+from shoal.server.job_watch import WATCH_HELP, WATCH_RESPONSE, JobFilter, JobWatch
 from shoal.server.scheduler import Scheduler
 from shoal.spec import API_VERSION, SpecBundle
 from shoal.spec.generated_names import random_name

@@ -1,8 +1,11 @@
-"""The JSON the API returns, as pydantic models, and the conversions from `shoal.api` objects.
+"""The JSON the API returns for the cluster's objects (nodes, virtual clusters, priority
+classes, resource flavors) and users, as pydantic models, and the conversions from
+`shoal.api` objects (jobs: `shoal.server.job_models`; what both share:
+`shoal.server.shared_models`).
 
 Field names follow the `shoal/v1` YAML spec wherever the object has one (`metadata.name`,
-`spec.queue`, `spec.taskGroups[].nodeSelector`, `status.tasks[]`), so what `GET` returns reads
-like what was submitted; resources are Kubernetes-style quantities (`cpu: "500m"`).
+`spec.flexibleResourceMin`), so what `GET` returns reads like what was sent; resources are
+Kubernetes-style quantities (`cpu: "500m"`).
 """
 
 from __future__ import annotations
@@ -13,396 +16,26 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoal.api import (
-    Job,
     Node,
     NodePhase,
-    PendingReason,
     PriorityClass,
-    Resources,
-    Task,
-    TaskGroup,
-    TaskState,
     VirtualCluster,
 )
-from shoal.api.elastic import Elasticity, ScaleStep
 from shoal.api.flavors import ResourceFlavor
-from shoal.api.objects import COMPLETE_JOB_POLICY
-from shoal.api.services import Service, time_of_day
 from shoal.scheduler.introspection import VirtualClusterStatus
-from shoal.spec import API_VERSION
-from shoal.spec.elastic import PROTECT
-from shoal.store import Event, JobSummary, User
+from shoal.server.shared_models import (
+    FixedSizeNodesOut,
+    OutModel,
+    Quantities,
+    fixed_size_nodes_out,
+    quantities,
+)
+from shoal.store import User
 from shoal.store.nodes import NodeRecord
-
-Quantities = dict[str, str | int]
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-
-def _quantities(resources: Resources) -> Quantities:
-    return resources.to_quantities()
-
-
-# ---- jobs ---------------------------------------------------------------------------------
-
-class CompletionOut(_Out):
-    min_succeeded: int | None = Field(default=None, alias="minSucceeded")
-    min_failed: int | None = Field(default=None, alias="minFailed")
-
-
-class FailurePolicyOut(_Out):
-    event: str
-    action: str
-
-
-class TaskGroupOut(_Out):
-    name: str
-    replicas: int
-    resources: Quantities
-    command: list[str]
-    env: dict[str, str]
-    node_selector: dict[str, str] = Field(alias="nodeSelector")
-    working_dir: str | None = Field(alias="workingDir")
-    task_retry_count: int = Field(alias="taskRetryCount")
-    completion: CompletionOut | None = None
-    policies: list[FailurePolicyOut] = Field(default_factory=list)
-    min_available: int | None = Field(default=None, alias="minAvailable")
-    min_count: int | None = Field(default=None, alias="minCount")
-    image: str | None = Field(default=None, description="The container image its tasks run "
-                                                        "in; null: on the host.")
-
-
-class JobMetadataOut(_Out):
-    name: str
-    user: str | None
-    creation_timestamp: float = Field(alias="creationTimestamp")
-    annotations: dict[str, str] = Field(
-        default_factory=dict, description="As submitted, and a rigid job's protection "
-                                          "(volcano.sh/cooldown-time) as Shoal reads it; an "
-                                          "elastic job's is spec.elastic.protectFor.")
-    labels: dict[str, str] = Field(default_factory=dict, description="As submitted.")
-    imported: str | None = Field(
-        default=None, description="The format of the document the job was imported from "
-                                  "(volcano-job, kubernetes-job, ...; `GET "
-                                  "/api/v1/jobs/{name}/original` returns it); null: "
-                                  "written as shoal/v1.")
-
-
-class JobVirtualClusterOut(_Out):
-    """A job's own virtual cluster, `job:<job>`, inside its queue."""
-
-    name: str
-    flexible_resource_min: Quantities = Field(alias="flexibleResourceMin")
-    flexible_resource_max: dict[str, int] = Field(alias="flexibleResourceMax")
-    fixed_size_nodes: list[FixedSizeNodesOut] = Field(alias="fixedSizeNodes")
-    flexible_idle_timeout: float = Field(alias="flexibleIdleTimeout")
-
-
-class ElasticOut(_Out):
-    """Seed 001's elastic job: its elastic task group ranges over [minReplicas,
-    maxReplicas], in the sizes `step` allows, scaled at most every `scaleCooldown` s."""
-
-    task_group: str = Field(alias="taskGroup")
-    min_replicas: int = Field(alias="minReplicas")
-    max_replicas: int = Field(alias="maxReplicas")
-    step: int | str | dict[str, int] = Field(
-        description="1 (any size), \"powerOfTwo\", or {\"factor\": k}: as submitted.")
-    scale_cooldown: float = Field(alias="scaleCooldown")
-    protect_for: float = Field(alias="protectFor")
-
-
-class QuietWindowOut(_Out):
-    from_: str = Field(alias="from", description="HH:MM or HH:MM:SS, UTC.")
-    to: str
-    replicas: int
-
-
-class ServiceOut(_Out):
-    """An online service's settings (seed 002): never preempted, reclaimed nor shrunk."""
-
-    task_group: str | None = Field(alias="taskGroup")
-    schedule: list[QuietWindowOut]
-    hand_back: float = Field(alias="handBack", description="Seconds.")
-
-
-class JobSpecOut(_Out):
-    scheduler_name: str = Field(alias="schedulerName")
-    min_available: int | None = Field(alias="minAvailable")
-    queue: str
-    min_resources: Quantities | None = Field(alias="minResources")
-    priority_class_name: str | None = Field(alias="priorityClassName")
-    completion: CompletionOut | None = None
-    job_retry_count: int = Field(alias="jobRetryCount")
-    task_groups: list[TaskGroupOut] = Field(alias="taskGroups")
-    virtual_cluster: JobVirtualClusterOut | None = Field(default=None, alias="virtualCluster")
-    elastic: ElasticOut | None = None
-    preemptable: bool = True
-    freezing_window: float | None = Field(
-        default=None, alias="freezingWindow",
-        description="Seconds after a change of size during which the fairshare action "
-                    "leaves the job alone; null: the profile's default.")
-    checkpoint_interval: float | None = Field(default=None, alias="checkpointInterval")
-    service: ServiceOut | None = None
-    time_limit: float | None = Field(default=None, alias="timeLimit",
-                                     description="Seconds a run may last; null: no limit.")
-    depends_on: list[str] = Field(
-        default_factory=list, alias="dependsOn",
-        description="Jobs that must succeed before this one is considered (afterok).")
-    hold: bool = Field(default=False, description="Held now (`shoal hold` / `shoal release`).")
-
-
-class TaskOut(_Out):
-    name: str = Field(description="`GROUP-INDEX`: what the logs route's `task` takes.")
-    group: str
-    index: int
-    state: str
-    node: str | None
-    gpus: list[int]
-    start_time: float | None = Field(alias="startTime")
-    exit_code: int | None = Field(
-        alias="exitCode", description="How its latest process ended: the exit code, or minus "
-                                      "the signal that killed it; null while it has not ended.")
-    retries: int = Field(description="Restarts in place since the job (re)started "
-                                     "(`taskRetryCount`).")
-    elastic: bool = Field(
-        default=False, description="Elastic surplus: above its elastic group's minReplicas, "
-                                   "the first a job gives up when others need room; false: "
-                                   "guaranteed while the job runs.")
-
-
-class PendingReasonOut(_Out):
-    kind: str
-    message: str
-    resource: str | None = None
-    queue: str | None = None
-    predicate: str | None = None
-    field: str | None = Field(default=None, description="The job's field at fault (a path), "
-                              "when the reason is a rule the spec breaks.")
-
-
-class EventOut(_Out):
-    id: int = Field(description="Orders the history; pass as `after` for the next page.")
-    time: float
-    kind: str
-    cause: str
-    task: str | None
-    source: str | None
-    target: str | None
-
-
-class JobStatusOut(_Out):
-    state: str
-    retries: int = Field(description="Restarts of the whole job so far (`jobRetryCount`).")
-    task_counts: dict[str, int] = Field(
-        alias="taskCounts",
-        description="How many of its tasks are in each state (states with none left out). "
-                    "The tasks themselves: `GET /api/v1/jobs/{name}/tasks`, a page at a time.")
-    update_time: float = Field(alias="updateTime",
-                               description="When the job or one of its tasks last changed.")
-    end_time: float | None = Field(
-        default=None, alias="endTime",
-        description="When it ended; `shoal up --job-ttl` removes it that long after.")
-    deleting: bool = Field(
-        default=False, description="A DELETE was asked: it is removed once it has stopped.")
-    elastic_size: int | None = Field(
-        default=None, alias="elasticSize",
-        description="An elastic job's size now: the tasks of its elastic group that are bound "
-                    "or running; null for a rigid job.")
-    pending_reason: PendingReasonOut | None = Field(alias="pendingReason")
-    events: list[EventOut] | None = Field(
-        default=None, description="The latest entries of the job's history (at most "
-                                  "JOB_EVENTS), oldest first; only on `GET "
-                                  "/api/v1/jobs/{name}`. The whole history: its events "
-                                  "route, a page at a time.")
-
-
-class JobOut(_Out):
-    api_version: str = Field(default=API_VERSION, alias="apiVersion")
-    kind: str = "Job"
-    metadata: JobMetadataOut
-    spec: JobSpecOut
-    status: JobStatusOut
-    jobs: list[str] | None = Field(
-        default=None, description="Only in a submission's answer: every job it created (or "
-                                  "an idempotent replay found), in order; the answer shows "
-                                  "the first. One document may become several jobs.")
-
-
-class OriginalOut(_Out):
-    """The document a job was imported from."""
-
-    format: str = Field(description="volcano-job, volcano-pod-group, kubernetes-job, "
-                                    "openpai-v2, slurm-batch, ray-job or sedna.")
-    document: Any = Field(description="The document as submitted (parsed), or a batch "
-                                      "script's text.")
-
-
-class JobSummarySpecOut(_Out):
-    queue: str
-    scheduler_name: str = Field(alias="schedulerName")
-    priority_class_name: str | None = Field(alias="priorityClassName")
-
-
-class JobSummaryOut(_Out):
-    """A job as `GET /api/v1/jobs` lists it: its spec's queue and priority, its status with
-    task counts, never its tasks nor its task groups."""
-
-    api_version: str = Field(default=API_VERSION, alias="apiVersion")
-    kind: str = "Job"
-    metadata: JobMetadataOut
-    spec: JobSummarySpecOut
-    status: JobStatusOut
-
-
-class JobPage(_Out):
-    items: list[JobSummaryOut]
-    next: str | None = Field(description="Pass as `after` for the next page; null on the last.")
-
-
-class TaskPage(_Out):
-    items: list[TaskOut]
-    next: str | None = Field(description="Pass as `after` for the next page; null on the last.")
-
-
-class EventPage(_Out):
-    items: list[EventOut]
-    next: int | None = Field(description="Pass as `after` for the next page; null on the last.")
-
-
-class JobDeletionOut(_Out):
-    name: str
-    deleted: bool = Field(description="true: removed now (200); false: it is being stopped "
-                                      "and is removed once it has (202).")
-    message: str
-
-
-def reason_out(reason: PendingReason | None) -> PendingReasonOut | None:
-    return None if reason is None else PendingReasonOut(**reason.to_dict())
-
-
-def event_out(event: Event) -> EventOut:
-    return EventOut(id=event.id, time=event.time, kind=event.kind, cause=event.cause,
-                    task=None if event.task is None else str(event.task),
-                    source=event.source, target=event.target)
-
-
-def task_out(task: Task, elastic: Elasticity | None) -> TaskOut:
-    return TaskOut(name=f"{task.group}-{task.index}", group=task.group, index=task.index,
-                   state=task.state.value, node=task.node,
-                   gpus=list(task.gpus), start_time=task.started,
-                   exit_code=task.exit_code, retries=task.retries,
-                   elastic=elastic is not None and elastic.is_surplus(task.group, task.index))
-
-
-def _elastic_out(job: Job) -> ElasticOut | None:
-    elastic = job.elastic
-    if elastic is None:
-        return None
-    step: int | str | dict[str, int] = 1
-    if elastic.step is ScaleStep.POWER_OF_TWO:
-        step = "powerOfTwo"
-    elif elastic.step is ScaleStep.FACTOR:
-        step = {"factor": elastic.factor}
-    return ElasticOut(task_group=elastic.group, min_replicas=elastic.min_replicas,
-                      max_replicas=elastic.max_replicas, step=step,
-                      scale_cooldown=elastic.scale_cooldown, protect_for=job.protect_for)
-
-
-def _completion(min_succeeded: int | None, min_failed: int | None) -> CompletionOut | None:
-    if min_succeeded is None and min_failed is None:
-        return None
-    return CompletionOut(min_succeeded=min_succeeded, min_failed=min_failed)
-
-
-def _metadata(job: Job, imported: str | None) -> JobMetadataOut:
-    annotations = dict(job.annotations)
-    if job.protect_for and job.elastic is None:
-        annotations.setdefault(PROTECT, f"{job.protect_for:g}s")
-    return JobMetadataOut(name=job.name, user=job.user, creation_timestamp=job.submitted,
-                          annotations=annotations, labels=dict(job.labels), imported=imported)
-
-
-def _status(summary: JobSummary, reason: PendingReason | None,
-            events: list[Event] | None = None) -> JobStatusOut:
-    job = summary.job
-    return JobStatusOut(state=job.state.value, retries=job.retries,
-                        task_counts={s.value: n for s, n in summary.task_counts.items()},
-                        update_time=summary.updated, end_time=summary.ended,
-                        deleting=summary.delete_requested,
-                        elastic_size=summary.elastic_size, pending_reason=reason_out(reason),
-                        events=None if events is None else [event_out(e) for e in events])
-
-
-def new_job_summary(job: Job, imported: str | None = None) -> JobSummary:
-    """The summary of a job just stored: every task PENDING."""
-    return JobSummary(job=job, task_counts={TaskState.PENDING: job.replicas} if job.replicas
-                      else {}, elastic_size=None if job.elastic is None else 0,
-                      updated=job.submitted, ended=None, delete_requested=False,
-                      imported=imported)
-
-
-def _policies_out(group: TaskGroup) -> list[FailurePolicyOut]:
-    """A group's policies as its spec writes them, `TaskCompleted: CompleteJob` last."""
-    out = [FailurePolicyOut(event=e.value, action=a.value) for e, a in group.policies.items()]
-    if group.completes_job:
-        event, action = COMPLETE_JOB_POLICY
-        out.append(FailurePolicyOut(event=event, action=action))
-    return out
-
-
-def job_out(summary: JobSummary, reason: PendingReason | None = None,
-            events: list[Event] | None = None) -> JobOut:
-    """A job in full (its spec, its status with task counts), never its tasks."""
-    job = summary.job
-    groups = [TaskGroupOut(name=g.name, replicas=g.replicas, resources=_quantities(g.resources),
-                           command=list(g.command), env=dict(g.env),
-                           node_selector=dict(g.node_selector), working_dir=g.working_dir,
-                           task_retry_count=g.task_retry_count,
-                           completion=_completion(g.min_succeeded, None),
-                           policies=_policies_out(g),
-                           min_available=g.min_available, min_count=g.min_count,
-                           image=g.image)
-              for g in job.groups]
-    return JobOut(
-        metadata=_metadata(job, summary.imported),
-        spec=JobSpecOut(scheduler_name=job.scheduler_name.value,
-                        min_available=job.min_available, queue=job.queue,
-                        min_resources=(None if job.min_resources is None
-                                       else _quantities(job.min_resources)),
-                        priority_class_name=job.priority_class,
-                        completion=_completion(job.min_succeeded, job.min_failed),
-                        job_retry_count=job.job_retry_count, task_groups=groups,
-                        virtual_cluster=_job_vc_out(job.virtual_cluster),
-                        elastic=_elastic_out(job), preemptable=job.preemptable,
-                        freezing_window=job.freezing_window,
-                        checkpoint_interval=job.checkpoint_interval,
-                        service=_service_out(job.service), time_limit=job.time_limit,
-                        depends_on=list(job.depends_on), hold=job.held),
-        status=_status(summary, reason, events))
-
-
-def _service_out(service: Service | None) -> ServiceOut | None:
-    if service is None:
-        return None
-    return ServiceOut(task_group=service.group, hand_back=service.hand_back, schedule=[
-        QuietWindowOut(from_=time_of_day(w.start), to=time_of_day(w.end), replicas=w.replicas)
-        for w in service.schedule])
-
-
-def job_summary_out(summary: JobSummary, reason: PendingReason | None) -> JobSummaryOut:
-    job = summary.job
-    return JobSummaryOut(
-        metadata=_metadata(job, summary.imported),
-        spec=JobSummarySpecOut(queue=job.queue, scheduler_name=job.scheduler_name.value,
-                               priority_class_name=job.priority_class),
-        status=_status(summary, reason))
-
 
 # ---- cluster objects ----------------------------------------------------------------------
 
-class NodeOut(_Out):
+class NodeOut(OutModel):
     name: str
     labels: dict[str, str]
     capacity: Quantities
@@ -421,17 +54,7 @@ class NodeOut(_Out):
         default_factory=dict, description="Used outside Shoal (`status.reserved`).")
 
 
-class FixedSizeNodeOut(_Out):
-    resources: Quantities
-    labels: dict[str, str]
-
-
-class FixedSizeNodesOut(_Out):
-    nodes: list[FixedSizeNodeOut]
-    scheduling_policy: str = Field(alias="schedulingPolicy")
-
-
-class VirtualNodeOut(_Out):
+class VirtualNodeOut(OutModel):
     """One fixed-size virtual node, carved from a physical node."""
 
     name: str
@@ -442,7 +65,7 @@ class VirtualNodeOut(_Out):
     available: Quantities
 
 
-class FlexibleNodeOut(_Out):
+class FlexibleNodeOut(OutModel):
     """A virtual cluster's flexible virtual node: its share of one physical node."""
 
     name: str
@@ -453,7 +76,7 @@ class FlexibleNodeOut(_Out):
                                           "flexibleIdleTimeout is up.")
 
 
-class VirtualClusterStatusOut(_Out):
+class VirtualClusterStatusOut(OutModel):
     """A virtual cluster as the scheduler sees it now (seed 003's introspection)."""
 
     name: str
@@ -483,38 +106,38 @@ class VirtualClusterStatusOut(_Out):
                     "its fixed-size nodes.")
 
 
-class BorrowWithinParentOut(_Out):
+class BorrowWithinParentOut(OutModel):
     policy: str = "Never"
     max_priority_threshold: int | None = Field(default=None, alias="maxPriorityThreshold")
 
 
-class QueuePreemptionOut(_Out):
+class QueuePreemptionOut(OutModel):
     within_queue: str = Field(default="LowerPriority", alias="withinQueue")
     reclaim_within_parent: str = Field(default="Any", alias="reclaimWithinParent")
     borrow_within_parent: BorrowWithinParentOut = Field(
         default_factory=BorrowWithinParentOut, alias="borrowWithinParent")
 
 
-class FlavorQuotaOut(_Out):
+class FlavorQuotaOut(OutModel):
     name: str
     min: Quantities
     max: dict[str, int] = Field(
         description="Limits in canonical units; a dimension not named is unlimited.")
 
 
-class FlavorFungibilityOut(_Out):
+class FlavorFungibilityOut(OutModel):
     when_can_borrow: str = Field(default="Borrow", alias="whenCanBorrow")
     when_can_preempt: str = Field(default="TryNextFlavor", alias="whenCanPreempt")
 
 
-class ResourceFlavorOut(_Out):
+class ResourceFlavorOut(OutModel):
     name: str
     node_labels: dict[str, str] = Field(alias="nodeLabels")
     nodes: int = Field(description="How many of the cluster's nodes its labels match now, "
                                    "cordoned and not-ready ones included.")
 
 
-class VirtualClusterOut(_Out):
+class VirtualClusterOut(OutModel):
     name: str
     parent: str
     flexible_resource_min: Quantities = Field(alias="flexibleResourceMin")
@@ -551,7 +174,7 @@ class VirtualClusterOut(_Out):
     status: VirtualClusterStatusOut | None = None
 
 
-class PriorityClassOut(_Out):
+class PriorityClassOut(OutModel):
     name: str
     value: int
     description: str
@@ -562,56 +185,40 @@ class PriorityClassOut(_Out):
 def node_out(record: NodeRecord) -> NodeOut:
     node = record.node
     return NodeOut(name=node.name, labels=dict(node.labels),
-                   capacity=_quantities(node.capacity),
-                   allocatable=_quantities(node.allocatable_resources),
+                   capacity=quantities(node.capacity),
+                   allocatable=quantities(node.allocatable_resources),
                    unschedulable=not node.schedulable, state=record.phase,
-                   reason=record.condition.reason, reserved=_quantities(node.reserved),
+                   reason=record.condition.reason, reserved=quantities(node.reserved),
                    draining=record.draining)
 
 
 def vc_status_out(status: VirtualClusterStatus) -> VirtualClusterStatusOut:
     return VirtualClusterStatusOut(
         name=status.name, parent=status.parent, children=list(status.children),
-        guaranteed=_quantities(status.guaranteed), ceiling=status.ceiling.to_dict(),
-        used=_quantities(status.used), available=_quantities(status.available),
-        borrowed=_quantities(status.borrowed), pending_jobs=status.pending_jobs,
+        guaranteed=quantities(status.guaranteed), ceiling=status.ceiling.to_dict(),
+        used=quantities(status.used), available=quantities(status.available),
+        borrowed=quantities(status.borrowed), pending_jobs=status.pending_jobs,
         running_jobs=status.running_jobs, running_tasks=status.running_tasks,
         reservation=status.reservation,
         virtual_nodes=[VirtualNodeOut(name=v.name, node=v.node, labels=v.labels,
-                                      total=_quantities(v.total), used=_quantities(v.used),
-                                      available=_quantities(v.available))
+                                      total=quantities(v.total), used=quantities(v.used),
+                                      available=quantities(v.available))
                        for v in status.virtual_nodes],
-        flexible_nodes=[FlexibleNodeOut(name=f.name, node=f.node, used=_quantities(f.used),
-                                        kept=_quantities(f.kept))
+        flexible_nodes=[FlexibleNodeOut(name=f.name, node=f.node, used=quantities(f.used),
+                                        kept=quantities(f.kept))
                         for f in status.flexible_nodes])
-
-
-def _fixed_out(vc: VirtualCluster) -> list[FixedSizeNodesOut]:
-    return [FixedSizeNodesOut(
-        nodes=[FixedSizeNodeOut(resources=_quantities(n.resources), labels=dict(n.labels))
-               for n in group.nodes], scheduling_policy=group.policy.value)
-        for group in vc.fixed_size_nodes]
-
-
-def _job_vc_out(vc: VirtualCluster | None) -> JobVirtualClusterOut | None:
-    if vc is None:
-        return None
-    return JobVirtualClusterOut(name=vc.name, flexible_resource_min=_quantities(vc.min),
-                                flexible_resource_max=vc.max.to_dict(),
-                                fixed_size_nodes=_fixed_out(vc),
-                                flexible_idle_timeout=vc.idle_timeout)
 
 
 def vc_out(vc: VirtualCluster, status: VirtualClusterStatus | None = None
            ) -> VirtualClusterOut:
     return VirtualClusterOut(
-        name=vc.name, parent=vc.parent, flexible_resource_min=_quantities(vc.min),
-        flexible_resource_max=vc.max.to_dict(), fixed_size_nodes=_fixed_out(vc),
-        guaranteed=_quantities(vc.guaranteed), weight=vc.weight,
+        name=vc.name, parent=vc.parent, flexible_resource_min=quantities(vc.min),
+        flexible_resource_max=vc.max.to_dict(), fixed_size_nodes=fixed_size_nodes_out(vc),
+        guaranteed=quantities(vc.guaranteed), weight=vc.weight,
         queueing_policy=vc.queueing.value, flexible_idle_timeout=vc.idle_timeout,
         state=vc.state.value, priority=vc.priority, preemption=_preemption_out(vc),
         borrowing_limit=vc.borrowing_limit.to_dict(), lending_limit=vc.lending_limit.to_dict(),
-        flavors=[FlavorQuotaOut(name=q.name, min=_quantities(q.min), max=q.max.to_dict())
+        flavors=[FlavorQuotaOut(name=q.name, min=quantities(q.min), max=q.max.to_dict())
                  for q in vc.flavors],
         flavor_fungibility=FlavorFungibilityOut(
             when_can_borrow=vc.flavor_fungibility.when_can_borrow.value,
@@ -657,7 +264,7 @@ class UserIn(BaseModel):
         description="The queues (virtual clusters) the user may submit to.")
 
 
-class UserOut(_Out):
+class UserOut(OutModel):
     name: str
     admin: bool
     queues: list[str]

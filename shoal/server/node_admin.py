@@ -20,7 +20,8 @@ from shoal.server.audit import audit_note
 from shoal.server.auth import Authenticator
 from shoal.server.body import RawBody, parse_json_body, raw_body
 from shoal.server.errors import ApiError, responses
-from shoal.server.models import JobOut, NodeOut, job_out, node_out
+from shoal.server.job_models import JobOut, job_out
+from shoal.server.models import NodeOut, node_out
 from shoal.server.scheduler import Scheduler
 from shoal.store import NotFoundError, Repository, User
 from shoal.store.admin import AdminConflictError
