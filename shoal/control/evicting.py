@@ -102,11 +102,13 @@ class Evicting(Stopping):
     def _launch_ready(self, refs: Sequence[TaskRef]) -> None:
         raise NotImplementedError
 
-    def _evicted_stopped(self, ref: TaskRef, how: str, code: int | None) -> None:
+    def _evicted_stopped(self, ref: TaskRef, how: str, code: int | None, *,
+                         ended_at: float | None = None) -> None:
         """An evicted task's process is gone: it waits to be placed again. Its job may have
         finished meanwhile (its other tasks succeeded while this one stopped): surplus that
-        does not run is not waited for, so the job's end is judged again."""
-        self.repository.evicted_task_stopped(ref, how, code)
+        does not run is not waited for, so the job's end is judged again. `ended_at`: when
+        the engine saw it end."""
+        self.repository.evicted_task_stopped(ref, how, code, ended_at)
         self.model.task_stopped(ref)
         log.info("task %s: stopped after eviction (%s)", ref, how)
         self._settle(ref.job)

@@ -118,8 +118,8 @@ class Exiting(Stopping):
             final = ENDS.get(decision.verdict)
             return None if final is None else JobEnd(final, decision.cause)
 
-        exits = [TaskExit(ref, f"process {describe(status)}", exit_code_of(status))
-                 for ref, _, status in successes]
+        exits = [TaskExit(ref, f"process {describe(status)}", exit_code_of(status),
+                          status.ended_at) for ref, _, status in successes]
         try:
             recorded = self.repository.record_exits(exits, decide)
         except Exception as exc:

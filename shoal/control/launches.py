@@ -110,7 +110,8 @@ class Launching(Evicting):
     _looping: bool
     observer: ControlObserver
 
-    def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str) -> None:
+    def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str, *,
+                     ended_at: float | None = None) -> None:
         raise NotImplementedError
 
     # ---- batches ----------------------------------------------------------------------------

@@ -130,13 +130,14 @@ class Stopping:
             if ref.job == name:
                 self.executor.request_stop(tracked.handle, self.grace_period)
 
-    def _stopped(self, ref: TaskRef, how: str, code: int | None) -> None:
+    def _stopped(self, ref: TaskRef, how: str, code: int | None, *,
+                 ended_at: float | None = None) -> None:
         """A task of a job being stopped has no process left: CANCELLED, or back to
-        PENDING when the job is being retried."""
+        PENDING when the job is being retried (`ended_at`: when the engine saw it end)."""
         final, cause = self._ending.get(ref.job, (JobState.CANCELLED, "stop requested"))
         target = TaskState.PENDING if final is JobState.PENDING else TaskState.CANCELLED
         self.repository.transition_task(ref, target, f"stopped ({how}): {cause}",
-                                        exit_code=code)
+                                        exit_code=code, ended_at=ended_at)
         self._finish_task(ref)
 
     def _maybe_end(self, name: str) -> None:

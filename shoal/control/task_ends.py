@@ -34,36 +34,37 @@ class TaskEnding(GangRestarting, Evicting):
     observer: ControlObserver
 
     def _task_ended(self, ref: TaskRef, tracked: Tracked, status: TaskStatus) -> None:
-        how, code = describe(status), exit_code_of(status)
+        how, code, ended = describe(status), exit_code_of(status), status.ended_at
         if self._handover.is_evicting(ref):
             ready = self._handover.stopped(ref)
             if ref.job in self._ending:
-                self._stopped(ref, how, code)
+                self._stopped(ref, how, code, ended_at=ended)
                 self._maybe_end(ref.job)
             else:
-                self._evicted_stopped(ref, how, code)
+                self._evicted_stopped(ref, how, code, ended_at=ended)
             self._launch_ready(ready)
         elif ref.job in self._ending or tracked.state is TaskState.RELEASING:
-            self._stopped(ref, how, code)
+            self._stopped(ref, how, code, ended_at=ended)
             self._maybe_end(ref.job)
         elif status.task_state() is TaskState.SUCCEEDED:
             self.repository.transition_task(ref, TaskState.SUCCEEDED, f"process {how}",
-                                            exit_code=code)
+                                            exit_code=code, ended_at=ended)
             self.model.task_succeeded(ref)
             self._settle(ref.job)
         else:
             self._task_failed(ref, f"process {how}", code, retry_reason(status),
-                              lost_detail(status))
+                              lost_detail(status), ended_at=ended)
 
     def _task_failed(self, ref: TaskRef, cause: str, code: int | None, how: str,
-                     lost: str | None = None) -> None:
+                     lost: str | None = None, *, ended_at: float | None = None) -> None:
         """Retry the task in place or with its gang (`lost`: it was lost, and the detail,
-        `shoal.control.gang_restart`), or record it FAILED and apply what that decides."""
+        `shoal.control.gang_restart`), or record it FAILED and apply what that decides
+        (`ended_at`: when the engine saw it end, what its usage is charged until)."""
         job = self.repository.get_job(ref.job)
         if job is None:
             return
         decision = completion.on_failure(job, ref, how, lost=lost)
-        failed = FailedTask(ref, cause, code)
+        failed = FailedTask(ref, cause, code, ended_at)
         if decision.verdict is Verdict.RESTART_GANG:
             self.observer.retried(RetryKind.GANG)
             self._restart_gang(failed, decision.cause)
@@ -75,7 +76,8 @@ class TaskEnding(GangRestarting, Evicting):
             # An elastic job's retried surplus task is not waited for: it may end the job.
             self._apply(ref.job, completion.after_retry(job, ref))
         elif decision.verdict is Verdict.NOTHING:
-            self.repository.transition_task(ref, TaskState.FAILED, cause, exit_code=code)
+            self.repository.transition_task(ref, TaskState.FAILED, cause, exit_code=code,
+                                            ended_at=ended_at)
             self._finish_task(ref)
         else:
             self._apply(ref.job, decision, failed)

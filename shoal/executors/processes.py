@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import socket
 import time
@@ -53,7 +54,16 @@ def read_status(status_path: Path) -> TaskStatus | None:
         return None
     return TaskStatus(TaskPhase.EXITED, exit_code=data.get("exit_code"),
                       signal=data.get("signal"), detail=str(data.get("error", "")),
-                      reason=str(data.get("reason", "")))
+                      reason=str(data.get("reason", "")),
+                      ended_at=_finished_at(data.get("finished_at")))
+
+
+def _finished_at(value: object) -> float | None:
+    """The record's `finished_at` (both wrappers write their clock's time when the command
+    ended), or None when it is missing or not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def replace_file(path: Path, data: bytes, mode: int = 0o644) -> None:

@@ -31,6 +31,11 @@ class TaskStatus:
     detail: str = ""
     reason: str = ""
     """Why it ended, when the kernel said: "OOMKilled" (`wrapper.OOM_KILLED`)."""
+    ended_at: float | None = None
+    """When the engine saw the attempt end (wall-clock epoch seconds, the engine's clock);
+    None while it runs, or when nothing recorded it (a lost attempt). Usage accounting
+    charges an attempt until then, not until the control plane's poll noticed the end,
+    which may be much later after a restart."""
 
     @property
     def running(self) -> bool:

@@ -1,6 +1,12 @@
 """Usage accounting in the store (issue 21): each task attempt's resource-seconds, written
 in the transaction that ends the attempt, and the report queries over them.
 
+An attempt is charged from its bind until the engine saw it end (`TaskStatus.ended_at`,
+`attempt_end`) where the engine said so, else until the store records its end: one that
+ended while `shoal up` was down is not charged for the downtime. The task's state change
+and its event keep the store's time (when Shoal learned of the end, the order its events
+are read in); only the usage uses the engine's.
+
 An attempt ends when its task stops holding resources (bound, running or releasing → any
 other state). Both writers of task states call `record_ended` inside their transaction:
 `Repository._move_task` (one task) and `TaskBatches.record_exits` (a poll's successes), so
@@ -19,7 +25,7 @@ series reads buckets no coarser than its step (`step=hour` spans at most
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +108,17 @@ def outcome_of(source: TaskState, target: TaskState, stopping: str | None) -> Ou
         # someone else's need.
         return Outcome.PREEMPTED if stopping in (None, REQUEUING) else Outcome.FAILED
     return Outcome.USEFUL  # cancelled by its owner, or its job ended by its completion rule
+
+
+def attempt_end(started: float, now: float, ended_at: float | None) -> float:
+    """When an attempt that started at `started` (the store's clock) and whose end the
+    store records at `now` is charged until: the engine's end time `ended_at` when it said
+    one, kept within [started, now] (the engine's clock may be off from the store's), else
+    `now`. An attempt that ended while the server was down is thus not charged for the
+    downtime."""
+    if ended_at is None:
+        return now
+    return min(now, max(started, ended_at))
 
 
 def group_resources(spec: Sequence[dict[str, Any]], group: str) -> Resources:
@@ -270,10 +287,11 @@ def _sums(s: Session, level: Level, first: float, last: float, query: UsageQuery
                     Amounts(int(tasks), float(gpu), float(cpu), float(memory)))
 
 
-def ended_in_batch(s: Session, tasks: dict[int, str], target: TaskState, now: float
-                   ) -> list[EndedAttempt]:
+def ended_in_batch(s: Session, tasks: dict[int, str], target: TaskState, now: float,
+                   ends: Mapping[int, float | None] | None = None) -> list[EndedAttempt]:
     """The attempts that end as these task rows (id → job name) move to `target` in one
-    batch of statements (`TaskBatches.record_exits`), read before the move is written."""
+    batch of statements (`TaskBatches.record_exits`), read before the move is written;
+    `ends`: the engine's end time of a row's attempt, where it said one (`attempt_end`)."""
     ids = sorted(tasks)
     out: list[EndedAttempt] = []
     for first in range(0, len(ids), 500):  # well under SQLite's bound parameters
@@ -288,8 +306,9 @@ def ended_in_batch(s: Session, tasks: dict[int, str], target: TaskState, now: fl
             outcome = outcome_of(TaskState(state), target, stopping)
             if outcome is None:
                 continue
+            start = now if started is None else started
+            end = attempt_end(start, now, (ends or {}).get(task_id))
             out.append(EndedAttempt(job_id, tasks[task_id], f"{group}/{index}", attempts,
-                                    queue, user or "", node or "",
-                                    now if started is None else started, now,
+                                    queue, user or "", node or "", start, end,
                                     group_resources(spec, group), outcome))
     return out

@@ -47,6 +47,7 @@ from shoal.store import convert
 from shoal.store.accounting import (
     Accounting,
     EndedAttempt,
+    attempt_end,
     group_resources,
     outcome_of,
     record_ended,
@@ -166,12 +167,14 @@ class Repository(AuditLog, Stops, JobControls, TaskBatches, JobQueries, Submissi
     def transition_task(self, ref: TaskRef, target: TaskState, cause: str, *,
                         node: str | None = None, gpus: Sequence[int] | None = None,
                         pid: int | None = None, pid_start_time: float | None = None,
-                        exit_code: int | None = None) -> Transition[TaskState]:
-        """Move one task; the keyword fields, when given, are recorded with the move. Back in
-        PENDING a task forgets its node, GPUs and process."""
+                        exit_code: int | None = None, ended_at: float | None = None
+                        ) -> Transition[TaskState]:
+        """Move one task; the keyword fields, when given, are recorded with the move
+        (`ended_at`: when the engine saw its attempt end, `_move_task`). Back in PENDING a
+        task forgets its node, GPUs and process."""
         with self.store.sessions.begin() as s:
             row = self._task_row(s, ref)
-            move = self._move_task(s, row, ref, target, cause)
+            move = self._move_task(s, row, ref, target, cause, ended_at)
             if node is not None:
                 row.node = node
             if gpus is not None:
@@ -255,14 +258,17 @@ class Repository(AuditLog, Stops, JobControls, TaskBatches, JobQueries, Submissi
                                    f"evicted whole: {evicted[job.name]}")
         return stored
 
-    def evicted_task_stopped(self, ref: TaskRef, how: str, exit_code: int | None) -> None:
+    def evicted_task_stopped(self, ref: TaskRef, how: str, exit_code: int | None,
+                             ended_at: float | None = None) -> None:
         """An evicted task's process is gone: RELEASING → PENDING, to be placed again as a
-        new attempt. However its process ended, this is no failure and costs no retry."""
+        new attempt. However its process ended, this is no failure and costs no retry.
+        `ended_at`: when the engine saw it end (`_move_task`)."""
         with self.store.sessions.begin() as s:
             row = self._task_row(s, ref)
             if exit_code is not None:
                 row.exit_code = exit_code
-            self._move_task(s, row, ref, TaskState.PENDING, f"stopped after eviction ({how})")
+            self._move_task(s, row, ref, TaskState.PENDING, f"stopped after eviction ({how})",
+                            ended_at)
 
     def _admit_partially(self, s: Session, row: JobRow, admission: Resize) -> None:
         """Group `admission.group` of job `row` has `admission.replicas` replicas for good."""
@@ -328,15 +334,19 @@ class Repository(AuditLog, Stops, JobControls, TaskBatches, JobQueries, Submissi
         return move
 
     def _move_task(self, s: Session, row: TaskRow, ref: TaskRef, target: TaskState,
-                   cause: str) -> Transition[TaskState]:
+                   cause: str, ended_at: float | None = None) -> Transition[TaskState]:
+        """`ended_at`: when the engine saw the attempt end, if this move ends one and the
+        engine said (`attempt_end`); the move and its event are recorded at `now`."""
         move = TASK_LIFECYCLE.move(TaskState(row.state), target, cause)
         now = self.clock()
         outcome = outcome_of(move.source, target, row.job.stopping)
         if outcome is not None:  # the attempt ends: accounted in this same transaction
+            started = now if row.started is None else row.started
             record_ended(s, [EndedAttempt(
                 row.job_id, ref.job, f"{ref.group}/{ref.index}", row.attempts, row.job.queue,
-                row.job.user or "", row.node or "", now if row.started is None else row.started,
-                now, group_resources(row.job.spec, ref.group), outcome)])
+                row.job.user or "", row.node or "", started,
+                attempt_end(started, now, ended_at), group_resources(row.job.spec, ref.group),
+                outcome)])
         row.state = target.value
         if target is TaskState.BOUND:
             row.started = now

@@ -53,6 +53,9 @@ class FailedTask:
     ref: TaskRef
     cause: str
     exit_code: int | None = None
+    ended_at: float | None = None
+    """When the engine saw it end (`TaskStatus.ended_at`): what its usage is charged
+    until (`shoal.store.accounting.attempt_end`)."""
 
 
 class Stops:
@@ -76,7 +79,7 @@ class Stops:
         raise NotImplementedError
 
     def _move_task(self, s: Session, row: TaskRow, ref: TaskRef, target: TaskState,
-                   cause: str) -> Transition[TaskState]:
+                   cause: str, ended_at: float | None = None) -> Transition[TaskState]:
         raise NotImplementedError
 
     def retry_task(self, failed: FailedTask, cause: str) -> None:
@@ -137,7 +140,7 @@ class Stops:
 
     def _failed(self, s: Session, task: TaskRow, failed: FailedTask) -> None:
         """Record `failed` FAILED, with its exit code when it had one."""
-        self._move_task(s, task, failed.ref, TaskState.FAILED, failed.cause)
+        self._move_task(s, task, failed.ref, TaskState.FAILED, failed.cause, failed.ended_at)
         if failed.exit_code is not None:
             task.exit_code = failed.exit_code
 

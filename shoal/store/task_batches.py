@@ -103,6 +103,9 @@ class TaskExit:
     ref: TaskRef
     cause: str
     exit_code: int | None
+    ended_at: float | None = None
+    """When the engine saw it end (`TaskStatus.ended_at`): what its usage is charged
+    until (`shoal.store.accounting.attempt_end`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +321,8 @@ class TaskBatches:
                 return RecordedExits(tuple(refused), ())
             record_ended(s, ended_in_batch(
                 s, {t["task_id"]: e.ref.job for t, e in zip(tasks, done, strict=True)},
-                TaskState.SUCCEEDED, now))
+                TaskState.SUCCEEDED, now,
+                {t["task_id"]: e.ended_at for t, e in zip(tasks, done, strict=True)}))
             connection.execute(_END_TASKS, tasks)
             touched = {rows[e.ref].job_id for e in exits if e.ref not in refused}
             ended = self._end_jobs(s, touched, decide, now, events)

@@ -160,6 +160,24 @@ def test_poll_reports_running_then_the_exit_code(engine: Engine, root: Path,
     assert not executor.request_stop(task, GRACE)  # ended: nothing is signalled
 
 
+def test_an_ended_attempt_reports_when_it_ended_within_its_run(engine: Engine, root: Path,
+                                                               tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    executor = engine.start(root)
+    task = executor.launch(spec(_blocked(tmp_path / "started", release),
+                                node=engine.nodes[0]))
+    _until_printed(executor, task, "ready")
+    assert executor.poll(task).ended_at is None  # running: it has not ended
+    released = time.time()
+    release.touch()  # it cannot end before this
+    status = wait_exit(executor, task, DEADLINE)
+    seen = time.time()
+    assert status.ended_at is not None
+    assert released <= status.ended_at <= seen
+    # Durable: an engine restarted later reports the same end, not when it looked.
+    assert engine.start(root).poll(task).ended_at == status.ended_at
+
+
 def test_request_stop_escalates_to_sigkill_after_the_grace_period(engine: Engine,
                                                                   root: Path) -> None:
     ignores_sigterm = ("import signal, time\n"

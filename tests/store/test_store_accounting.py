@@ -161,3 +161,41 @@ def test_old_attempts_are_pruned_and_their_buckets_kept(accounted: Repository,
     assert repo.usage_report(_query(GroupBy.JOB)).rows == ()
     [queue] = repo.usage_report(_query(GroupBy.QUEUE)).rows
     assert (queue.tasks, queue.gpu_seconds) == (1, 100.0)
+
+
+def _ended(repo: Repository) -> dict[str, float]:
+    with repo.store.reads.begin() as s:
+        rows = s.execute(select(UsageAttemptRow.task, UsageAttemptRow.ended))
+        return {task: ended for task, ended in rows}
+
+
+def test_an_attempt_is_charged_until_the_engine_saw_it_end(accounted: Repository,
+                                                           clock: ManualClock) -> None:
+    """The server was down while these ended: each is charged until its engine's end time,
+    kept within [its bind, the store's now]; the task's own event keeps the store's time."""
+    repo = accounted
+    clock.now = T0 + 3600  # the restarted server's first poll, an hour after the bind
+    repo.record_exits([TaskExit(W0, "exited 0", 0, ended_at=T0 + 30)], lambda _job: None)
+    repo.transition_task(W1, TaskState.FAILED, "exit 2", exit_code=2, ended_at=T0 + 4000)
+    repo.stop_job("a", JobState.FAILED, "master failed",
+                  failed=FailedTask(M0, "exit 1", 1, ended_at=T0 - 50))
+    # Engine clocks may be off: an end after the store's now is cut at now, one before
+    # the bind at the bind.
+    assert _ended(repo) == {"worker/0": T0 + 30, "worker/1": T0 + 3600, "master/0": T0}
+    [team] = repo.usage_report(_query(GroupBy.QUEUE)).rows
+    assert team.gpu_seconds == 30.0 + 3600.0
+    assert team.wasted[Outcome.FAILED] == 3600.0
+    [event] = [e for e in repo.job_events("a") if e.task == W0 and e.target == "Succeeded"]
+    assert event.time == T0 + 3600
+
+
+def test_an_unknown_end_time_is_charged_until_the_store_records_it(accounted: Repository,
+                                                                    clock: ManualClock
+                                                                    ) -> None:
+    repo = accounted
+    clock.now = T0 + 1800
+    repo.record_binds([], "cycle 2", evictions=[Evict(W1, "n1", "preempted by b")])
+    clock.now = T0 + 1900
+    repo.evicted_task_stopped(W1, "exited", 143, ended_at=T0 + 1850)
+    repo.record_exits([TaskExit(W0, "exited 0", 0)], lambda _job: None)  # LOST: no end known
+    assert _ended(repo) == {"worker/1": T0 + 1850, "worker/0": T0 + 1900}
