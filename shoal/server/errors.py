@@ -17,6 +17,7 @@ import logging
 import secrets
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -149,10 +150,42 @@ class InternalErrors:
             await response(scope, receive, send)
 
 
+class RefuseNul:
+    """ASGI middleware: a path or query parameter holding a NUL character is refused with a
+    422 naming it, before any route runs. No name Shoal stores may hold one, and PostgreSQL
+    refuses NUL in text outright: such a lookup would otherwise end as a 500."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            where = _nul_in(scope)
+            if where is not None:
+                response = _response(422, [ErrorItem(
+                    path=where, message="must not contain a NUL character")])
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _nul_in(scope: Scope) -> str | None:
+    if "\x00" in scope.get("path", ""):
+        return "path"
+    query = scope.get("query_string", b"")
+    if b"%00" not in query and b"\x00" not in query:
+        return None
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if "\x00" in name or "\x00" in value:
+            return f"query.{name.replace(chr(0), '')[:MAX_PATH - 6]}"
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_middleware(RefuseNul)
     app.add_middleware(InternalErrors)
     _document_errors(app)
 

@@ -321,3 +321,20 @@ def test_a_document_with_many_faults_gets_a_bounded_answer(api: Api) -> None:
     data = patched(JOB, "spec.taskGroups", groups)
     errors = refused(send(api, "Job", as_json(data), "application/json"))
     assert len(errors) == 17 and errors[-1]["message"].endswith("more issues")
+
+
+@pytest.mark.parametrize(("url", "path"), [
+    ("/api/v1/jobs?state=Succeeded&queue=team%00a", "query.queue"),
+    ("/api/v1/jobs?user=%00", "query.user"),
+    ("/api/v1/audit?actor=ro%00ot", "query.actor"),
+    ("/api/v1/jobs/tr%00ain", "path"),
+    ("/api/v1/jobs/train/events", None)])
+def test_a_nul_in_a_path_or_query_is_refused_by_name(api: Api, url: str,
+                                                      path: str | None) -> None:
+    # PostgreSQL refuses NUL in text: such a lookup was a 500 there (found by the fuzz test).
+    answer = api.request("GET", url, "root")
+    if path is None:  # the same route without a NUL: answered as usual
+        assert answer.status_code == 404, answer.text
+        return
+    assert answer.status_code == 422, answer.text
+    assert refused(answer, path)[0]["message"] == "must not contain a NUL character"
