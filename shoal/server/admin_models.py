@@ -5,11 +5,11 @@ revoked, a job's new priority class, and the audit log's pages (`shoal.server.ad
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shoal.server.models import MAX_QUEUE_NAME, MAX_USER_QUEUES
+from shoal.server.models import MAX_USER_QUEUES, QueueName
+from shoal.spec.document_types import OBJECT_NAME_PATTERN
 from shoal.store.audit import AuditEntry
 
 #: The longest priority-class name a request may name (a Kubernetes name).
@@ -21,7 +21,7 @@ class UserPatchIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     admin: bool | None = None
-    queues: list[Annotated[str, Field(min_length=1, max_length=MAX_QUEUE_NAME)]] | None = \
+    queues: list[QueueName] | None = \
         Field(default=None, max_length=MAX_USER_QUEUES,
               description="The queues (virtual clusters) the user may submit to, replaced.")
 
@@ -38,7 +38,7 @@ class RevokedOut(BaseModel):
 class PriorityIn(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     priority_class: str = Field(alias="priorityClass", min_length=1,
-                                max_length=MAX_CLASS_NAME,
+                                max_length=MAX_CLASS_NAME, pattern=OBJECT_NAME_PATTERN,
                                 description="A stored or built-in priority class.")
 
 

@@ -27,7 +27,8 @@ def audit_router(repository: Repository, current_admin: Authenticator) -> APIRou
     def audit_log(_admin: Annotated[User, Depends(current_admin)],
                   limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = DEFAULT_AUDIT_PAGE,
                   after: Annotated[int | None, Query(
-                      ge=0, description="The `next` of the previous page: older entries "
+                      ge=0, le=2**31 - 1,  # the log's ids are 32-bit on PostgreSQL
+                      description="The `next` of the previous page: older entries "
                                         "than this one.")] = None,
                   actor: Annotated[str | None, Query(max_length=253)] = None,
                   action: Annotated[str | None, Query(

@@ -253,13 +253,16 @@ MAX_USER_QUEUES = 1_024
 """The most queues one user may be given."""
 MAX_QUEUE_NAME = 1_024
 """The longest queue name a user may be given (a sub-cluster's joins its parents' names)."""
+QueueName = Annotated[str, Field(min_length=1, max_length=MAX_QUEUE_NAME,
+                                 pattern=r"^[^\x00-\x1f\x7f]+$")]
+"""A queue a user may be given: no control characters (PostgreSQL refuses NUL in text)."""
 
 
 class UserIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-zA-Z0-9]([a-zA-Z0-9._-]*[a-zA-Z0-9])?$", max_length=253)
     admin: bool = False
-    queues: list[Annotated[str, Field(min_length=1, max_length=MAX_QUEUE_NAME)]] = Field(
+    queues: list[QueueName] = Field(
         default_factory=list, max_length=MAX_USER_QUEUES,
         description="The queues (virtual clusters) the user may submit to.")
 

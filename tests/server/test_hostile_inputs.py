@@ -143,6 +143,8 @@ def test_deep_json_to_the_users_route_is_refused(api: Api) -> None:
     (["q"] * (MAX_USER_QUEUES + 1), "body.queues"),
     (["q" * (MAX_QUEUE_NAME + 1)], "body.queues[0]"),
     ([""], "body.queues[0]"),
+    (["ok", "team\x00a"], "body.queues[1]"),  # PostgreSQL refuses NUL: it was a 500 there
+    (["tab\there"], "body.queues[0]"),
 ])
 def test_a_users_queues_are_bounded(api: Api, queues: list[str], path: str) -> None:
     answer = api.request("POST", "/api/v1/users", "root",
@@ -338,3 +340,14 @@ def test_a_nul_in_a_path_or_query_is_refused_by_name(api: Api, url: str,
         return
     assert answer.status_code == 422, answer.text
     assert refused(answer, path)[0]["message"] == "must not contain a NUL character"
+
+
+@pytest.mark.parametrize(("method", "url", "body", "path"), [
+    ("GET", "/api/v1/audit?after=5614595018", None, "query.after"),  # past PostgreSQL's int4
+    ("POST", "/api/v1/jobs/any/priority", {"priorityClass": "v\u0000ip"}, "body.priorityClass"),
+])
+def test_admin_inputs_past_what_the_store_holds_are_refused(
+        api: Api, method: str, url: str, body: dict[str, str] | None, path: str) -> None:
+    answer = api.request(method, url, "root", json=body)
+    assert answer.status_code == 422, answer.text
+    refused(answer, path)
