@@ -41,12 +41,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from fastapi.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
 
 from shoal.api import JobState, PendingReason
 from shoal.server.errors import ApiError
 from shoal.server.job_models import job_summary_out
-from shoal.server.logs import FollowSlots
+from shoal.server.logs import FollowSlots, SlotResponse
 from shoal.store import JobSummary, NotFoundError, Repository
 from shoal.store.job_changes import JobChange
 
@@ -219,7 +218,9 @@ class JobWatch:
             raise ApiError(503, "the server is shutting down")
         self.slots.take(user)
         watcher = _Watcher(user, filters)
-        return _WatchResponse(self._stream(watcher), lambda: self.slots.give_back(user))
+        return SlotResponse(self._stream(watcher), lambda: self.slots.give_back(user),
+                            media_type=EVENT_STREAM,
+                            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     def close(self) -> None:
         """End every stream (the server is shutting down). Call on the event loop."""
@@ -348,18 +349,3 @@ class JobWatch:
 
     def _read(self, changed: list[int], deleted: list[JobSummary]) -> list[Change]:
         return changes(deleted, self.repository.job_summaries_by_id(changed), self.reasons)
-
-
-class _WatchResponse(StreamingResponse):
-    """A watch's stream, which gives its slot back however it ends."""
-
-    def __init__(self, content: AsyncIterator[bytes], release: Callable[[], None]) -> None:
-        super().__init__(content, media_type=EVENT_STREAM,
-                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        self._release = release
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self._release()

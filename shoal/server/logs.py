@@ -149,13 +149,13 @@ class TaskEnds:
                 del self._locks[job]
 
 
-class _FollowResponse(StreamingResponse):
-    """A streamed log that gives its follow slot back however the stream ends: the task
+class SlotResponse(StreamingResponse):
+    """A stream (a followed log, a watch) that gives its slot back however it ends: the task
     ended, the client left, or the server is shutting down."""
 
-    def __init__(self, content: AsyncIterator[bytes], headers: dict[str, str],
-                 release: Callable[[], None]) -> None:
-        super().__init__(content, media_type="text/plain", headers=headers)
+    def __init__(self, content: AsyncIterator[bytes], release: Callable[[], None], *,
+                 media_type: str, headers: dict[str, str]) -> None:
+        super().__init__(content, media_type=media_type, headers=headers)
         self._release = release
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -238,8 +238,9 @@ def logs_router(repository: Repository, logs: LogSource | None,
         headers = {TASK_HEADER: task_name(ref)}
         if follow_:
             follows.take(user.name)
-            return _FollowResponse(follow(request, logs, ref, stream, offset), headers,
-                                   lambda: follows.give_back(user.name))
+            return SlotResponse(follow(request, logs, ref, stream, offset),
+                                lambda: follows.give_back(user.name),
+                                media_type="text/plain", headers=headers)
         start, content = logs(ref, stream.value, offset, limit)
         headers[NEXT_OFFSET_HEADER] = str(start + len(content))
         return Response(content, media_type="text/plain", headers=headers)
