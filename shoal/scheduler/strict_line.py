@@ -42,6 +42,8 @@ class LineSpan:
     """The `Blocked` reason of the jobs behind the head."""
     generation: int
     """The enqueue action's verdicts it was judged under (`ClassVerdicts.generation`)."""
+    behind: tuple[str, ...] = ()
+    """The jobs set aside (`StrictLine.behind`): looked at again by the next report."""
 
 
 class StrictLine:
@@ -105,4 +107,5 @@ class StrictLine:
                 or not all(classable(session, name) for name in session.quota.queues):
             return None
         return LineSpan(self.head.name, admissions.at, self.reason,
-                        session.model.class_verdicts.generation)
+                        session.model.class_verdicts.generation,
+                        tuple(job.name for job in self._behind))

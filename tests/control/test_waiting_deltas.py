@@ -62,6 +62,6 @@ def test_a_deferred_message_is_not_recorded_once_the_job_left() -> None:
 def test_reasons_added_between_cycles_are_what_the_next_report_compares_with() -> None:
     reasons = WaitingReasons()
     reasons.add({"late": FULL}, 0.0)
-    assert reasons.ledger.table == {"late": FULL}
+    assert reasons.ledger.reasons() == {"late": FULL}
     reasons.forget("late")
-    assert reasons.ledger.table == {} and reasons.get("late") is None
+    assert reasons.ledger.reasons() == {} and reasons.get("late") is None

@@ -56,7 +56,7 @@ def test_long_strict_lines_are_reported_by_what_moved(
         got, visited = reported(live, hooks, chosen, ledger)
         want = closed(fresh, hooks, chosen)
         assert moves(got) == moves(want), f"cycle {step}"
-        assert ledger.table == want.pending_by_job(), f"cycle {step}"
+        assert ledger.reasons() == want.pending_by_job(), f"cycle {step}"
         if step:
             event("visited fewer than wait" if visited < len(want.pending)
                   else "visited all that wait")
