@@ -4,12 +4,17 @@ reason changes in each job's history.
 Each cycle the scheduler reports only the reasons that changed since its last report
 (`Session.report`, `shoal.scheduler.reason_report`); `apply` folds them into the table the
 API reads, so a cycle with a backlog of waiting jobs costs what changed, not what waits. The
-table is the report's ledger itself: what the next report compares with.
+table is the report's ledger itself: what the next report compares with. Strict FIFO's line
+behind its blocked head is one reason there (`ReasonLedger.line`): a new head changes it
+for every job behind at once, and `get` answers each job's from it.
 
 A job's history gets a WAITING event when its reason's kind changes, or its message after
 WAITING_RESOLUTION seconds (messages carry counts, such as free GPUs, that move with every
 cycle): a message that changed too soon is *deferred*, and recorded by the first cycle
-after the resolution that still finds it different. The events are written in batches
+after the resolution that still finds it different. The line's jobs are noted cohort by
+cohort (those whose history last recorded the same reason at the same instant), each as a
+job of its own would be: a new head records nothing until a cohort is due. The events are
+written in batches
 (`flush`): they are history, not state, so a crash loses at most a batch, and the first
 cycle after a restart notes every job's reason again.
 """

@@ -4,8 +4,9 @@
 jobs that costs more than the cycle. A driver that keeps a table of every waiting job's
 reason (the control loop: the API and `shoal jobs` show it) asks `Session.report` instead,
 with a `ReasonLedger` — the table as of its last report — and gets `ReasonChanges`: the jobs
-whose reason is new or different, and those that no longer wait. Applied to the ledger
-(`ReasonLedger.apply`), the table is exactly `close`'s `pending_by_job()` for that cycle.
+whose reason is new or different, those that no longer wait, and strict FIFO's line. Applied
+to the ledger (`ReasonLedger.apply`), its reasons (`ReasonLedger.reasons`, `get`) are
+exactly `close`'s `pending_by_job()` for that cycle.
 
 What a report visits is what could have changed since the last one, and nothing else:
 
@@ -20,10 +21,12 @@ What a report visits is what could have changed since the last one, and nothing 
   jobs' reasons stand, but for the ones that moved, visited above (a job joining a line is
   one). The rest of the range is written out job by job;
 - strict FIFO's line behind its blocked head is read, not written out, and not judged by
-  the enqueue action but where a job is visited (`shoal.scheduler.strict_line`): where the
-  last report left the same line (same head, same place, same reason, the same verdicts),
-  the jobs behind the head are not visited but for the ones that moved, visited above.
-  Otherwise the report compares every waiting job, reading the line's reasons.
+  the enqueue action but where a job is visited (`shoal.scheduler.strict_line`), and the
+  ledger keeps it as one reason for the jobs in it (`ReasonLedger.line`, `LineChange`):
+  where the last report left a line judged under the same verdicts, the jobs of it behind
+  the head that did not move are not visited — they wait behind this cycle's head, whoever
+  it is, so a new head is one new reason, not one per job. Otherwise the report compares
+  every waiting job, reading the line's reasons, and gives the ledger the line anew.
 
 The ledger is kept by the driver between cycles of one model and must see every cycle's
 report; a fresh ledger, another model, closed virtual clusters, every waiting job dropped
