@@ -48,9 +48,10 @@ class WaitingReasons:
         self._deferred: set[str] = set()
         """Jobs outside the line whose reason differs from the one last recorded in
         message only, too soon after it to be recorded again."""
-        self._cohorts: dict[Recorded, set[str]] = {}
-        """The line's jobs by what was last recorded of them: a new head is one check per
-        cohort, not one per job — deferred where the message moved too soon."""
+        self._cohorts: dict[tuple[PendingKind, str], dict[float, set[str]]] = {}
+        """The line's jobs by what was last recorded of them (kind and message, then when):
+        a new head is one check per cohort, not one per job — deferred where the message
+        moved too soon — and the cohorts of the line's reason are not looked at."""
         self._unwritten: list[Waiting] = []
 
     def get(self, job: str) -> PendingReason | None:
@@ -150,28 +151,38 @@ class WaitingReasons:
         if last is None or last[0] is not reason.kind or (
                 last[1] != reason.message and now - last[2] >= WAITING_RESOLUTION):
             last = self._record(job, reason, now)
-        self._cohorts.setdefault(last, set()).add(job)
+        kind, message, at = last
+        self._cohorts.setdefault((kind, message), {}).setdefault(at, set()).add(job)
 
     def _leave_line(self, job: str) -> None:
         last = self._recorded.get(job)
-        cohort = None if last is None else self._cohorts.get(last)
-        if cohort is not None:
+        if last is None:
+            return
+        kind, message, at = last
+        group = self._cohorts.get((kind, message))
+        cohort = None if group is None else group.get(at)
+        if group is not None and cohort is not None:
             cohort.discard(job)
             if not cohort:
-                del self._cohorts[last]  # type: ignore[arg-type]
+                del group[at]
+                if not group:
+                    del self._cohorts[kind, message]
 
     def _note_line(self, reason: PendingReason, now: float) -> None:
         """`_note` for every job of the line, cohort by cohort: each is recorded, deferred
-        or left as `_note` would each of its jobs."""
+        or left as `_note` would each of its jobs. Cohorts of another message were recorded
+        within the resolution, or are recorded now: they are few."""
+        current = (reason.kind, reason.message)
         due: list[set[str]] = []
-        for last in list(self._cohorts):
-            kind, message, at = last
-            if kind is reason.kind and message == reason.message:
-                continue
-            if kind is not reason.kind or now - at >= WAITING_RESOLUTION:
-                due.append(self._cohorts.pop(last))
+        for key in [key for key in self._cohorts if key != current]:
+            group = self._cohorts[key]
+            for at in [at for at in group
+                       if key[0] is not reason.kind or now - at >= WAITING_RESOLUTION]:
+                due.append(group.pop(at))
+            if not group:
+                del self._cohorts[key]
         if due:
-            cohort = self._cohorts.setdefault((reason.kind, reason.message, now), set())
+            cohort = self._cohorts.setdefault(current, {}).setdefault(now, set())
             for jobs in due:
                 for job in jobs:
                     self._record(job, reason, now)
