@@ -19,8 +19,10 @@ job's reason: every reason put in it (`replace`, what the loop did before) or on
 changed (`report`: `Session.report` and `WaitingReasons.apply`, what it does now; the
 same-run ratio `*_replace_vs_report`; `report_*_jobs_visited`: how many jobs the last
 such report looked at). Goals: < 10 ms and < 50 ms. Under `fifo` a freed node lets the
-line's head start: every job behind it then waits behind a new head, a new reason each,
-and the report sends them all.
+line's head start: every job behind it then waits behind a new head, which the report gives
+the table as one new reason for the line (`ReasonLedger.line`), not one per job. Under
+`fifo-backfill` backfill tries every job behind the head each cycle, and so writes out
+every reason: the report then compares them all.
 
     uv run python bench/cycle.py [--nodes 1000] [--jobs 10000] [--seed 1] [--repeat 3]
     uv run python bench/cycle.py --case backlog [--profile default] [--nodes 10000]

@@ -4,8 +4,9 @@
 jobs that costs more than the cycle. A driver that keeps a table of every waiting job's
 reason (the control loop: the API and `shoal jobs` show it) asks `Session.report` instead,
 with a `ReasonLedger` — the table as of its last report — and gets `ReasonChanges`: the jobs
-whose reason is new or different, and those that no longer wait. Applied to the ledger
-(`ReasonLedger.apply`), the table is exactly `close`'s `pending_by_job()` for that cycle.
+whose reason is new or different, those that no longer wait, and strict FIFO's line. Applied
+to the ledger (`ReasonLedger.apply`), its reasons (`ReasonLedger.reasons`, `get`) are
+exactly `close`'s `pending_by_job()` for that cycle.
 
 What a report visits is what could have changed since the last one, and nothing else:
 
@@ -20,10 +21,12 @@ What a report visits is what could have changed since the last one, and nothing 
   jobs' reasons stand, but for the ones that moved, visited above (a job joining a line is
   one). The rest of the range is written out job by job;
 - strict FIFO's line behind its blocked head is read, not written out, and not judged by
-  the enqueue action but where a job is visited (`shoal.scheduler.strict_line`): where the
-  last report left the same line (same head, same place, same reason, the same verdicts),
-  the jobs behind the head are not visited but for the ones that moved, visited above.
-  Otherwise the report compares every waiting job, reading the line's reasons.
+  the enqueue action but where a job is visited (`shoal.scheduler.strict_line`), and the
+  ledger keeps it as one reason for the jobs in it (`ReasonLedger.line`, `LineChange`):
+  where the last report left a line judged under the same verdicts, the jobs of it behind
+  the head that did not move are not visited — they wait behind this cycle's head, whoever
+  it is, so a new head is one new reason, not one per job. Otherwise the report compares
+  every waiting job, reading the line's reasons, and gives the ledger the line anew.
 
 The ledger is kept by the driver between cycles of one model and must see every cycle's
 report; a fresh ledger, another model, closed virtual clusters, every waiting job dropped
@@ -33,7 +36,7 @@ compare every waiting job instead — the same answer, at `close`'s cost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -94,11 +97,26 @@ one reason each: (first job's order key, last job's, reason)."""
 
 
 @dataclass(frozen=True, slots=True)
+class LineChange:
+    """Strict FIFO's line in a ledger (`ReasonLedger.line`) after a report: the jobs that
+    wait for its `reason` are the ones that did (but those in the report's `waits` or
+    `gone`), and `joined`. A new head changes `reason` alone: the jobs behind it are not
+    listed again."""
+
+    reason: PendingReason | None
+    """The reason of every job in the line; None: no line (every job has its own)."""
+    joined: tuple[str, ...] = ()
+    whole: bool = False
+    """The line is `joined` alone: the jobs of the last one are all in `waits` or `gone`
+    or `joined`."""
+
+
+@dataclass(frozen=True, slots=True)
 class ReasonChanges:
     """One cycle's reasons, as changes to the last report's table."""
 
     waits: dict[str, PendingReason] = field(default_factory=dict)
-    """Jobs whose reason is new or different, with it."""
+    """Jobs whose reason is new or different, with it (and jobs that leave the line)."""
     gone: tuple[str, ...] = ()
     """Jobs that had a reason and no longer wait (or hold enough to run)."""
     visited: int = 0
@@ -107,6 +125,8 @@ class ReasonChanges:
     """What the ledger keeps for the next report; None for changes made up elsewhere
     (`shoal.control.waiting.WaitingReasons.replace`), after which the next report
     compares every waiting job."""
+    line: LineChange | None = None
+    """Strict FIFO's line after these changes; None: the ledger's stands as it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,21 +145,102 @@ class ReportState:
     """Strict FIFO's line, where it was read as one span (`shoal.scheduler.strict_line`)."""
 
 
+@dataclass(slots=True)
+class LineReasons:
+    """Strict FIFO's line as a ledger keeps it: every job of `members` waits for `reason`.
+    A new head is one new `reason`, not one per job behind it."""
+
+    reason: PendingReason
+    members: set[str]
+
+
 class ReasonLedger:
-    """The table of reasons as of the last report, kept by the driver (module docstring)."""
+    """The reasons as of the last report, kept by the driver (module docstring): a job's is
+    its own in `table`, or the line's (`line`) where it waits in strict FIFO's line. The
+    two never hold the same job."""
 
     def __init__(self) -> None:
         self.table: dict[str, PendingReason] = {}
+        """Every waiting job's reason but those in the line."""
+        self.line: LineReasons | None = None
         self.state: ReportState | None = None
         """What the last report left (None: no report since the table last changed
         otherwise)."""
 
+    def get(self, name: str) -> PendingReason | None:
+        """The job's reason, or None where it does not wait."""
+        reason = self.table.get(name)
+        if reason is None:
+            line = self.line
+            if line is not None and name in line.members:
+                return line.reason
+        return reason
+
+    def in_line(self, name: str) -> bool:
+        line = self.line
+        return line is not None and name in line.members
+
+    def __len__(self) -> int:
+        line = self.line
+        return len(self.table) + (0 if line is None else len(line.members))
+
+    def names(self) -> Iterator[str]:
+        """Every job with a reason."""
+        yield from self.table
+        if self.line is not None:
+            yield from self.line.members
+
+    def reasons(self) -> dict[str, PendingReason]:
+        """Every job's reason, written out (what `Session.close` gives as a table)."""
+        out = dict(self.table)
+        line = self.line
+        if line is not None:
+            out.update(dict.fromkeys(line.members, line.reason))
+        return out
+
+    def update(self, reasons: Mapping[str, PendingReason]) -> None:
+        """These jobs wait for these reasons, each its own."""
+        self.table.update(reasons)
+        line = self.line
+        if line is not None:
+            line.members.difference_update(reasons)
+
+    def forget(self, name: str) -> None:
+        self.table.pop(name, None)
+        if self.line is not None:
+            self.line.members.discard(name)
+
     def apply(self, changes: ReasonChanges) -> None:
-        """Bring the table to the cycle `changes` were reported for."""
+        """Bring the table to the cycle `changes` were reported for. A job is put in its
+        new place before it leaves its old, so that a reader on another thread never
+        finds it in neither."""
         table = self.table
         table.update(changes.waits)
+        change = changes.line
+        line = self.line
+        if change is not None and change.whole:
+            self.line = line = None if change.reason is None else \
+                LineReasons(change.reason, set(change.joined))
+            for name in change.joined:
+                table.pop(name, None)
+        elif line is not None:
+            line.members.difference_update(changes.waits)
         for name in changes.gone:
             table.pop(name, None)
+            if line is not None:
+                line.members.discard(name)
+        if change is not None and not change.whole:
+            if change.reason is None:
+                self.line = None
+            elif line is None:
+                self.line = LineReasons(change.reason, set(change.joined))
+                for name in change.joined:
+                    table.pop(name, None)
+            else:
+                line.reason = change.reason
+                line.members.update(change.joined)
+                for name in change.joined:
+                    table.pop(name, None)
         self.state = changes.state
 
 
@@ -170,8 +271,12 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
                         spans, strict)
     read: Callable[[JobInfo], PendingReason | None] | None = \
         line.reader() if line is not None else None
-    if fresh or last is None or (line is not None and (strict is None or strict != last.strict)):
-        return _changes(session, ledger, state, _everyone(waiting, ledger), read)
+    blocked = line.reason if line is not None else None
+    if fresh or last is None or (line is not None and (
+            strict is None or last.strict is None or ledger.line is None
+            or strict.generation != last.strict.generation)):
+        return _changes(session, ledger, state, _everyone(waiting, ledger), read, blocked,
+                        whole=True)
     spanned: dict[JobInfo, PendingReason] = {}
     if kept:
         read = spanned.get
@@ -183,7 +288,8 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
             for _, job in entries[start:stop]:
                 if job not in left_out:
                     spanned[job] = reason
-        return _changes(session, ledger, state, _everyone(waiting, ledger), read)
+        return _changes(session, ledger, state, _everyone(waiting, ledger), read, blocked,
+                        whole=True)
     visit: set[JobInfo] = set(session.opened_moved)
     visit.update(session.reset_jobs, session.touched, waiting.moved,
                  model.noted - session.kept_noted, session.joined)
@@ -210,8 +316,19 @@ def report(session: Session, ledger: ReasonLedger) -> ReasonChanges:
     names = {job.name for job in visit}
     names.update(held_back)
     names.update(last.noted)
+    dissolved = line is None and ledger.line is not None
+    if dissolved:
+        # No line left to read: every job of the last one is looked at (the walk reached
+        # them all, so this costs what the cycle did).
+        assert ledger.line is not None
+        names.update(ledger.line.members)
+    elif last.strict is not None:
+        # A job set aside last cycle and not this one is looked at; the rest of the last
+        # line that did not move waits behind the new head (`shoal.scheduler.strict_line`).
+        names.update(last.strict.behind)
     get = waiting.get
-    return _changes(session, ledger, state, [(n, get(n)) for n in names], read)
+    return _changes(session, ledger, state, [(n, get(n)) for n in names], read, blocked,
+                    whole=dissolved)
 
 
 def _everyone(waiting: dict[str, JobInfo], ledger: ReasonLedger
@@ -219,7 +336,7 @@ def _everyone(waiting: dict[str, JobInfo], ledger: ReasonLedger
     """Every waiting job, and every job the ledger has a reason for that no longer waits.
     Walked, not listed: a list of a backlog's pairs costs a full garbage collection."""
     yield from waiting.items()
-    for name in ledger.table:
+    for name in ledger.names():
         if name not in waiting:
             yield name, None
 
@@ -265,15 +382,21 @@ def _write_what_moved(part: Range, lazy: UnwrittenReasons, last: dict[int, Spans
 
 def _changes(session: Session, ledger: ReasonLedger, state: ReportState,
              jobs: Iterable[tuple[str, JobInfo | None]],
-             read: Callable[[JobInfo], PendingReason | None] | None = None) -> ReasonChanges:
+             read: Callable[[JobInfo], PendingReason | None] | None = None,
+             blocked: PendingReason | None = None, whole: bool = False) -> ReasonChanges:
     """The reason of each (name, job now waiting under it, or None) as `Session.close`
     words it, where it differs from the ledger's; `read`: the reason of a job in a span
-    left unwritten (None: its own stands)."""
+    left unwritten (None: its own stands). `blocked`: the reason of strict FIFO's line,
+    which the jobs waiting for it join in the ledger (`LineChange`); `whole`: `jobs` are
+    all the last line's, which is then replaced."""
     table = ledger.table
+    members: set[str] | frozenset[str] = \
+        frozenset() if ledger.line is None else ledger.line.members
     held_back = session.held_back
     job_ready = session.job_ready
     waits: dict[str, PendingReason] = {}
     gone: list[str] = []
+    joined: list[str] = []
     visited = 0
     for name, job in jobs:
         visited += 1
@@ -285,10 +408,22 @@ def _changes(session: Session, ledger: ReasonLedger, state: ReportState,
                 notes = held_back.get(name)
                 if notes:
                     reason = replace(reason, message="; ".join([reason.message, *notes]))
-        last = table.get(name)
+        member = name in members
         if reason is None:
-            if last is not None:
+            if member or name in table:
                 gone.append(name)
-        elif last is None or (last is not reason and last != reason):
-            waits[name] = reason
-    return ReasonChanges(waits, tuple(gone), visited, state)
+        elif blocked is not None and (reason is blocked or reason == blocked):
+            if whole or not member:
+                joined.append(name)
+        elif member:
+            waits[name] = reason  # leaves the line
+        else:
+            last = table.get(name)
+            if last is None or (last is not reason and last != reason):
+                waits[name] = reason
+    line: LineChange | None = None
+    if blocked is not None:
+        line = LineChange(blocked, tuple(joined), whole)
+    elif whole and ledger.line is not None:
+        line = LineChange(None, (), True)
+    return ReasonChanges(waits, tuple(gone), visited, state, line)

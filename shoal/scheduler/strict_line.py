@@ -9,12 +9,15 @@ readers of `Session.blocked` or `Session.candidates`) costs what the line holds,
 A report of reasons (`shoal.scheduler.reason_report`) reads the line instead: its reader
 (`StrictLine.reader`) gives a job's reason as writing the line out would, without writing
 it (a written reason is reset and looked at again next cycle) and without judging the jobs
-it does not ask about. The report leaves its ledger the line's `LineSpan`; while the next
-cycle's line has the same span — the same head at the same place, blocked with the same
-reason, and the enqueue action's verdicts standing (`ClassVerdicts.generation`, every
-virtual cluster's jobs classable) — the jobs behind the head that did not move keep the
-reasons the ledger has, and only the head, the jobs walked before it, arrivals and leavers
-are looked at. A new head names itself in every reason behind it: all are reported then.
+it does not ask about. The report leaves its ledger the line's `LineSpan`, and the ledger
+keeps the jobs waiting for the line's reason as one line (`ReasonLedger.line`). While the
+enqueue action's verdicts stand (`ClassVerdicts.generation`, every virtual cluster's jobs
+classable), a job of the last line that did not move is still in this one: it was let
+through and written no reason of its own, and if this cycle's walk reached it, it was
+placed, set aside, refused or made the head — each of which the report visits. So only the
+head, the jobs walked before it, those set aside, arrivals and leavers are looked at; a new
+head (which names itself in the reason of every job behind it) is one new reason for the
+ledger's line, not one per job behind it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ class LineSpan:
     """The `Blocked` reason of the jobs behind the head."""
     generation: int
     """The enqueue action's verdicts it was judged under (`ClassVerdicts.generation`)."""
+    behind: tuple[str, ...] = ()
+    """The jobs set aside (`StrictLine.behind`): looked at again by the next report."""
 
 
 class StrictLine:
@@ -105,4 +110,5 @@ class StrictLine:
                 or not all(classable(session, name) for name in session.quota.queues):
             return None
         return LineSpan(self.head.name, admissions.at, self.reason,
-                        session.model.class_verdicts.generation)
+                        session.model.class_verdicts.generation,
+                        tuple(job.name for job in self._behind))

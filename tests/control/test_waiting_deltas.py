@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from shoal.api import PendingKind, PendingReason
 from shoal.control.waiting import WAITING_RESOLUTION, WaitingReasons
-from shoal.scheduler.reason_report import ReasonChanges
+from shoal.scheduler.reason_report import LineChange, ReasonChanges
 from shoal.store.repository import Waiting
 
 GANG = PendingReason(PendingKind.GANG, "only 1 of 2 tasks fit")
@@ -62,6 +62,55 @@ def test_a_deferred_message_is_not_recorded_once_the_job_left() -> None:
 def test_reasons_added_between_cycles_are_what_the_next_report_compares_with() -> None:
     reasons = WaitingReasons()
     reasons.add({"late": FULL}, 0.0)
-    assert reasons.ledger.table == {"late": FULL}
+    assert reasons.ledger.reasons() == {"late": FULL}
     reasons.forget("late")
-    assert reasons.ledger.table == {} and reasons.get("late") is None
+    assert reasons.ledger.reasons() == {} and reasons.get("late") is None
+
+
+def behind(head: str) -> PendingReason:
+    return PendingReason(PendingKind.BLOCKED, f"waiting behind job {head!r}")
+
+
+def test_a_line_kept_as_one_reason_keeps_the_history_of_full_verdicts() -> None:
+    """Strict FIFO's line is one reason in the table (`LineChange`): a new head changes it
+    for every job behind at once, and each job's history still gets what a full verdict
+    per job gives — a message that moved too soon is recorded once it is due."""
+    own = {"b": FULL, "c": FULL, "d": FULL}
+    cycles = [  # (the line's head, the jobs behind it, jobs outside it, when)
+        ("b", ("c", "d", "e"), ("b",), 0.0),
+        ("c", ("d", "e"), ("c",), 1.0),  # a new head, too soon for d and e
+        ("c", ("d", "e", "f"), ("c",), 2.0),  # f joins
+        ("c", ("d", "e", "f"), ("c",), 1.0 + WAITING_RESOLUTION),  # d, e due; f recorded
+        ("d", ("e", "f"), ("d",), 2.5 + WAITING_RESOLUTION),  # e too soon; f due
+        ("d", ("f",), ("d", "e"), 3.0 + WAITING_RESOLUTION),  # e leaves the line: own reason
+        ("d", ("f", "g"), ("d",), 3.0 + 2 * WAITING_RESOLUTION)]
+    full, deltas = WaitingReasons(), WaitingReasons()
+    full_store, delta_store = Recorder(), Recorder()
+    members: tuple[str, ...] = ()
+    for head, line, outside, now in cycles:
+        pending = {**dict.fromkeys(line, behind(head)),
+                   **{job: own.get(job, GANG) for job in outside}}
+        full.replace(pending, now)
+        table = deltas.all()
+        waits = {job: pending[job] for job in outside
+                 if table.get(job) != pending[job] or job in members}
+        gone = tuple(job for job in table if job not in pending)
+        joined = tuple(job for job in line if job not in members)
+        deltas.apply(ReasonChanges(waits, gone, line=LineChange(behind(head), joined)), now)
+        members = line
+        assert deltas.all() == full.all() == pending
+        assert deltas.ledger.line is not None and deltas.ledger.line.members == set(line)
+        full.flush(full_store)  # type: ignore[arg-type]
+        deltas.flush(delta_store)  # type: ignore[arg-type]
+    assert sorted(causes(delta_store)) == sorted(causes(full_store))
+    assert ("e", 1.0 + WAITING_RESOLUTION, "Blocked: waiting behind job 'c'") \
+        in causes(delta_store)
+    assert ("f", 2.5 + WAITING_RESOLUTION, "Blocked: waiting behind job 'd'") \
+        in causes(delta_store)
+    # A verdict in full after a line: the line's jobs each get their own reason again.
+    full.replace({"f": GANG}, 4 * WAITING_RESOLUTION)
+    deltas.replace({"f": GANG}, 4 * WAITING_RESOLUTION)
+    assert deltas.ledger.line is None and deltas.all() == full.all() == {"f": GANG}
+    full.flush(full_store)  # type: ignore[arg-type]
+    deltas.flush(delta_store)  # type: ignore[arg-type]
+    assert sorted(causes(delta_store)) == sorted(causes(full_store))

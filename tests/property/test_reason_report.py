@@ -71,7 +71,7 @@ def test_reported_changes_add_up_to_every_reason(world: World, data: st.DataObje
         got, _ = reported(live, hooks, world.profile, ledger)
         want = closed(fresh, hooks, world.profile)
         assert moves(got) == moves(want), f"cycle {step}"
-        assert ledger.table == want.pending_by_job(), f"cycle {step}"
+        assert ledger.reasons() == want.pending_by_job(), f"cycle {step}"
         change_both(data, live, fresh, later, step)
 
 
@@ -104,7 +104,7 @@ def test_long_class_lines_are_reported_by_what_moved(
         got, visited = reported(live, hooks, chosen, ledger)
         want = closed(fresh, hooks, chosen)
         assert moves(got) == moves(want), f"cycle {step}"
-        assert ledger.table == want.pending_by_job(), f"cycle {step}"
+        assert ledger.reasons() == want.pending_by_job(), f"cycle {step}"
         if step:
             event("visited fewer than wait" if visited < len(want.pending)
                   else "visited all that wait")

@@ -53,10 +53,14 @@ def test_long_strict_lines_are_reported_by_what_moved(
     bound: dict[str, None] = {}
     count = len(made)
     for step, (ends, leave, arrivals, early, evict) in enumerate(steps):
+        line = ledger.line.reason if ledger.line is not None else None
         got, visited = reported(live, hooks, chosen, ledger)
+        if line is not None and ledger.line is not None and ledger.line.reason != line \
+                and visited < len(ledger):
+            event("a new head reported as one reason")
         want = closed(fresh, hooks, chosen)
         assert moves(got) == moves(want), f"cycle {step}"
-        assert ledger.table == want.pending_by_job(), f"cycle {step}"
+        assert ledger.reasons() == want.pending_by_job(), f"cycle {step}"
         if step:
             event("visited fewer than wait" if visited < len(want.pending)
                   else "visited all that wait")

@@ -40,5 +40,5 @@ def cycle(profile: Profile, hooks: Hooks, kept: SchedulerModel, fresh: Scheduler
     closing = Session(fresh, hooks)
     for action in profile.actions():
         action.execute(closing)
-    assert ledger.table == closing.close().pending_by_job()
+    assert ledger.reasons() == closing.close().pending_by_job()
     return changes, reporting

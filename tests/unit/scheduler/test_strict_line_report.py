@@ -37,8 +37,10 @@ def test_a_quiet_fifo_cycle_visits_and_judges_next_to_none_of_the_line() -> None
     kept, fresh = models()
     ledger = ReasonLedger()
     first, _ = cycle(kept, fresh, ledger)
-    assert len(first.waits) == JOBS - 2  # two fit the node; j002 heads the line
-    assert ledger.table["j299"].kind is PendingKind.BLOCKED
+    # Two fit the node; j002 heads the line, and the ledger keeps the rest as one line.
+    assert first.line is not None and len(first.line.joined) == JOBS - 3
+    assert set(first.waits) == {"j002"}
+    assert ledger.get("j299").kind is PendingKind.BLOCKED
     for step in range(3):
         quiet, session = cycle(kept, fresh, ledger)
         assert quiet.waits == {} and quiet.gone == ()
@@ -59,14 +61,15 @@ def test_arrivals_and_leavers_in_a_skipped_line_are_reported() -> None:
     for model in (kept, fresh):
         model.remove_job("j150")
     joined, _ = cycle(kept, fresh, ledger)
-    assert set(joined.waits) == {"early", "late", "huge"}
-    assert joined.waits["early"] == ledger.table["j299"]
+    assert set(joined.waits) == {"huge"}
+    assert joined.line is not None and set(joined.line.joined) == {"early", "late"}
+    assert ledger.get("early") == ledger.get("j299")
     assert joined.waits["huge"].kind is PendingKind.UNSCHEDULABLE
     assert joined.gone == ("j150",)
     assert joined.visited <= 6
 
 
-def test_a_new_head_is_reported_for_the_whole_line() -> None:
+def test_a_new_head_is_one_new_reason_for_the_line() -> None:
     kept, fresh = models()
     ledger = ReasonLedger()
     for _ in range(2):
@@ -75,7 +78,11 @@ def test_a_new_head_is_reported_for_the_whole_line() -> None:
         model.remove_job("j000")
     moved, _ = cycle(kept, fresh, ledger)
     assert "j002" in moved.gone
-    assert len(moved.waits) == JOBS - 3  # every job that waits
-    assert "'j003'" in ledger.table["j299"].message
+    # The new head leaves the line with its own reason; the jobs behind it are not
+    # listed again: the line's reason now names j003 (`shoal.scheduler.strict_line`).
+    assert set(moved.waits) == {"j003"} and moved.line is not None
+    assert moved.line.joined == () and not moved.line.whole
+    assert moved.visited <= 4
+    assert "'j003'" in str(ledger.get("j299"))
     quiet, _ = cycle(kept, fresh, ledger)
     assert quiet.waits == {} and quiet.visited <= 3
