@@ -4,58 +4,64 @@ It meets the executor contract (`shoal.executors.contract`) and passes the same 
 suite as the local executor, against a real multi-node Ray cluster. Ray is an optional
 dependency (`shoal[ray]`): this module is imported only when the Ray engine is used.
 
-**One detached, named actor per (task, attempt).** `launch` creates, with get-if-exists
-semantics, a detached actor named `<job>:<group>:<index>:<attempt>` in the engine's Ray
-namespace (`namespace`, "shoal" by default; one per control plane sharing a Ray cluster). The
-name is derived from the attempt alone, so any instance of the engine — the same one, or a
-control plane restarted after a crash — finds the attempt's actor again by name
-(`ray.get_actor`), and never makes a second one.
+**One long-lived supervisor actor per node.** Each node Shoal launches on gets one
+detached, named, threaded actor (`ray_worker.NodeSupervisor`), named `supervisor:<node>`
+(`ray_batches.supervisor_name`) in the engine's Ray namespace (`namespace`, "shoal" by
+default; one per control plane sharing a Ray cluster) and made with get-if-exists
+semantics, so any instance of the engine — the same one, or a control plane restarted after
+a crash — finds the node's supervisor again by name and never makes a second one. No actor
+is made per attempt: an attempt costs its node a fork (or `posix_spawn` of the compiled
+wrapper) by the supervisor's launcher, not a Ray worker process (~100 MB, ~1.5 CPU-seconds
+to start on a loaded machine) nor a fresh interpreter.
 
-**Batches.** `launch_many` makes every attempt's actor and fires every launch before one
-bounded wait, and `poll_many` puts every question before one short wait, so a cycle's
-launches and a poll of every running attempt each cost one round of Ray calls, not one per
-attempt, with the same guarantees per attempt (`shoal.executors.ray_batches`; `launch` and
-`poll` are batches of one).
+**Batches.** `launch_many` splits a cycle's launches by node and sends each node's share to
+its supervisor in one call, every call fired before one bounded wait; `poll_many` asks each
+node once for all its attempts before one short wait; so a cycle's launches and a poll of
+every running attempt each cost one round of Ray calls, one call per node, with the same
+guarantees per attempt (`shoal.executors.ray_batches`; `launch` and `poll` are batches of
+one). The supervisor serves several calls at once (`ray_worker.SUPERVISOR_CONCURRENCY` threads): a
+launch waiting on a slow claim does not hold up polls and stops.
 
-**The actor is the node's local executor.** Each actor (`ray_worker.TaskActor`) hosts a
-`LocalExecutor` rooted in the node's directory `<root>/nodes/<node>` (on the node's own
-disk: a path of the same name on every machine) and delegates launch, poll, request_stop and
-adopt to it, so the wrapper, the durable claim and status records, process groups, cgroups
-and isolation are the same code on every node. Idempotency is the local executor's on-disk
-claim, made on the node the attempt runs on: a second launch of an attempt — through the
-same actor, or through a new actor of the same name should the first have gone — returns the
-handle of that attempt and never starts a second process. The handles (`RunningTask`) an
-engine returns are the node's: their paths are paths on the node that ran the attempt,
-meaningful only there.
+**The supervisor is the node's local executor.** It hosts a `LocalExecutor` rooted in the
+node's directory `<root>/nodes/<node>` (on the node's own disk: a path of the same name on
+every machine), with a launcher (`shoal.executors.launcher`) that spawns the compiled
+wrapper where the node can build it and forks the Python one where it cannot; so the
+wrapper, the durable claim and status records, process groups, cgroups and isolation are
+the same code on every node. Each call carries the engine's `NodeSetup` (root, grace period,
+isolation): a supervisor keeps one executor per setup, so a control plane restarted with
+other settings gets an executor of its own. The handles (`RunningTask`) an engine returns
+are the node's: their paths are paths on the node that ran the attempt, meaningful only
+there.
 
-**Placement is exactly Shoal's.** The actor is pinned to the node Shoal chose with
+**Crash safety is the node's files, not the supervisor.** Idempotency is the local
+executor's on-disk claim, made on the node the attempt runs on: a second launch of an
+attempt — through the same supervisor, or through a new one after the first died — returns
+the handle of that attempt and never starts a second process. Every wrapper runs in a
+session of its own and outlives the supervisor (and its launcher): a supervisor that dies
+leaves its tasks running, the polls meanwhile read the attempts' files on the node (short
+pinned Ray tasks), and the next call makes a new supervisor, which adopts the attempts from
+their records (pid and start time, outcome). An attempt is LOST only when its node is gone
+or nothing on its node says how it ended; `adopt` then returns None.
+
+**Placement is exactly Shoal's.** The supervisor is pinned to its node with
 `NodeAffinitySchedulingStrategy(node_id, soft=False)`: it runs there or not at all. Shoal
 node names map to Ray nodes by the node label `shoal.io/node` (`NODE_LABEL`: `ray start
 --labels='{"shoal.io/node": "gpu-07"}'`); a node without that label is named by its Ray node
-id. The actor reserves nothing in Ray's accounting (`num_cpus=0`, no GPUs, no custom
+id. The supervisor reserves nothing in Ray's accounting (`num_cpus=0`, no GPUs, no custom
 resources): Shoal's own accounting is the only one, so a task Shoal placed never waits in
 Ray's queue for resources Ray thinks are taken, and `CUDA_VISIBLE_DEVICES` is the GPU indices
 Shoal assigned (the local executor sets it), never what Ray would pick. A launch on a node
 Ray does not know (or that is dead) starts nothing and its handle polls LOST, which the
-control loop retries under the task's policy.
-
-**The actor lives as long as its attempt runs.** Which node each attempt was launched on is
+control loop retries under the task's policy. Which node each attempt was launched on is
 the control plane's record (`<root>/placements/...`, written before anything starts; a
-relaunch of an attempt goes where the first went). `poll` asks the attempt's actor (a
-bounded call: while the answer is late the attempt counts as RUNNING, never as LOST); once
-the outcome is known — recorded by the wrapper on the node — the actor is ended, so a
-finished attempt costs no Ray worker process (about 100 MB each). Afterwards its outcome,
-its adoption and its logs are read from its files on its node by short Ray tasks pinned to
-that node (`num_cpus=0` too). An attempt is LOST when nothing can tell how it ended: its
-actor vanished (killed, its node died) and no outcome was recorded on its node, or its node
-is gone; `adopt` then returns None. Should an attempt's actor die while its process still
-runs, a stop makes a new actor of the same name on the same node, which adopts it.
-`forget_job` stops what still runs of the job, removes its files on every node it was
-placed on, ends its actors and forgets its placements.
+relaunch of an attempt goes where the first went).
 
 **Stopping** is the local executor's: SIGTERM to the attempt's process group, SIGKILL once
-the grace period ran out, escalated by polling — the actor keeps the deadline, so every
-instance that polls the attempt escalates it.
+the grace period ran out, escalated by polling — the node's supervisor keeps the deadline.
+`forget_job` has each node the job was placed on stop what still runs of it (found from the
+node's records) and remove its files, then forgets its placements; `close` (teardown) stops
+every attempt the engine placed and ends the namespace's supervisors. `shoal up` never ends
+a supervisor: it waits on its node for the next control plane.
 
 **Logs** of a task are all its attempts' output, in attempt order, whichever nodes ran
 them, at offsets that never change (a follower goes on across a move to another node):
@@ -69,7 +75,7 @@ is a job's MASTER_ADDR) and what it offers (CPUs, memory, GPUs, custom resources
 
 **Job files** (an elastic job's membership) are written on every alive node, at the same
 path (`job_file`), by short pinned tasks, so a task reads its job's file on whichever node
-it runs. What runs on the nodes (the attempt's actor, the pinned tasks) is
+it runs. What runs on the nodes (the supervisors, the pinned tasks) is
 `shoal.executors.ray_worker`.
 """
 
@@ -364,15 +370,19 @@ class RayExecutor:
                                task.pid_start_time)
 
     def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
-        """The attempt's handle, from its node's supervisor (or, should none answer, from
-        its files on its node); None when it is gone with nothing recorded (or its node
-        is)."""
+        """The attempt's handle, from its node's supervisor (or, should the supervisor have
+        died twice, from its files on its node); None when it is gone with nothing recorded
+        (or its node is)."""
         node = self._placed(recorded.job, recorded.group, recorded.index, recorded.attempt)
         try:
             handle: RunningTask | None = self._ask_supervisor(node, "adopt", recorded)
             return handle
-        except (NodeGoneError, GetTimeoutError):
+        except NodeGoneError:
             return None
+        except GetTimeoutError:
+            # Slow is not gone: a handle from the record, which polls as the node answers
+            # (None here would have the attempt retried while it may run).
+            return self.recorded(recorded)
         except RayError:
             pass
         try:
@@ -382,7 +392,7 @@ class RayExecutor:
         return found
 
     def recorded(self, recorded: RecordedAttempt) -> RunningTask:
-        """A handle from the record alone; its actor or its node answers when polled."""
+        """A handle from the record alone; its node's supervisor answers when polled."""
         return self._placeholder(recorded.job, recorded.group, recorded.index,
                                  recorded.attempt, recorded.pid, recorded.pid_start_time)
 

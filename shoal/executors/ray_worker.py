@@ -147,7 +147,7 @@ class NodeSupervisor:
     def adopt(self, setup: NodeSetup, recorded: RecordedAttempt) -> RunningTask | None:
         local = self._local(setup)
         handle = local.adopt(recorded)
-        if handle is not None:
+        if handle is not None and not handle.status_path.exists():  # kept while it runs
             self._handles[_key(local, handle)] = handle
         return handle
 
