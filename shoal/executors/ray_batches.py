@@ -24,7 +24,8 @@ earlier poll are taken as they stand. A late answer is RUNNING now, and its ques
 in flight for the next poll, never asked twice. A supervisor that died answers nothing: its
 attempts are asked of their node's files next, in a second round (a short pinned task: an
 attempt whose process is gone with no outcome recorded is LOST), and the next poll makes the
-node a new supervisor, which adopts the attempts from those files.
+node a new supervisor, which adopts the attempts from those files. An error the node
+answers (the call raised there) is logged and concluded nothing from: RUNNING, asked again.
 
 **Beside the loop.** The control loop calls `launch_many` from a launch worker thread while
 its own thread polls, stops and lists nodes. A batch touches only what belongs to the
@@ -36,6 +37,7 @@ any thread of the driver.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,6 +59,8 @@ CALL_TIMEOUT = 120.0
 #: question stays in flight and a later poll takes its answer without waiting, so a node
 #: that stopped answering never holds the control loop for more than this once per attempt.
 POLL_WAIT = 0.5
+
+log = logging.getLogger(__name__)
 
 LOST_NODE = TaskStatus(TaskPhase.LOST, detail="its Ray node is gone or unknown")
 
@@ -275,6 +279,11 @@ def _gather(engine: RayExecutor, questions: list[_Question],
                 statuses[question.slot] = asked
             else:
                 again.append(asked)
+            continue
+        except RayTaskError as exc:
+            # The node answered with an error (its files unreadable for a moment, say):
+            # nothing is concluded from it, and the attempt is asked again next poll.
+            log.warning("polling %s failed on its node: %s", question.name, exc)
             continue
         except RayError as exc:
             node = engine._placed(task.job, task.group, task.index, task.attempt)

@@ -19,8 +19,8 @@ its supervisor in one call, every call fired before one bounded wait; `poll_many
 node once for all its attempts before one short wait; so a cycle's launches and a poll of
 every running attempt each cost one round of Ray calls, one call per node, with the same
 guarantees per attempt (`shoal.executors.ray_batches`; `launch` and `poll` are batches of
-one). The supervisor serves several calls at once (`ray_worker.SUPERVISOR_CONCURRENCY` threads): a
-launch waiting on a slow claim does not hold up polls and stops.
+one). The supervisor serves several calls at once (`ray_worker.SUPERVISOR_CONCURRENCY`
+threads): a launch waiting on a slow claim does not hold up polls and stops.
 
 **The supervisor is the node's local executor.** It hosts a `LocalExecutor` rooted in the
 node's directory `<root>/nodes/<node>` (on the node's own disk: a path of the same name on
@@ -286,7 +286,7 @@ class RayExecutor:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         ).remote(str(self.node_root(node)), self.isolation, op, *args)
 
-    # ---- supervisors: one long-lived actor per node -------------------------------------------
+    # ---- supervisors: one long-lived actor per node ----------------------------------------
 
     def _setup(self, node: str) -> NodeSetup:
         """What the node's supervisor makes its local executor of, for this engine."""
