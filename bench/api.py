@@ -4,8 +4,8 @@ execution engine side by side.
 Starts its own `shoal up` (SQLite, a temporary data directory, one node of 8 CPUs and
 16 GiB) per engine (`--engines`, default both): `local` (tasks are its subprocesses) and
 `ray` (`shoal up --engine ray` on a one-node Ray cluster that the benchmark starts itself,
-`ray.cluster_utils`, offering the same node: each task is a Ray actor's subprocess). Both
-servers run at once and every measurement alternates between them, so that the shared
+`ray.cluster_utils`, offering the same node: each task started by the node's supervisor
+actor). Both servers run at once and every measurement alternates between them, so that the shared
 machine's noise falls on each alike. Per engine it measures:
 
 - `submissions_per_second`: sequential `POST /api/v1/jobs` over one keep-alive connection,

@@ -4,15 +4,19 @@ multi-node Ray cluster this bench starts (`ray.cluster_utils.Cluster`: a head an
 `--nodes` - 1 more nodes, each named for Shoal by its `shoal.io/node` label).
 
 `--tasks` trivial tasks (`true`) are launched in rounds of `--batch`, as a control loop's
-cycles would bind them, spread over the nodes; each round is polled until all of it ended
-(which ends the attempts' actors: a live actor is a Ray worker process, ~100 MB), then the
-next round starts. Two modes, each over its own Ray namespace and root, taking the rounds
+cycles would bind them, spread over the nodes; each round is polled until all of it ended,
+then the next round starts. Every launch goes through its node's long-lived supervisor actor
+(made on first use, during the warm-up); an engine before issue 18's supervisors made one
+actor, a fresh Ray worker process, per attempt: run this file from such a checkout to
+compare the cluster's CPU per launch (`cluster_cpu_s_per_launch`) in the same window.
+
+Two modes, each over its own Ray namespace and root, taking the rounds
 in turn (each going first every other round, so that both see the same load on a shared
 machine), after one warm-up round each (Ray's first-use costs, not counted):
 
 - `one`: one attempt at a time, as the control loop called the engine before batches —
   `launch` per task, `poll` per task;
-- `batch`: `launch_many` per round (every actor made and every launch fired before one
+- `batch`: `launch_many` per round (one call per node's supervisor, all fired before one
   wait), `poll_many` per round.
 
 For each mode it measures the launches alone (wall seconds, and this driver process's CPU
@@ -45,7 +49,7 @@ import psutil
 from shoal.executors.ray_engine import NODE_LABEL, RayExecutor
 from shoal.executors.task import RunningTask, TaskLaunch, TaskStatus
 
-#: A safety net for a round: on a loaded machine a batch of actors takes seconds to start.
+#: A safety net for a round: on a loaded machine a launch can take seconds.
 ROUND_DEADLINE = 600.0
 _POLL_INTERVAL = 0.05
 
@@ -54,7 +58,7 @@ class ClusterCpu:
     """The CPU seconds the Ray cluster's processes (every descendant of this one: GCS,
     raylets, workers) spent since the first sample, each process as last seen alive: a
     worker that ends is reaped outside this process's view, so its time is taken from the
-    samples (one after each round's launches and one after its end, while its actors live).
+    samples (one after each round's launches and one after its end).
     What a process spent after its last sample is missed: a lower bound."""
 
     def __init__(self) -> None:
@@ -133,7 +137,7 @@ class Tally:
 
     def run_round(self, specs: list[TaskLaunch], cluster: ClusterCpu, *,
                   counted: bool = True) -> None:
-        """Launch the round, then poll it until it all ended (which ends its actors)."""
+        """Launch the round, then poll it until it all ended."""
         start = Clock.now(cluster)
         executor = self.executor
         if self.mode == "one":
@@ -192,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                for mode in ("one", "batch")]
     try:
         samples = ClusterCpu()
-        for tally in tallies:  # Ray's first-use costs (the actor class, workers) paid first
+        for tally in tallies:  # Ray's first-use costs (the supervisors, workers) paid first
             tally.run_round(_specs(-1, args.nodes, names), samples, counted=False)
         for round_, first in enumerate(range(0, args.tasks, args.batch)):
             specs = _specs(round_, min(args.batch, args.tasks - first), names)

@@ -3,7 +3,7 @@ control loop (`shoal.control.loop`) goes on serving — the loop's side of
 `Executor.launch_many` when it runs off the loop's thread.
 
 Why. Starting processes is round trips to the engine (the local executor's launcher, a Ray
-actor per task) and file-system work per task (claims, cgroups, working directories); done on
+node's supervisor) and file-system work per task (claims, cgroups, working directories); done on
 the loop's thread, a burst's next cycle, polls and recorded exits waited behind them. A
 worker takes a cycle's batch instead, and the loop takes its results up on a later turn.
 

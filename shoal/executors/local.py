@@ -314,7 +314,7 @@ class LocalExecutor(JobFiles):
 
     def _exec_wrapper(self, request: LaunchRequest) -> int:
         """Start the wrapper as a fresh interpreter (`python -I wrapper.py …`): for an
-        executor that launches once (a Ray actor's), where a launcher would not pay."""
+        executor that launches once, where a launcher would not pay."""
         options = [] if request.uid is None else ["--uid", str(request.uid)]
         options += [] if request.gid is None else ["--gid", str(request.gid)]
         options += [arg for path in request.cgroups for arg in ("--cgroup", str(path))]

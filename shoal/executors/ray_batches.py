@@ -1,38 +1,43 @@
 """Launching and polling many attempts of the Ray engine at once: a cycle's launches, and the
-polls of every running attempt, each in one round of Ray calls instead of one call after the
-other (`RayExecutor.launch_many`, `poll_many`; `launch` and `poll` are batches of one).
+polls of every running attempt, each in one round of Ray calls — one call per node — instead
+of one call after the other (`RayExecutor.launch_many`, `poll_many`; `launch` and `poll` are
+batches of one).
 
 **Launch.** Each attempt's placement is recorded first (`RayExecutor._place`, an earlier
-record wins), then every attempt's actor is made (get-if-exists, by the attempt's name) and
-every `launch` call is fired before any answer is awaited, so the actors' worker processes
-start side by side; one `ray.wait`, bounded by `CALL_TIMEOUT`, gathers the answers. What
-holds for one launch holds for each attempt of a batch: an attempt's actor is found again by
-its name and the node's on-disk claim answers a second launch with the first one's handle,
-so a batch launched again (the same instance, or a control plane restarted after a crash)
-starts no second process. A spec on a node Ray does not know (or that is dead) starts
-nothing and its handle polls LOST; a launch whose answer is late gets a handle without a
-process (pid 0) that polls as its actor answers; an actor found while it was being ended is
-made again, once, in a second round; a launch the node refused (a refused user, a bad name)
-is that spec's result as the node's own exception. The others launch regardless.
+record wins), then the batch is split by node and each node's share goes to that node's
+supervisor (`ray_worker.NodeSupervisor`, made if missing: get-if-exists by its name) in ONE
+call, every node's call fired before one `ray.wait`, bounded by `CALL_TIMEOUT`, gathers the
+answers. The supervisor's local executor claims each attempt on the node's disk before it
+starts it, so what holds for one launch holds for each attempt of a batch: a batch launched
+again (the same instance, a control plane restarted after a crash, or through a new
+supervisor after the first died) gets the first launch's handles and starts no second
+process. A spec on a node Ray does not know (or that is dead) starts nothing and its handle
+polls LOST; a node whose answer is late gets handles without a process (pid 0) that poll as
+its supervisor answers; a supervisor that died while launching is made again and asked
+again, once, in a second round; a launch the node refused (a refused user, a bad name) is
+that spec's result as the node's own exception. The others launch regardless.
 
-**Poll.** Every attempt whose outcome this engine has not seen yet is asked at once, of its
-actor (or, once that has ended, of its node, by a short pinned task); one `ray.wait` bounded
-by `POLL_WAIT` gathers the answers, and only when a new question was put: answers still in
-flight from an earlier poll are taken as they stand. A late answer is RUNNING now, and its
-question stays in flight for the next poll, never asked twice. An actor that died answers
-nothing: its attempts' nodes are asked next, in a second round. A known outcome ends the
-attempt's actor (it costs a Ray worker process).
+**Poll.** Every attempt whose outcome this engine has not seen yet is asked at once, one
+question per node, of the node's supervisor; one `ray.wait` bounded by `POLL_WAIT` gathers
+the answers, and only when a new question was put: questions still in flight from an
+earlier poll are taken as they stand. A late answer is RUNNING now, and its question stays
+in flight for the next poll, never asked twice. A supervisor that died answers nothing: its
+attempts are asked of their node's files next, in a second round (a short pinned task: an
+attempt whose process is gone with no outcome recorded is LOST), and the next poll makes the
+node a new supervisor, which adopts the attempts from those files. An error the node
+answers (the call raised there) is logged and concluded nothing from: RUNNING, asked again.
 
 **Beside the loop.** The control loop calls `launch_many` from a launch worker thread while
 its own thread polls, stops and lists nodes. A batch touches only what belongs to the
-attempts it launches (their placement records, their actors' entries in the engine's map of
-actors) and reads the node map, which `nodes` replaces whole; the polls' own state (the
+attempts it launches (their placement records) and the map of supervisors (entries replaced
+whole) and reads the node map, which `nodes` replaces whole; the polls' own state (the
 questions in flight, the outcomes seen) is the poll side's alone. Ray's calls may come from
 any thread of the driver.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,13 +52,15 @@ from shoal.executors.task import RUNNING, RunningTask, TaskLaunch, TaskPhase, Ta
 if TYPE_CHECKING:
     from shoal.executors.ray_engine import RayExecutor
 
-#: How long launch, adopt, stop requests and log reads wait for the actor (its start
-#: included: a worker process on a busy machine can take seconds).
+#: How long launch, adopt, stop requests and log reads wait for the node (a supervisor's
+#: start included: a worker process on a busy machine can take seconds).
 CALL_TIMEOUT = 120.0
 #: How long a poll waits for a fresh answer before counting the attempt as RUNNING; the
 #: question stays in flight and a later poll takes its answer without waiting, so a node
 #: that stopped answering never holds the control loop for more than this once per attempt.
 POLL_WAIT = 0.5
+
+log = logging.getLogger(__name__)
 
 LOST_NODE = TaskStatus(TaskPhase.LOST, detail="its Ray node is gone or unknown")
 
@@ -62,13 +69,19 @@ class NodeGoneError(Exception):
     """The node an attempt was placed on is unknown, dead, or did not answer."""
 
 
-def actor_name(job: str, group: str, index: int, attempt: int) -> str:
-    """The name of an attempt's actor: the attempt alone decides it."""
+def supervisor_name(node: str) -> str:
+    """The name of a node's supervisor actor in the engine's namespace: the node alone
+    decides it (an attempt's name has no ":" first: a job name cannot hold one)."""
+    return f"supervisor:{node}"
+
+
+def attempt_name(job: str, group: str, index: int, attempt: int) -> str:
+    """An attempt's key in the engine's maps: the attempt alone decides it."""
     return f"{job}:{group}:{index}:{attempt}"
 
 
 def _task_name(task: RunningTask) -> str:
-    return actor_name(task.job, task.group, task.index, task.attempt)
+    return attempt_name(task.job, task.group, task.index, task.attempt)
 
 
 # ---- launch -----------------------------------------------------------------------------------
@@ -76,11 +89,10 @@ def _task_name(task: RunningTask) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Launch:
-    """One spec of a batch, placed: where its result goes, its actor's name, its node."""
+    """One spec of a batch, placed: where its result goes, and its node."""
 
     slot: int
     spec: TaskLaunch
-    name: str
     node: str
 
 
@@ -92,9 +104,7 @@ def _placed(engine: RayExecutor, slot: int, spec: TaskLaunch) -> _Launch:
     check_name("job", spec.job)
     check_name("group", spec.group)
     check_name("node", spec.node)
-    node = engine._place(spec)
-    return _Launch(slot, spec, actor_name(spec.job, spec.group, spec.index, spec.attempt),
-                   node)
+    return _Launch(slot, spec, engine._place(spec))
 
 
 def launch_many(engine: RayExecutor, specs: Sequence[TaskLaunch]
@@ -102,47 +112,52 @@ def launch_many(engine: RayExecutor, specs: Sequence[TaskLaunch]
     """Launch the specs' attempts together (the module docstring): one result per spec, in
     order, its handle or the exception its launch raised."""
     results: list[RunningTask | BaseException | None] = [None] * len(specs)
-    pending: list[_Launch] = []
+    by_node: dict[str, list[_Launch]] = {}
     for slot, spec in enumerate(specs):
         try:
-            pending.append(_placed(engine, slot, spec))
+            item = _placed(engine, slot, spec)
         except Exception as error:  # the contract returns it, per spec
             results[slot] = error
-    for _ in range(2):  # a second round for the actors found while being ended
-        fired: list[tuple[_Launch, Any]] = []
-        for item in pending:
+            continue
+        by_node.setdefault(item.node, []).append(item)
+    for round_ in range(2):  # a second round for the nodes whose supervisor died
+        fired: list[tuple[str, list[_Launch], Any]] = []
+        for node, items in by_node.items():
             try:
-                actor = engine._actors.get(item.name) or engine._create_actor(item.name,
-                                                                              item.node)
-                if actor is None:  # unknown or dead node: nothing starts, the attempt is lost
-                    results[item.slot] = _placeholder(engine, item.spec)
+                supervisor = engine._supervisor(node, fresh=round_ > 0)
+                if supervisor is None:  # unknown or dead node: nothing starts, it is lost
+                    for item in items:
+                        results[item.slot] = _placeholder(engine, item.spec)
                     continue
-                fired.append((item, actor.launch.remote(item.spec)))
+                fired.append((node, items, supervisor.launch_many.remote(
+                    engine._setup(node), [item.spec for item in items])))
             except Exception as error:  # the contract returns it, per spec
-                results[item.slot] = error
+                for item in items:
+                    results[item.slot] = error
         if fired:
-            ray.wait([ref for _, ref in fired], num_returns=len(fired), timeout=CALL_TIMEOUT)
-        pending = []
-        for item, ref in fired:
+            ray.wait([ref for _, _, ref in fired], num_returns=len(fired),
+                     timeout=CALL_TIMEOUT)
+        by_node = {}
+        for node, items, ref in fired:
             try:
-                results[item.slot] = ray.get(ref, timeout=0)
-            except GetTimeoutError:  # late: a handle that polls as its actor answers
-                results[item.slot] = _placeholder(engine, item.spec)
+                answers: list[RunningTask | BaseException] = ray.get(ref, timeout=0)
+            except GetTimeoutError:  # late: handles that poll as the supervisor answers
+                answers = [_placeholder(engine, item.spec) for item in items]
             except RayActorError:
-                engine._actors.pop(item.name, None)
-                pending.append(item)
-            except RayTaskError as exc:
-                # The node refused the launch and started nothing: the caller gets the
-                # node's own error, not Ray's traceback.
-                engine._retire(item.name)
-                results[item.slot] = exc.cause if exc.cause is not None else exc
-            except Exception as error:  # the contract returns it, per spec
-                results[item.slot] = error
-        if not pending:
+                engine._lose_supervisor(node)
+                by_node[node] = items
+                continue
+            except RayTaskError as exc:  # the call itself failed: each spec's result
+                answers = [exc.cause if exc.cause is not None else exc] * len(items)
+            except RayError as exc:
+                answers = [exc] * len(items)
+            for item, answer in zip(items, answers, strict=True):
+                results[item.slot] = answer
+        if not by_node:
             break
-        engine._wait_name_free([item.name for item in pending])
-    for item in pending:  # its actor was being ended twice: no launch was answered
-        results[item.slot] = _placeholder(engine, item.spec)
+    for items in by_node.values():  # its supervisor died twice: no launch was answered
+        for item in items:
+            results[item.slot] = _placeholder(engine, item.spec)
     return [_result(result) for result in results]
 
 
@@ -161,36 +176,59 @@ def _result(result: RunningTask | BaseException | None) -> RunningTask | BaseExc
 
 @dataclass(frozen=True, slots=True)
 class _Question:
-    """A poll in flight: where its answer goes, and whether its attempt's actor or its node
-    (a short pinned task) was asked."""
+    """A poll in flight: where its answer goes, the call that carries it (one per node and
+    poll), its place among that call's answers, and whether the node's supervisor (not its
+    files, by a short pinned task) was asked."""
 
     slot: int
     name: str
     task: RunningTask
     ref: Any
-    of_actor: bool
+    position: int
+    of_supervisor: bool
 
 
-def _ask(engine: RayExecutor, slot: int, name: str, task: RunningTask, *,
-         of_actor: bool) -> _Question | TaskStatus:
-    """Put the question to the attempt's actor (unless it just died), else to its node; a
-    status at once when there is nobody to ask."""
-    actor = engine._actor(name) if of_actor else None
-    if actor is not None:
-        return _Question(slot, name, task, actor.poll.remote(task), True)
+def _ask_supervisors(engine: RayExecutor, asking: list[tuple[int, str, RunningTask]],
+                     statuses: list[TaskStatus | None]) -> list[_Question]:
+    """Put each node's questions to its supervisor in one call; a status at once where
+    there is no node to ask."""
+    by_node: dict[str, list[tuple[int, str, RunningTask]]] = {}
+    for slot, name, task in asking:
+        node = engine._placed(task.job, task.group, task.index, task.attempt)
+        if node is None:
+            statuses[slot] = LOST_ACTOR
+            continue
+        by_node.setdefault(node, []).append((slot, name, task))
+    questions: list[_Question] = []
+    for node, items in by_node.items():
+        supervisor = engine._supervisor(node)
+        if supervisor is None:
+            for slot, _, _ in items:
+                statuses[slot] = LOST_NODE
+            continue
+        ref = supervisor.poll_many.remote(engine._setup(node), [task for _, _, task in items])
+        questions += [_Question(slot, name, task, ref, position, True)
+                      for position, (slot, name, task) in enumerate(items)]
+    return questions
+
+
+def _ask_files(engine: RayExecutor, question: _Question) -> _Question | TaskStatus:
+    """Ask the attempt's node's files (a short pinned task); a status at once when its
+    node is gone."""
+    task = question.task
     node = engine._placed(task.job, task.group, task.index, task.attempt)
     try:
         ref = engine._submit_on(node, "poll", engine._record(task))
     except NodeGoneError:
         return LOST_NODE if node is not None else LOST_ACTOR
-    return _Question(slot, name, task, ref, False)
+    return _Question(question.slot, question.name, task, ref, -1, False)
 
 
 def poll_many(engine: RayExecutor, tasks: Sequence[RunningTask]) -> list[TaskStatus]:
     """Where each attempt stands (the module docstring), one status per task, in order."""
     statuses: list[TaskStatus | None] = [None] * len(tasks)
     questions: list[_Question] = []
-    fresh = False
+    asking: list[tuple[int, str, RunningTask]] = []
     for slot, task in enumerate(tasks):
         name = _task_name(task)
         ended = engine._ended.get(name)
@@ -199,53 +237,53 @@ def poll_many(engine: RayExecutor, tasks: Sequence[RunningTask]) -> list[TaskSta
             continue
         asked = engine._asked.get(name)
         if asked is not None:
-            questions.append(_Question(slot, name, task, asked[0], asked[1]))
+            questions.append(_Question(slot, name, task, *asked))
             continue
-        question = _ask(engine, slot, name, task, of_actor=True)
-        if isinstance(question, TaskStatus):
-            statuses[slot] = question
-        else:
-            questions.append(question)
-            fresh = True
+        asking.append((slot, name, task))
+    fresh = bool(asking)
+    questions += _ask_supervisors(engine, asking, statuses)
     while questions:
         questions = _gather(engine, questions, statuses, POLL_WAIT if fresh else 0.0)
         fresh = True
     for slot, task in enumerate(tasks):
         status = statuses[slot]
         if status is not None and not status.running:
-            name = _task_name(task)
-            engine._ended[name] = status
-            engine._retire(name)
+            engine._ended[_task_name(task)] = status
     return [RUNNING if status is None else status for status in statuses]
 
 
 def _gather(engine: RayExecutor, questions: list[_Question],
             statuses: list[TaskStatus | None], wait: float) -> list[_Question]:
     """Take the answers that came within `wait` (the others stay in flight, RUNNING now);
-    returns the questions to put to the nodes of attempts whose actor died."""
-    # One question per attempt, but a task polled twice in one batch shares its question.
+    returns the questions to put to the files of attempts whose supervisor died."""
     refs = list(dict.fromkeys(question.ref for question in questions))
     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=wait)
     answered = set(ready)
     again: list[_Question] = []
     for question in questions:
         if question.ref not in answered:
-            engine._asked[question.name] = (question.ref, question.of_actor)
+            engine._asked[question.name] = (question.ref, question.position,
+                                            question.of_supervisor)
             continue
         engine._asked.pop(question.name, None)
         task = question.task
         try:
-            status: TaskStatus = ray.get(question.ref)
+            answer = ray.get(question.ref)
+            status: TaskStatus = answer[question.position] if question.of_supervisor \
+                else answer
         except RayActorError:
-            engine._actors.pop(question.name, None)
-            if not question.of_actor:
-                statuses[question.slot] = LOST_ACTOR
-                continue
-            asked = _ask(engine, question.slot, question.name, task, of_actor=False)
+            node = engine._placed(task.job, task.group, task.index, task.attempt)
+            engine._lose_supervisor(node or "")
+            asked = _ask_files(engine, question)
             if isinstance(asked, TaskStatus):
                 statuses[question.slot] = asked
             else:
                 again.append(asked)
+            continue
+        except RayTaskError as exc:
+            # The node answered with an error (its files unreadable for a moment, say):
+            # nothing is concluded from it, and the attempt is asked again next poll.
+            log.warning("polling %s failed on its node: %s", question.name, exc)
             continue
         except RayError as exc:
             node = engine._placed(task.job, task.group, task.index, task.attempt)

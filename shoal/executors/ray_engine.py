@@ -4,58 +4,64 @@ It meets the executor contract (`shoal.executors.contract`) and passes the same 
 suite as the local executor, against a real multi-node Ray cluster. Ray is an optional
 dependency (`shoal[ray]`): this module is imported only when the Ray engine is used.
 
-**One detached, named actor per (task, attempt).** `launch` creates, with get-if-exists
-semantics, a detached actor named `<job>:<group>:<index>:<attempt>` in the engine's Ray
-namespace (`namespace`, "shoal" by default; one per control plane sharing a Ray cluster). The
-name is derived from the attempt alone, so any instance of the engine — the same one, or a
-control plane restarted after a crash — finds the attempt's actor again by name
-(`ray.get_actor`), and never makes a second one.
+**One long-lived supervisor actor per node.** Each node Shoal launches on gets one
+detached, named, threaded actor (`ray_worker.NodeSupervisor`), named `supervisor:<node>`
+(`ray_batches.supervisor_name`) in the engine's Ray namespace (`namespace`, "shoal" by
+default; one per control plane sharing a Ray cluster) and made with get-if-exists
+semantics, so any instance of the engine — the same one, or a control plane restarted after
+a crash — finds the node's supervisor again by name and never makes a second one. No actor
+is made per attempt: an attempt costs its node a fork (or `posix_spawn` of the compiled
+wrapper) by the supervisor's launcher, not a Ray worker process (~100 MB, ~1.5 CPU-seconds
+to start on a loaded machine) nor a fresh interpreter.
 
-**Batches.** `launch_many` makes every attempt's actor and fires every launch before one
-bounded wait, and `poll_many` puts every question before one short wait, so a cycle's
-launches and a poll of every running attempt each cost one round of Ray calls, not one per
-attempt, with the same guarantees per attempt (`shoal.executors.ray_batches`; `launch` and
-`poll` are batches of one).
+**Batches.** `launch_many` splits a cycle's launches by node and sends each node's share to
+its supervisor in one call, every call fired before one bounded wait; `poll_many` asks each
+node once for all its attempts before one short wait; so a cycle's launches and a poll of
+every running attempt each cost one round of Ray calls, one call per node, with the same
+guarantees per attempt (`shoal.executors.ray_batches`; `launch` and `poll` are batches of
+one). The supervisor serves several calls at once (`ray_worker.SUPERVISOR_CONCURRENCY`
+threads): a launch waiting on a slow claim does not hold up polls and stops.
 
-**The actor is the node's local executor.** Each actor (`ray_worker.TaskActor`) hosts a
-`LocalExecutor` rooted in the node's directory `<root>/nodes/<node>` (on the node's own
-disk: a path of the same name on every machine) and delegates launch, poll, request_stop and
-adopt to it, so the wrapper, the durable claim and status records, process groups, cgroups
-and isolation are the same code on every node. Idempotency is the local executor's on-disk
-claim, made on the node the attempt runs on: a second launch of an attempt — through the
-same actor, or through a new actor of the same name should the first have gone — returns the
-handle of that attempt and never starts a second process. The handles (`RunningTask`) an
-engine returns are the node's: their paths are paths on the node that ran the attempt,
-meaningful only there.
+**The supervisor is the node's local executor.** It hosts a `LocalExecutor` rooted in the
+node's directory `<root>/nodes/<node>` (on the node's own disk: a path of the same name on
+every machine), with a launcher (`shoal.executors.launcher`) that spawns the compiled
+wrapper where the node can build it and forks the Python one where it cannot; so the
+wrapper, the durable claim and status records, process groups, cgroups and isolation are
+the same code on every node. Each call carries the engine's `NodeSetup` (root, grace period,
+isolation): a supervisor keeps one executor per setup, so a control plane restarted with
+other settings gets an executor of its own. The handles (`RunningTask`) an engine returns
+are the node's: their paths are paths on the node that ran the attempt, meaningful only
+there.
 
-**Placement is exactly Shoal's.** The actor is pinned to the node Shoal chose with
+**Crash safety is the node's files, not the supervisor.** Idempotency is the local
+executor's on-disk claim, made on the node the attempt runs on: a second launch of an
+attempt — through the same supervisor, or through a new one after the first died — returns
+the handle of that attempt and never starts a second process. Every wrapper runs in a
+session of its own and outlives the supervisor (and its launcher): a supervisor that dies
+leaves its tasks running, the polls meanwhile read the attempts' files on the node (short
+pinned Ray tasks), and the next call makes a new supervisor, which adopts the attempts from
+their records (pid and start time, outcome). An attempt is LOST only when its node is gone
+or nothing on its node says how it ended; `adopt` then returns None.
+
+**Placement is exactly Shoal's.** The supervisor is pinned to its node with
 `NodeAffinitySchedulingStrategy(node_id, soft=False)`: it runs there or not at all. Shoal
 node names map to Ray nodes by the node label `shoal.io/node` (`NODE_LABEL`: `ray start
 --labels='{"shoal.io/node": "gpu-07"}'`); a node without that label is named by its Ray node
-id. The actor reserves nothing in Ray's accounting (`num_cpus=0`, no GPUs, no custom
+id. The supervisor reserves nothing in Ray's accounting (`num_cpus=0`, no GPUs, no custom
 resources): Shoal's own accounting is the only one, so a task Shoal placed never waits in
 Ray's queue for resources Ray thinks are taken, and `CUDA_VISIBLE_DEVICES` is the GPU indices
 Shoal assigned (the local executor sets it), never what Ray would pick. A launch on a node
 Ray does not know (or that is dead) starts nothing and its handle polls LOST, which the
-control loop retries under the task's policy.
-
-**The actor lives as long as its attempt runs.** Which node each attempt was launched on is
+control loop retries under the task's policy. Which node each attempt was launched on is
 the control plane's record (`<root>/placements/...`, written before anything starts; a
-relaunch of an attempt goes where the first went). `poll` asks the attempt's actor (a
-bounded call: while the answer is late the attempt counts as RUNNING, never as LOST); once
-the outcome is known — recorded by the wrapper on the node — the actor is ended, so a
-finished attempt costs no Ray worker process (about 100 MB each). Afterwards its outcome,
-its adoption and its logs are read from its files on its node by short Ray tasks pinned to
-that node (`num_cpus=0` too). An attempt is LOST when nothing can tell how it ended: its
-actor vanished (killed, its node died) and no outcome was recorded on its node, or its node
-is gone; `adopt` then returns None. Should an attempt's actor die while its process still
-runs, a stop makes a new actor of the same name on the same node, which adopts it.
-`forget_job` stops what still runs of the job, removes its files on every node it was
-placed on, ends its actors and forgets its placements.
+relaunch of an attempt goes where the first went).
 
 **Stopping** is the local executor's: SIGTERM to the attempt's process group, SIGKILL once
-the grace period ran out, escalated by polling — the actor keeps the deadline, so every
-instance that polls the attempt escalates it.
+the grace period ran out, escalated by polling — the node's supervisor keeps the deadline.
+`forget_job` has each node the job was placed on stop what still runs of it (found from the
+node's records) and remove its files, then forgets its placements; `close` (teardown) stops
+every attempt the engine placed and ends the namespace's supervisors. `shoal up` never ends
+a supervisor: it waits on its node for the next control plane.
 
 **Logs** of a task are all its attempts' output, in attempt order, whichever nodes ran
 them, at offsets that never change (a follower goes on across a move to another node):
@@ -69,7 +75,7 @@ is a job's MASTER_ADDR) and what it offers (CPUs, memory, GPUs, custom resources
 
 **Job files** (an elastic job's membership) are written on every alive node, at the same
 path (`job_file`), by short pinned tasks, so a task reads its job's file on whichever node
-it runs. What runs on the nodes (the attempt's actor, the pinned tasks) is
+it runs. What runs on the nodes (the supervisors, the pinned tasks) is
 `shoal.executors.ray_worker`.
 """
 
@@ -111,10 +117,10 @@ from shoal.executors.contract import (
 from shoal.executors.local import DEFAULT_GRACE_PERIOD, stop_by_polling
 from shoal.executors.local_files import Isolation, check_name, job_file_paths
 from shoal.executors.processes import private_dirs
-from shoal.executors.ray_batches import CALL_TIMEOUT, NodeGoneError, actor_name
+from shoal.executors.ray_batches import CALL_TIMEOUT, NodeGoneError, supervisor_name
 from shoal.executors.ray_logs import GONE, LATE, Answer, TaskLogs
 from shoal.executors.ray_nodes import inventory
-from shoal.executors.ray_worker import RemoteOnNode, RemoteTaskActor
+from shoal.executors.ray_worker import NodeSetup, RemoteOnNode, RemoteSupervisor
 from shoal.executors.task import RunningTask, TaskLaunch, TaskStatus
 from shoal.executors.wrapper import create_json_exclusive
 
@@ -154,14 +160,16 @@ class RayExecutor:
         if not ray.is_initialized():
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         self._node_ids: dict[str, str] = {}
-        self._actors: dict[str, Any] = {}
-        # Outcomes this instance saw (the attempt's actor is then ended).
+        # Each node's supervisor actor, by node name (replaced whole, never mutated).
+        self._supervisors: dict[str, Any] = {}
+        # Outcomes this instance saw: such an attempt is never asked again.
         self._ended: dict[str, TaskStatus] = {}
         # Nodes (ids) that refused work pinned to them: gone, though Ray may list them
         # alive a little longer; a node id never comes back.
         self._unplaceable: set[str] = set()
-        # Polls asked and not answered yet: attempt → (its answer, asked of its actor).
-        self._asked: dict[str, tuple[Any, bool]] = {}
+        # Polls asked and not answered yet: attempt → (the call that carries its answer,
+        # its place among that call's answers, asked of the node's supervisor).
+        self._asked: dict[str, tuple[Any, int, bool]] = {}
         self._logs = TaskLogs(self._task_placements, self._ask_nodes)
 
     # ---- nodes ------------------------------------------------------------------------------
@@ -278,48 +286,64 @@ class RayExecutor:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         ).remote(str(self.node_root(node)), self.isolation, op, *args)
 
-    # ---- actors -----------------------------------------------------------------------------
+    # ---- supervisors: one long-lived actor per node ----------------------------------------
 
-    def _actor(self, name: str) -> Any | None:
-        actor = self._actors.get(name)
-        if actor is None:
-            try:
-                actor = ray.get_actor(name, namespace=self.namespace)
-            except ValueError:
-                return None
-            self._actors[name] = actor
-        return actor
+    def _setup(self, node: str) -> NodeSetup:
+        """What the node's supervisor makes its local executor of, for this engine."""
+        return NodeSetup(str(self.node_root(node)), self.grace_period, self.isolation)
 
-    def _create_actor(self, name: str, node: str) -> Any | None:
-        """The attempt's actor on `node`, made if missing (get-if-exists); None when the
-        node is unknown or dead."""
+    def _supervisor(self, node: str, *, fresh: bool = False) -> Any | None:
+        """The node's supervisor, made if missing (get-if-exists, by its name), pinned to
+        the node; None when the node is unknown or dead. `fresh`: the one this engine knew
+        died, so wait (bounded) until Ray has freed its name before making another."""
+        supervisor = None if fresh else self._supervisors.get(node)
+        if supervisor is not None:
+            return supervisor
         node_id = self._node_id(node)
         if node_id is None:
             return None
-        actor = RemoteTaskActor.options(
+        name = supervisor_name(node)
+        if fresh:
+            self._wait_name_free(name)
+        supervisor = RemoteSupervisor.options(
             name=name, namespace=self.namespace, lifetime="detached", get_if_exists=True,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-        ).remote(str(self.node_root(node)), self.grace_period, self.isolation)
-        self._actors[name] = actor
-        return actor
+        ).remote()
+        self._supervisors = {**self._supervisors, node: supervisor}
+        return supervisor
 
-    def _retire(self, name: str) -> None:
-        """End an attempt's actor once its outcome is recorded on its node (where polls,
-        adoption and log reads then look, with short pinned tasks)."""
-        actor = self._actors.pop(name, None)
-        if actor is not None:
-            with contextlib.suppress(RayError):
-                ray.kill(actor, no_restart=True)
+    def _lose_supervisor(self, node: str) -> None:
+        """The node's supervisor died: the next call makes (or finds) another."""
+        if node in self._supervisors:
+            self._supervisors = {k: v for k, v in self._supervisors.items() if k != node}
 
-    def _wait_name_free(self, names: list[str]) -> None:
+    def _wait_name_free(self, name: str) -> None:
         deadline = time.monotonic() + CALL_TIMEOUT
-        for name in names:
-            while time.monotonic() < deadline:
-                try:
-                    ray.get_actor(name, namespace=self.namespace)
-                except ValueError:
-                    break
-                time.sleep(_POLL_INTERVAL)
+        while time.monotonic() < deadline:
+            try:
+                ray.get_actor(name, namespace=self.namespace)
+            except ValueError:
+                return
+            time.sleep(_POLL_INTERVAL)
+
+    def _ask_supervisor(self, node: str | None, method: str, *args: Any) -> Any:
+        """Call `method` of the node's supervisor (bounded by CALL_TIMEOUT), once more
+        through a new supervisor should this one have died; NodeGoneError when the node is
+        unknown or dead, RayActorError when the new one died too."""
+        if node is None:
+            raise NodeGoneError(node)
+        for round_ in range(2):
+            supervisor = self._supervisor(node, fresh=round_ > 0)
+            if supervisor is None:
+                raise NodeGoneError(node)
+            try:
+                return ray.get(getattr(supervisor, method).remote(self._setup(node), *args),
+                               timeout=CALL_TIMEOUT)
+            except RayActorError:
+                self._lose_supervisor(node)
+                if round_ > 0:
+                    raise
+        raise AssertionError("unreachable")
 
     def _placeholder(self, job: str, group: str, index: int, attempt: int,
                      pid: int = 0, start: float = 0.0) -> RunningTask:
@@ -331,8 +355,8 @@ class RayExecutor:
     # ---- launch -----------------------------------------------------------------------------
 
     def launch(self, spec: TaskLaunch) -> RunningTask:
-        """Start the attempt on its node through its actor, at most once per attempt (a
-        batch of one: `launch_many`)."""
+        """Start the attempt on its node through the node's supervisor, at most once per
+        attempt (a batch of one: `launch_many`)."""
         result = ray_batches.launch_many(self, [spec])[0]
         if isinstance(result, BaseException):
             raise result
@@ -346,17 +370,21 @@ class RayExecutor:
                                task.pid_start_time)
 
     def adopt(self, recorded: RecordedAttempt) -> RunningTask | None:
-        """The attempt's handle, through its actor, or from its files on its node once the
-        actor has ended; None when it is gone with nothing recorded (or its node is)."""
-        name = actor_name(recorded.job, recorded.group, recorded.index, recorded.attempt)
-        actor = self._actor(name)
-        if actor is not None:
-            with contextlib.suppress(RayActorError):
-                handle: RunningTask | None = ray.get(actor.adopt.remote(recorded),
-                                                     timeout=CALL_TIMEOUT)
-                return handle
-            self._actors.pop(name, None)
+        """The attempt's handle, from its node's supervisor (or, should the supervisor have
+        died twice, from its files on its node); None when it is gone with nothing recorded
+        (or its node is)."""
         node = self._placed(recorded.job, recorded.group, recorded.index, recorded.attempt)
+        try:
+            handle: RunningTask | None = self._ask_supervisor(node, "adopt", recorded)
+            return handle
+        except NodeGoneError:
+            return None
+        except GetTimeoutError:
+            # Slow is not gone: a handle from the record, which polls as the node answers
+            # (None here would have the attempt retried while it may run).
+            return self.recorded(recorded)
+        except RayError:
+            pass
         try:
             found: RunningTask | None = self._run_on(node, "adopt", recorded)
         except (NodeGoneError, GetTimeoutError):
@@ -364,40 +392,30 @@ class RayExecutor:
         return found
 
     def recorded(self, recorded: RecordedAttempt) -> RunningTask:
-        """A handle from the record alone; its actor or its node answers when polled."""
+        """A handle from the record alone; its node's supervisor answers when polled."""
         return self._placeholder(recorded.job, recorded.group, recorded.index,
                                  recorded.attempt, recorded.pid, recorded.pid_start_time)
 
     # ---- poll and stop ----------------------------------------------------------------------
 
     def poll(self, task: RunningTask) -> TaskStatus:
-        """Where the attempt stands, asked of its actor or, once that has ended, read from
-        the attempt's files on its node; never blocking for long: an answer that is late is
-        RUNNING now, and the question stays in flight for the next poll. An attempt's actor
-        is ended as soon as its outcome is known. LOST once nothing can tell. (A batch of
-        one: `poll_many`.)"""
+        """Where the attempt stands, asked of its node's supervisor (or, should that have
+        died, read from the attempt's files on its node); never blocking for long: an
+        answer that is late is RUNNING now, and the question stays in flight for the next
+        poll. LOST once nothing can tell. (A batch of one: `poll_many`.)"""
         return ray_batches.poll_many(self, [task])[0]
 
     def request_stop(self, task: RunningTask, grace_period: float | None = None) -> bool:
-        """SIGTERM the attempt's process group on its node; its actor escalates to SIGKILL
-        when polled past the grace period. False when it had ended (or is gone)."""
+        """SIGTERM the attempt's process group on its node; its supervisor escalates to
+        SIGKILL when polled past the grace period. False when it had ended (or is gone)."""
         grace = self.grace_period if grace_period is None else grace_period
-        name = actor_name(task.job, task.group, task.index, task.attempt)
+        name = ray_batches.attempt_name(task.job, task.group, task.index, task.attempt)
         if name in self._ended:
             return False
-        actor = self._actor(name)
-        if actor is None:
-            if not self.poll(task).running:
-                return False
-            # Still running without its actor (it died): a new one adopts the attempt.
-            node = self._placed(task.job, task.group, task.index, task.attempt)
-            actor = None if node is None else self._create_actor(name, node)
-            if actor is None:
-                return False
+        node = self._placed(task.job, task.group, task.index, task.attempt)
         try:
-            return bool(ray.get(actor.request_stop.remote(task, grace), timeout=CALL_TIMEOUT))
-        except RayActorError:
-            self._actors.pop(name, None)
+            return bool(self._ask_supervisor(node, "request_stop", task, grace))
+        except (NodeGoneError, RayError):
             return False
 
     def stop(self, task: RunningTask, grace_period: float | None = None) -> TaskStatus:
@@ -464,29 +482,39 @@ class RayExecutor:
             except RayError as exc:
                 log.warning("node %s: %s failed: %s", name, op, exc)
 
-    def _live_actors(self, job: str | None) -> list[str]:
-        prefix = "" if job is None else f"{job}:"
-        return [str(entry["name"]) for entry in ray.util.list_named_actors(all_namespaces=True)
-                if entry["namespace"] == self.namespace
-                and str(entry["name"]).startswith(prefix)]
+    def _job_nodes(self, job: str | None) -> list[str]:
+        """The nodes the job's attempts (every job's: None) were placed on."""
+        placements = self.root / "placements"
+        paths = placements.glob("*/*/attempt-*.json") if job is None \
+            else (placements / job).glob("*/attempt-*.json")
+        nodes = {self._placed(p.parent.parent.name, *_group_index(p.parent.name), _attempt(p))
+                 or "" for p in paths}
+        return sorted(nodes - {""})
 
-    def _end(self, names: list[str], method: str, *args: Any) -> None:
-        """Call `method` on each actor, then kill it and wait until its name is free (so a
-        later launch of the same attempt makes a new one)."""
-        for name in names:
-            actor = self._actor(name)
-            if actor is None:
-                continue
-            with contextlib.suppress(RayError):
-                ray.get(getattr(actor, method).remote(*args), timeout=CALL_TIMEOUT)
-            with contextlib.suppress(RayError):
-                ray.kill(actor, no_restart=True)
-            self._actors.pop(name, None)
-        self._wait_name_free(names)
+    def _on_supervisors(self, nodes: Sequence[str], method: str, *args: Any) -> set[str]:
+        """Call `method` of each node's supervisor at once (bounded by CALL_TIMEOUT); the
+        nodes that did it."""
+        refs: dict[str, Any] = {}
+        for node in nodes:
+            supervisor = self._supervisor(node)
+            if supervisor is not None:
+                refs[node] = getattr(supervisor, method).remote(self._setup(node), *args)
+        if refs:
+            ray.wait(list(refs.values()), num_returns=len(refs), timeout=CALL_TIMEOUT)
+        done: set[str] = set()
+        for node, ref in refs.items():
+            try:
+                ray.get(ref, timeout=0)
+                done.add(node)
+            except RayActorError:
+                self._lose_supervisor(node)
+            except RayError as exc:
+                log.warning("node %s: %s failed: %s", node, method, exc)
+        return done
 
     def rename_job(self, job: str, new: str) -> None:
         """Move the ended job's files to the name `new` on every node it was placed on, and
-        its placements with them (nothing of it runs: its actors have ended)."""
+        its placements with them (nothing of it runs)."""
         check_name("job", job)
         check_name("job", new)
         placements = self.root / "placements" / job
@@ -502,35 +530,46 @@ class RayExecutor:
             del self._ended[name]
 
     def forget_job(self, job: str) -> None:
-        """Stop what still runs of the job, remove its files on every node it was placed on,
-        end its actors, and forget its placements."""
+        """Stop what still runs of the job and remove its files, on every node it was
+        placed on (through the nodes' supervisors; a node whose supervisor does not answer
+        has its files removed by a short pinned task), and forget its placements."""
         check_name("job", job)
-        self._end(self._live_actors(job), "forget_job", job)
-        placements = self.root / "placements" / job
-        nodes = {self._placed(job, *_group_index(p.parent.name), _attempt(p)) or ""
-                 for p in placements.glob("*/attempt-*.json")}
-        for node in sorted(nodes - {""}):
-            with contextlib.suppress(NodeGoneError, GetTimeoutError):
-                self._run_on(node, "forget", job)
-        shutil.rmtree(placements, ignore_errors=True)
+        nodes = self._job_nodes(job)
+        done = self._on_supervisors(nodes, "forget_job", job)
+        for node in nodes:
+            if node not in done:
+                with contextlib.suppress(NodeGoneError, GetTimeoutError):
+                    self._run_on(node, "forget", job)
+        shutil.rmtree(self.root / "placements" / job, ignore_errors=True)
         for name in [n for n in self._ended if n.startswith(f"{job}:")]:
             del self._ended[name]
         for name in [n for n in self._asked if n.startswith(f"{job}:")]:
             del self._asked[name]
 
     def close(self) -> None:
-        """Stop every attempt of this namespace and end their actors (tests, teardown)."""
-        self._end(self._live_actors(None), "close")
+        """Stop every attempt this engine placed that still runs, and end the supervisors
+        of its namespace (tests, teardown; `shoal up` never calls it: tasks outlive it)."""
+        self._on_supervisors(self._job_nodes(None), "close")
+        for entry in ray.util.list_named_actors(all_namespaces=True):
+            if entry["namespace"] != self.namespace \
+                    or not str(entry["name"]).startswith(supervisor_name("")):
+                continue
+            with contextlib.suppress(ValueError, RayError):
+                ray.kill(ray.get_actor(str(entry["name"]), namespace=self.namespace),
+                         no_restart=True)
+        self._supervisors = {}
 
     def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
-        """Launch these attempts together (`ray_batches`: every actor made and every launch
-        fired before one bounded wait); one result per spec, in order: its handle, or the
-        exception its launch raised (the others still launch). Idempotent per attempt."""
+        """Launch these attempts together (`ray_batches`: one call per node's supervisor,
+        all fired before one bounded wait); one result per spec, in order: its handle, or
+        the exception its launch raised (the others still launch). Idempotent per
+        attempt."""
         return ray_batches.launch_many(self, specs)
 
     def poll_many(self, tasks: Sequence[RunningTask]) -> list[TaskStatus]:
-        """Poll these tasks together (`ray_batches`: every question put before one wait of
-        at most `POLL_WAIT`); one status per task, in order, a late answer RUNNING."""
+        """Poll these tasks together (`ray_batches`: one question per node, all put before
+        one wait of at most `POLL_WAIT`); one status per task, in order, a late answer
+        RUNNING."""
         return ray_batches.poll_many(self, tasks)
 
 

@@ -213,8 +213,7 @@ def test_ray_a_batch_spec_on_a_node_ray_does_not_know_is_lost_and_the_others_run
         root: Path, tmp_path: Path) -> None:
     import ray
 
-    from shoal.executors.ray_batches import actor_name
-    from shoal.executors.ray_engine import RayExecutor
+    from shoal.executors.ray_engine import RayExecutor, supervisor_name
 
     executor = ENGINES["ray"].start(root)
     assert isinstance(executor, RayExecutor)
@@ -230,17 +229,10 @@ def test_ray_a_batch_spec_on_a_node_ray_does_not_know_is_lost_and_the_others_run
         assert [(s.phase, s.exit_code) for s in statuses] == [
             (TaskPhase.EXITED, 0), (TaskPhase.EXITED, 2), (TaskPhase.LOST, None)]
         assert not (tmp_path / "started-1").exists()  # it started nowhere else
-        # The outcomes known, the attempts' actors end.
-        for index in (0, 2):
-            name = actor_name("batch", "worker", index, 0)
-
-            def retired(name: str = name) -> bool:
-                try:
-                    ray.get_actor(name, namespace=executor.namespace)
-                except ValueError:
-                    return True
-                return False
-
-            wait_until(retired, timeout=DEADLINE)
+        # Both attempts went through their node's one supervisor: the namespace's only
+        # named actor (no actor per attempt, none for the unknown node).
+        named = [str(entry["name"]) for entry in ray.util.list_named_actors(all_namespaces=True)
+                 if entry["namespace"] == executor.namespace]
+        assert named == [supervisor_name(specs[0].node)]
     finally:
         ENGINES["ray"].cleanup(root)

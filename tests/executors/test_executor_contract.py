@@ -364,11 +364,18 @@ def test_a_job_file_is_read_by_the_job_tasks_on_their_nodes(engine: Engine, root
 # ---- what only the Ray engine can show ----------------------------------------------------
 
 
+def _named_actors(namespace: str) -> list[str]:
+    import ray
+
+    return sorted(str(entry["name"]) for entry in ray.util.list_named_actors(all_namespaces=True)
+                  if entry["namespace"] == namespace)
+
+
 def test_ray_runs_each_attempt_on_exactly_the_node_shoal_chose(root: Path,
                                                               tmp_path: Path) -> None:
     import ray
 
-    from shoal.executors.ray_engine import NODE_LABEL, RayExecutor, actor_name
+    from shoal.executors.ray_engine import NODE_LABEL, RayExecutor, supervisor_name
 
     executor = ENGINES["ray"].start(root)
     assert isinstance(executor, RayExecutor)
@@ -376,30 +383,68 @@ def test_ray_runs_each_attempt_on_exactly_the_node_shoal_chose(root: Path,
         ids = {n["Labels"][NODE_LABEL]: n["NodeID"] for n in ray.nodes() if n["Alive"]}
         for node in RAY_NODES:
             release = tmp_path / f"release-{node}"
-            task = executor.launch(spec(_blocked(tmp_path / "started", release),
-                                        job=f"on-{node}", node=node))
-            name = actor_name(f"on-{node}", "worker", 0, 0)
-            actor = ray.get_actor(name, namespace=executor.namespace)
-            assert ray.get(actor.node_id.remote(), timeout=DEADLINE) == ids[node]
+            tasks = executor.launch_many([
+                spec(_blocked(tmp_path / f"started-{node}-{i}", release), job=f"on-{node}",
+                     index=i, node=node) for i in range(3)])
+            # The node's one supervisor launched them, on that node: no actor per attempt.
+            supervisor = ray.get_actor(supervisor_name(node), namespace=executor.namespace)
+            assert ray.get(supervisor.node_id.remote(), timeout=DEADLINE) == ids[node]
             release.touch()
-            assert wait_exit(executor, task, DEADLINE).exit_code == 0
-
-            def retired(name: str = name) -> bool:
-                try:
-                    ray.get_actor(name, namespace=executor.namespace)
-                except ValueError:
-                    return True
-                return False
-
-            # Its outcome known, the attempt's actor ends; its node still answers for it.
-            wait_until(retired, timeout=DEADLINE)
-            assert "ready" in _log(executor, task)
-            restarted = RayExecutor(root, namespace=executor.namespace)
-            adopted = restarted.adopt(recorded(task))
-            assert adopted is not None and restarted.poll(adopted).exit_code == 0
+            for task in tasks:
+                assert isinstance(task, RunningTask)
+                assert wait_exit(executor, task, DEADLINE).exit_code == 0
+                assert "ready" in _log(executor, task)
+                restarted = RayExecutor(root, namespace=executor.namespace)
+                adopted = restarted.adopt(recorded(task))
+                assert adopted is not None and restarted.poll(adopted).exit_code == 0
+        # The namespace's named actors are the nodes' supervisors, one per node used.
+        assert _named_actors(executor.namespace) == sorted(supervisor_name(node)
+                                                           for node in RAY_NODES)
         # A node Ray does not have: nothing starts anywhere else, the attempt is lost.
         nowhere = executor.launch(spec("print('never')", job="nowhere", node="no-such-node"))
         assert nowhere.pid == 0
         assert executor.poll(nowhere).phase is TaskPhase.LOST
+    finally:
+        ENGINES["ray"].cleanup(root)
+    # Teardown ends the supervisors.
+    wait_until(lambda: _named_actors(executor.namespace) == [], timeout=DEADLINE)
+
+
+def test_ray_a_killed_supervisor_leaves_its_task_running_and_a_new_one_adopts_it(
+        root: Path, tmp_path: Path) -> None:
+    import psutil
+    import ray
+
+    from shoal.executors.processes import same_process
+    from shoal.executors.ray_engine import RayExecutor, supervisor_name
+
+    executor = ENGINES["ray"].start(root)
+    assert isinstance(executor, RayExecutor)
+    node = RAY_NODES[0]
+    started, release = tmp_path / "started", tmp_path / "release"
+    launch = spec(_blocked(started, release, code=3), job="survivor", node=node)
+    try:
+        task = executor.launch(launch)
+        wait_until(lambda: "ready" in _log(executor, task), timeout=DEADLINE)
+        supervisor = ray.get_actor(supervisor_name(node), namespace=executor.namespace)
+        first = ray.get(supervisor.pid.remote(), timeout=DEADLINE)
+        ray.kill(supervisor, no_restart=True)
+        wait_until(lambda: not psutil.pid_exists(first)
+                   or psutil.Process(first).status() == psutil.STATUS_ZOMBIE, timeout=DEADLINE)
+        # Its task runs on (its wrapper is in a session of its own), and polls RUNNING.
+        assert same_process(task.pid, task.pid_start_time)
+        assert executor.poll(task).phase is TaskPhase.RUNNING
+        # Launched again by a restarted control plane: the same attempt, through a new
+        # supervisor that found it from the node's records, never a second process.
+        restarted = RayExecutor(root, namespace=executor.namespace)
+        assert restarted.launch(launch).pid == task.pid
+        again = ray.get_actor(supervisor_name(node), namespace=executor.namespace)
+        assert ray.get(again.pid.remote(), timeout=DEADLINE) != first
+        adopted = restarted.adopt(recorded(task))
+        assert adopted is not None and restarted.poll(adopted).phase is TaskPhase.RUNNING
+        release.touch()
+        assert wait_exit(restarted, adopted, DEADLINE).exit_code == 3
+        assert started.read_text() == "x\n"
+        assert executor.poll(task).exit_code == 3
     finally:
         ENGINES["ray"].cleanup(root)
