@@ -125,6 +125,17 @@ def _group() -> None:
     """Nothing to do before the command: the group's help is the app's (`help=`)."""
 
 
+def light_coercion() -> bool:
+    """Coerce parameters without pydantic where typer allows it (`shoal.cli.coercion`);
+    False where this typer does not (its own path then, slower, never wrong)."""
+    try:
+        from shoal.cli.coercion import install
+    except ImportError:  # a typer without the private names the hook reads
+        return False
+    return install()
+
+
 def main() -> None:  # pragma: no cover - console entry point
+    light_coercion()
     narrow = only(sys.argv[1]) if len(sys.argv) > 1 else None
     (narrow or app)()
