@@ -1,6 +1,6 @@
 """The `shoal` verbs that talk to a running server (`shoal up`) through `shoal.client`: the
 job verbs live here (`submit`, `jobs`, `get`, `cancel`, `delete`, `logs`), the cluster and account
-verbs in `remote_admin.py`; `register` adds them all to the `shoal` app.
+verbs in `remote_admin.py` and `remote_changes.py` (`shoal.cli.main.COMMANDS` lists them all).
 
 Where the server and token come from: `shoal.cli.config` (flags, environment, the file
 `shoal login` writes, then `./.shoal/admin.token` for a local server).
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from shoal.api import JobState
-from shoal.cli.remote_admin import flavors_app, login, nodes, pc_app, user_app, vc_app, whoami
 from shoal.cli.remote_render import job_detail, jobs_table
 from shoal.cli.remote_support import (
     JOB_FAILED,
@@ -41,7 +40,6 @@ from shoal.cli.remote_support import (
     out,
     remote,
 )
-from shoal.cli.usage import usage
 
 if TYPE_CHECKING:
     from shoal.client import JobView, ShoalClient, TaskView
@@ -50,19 +48,6 @@ if TYPE_CHECKING:
 SHOWN_TASKS = 100
 #: Seconds between polls of `submit --wait`.
 POLL = 0.5
-
-
-def register(app: typer.Typer) -> None:
-    """Add the client verbs to the `shoal` app."""
-    for command in (submit, jobs, get, cancel, delete, logs, nodes, login, whoami, usage):
-        app.command(rich_help_panel="Talking to a server")(command)
-    app.add_typer(vc_app, name="vc", rich_help_panel="Talking to a server")
-    app.add_typer(pc_app, name="pc", rich_help_panel="Talking to a server")
-    app.add_typer(flavors_app, name="flavors", rich_help_panel="Talking to a server")
-    app.add_typer(user_app, name="user", rich_help_panel="Talking to a server")
-    from shoal.cli import remote_changes  # its verbs join the groups above as it loads
-
-    remote_changes.register(app)
 
 
 def _print_job(fmt: Format, job: JobView, tasks: Sequence[TaskView] = ()) -> None:
