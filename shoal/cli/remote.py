@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from shoal.api import JobState
-from shoal.cli.remote_render import job_detail, jobs_table
 from shoal.cli.remote_support import (
     JOB_FAILED,
     Format,
@@ -39,6 +38,7 @@ from shoal.cli.remote_support import (
     err,
     out,
     remote,
+    say,
 )
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ POLL = 0.5
 
 def _print_job(fmt: Format, job: JobView, tasks: Sequence[TaskView] = ()) -> None:
     if fmt.tabular:
+        from shoal.cli.remote_render import job_detail
+
         out(fmt).print(job_detail(job, tasks))
     else:
         emit(fmt, job.raw)
@@ -86,7 +88,7 @@ def submit(
         names = first.jobs or (first.name,)
         if output.tabular:
             for name in names:
-                out().print(name, highlight=False)
+                say(name)
         jobs = [first, *(shoal.get_job(n) for n in names[1:])] if len(names) > 1 or wait \
             else [first]
         if wait:
@@ -137,6 +139,8 @@ def jobs(
 
             follow(shoal, output, state=state, queue=queue, user=user, limit=limit)
         elif output.tabular:
+            from shoal.cli.remote_render import jobs_table
+
             out(output).print(jobs_table(fetch(shoal)))
         else:
             emit(output, [job.raw for job in fetch(shoal)])
