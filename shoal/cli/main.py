@@ -15,6 +15,7 @@ clear message on stderr with exit code 2; a traceback is always a bug in Shoal.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -36,17 +37,27 @@ class Entry:
     attribute: str
     panel: str | None = None
 
-    def add_to(self, app: typer.Typer) -> None:
+    def add_to(self, app: typer.Typer, *, listed_only: bool = False) -> None:
+        """Add it to `app`; `listed_only`: as `shoal --help` lists it — its name, help and
+        panel — without its parameters or sub-commands."""
         found = getattr(importlib.import_module(self.module), self.attribute)
-        # typer's own default where no panel is named (None is not quite its default)
-        if isinstance(found, typer.Typer) and self.panel is None:
-            app.add_typer(found, name=self.name)
-        elif isinstance(found, typer.Typer):
-            app.add_typer(found, name=self.name, rich_help_panel=self.panel)
-        elif self.panel is None:
-            app.command(name=self.name)(found)
+        if isinstance(found, typer.Typer):
+            if listed_only:
+                shell = typer.Typer()
+                shell.info = found.info  # the group's help, and no commands
+                found = shell
+            # typer's own default where no panel is named (None is not quite its default)
+            if self.panel is None:
+                app.add_typer(found, name=self.name)
+            else:
+                app.add_typer(found, name=self.name, rich_help_panel=self.panel)
+            return
+        # the help typer reads from the docstring, given to a command without parameters
+        help_, callback = (inspect.getdoc(found), _listed) if listed_only else (None, found)
+        if self.panel is None:
+            app.command(name=self.name, help=help_)(callback)
         else:
-            app.command(name=self.name, rich_help_panel=self.panel)(found)
+            app.command(name=self.name, help=help_, rich_help_panel=self.panel)(callback)
 
 
 def _server(name: str, module: str, attribute: str | None = None) -> Entry:
@@ -86,11 +97,28 @@ def _bare() -> typer.Typer:
 
 @cache
 def whole_app() -> typer.Typer:
-    """The `shoal` app with every command (what `shoal --help` lists)."""
+    """The `shoal` app with every command."""
     whole = _bare()
     for entry in COMMANDS:
         entry.add_to(whole)
     return whole
+
+
+@cache
+def listing() -> typer.Typer:
+    """The `shoal` app as `shoal` and `shoal --help` show it: every command and group by
+    name, help and panel, without their parameters or sub-commands, which typer would
+    otherwise read (the signatures of some 50 commands, half of a `shoal --help`). `main`
+    runs it only for a command line that names no command (tests/cli/test_cli.py checks
+    that what it prints is what the whole app prints)."""
+    listed = _bare()
+    for entry in COMMANDS:
+        entry.add_to(listed, listed_only=True)
+    return listed
+
+
+def _listed() -> None:
+    """Stands for a command in `listing`, which never runs one."""
 
 
 def only(name: str) -> typer.Typer | None:
@@ -130,6 +158,16 @@ def __getattr__(name: str) -> typer.Typer:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def app_for(args: list[str]) -> typer.Typer:
+    """The app that runs `shoal ARGS…`: the command or group named first alone; `listing`
+    where no argument names one (`shoal`, `shoal --help`, a mistyped name, whose error
+    suggests the names close to it); else (`shoal -- jobs`) the whole app."""
+    narrow = only(args[0]) if args else None
+    if narrow is not None:
+        return narrow
+    names = {entry.name for entry in COMMANDS}
+    return whole_app() if names.intersection(args) else listing()
+
+
 def main() -> None:  # pragma: no cover - console entry point
-    narrow = only(sys.argv[1]) if len(sys.argv) > 1 else None
-    (narrow or whole_app())()
+    app_for(sys.argv[1:])()
