@@ -109,12 +109,21 @@ class Leaf:
         if path_type is None and isinstance(self.annotation, type) and issubclass(
                 self.annotation, Path):
             path_type = self.annotation
-        if isinstance(path_type, type) and issubclass(path_type, Path) and not isinstance(
-                value, path_type):
-            if not isinstance(value, str):
-                raise DeclinedError
-            value = path_type(value)  # what pydantic's path validator makes of a string
-        return coerce_cli_path(value, info, path_type=path_type, param=param, ctx=ctx)
+        if not (isinstance(path_type, type) and issubclass(path_type, Path)):
+            return coerce_cli_path(value, info, path_type=path_type, param=param, ctx=ctx)
+        if isinstance(value, path_type):
+            return coerce_cli_path(value, info, path_type=path_type, param=param, ctx=ctx)
+        if not isinstance(value, str) or info.allow_dash:
+            raise DeclinedError  # typer's path reads "-" apart only on a string
+        # The path pydantic's validator makes of a string, as typer asks it to. typer checks
+        # that path and names the string in its messages: both are the same only where the
+        # path reads back as the string ('' is '.', 'a//b' is 'a/b').
+        made = path_type(value)
+        if str(made) != value:
+            raise DeclinedError
+        checked = coerce_cli_path(value, info, path_type=None, param=param, ctx=ctx)
+        assert isinstance(checked, str)  # the string, or its real path (`resolve_path`)
+        return made if checked is value else path_type(checked)
 
 
 def leaf_of(descriptor: TypeDescriptor, annotation: Any) -> Leaf | None:
