@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from shoal.api import JobState
+from shoal.cli import plain_table
 from shoal.cli.remote_support import (
     JOB_FAILED,
     Format,
@@ -139,9 +140,16 @@ def jobs(
 
             follow(shoal, output, state=state, queue=queue, user=user, limit=limit)
         elif output.tabular:
+            found = fetch(shoal)
+            text = plain_table.lines(plain_table.JOB_COLUMNS, [
+                plain_table.job_cells(job) for job in found]) if plain_table.unstyled(
+                    sys.stdout) else None
+            if text is not None:
+                sys.stdout.write(text)
+                return
             from shoal.cli.remote_render import jobs_table
 
-            out(output).print(jobs_table(fetch(shoal)))
+            out(output).print(jobs_table(found))
         else:
             emit(output, [job.raw for job in fetch(shoal)])
     remote(server, token, action)

@@ -70,6 +70,8 @@ def test_submit_and_jobs_load_no_server_store_or_scheduler(server: Server,
     assert "light" in listed.split()  # the job just submitted is listed
     assert heavy_in(modules) == []
     assert OTHER_COMMANDS.isdisjoint(modules)
+    # its table, in a pipe, is laid out as plain text (shoal.cli.plain_table), not by rich
+    assert [m for m in modules if m.split(".")[0] == "rich"] == []
     # shoal.api's names load from their modules when asked: the states, not the model
     assert "shoal.api.lifecycle" in modules and "shoal.api.objects" not in modules
     # a plain-HTTP server is reached without httpx's connection pool (shoal.client.plain_http)
