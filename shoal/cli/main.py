@@ -169,5 +169,16 @@ def app_for(args: list[str]) -> typer.Typer:
     return whole_app() if names.intersection(args) else listing()
 
 
+def skip_attrs() -> None:
+    """Keep rich from loading attrs for its pretty-printer (which typer's help imports
+    with rich's tracebacks, a twentieth of a `shoal --help`), an import rich does without
+    by design where attrs is not installed. Only for `listing`, which prints help or an
+    error and exits: other commands may load libraries that need attrs."""
+    sys.modules.setdefault("attr", None)  # type: ignore[arg-type]
+
+
 def main() -> None:  # pragma: no cover - console entry point
-    app_for(sys.argv[1:])()
+    app = app_for(sys.argv[1:])
+    if app is listing():
+        skip_attrs()
+    app()

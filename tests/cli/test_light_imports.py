@@ -171,3 +171,13 @@ print(json.dumps({"before": before, "names": names}))
     assert "shoal.api" in loaded and "shoal.api.objects" not in loaded
     assert "shoal.client.models" in loaded and "shoal.client.cluster_views" not in loaded
     assert len(report["names"]) > 60 and all(report["names"].values())
+
+
+def test_the_listing_loads_neither_attrs_nor_the_commands_parameters(server: Server,
+                                                                     tmp_path: Path) -> None:
+    """`shoal --help` prints every command without loading attrs (rich's pretty-printer
+    does without it) or the client."""
+    out, modules = run_shoal(server, tmp_path, "--help")
+    assert "submit" in out and "Talking to a server" in out
+    assert [m for m in modules if m.startswith("attr.")] == []
+    assert "pydantic" not in modules and "shoal.client" not in modules
