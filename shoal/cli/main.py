@@ -179,6 +179,6 @@ def skip_attrs() -> None:
 
 def main() -> None:  # pragma: no cover - console entry point
     app = app_for(sys.argv[1:])
-    if app is listing():
+    if listing.cache_info().currsize and app is listing():  # asked only once it is built
         skip_attrs()
     app()
