@@ -23,12 +23,6 @@ if TYPE_CHECKING:
 NameArgument = Annotated[str, typer.Argument(help="The job's name.", show_default=False)]
 
 
-def register(app: typer.Typer) -> None:
-    """Add the job controls to the `shoal` app."""
-    for command in (hold, release, requeue):
-        app.command(rich_help_panel="Talking to a server")(command)
-
-
 def _said(output: Format, job: JobView, text: str) -> None:
     if output.tabular:
         out().print(text)

@@ -1,6 +1,6 @@
 """The `shoal` verbs that talk to a running server (`shoal up`) through `shoal.client`: the
 job verbs live here (`submit`, `jobs`, `get`, `cancel`, `delete`, `logs`), the cluster and account
-verbs in `remote_admin.py`; `register` adds them all to the `shoal` app.
+verbs in `remote_admin.py` and `remote_changes.py` (`shoal.cli.main.COMMANDS` lists them all).
 
 Where the server and token come from: `shoal.cli.config` (flags, environment, the file
 `shoal login` writes, then `./.shoal/admin.token` for a local server).
@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from shoal.api import JobState
-from shoal.cli.remote_admin import flavors_app, login, nodes, pc_app, user_app, vc_app, whoami
-from shoal.cli.remote_render import job_detail, jobs_table
+from shoal.cli import plain_table
 from shoal.cli.remote_support import (
     JOB_FAILED,
     Format,
@@ -40,8 +39,8 @@ from shoal.cli.remote_support import (
     err,
     out,
     remote,
+    say,
 )
-from shoal.cli.usage import usage
 
 if TYPE_CHECKING:
     from shoal.client import JobView, ShoalClient, TaskView
@@ -52,21 +51,10 @@ SHOWN_TASKS = 100
 POLL = 0.5
 
 
-def register(app: typer.Typer) -> None:
-    """Add the client verbs to the `shoal` app."""
-    for command in (submit, jobs, get, cancel, delete, logs, nodes, login, whoami, usage):
-        app.command(rich_help_panel="Talking to a server")(command)
-    app.add_typer(vc_app, name="vc", rich_help_panel="Talking to a server")
-    app.add_typer(pc_app, name="pc", rich_help_panel="Talking to a server")
-    app.add_typer(flavors_app, name="flavors", rich_help_panel="Talking to a server")
-    app.add_typer(user_app, name="user", rich_help_panel="Talking to a server")
-    from shoal.cli import remote_changes  # its verbs join the groups above as it loads
-
-    remote_changes.register(app)
-
-
 def _print_job(fmt: Format, job: JobView, tasks: Sequence[TaskView] = ()) -> None:
     if fmt.tabular:
+        from shoal.cli.remote_render import job_detail
+
         out(fmt).print(job_detail(job, tasks))
     else:
         emit(fmt, job.raw)
@@ -101,7 +89,7 @@ def submit(
         names = first.jobs or (first.name,)
         if output.tabular:
             for name in names:
-                out().print(name, highlight=False)
+                say(name)
         jobs = [first, *(shoal.get_job(n) for n in names[1:])] if len(names) > 1 or wait \
             else [first]
         if wait:
@@ -152,7 +140,16 @@ def jobs(
 
             follow(shoal, output, state=state, queue=queue, user=user, limit=limit)
         elif output.tabular:
-            out(output).print(jobs_table(fetch(shoal)))
+            found = fetch(shoal)
+            text = plain_table.lines(plain_table.JOB_COLUMNS, [
+                plain_table.job_cells(job) for job in found]) if plain_table.unstyled(
+                    sys.stdout) else None
+            if text is not None:
+                sys.stdout.write(text)
+                return
+            from shoal.cli.remote_render import jobs_table
+
+            out(output).print(jobs_table(found))
         else:
             emit(output, [job.raw for job in fetch(shoal)])
     remote(server, token, action)

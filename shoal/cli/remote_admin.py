@@ -1,6 +1,6 @@
 """The client verbs about the cluster and accounts: `nodes`, `vc list|tree|create`, `pc list`,
-`flavors list|create`, `user add`, `login` and `whoami` (registered by `shoal.cli.remote`,
-whose docstring lists the exit codes)."""
+`flavors list|create`, `user add`, `login` and `whoami` (listed in `shoal.cli.main.COMMANDS`;
+`shoal.cli.remote`'s docstring lists the exit codes)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """The client verbs that change or delete what exists (issue 21, admins only): `vc update|
 delete`, `pc create|update|delete`, `user list|update|delete|token|revoke`, `node cordon|
-uncordon|drain`, `job set-priority` and `audit` (registered by `shoal.cli.remote`, whose
-docstring lists the exit codes). Client side only: nothing of the server is imported."""
+uncordon|drain`, `job set-priority` and `audit` (listed in `shoal.cli.main.COMMANDS`;
+`shoal.cli.remote`'s docstring lists the exit codes). Importing it adds its verbs to the
+`vc`, `pc` and `user` groups of `remote_admin`. Client side only: nothing of the server is
+imported."""
 
 from __future__ import annotations
 
@@ -37,14 +39,6 @@ job_app = typer.Typer(help="Jobs: set-priority (admins only).", no_args_is_help=
 FileOption = Annotated[Path, typer.Option("--file", "-f", help="shoal/v1 documents (YAML).",
                                           show_default=False)]
 NameArgument = Annotated[str, typer.Argument(show_default=False)]
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `node` and `job` groups and `audit` to the `shoal` app (the others join the
-    `vc`, `pc` and `user` groups as this module is imported)."""
-    app.add_typer(node_app, name="node", rich_help_panel="Talking to a server")
-    app.add_typer(job_app, name="job", rich_help_panel="Talking to a server")
-    app.command(rich_help_panel="Talking to a server")(audit)
 
 
 # ---- virtual clusters and priority classes ------------------------------------------------

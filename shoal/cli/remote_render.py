@@ -11,7 +11,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from shoal.api import JobState, NodePhase, TaskState
+from shoal.api import JobState, NodePhase
+from shoal.cli.plain_table import JOB_COLUMNS, job_cells
+from shoal.cli.plain_table import when as _when
 
 if TYPE_CHECKING:
     from shoal.client import (
@@ -47,25 +49,14 @@ def _quantities(values: dict[str, str | int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items()) or "-"
 
 
-def _when(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
-
-
-def _tasks_summary(job: JobView) -> str:
-    return f"{job.task_counts.get(TaskState.RUNNING, 0)}/{job.task_total}"
-
-
 def jobs_table(jobs: Sequence[JobView]) -> Table:
-    table = _table(None, "NAME", "USER", "QUEUE", "STATE", "RUNNING", "SUBMITTED",
-                   "WAITING BECAUSE")
+    """`shoal jobs`' table (as plain text: `plain_table`)."""
+    table = _table(None, *JOB_COLUMNS)
+    state = JOB_COLUMNS.index("STATE")
     for job in jobs:
-        reason = job.pending_reason.message if job.pending_reason else ""
-        if job.deleting:
-            reason = "being deleted"
-        table.add_row(job.name, job.user or "-", job.queue, _state(job.state),
-                      _tasks_summary(job), _when(job.created), reason)
+        cells: list[RenderableType] = list(job_cells(job))
+        cells[state] = _state(job.state)
+        table.add_row(*cells)
     return table
 
 

@@ -3,7 +3,9 @@ against the resolved server with every failure turned into a one-line message an
 code (documented in `shoal.cli.remote`), and printing data as tables, JSON or YAML.
 
 `shoal.client` (and httpx under it) is imported when a verb runs, not with these modules:
-`shoal --help` and the offline commands read every verb's signature and need neither.
+`shoal --help` and the offline commands read every verb's signature and need neither; rich
+is imported when something is printed with it (a table, an error), so `shoal submit` loads
+none of it.
 
 Tables fit the terminal they are shown on; written to a pipe or a file, or with `-o wide`,
 they are laid out at their full width, never folded at 80 columns, so that `grep`, `awk`
@@ -17,14 +19,16 @@ import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from shoal.cli.config import ConfigError, Settings, resolve
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from shoal.client import ShoalApiError, ShoalClient
 
 #: Exit codes (see `shoal.cli.remote`).
@@ -66,15 +70,36 @@ OutputOption = Annotated[Format, typer.Option(
 #: content up to the console's width, so this is "as wide as the rows are".
 FULL_WIDTH = 1_000_000
 
-#: Emoji codes are not replaced: what is printed is the server's data (names, reasons, a
-#: task's `cause`), shown as it is — and rich's table of codes costs every command 5-10 ms.
-err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+class _Stderr:
+    """Where messages and errors go: rich's console on stderr, made at the first message
+    (rich is loaded by the commands that print with it, not by a `submit` that succeeds)."""
+
+    @cached_property
+    def console(self) -> Console:
+        from rich.console import Console
+
+        # Emoji codes are not replaced: what is printed is the server's data (names, reasons,
+        # a task's `cause`), shown as it is — and rich's table of codes costs 5-10 ms.
+        return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        self.console.print(*objects, **options)
 
 
-class _Out(Console):
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        reader_left()
+err = _Stderr()
+
+
+@cache
+def _out_console() -> type[Console]:
+    from rich.console import Console
+
+    class Out(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            reader_left()
+
+    return Out
 
 
 def reader_left() -> None:
@@ -95,10 +120,15 @@ def reader_left() -> None:
 def out(fmt: Format = Format.TABLE) -> Console:
     """A console on the current stdout (made per call: tests swap stdout): the terminal's
     width on a terminal, full width in a pipe or with `-o wide`."""
-    console = _Out(highlight=False, soft_wrap=True, emoji=False)
+    console = _out_console()(highlight=False, soft_wrap=True, emoji=False)
     if fmt is Format.WIDE or not on_terminal(console):
         console.width = FULL_WIDTH
     return console
+
+
+def say(text: str) -> None:
+    """`text` as a line of stdout, as it is (a job's name): no console to load for it."""
+    sys.stdout.write(f"{text}\n")
 
 
 def on_terminal(console: Console) -> bool:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 #: What a client command must not load: the server (FastAPI, uvicorn), the store
 #: (SQLAlchemy, Alembic), the control plane and its executors, the scheduler, the simulator,
-#: the spec's validation and the scenario runner. (pydantic is not on the list: typer
-#: itself coerces every parameter through pydantic.)
-HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psutil",
-         "shoal.server", "shoal.store", "shoal.control", "shoal.executors", "shoal.scheduler",
-         "shoal.sim", "shoal.spec", "shoal.core", "shoal.scenario")
+#: the spec's validation and the scenario runner; nor pydantic, through which typer would
+#: coerce every parameter (`shoal.cli.coercion` converts the values a command line holds).
+HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psutil", "pydantic",
+         "pydantic_core", "shoal.server", "shoal.store", "shoal.control", "shoal.executors",
+         "shoal.scheduler", "shoal.sim", "shoal.spec", "shoal.core", "shoal.scenario")
 
 #: Runs `shoal ARGS…` as the console script does, and at exit (after typer's SystemExit)
 #: writes the names of every module loaded to the file named first.

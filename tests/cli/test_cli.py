@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from shoal.cli.main import app, only
+from shoal.cli.main import COMMANDS, app, app_for, listing, only
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "quickstart.yaml"
@@ -181,3 +181,24 @@ def test_a_command_run_alone_reads_as_in_the_whole_app(name: str) -> None:
 def test_only_knows_the_app_s_names_and_no_other() -> None:
     assert {"up", "submit", "jobs", "get", "logs", "schedule", "vc", "sim"} <= set(_names())
     assert only("no-such-command") is None and only("--help") is None
+    assert sorted(entry.name for entry in COMMANDS) == sorted(_names())  # each once
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], ["-h"], ["no-such-command"], ["vcx", "tree"],
+                                  ["--no-such-option"]])
+def test_the_listing_reads_as_the_whole_app(args: list[str]) -> None:
+    """`shoal` and `shoal --help` run `listing` (no command's parameters read): it prints
+    what the whole app prints, mistyped names' suggestions included."""
+    assert app_for(args) is listing()
+    listed, whole = runner.invoke(listing(), args), runner.invoke(app, args)
+    assert (listed.exit_code, listed.output) == (whole.exit_code, whole.output)
+    assert listed.output.strip()
+
+
+def test_a_command_line_runs_the_command_it_names() -> None:
+    narrow = app_for(["jobs", "--limit", "3"])
+    assert [c.name for c in narrow.registered_commands] == ["jobs"]
+    assert not narrow.registered_groups
+    assert [g.name for g in app_for(["vc", "tree"]).registered_groups] == ["vc"]
+    # a name that only an option's value or `--` puts in reach: the whole app decides
+    assert app_for(["--", "jobs"]) is app

@@ -34,6 +34,13 @@ spec:
 """
 
 
+#: Modules of commands other than the job verbs (`shoal.cli.remote`).
+OTHER_COMMANDS = frozenset({"shoal.cli.sim", "shoal.cli.up", "shoal.cli.multicluster",
+                            "shoal.cli.usage", "shoal.cli.remote_admin",
+                            "shoal.cli.remote_changes", "shoal.cli.job_controls",
+                            "shoal.cli.offline"})
+
+
 def run_shoal(server: Server, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
     """`shoal ARGS…` in a fresh interpreter: its stdout and the modules it loaded."""
     done, modules = light_runs.run_shoal(tmp_path, *args, server=server.url,
@@ -55,9 +62,16 @@ def test_submit_and_jobs_load_no_server_store_or_scheduler(server: Server,
     submitted, modules = run_shoal(server, tmp_path, "submit", str(job))
     assert submitted.strip() == "light"
     assert heavy_in(modules) == []
+    # the name is printed as a line: no console, no table (rich) to load for it
+    assert [m for m in modules if m.split(".")[0] == "rich"] == []
+    # `shoal submit` loads the module declaring it, not the other commands' (main.COMMANDS)
+    assert OTHER_COMMANDS.isdisjoint(modules)
     listed, modules = run_shoal(server, tmp_path, "jobs")
     assert "light" in listed.split()  # the job just submitted is listed
     assert heavy_in(modules) == []
+    assert OTHER_COMMANDS.isdisjoint(modules)
+    # its table, in a pipe, is laid out as plain text (shoal.cli.plain_table), not by rich
+    assert [m for m in modules if m.split(".")[0] == "rich"] == []
     # shoal.api's names load from their modules when asked: the states, not the model
     assert "shoal.api.lifecycle" in modules and "shoal.api.objects" not in modules
     # a plain-HTTP server is reached without httpx's connection pool (shoal.client.plain_http)
@@ -157,3 +171,13 @@ print(json.dumps({"before": before, "names": names}))
     assert "shoal.api" in loaded and "shoal.api.objects" not in loaded
     assert "shoal.client.models" in loaded and "shoal.client.cluster_views" not in loaded
     assert len(report["names"]) > 60 and all(report["names"].values())
+
+
+def test_the_listing_loads_neither_attrs_nor_the_commands_parameters(server: Server,
+                                                                     tmp_path: Path) -> None:
+    """`shoal --help` prints every command without loading attrs (rich's pretty-printer
+    does without it) or the client."""
+    out, modules = run_shoal(server, tmp_path, "--help")
+    assert "submit" in out and "Talking to a server" in out
+    assert [m for m in modules if m.startswith("attr.")] == []
+    assert "pydantic" not in modules and "shoal.client" not in modules
