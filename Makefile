@@ -58,10 +58,15 @@ run: uv
 
 # The executor contract suite also runs against a real Ray cluster, and the `ray` member
 # cluster's tests against a Ray head's Jobs API: the `ray` extra (ray[default]).
+# The tests start hundreds of Python processes (`shoal up`, `shoal` commands, benchmarks):
+# where PYTHONDONTWRITEBYTECODE is set, each would compile Shoal's own modules from source
+# (a fifth of a `shoal up`'s start-up CPU), so they are compiled once first, as
+# UV_COMPILE_BYTECODE does for the installed packages.
 test: uv postgresql slurm task-venv compiler browser
 	$(UV) sync --frozen --extra ray --quiet
 	$(UV) run ruff check .
 	$(UV) run mypy
+	$(UV) run python -m compileall -q shoal bench
 	$(UV) run pytest
 
 # bench/api.py compares the local and the Ray engine: the `ray` extra.

@@ -52,10 +52,11 @@ def _spent(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(after[pid] - before.get(pid, 0.0) for pid in after)
 
 
-def _tree_cpu(root: psutil.Process) -> tuple[dict[int, float], int]:
+def _tree_cpu(root: psutil.Process) -> tuple[dict[int, float], set[int]]:
     """CPU seconds of `root` and every process under it, each with what its reaped
     children spent (a wrapper the launcher reaped, the command its wrapper waited for), by
-    pid; and how many processes run under `root`."""
+    pid; and the pids of the processes that outlive a burst under `root`: the launchers
+    (`--serve`), which the first launch starts, and whatever ran there before."""
     out = {}
     try:
         tree = [root, *root.children(recursive=True)]
@@ -67,17 +68,19 @@ def _tree_cpu(root: psutil.Process) -> tuple[dict[int, float], int]:
         except psutil.Error:
             continue
         out[process.pid] = float(t.user + t.system + t.children_user + t.children_system)
-    return out, len(tree) - 1
+    return out, {p.pid for p in tree[1:] if "--serve" in _cmdline(p)}
 
 
-def _settled_tree_cpu(root: psutil.Process, processes: int) -> dict[int, float]:
-    """`_tree_cpu` once no more than `processes` run under `root`: the processes a burst
-    started have ended and been reaped, their CPU counted in their parents' (a safety
-    net of 30 s; the launcher reaps at least every second)."""
+def _settled_tree_cpu(root: psutil.Process, resident: set[int]) -> dict[int, float]:
+    """`_tree_cpu` once nothing but `resident` processes and launchers runs under `root`:
+    the processes a burst started have ended and been reaped, their CPU counted in their
+    parents' (a safety net of 30 s; the launcher reaps at least every second). Counting
+    processes instead waited the whole 30 s whenever the burst's first launch started the
+    launcher."""
     deadline = time.monotonic() + 30
     while True:
-        cpu, running = _tree_cpu(root)
-        if running <= processes or time.monotonic() > deadline:
+        cpu, launchers = _tree_cpu(root)
+        if set(cpu) - {root.pid} <= resident | launchers or time.monotonic() > deadline:
             return cpu
         time.sleep(0.05)
 
@@ -140,7 +143,8 @@ def _shoal_round(client: httpx.Client, server: psutil.Process, count: int, clien
                              f"{answer.text}")
 
     before = _cpu([server, *server.children(recursive=True)])
-    tree_before, resident = _tree_cpu(server)
+    tree_before, _ = _tree_cpu(server)
+    resident = set(tree_before) - {server.pid}
     me = psutil.Process()
     client_before, machine_before = me.cpu_times(), _busy(psutil.cpu_times())
     started = time.perf_counter()
