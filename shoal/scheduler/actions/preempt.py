@@ -82,6 +82,7 @@ from shoal.api.lifecycle import TaskState
 from shoal.api.queue_policy import QueuePreemption, WithinQueue
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
+from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk, walkable
 from shoal.scheduler.actions.victim_trials import Trial, VictimTrials
 from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
@@ -133,6 +134,9 @@ class PreemptArguments(Arguments):
 
 class Preempt:
     name = "preempt"
+    by_class = True
+    """Walk the preemptors by class where that is sound (`preemptor_walk`); False (a test
+    knob): one by one in job order, always."""
 
     def __init__(self, arguments: PreemptArguments) -> None:
         self.max_preemptors = arguments.max_preemptors
@@ -146,6 +150,9 @@ class Preempt:
         self.indexes = KeptIndexes()
         """Each virtual cluster's victim index, kept while its listing stands
         (`victim_index.KeptIndexes`)."""
+        self.lines = PreemptorLines()
+        """Waiting jobs by class line and preemptor class, kept from one cycle to the next
+        (`shoal.scheduler.actions.preemptor_walk`)."""
 
     def execute(self, session: Session) -> None:
         self.kept.prune(session.jobs)
@@ -153,6 +160,12 @@ class Preempt:
         cycle = Preemption(session, self.classes, self.kept, self.table, self.indexes)
         started = 0
         try:
+            walked = walkable(session, cycle) if self.by_class else None
+            if walked is not None:
+                self.lines.sync(session, session.model.class_lines, cycle.class_key)
+                session.settle()  # every reason written, as reading the candidates does
+                PreemptorWalk(session, cycle, self.lines, walked).run(self.max_preemptors)
+                return
             for job in sorted(session.candidates, key=session.job_order_key):
                 if self.max_preemptors is not None and started >= self.max_preemptors:
                     break
@@ -233,6 +246,9 @@ class Preemption(VictimTrials):
         """Jobs `answered` by a verdict since the quota tree's lending was last set: the
         last of them that wanted to preempt would have left it at its verdict's
         (`_settle_lending`)."""
+        self.lazy_unsettled: Callable[[], list[tuple[JobInfo, Verdict]]] | None = None
+        """Where a walk by class keeps the jobs it answered (`preemptor_walk`): they are
+        read from there, last first, instead of `_unsettled`."""
 
     # ---- who ------------------------------------------------------------------------------
 
@@ -284,13 +300,21 @@ class Preemption(VictimTrials):
         self._unsettled.append((job, verdict))
         return True
 
+    def answer(self, job: JobInfo) -> Verdict | None:
+        """The verdict that answers the job (`answered`), kept by the caller instead of in
+        `_unsettled` (a walk by class, `preemptor_walk`)."""
+        if not self.answered(job):
+            return None
+        return self._unsettled.pop()[1]
+
     def _settle_lending(self) -> None:
         """Set the quota tree's lending as the jobs `answered` since it was last set
         would have left it: the last of them that wanted to preempt replayed its verdict's.
         Nothing was committed since they were answered (a search would have set it), so
         `wants` answers for each as it would have then."""
         unsettled, self._unsettled = self._unsettled, []
-        for job, verdict in reversed(unsettled):
+        lazy = self.lazy_unsettled
+        for job, verdict in reversed(unsettled) if lazy is None else lazy():
             if self.wants(job):
                 self.session.quota.lending = verdict.lending
                 return
