@@ -116,7 +116,7 @@ from shoal.scheduler.queue_preemption import (
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.running_order import worst_first
 from shoal.scheduler.running_table import RankHolds, RunningTable
-from shoal.scheduler.session import Session
+from shoal.scheduler.session import Hooks, Session
 from shoal.scheduler.victim_index import KeptIndexes, QueueVictims
 from shoal.scheduler.victims import KeptUnits, VictimUnit, ordered, units_of
 
@@ -177,6 +177,24 @@ class Preempt:
             session.quota.lending = True  # as `preempt_for` may have left it
 
 
+_RANKERS: list[tuple[Hooks, tuple[list[Any], list[bool], list[RankHolds]]]] = []
+
+
+def _rankers(hooks: Hooks) -> tuple[list[Any], list[bool], list[RankHolds]]:
+    """The job-order plugins that rank preemptors (not those that decide readiness),
+    whether each has a preemption key, and those that say until when a rank holds: kept
+    for the last profile's hooks (`isinstance` against a protocol is slow, and an action
+    runs every cycle)."""
+    if _RANKERS and _RANKERS[0][0] is hooks:
+        return _RANKERS[0][1]
+    readiness = {id(p) for p in hooks.job_readies}
+    rankers: list[Any] = [p for p in hooks.job_orders if id(p) not in readiness]
+    found = (rankers, [isinstance(p, PreemptionOrder) for p in rankers],
+             [p for p in rankers if isinstance(p, RankHolds)])
+    _RANKERS[:] = [(hooks, found)]
+    return found
+
+
 class Preemption(VictimTrials):
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
@@ -188,11 +206,10 @@ class Preemption(VictimTrials):
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
-        readiness = {id(p) for p in session.hooks.job_readies}
-        rankers = [p for p in session.hooks.job_orders if id(p) not in readiness]
+        rankers, preemption_orders, holds = _rankers(session.hooks)
         self.rank_keys: list[Callable[[JobInfo], tuple[Any, ...]]] = [
-            p.preemption_key if isinstance(p, PreemptionOrder) else p.job_order_key
-            for p in rankers]
+            p.preemption_key if o else p.job_order_key
+            for p, o in zip(rankers, preemption_orders, strict=True)]
         self.looks = not all(isinstance(p, Gang) or getattr(p, "keys_asked_any_time", False)
                              for p in session.hooks.job_orders)
         """Whether a skipped search must ask for the keys it would have asked (`look_at`):
@@ -233,7 +250,6 @@ class Preemption(VictimTrials):
         """Per set of node pools (their keys), their nodes' ordinals."""
         self._notes: list[str] | None = None
         """What the search under way noted on its preemptor's reason (`preempt_for`)."""
-        holds = [p for p in rankers if isinstance(p, RankHolds)]
         self.table = table if table is not None and not self.looks \
             and len(holds) == len(rankers) else None
         """The running jobs kept across cycles (`shoal.scheduler.running_table`), where
