@@ -25,7 +25,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from shoal.api import Decisions, Job, Node, PriorityClass, Resources, TaskGroup, VirtualCluster
-from shoal.api.queue_policy import PreemptionPolicy
+from shoal.api.queue_policy import PreemptionPolicy, QueuePreemption, WithinQueue
 from shoal.scheduler import Profile
 from shoal.scheduler.actions import preemptor_walk
 from shoal.scheduler.actions.preempt import Preempt, Preemption
@@ -114,8 +114,11 @@ def backlogs(draw: st.DrawFn) -> World:
 
     early = jobs("e", draw(st.integers(0, 6)), 0, [None, "pc-low"])
     later = jobs("w", draw(st.integers(6, 24)), 10, [None, None, "pc-low", "pc-high"])
-    world = World(nodes, (VirtualCluster("a"), VirtualCluster("b")), classes, tuple(early),
-                  "las")
+    # Under `LowerOrNewerEqualPriority` a preemptor has no class: walked one by one.
+    within = draw(st.sampled_from([WithinQueue.LOWER_PRIORITY,
+                                   WithinQueue.LOWER_OR_NEWER_EQUAL_PRIORITY]))
+    vcs = (VirtualCluster("a"), VirtualCluster("b", preemption=QueuePreemption(within)))
+    world = World(nodes, vcs, classes, tuple(early), "las")
     return warm_up(world, later, 1 if early else 0, [])
 
 

@@ -61,7 +61,10 @@ Under las its running jobs are kept from one cycle to the next, re-filed only wh
 start, stop or cross a threshold (`shoal.scheduler.running_table`), and so is each virtual
 cluster's victim index while its listing stands (`victim_index.KeptIndexes`); a waiting job
 whose class's verdict already answers it is passed over before it is asked whether it
-wants to preempt at all (`Preemption.answered`).
+wants to preempt at all (`Preemption.answered`) — and where the allocate action walked the
+class lines, the action walks its preemptors by class too, kept in job order from one cycle
+to the next, a class answered by its verdict passed over whole until the next commit
+(`shoal.scheduler.actions.preemptor_walk`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.

@@ -115,6 +115,8 @@ class _Source:
     entries: Sequence[Entry]
     parkable: bool
     """Its jobs share a preemptor class (not the loose ones, nor a line's classless)."""
+    filed: bool = True
+    """Its jobs are filed in `PreemptorLines` (not the loose ones)."""
     at: int = 0
     skipped: list[Key] | None = None
     """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
@@ -160,7 +162,7 @@ class PreemptorWalk:
         self.sources: list[_Source] = []
         if loose:
             self.sources.append(_Source(sorted(((order(j), j) for j in loose),
-                                               key=lambda e: e[0]), False))
+                                               key=lambda e: e[0]), False, False))
         at: dict[tuple[LineKey, Hashable], _Source] = {}
         for where in walked.lines:
             for key, entries in lines.by_line.get(where, {}).items():
@@ -201,7 +203,7 @@ class PreemptorWalk:
                 key, index = heapq.heappop(heap)
                 source = sources[index]
                 job = source.entries[source.at][1]
-                if source.parkable and job in skip:
+                if source.filed and job in skip:
                     self._advance(index)
                     continue
                 if max_preemptors is not None and started >= max_preemptors:
