@@ -82,12 +82,17 @@ class ClassLines:
         """The jobs syncs re-filed since a follower last read them (None: no follower)."""
         self.walked: Walked | None = None
         """What the last class walk admitted (`Walked`)."""
+        self._reader: object = None
 
-    def follow(self) -> set[JobInfo]:
-        """Note the jobs each sync re-files from now on, for a follower to read and clear."""
+    def follow(self, reader: object) -> set[JobInfo]:
+        """Note the jobs each sync re-files from now on, for `reader` to read and clear.
+        One reader at a time: another one moves the epoch, so each starts over from every
+        line as it stands when it takes over (two actions' instances on one model)."""
         if self.refiled is None:
             self.refiled = set()
-            self.epoch += 1  # the follower starts from every line as it stands
+        if reader is not self._reader:
+            self._reader = reader
+            self.epoch += 1
         return self.refiled
 
     def line_of(self, job: JobInfo) -> LineKey | None:

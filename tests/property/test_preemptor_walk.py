@@ -7,8 +7,9 @@
    commit; the other asks every waiting job in job order (`Preempt.by_class = False`).
    Under `las`, `las-elastic` and a priority profile that preempts — some priority classes
    `preemptionPolicy: Never` (their jobs settle the quota tree's lending), sometimes at most
-   one preemptor per cycle — every cycle must decide the same binds, evictions and resizes,
-   give the same reasons, and leave the same lending each time it is settled.
+   one preemptor per cycle, sometimes two instances of the actions taking turns on one
+   model — every cycle must decide the same binds, evictions and resizes, give the same
+   reasons, and leave the same lending each time it is settled.
 2. Random traces replayed by the simulator under `las` with low thresholds give the same
    job records either way.
 """
@@ -53,20 +54,24 @@ class Runner:
     settling left."""
 
     def __init__(self, model: SchedulerModel, profile: Profile, by_class: bool,
-                 max_preemptors: int | None) -> None:
+                 max_preemptors: int | None, instances: int = 1) -> None:
         self.model = model
         self.hooks = Hooks(profile.plugins())
-        self.actions = profile.actions()
-        for action in self.actions:
+        self.actions = [profile.actions() for _ in range(instances)]
+        """Several sets of actions take turns on the model (each keeps its own lines)."""
+        for action in (a for actions in self.actions for a in actions):
             if isinstance(action, Preempt):
                 action.by_class = by_class
                 action.max_preemptors = max_preemptors
         self.lendings: list[tuple[int, bool]] = []
+        self.cycles = 0
 
     def cycle(self, close: bool) -> Decisions:
         session = Session(self.model, self.hooks)
+        actions = self.actions[self.cycles % len(self.actions)]
+        self.cycles += 1
         with recording(self.lendings):
-            for action in self.actions:
+            for action in actions:
                 action.execute(session)
         return session.close() if close else session.decide()
 
@@ -144,7 +149,9 @@ def test_the_class_walk_decides_as_the_per_job_loop(world: World, data: st.DataO
     world = with_never(world, never)
     limit = data.draw(st.sampled_from([None, None, 1]), label="max_preemptors")
     snapshot = world.snapshot()
-    walk = Runner(SchedulerModel.from_snapshot(snapshot), PROFILES[name], True, limit)
+    instances = data.draw(st.sampled_from([1, 1, 2]), label="instances")
+    walk = Runner(SchedulerModel.from_snapshot(snapshot), PROFILES[name], True, limit,
+                  instances)
     loop = Runner(SchedulerModel.from_snapshot(snapshot), PROFILES[name], False, limit)
     later = [j for j in world.jobs if not j.tasks]
     parks: list[int] = []

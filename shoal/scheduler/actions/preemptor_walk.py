@@ -56,7 +56,7 @@ class PreemptorLines:
              class_key: Callable[[JobInfo], Hashable | None]) -> None:
         """Re-file the jobs the class lines re-filed since the last sync (all of them when
         the lines, the model, the profile or the quota tree are not those of the last)."""
-        refiled = lines.follow()
+        refiled = lines.follow(self)
         stamp = (session.model, session.hooks, session.quota, lines.epoch)
         filed = lines.filed()
         if stamp != self._stamp:
