@@ -166,7 +166,6 @@ class Preempt:
             walked = walkable(session, cycle) if self.by_class else None
             if walked is not None:
                 self.lines.sync(session, session.model.class_lines, cycle.class_key)
-                session.settle()  # every reason written, as reading the candidates does
                 PreemptorWalk(session, cycle, self.lines, walked).run(self.max_preemptors)
                 return
             for job in sorted(session.candidates, key=session.job_order_key):

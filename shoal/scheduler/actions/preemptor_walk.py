@@ -15,7 +15,10 @@ lines cannot say is current — it moved since they last synced, earlier in this
 walked on its own, as are the loose jobs the allocate action admitted
 (`ClassLines.walked`) and jobs without a preemptor class.
 
-The walk gives the same decisions, reasons and lending as the per-job loop: the quota tree's
+The walk reads no candidate list: the reasons the allocate action's walk left unwritten
+stay so (`Session.settle` writes them when someone reads them), but for the jobs it asks
+whether they want to preempt, which read theirs. It gives the same decisions, reasons and
+lending as the per-job loop: the quota tree's
 lending that jobs answered since the last search would have left (`_settle_lending`) is
 read from the parked ranges in job order (`PreemptorWalk.unsettled`). It runs only where
 that holds: the allocate action's class walk made this cycle's candidates, no plugin reads
@@ -36,6 +39,7 @@ from sortedcontainers import SortedList
 from shoal.scheduler.class_lines import ClassLines, Entry, LineKey, Walked, static_order
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.preemptor_class import Verdict, generation
+from shoal.scheduler.reason_report import Range, UnwrittenReasons
 from shoal.scheduler.session import Session
 
 if TYPE_CHECKING:
@@ -191,6 +195,17 @@ class PreemptorWalk:
         no longer count for the lending (`unsettled`)."""
         self.current: Key | None = None
         """The job order key of the job being visited."""
+        self.lines = class_lines
+        lazy = session.lazy
+        self.unwritten: dict[int, list[Range]] = {}
+        """Per class line (by identity), the ranges of reasons the allocate action's walk
+        left unwritten (`reason_report.UnwrittenReasons`): `wants` reads a job's reason, so
+        the walk writes it for each job it asks, as writing them all out would have."""
+        self.written_apart: frozenset[JobInfo] | set[JobInfo] = frozenset()
+        if isinstance(lazy, UnwrittenReasons):
+            self.written_apart = lazy.left_out
+            for part in lazy.ranges:
+                self.unwritten.setdefault(id(part.entries), []).append(part)
 
     def run(self, max_preemptors: int | None) -> None:
         session, cycle = self.session, self.cycle
@@ -219,6 +234,7 @@ class PreemptorWalk:
                 self._advance(index)
                 self.current = key
                 before = generation(session)
+                self._write_reason(job)
                 if cycle.wants(job):
                     self.floor = key
                     if cycle.preempt_for(job):
@@ -230,6 +246,28 @@ class PreemptorWalk:
             self._resume(key)
         finally:
             cycle.lazy_unsettled = None
+
+    def _write_reason(self, job: JobInfo) -> None:
+        """Write the job's reason if the allocate action's walk left it in a range."""
+        if not self.unwritten or job in self.written_apart:
+            return
+        filed = self.lines.filed().get(job)
+        if filed is None:
+            return
+        where, entry, _ = filed
+        entries = self.lines.lines.get(where)
+        parts = None if entries is None else self.unwritten.get(id(entries))
+        if not parts or entries is None:
+            return
+        at = entries.bisect_left(entry)
+        if at >= len(entries) or entries[at][1] is not job:
+            return
+        reason = None
+        for part in parts:  # written in order: the last range that holds it wins
+            if part.start <= at < part.stop:
+                reason = part.reason
+        if reason is not None:
+            job.reason = reason
 
     def _advance(self, index: int) -> None:
         source = self.sources[index]
@@ -268,4 +306,6 @@ class PreemptorWalk:
         found.sort(key=lambda a: a[0], reverse=True)
         self.floor = current
         self.answered.clear()
+        for _, job, _ in found:
+            self._write_reason(job)
         return [(job, verdict) for _, job, verdict in found]

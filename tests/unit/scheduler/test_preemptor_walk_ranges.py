@@ -27,6 +27,7 @@ def walk_over(lines: list[list[int]], skip: set[str]) -> PreemptorWalk:
     walk.skip = frozenset(skip)  # type: ignore[arg-type]
     walk.heap, walk.parked, walk.answered = [], [], []
     walk.floor = walk.current = None
+    walk.unwritten = {}  # no reasons left unwritten
     walk.cycle = SimpleNamespace(classes=SimpleNamespace(skipped=0))  # type: ignore[assignment]
     return walk
 
