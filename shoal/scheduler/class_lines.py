@@ -15,10 +15,16 @@ before.
 
 A waiting job that is not classed (`shoal.scheduler.job_classes`), or is blocked, is *loose*:
 it is judged and tried on its own every cycle.
+
+The preempt action files its preemptors by class under the lines (`followed`,
+`shoal.scheduler.actions.preemptor_walk`): it reads the jobs each sync re-filed
+(`refiled`) and starts over whenever the lines do (`epoch`); the allocate action's walk
+leaves which lines and loose jobs it admitted in `walked`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedList
@@ -40,6 +46,18 @@ LineKey = tuple[str, int]
 """(virtual cluster the job waits in, its job class)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Walked:
+    """What the allocate action's class walk admitted in one cycle
+    (`shoal.scheduler.actions.class_walk`): the candidates of that cycle are the loose jobs
+    admitted and the jobs of the admitted lines not left out."""
+
+    session: Session
+    loose: tuple[JobInfo, ...]
+    lines: frozenset[LineKey]
+    left_out: frozenset[JobInfo]
+
+
 def static_order(hooks: Hooks) -> bool:
     """Whether the order key of a job that waits holding nothing reads only the job
     (module docstring), and no job ever starves (aging reads the clock)."""
@@ -58,11 +76,41 @@ class ClassLines:
         self._accounts: dict[str, int] = {}
         self.loose: set[JobInfo] = set()
         """Waiting jobs in no line (module docstring)."""
+        self.epoch = 0
+        """Moves whenever every line is forgotten (`drop`)."""
+        self.refiled: set[JobInfo] | None = None
+        """The jobs syncs re-filed since a follower last read them (None: no follower)."""
+        self.walked: Walked | None = None
+        """What the last class walk admitted (`Walked`)."""
+        self._reader: object = None
+
+    def follow(self, reader: object) -> set[JobInfo]:
+        """Note the jobs each sync re-files from now on, for `reader` to read and clear.
+        One reader at a time: another one moves the epoch, so each starts over from every
+        line as it stands when it takes over (two actions' instances on one model)."""
+        if self.refiled is None:
+            self.refiled = set()
+        if reader is not self._reader:
+            self._reader = reader
+            self.epoch += 1
+        return self.refiled
+
+    def line_of(self, job: JobInfo) -> LineKey | None:
+        """The line the job is filed in, if any."""
+        filed = self._filed.get(job)
+        return None if filed is None else filed[0]
+
+    def filed(self) -> dict[JobInfo, tuple[LineKey, Entry, str]]:
+        """Every filed job with its line and entry (read-only)."""
+        return self._filed
 
     def drop(self) -> None:
         """Forget every line (a cycle that does not read them): the next one that does files
         every waiting job afresh, and what moved meanwhile is not kept."""
         self._stamp = None
+        self.epoch += 1
+        if self.refiled is not None:
+            self.refiled.clear()
         self.lines.clear()
         self._filed.clear()
         self._accounts.clear()
@@ -85,6 +133,12 @@ class ClassLines:
         # two entries of one key would compare their jobs.
         for job in moved:
             self._unfile(job)
+        refiled = self.refiled
+        if refiled is not None:
+            if len(refiled) > 2 * len(waiting) + 1024:  # a follower that stopped reading
+                refiled.clear()
+                self.epoch += 1
+            refiled.update(moved)
         for job in moved:
             if waiting.get(job.name) is not job:
                 continue

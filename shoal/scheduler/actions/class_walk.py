@@ -32,7 +32,7 @@ from typing import Any
 
 from shoal.api.decisions import PendingReason
 from shoal.scheduler.admissions import Verdict
-from shoal.scheduler.class_lines import ClassLines, Entry
+from shoal.scheduler.class_lines import ClassLines, Entry, LineKey, Walked
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.reason_report import Range, UnwrittenReasons
 from shoal.scheduler.session import Session
@@ -80,6 +80,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     left_out = {j for j in session.model.noted if j.reason is not None} | joined
     ranges: list[Range] = []
     admitted_lines: list[Sequence[Entry]] = []
+    admitted_keys: list[LineKey] = []
     queues: dict[str, _Queue] = {}
     admitted: list[JobInfo] = []
     loose: dict[str, list[Entry]] = {}
@@ -98,7 +99,10 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                 ranges.append(Range(line, 0, len(line), first.reason))
             continue
         admitted_lines.append(line)
+        admitted_keys.append((name, klass))
         queues.setdefault(bucket(name), _Queue()).add(_Source(line, klass))
+    lines.walked = Walked(session, tuple(admitted), frozenset(admitted_keys),
+                          frozenset(left_out))
     for name, entries in loose.items():
         entries.sort(key=lambda e: e[0])
         queues.setdefault(name, _Queue()).add(_Source(entries, None))

@@ -61,7 +61,10 @@ Under las its running jobs are kept from one cycle to the next, re-filed only wh
 start, stop or cross a threshold (`shoal.scheduler.running_table`), and so is each virtual
 cluster's victim index while its listing stands (`victim_index.KeptIndexes`); a waiting job
 whose class's verdict already answers it is passed over before it is asked whether it
-wants to preempt at all (`Preemption.answered`).
+wants to preempt at all (`Preemption.answered`) — and where the allocate action walked the
+class lines, the action walks its preemptors by class too, kept in job order from one cycle
+to the next, a class answered by its verdict passed over whole until the next commit
+(`shoal.scheduler.actions.preemptor_walk`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
@@ -82,6 +85,7 @@ from shoal.api.lifecycle import TaskState
 from shoal.api.queue_policy import QueuePreemption, WithinQueue
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
+from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk, walkable
 from shoal.scheduler.actions.victim_trials import Trial, VictimTrials
 from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
@@ -115,7 +119,7 @@ from shoal.scheduler.queue_preemption import (
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.running_order import worst_first
 from shoal.scheduler.running_table import RankHolds, RunningTable
-from shoal.scheduler.session import Session
+from shoal.scheduler.session import Hooks, Session
 from shoal.scheduler.victim_index import KeptIndexes, QueueVictims
 from shoal.scheduler.victims import KeptUnits, VictimUnit, ordered, units_of
 
@@ -133,6 +137,9 @@ class PreemptArguments(Arguments):
 
 class Preempt:
     name = "preempt"
+    by_class = True
+    """Walk the preemptors by class where that is sound (`preemptor_walk`); False (a test
+    knob): one by one in job order, always."""
 
     def __init__(self, arguments: PreemptArguments) -> None:
         self.max_preemptors = arguments.max_preemptors
@@ -146,6 +153,9 @@ class Preempt:
         self.indexes = KeptIndexes()
         """Each virtual cluster's victim index, kept while its listing stands
         (`victim_index.KeptIndexes`)."""
+        self.lines = PreemptorLines()
+        """Waiting jobs by class line and preemptor class, kept from one cycle to the next
+        (`shoal.scheduler.actions.preemptor_walk`)."""
 
     def execute(self, session: Session) -> None:
         self.kept.prune(session.jobs)
@@ -153,6 +163,11 @@ class Preempt:
         cycle = Preemption(session, self.classes, self.kept, self.table, self.indexes)
         started = 0
         try:
+            walked = walkable(session, cycle) if self.by_class else None
+            if walked is not None:
+                self.lines.sync(session, session.model.class_lines, cycle.class_key)
+                PreemptorWalk(session, cycle, self.lines, walked).run(self.max_preemptors)
+                return
             for job in sorted(session.candidates, key=session.job_order_key):
                 if self.max_preemptors is not None and started >= self.max_preemptors:
                     break
@@ -162,6 +177,24 @@ class Preempt:
                     started += 1
         finally:
             session.quota.lending = True  # as `preempt_for` may have left it
+
+
+_RANKERS: list[tuple[Hooks, tuple[list[Any], list[bool], list[RankHolds]]]] = []
+
+
+def _rankers(hooks: Hooks) -> tuple[list[Any], list[bool], list[RankHolds]]:
+    """The job-order plugins that rank preemptors (not those that decide readiness),
+    whether each has a preemption key, and those that say until when a rank holds: kept
+    for the last profile's hooks (`isinstance` against a protocol is slow, and an action
+    runs every cycle)."""
+    if _RANKERS and _RANKERS[0][0] is hooks:
+        return _RANKERS[0][1]
+    readiness = {id(p) for p in hooks.job_readies}
+    rankers: list[Any] = [p for p in hooks.job_orders if id(p) not in readiness]
+    found = (rankers, [isinstance(p, PreemptionOrder) for p in rankers],
+             [p for p in rankers if isinstance(p, RankHolds)])
+    _RANKERS[:] = [(hooks, found)]
+    return found
 
 
 class Preemption(VictimTrials):
@@ -175,11 +208,10 @@ class Preemption(VictimTrials):
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
-        readiness = {id(p) for p in session.hooks.job_readies}
-        rankers = [p for p in session.hooks.job_orders if id(p) not in readiness]
+        rankers, preemption_orders, holds = _rankers(session.hooks)
         self.rank_keys: list[Callable[[JobInfo], tuple[Any, ...]]] = [
-            p.preemption_key if isinstance(p, PreemptionOrder) else p.job_order_key
-            for p in rankers]
+            p.preemption_key if o else p.job_order_key
+            for p, o in zip(rankers, preemption_orders, strict=True)]
         self.looks = not all(isinstance(p, Gang) or getattr(p, "keys_asked_any_time", False)
                              for p in session.hooks.job_orders)
         """Whether a skipped search must ask for the keys it would have asked (`look_at`):
@@ -220,7 +252,6 @@ class Preemption(VictimTrials):
         """Per set of node pools (their keys), their nodes' ordinals."""
         self._notes: list[str] | None = None
         """What the search under way noted on its preemptor's reason (`preempt_for`)."""
-        holds = [p for p in rankers if isinstance(p, RankHolds)]
         self.table = table if table is not None and not self.looks \
             and len(holds) == len(rankers) else None
         """The running jobs kept across cycles (`shoal.scheduler.running_table`), where
@@ -233,6 +264,9 @@ class Preemption(VictimTrials):
         """Jobs `answered` by a verdict since the quota tree's lending was last set: the
         last of them that wanted to preempt would have left it at its verdict's
         (`_settle_lending`)."""
+        self.lazy_unsettled: Callable[[], list[tuple[JobInfo, Verdict]]] | None = None
+        """Where a walk by class keeps the jobs it answered (`preemptor_walk`): they are
+        read from there, last first, instead of `_unsettled`."""
 
     # ---- who ------------------------------------------------------------------------------
 
@@ -284,13 +318,21 @@ class Preemption(VictimTrials):
         self._unsettled.append((job, verdict))
         return True
 
+    def answer(self, job: JobInfo) -> Verdict | None:
+        """The verdict that answers the job (`answered`), kept by the caller instead of in
+        `_unsettled` (a walk by class, `preemptor_walk`)."""
+        if not self.answered(job):
+            return None
+        return self._unsettled.pop()[1]
+
     def _settle_lending(self) -> None:
         """Set the quota tree's lending as the jobs `answered` since it was last set
         would have left it: the last of them that wanted to preempt replayed its verdict's.
         Nothing was committed since they were answered (a search would have set it), so
         `wants` answers for each as it would have then."""
         unsettled, self._unsettled = self._unsettled, []
-        for job, verdict in reversed(unsettled):
+        lazy = self.lazy_unsettled
+        for job, verdict in reversed(unsettled) if lazy is None else lazy():
             if self.wants(job):
                 self.session.quota.lending = verdict.lending
                 return

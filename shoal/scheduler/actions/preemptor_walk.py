@@ -1,0 +1,311 @@
+"""The preempt action's walk by preemptor class (issue 18): what a cycle costs is the
+preemptor classes and the searches, not every waiting job.
+
+The action asks each waiting job in job order whether it wants to preempt, but a job whose
+preemptor class (`shoal.scheduler.preemptor_class`) has a verdict that holds and notes
+nothing is *answered* without asking (`Preemption.answered`). Until a commit moves the
+session's generation, such a verdict answers every later job of the class as well: so the
+class is *parked* at that job, and taken up again after a commit at its first job past the
+committing one. The jobs it passed are answered in a range, never visited.
+
+`PreemptorLines` keeps the waiting jobs filed by class line (`shoal.scheduler.class_lines`)
+and, within each line, by preemptor class, each in job order, from one cycle to the next:
+a job is re-filed only when the class lines re-file it (`ClassLines.refiled`). A job the
+lines cannot say is current — it moved since they last synced, earlier in this cycle — is
+walked on its own, as are the loose jobs the allocate action admitted
+(`ClassLines.walked`) and jobs without a preemptor class.
+
+The walk reads no candidate list: the reasons the allocate action's walk left unwritten
+stay so (`Session.settle` writes them when someone reads them), but for the jobs it asks
+whether they want to preempt, which read theirs. It gives the same decisions, reasons and
+lending as the per-job loop: the quota tree's
+lending that jobs answered since the last search would have left (`_settle_lending`) is
+read from the parked ranges in job order (`PreemptorWalk.unsettled`). It runs only where
+that holds: the allocate action's class walk made this cycle's candidates, no plugin reads
+the preemptor itself when it picks victims or tasks, and job order keys come out the same
+whenever first asked (`Preemption.looks` False).
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sortedcontainers import SortedList
+
+from shoal.scheduler.class_lines import ClassLines, Entry, LineKey, Walked, static_order
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.preemptor_class import Verdict, generation
+from shoal.scheduler.reason_report import Range, UnwrittenReasons
+from shoal.scheduler.session import Session
+
+if TYPE_CHECKING:
+    from shoal.scheduler.actions.preempt import Preemption
+
+Key = tuple[Any, ...]
+
+
+class PreemptorLines:
+    """Waiting jobs per class line and preemptor class, in job order, kept across cycles."""
+
+    def __init__(self) -> None:
+        self._stamp: Hashable = None
+        self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry]] = {}
+        self.by_line: dict[LineKey, dict[Hashable, SortedList[Entry]]] = {}
+
+    def sync(self, session: Session, lines: ClassLines,
+             class_key: Callable[[JobInfo], Hashable | None]) -> None:
+        """Re-file the jobs the class lines re-filed since the last sync (all of them when
+        the lines, the model, the profile or the quota tree are not those of the last)."""
+        refiled = lines.follow(self)
+        stamp = (session.model, session.hooks, session.quota, lines.epoch)
+        filed = lines.filed()
+        if stamp != self._stamp:
+            self._stamp = stamp
+            self._filed.clear()
+            self.by_line.clear()
+            jobs: Any = list(filed)
+        else:
+            jobs = refiled
+            for job in jobs:
+                self._unfile(job)
+        for job in jobs:
+            found = filed.get(job)
+            if found is not None:
+                where, entry, _ = found
+                key = class_key(job)
+                line = self.by_line.setdefault(where, {})
+                klass = line.get(key)
+                if klass is None:
+                    klass = line[key] = SortedList()
+                klass.add(entry)
+                self._filed[job] = (where, key, entry)
+        refiled.clear()
+
+    def filed(self, job: JobInfo) -> tuple[LineKey, Hashable, Entry] | None:
+        """Where the job is filed: its line, its preemptor class and its entry."""
+        return self._filed.get(job)
+
+    def _unfile(self, job: JobInfo) -> None:
+        found = self._filed.pop(job, None)
+        if found is None:
+            return
+        where, key, entry = found
+        line = self.by_line[where]
+        klass = line[key]
+        klass.remove(entry)
+        if not klass:
+            del line[key]
+            if not line:
+                del self.by_line[where]
+
+
+def walkable(session: Session, cycle: Preemption) -> Walked | None:
+    """What the class walk admitted this cycle, where the action may walk by class."""
+    walked = session.model.class_lines.walked
+    hooks = session.hooks
+    if walked is None or walked.session is not session or cycle.looks \
+            or hooks.victim_selections or hooks.task_orders or session.preempted \
+            or not static_order(hooks):
+        return None
+    return walked
+
+
+@dataclass(slots=True)
+class _Source:
+    entries: Sequence[Entry]
+    parkable: bool
+    """Its jobs share a preemptor class (not the loose ones, nor a line's classless)."""
+    filed: bool = True
+    """Its jobs are filed in `PreemptorLines` (not the loose ones)."""
+    at: int = 0
+    skipped: list[Key] | None = None
+    """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
+
+
+def _after(entries: Sequence[Entry], key: Key | None) -> int:
+    """The first position whose job comes after `key` (None: the first)."""
+    if key is None:
+        return 0
+    index = bisect_left(entries, (key,))
+    return index + 1 if index < len(entries) and entries[index][0] == key else index
+
+
+def _skipped_in(source: _Source, start: int, stop: int) -> int:
+    """How many of the source's jobs in [start, stop) are skipped."""
+    keys = source.skipped
+    if not keys or start >= stop:
+        return 0
+    entries = source.entries
+    low = bisect_left(keys, entries[start][0])
+    high = len(keys) if stop >= len(entries) else bisect_left(keys, entries[stop][0])
+    return high - low
+
+
+class PreemptorWalk:
+    """One execution's walk (module docstring)."""
+
+    def __init__(self, session: Session, cycle: Preemption, lines: PreemptorLines,
+                 walked: Walked) -> None:
+        self.session = session
+        self.cycle = cycle
+        class_lines = session.model.class_lines
+        moved = session.model.waiting.moved
+        left_out = walked.left_out
+        self.skip = left_out | moved
+        """Filed jobs not walked in their class: not candidates, or walked as loose."""
+        order = session.job_order_key
+        loose = list(walked.loose)
+        for job in moved:
+            where = class_lines.line_of(job)
+            if where is not None and where in walked.lines and job not in left_out:
+                loose.append(job)
+        self.sources: list[_Source] = []
+        if loose:
+            self.sources.append(_Source(sorted(((order(j), j) for j in loose),
+                                               key=lambda e: e[0]), False, False))
+        at: dict[tuple[LineKey, Hashable], _Source] = {}
+        for where in walked.lines:
+            for key, entries in lines.by_line.get(where, {}).items():
+                source = at[where, key] = _Source(entries, key is not None)
+                self.sources.append(source)
+        for job in self.skip:
+            filed = lines.filed(job)
+            if filed is None:
+                continue
+            holder = at.get(filed[:2])
+            if holder is not None:
+                if holder.skipped is None:
+                    holder.skipped = []
+                holder.skipped.append(filed[2][0])
+        for holder in at.values():
+            if holder.skipped is not None:
+                holder.skipped.sort()
+        self.heap = [(s.entries[0][0], i) for i, s in enumerate(self.sources)]
+        heapq.heapify(self.heap)
+        self.parked: list[tuple[int, int, Verdict]] = []
+        """(source, where it was parked, the verdict answering its jobs)."""
+        self.answered: list[tuple[Key, JobInfo, Verdict]] = []
+        """Loose jobs answered one by one since the last search or settling."""
+        self.floor: Key | None = None
+        """The job order key of the last search or settling: the jobs answered before it
+        no longer count for the lending (`unsettled`)."""
+        self.current: Key | None = None
+        """The job order key of the job being visited."""
+        self.lines = class_lines
+        lazy = session.lazy
+        self.unwritten: dict[int, list[Range]] = {}
+        """Per class line (by identity), the ranges of reasons the allocate action's walk
+        left unwritten (`reason_report.UnwrittenReasons`): `wants` reads a job's reason, so
+        the walk writes it for each job it asks, as writing them all out would have."""
+        self.written_apart: frozenset[JobInfo] | set[JobInfo] = frozenset()
+        if isinstance(lazy, UnwrittenReasons):
+            self.written_apart = lazy.left_out
+            for part in lazy.ranges:
+                self.unwritten.setdefault(id(part.entries), []).append(part)
+
+    def run(self, max_preemptors: int | None) -> None:
+        session, cycle = self.session, self.cycle
+        heap, sources, skip = self.heap, self.sources, self.skip
+        started = 0
+        cycle.lazy_unsettled = self.unsettled
+        key: Key | None = None
+        try:
+            while heap:
+                key, index = heapq.heappop(heap)
+                source = sources[index]
+                job = source.entries[source.at][1]
+                if source.filed and job in skip:
+                    self._advance(index)
+                    continue
+                if max_preemptors is not None and started >= max_preemptors:
+                    break
+                verdict = cycle.answer(job)
+                if verdict is not None:
+                    if source.parkable:
+                        self.parked.append((index, source.at, verdict))
+                    else:
+                        self.answered.append((key, job, verdict))
+                        self._advance(index)
+                    continue
+                self._advance(index)
+                self.current = key
+                before = generation(session)
+                self._write_reason(job)
+                if cycle.wants(job):
+                    self.floor = key
+                    if cycle.preempt_for(job):
+                        started += 1
+                if generation(session) != before:
+                    self._resume(key)
+            else:
+                key = None
+            self._resume(key)
+        finally:
+            cycle.lazy_unsettled = None
+
+    def _write_reason(self, job: JobInfo) -> None:
+        """Write the job's reason if the allocate action's walk left it in a range."""
+        if not self.unwritten or job in self.written_apart:
+            return
+        filed = self.lines.filed().get(job)
+        if filed is None:
+            return
+        where, entry, _ = filed
+        entries = self.lines.lines.get(where)
+        parts = None if entries is None else self.unwritten.get(id(entries))
+        if not parts or entries is None:
+            return
+        at = entries.bisect_left(entry)
+        if at >= len(entries) or entries[at][1] is not job:
+            return
+        reason = None
+        for part in parts:  # written in order: the last range that holds it wins
+            if part.start <= at < part.stop:
+                reason = part.reason
+        if reason is not None:
+            job.reason = reason
+
+    def _advance(self, index: int) -> None:
+        source = self.sources[index]
+        source.at += 1
+        if source.at < len(source.entries):
+            heapq.heappush(self.heap, (source.entries[source.at][0], index))
+
+    def _resume(self, key: Key | None) -> None:
+        """A commit at the job of order key `key` (None: the walk's end): each parked
+        class's jobs before it were answered; it takes up again at its next job after."""
+        skipped = 0
+        for index, start, _ in self.parked:
+            source = self.sources[index]
+            entries = source.entries
+            stop = len(entries) if key is None else max(start, _after(entries, key))
+            skipped += stop - start - _skipped_in(source, start, stop)
+            source.at = stop
+            if key is not None and stop < len(entries):
+                heapq.heappush(self.heap, (entries[stop][0], index))
+        # The parked heads were counted as the action asked for their verdicts.
+        self.cycle.classes.skipped += skipped - len(self.parked)
+        self.parked.clear()
+        self.answered.clear()
+
+    def unsettled(self) -> list[tuple[JobInfo, Verdict]]:
+        """The jobs answered since the last search or settling, last first, with the
+        verdicts that answered them (`Preemption._settle_lending`)."""
+        floor, current = self.floor, self.current
+        found: list[tuple[Key, JobInfo, Verdict]] = [
+            a for a in self.answered if floor is None or a[0] > floor]
+        for index, start, verdict in self.parked:
+            entries = self.sources[index].entries
+            low = max(start, _after(entries, floor))
+            high = len(entries) if current is None else bisect_left(entries, (current,))
+            found.extend((k, j, verdict) for k, j in entries[low:high] if j not in self.skip)
+        found.sort(key=lambda a: a[0], reverse=True)
+        self.floor = current
+        self.answered.clear()
+        for _, job, _ in found:
+            self._write_reason(job)
+        return [(job, verdict) for _, job, verdict in found]
