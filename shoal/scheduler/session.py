@@ -69,6 +69,9 @@ class Hooks:
         self.session_opens = [p for p in plugins if isinstance(p, SessionOpen)]
         self.job_valids = [p for p in plugins if isinstance(p, JobValid)]
         self.starvations: list[Starvation] = [p for p in plugins if isinstance(p, Starvation)]
+        self.derived: dict[str, Any] = {}
+        """What an action works out from the plugins alone, kept with them (per profile, not
+        per module: drivers in other threads run other profiles)."""
 
 
 class Session:

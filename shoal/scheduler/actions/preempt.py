@@ -74,19 +74,18 @@ its next run).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
-from shoal.api.lifecycle import TaskState
-from shoal.api.queue_policy import QueuePreemption, WithinQueue
+from shoal.api.queue_policy import QueuePreemption
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
 from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk, walkable
-from shoal.scheduler.actions.victim_trials import Trial, VictimTrials
+from shoal.scheduler.actions.victim_listing import VictimListing
+from shoal.scheduler.actions.victim_trials import Trial
 from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
@@ -114,14 +113,12 @@ from shoal.scheduler.queue_preemption import (
     may_borrow_after_preempting,
     newer_equal_allowed,
     policy_of,
-    within_queue_victim,
 )
 from shoal.scheduler.registry import Arguments
-from shoal.scheduler.running_order import worst_first
 from shoal.scheduler.running_table import RankHolds, RunningTable
 from shoal.scheduler.session import Hooks, Session
 from shoal.scheduler.victim_index import KeptIndexes, QueueVictims
-from shoal.scheduler.victims import KeptUnits, VictimUnit, ordered, units_of
+from shoal.scheduler.victims import KeptUnits, VictimUnit
 
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
 #: ordered queue holds it behind its head.
@@ -179,25 +176,23 @@ class Preempt:
             session.quota.lending = True  # as `preempt_for` may have left it
 
 
-_RANKERS: list[tuple[Hooks, tuple[list[Any], list[bool], list[RankHolds]]]] = []
-
-
 def _rankers(hooks: Hooks) -> tuple[list[Any], list[bool], list[RankHolds]]:
     """The job-order plugins that rank preemptors (not those that decide readiness),
     whether each has a preemption key, and those that say until when a rank holds: kept
-    for the last profile's hooks (`isinstance` against a protocol is slow, and an action
-    runs every cycle)."""
-    if _RANKERS and _RANKERS[0][0] is hooks:
-        return _RANKERS[0][1]
-    readiness = {id(p) for p in hooks.job_readies}
-    rankers: list[Any] = [p for p in hooks.job_orders if id(p) not in readiness]
-    found = (rankers, [isinstance(p, PreemptionOrder) for p in rankers],
-             [p for p in rankers if isinstance(p, RankHolds)])
-    _RANKERS[:] = [(hooks, found)]
+    with the profile's hooks (`isinstance` against a protocol is slow, and an action runs
+    every cycle)."""
+    found: tuple[list[Any], list[bool], list[RankHolds]] | None = \
+        hooks.derived.get("preempt.rankers")
+    if found is None:
+        readiness = {id(p) for p in hooks.job_readies}
+        rankers: list[Any] = [p for p in hooks.job_orders if id(p) not in readiness]
+        found = hooks.derived["preempt.rankers"] = (
+            rankers, [isinstance(p, PreemptionOrder) for p in rankers],
+            [p for p in rankers if isinstance(p, RankHolds)])
     return found
 
 
-class Preemption(VictimTrials):
+class Preemption(VictimListing):
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
@@ -336,141 +331,6 @@ class Preemption(VictimTrials):
             if self.wants(job):
                 self.session.quota.lending = verdict.lending
                 return
-
-    def rank(self, job: JobInfo) -> tuple[Any, ...]:
-        key = self._ranks.get(job)
-        if key is None:
-            rank_keys = self.rank_keys
-            if len(rank_keys) == 1:  # las, priority: no tuple to build
-                key = rank_keys[0](job)
-            else:
-                key = ()
-                for rank_key in rank_keys:
-                    key += rank_key(job)
-            self._ranks[job] = key
-        return key
-
-    def running(self, queue: str) -> list[JobInfo]:
-        """Jobs of the virtual cluster holding tasks when the action began, worst first."""
-        self._listed = True
-        if self._running is None:
-            session = self.session
-            table = self.table
-            if table is None:
-                self._running = worst_first(session.jobs.values(), self.fresh, session.now,
-                                            self.rank, session.job_order_key, self.looks)
-            else:
-                self._refresh(table)
-                self._running = {q: table.listing(q, session.now, self.fresh,
-                                                  session.job_order_key)
-                                 for q in table.queues()}
-        return self._running.get(queue, [])
-
-    def _refresh(self, table: RunningTable) -> None:
-        """Bring the kept table up to now, its ranks read as if asked now (as the listing
-        and the world asked every running job's rank). Once per commit: in between, no
-        job's tasks or rank move."""
-        now = generation(self.session)
-        if now == self._refreshed:
-            return
-        self._refreshed = now
-        holds = self._holds
-
-        def until(job: JobInfo) -> float:
-            return min(p.preemption_key_until(job) for p in holds) if holds else math.inf
-
-        table.refresh(self.session, self.rank, until)
-        ranks = self._ranks
-        for job, rank in table.ranks():
-            if job not in ranks:
-                ranks[job] = rank
-
-    def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
-                   ) -> list[VictimUnit]:
-        """What the preemptor may take, in the order of the victims' score: what its
-        virtual cluster's `withinQueue` allows (`shoal.scheduler.queue_preemption`), or
-        `policy` when given (what another policy would have offered)."""
-        if policy is None:
-            policy = policy_of(self.session, preemptor)
-        rank = self.rank(preemptor)
-        index = self.victim_index(preemptor, policy)
-        if index is not None:
-            offered = index.offered(index.behind(rank))
-            return [u for u in offered if u.job is not preemptor] if preemptor.running \
-                else offered
-        units: list[VictimUnit] = []
-        for job in self.running(preemptor.queue):
-            theirs = self.rank(job)
-            if theirs <= rank and not (theirs == rank and newer_equal_allowed(policy)):
-                break  # the list is worst first: no later job ranks behind (or level)
-            if within_queue_victim(policy, preemptor, job, theirs > rank, theirs == rank) and \
-                    self.takeable(job, preemptor):
-                units.extend(self.units(job, preemptor))
-        return ordered(units, self.rank, self.session.job_order_key, self.session.now)
-
-    def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
-                     ) -> QueueVictims | None:
-        """The preemptor's virtual cluster's victims indexed by rank and what they free
-        (`shoal.scheduler.victim_index`), where its rank alone says what it is offered:
-        under `withinQueue: LowerPriority`, without victim-selection plugins. Rebuilt after
-        every commit that evicts, or places a job it lists."""
-        if policy.within_queue is not WithinQueue.LOWER_PRIORITY \
-                or self.session.hooks.victim_selections:
-            return None
-        if self._victims != self._indexed:
-            self._indexes, self._indexed = {}, self._victims
-        index = self._indexes.get(preemptor.queue)
-        if index is None:
-            queue = preemptor.queue
-            listing = self.running(queue)
-            session = self.session
-
-            def order(units: list[VictimUnit]) -> list[VictimUnit]:
-                return ordered(units, self.rank, session.job_order_key, session.now)
-
-            kept, table = self.kept_indexes, self.table
-            stamp: Hashable = None
-            if kept is not None and table is not None and self._victims == 0:
-                # Nothing evicted or placed from its listing yet: what is takeable is what
-                # the table says (`victim_index.KeptIndexes`).
-                stamp = (session.model, session.hooks, session.cluster.layout,
-                         table.queue_stamp(queue))
-                found = kept.get(queue, stamp, listing)
-                if found is not None:
-                    index = self._indexes[queue] = found.renewed(order, not self.looks)
-                    return index
-            # `running` lists the jobs worst rank first: so are their units.
-            units = [u for job in listing if self.takeable(job, None)
-                     for u in self.units(job, job)]
-            index = self._indexes[queue] = QueueVictims(
-                units, lambda u: self.rank(u.job), order, prefixes=not self.looks)
-            if stamp is not None and kept is not None:
-                kept.put(queue, stamp, listing, index)
-        return index
-
-    def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:
-        """Whether `job` may give anything up in this execution: it runs tasks placed before
-        it, was not taken from yet — unless it is placed task by task: then, as pods, its
-        other tasks may go to the next preemptor —, and is not already stopping (its
-        resources then come back without an eviction)."""
-        return job is not preemptor and bool(job.running) and job.name not in self.fresh \
-            and (job.name not in self.evicted or not job.job.gang) \
-            and not any(t.state is TaskState.RELEASING for t in job.running)
-
-    def units(self, job: JobInfo, preemptor: JobInfo) -> list[VictimUnit]:
-        """What `job` may give up for `preemptor`, in its own order: the victim-selection
-        plugins keep any task they do not list."""
-        selections = self.session.hooks.victim_selections
-        if not selections:
-            # Then they do not depend on the preemptor, and a job's units stay as they are
-            # until it is taken from (and then it is no candidate again): listed once per
-            # execution, not once per preemptor that looks at it.
-            units = self._units.get(job.name)
-            if units is None:
-                units = self._units[job.name] = self.kept.of(job, self.session.now)
-            return units
-        return units_of(job, self.session.now, lambda tasks: all(
-            len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))
 
     # ---- how ------------------------------------------------------------------------------
 

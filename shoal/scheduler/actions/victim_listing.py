@@ -1,0 +1,188 @@
+"""Who a preemptor may take from: the preempt action's listing of running jobs and their
+units, worst rank first, and each virtual cluster's victim index (issue 18), apart from the
+search itself (`shoal.scheduler.actions.preempt`) and its trial placements
+(`shoal.scheduler.actions.victim_trials`).
+
+Ranks are the action's (`rank`: the job-order keys of the plugins that rank, with las's and
+priority's `preemption_key`); under a kept running table (`shoal.scheduler.running_table`)
+the listing is the table's, brought up to now once per commit (`_refresh`), and each
+virtual cluster's index is handed on to the next cycle while its listing stands
+(`victim_index.KeptIndexes`). `Preemption` sets every attribute declared here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from shoal.api.lifecycle import TaskState
+from shoal.api.queue_policy import QueuePreemption, WithinQueue
+from shoal.scheduler.actions.victim_trials import VictimTrials
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.preemptor_class import Generation, generation
+from shoal.scheduler.queue_preemption import (
+    newer_equal_allowed,
+    policy_of,
+    within_queue_victim,
+)
+from shoal.scheduler.running_order import worst_first
+from shoal.scheduler.running_table import RankHolds, RunningTable
+from shoal.scheduler.victim_index import KeptIndexes, QueueVictims
+from shoal.scheduler.victims import KeptUnits, VictimUnit, ordered, units_of
+
+
+class VictimListing(VictimTrials):
+    """The running jobs a preemption may take from, and what each gives up."""
+
+    rank_keys: list[Callable[[JobInfo], tuple[Any, ...]]]
+    looks: bool
+    fresh: set[str]
+    evicted: set[str]
+    kept: KeptUnits
+    table: RunningTable | None
+    kept_indexes: KeptIndexes | None
+    _holds: list[RankHolds]
+    _ranks: dict[JobInfo, tuple[Any, ...]]
+    _running: dict[str, list[JobInfo]] | None
+    _units: dict[str, list[VictimUnit]]
+    _refreshed: Generation | None
+    _listed: bool
+    _victims: int
+    _indexed: int | None
+    _indexes: dict[str, QueueVictims]
+
+    def rank(self, job: JobInfo) -> tuple[Any, ...]:
+        key = self._ranks.get(job)
+        if key is None:
+            rank_keys = self.rank_keys
+            if len(rank_keys) == 1:  # las, priority: no tuple to build
+                key = rank_keys[0](job)
+            else:
+                key = ()
+                for rank_key in rank_keys:
+                    key += rank_key(job)
+            self._ranks[job] = key
+        return key
+
+    def running(self, queue: str) -> list[JobInfo]:
+        """Jobs of the virtual cluster holding tasks when the action began, worst first."""
+        self._listed = True
+        if self._running is None:
+            session = self.session
+            table = self.table
+            if table is None:
+                self._running = worst_first(session.jobs.values(), self.fresh, session.now,
+                                            self.rank, session.job_order_key, self.looks)
+            else:
+                self._refresh(table)
+                self._running = {q: table.listing(q, session.now, self.fresh,
+                                                  session.job_order_key)
+                                 for q in table.queues()}
+        return self._running.get(queue, [])
+
+    def _refresh(self, table: RunningTable) -> None:
+        """Bring the kept table up to now, its ranks read as if asked now (as the listing
+        and the world asked every running job's rank). Once per commit: in between, no
+        job's tasks or rank move."""
+        now = generation(self.session)
+        if now == self._refreshed:
+            return
+        self._refreshed = now
+        holds = self._holds
+
+        def until(job: JobInfo) -> float:
+            return min(p.preemption_key_until(job) for p in holds) if holds else math.inf
+
+        table.refresh(self.session, self.rank, until)
+        ranks = self._ranks
+        for job, rank in table.ranks():
+            if job not in ranks:
+                ranks[job] = rank
+
+    def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
+                   ) -> list[VictimUnit]:
+        """What the preemptor may take, in the order of the victims' score: what its
+        virtual cluster's `withinQueue` allows (`shoal.scheduler.queue_preemption`), or
+        `policy` when given (what another policy would have offered)."""
+        if policy is None:
+            policy = policy_of(self.session, preemptor)
+        rank = self.rank(preemptor)
+        index = self.victim_index(preemptor, policy)
+        if index is not None:
+            offered = index.offered(index.behind(rank))
+            return [u for u in offered if u.job is not preemptor] if preemptor.running \
+                else offered
+        units: list[VictimUnit] = []
+        for job in self.running(preemptor.queue):
+            theirs = self.rank(job)
+            if theirs <= rank and not (theirs == rank and newer_equal_allowed(policy)):
+                break  # the list is worst first: no later job ranks behind (or level)
+            if within_queue_victim(policy, preemptor, job, theirs > rank, theirs == rank) and \
+                    self.takeable(job, preemptor):
+                units.extend(self.units(job, preemptor))
+        return ordered(units, self.rank, self.session.job_order_key, self.session.now)
+
+    def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
+                     ) -> QueueVictims | None:
+        """The preemptor's virtual cluster's victims indexed by rank and what they free
+        (`shoal.scheduler.victim_index`), where its rank alone says what it is offered:
+        under `withinQueue: LowerPriority`, without victim-selection plugins. Rebuilt after
+        every commit that evicts, or places a job it lists."""
+        if policy.within_queue is not WithinQueue.LOWER_PRIORITY \
+                or self.session.hooks.victim_selections:
+            return None
+        if self._victims != self._indexed:
+            self._indexes, self._indexed = {}, self._victims
+        index = self._indexes.get(preemptor.queue)
+        if index is None:
+            queue = preemptor.queue
+            listing = self.running(queue)
+            session = self.session
+
+            def order(units: list[VictimUnit]) -> list[VictimUnit]:
+                return ordered(units, self.rank, session.job_order_key, session.now)
+
+            kept, table = self.kept_indexes, self.table
+            stamp: Hashable = None
+            if kept is not None and table is not None and self._victims == 0:
+                # Nothing evicted or placed from its listing yet: what is takeable is what
+                # the table says (`victim_index.KeptIndexes`).
+                stamp = (session.model, session.hooks, session.cluster.layout,
+                         table.queue_stamp(queue))
+                found = kept.get(queue, stamp, listing)
+                if found is not None:
+                    index = self._indexes[queue] = found.renewed(order, not self.looks)
+                    return index
+            # `running` lists the jobs worst rank first: so are their units.
+            units = [u for job in listing if self.takeable(job, None)
+                     for u in self.units(job, job)]
+            index = self._indexes[queue] = QueueVictims(
+                units, lambda u: self.rank(u.job), order, prefixes=not self.looks)
+            if stamp is not None and kept is not None:
+                kept.put(queue, stamp, listing, index)
+        return index
+
+    def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:
+        """Whether `job` may give anything up in this execution: it runs tasks placed before
+        it, was not taken from yet — unless it is placed task by task: then, as pods, its
+        other tasks may go to the next preemptor —, and is not already stopping (its
+        resources then come back without an eviction)."""
+        return job is not preemptor and bool(job.running) and job.name not in self.fresh \
+            and (job.name not in self.evicted or not job.job.gang) \
+            and not any(t.state is TaskState.RELEASING for t in job.running)
+
+    def units(self, job: JobInfo, preemptor: JobInfo) -> list[VictimUnit]:
+        """What `job` may give up for `preemptor`, in its own order: the victim-selection
+        plugins keep any task they do not list."""
+        selections = self.session.hooks.victim_selections
+        if not selections:
+            # Then they do not depend on the preemptor, and a job's units stay as they are
+            # until it is taken from (and then it is no candidate again): listed once per
+            # execution, not once per preemptor that looks at it.
+            units = self._units.get(job.name)
+            if units is None:
+                units = self._units[job.name] = self.kept.of(job, self.session.now)
+            return units
+        return units_of(job, self.session.now, lambda tasks: all(
+            len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))
