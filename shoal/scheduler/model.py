@@ -39,8 +39,8 @@ from shoal.core.virtual_nodes import unplaceable
 from shoal.scheduler.class_lines import ClassLines
 from shoal.scheduler.flavors import FlavorBook
 from shoal.scheduler.flexible import FlexibleHolds
-from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.job_changes import JobChanges
+from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.queue_status import closed_reason
 from shoal.scheduler.reservations import FixedNodeReservations

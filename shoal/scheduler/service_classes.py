@@ -57,6 +57,8 @@ class ServiceClass:
     settled: bool
     """Whether every task it runs had started by the reading: otherwise neither `until`
     nor `crossing` can be trusted and the index is read afresh each time."""
+    at: float
+    """When it was read."""
 
     def holds(self, info: JobInfo) -> bool:
         running = info.running
@@ -142,4 +144,4 @@ class ServiceClasses:
             crossing = now + (thresholds[index] - attained) / growth
             until = crossing - tolerance(crossing)
         return ServiceClass(info.job, len(running), running[-1] if running else None,
-                            index, until, crossing, settled)
+                            index, until, crossing, settled, now)

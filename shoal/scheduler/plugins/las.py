@@ -211,7 +211,9 @@ class LeastAttainedService:
             at, _, job, kept = entry
             if active.get(job.name) is not job or not classes.current(job, kept):
                 continue  # stale: replaced, or the job stopped running
-            if now >= kept.until:  # read afresh: pushes its next class, if it has one
+            if now >= kept.until and kept.at != now:
+                # Read afresh (pushes its next class, if it has one), once: a class read
+                # now holds as an estimate even within `tolerance` of its crossing.
                 if not classes.of(job, now).settled:
                     exact[job] = None
                 heap = classes.crossings
