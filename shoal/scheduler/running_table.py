@@ -5,11 +5,15 @@ when it starts, stops, changes the tasks it runs or reaches that instant.
 Under backlog the same jobs run for many cycles and each cycle asked every one of them for
 its rank twice (the preemptor classes' world, `shoal.scheduler.preemptor_class.world`, and
 the worst-first listing, `shoal.scheduler.running_order`), then sorted every virtual
-cluster's jobs again. Here a cycle walks the live jobs once, comparing what each runs by
-identity (its spec, how many tasks and the last of them: its running list changes only by
-appends and removals, as `shoal.scheduler.service_classes` relies on), asks for the rank
-only of a job that changed or whose rank may have moved, and sorts again only the virtual
-clusters where something moved. `version` moves whenever anything the world reads of a
+cluster's jobs again. Here a refresh looks only at the jobs the model's change log names
+(`shoal.scheduler.job_changes`: a job started, stopped, changed its tasks, spec or account),
+those whose `until` came (a heap keyed by it) and those re-read every time, compares what
+each runs by identity (its spec, how many tasks and the last of them: its running list
+changes only by appends and removals, as `shoal.scheduler.service_classes` relies on), asks
+for the rank only of a job that changed or whose rank may have moved, and sorts again only
+the virtual clusters where something moved. Jobs are filed in the order the model's
+`active` lists them (`JobInfo.activated`), as a walk over every running job filed them, so
+ties list in the same order. `version` moves whenever anything the world reads of a
 running job does (its account, rank, how many tasks, how many stopping, how many still
 protected), so the world holds the version instead of every running job.
 

@@ -19,6 +19,12 @@ the number of tasks and the last one (compared by identity) tell its list apart 
 it had before. A job that runs a task not yet started, or one stamped after `now`, has no
 crossing worth estimating: it is computed every time.
 
+Every settled class read with a crossing is also pushed on a heap of crossings
+(`crossings`), and every unsettled one is listed (`unsettled`): las's `next_change` takes the
+soonest estimates from the heap, dropping entries whose class was replaced or no longer
+describes what the job runs, instead of asking every running job for its class each cycle
+(it re-reads only the jobs the model's change log names, `shoal.scheduler.job_changes`).
+
 Pure: no clock; `now` is the session's.
 """
 
