@@ -96,6 +96,7 @@ class FlavorBook:
         """Show the job to the cycle as admitted on `quota`'s flavor."""
         job = self.submitted.setdefault(info.name, info.job)
         info.job = self.flavored(job, quota)
+        info.note_change()
 
     def flavored(self, job: Job, quota: FlavorQuota) -> Job:
         labels = self._labels(quota.name)

@@ -13,11 +13,14 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shoal.api.decisions import PendingReason
 from shoal.api.lifecycle import TaskState
 from shoal.api.objects import Job, QueueingPolicy, TaskGroup, TaskRef
+
+if TYPE_CHECKING:
+    from shoal.scheduler.job_changes import JobChanges
 
 
 def reducible(group: TaskGroup) -> bool:
@@ -37,10 +40,10 @@ class TaskInfo:
 
 
 class JobInfo:
-    __slots__ = ("_blocker", "_klass", "_reason", "account", "counted", "ended", "floors",
-                 "gang_minimum", "holding", "job", "moved", "noted", "pending", "priority",
-                 "queue", "queueing", "resized", "running", "stopping", "succeeded", "surplus",
-                 "tally")
+    __slots__ = ("_blocker", "_klass", "_reason", "account", "activated", "changes", "counted",
+                 "ended", "floors", "gang_minimum", "holding", "job", "moved", "noted",
+                 "pending", "priority", "queue", "queueing", "resized", "running", "stopping",
+                 "succeeded", "surplus", "tally")
 
     def __init__(self, job: Job, priority: int, queue: str, queueing: QueueingPolicy) -> None:
         self.job = job
@@ -63,6 +66,12 @@ class JobInfo:
         self.moved: set[JobInfo] | None = None
         """Where a change of what it waits for, holds or is blocked by is noted (the waiting
         jobs' `moved`): the class lines re-file only those (`shoal.scheduler.class_lines`)."""
+        self.changes: JobChanges | None = None
+        """Where a change of its running list, spec or account is noted (the model's
+        `changes`, `shoal.scheduler.job_changes`): `note_change`."""
+        self.activated = 0
+        """The model's count of jobs that started holding tasks, as of when this one last
+        did: orders jobs as the model's `active` lists them."""
         self._blocker: PendingReason | None = None
         self._reason: PendingReason | None = None
         self._klass: tuple[Any, ...] | None = None
@@ -108,6 +117,11 @@ class JobInfo:
     @property
     def name(self) -> str:
         return self.job.name
+
+    def note_change(self) -> None:
+        """Its running list, spec or account changed: tell the model's log."""
+        if self.changes is not None:
+            self.changes.note(self)
 
     @property
     def blocker(self) -> PendingReason | None:

@@ -39,6 +39,7 @@ from shoal.core.virtual_nodes import unplaceable
 from shoal.scheduler.class_lines import ClassLines
 from shoal.scheduler.flavors import FlavorBook
 from shoal.scheduler.flexible import FlexibleHolds
+from shoal.scheduler.job_changes import JobChanges
 from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.queue_status import closed_reason
@@ -97,6 +98,12 @@ class SchedulerModel:
         """The live jobs that hold tasks (`JobInfo.running` not empty): what the preempt
         action's running table and las's `next_change` read, without a walk over every
         waiting job (under backlog they outnumber the running ones tenfold)."""
+        self.changes = JobChanges()
+        """The jobs whose running list, spec or account changed, latest last
+        (`shoal.scheduler.job_changes`): what the kept running table and las's crossing
+        heap re-read, instead of every running job each cycle."""
+        self.activations = 0
+        """How many times a job started holding tasks (`JobInfo.activated`)."""
         self.unblocked = True
         """Since `settled()`: capacity was given back, a node came back, or a job stopped
         wanting placements — anything that may let a job that waited be placed."""
@@ -182,7 +189,7 @@ class SchedulerModel:
                     # too (the driver, which knows no flavors, could not).
                     self.quota.set_capacity(self.quota.capacity + flavor_part(request))
             info.running.append(TaskInfo(task.ref, state.name, gpus, task.state, task.started))
-            self.active[info.job.name] = info
+            self.activate(info)
             info.hold(task.group, 1)
 
     def _home(self, queue: str, state: NodeState, task: Task, request: Resources
@@ -195,6 +202,16 @@ class SchedulerModel:
                     _holds(virtual.gpu_free_mask, task.gpus, request.gpu):
                 return virtual
         return state
+
+    def activate(self, info: JobInfo) -> None:
+        """The job was given a task: it is active (listed last, where it was not), and its
+        running list changed."""
+        active = self.active
+        if info.job.name not in active:
+            self.activations += 1
+            info.activated = self.activations
+            active[info.job.name] = info
+        info.note_change()
 
     def add_job(self, job: Job) -> JobInfo:
         self.add_jobs((job,))
@@ -335,6 +352,7 @@ class SchedulerModel:
             else:
                 self.holds.touched(state, self.now)
         info.running.remove(task)
+        info.note_change()
         if not info.running:
             self.active.pop(info.job.name, None)
         info.hold(task.ref.group, -1)
@@ -438,6 +456,7 @@ class SchedulerModel:
         self.reservations.add(vc, _rank(info))
         self.holds.set_timeout(vc.name, vc.idle_timeout)
         info.account = vc.name
+        info.note_change()
         info.blocker = self.reservations.blocker(vc.name)
         for sub in info.job.sub_clusters:
             self._add_sub_cluster(vc.name, sub)
@@ -518,6 +537,7 @@ class SchedulerModel:
         queue = job.queue if known else ROOT_QUEUE
         info = JobInfo(job, self.priority(job), queue, self.quota.get(queue).queueing)
         info.noted = self.noted
+        info.changes = self.changes
         if self.users:
             info.tally = self._tally
         info.blocker = self.reservations.blocker(queue)

@@ -103,6 +103,7 @@ def _reduce(session: Session, job: JobInfo, admitted: dict[str, int]) -> None:
                 f"(minCount {group.min_count})", partial_admission=True))
     job.job = replace(job.job, groups=tuple(replace(g, replicas=sizes[g.name])
                                             for g in job.job.groups))
+    job.note_change()
     job.gang_minimum = job.job.gang_minimum
 
 

@@ -5,11 +5,15 @@ when it starts, stops, changes the tasks it runs or reaches that instant.
 Under backlog the same jobs run for many cycles and each cycle asked every one of them for
 its rank twice (the preemptor classes' world, `shoal.scheduler.preemptor_class.world`, and
 the worst-first listing, `shoal.scheduler.running_order`), then sorted every virtual
-cluster's jobs again. Here a cycle walks the live jobs once, comparing what each runs by
-identity (its spec, how many tasks and the last of them: its running list changes only by
-appends and removals, as `shoal.scheduler.service_classes` relies on), asks for the rank
-only of a job that changed or whose rank may have moved, and sorts again only the virtual
-clusters where something moved. `version` moves whenever anything the world reads of a
+cluster's jobs again. Here a refresh looks only at the jobs the model's change log names
+(`shoal.scheduler.job_changes`: a job started, stopped, changed its tasks, spec or account),
+those whose `until` came (a heap keyed by it) and those re-read every time, compares what
+each runs by identity (its spec, how many tasks and the last of them: its running list
+changes only by appends and removals, as `shoal.scheduler.service_classes` relies on), asks
+for the rank only of a job that changed or whose rank may have moved, and sorts again only
+the virtual clusters where something moved. Jobs are filed in the order the model's
+`active` lists them (`JobInfo.activated`), as a walk over every running job filed them, so
+ties list in the same order. `version` moves whenever anything the world reads of a
 running job does (its account, rank, how many tasks, how many stopping, how many still
 protected), so the world holds the version instead of every running job.
 
@@ -25,6 +29,8 @@ Pure: `now` is the session's.
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -59,6 +65,10 @@ class _Filed:
     """What the world reads of the job: account, rank, tasks, stopping, protected."""
 
 
+def _activated(job: JobInfo) -> int:
+    return job.activated
+
+
 class RunningTable:
     """Running jobs by virtual cluster, worst first, kept across cycles."""
 
@@ -73,30 +83,69 @@ class RunningTable:
         self._queue_stamps: dict[str, int] = {}
         self._stamps = 0
         self.refiled = 0
+        self._cursor = 0
+        """The model's change log as last read (`shoal.scheduler.job_changes`)."""
+        self._due: list[tuple[float, int, JobInfo, _Filed]] = []
+        """Jobs filed with a finite `until`, soonest first (stale entries: not the filed)."""
+        self._always: dict[JobInfo, None] = {}
+        """Jobs whose rank may move any time (`until` is now): re-read at every refresh."""
+        self._seq = 0
         """Jobs re-filed so far (for benchmarks and tests)."""
 
     def refresh(self, session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
                 until: Callable[[JobInfo], float]) -> None:
-        """Bring the table up to the session's jobs now."""
-        if session.model is not self._model:
-            self._filed, self._members, self._listings = {}, {}, {}
-            self._dirty = set()
-            self._model = session.model
-            self.version += 1
+        """Bring the table up to the session's jobs now: re-read only the jobs the model's
+        log says changed what they run (`shoal.scheduler.job_changes`), those whose rank
+        may have moved by now (`until` passed) and those re-read every time."""
+        model = session.model
         now = session.now
+        active = model.active  # the jobs holding tasks, not every waiting one
+        changed = model.changes.since(self._cursor) if model is self._model else None
+        self._cursor = model.changes.stamp
+        if changed is None:  # another model, or changes forgotten: read every job
+            if model is not self._model:
+                self._filed, self._members, self._listings = {}, {}, {}
+                self._dirty = set()
+                self._model = model
+                self.version += 1
+            self._due, self._always = [], {}
+            changed = list(active.values())
+            changed.extend(job for job in self._filed if active.get(job.name) is not job)
+        due = self._due
         filed_of = self._filed
-        active = session.model.active  # the jobs holding tasks, not every waiting one
-        for job in active.values():
-            running = job.running
+        touched = {job: None for job in changed}
+        touched.update(self._always)
+        while due and due[0][0] <= now:
+            _, _, job, entry = heapq.heappop(due)
+            if filed_of.get(job) is entry:
+                touched[job] = None
+        self._always = {}
+        # Filed in the order the model lists its active jobs, as a walk over them did.
+        for job in sorted(touched, key=_activated):
             filed = filed_of.get(job)
+            if active.get(job.name) is not job:
+                if filed is not None:
+                    self._drop(job, filed)
+                continue
+            running = job.running
             if filed is not None and now < filed.until and filed.spec is job.job \
                     and filed.count == len(running) and filed.last is running[-1] \
                     and filed.queue == job.queue and filed.seen[0] == job.account:
+                self._keep(job, filed, now)
                 continue
             self._file(job, filed, rank(job), until(job), now)
-        if len(filed_of) > len(active):  # some stopped running, or left the model
-            for job in [j for j in filed_of if active.get(j.name) is not j]:
-                self._drop(job, filed_of[job])
+
+    def _keep(self, job: JobInfo, filed: _Filed, now: float) -> None:
+        """Keep watching a job left as filed until its rank may move."""
+        if filed.until <= now:
+            self._always[job] = None
+        elif filed.until != math.inf:
+            self._seq += 1
+            heapq.heappush(self._due, (filed.until, self._seq, job, filed))
+            if len(self._due) > 2 * len(self._filed) + 1024:  # mostly entries re-filed since
+                filed_of = self._filed
+                self._due = [e for e in self._due if filed_of.get(e[2]) is e[3]]
+                heapq.heapify(self._due)
 
     def ranks(self) -> Iterator[tuple[JobInfo, tuple[Any, ...]]]:
         """Every job filed with its rank, as asked now."""
@@ -154,8 +203,9 @@ class RunningTable:
             self._dirty.add(job.queue)
         elif filed.rank != rank or filed.latest != latest:
             self._dirty.add(job.queue)
-        self._filed[job] = _Filed(job.job, job.queue, len(running), running[-1], until, rank,
-                                  latest, seen)
+        made = self._filed[job] = _Filed(job.job, job.queue, len(running), running[-1],
+                                         until, rank, latest, seen)
+        self._keep(job, made, now)
 
     def _drop(self, job: JobInfo, filed: _Filed) -> None:
         del self._filed[job]

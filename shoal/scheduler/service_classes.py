@@ -19,12 +19,19 @@ the number of tasks and the last one (compared by identity) tell its list apart 
 it had before. A job that runs a task not yet started, or one stamped after `now`, has no
 crossing worth estimating: it is computed every time.
 
+Every settled class read with a crossing is also pushed on a heap of crossings
+(`crossings`), and every unsettled one is listed (`unsettled`): las's `next_change` takes the
+soonest estimates from the heap, dropping entries whose class was replaced or no longer
+describes what the job runs, instead of asking every running job for its class each cycle
+(it re-reads only the jobs the model's change log names, `shoal.scheduler.job_changes`).
+
 Pure: no clock; `now` is the session's.
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -56,6 +63,8 @@ class ServiceClass:
     settled: bool
     """Whether every task it runs had started by the reading: otherwise neither `until`
     nor `crossing` can be trusted and the index is read afresh each time."""
+    at: float
+    """When it was read."""
 
     def holds(self, info: JobInfo) -> bool:
         running = info.running
@@ -69,6 +78,12 @@ class ServiceClasses:
     def __init__(self, thresholds: tuple[float, ...]) -> None:
         self.thresholds = thresholds
         self._classes: dict[JobInfo, ServiceClass] = {}
+        self.crossings: list[tuple[float, int, JobInfo, ServiceClass]] = []
+        """Every settled class read with a crossing, soonest crossing first: a heap whose
+        stale entries (a class since replaced) are dropped when met (`current`)."""
+        self.unsettled: dict[JobInfo, None] = {}
+        """The jobs whose latest class is not settled: read afresh each time."""
+        self._seq = 0
 
     def __len__(self) -> int:
         return len(self._classes)
@@ -78,6 +93,7 @@ class ServiceClasses:
         if len(self._classes) > 2 * len(live) + 1024:
             kept = set(live.values())
             self._classes = {job: c for job, c in self._classes.items() if job in kept}
+            self.unsettled = {job: None for job in self.unsettled if job in kept}
 
     def of(self, info: JobInfo, now: float) -> ServiceClass:
         """The job's class, good at `now` (read afresh where the kept one may have moved)."""
@@ -89,7 +105,22 @@ class ServiceClasses:
                     and found.last is (running[-1] if running else None):
                 return found
         made = self._classes[info] = self._read(info, now)
+        if not made.settled:
+            self.unsettled[info] = None
+            return made
+        if self.unsettled:
+            self.unsettled.pop(info, None)
+        if made.crossing is not None:
+            self._seq += 1
+            heapq.heappush(self.crossings, (made.crossing, self._seq, info, made))
+            if len(self.crossings) > 2 * len(self._classes) + 1024:
+                self.crossings = [e for e in self.crossings if self.current(e[2], e[3])]
+                heapq.heapify(self.crossings)
         return made
+
+    def current(self, info: JobInfo, kept: ServiceClass) -> bool:
+        """Whether `kept` is the job's latest class and still describes what it runs."""
+        return self._classes.get(info) is kept and kept.holds(info)
 
     def until(self, info: JobInfo, now: float) -> float:
         """Until when the job's kept class holds while it runs what it runs now: `now` (ask
@@ -119,4 +150,4 @@ class ServiceClasses:
             crossing = now + (thresholds[index] - attained) / growth
             until = crossing - tolerance(crossing)
         return ServiceClass(info.job, len(running), running[-1] if running else None,
-                            index, until, crossing, settled)
+                            index, until, crossing, settled, now)

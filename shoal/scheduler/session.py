@@ -428,6 +428,7 @@ class Session:
         self.commits += 1
         waiting = self.model.waiting
         active = self.model.active
+        activate = self.model.activate
         touched = self.touched
         for op in operations:
             job = self.jobs[op.task.job]
@@ -438,13 +439,14 @@ class Session:
                                                  unflavored(op.request), virtual))
                 job.running.append(TaskInfo(op.task, op.node.name, op.gpus, TaskState.BOUND,
                                             self.now))
-                active[job.job.name] = job
+                activate(job)
                 if not job.pending:
                     waiting.pop(job.name, None)
             else:
                 self.decisions.evictions.append(Evict(op.task, op.node.physical.name,
                                                       op.reason))
                 job.running = [t for t in job.running if t.ref != op.task]
+                job.note_change()
                 if not job.running:
                     active.pop(job.job.name, None)
                 job.give_back(op.task.group, op.task.index)

@@ -478,6 +478,7 @@ class Simulator:
         run.run_used_at_start += service
         info.job = replace(info.job,
                            attained_gpu_seconds=info.job.attained_gpu_seconds + service)
+        info.note_change()
         run.preemptions += 1
 
     def _evict_whole(self, run: JobRun, now: float) -> None:
@@ -493,6 +494,7 @@ class Simulator:
             # The service this run had stays with the job (least attained service counts it).
             info.job = replace(info.job,
                                attained_gpu_seconds=info.job.attained_gpu_seconds + run_used)
+            info.note_change()
             kept_time = self.config.work.kept_on_eviction(ran_for, info.job.checkpoint_interval)
             run.remaining += run.run_progress - min(run.run_progress, kept_time * run.rate)
             if ran_for > 0:

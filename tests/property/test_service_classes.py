@@ -89,6 +89,7 @@ def test_kept_classes_answer_as_a_fresh_reading(
         elif kind == "carry":
             info.job = replace(info.job, attained_gpu_seconds=info.job.attained_gpu_seconds
                                + amount)
+            info.note_change()  # as the simulator does (`shoal.scheduler.job_changes`)
         session = Session(model, [las])
         for job in model.jobs.values():
             want = bisect.bisect_right(THRESHOLDS, job.attained(model.now))

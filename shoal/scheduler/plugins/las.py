@@ -37,6 +37,7 @@ is the driver's to record.
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 import math
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,7 @@ from pydantic import Field, field_validator
 
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.registry import Arguments
-from shoal.scheduler.service_classes import ServiceClasses, tolerance
+from shoal.scheduler.service_classes import ServiceClass, ServiceClasses, tolerance
 
 if TYPE_CHECKING:
     from shoal.scheduler.session import Session
@@ -90,6 +91,9 @@ class LeastAttainedService:
         attained service is fixed within a cycle as of then (`attained`)."""
         self.classes = ServiceClasses(self.thresholds)
         """Queue indices kept between cycles (`shoal.scheduler.service_classes`)."""
+        self._model: object = None
+        self._cursor = 0
+        """The model's change log as `next_change` last read it."""
 
     def open_session(self, session: Session) -> None:
         self._session = session
@@ -158,31 +162,73 @@ class LeastAttainedService:
         # estimate comes within that of the soonest are worked out exactly, as before. A job
         # whose list this cycle replaced, or whose service was read this cycle, is worked
         # out exactly too: its service is the one read then, its rate the one it has now.
+        # The estimates come from a heap of crossings (`ServiceClasses.crossings`), kept
+        # current by re-reading only the jobs the model's log says changed what they run
+        # (`shoal.scheduler.job_changes`) and those whose soonest class ran out.
         now = session.now
-        exact: list[JobInfo] = []
-        estimated: list[tuple[float, JobInfo]] = []
+        model = session.model
+        active = model.active  # those holding tasks
+        classes = self.classes
         read, attained = self._read, self._attained
-        for job in session.model.active.values():  # those holding tasks
-            running = job.running
+        exact: dict[JobInfo, None] = {}
+        for job in itertools.chain(session.touched, attained):
             first = read.get(job)
-            if first is not None and (first is not running or job in attained):
-                exact.append(job)
-                continue
-            kept = self.classes.of(job, now)
-            if not kept.settled:
-                exact.append(job)
-            elif kept.crossing is not None:
-                estimated.append((kept.crossing, job))
-        if estimated:
-            soonest = min(at for at, _ in estimated)
-            reach = soonest + 2 * tolerance(soonest)
-            exact.extend(job for at, job in estimated if at <= reach)
+            if first is not None and (first is not job.running or job in attained) \
+                    and active.get(job.name) is job:
+                exact[job] = None
+        changed = model.changes.since(self._cursor) if model is self._model else None
+        self._cursor = model.changes.stamp
+        if changed is None:  # another model, or changes forgotten: read every job
+            self._model = model
+            changed = list(active.values())
+        for job in changed:
+            if active.get(job.name) is job:
+                classes.of(job, now)
+        if classes.unsettled:
+            for job in list(classes.unsettled):
+                if active.get(job.name) is not job:
+                    del classes.unsettled[job]
+                elif not classes.of(job, now).settled:
+                    exact[job] = None
+        self._estimated(exact, active, now)
         best: float | None = None
         for job in exact:
             at = self._crossing(job, now)
             if at is not None and (best is None or at < best):
                 best = at
         return best
+
+    def _estimated(self, exact: dict[JobInfo, None], active: dict[str, JobInfo],
+                   now: float) -> None:
+        """Add to `exact` the running jobs not in it whose estimated crossing comes within
+        twice the tolerance of the soonest estimate among them."""
+        classes = self.classes
+        heap = classes.crossings
+        taken: list[tuple[float, int, JobInfo, ServiceClass]] = []
+        reach: float | None = None
+        while heap:
+            entry = heapq.heappop(heap)
+            at, _, job, kept = entry
+            if active.get(job.name) is not job or not classes.current(job, kept):
+                continue  # stale: replaced, or the job stopped running
+            if now >= kept.until and kept.at != now:
+                # Read afresh (pushes its next class, if it has one), once: a class read
+                # now holds as an estimate even within `tolerance` of its crossing.
+                if not classes.of(job, now).settled:
+                    exact[job] = None
+                heap = classes.crossings
+                continue
+            taken.append(entry)
+            if job in exact:
+                continue
+            if reach is None:
+                reach = at + 2 * tolerance(at)
+            if at > reach:
+                break
+            exact[job] = None
+        heap = classes.crossings
+        for entry in taken:
+            heapq.heappush(heap, entry)
 
     def _crossing(self, job: JobInfo, now: float) -> float | None:
         """When the job crosses its next threshold at its current rate, from the service
