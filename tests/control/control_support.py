@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from shoal.api import Job, JobState, Resources, SchedulerName, TaskGroup
 from shoal.control import ControlPlane
 from shoal.executors.contract import Executor
+from shoal.executors.local import LocalExecutor
+from shoal.scheduler.profile import Profile
+from shoal.store import Repository
 
 PY = sys.executable
 #: A safety net only: on a loaded machine (and on Ray, where each attempt starts a worker
@@ -38,6 +42,25 @@ def job(name: str, code: str, *, replicas: int = 1, gpu: int = 0, groups: int = 
                  for i in range(groups))
     return Job(name, made, scheduler_name=SchedulerName.SHOAL, min_succeeded=min_succeeded,
                min_failed=min_failed, job_retry_count=job_retry_count)
+
+
+def until_exists(path: Path) -> str:
+    """A task's `python -c` code that runs until `path` exists: the test ends it by writing
+    the file, never after a guessed time."""
+    return f"import os, time\nwhile not os.path.exists({str(path)!r}): time.sleep(0.05)"
+
+
+def running_plane(repo: Repository, node: Any, tmp_path: Path, profile: Profile,
+                  grace: float, **options: Any) -> Iterator[ControlPlane]:
+    """A started control plane over `repo` and one `node` on the local executor, for a
+    fixture to `yield from`; afterwards, what still runs is stopped."""
+    repo.put_node(node)
+    made = ControlPlane(repo, LocalExecutor(tmp_path / "shoal", grace_period=grace), [node],
+                        profile, interval=0.1, grace_period=grace, **options)
+    made.start()
+    yield made
+    for tracked in list(made._tasks.values()):
+        made.executor.stop(tracked.handle, grace_period=0.1)
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = DEADLINE) -> None:

@@ -11,12 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from control_support import job, state_of, step_until
+from control_support import job, running_plane, state_of, step_until, until_exists
 from fastapi.testclient import TestClient
 
 from shoal.api import JobState, Node, VirtualCluster
 from shoal.control import ControlPlane
-from shoal.executors.local import LocalExecutor
 from shoal.scheduler.profile import Profile
 from shoal.server import create_app
 from shoal.store import Repository
@@ -32,16 +31,10 @@ def team(state: str) -> str:
 
 @pytest.fixture
 def plane(repo: Repository, node: Node, tmp_path: Path) -> Iterator[ControlPlane]:
-    repo.put_node(node)
     repo.put_virtual_cluster(VirtualCluster("team"))
     repo.create_user("alice", queues=["team"])
-    made = ControlPlane(repo, LocalExecutor(tmp_path / "shoal", grace_period=GRACE), [node],
-                        Profile.default(), virtual_clusters=repo.list_virtual_clusters(),
-                        interval=0.1, grace_period=GRACE)
-    made.start()
-    yield made
-    for tracked in list(made._tasks.values()):
-        made.executor.stop(tracked.handle, grace_period=0.1)
+    yield from running_plane(repo, node, tmp_path, Profile.default(), GRACE,
+                             virtual_clusters=repo.list_virtual_clusters())
 
 
 def test_a_closed_queue_keeps_its_running_job_and_holds_a_new_one(
@@ -49,7 +42,7 @@ def test_a_closed_queue_keeps_its_running_job_and_holds_a_new_one(
     repo.create_user("root", admin=True)
     token = repo.issue_token("root")
     release = tmp_path / "release"
-    wait = f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
+    wait = until_exists(release)
     with TestClient(create_app(repo, plane)) as http:
         def put(state: str) -> None:
             answer = http.put("/api/v1/virtual-clusters/team", content=team(state),

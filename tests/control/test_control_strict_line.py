@@ -11,12 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from control_support import job, state_of, step_until
+from control_support import job, running_plane, state_of, step_until, until_exists
 from fastapi.testclient import TestClient
 
 from shoal.api import JobState, Node
 from shoal.control import ControlPlane
-from shoal.executors.local import LocalExecutor
 from shoal.scheduler.profile import Profile
 from shoal.server import create_app
 from shoal.store import Repository
@@ -27,13 +26,7 @@ JOBS = ("a", "b", "c", "d", "e")
 
 @pytest.fixture
 def plane(repo: Repository, node: Node, tmp_path: Path) -> Iterator[ControlPlane]:
-    repo.put_node(node)
-    made = ControlPlane(repo, LocalExecutor(tmp_path / "shoal", grace_period=GRACE), [node],
-                        Profile.load("fifo"), interval=0.1, grace_period=GRACE)
-    made.start()
-    yield made
-    for tracked in list(made._tasks.values()):
-        made.executor.stop(tracked.handle, grace_period=0.1)
+    yield from running_plane(repo, node, tmp_path, Profile.load("fifo"), GRACE)
 
 
 def test_the_line_behind_a_new_head_names_it_through_the_api(
@@ -43,8 +36,7 @@ def test_the_line_behind_a_new_head_names_it_through_the_api(
 
     def waits(name: str) -> str:
         """Each job takes all 4 GPUs of the node and runs until its file exists."""
-        release = tmp_path / name
-        return f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
+        return until_exists(tmp_path / name)
 
     with TestClient(create_app(repo, plane)) as http:
         def reasons() -> dict[str, tuple[str, str] | None]:

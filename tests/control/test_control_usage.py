@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from control_support import job, state_of, step_until
+from control_support import job, state_of, step_until, until_exists
 
 from shoal.api import DEFAULT_QUEUE, JobState
 from shoal.control import ControlPlane
@@ -24,7 +24,7 @@ def _gpu_seconds(plane: ControlPlane) -> float:
 def test_usage_is_charged_and_kept_across_a_restart(
         make_plane: Callable[[], ControlPlane], tmp_path: Path) -> None:
     go = tmp_path / "go"
-    code = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)"
+    code = until_exists(go)
     plane = make_plane()
     plane.start()
     plane.submit(replace(job("busy", code, gpu=1), user="alice"))
