@@ -83,6 +83,7 @@ class RunningTable:
         self._queue_stamps: dict[str, int] = {}
         self._stamps = 0
         self.refiled = 0
+        """Jobs re-filed so far (for benchmarks and tests)."""
         self._cursor = 0
         """The model's change log as last read (`shoal.scheduler.job_changes`)."""
         self._due: list[tuple[float, int, JobInfo, _Filed]] = []
@@ -90,7 +91,7 @@ class RunningTable:
         self._always: dict[JobInfo, None] = {}
         """Jobs whose rank may move any time (`until` is now): re-read at every refresh."""
         self._seq = 0
-        """Jobs re-filed so far (for benchmarks and tests)."""
+        """Ties in `_due` are broken by push order."""
 
     def refresh(self, session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
                 until: Callable[[JobInfo], float]) -> None:
