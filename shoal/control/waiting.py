@@ -35,6 +35,13 @@ Recorded = tuple[PendingKind, str, float]
 """A job's reason as last recorded in its history: kind, message, when."""
 
 
+def _due(last: Recorded, reason: PendingReason, now: float) -> bool:
+    """Whether a job's history, which last recorded `last`, gets `reason` now: another
+    kind, or another message once WAITING_RESOLUTION has passed since."""
+    return last[0] is not reason.kind or (
+        last[1] != reason.message and now - last[2] >= WAITING_RESOLUTION)
+
+
 class WaitingReasons:
     """Owned by the control loop's thread; `get` and `all` may be read from any thread
     (changes are made under a lock, which they take to read)."""
@@ -130,8 +137,7 @@ class WaitingReasons:
         recorded, deferred = self._recorded, self._deferred
         for job, reason in pending:
             last = recorded.get(job)
-            if last is None or last[0] is not reason.kind or (
-                    last[1] != reason.message and now - last[2] >= WAITING_RESOLUTION):
+            if last is None or _due(last, reason, now):
                 self._record(job, reason, now)
                 deferred.discard(job)
             elif last[1] != reason.message:
@@ -148,8 +154,7 @@ class WaitingReasons:
         """`_note` for a job that joins the line: filed in its cohort, not deferred."""
         self._deferred.discard(job)
         last = self._recorded.get(job)
-        if last is None or last[0] is not reason.kind or (
-                last[1] != reason.message and now - last[2] >= WAITING_RESOLUTION):
+        if last is None or _due(last, reason, now):
             last = self._record(job, reason, now)
         kind, message, at = last
         self._cohorts.setdefault((kind, message), {}).setdefault(at, set()).add(job)
