@@ -138,10 +138,11 @@ class NodeSupervisor:
     def launch_many(self, setup: NodeSetup, specs: list[TaskLaunch]
                     ) -> list[RunningTask | BaseException]:
         """The node's launches of a cycle, in one call (`LocalExecutor.launch_many`)."""
-        results = self._local(setup).launch_many(specs)
+        local = self._local(setup)
+        results = local.launch_many(specs)
         for result in results:
             if isinstance(result, RunningTask):
-                self._handles[_key(self._local(setup), result)] = result
+                self._handles[_key(local, result)] = result
         return results
 
     def adopt(self, setup: NodeSetup, recorded: RecordedAttempt) -> RunningTask | None:
