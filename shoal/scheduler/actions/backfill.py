@@ -14,6 +14,8 @@ Two ways to know that, chosen by the `reservation` argument:
   then. A job may start now if it fits and either ends before the shadow time or needs no
   more than the extra GPUs (which it then uses up). Counting is in GPUs, the scarce resource,
   over the head's pool as a whole; tasks without an estimate are taken never to end.
+  Under strict FIFO over the whole cluster the line is walked by job class, not job by job
+  (`shoal.scheduler.actions.easy_walk`): the same tries, in the same order.
 
 Without `allocate.strict`, a job is blocked only behind a starving job's reservation (the
 priority plugin's aging, `shoal.scheduler.aging`); with neither, that part has nothing to do.
@@ -43,6 +45,7 @@ from shoal.scheduler.actions.allocate import (
     is_best_effort,
     place_one_by_one,
 )
+from shoal.scheduler.actions.easy_walk import walk_line, walkable
 from shoal.scheduler.actions.elastic import resize_best_effort
 from shoal.scheduler.gang_choice import GangNeed, least_gpus
 from shoal.scheduler.jobs import JobInfo
@@ -67,6 +70,12 @@ class Backfill:
         self.reservation = arguments.reservation
 
     def execute(self, session: Session) -> None:
+        line = walkable(session) if self.reservation is Reservation.ESTIMATES else None
+        if line is not None:
+            # Strict FIFO's line, left unwritten, walked by class (`actions.easy_walk`).
+            walk_line(session, line, shadow_time(session, line.head))
+            place_best_effort(session)
+            return
         for head, *behind in session.blocked.values():
             if self.reservation is Reservation.ESTIMATES:
                 self._easy(session, head, behind)
@@ -145,7 +154,7 @@ def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
     if free >= need:
         return session.now, free - need
     ends: list[tuple[float, int]] = []
-    for job in session.jobs.values():
+    for job in session.model.active.values():  # the jobs that hold tasks
         estimate = runtime_estimate(job.job)
         for task in job.running:
             if task.node in nodes:
