@@ -36,8 +36,8 @@ Waiting = tuple[str, int, int, bool, float | None]
 WAITING = st.tuples(st.sampled_from(QUEUES), st.sampled_from([1, 2, 4, 8]),
                     st.integers(1, 3), st.booleans(), ESTIMATES)
 RUNNING = st.tuples(st.integers(0, 3), st.sampled_from([2, 4, 8]),
-                    st.sampled_from([0.0, -20.0, -90.0]), ESTIMATES, st.booleans())
-"""(node, GPUs, started, runtime estimate, a second task of it waits)."""
+                    st.sampled_from([0.0, -20.0, -90.0, None]), ESTIMATES, st.booleans())
+"""(node, GPUs, started (None: not known), runtime estimate, a second task of it waits)."""
 
 
 def waiting_job(name: str, spec: Waiting, submitted: float) -> Job:
@@ -47,7 +47,7 @@ def waiting_job(name: str, spec: Waiting, submitted: float) -> Job:
                scheduler_name=SchedulerName.SHOAL if gang else SchedulerName.DEFAULT)
 
 
-def running_jobs(specs: list[tuple[int, int, float, float | None, bool]], nodes: int
+def running_jobs(specs: list[tuple[int, int, float | None, float | None, bool]], nodes: int
                  ) -> list[Job]:
     """Running jobs packed onto the nodes' GPUs; one with a waiting second task (a gang of
     minimum 1) is set aside by the line's gang order."""
@@ -133,7 +133,7 @@ def cycle(model: SchedulerModel, hooks: Hooks, profile: Profile, how: str,
        waiting=st.lists(WAITING, min_size=1, max_size=30),
        data=st.data())
 def test_easy_walk_by_class_tries_what_the_walk_job_by_job_tries(
-        nodes: int, running: list[tuple[int, int, float, float | None, bool]],
+        nodes: int, running: list[tuple[int, int, float | None, float | None, bool]],
         waiting: list[Waiting], data: st.DataObject) -> None:
     profile = Profile.load("fifo-backfill")
     hooks = Hooks(profile.plugins())

@@ -33,7 +33,6 @@ not by the elastic action.
 
 from __future__ import annotations
 
-import math
 from enum import StrEnum
 
 from shoal.api.decisions import PendingKind
@@ -52,6 +51,7 @@ from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.partial_admission import admit
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+from shoal.scheduler.shadow import fresh_shadow
 
 
 class Reservation(StrEnum):
@@ -145,28 +145,12 @@ def _awaits_admission(job: JobInfo) -> bool:
 
 def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
     """When the head's pool will have enough free GPUs for the head, and how many GPUs beyond
-    its need will be free then."""
-    nodes: set[str] = set()
-    for group in head.groups_with_pending():
-        nodes.update(s.name for s in session.pool_for(group).nodes)
+    its need will be free then (`shoal.scheduler.shadow`: kept between cycles by a model
+    that keeps what it can)."""
     need = _head_demand(session, head)
-    free = sum(session.cluster.by_name[n].gpu for n in nodes)
-    if free >= need:
-        return session.now, free - need
-    ends: list[tuple[float, int]] = []
-    for job in session.model.active.values():  # the jobs that hold tasks
-        estimate = runtime_estimate(job.job)
-        for task in job.running:
-            if task.node in nodes:
-                gpus = job.job.group(task.ref.group).resources.gpu
-                start = task.started if task.started is not None else session.now
-                end = start + estimate if estimate is not None else math.inf
-                ends.append((max(end, session.now), gpus))
-    for end, gpus in sorted(ends):
-        free += gpus
-        if free >= need:
-            return end, free - need
-    return math.inf, 0
+    if session.model.incremental:
+        return session.model.shadows.shadow(session, head, need)
+    return fresh_shadow(session, head, need)
 
 
 def _head_demand(session: Session, head: JobInfo) -> int:
