@@ -17,7 +17,9 @@ the loose jobs and those it set aside, one by one:
   While that is more than the extra GPUs, only its jobs that end in time can be tried. IEEE
   addition rounds monotonically, so `now + e` never decreases as `e` grows: the jobs that
   end in time are a prefix of the line's jobs in estimate order (`ClassLines.by_estimate`),
-  found by bisection with the very test the job-by-job walk makes, then read in job order.
+  found by bisection with the very test the job-by-job walk makes. When they are few they
+  are sorted in job order; when they are many the line is read in job order up to the next
+  one, which is then near.
   The extra GPUs only shrink within a cycle (a job placed that does not end in time takes
   them), and the shadow time and the clock do not move: a job passed over would be passed
   over again. Nothing of that is kept across cycles — the clock and the shadow time move
@@ -51,6 +53,10 @@ from shoal.scheduler.session import Session
 from shoal.scheduler.strict_line import StrictLine
 from shoal.scheduler.waiting import submission_order
 
+SCAN_SHARE = 8
+"""A class with more than one job in this many ending in time is read in job order for the
+next such job (it is near); one with fewer has those jobs sorted (they are few)."""
+
 ShadowTime = tuple[float, int]
 """When the head's pool will have enough free GPUs for it, and the GPUs beyond its need
 free then (`actions.backfill.shadow_time`)."""
@@ -67,7 +73,10 @@ class _Class:
     judged: bool = False
     """Whether the enqueue action's verdict on the class was read (it lets it through)."""
     in_time: list[Entry] | None = None
-    """Its jobs that end by the shadow time, in job order (worked out when first read)."""
+    """Its jobs that end by the shadow time, in job order, when they are few (worked out
+    when first read); empty with `scan`."""
+    scan: bool = False
+    """Many of its jobs end in time: the line is read in job order for the next one."""
 
 
 def demand_of(job: JobInfo) -> int:
@@ -127,8 +136,17 @@ def walk_line(session: Session, line: StrictLine, shadow: ShadowTime) -> None:
         if source.demand <= extra:
             return _first_after(source.entries, after)
         if source.in_time is None:
-            source.in_time = _ending_in_time(source.timed, now, when)
-        return _first_after(source.in_time, after)
+            count = _ending_in_time(source.timed, now, when)
+            source.scan = count * SCAN_SHARE > len(source.entries)
+            source.in_time = [] if source.scan or source.timed is None else \
+                sorted((key, job) for _, key, job in source.timed.islice(0, count))
+        if not source.scan:
+            return _first_after(source.in_time, after)
+        entries = source.entries
+        for entry in entries.islice(_index_after(entries, after)):
+            if in_time(entry[1]):
+                return entry
+        return None
 
     heap: list[tuple[tuple[Any, ...], int, JobInfo]] = []
     suspended: list[int] = []
@@ -203,12 +221,11 @@ def walk_line(session: Session, line: StrictLine, shadow: ShadowTime) -> None:
             resume(key)
 
 
-def _ending_in_time(timed: SortedList[Timed] | None, now: float, when: float
-                    ) -> list[Entry]:
-    """The jobs of `timed` with `now + estimate <= when`, in job order: a prefix of it
-    (module docstring)."""
+def _ending_in_time(timed: SortedList[Timed] | None, now: float, when: float) -> int:
+    """How many jobs of `timed` have `now + estimate <= when`: a prefix of it (module
+    docstring)."""
     if timed is None:
-        return []
+        return 0
     low, high = 0, len(timed)
     while low < high:
         middle = (low + high) // 2
@@ -216,14 +233,20 @@ def _ending_in_time(timed: SortedList[Timed] | None, now: float, when: float
             low = middle + 1
         else:
             high = middle
-    return sorted((key, job) for _, key, job in timed.islice(0, low))
+    return low
 
 
-def _first_after(entries: Sequence[Entry], after: tuple[Any, ...]) -> Entry | None:
-    """The first entry whose job order key comes after `after`."""
+def _index_after(entries: Sequence[Entry], after: tuple[Any, ...]) -> int:
+    """The index of the first entry whose job order key comes after `after`."""
     probe = (after,)
     at = entries.bisect_left(probe) if isinstance(entries, SortedList) else \
         bisect_left(entries, probe)
     if at < len(entries) and entries[at][0] == after:
         at += 1
+    return at
+
+
+def _first_after(entries: Sequence[Entry], after: tuple[Any, ...]) -> Entry | None:
+    """The first entry whose job order key comes after `after`."""
+    at = _index_after(entries, after)
     return entries[at] if at < len(entries) else None
