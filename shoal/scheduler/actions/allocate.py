@@ -90,7 +90,9 @@ class Allocate:
             self._class_walk(session)
             return
         if self._in_submission_order(session):
-            if not self.lines_for_backfill:
+            if self.lines_for_backfill:
+                lines.sync(session)  # what moved is filed every cycle, not left to pile up
+            else:
                 lines.drop()  # not kept up to date by a cycle that does not read them
             self._strict_line(session)
             return
