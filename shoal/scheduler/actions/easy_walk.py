@@ -22,8 +22,12 @@ the loose jobs and those it set aside, one by one:
   one, which is then near.
   The extra GPUs only shrink within a cycle (a job placed that does not end in time takes
   them), and the shadow time and the clock do not move: a job passed over would be passed
-  over again. Nothing of that is kept across cycles — the clock and the shadow time move
-  with every cycle — so the prefix is found again each cycle: a bisection per class.
+  over again. Nothing of that is kept across cycles, and need not be: a job "ending after
+  the shadow time" (`now + e > shadow`) would stay so at a later `now' >= now` (rounding is
+  monotone, so `now' + e >= now + e`) only while the shadow time does not move — and it
+  moves with every task that starts, ends or runs past its expected end (counted as ending
+  now, it drags the shadow time along with the clock). So the prefix is found again each
+  cycle, exactly: a bisection per class (`_ending_in_time`).
 - A class turned down with nothing its trial reads moved since (`Misfits.known`: within
   the cycle, or kept from an earlier one in the same world, as `ClassVerdicts.kept`) is
   *suspended*, as in allocate's class walk (`shoal.scheduler.actions.class_walk`): each of
