@@ -21,8 +21,9 @@ same-run ratio `*_replace_vs_report`; `report_*_jobs_visited`: how many jobs the
 such report looked at). Goals: < 10 ms and < 50 ms. Under `fifo` a freed node lets the
 line's head start: every job behind it then waits behind a new head, which the report gives
 the table as one new reason for the line (`ReasonLedger.line`), not one per job. Under
-`fifo-backfill` backfill tries every job behind the head each cycle, and so writes out
-every reason: the report then compares them all.
+`fifo-backfill` EASY backfill walks the line by job class and leaves it unwritten
+(`shoal.scheduler.actions.easy_walk`): none of these jobs ends before the shadow time (none
+has an estimate), so no class is tried, and the report reads the line as under `fifo`.
 
     uv run python bench/cycle.py [--nodes 1000] [--jobs 10000] [--seed 1] [--repeat 3]
     uv run python bench/cycle.py --case backlog [--profile default] [--nodes 10000]

@@ -16,6 +16,9 @@ before.
 A waiting job that is not classed (`shoal.scheduler.job_classes`), or is blocked, is *loose*:
 it is judged and tried on its own every cycle.
 
+The backfill action's EASY walk (`shoal.scheduler.actions.easy_walk`) also reads each line's
+jobs by runtime estimate (`by_estimate`), kept beside the lines once it asks for them.
+
 The preempt action files its preemptors by class under the lines (`followed`,
 `shoal.scheduler.actions.preemptor_walk`): it reads the jobs each sync re-filed
 (`refiled`) and starts over whenever the lines do (`epoch`); the allocate action's walk
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedList
 
+from shoal.api.time_limits import runtime_estimate
 from shoal.scheduler.job_classes import classable, job_class
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.gang import Gang
@@ -44,6 +48,9 @@ entries never compare their jobs."""
 
 LineKey = tuple[str, int]
 """(virtual cluster the job waits in, its job class)."""
+
+Timed = tuple[float, tuple[Any, ...], JobInfo]
+"""A filed job with a runtime estimate: (estimate, its entry's order key, the job)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,10 @@ class ClassLines:
         self.walked: Walked | None = None
         """What the last class walk admitted (`Walked`)."""
         self._reader: object = None
+        self._timed: dict[LineKey, SortedList[Timed]] | None = None
+        """Per line, its jobs that have a runtime estimate, by estimate (`by_estimate`)."""
+        self._timed_as: dict[JobInfo, Timed] = {}
+        """How each job in `_timed` is filed there (its spec may change before it leaves)."""
 
     def follow(self, reader: object) -> set[JobInfo]:
         """Note the jobs each sync re-files from now on, for `reader` to read and clear.
@@ -94,6 +105,28 @@ class ClassLines:
             self._reader = reader
             self.epoch += 1
         return self.refiled
+
+    def by_estimate(self) -> dict[LineKey, SortedList[Timed]]:
+        """Per line, its jobs that have a runtime estimate in estimate order; kept up to
+        date by every `sync` from the first time it is asked for."""
+        timed = self._timed
+        if timed is None:
+            timed = self._timed = {}
+            for job, (where, entry, _) in self._filed.items():
+                self._time(timed, where, entry, job)
+        return timed
+
+    def _time(self, timed: dict[LineKey, SortedList[Timed]], where: LineKey, entry: Entry,
+              job: JobInfo) -> None:
+        estimate = runtime_estimate(job.job)
+        if estimate is None:
+            return
+        line = timed.get(where)
+        if line is None:
+            line = timed[where] = SortedList()
+        item = (estimate, entry[0], job)
+        line.add(item)
+        self._timed_as[job] = item
 
     def line_of(self, job: JobInfo) -> LineKey | None:
         """The line the job is filed in, if any."""
@@ -112,6 +145,9 @@ class ClassLines:
         if self.refiled is not None:
             self.refiled.clear()
         self.lines.clear()
+        if self._timed is not None:
+            self._timed.clear()
+            self._timed_as.clear()
         self._filed.clear()
         self._accounts.clear()
         self.loose.clear()
@@ -152,6 +188,8 @@ class ClassLines:
             if line is None:
                 line = self.lines[where] = SortedList()
             line.add(entry)
+            if self._timed is not None:
+                self._time(self._timed, where, entry, job)
             self._filed[job] = (where, entry, job.account)
             self._accounts[job.account] = self._accounts.get(job.account, 0) + 1
         waiting.moved.clear()
@@ -167,6 +205,12 @@ class ClassLines:
         line.remove(entry)
         if not line:
             del self.lines[where]
+        item = self._timed_as.pop(job, None)
+        if item is not None and self._timed is not None:
+            kept = self._timed[where]
+            kept.remove(item)
+            if not kept:
+                del self._timed[where]
         left = self._accounts[account] - 1
         if left:
             self._accounts[account] = left

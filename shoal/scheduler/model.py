@@ -44,6 +44,7 @@ from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.queue_status import closed_reason
 from shoal.scheduler.reservations import FixedNodeReservations
+from shoal.scheduler.shadow import ShadowTimes
 from shoal.scheduler.waiting import WaitingJobs
 
 
@@ -98,6 +99,8 @@ class SchedulerModel:
         """The live jobs that hold tasks (`JobInfo.running` not empty): what the preempt
         action's running table and las's `next_change` read, without a walk over every
         waiting job (under backlog they outnumber the running ones tenfold)."""
+        self.shadows = ShadowTimes()
+        """What EASY backfill's shadow time reads, kept (`shoal.scheduler.shadow`)."""
         self.changes = JobChanges()
         """The jobs whose running list, spec or account changed, latest last
         (`shoal.scheduler.job_changes`): what the kept running table and las's crossing

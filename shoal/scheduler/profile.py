@@ -86,14 +86,18 @@ class Profile:
     def actions(self) -> list[Action]:
         arguments = {c.name: c.arguments for c in self.doc.configurations}
         from shoal.scheduler.actions.allocate import Allocate
+        from shoal.scheduler.actions.backfill import Backfill, Reservation
 
         actions = [ACTIONS.create(a, arguments.get(a)) for a in self.doc.actions]
+        by_estimates = any(isinstance(a, Backfill) and a.reservation is Reservation.ESTIMATES
+                           for a in actions)
         for action in actions:
             # Best-effort tasks are the backfill action's alone (`actions.allocate`):
             # allocate tells them so when the profile has none.
             if isinstance(action, Allocate):
                 action.backfill_runs = "backfill" in self.doc.actions
                 action.later = tuple(self.doc.actions[self.doc.actions.index(action.name) + 1:])
+                action.lines_for_backfill = by_estimates and "backfill" in action.later
         return actions
 
     def plugin_names(self) -> list[str]:

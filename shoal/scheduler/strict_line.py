@@ -18,6 +18,11 @@ placed, set aside, refused or made the head — each of which the report visits.
 head, the jobs walked before it, those set aside, arrivals and leavers are looked at; a new
 head (which names itself in the reason of every job behind it) is one new reason for the
 ledger's line, not one per job behind it.
+
+The backfill action's EASY walk by class (`shoal.scheduler.actions.easy_walk`) leaves the line
+unwritten too: a job it tries and does not place keeps no reason of its own, unless it holds
+tasks, and such a job's reason is its own (`keep_own`), not the line's, as writing the line
+out before backfill ran would have left it.
 """
 
 from __future__ import annotations
@@ -62,9 +67,19 @@ class StrictLine:
         self._behind = behind
         self._behind_set = frozenset(behind)
         self._write = write
+        self._own: set[JobInfo] = set()
+        """Jobs a later action wrote a reason of their own on, which the line keeps."""
 
     def __call__(self, candidates: list[JobInfo]) -> None:
+        own = {job: job.reason for job in self._own}
         self._write(candidates)
+        for job, reason in own.items():
+            job.reason = reason  # written after the line, as when the line came first
+
+    def keep_own(self, job: JobInfo) -> None:
+        """The job's reason, written by an action after the one that blocked the line, is
+        its own: writing the line out does not overwrite it, and a reader gives it."""
+        self._own.add(job)
 
     def readable(self) -> bool:
         """Whether a `reader` can be had: the admissions' verdict is known without writing
@@ -82,13 +97,15 @@ class StrictLine:
         writing anything. For one report: what it reads of the admissions is taken now."""
         admissions = self._session.admissions
         assert admissions is not None and admissions.refusal is not None
-        behind, blocked = self._behind_set, self.reason
+        behind, blocked, own = self._behind_set, self.reason, self._own
         at, joined, refusal = admissions.at, admissions.joined, admissions.refusal
         if admissions.done or at is None:
-            return lambda job: blocked if job in behind else None
+            return lambda job: blocked if job in behind and job not in own else None
         last: tuple[float, str] = at
 
         def reason_of(job: JobInfo) -> PendingReason | None:
+            if job in own:
+                return None
             if job in behind:
                 return blocked
             # Judged by the walk (what it wrote stands), or never judged: its own reason.
@@ -111,4 +128,4 @@ class StrictLine:
             return None
         return LineSpan(self.head.name, admissions.at, self.reason,
                         session.model.class_verdicts.generation,
-                        tuple(job.name for job in self._behind))
+                        tuple(job.name for job in (*self._behind, *self._own)))

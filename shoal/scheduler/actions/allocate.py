@@ -79,16 +79,24 @@ class Allocate:
         self.later: tuple[str, ...] | None = None
         """The actions the profile runs after this one (`Profile.actions` sets it); None:
         not known, and the reasons of every waiting job are written as the walk goes."""
+        self.lines_for_backfill = False
+        """Whether a backfill action by runtime estimates follows, which walks strict
+        FIFO's line by class (`shoal.scheduler.actions.easy_walk`): the class lines are then
+        kept in the strict-line cycles, for it (`Profile.actions` sets it)."""
 
     def execute(self, session: Session) -> None:
         lines = session.model.class_lines
         if self._by_class(session) and lines.sync(session):
             self._class_walk(session)
             return
-        lines.drop()  # not kept up to date by a cycle that does not read them
         if self._in_submission_order(session):
+            if self.lines_for_backfill:
+                lines.sync(session)  # what moved is filed every cycle, not left to pile up
+            else:
+                lines.drop()  # not kept up to date by a cycle that does not read them
             self._strict_line(session)
             return
+        lines.drop()
         memo = session.fit_memo
         by_queue: dict[str, deque[JobInfo]] = {}
         single = self.ordering is Ordering.GLOBAL

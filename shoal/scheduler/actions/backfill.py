@@ -14,6 +14,8 @@ Two ways to know that, chosen by the `reservation` argument:
   then. A job may start now if it fits and either ends before the shadow time or needs no
   more than the extra GPUs (which it then uses up). Counting is in GPUs, the scarce resource,
   over the head's pool as a whole; tasks without an estimate are taken never to end.
+  Under strict FIFO over the whole cluster the line is walked by job class, not job by job
+  (`shoal.scheduler.actions.easy_walk`): the same tries, in the same order.
 
 Without `allocate.strict`, a job is blocked only behind a starving job's reservation (the
 priority plugin's aging, `shoal.scheduler.aging`); with neither, that part has nothing to do.
@@ -31,7 +33,6 @@ not by the elastic action.
 
 from __future__ import annotations
 
-import math
 from enum import StrEnum
 
 from shoal.api.decisions import PendingKind
@@ -43,12 +44,14 @@ from shoal.scheduler.actions.allocate import (
     is_best_effort,
     place_one_by_one,
 )
+from shoal.scheduler.actions.easy_walk import walk_line, walkable
 from shoal.scheduler.actions.elastic import resize_best_effort
 from shoal.scheduler.gang_choice import GangNeed, least_gpus
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.partial_admission import admit
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
+from shoal.scheduler.shadow import fresh_shadow
 
 
 class Reservation(StrEnum):
@@ -67,6 +70,12 @@ class Backfill:
         self.reservation = arguments.reservation
 
     def execute(self, session: Session) -> None:
+        line = walkable(session) if self.reservation is Reservation.ESTIMATES else None
+        if line is not None:
+            # Strict FIFO's line, left unwritten, walked by class (`actions.easy_walk`).
+            walk_line(session, line, shadow_time(session, line.head))
+            place_best_effort(session)
+            return
         for head, *behind in session.blocked.values():
             if self.reservation is Reservation.ESTIMATES:
                 self._easy(session, head, behind)
@@ -136,28 +145,12 @@ def _awaits_admission(job: JobInfo) -> bool:
 
 def shadow_time(session: Session, head: JobInfo) -> tuple[float, int]:
     """When the head's pool will have enough free GPUs for the head, and how many GPUs beyond
-    its need will be free then."""
-    nodes: set[str] = set()
-    for group in head.groups_with_pending():
-        nodes.update(s.name for s in session.pool_for(group).nodes)
+    its need will be free then (`shoal.scheduler.shadow`: kept between cycles by a model
+    that keeps what it can)."""
     need = _head_demand(session, head)
-    free = sum(session.cluster.by_name[n].gpu for n in nodes)
-    if free >= need:
-        return session.now, free - need
-    ends: list[tuple[float, int]] = []
-    for job in session.jobs.values():
-        estimate = runtime_estimate(job.job)
-        for task in job.running:
-            if task.node in nodes:
-                gpus = job.job.group(task.ref.group).resources.gpu
-                start = task.started if task.started is not None else session.now
-                end = start + estimate if estimate is not None else math.inf
-                ends.append((max(end, session.now), gpus))
-    for end, gpus in sorted(ends):
-        free += gpus
-        if free >= need:
-            return end, free - need
-    return math.inf, 0
+    if session.model.incremental:
+        return session.model.shadows.shadow(session, head, need)
+    return fresh_shadow(session, head, need)
 
 
 def _head_demand(session: Session, head: JobInfo) -> int:
