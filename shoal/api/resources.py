@@ -127,6 +127,11 @@ class Resources:
 
     def __sub__(self, other: Resources) -> Resources:
         """Exact difference; raises `QuantityError` if any dimension would go negative."""
+        if not self.extras and not other.extras:
+            cpu, memory, gpu = self.cpu - other.cpu, self.memory - other.memory, \
+                self.gpu - other.gpu
+            if cpu >= 0 and memory >= 0 and gpu >= 0:  # else the constructor says which
+                return Resources._trusted(cpu, memory, gpu, ())
         extras = self.extras
         if other.extras:
             merged = dict(self.extras)
@@ -157,6 +162,9 @@ class Resources:
 
     def minimum(self, other: Resources) -> Resources:
         """Per-dimension minimum."""
+        if not self.extras or not other.extras:  # an extra on one side only is min 0
+            return Resources._trusted(min(self.cpu, other.cpu), min(self.memory, other.memory),
+                                      min(self.gpu, other.gpu), ())
         mine = dict(self.extras)
         theirs = dict(other.extras)
         return Resources(min(self.cpu, other.cpu), min(self.memory, other.memory),
@@ -165,6 +173,9 @@ class Resources:
 
     def maximum(self, other: Resources) -> Resources:
         """Per-dimension maximum."""
+        if not self.extras and not other.extras:
+            return Resources._trusted(max(self.cpu, other.cpu), max(self.memory, other.memory),
+                                      max(self.gpu, other.gpu), ())
         merged = dict(self.extras)
         for key, value in other.extras:
             merged[key] = max(merged.get(key, 0), value)
