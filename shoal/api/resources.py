@@ -33,6 +33,8 @@ CORE_DIMENSIONS = (CPU, MEMORY, GPU)
 #: extra, but no task requests it — every task placed on the node counts one against it.
 PODS = "pods"
 
+_new = object.__new__
+_set = object.__setattr__
 _EXTRA_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_.\-/]*[a-zA-Z0-9])?$")
 
 
@@ -69,11 +71,11 @@ class Resources:
                  ) -> Resources:
         """Build without validation: only for results that cannot be invalid (sums, scales
         and clamped differences of valid vectors). Keeps arithmetic off the hot path."""
-        out = object.__new__(Resources)
-        object.__setattr__(out, "cpu", cpu)
-        object.__setattr__(out, "memory", memory)
-        object.__setattr__(out, "gpu", gpu)
-        object.__setattr__(out, "extras", extras)
+        out = _new(Resources)
+        _set(out, "cpu", cpu)
+        _set(out, "memory", memory)
+        _set(out, "gpu", gpu)
+        _set(out, "extras", extras)
         return out
 
     @staticmethod
@@ -157,6 +159,9 @@ class Resources:
     def scale(self, factor: int) -> Resources:
         if factor < 0:
             raise QuantityError(f"cannot scale resources by a negative factor {factor}")
+        if not self.extras:
+            return Resources._trusted(self.cpu * factor, self.memory * factor,
+                                      self.gpu * factor, ())
         return Resources._trusted(self.cpu * factor, self.memory * factor, self.gpu * factor,
                                   tuple((k, v * factor) for k, v in self.extras if v * factor))
 
