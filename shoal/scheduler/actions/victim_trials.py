@@ -289,24 +289,26 @@ class VictimTrials:
     def _room_after(self, preemptor: JobInfo, need: GangNeed,
                     freed: dict[int, tuple[NodeState, Resources]]) -> bool:
         """`Room.suffices` once `freed` (per node ordinal: the node and what is given back
-        on it) is free too, without giving it back: each group's pool counted node by node,
-        the freed nodes as they would be."""
+        on it) is free too, without giving it back: each group's pool counted node by node
+        (once per commit, `_fitting_now`), the freed nodes as they would be."""
         session = self.session
         excluded = session.excluded_nodes
+        known = self._fitting_now()  # no statement is open
         counts = []
         for group, pending in pending_groups(preemptor):
             request = group.resources
             if request.is_zero():
                 counts.append((group.name, pending, pending))
                 continue
-            room = 0
-            for state in session.pool_for(group).nodes:
-                ordinal = state.ordinal
-                if ordinal in excluded:
-                    continue
-                held = freed.get(ordinal)
-                room += state.how_many(request) if held is None else \
-                    _how_many_with(state, held[1], request)
+            pool = session.pool_for(group)
+            key = (pool.key, request, None)
+            room = known.get(key)
+            if room is None:
+                room = known[key] = sum(state.how_many(request) for state in pool.nodes
+                                        if state.ordinal not in excluded)
+            for ordinal, (state, back) in freed.items():
+                if ordinal not in excluded and pool in state.pools:
+                    room += _how_many_with(state, back, request) - state.how_many(request)
             counts.append((group.name, room, pending))
         return room_suffices(need, counts)
 
