@@ -5,7 +5,9 @@ preemptor on what is free, with no eviction (`_fits_without_eviction`).
 Once evicting a prefix of the candidate units lets the preemptor fit, every unit it turns
 out not to need is spared: a placement that fits shows most of them at once (`_sift`), the
 rest are tried one trial placement each (`_spare`), cheapest necessary conditions first
-(`_worth_trying`, `_could_fit`). The preempt and reclaim actions share this machinery
+(`_worth_trying`, `_could_fit`). Before any trial eviction, a search's units are judged as a
+whole where that is exact (`_worth_evicting`): most searches under backlog would evict them
+all and find no placement worth trying. The preempt and reclaim actions share this machinery
 through `Preemption`, which derives from `VictimTrials`; the proportional reclaim places
 through its own `_place`.
 """
