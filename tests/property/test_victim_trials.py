@@ -162,3 +162,23 @@ def test_its_quota_can_turn_the_whole_list_down() -> None:
         decisions = world.step()[1]
     assert judged == [False]
     assert not decisions.evictions and not decisions.binds
+
+
+def test_reclaim_judges_its_borrowers_whole() -> None:
+    """A virtual cluster reclaiming its guarantee from a borrower asks the same judgement
+    (its quota is not read: it is owed what it asks), and then evicts one borrower."""
+    def job(name: str, queue: str, at: float) -> Job:
+        return Job(name, (TaskGroup("main", 1, Resources.of(cpu=4000, memory=4000, gpu=4)),),
+                   queue=queue, submitted=at)
+
+    owed = Resources.of(cpu=8000, memory=8000, gpu=4)
+    world = World((Node("n0", Resources.of(cpu=64_000, memory=64_000, gpu=8)),),
+                  (VirtualCluster("a", min=owed), VirtualCluster("b")), (),
+                  (job("b1", "b", 0.0), job("b2", "b", 1.0)), "lend-reclaim")
+    world = world.step()[2]
+    world = world.with_jobs([*world.jobs, job("a1", "a", 2.0)])
+    judged: list[bool] = []
+    with compared(judged):
+        decisions = world.step()[1]
+    assert judged == [True]
+    assert [e.task.job for e in decisions.evictions] == ["b2"]
