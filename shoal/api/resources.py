@@ -33,6 +33,8 @@ CORE_DIMENSIONS = (CPU, MEMORY, GPU)
 #: extra, but no task requests it — every task placed on the node counts one against it.
 PODS = "pods"
 
+_new = object.__new__
+_set = object.__setattr__
 _EXTRA_NAME = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_.\-/]*[a-zA-Z0-9])?$")
 
 
@@ -69,11 +71,11 @@ class Resources:
                  ) -> Resources:
         """Build without validation: only for results that cannot be invalid (sums, scales
         and clamped differences of valid vectors). Keeps arithmetic off the hot path."""
-        out = object.__new__(Resources)
-        object.__setattr__(out, "cpu", cpu)
-        object.__setattr__(out, "memory", memory)
-        object.__setattr__(out, "gpu", gpu)
-        object.__setattr__(out, "extras", extras)
+        out = _new(Resources)
+        _set(out, "cpu", cpu)
+        _set(out, "memory", memory)
+        _set(out, "gpu", gpu)
+        _set(out, "extras", extras)
         return out
 
     @staticmethod
@@ -127,6 +129,11 @@ class Resources:
 
     def __sub__(self, other: Resources) -> Resources:
         """Exact difference; raises `QuantityError` if any dimension would go negative."""
+        if not self.extras and not other.extras:
+            cpu, memory, gpu = self.cpu - other.cpu, self.memory - other.memory, \
+                self.gpu - other.gpu
+            if cpu >= 0 and memory >= 0 and gpu >= 0:  # else the constructor says which
+                return Resources._trusted(cpu, memory, gpu, ())
         extras = self.extras
         if other.extras:
             merged = dict(self.extras)
@@ -152,11 +159,17 @@ class Resources:
     def scale(self, factor: int) -> Resources:
         if factor < 0:
             raise QuantityError(f"cannot scale resources by a negative factor {factor}")
+        if not self.extras:
+            return Resources._trusted(self.cpu * factor, self.memory * factor,
+                                      self.gpu * factor, ())
         return Resources._trusted(self.cpu * factor, self.memory * factor, self.gpu * factor,
                                   tuple((k, v * factor) for k, v in self.extras if v * factor))
 
     def minimum(self, other: Resources) -> Resources:
         """Per-dimension minimum."""
+        if not self.extras or not other.extras:  # an extra on one side only is min 0
+            return Resources._trusted(min(self.cpu, other.cpu), min(self.memory, other.memory),
+                                      min(self.gpu, other.gpu), ())
         mine = dict(self.extras)
         theirs = dict(other.extras)
         return Resources(min(self.cpu, other.cpu), min(self.memory, other.memory),
@@ -165,6 +178,9 @@ class Resources:
 
     def maximum(self, other: Resources) -> Resources:
         """Per-dimension maximum."""
+        if not self.extras and not other.extras:
+            return Resources._trusted(max(self.cpu, other.cpu), max(self.memory, other.memory),
+                                      max(self.gpu, other.gpu), ())
         merged = dict(self.extras)
         for key, value in other.extras:
             merged[key] = max(merged.get(key, 0), value)

@@ -124,6 +124,8 @@ class QueueState:
     def kept(self) -> Resources:
         """unlent(q) = max(reserved − lendingLimit, Σ unlent(children)), from the stored
         parts (`reserved` already updated)."""
+        if not self.lending_limit.limits:  # nothing kept back of its own
+            return self.children_unlent
         return unlendable(self.reserved, self.lending_limit).maximum(self.children_unlent)
 
     def path(self) -> list[QueueState]:
@@ -326,7 +328,7 @@ class QuotaTree:
         for queue in self.get(name).path():
             if queue.parent is None:
                 room = self.capacity.saturating_sub(queue.usage)
-                short = request.shortfall(room)
+                short = None if request.fits(room) else request.shortfall(room)
                 if short:
                     return PendingReason(
                         PendingKind.INSUFFICIENT_RESOURCES,
@@ -345,7 +347,7 @@ class QuotaTree:
             if over:
                 return borrowing_refused(queue, request, over[0])
             new_room = self._step(queue, room, lend)
-            short = request.shortfall(new_room)
+            short = None if request.fits(new_room) else request.shortfall(new_room)
             if short:
                 return guarantee_refused(queue, request, room, new_room, short[0], lend)
             room = new_room

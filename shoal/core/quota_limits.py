@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from shoal.api.resources import CPU, GPU, MEMORY, ResourceLimit, Resources
 
+_NOTHING = Resources()
+
 
 def borrowing_ceiling(guarantee: Resources, borrowing_limit: ResourceLimit) -> ResourceLimit:
     """`guarantee + borrowingLimit` in every dimension the limit names; unlimited elsewhere."""
@@ -36,6 +38,6 @@ def unlendable(owed: Resources, lending_limit: ResourceLimit) -> Resources:
     """What of `owed` the lending limit keeps back: `owed − lendingLimit` in every dimension
     the limit names (not below 0); nothing in the others."""
     if not lending_limit.limits:
-        return Resources()
+        return _NOTHING
     kept = {dim: max(0, owed.get(dim) - value) for dim, value in lending_limit.limits}
     return Resources.of(kept.pop(CPU, 0), kept.pop(MEMORY, 0), kept.pop(GPU, 0), kept)

@@ -13,9 +13,12 @@ Pure.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable
+from operator import itemgetter
 from typing import Any
 
 from shoal.scheduler.jobs import JobInfo
+
+_RANK_AND_START = itemgetter(0, 1)
 
 
 def latest_start(job: JobInfo, now: float) -> float:
@@ -50,20 +53,19 @@ def worst_first(jobs: Iterable[JobInfo], fresh: Container[str], now: float,
             entries.sort(key=lambda e: e[:3], reverse=True)
             out[queue] = [e[3] for e in entries]
             continue
-        entries.sort(key=lambda e: (e[0], e[1]), reverse=True)
-        listing: list[JobInfo] = []
-        start = 0
-        while start < len(entries):
-            end = start + 1
-            head = entries[start]
-            while end < len(entries) and entries[end][0] == head[0] \
-                    and entries[end][1] == head[1]:
+        entries.sort(key=_RANK_AND_START, reverse=True)
+        listing = [e[2] for e in entries]
+        keys = [e[:2] for e in entries]
+        # Runs of equal (rank, latest start), each sorted by `order`; under backlog few.
+        ties = [i for i in range(1, len(keys)) if keys[i] == keys[i - 1]]
+        end = 0
+        for i in ties:
+            if i <= end:
+                continue  # inside the run sorted already
+            start = i - 1
+            end = i + 1
+            while end < len(keys) and keys[end] == keys[start]:
                 end += 1
-            if end - start == 1:
-                listing.append(head[2])
-            else:
-                listing.extend(sorted((e[2] for e in entries[start:end]), key=order,
-                                      reverse=True))
-            start = end
+            listing[start:end] = sorted(listing[start:end], key=order, reverse=True)
         out[queue] = listing
     return out

@@ -142,9 +142,10 @@ def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
     latest = {u.job.name: u.job.latest_start(now) for u in units}
     out = sorted(units, key=lambda u: u.seq)
     out.sort(key=lambda u: order(u.job), reverse=True)
-    out.sort(key=lambda u: -latest[u.job.name])
-    out.sort(key=lambda u: lost[(u.job.name, u.shrink_to is None)])
-    out.sort(key=lambda u: u.shrink_to is None)
+    # The keys that sort the same way, as one (each stable sort by one of them, the last
+    # first, orders them so too).
+    out.sort(key=lambda u: (u.shrink_to is None, lost[(u.job.name, u.shrink_to is None)],
+                            -latest[u.job.name]))
     out.sort(key=lambda u: rank(u.job), reverse=True)  # stable: the primary key last
     return out
 

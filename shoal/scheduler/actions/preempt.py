@@ -458,6 +458,9 @@ class Preemption(VictimListing):
 
         self._tried = True
         trial = Trial(free, demand, least_request(preemptor, need), gains)
+        if not self._worth_evicting(trial, useful, preemptor, need, quota_bound):
+            self._note_policy(preemptor, units)  # as when no trial placement was tried
+            return False
         chosen: list[VictimUnit] = []
         statement = session.statement()
         fits = False

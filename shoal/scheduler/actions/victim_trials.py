@@ -5,7 +5,9 @@ preemptor on what is free, with no eviction (`_fits_without_eviction`).
 Once evicting a prefix of the candidate units lets the preemptor fit, every unit it turns
 out not to need is spared: a placement that fits shows most of them at once (`_sift`), the
 rest are tried one trial placement each (`_spare`), cheapest necessary conditions first
-(`_worth_trying`, `_could_fit`). The preempt and reclaim actions share this machinery
+(`_worth_trying`, `_could_fit`). Before any trial eviction, a search's units are judged as a
+whole where that is exact (`_worth_evicting`): most searches under backlog would evict them
+all and find no placement worth trying. The preempt and reclaim actions share this machinery
 through `Preemption`, which derives from `VictimTrials`; the proportional reclaim places
 through its own `_place`.
 """
@@ -16,7 +18,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from shoal.api.resources import Resources
-from shoal.core.nodes import FitMemo
+from shoal.core.nodes import FitMemo, NodeState
 from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.gang_choice import (
     GangNeed,
@@ -41,6 +43,9 @@ class VictimTrials:
     memo: FitMemo
     """The action's private fit memo: evictions release capacity, so the cycle's bounds
     do not describe them."""
+    judge_whole = True
+    """Judge a search's units as a whole before any trial eviction where that is exact
+    (`_worth_evicting`); False (a test knob): the trial loop decides every search."""
     _fitting: dict[Hashable, int] = {}  # noqa: RUF012 - replaced per instance before use
     _fitting_at: tuple[int, object] | None = None
 
@@ -210,6 +215,105 @@ class VictimTrials:
             return False
         return room.suffices() if room is not None else self._could_fit(preemptor, need)
 
+    def _judged_whole(self, preemptor: JobInfo, units: list[VictimUnit],
+                      quota_bound: bool) -> bool:
+        """Whether `_worth_evicting` may judge `units` as a whole: when each condition of
+        `_worth_trying` only grows as more units are evicted. GPUs freed always do; the
+        quota does when it is not read or every unit is charged to the preemptor's own
+        virtual cluster (refunding another one raises the guarantee it is still owed, which
+        may narrow the preemptor's room); room node by node does on nodes without a task
+        limit or a physical host (a virtual node frees its host's slots too), and, under a
+        CPU reserve per idle GPU, for groups asking GPUs or no CPU (freeing a GPU task
+        that holds less CPU than the reserve narrows a CPU-only request's view)."""
+        if quota_bound:
+            account = preemptor.account
+            if any(u.job.account != account for u in units):
+                return False
+        cluster = self.session.cluster
+        if cluster.cpu_reserve and any(g.resources.cpu and not g.resources.gpu
+                                       for g, _ in pending_groups(preemptor)):
+            return False
+        by_name = cluster.by_name
+        for unit in units:
+            for task in unit.tasks:
+                state = by_name[task.node]
+                if state.pod_limited or state.host is not None:
+                    return False
+        return True
+
+    def _worth_evicting(self, trial: Trial, units: list[VictimUnit], preemptor: JobInfo,
+                        need: GangNeed, quota_bound: bool) -> bool:
+        """Whether evicting `units` one after another, a placement tried as soon as
+        `_worth_trying` holds (the preempt action's trial loop), would try one at all;
+        decided without a statement where `_judged_whole` allows: every condition only
+        grows with what is evicted, so a placement is worth trying after some of them
+        exactly when it is after all of them. Under backlog most searches that pass the
+        gains test end there, and each evicted ten units and put them back, task by task,
+        through the cluster and the quota tree. True where it is not judged so: the trial
+        loop decides."""
+        if not self.judge_whole or not self._judged_whole(preemptor, units, quota_bound):
+            return True
+        gains = trial.gains
+        if trial.free + sum(gains[id(u)] for u in units) < trial.demand:
+            return False
+        cluster = self.session.cluster
+        by_name = cluster.by_name
+        freed: dict[int, tuple[NodeState, Resources]] = {}
+        refund = _ZERO
+        for unit in units:
+            spec = unit.job.job
+            for task in unit.tasks:
+                state = by_name[task.node]
+                request = spec.group(task.ref.group).resources
+                held = freed.get(state.ordinal)
+                freed[state.ordinal] = (state, request if held is None else held[1] + request)
+                if quota_bound and state.owner is None:
+                    refund = refund + request
+        if quota_bound and not self._quota_allows_after(preemptor, refund, trial.request):
+            return False
+        return self._room_after(preemptor, need, freed)
+
+    def _quota_allows_after(self, preemptor: JobInfo, refund: Resources,
+                            request: Resources) -> bool:
+        """Whether the preemptor's virtual cluster, `refund` given back by it, may take
+        `request`: asked of the quota tree itself (one walk up its path and back, not one
+        per task each way)."""
+        quota = self.session.quota
+        account = preemptor.account
+        if refund.is_zero():
+            return self.session.allocatable(account, request) is None
+        quota.refund(account, refund)
+        try:
+            return self.session.allocatable(account, request) is None
+        finally:
+            quota.charge(account, refund)
+
+    def _room_after(self, preemptor: JobInfo, need: GangNeed,
+                    freed: dict[int, tuple[NodeState, Resources]]) -> bool:
+        """`Room.suffices` once `freed` (per node ordinal: the node and what is given back
+        on it) is free too, without giving it back: each group's pool counted node by node
+        (once per commit, `_fitting_now`), the freed nodes as they would be."""
+        session = self.session
+        excluded = session.excluded_nodes
+        known = self._fitting_now()  # no statement is open
+        counts = []
+        for group, pending in pending_groups(preemptor):
+            request = group.resources
+            if request.is_zero():
+                counts.append((group.name, pending, pending))
+                continue
+            pool = session.pool_for(group)
+            key = (pool.key, request, None)
+            room = known.get(key)
+            if room is None:
+                room = known[key] = sum(state.how_many(request) for state in pool.nodes
+                                        if state.ordinal not in excluded)
+            for ordinal, (state, back) in freed.items():
+                if ordinal not in excluded and pool in state.pools:
+                    room += _how_many_with(state, back, request) - state.how_many(request)
+            counts.append((group.name, room, pending))
+        return room_suffices(need, counts)
+
     def _could_fit(self, preemptor: JobInfo, need: GangNeed,
                    known: dict[Hashable, int] | None = None) -> bool:
         """A necessary condition, node by node: the replicas each group could place on its
@@ -257,6 +361,30 @@ class VictimTrials:
         for task in unit.tasks:
             statement.evict(task.ref, victim.account, cluster.by_name[task.node],
                             victim.job.group(task.ref.group).resources, task.gpus, reason)
+
+
+def _how_many_with(state: NodeState, freed: Resources, request: Resources) -> int:
+    """`NodeState.how_many(request)` once `freed` is given back to the node: for a node
+    without a task limit or a host (`_judged_whole`)."""
+    counts = []
+    cpu, gpu = state.cpu + freed.cpu, state.gpu + freed.gpu
+    if request.cpu:
+        if state.cpu_reserve and not request.gpu:
+            cpu -= gpu * state.cpu_reserve
+        counts.append(max(0, cpu) // request.cpu)
+    if request.memory:
+        counts.append((state.memory + freed.memory) // request.memory)
+    if request.gpu:
+        counts.append(gpu // request.gpu)
+    if request.extras:
+        extras = state.extras
+        back = dict(freed.extras)
+        for key, value in request.extras:
+            counts.append((extras.get(key, 0) + back.get(key, 0)) // value)
+    return min(counts) if counts else 0
+
+
+_ZERO = Resources()
 
 
 @dataclass(frozen=True, slots=True)
