@@ -90,7 +90,7 @@ class Verdict:
     verdict that lasts, in its place."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ShortVerdict:
     """A search turned down before any trial because its victims cannot cover it (the
     gains test: GPUs free on its pools plus those the units ranked behind it free there,
@@ -102,7 +102,8 @@ class ShortVerdict:
     """What else it read (`short_world`): the model, plugins, quota tree, node layout."""
     queue: str
     stamp: int
-    """Its virtual cluster's stamp in the running table then (`RunningTable.queue_stamp`)."""
+    """Its virtual cluster's stamp in the running table then (`RunningTable.queue_stamp`),
+    moved on each time it is found to hold (nothing came behind it meanwhile)."""
     rank: tuple[Any, ...]
     pools: Hashable
     nodes: frozenset[int]

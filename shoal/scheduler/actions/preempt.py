@@ -202,6 +202,10 @@ class Preemption(ShortSearches):
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
 
+    keeps_short = True
+    """Answer searches turned down short from the numbers they read (`short_searches`);
+    False (a test knob): search in full."""
+
     def __init__(self, session: Session, classes: PreemptorClasses | None = None,
                  kept: KeptUnits | None = None, table: RunningTable | None = None,
                  indexes: KeptIndexes | None = None) -> None:
@@ -264,7 +268,7 @@ class Preemption(ShortSearches):
         self._refreshed: Generation | None = None
         self.kept_indexes = indexes if self.table is not None else None
         """Victim indexes kept across cycles, with the table only."""
-        self.shorts = self.table is not None and all(
+        self.shorts = self.keeps_short and self.table is not None and all(
             getattr(type(self), name) is getattr(Preemption, name) for name in _SHORT_READS)
         self._unsettled: list[tuple[JobInfo, Verdict]] = []
         """Jobs `answered` by a verdict since the quota tree's lending was last set: the

@@ -95,6 +95,9 @@ class ShortSearches(VictimListing):
             if self._fits_without_eviction(preemptor, GangNeed.of(session, preemptor)):
                 return False  # placed on what is free, as the search would have
         session.quota.lending = verdict.lending
+        # What came behind it so far freed nothing behind it, nor will the jobs placed in
+        # this cycle: their filing came after the stamp and ranks at or ahead of it.
+        verdict.stamp = table.queue_stamp(verdict.queue)
         self.classes.short_answers += 1
         self.classes.remember(key, before, Verdict((), verdict.lending, (), True),
                               lasting=True)
