@@ -121,11 +121,12 @@ class ShortVerdict:
 def short_world(session: Session) -> Hashable:
     """What a `ShortVerdict` read besides free GPUs and the running table: the model (the
     virtual clusters' policies), plugins, quota tree, node layout and what keeps jobs off
-    nodes."""
+    nodes. Not the jobs evicted in its cycle: what they no longer offer, the table sees
+    when it files them again."""
     cluster = session.cluster
     return (session.model, session.hooks, session.quota, cluster.layout,
             len(cluster.states), cluster.cpu_reserve, frozenset(session.closed),
-            frozenset(session.excluded_nodes), frozenset(session.preempted))
+            frozenset(session.excluded_nodes))
 
 
 def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],

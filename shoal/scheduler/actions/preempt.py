@@ -394,7 +394,7 @@ class Preemption(ShortSearches):
             self.classes.remember(key, before, Verdict(
                 tuple(self._notes), session.quota.lending, tuple(self._looked_at),
                 self._listed), lasting=lasting and not self._tried)
-            self.keep_short(preemptor, key, before)
+            self.keep_short(preemptor, key)
         self._short_read = None
         self._notes = None
         return evicted

@@ -16,9 +16,15 @@ A `ShortVerdict` keeps such a search's numbers instead, and holds while
   then, were counted in as if they were;
 - or nothing ranks behind it still, and what is free still does not take it (tried again as
   the search would: `_fits_without_eviction`);
-- the model, plugins, quota tree and node layout are those it read (`short_world`), nothing
-  was committed in this execution yet and no listing taken before its world (the victims
-  it would be offered are then the table's).
+- the model, plugins, quota tree and node layout are those it read (`short_world`).
+
+The victims a search is offered are the running jobs as the table listed them when the
+execution first listed any (`VictimListing._listing`), less those it may no longer take
+(placed or evicted in this execution): never more than the table's latest events allow.
+So a verdict is checked against those events after a commit too, where the execution has
+listed its victims; before its first listing, only while nothing was committed (the listing
+would be taken now). A verdict is kept only from a search whose listing is the table as it
+stands, so that every later filing comes after its stamp.
 
 Then the search would have ended the same way — no note, no eviction, the quota tree's
 lending at `may_borrow` — so it is answered so without listing or indexing a victim. Only
@@ -81,7 +87,8 @@ class ShortSearches(VictimListing):
         with the lending it would leave and its verdict remembered; None: search."""
         verdict = self.classes.short(key)
         table = self.table
-        if verdict is None or table is None or not self._unmoved(before):
+        if verdict is None or table is None or not self.shorts \
+                or (self._running is None and before != self._entered):
             return None
         session = self.session
         if verdict.world != short_world(session) \
@@ -100,15 +107,16 @@ class ShortSearches(VictimListing):
         verdict.stamp = table.queue_stamp(verdict.queue)
         self.classes.short_answers += 1
         self.classes.remember(key, before, Verdict((), verdict.lending, (), True),
-                              lasting=True)
+                              lasting=before == self._entered)
         return False
 
-    def keep_short(self, preemptor: JobInfo, key: Hashable, before: Generation) -> None:
+    def keep_short(self, preemptor: JobInfo, key: Hashable) -> None:
         """Keep what the search just made read, where it was turned down short with nothing
-        noted before anything was committed or listed in this execution."""
+        noted, and its victims were listed from the table as it stands."""
         read = self._short_read
         table = self.table
-        if read is None or table is None or not self._unmoved(before):
+        if read is None or table is None or not self.shorts \
+                or self._snapshot != self._refreshed:
             return
         pools, nodes, demand, behind, units = read
         session = self.session
@@ -129,8 +137,3 @@ class ShortSearches(VictimListing):
             short_world(session), preemptor.queue, table.queue_stamp(preemptor.queue), rank,
             pools, frozenset(nodes), demand, behind, units, session.quota.lending))
 
-    def _unmoved(self, before: Generation) -> bool:
-        """Nothing committed in this execution and no listing taken before its world was
-        entered: what a search is offered is what the kept table lists now."""
-        return self.shorts and before == self._entered and self._victims == 0 \
-            and self._snapshot in (None, before)
