@@ -15,7 +15,10 @@ the virtual clusters where something moved. Jobs are filed in the order the mode
 `active` lists them (`JobInfo.activated`), as a walk over every running job filed them, so
 ties list in the same order. `version` moves whenever anything the world reads of a
 running job does (its account, rank, how many tasks, how many stopping, how many still
-protected), so the world holds the version instead of every running job.
+protected), so the world holds the version instead of every running job. Each virtual
+cluster's latest filings are kept with the ranks they filed jobs at, so that a search
+turned down short can tell that nothing came to rank behind its preemptor since
+(`grown_behind`, `shoal.scheduler.actions.short_searches`).
 
 Kept only where every plugin that ranks for the action says until when a job's rank holds
 (`RankHolds`: las, whose attained-service classes know their next crossing) and the order

@@ -64,7 +64,10 @@ whose class's verdict already answers it is passed over before it is asked wheth
 wants to preempt at all (`Preemption.answered`) — and where the allocate action walked the
 class lines, the action walks its preemptors by class too, kept in job order from one cycle
 to the next, a class answered by its verdict passed over whole until the next commit
-(`shoal.scheduler.actions.preemptor_walk`).
+(`shoal.scheduler.actions.preemptor_walk`). A search turned down before any trial (what
+it is offered cannot cover it, or nothing ranks behind it) is answered again from the
+numbers it read while they still say so, across cycles and commits
+(`shoal.scheduler.actions.short_searches`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.

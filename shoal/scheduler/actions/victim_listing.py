@@ -5,7 +5,8 @@ search itself (`shoal.scheduler.actions.preempt`) and its trial placements
 
 Ranks are the action's (`rank`: the job-order keys of the plugins that rank, with las's and
 priority's `preemption_key`); under a kept running table (`shoal.scheduler.running_table`)
-the listing is the table's, brought up to now once per commit (`_refresh`), and each
+the listing is the table's, brought up to now once per commit (`_refresh`) and taken per
+virtual cluster when a search first reads it (`_listing`), and each
 virtual cluster's index is handed on to the next cycle while its listing stands
 (`victim_index.KeptIndexes`). `Preemption` sets every attribute declared here.
 """
