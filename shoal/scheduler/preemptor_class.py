@@ -90,6 +90,45 @@ class Verdict:
     verdict that lasts, in its place."""
 
 
+@dataclass(slots=True)
+class ShortVerdict:
+    """A search turned down before any trial because its victims cannot cover it (the
+    gains test: GPUs free on its pools plus those the units ranked behind it free there,
+    fewer than it needs), or because nothing at all ranked behind it while what is free
+    did not take it: with the numbers it read, so that it can be checked again without
+    listing its victims (`Preemption.short_answer`)."""
+
+    world: Hashable
+    """What else it read (`short_world`): the model, plugins, quota tree, node layout."""
+    queue: str
+    stamp: int
+    """Its virtual cluster's stamp in the running table then (`RunningTable.queue_stamp`),
+    moved on each time it is found to hold (nothing came behind it meanwhile)."""
+    rank: tuple[Any, ...]
+    pools: Hashable
+    nodes: frozenset[int]
+    demand: int
+    """The fewest GPUs any choice of its missing tasks needs."""
+    behind: int
+    """At most what the units ranked behind it free on its pools (jobs placed in its
+    cycle, not yet offered then, counted in)."""
+    units: bool
+    """Whether any unit ranked behind it (or a job placed in its cycle would)."""
+    lending: bool
+    """The quota tree's lending it left (`Preemption.may_borrow`)."""
+
+
+def short_world(session: Session) -> Hashable:
+    """What a `ShortVerdict` read besides free GPUs and the running table: the model (the
+    virtual clusters' policies), plugins, quota tree, node layout and what keeps jobs off
+    nodes. Not the jobs evicted in its cycle: what they no longer offer, the table sees
+    when it files them again."""
+    cluster = session.cluster
+    return (session.model, session.hooks, session.quota, cluster.layout,
+            len(cluster.states), cluster.cpu_reserve, frozenset(session.closed),
+            frozenset(session.excluded_nodes))
+
+
 def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
           placed: Iterable[str], evicted: Iterable[str], extra: Hashable = None,
           kept: Hashable = None) -> Hashable:
@@ -162,6 +201,11 @@ class PreemptorClasses:
         """Per job, its class and what it was worked out from (`class_of`)."""
         self.skipped = 0
         """Searches answered by a verdict (for benchmarks)."""
+        self._short: dict[Hashable, ShortVerdict] = {}
+        """Per class, its last search turned down short (`ShortVerdict`): kept across
+        worlds, checked against the numbers it read."""
+        self.short_answers = 0
+        """Searches answered by a `ShortVerdict` (for benchmarks and tests)."""
 
     def class_of(self, session: Session, job: JobInfo,
                  rank: Callable[[JobInfo], tuple[Any, ...]]) -> Hashable | None:
@@ -207,6 +251,17 @@ class PreemptorClasses:
         if verdict is not None:
             self.skipped += 1
         return verdict
+
+    def short(self, key: Hashable) -> ShortVerdict | None:
+        return self._short.get(key)
+
+    def remember_short(self, key: Hashable, verdict: ShortVerdict) -> None:
+        if len(self._short) > 4096 and key not in self._short:
+            self._short = {}  # classes come and go with the waiting jobs' shapes
+        self._short[key] = verdict
+
+    def forget_short(self, key: Hashable) -> None:
+        self._short.pop(key, None)
 
     def remember(self, key: Hashable, now: Generation, verdict: Verdict, lasting: bool
                  ) -> None:

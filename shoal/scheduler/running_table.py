@@ -15,7 +15,10 @@ the virtual clusters where something moved. Jobs are filed in the order the mode
 `active` lists them (`JobInfo.activated`), as a walk over every running job filed them, so
 ties list in the same order. `version` moves whenever anything the world reads of a
 running job does (its account, rank, how many tasks, how many stopping, how many still
-protected), so the world holds the version instead of every running job.
+protected), so the world holds the version instead of every running job. Each virtual
+cluster's latest filings are kept with the ranks they filed jobs at, so that a search
+turned down short can tell that nothing came to rank behind its preemptor since
+(`grown_behind`, `shoal.scheduler.actions.short_searches`).
 
 Kept only where every plugin that ranks for the action says until when a job's rank holds
 (`RankHolds`: las, whose attained-service classes know their next crossing) and the order
@@ -92,6 +95,11 @@ class RunningTable:
         """Jobs whose rank may move any time (`until` is now): re-read at every refresh."""
         self._seq = 0
         """Ties in `_due` are broken by push order."""
+        self._events: dict[str, list[tuple[int, tuple[Any, ...] | None]]] = {}
+        """Per virtual cluster, its latest stamps (`queue_stamp`) with the rank a job was
+        filed at then (None: a job left it), oldest first (`grown_behind`)."""
+        self._forgot: dict[str, int] = {}
+        """Per virtual cluster, the latest stamp its events no longer hold."""
 
     def refresh(self, session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
                 until: Callable[[JobInfo], float]) -> None:
@@ -159,9 +167,36 @@ class RunningTable:
         (`shoal.scheduler.victim_index.KeptIndexes`)."""
         return self._queue_stamps.get(queue, 0)
 
-    def _touch(self, queue: str) -> None:
+    def grown_behind(self, queue: str, since: int, rank: tuple[Any, ...],
+                     limit: int = 64) -> bool:
+        """Whether a job of the virtual cluster may have come to rank strictly behind `rank`
+        since its stamp was `since`: a job was filed there behind `rank` (it started, its
+        tasks changed, or its rank moved behind), or more moved than the last `limit`
+        events say. False: every job ranked behind `rank` now was filed so by `since`, as
+        it is now (a job that left, or was filed at `rank` or ahead, frees nothing behind
+        it). A job kept as filed runs the same tasks at the same rank."""
+        events = self._events.get(queue, ())
+        for at in range(len(events) - 1, max(-1, len(events) - 1 - limit), -1):
+            stamp, filed = events[at]
+            if stamp <= since:
+                return False
+            if filed is not None and filed > rank:
+                return True
+        return len(events) > limit or self._forgot.get(queue, 0) > since
+
+    def rank_of(self, job: JobInfo) -> tuple[Any, ...] | None:
+        """The rank the job is filed at (None: not filed)."""
+        filed = self._filed.get(job)
+        return None if filed is None else filed.rank
+
+    def _touch(self, queue: str, rank: tuple[Any, ...] | None = None) -> None:
         self._stamps += 1
         self._queue_stamps[queue] = self._stamps
+        events = self._events.setdefault(queue, [])
+        events.append((self._stamps, rank))
+        if len(events) > 512:
+            self._forgot[queue] = events[255][0]
+            del events[:256]
 
     def queues(self) -> Iterable[str]:
         """The virtual clusters with running jobs filed."""
@@ -194,7 +229,7 @@ class RunningTable:
         seen = (job.account, rank, len(running), stopping, guarded)
         latest = latest_start(job, now)
         self.refiled += 1
-        self._touch(job.queue)
+        self._touch(job.queue, rank)
         if filed is None or filed.seen != seen or filed.queue != job.queue:
             self.version += 1
         if filed is None or filed.queue != job.queue:

@@ -64,7 +64,10 @@ whose class's verdict already answers it is passed over before it is asked wheth
 wants to preempt at all (`Preemption.answered`) — and where the allocate action walked the
 class lines, the action walks its preemptors by class too, kept in job order from one cycle
 to the next, a class answered by its verdict passed over whole until the next commit
-(`shoal.scheduler.actions.preemptor_walk`).
+(`shoal.scheduler.actions.preemptor_walk`). A search turned down before any trial (what
+it is offered cannot cover it, or nothing ranks behind it) is answered again from the
+numbers it read while they still say so, across cycles and commits
+(`shoal.scheduler.actions.short_searches`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
@@ -84,7 +87,7 @@ from shoal.api.queue_policy import QueuePreemption
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
 from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk, walkable
-from shoal.scheduler.actions.victim_listing import VictimListing
+from shoal.scheduler.actions.short_searches import ShortRead, ShortSearches
 from shoal.scheduler.actions.victim_trials import Trial
 from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
@@ -119,6 +122,11 @@ from shoal.scheduler.running_table import RankHolds, RunningTable
 from shoal.scheduler.session import Hooks, Session
 from shoal.scheduler.victim_index import KeptIndexes, QueueVictims
 from shoal.scheduler.victims import KeptUnits, VictimUnit
+
+_SHORT_READS = ("world_rank", "candidates", "victim_index", "may_borrow", "widest",
+                "policy_note", "quota_bound")
+"""What a `ShortVerdict` answers for: where a subclass reads other victims or policies
+(reclaim), its searches are made in full."""
 
 #: A preemptor's reason kinds that rule preemption out: it could never run, or a strictly
 #: ordered queue holds it behind its head.
@@ -192,10 +200,14 @@ def _rankers(hooks: Hooks) -> tuple[list[Any], list[bool], list[RankHolds]]:
     return found
 
 
-class Preemption(VictimListing):
+class Preemption(ShortSearches):
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
+
+    keeps_short = True
+    """Answer searches turned down short from the numbers they read (`short_searches`);
+    False (a test knob): search in full."""
 
     def __init__(self, session: Session, classes: PreemptorClasses | None = None,
                  kept: KeptUnits | None = None, table: RunningTable | None = None,
@@ -218,6 +230,9 @@ class Preemption(VictimListing):
         """Jobs evicted in this cycle: neither placed again nor preemptors."""
         self._ranks: dict[JobInfo, tuple[Any, ...]] = {}
         self._running: dict[str, list[JobInfo]] | None = None
+        self._snapshot: Generation | None = None
+        self._listed_fresh: frozenset[str] = frozenset()
+        self._lazy = False
         self._units: dict[str, list[VictimUnit]] = {}
         self._reserved: dict[str, set[int]] | None = None
         """Per job held back by a starving job's reservation, that job's nodes."""
@@ -240,6 +255,7 @@ class Preemption(VictimListing):
         self._indexed: int | None = None
         self._indexes: dict[str, QueueVictims] = {}
         """Per virtual cluster, its victims as of `_indexed` (`victim_index`)."""
+        self._short_read: ShortRead | None = None
         self._counted: Generation | None = None
         self._free: dict[Hashable, int] = {}
         """Per set of node pools, its free GPUs as of `_counted`."""
@@ -255,6 +271,8 @@ class Preemption(VictimListing):
         self._refreshed: Generation | None = None
         self.kept_indexes = indexes if self.table is not None else None
         """Victim indexes kept across cycles, with the table only."""
+        self.shorts = self.keeps_short and self.table is not None and all(
+            getattr(type(self), name) is getattr(Preemption, name) for name in _SHORT_READS)
         self._unsettled: list[tuple[JobInfo, Verdict]] = []
         """Jobs `answered` by a verdict since the quota tree's lending was last set: the
         last of them that wanted to preempt would have left it at its verdict's
@@ -368,13 +386,19 @@ class Preemption(VictimListing):
                 session.hold_back(preemptor, note)
             session.quota.lending = verdict.lending
             return False
+        short = self.short_answer(preemptor, key, before)
+        if short is not None:
+            return short
         self._notes, self._tried, self._looked_at, self._listed = [], False, [], False
+        self._short_read = None
         evicted = self._preempt_for(preemptor)
         if not evicted and generation(session) == before:
             # One that tried placements saw its victims in order, which time moves.
             self.classes.remember(key, before, Verdict(
                 tuple(self._notes), session.quota.lending, tuple(self._looked_at),
                 self._listed), lasting=lasting and not self._tried)
+            self.keep_short(preemptor, key)
+        self._short_read = None
         self._notes = None
         return evicted
 
@@ -433,13 +457,17 @@ class Preemption(VictimListing):
         session.quota.lending = self.may_borrow(preemptor)
         index = None if preemptor.running else \
             self.victim_index(preemptor, policy_of(session, preemptor))
-        if index is not None and free + index.gains(
-                pools, index.behind(self.rank(preemptor)),
+        if index is not None:
+            behind = index.behind(self.rank(preemptor))
+            gained = index.gains(
+                pools, behind,
                 lambda u: sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
-                              if cluster.by_name[t.node].ordinal in nodes)) < demand:
-            # What it is offered cannot cover it: known without listing it (below).
-            self._note_policy(preemptor, None)
-            return False
+                              if cluster.by_name[t.node].ordinal in nodes))
+            if free + gained < demand:
+                # What it is offered cannot cover it: known without listing it (below).
+                if not self._note_policy(preemptor, None):
+                    self._short_read = (pools, nodes, demand, gained, behind > 0)
+                return False
         # Asked only now: most preemptors under backlog are turned down above (it reads the
         # quota tree, which caches its answers: asking later answers the same).
         quota_bound = self.quota_bound(preemptor, need)
@@ -453,7 +481,8 @@ class Preemption(VictimListing):
         gains = {id(u): sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
                             if cluster.by_name[t.node].ordinal in nodes) for u in useful}
         if not useful or free + sum(gains.values()) < demand:
-            self._note_policy(preemptor, units)
+            if not self._note_policy(preemptor, units) and not units and index is not None:
+                self._short_read = (pools, nodes, demand, 0, False)  # nothing behind it
             return False
 
         self._tried = True
@@ -517,17 +546,6 @@ class Preemption(VictimListing):
                 nodes.update(s.ordinal for s in session.pool_for(group).nodes)
         return key, nodes
 
-    def _free_on(self, pools: Hashable, nodes: set[int]) -> int:
-        """GPUs free on `nodes` (named `pools`), counted once per commit."""
-        now = generation(self.session)
-        if now != self._counted:
-            self._free, self._counted = {}, now
-        free = self._free.get(pools)
-        if free is None:
-            states = self.session.cluster.states
-            free = self._free[pools] = sum(states[o].gpu for o in nodes)
-        return free
-
     def _held_nodes(self, job: JobInfo) -> set[int]:
         if self._reserved is None:
             self._reserved = reservation_nodes(self.session)
@@ -555,15 +573,16 @@ class Preemption(VictimListing):
         """Why its virtual cluster's policy offered it fewer victims than `widest`."""
         return within_queue_note(preemptor.queue, policy)
 
-    def _note_policy(self, preemptor: JobInfo, units: list[VictimUnit] | None) -> None:
+    def _note_policy(self, preemptor: JobInfo, units: list[VictimUnit] | None) -> bool:
         """The preemptor evicts nothing: if its virtual cluster's policy excluded victims
         that would have let it evict, its reason says so (`shoal.scheduler.held_back`).
-        `units`: what it was offered (None: not listed yet)."""
+        `units`: what it was offered (None: not listed yet). True if its policy could say
+        so (whether or not it did)."""
         policy = policy_of(self.session, preemptor)
         widest = self.widest(preemptor, policy)
         note = None if widest == policy else self.policy_note(preemptor, policy)
         if note is None:
-            return
+            return False
         if units is None:
             units = self.candidates(preemptor)
         offered = {unit_key(u) for u in units}
@@ -572,6 +591,7 @@ class Preemption(VictimListing):
             self.session.hold_back(preemptor, note)
             if self._notes is not None:
                 self._notes.append(note)
+        return True
 
     def _could_evict(self, preemptor: JobInfo, offered: list[VictimUnit],
                      excluded: list[VictimUnit]) -> bool:
@@ -589,7 +609,7 @@ class Preemption(VictimListing):
         """The preemptor was placed in a committed statement: never a victim now."""
         self.fresh.add(preemptor.name)
         if self._running is not None and any(
-                j is preemptor for j in self._running.get(preemptor.queue, ())):
+                j is preemptor for j in self._listing(preemptor.queue)):
             self._victims += 1  # it was listed as a victim
 
     def _record(self, preemptor: JobInfo, chosen: list[VictimUnit]) -> None:

@@ -5,7 +5,8 @@ search itself (`shoal.scheduler.actions.preempt`) and its trial placements
 
 Ranks are the action's (`rank`: the job-order keys of the plugins that rank, with las's and
 priority's `preemption_key`); under a kept running table (`shoal.scheduler.running_table`)
-the listing is the table's, brought up to now once per commit (`_refresh`), and each
+the listing is the table's, brought up to now once per commit (`_refresh`) and taken per
+virtual cluster when a search first reads it (`_listing`), and each
 virtual cluster's index is handed on to the next cycle while its listing stands
 (`victim_index.KeptIndexes`). `Preemption` sets every attribute declared here.
 """
@@ -45,6 +46,12 @@ class VictimListing(VictimTrials):
     _holds: list[RankHolds]
     _ranks: dict[JobInfo, tuple[Any, ...]]
     _running: dict[str, list[JobInfo]] | None
+    _snapshot: Generation | None
+    """When the running jobs were first listed (`running`): under a kept table each virtual
+    cluster's listing is taken when first asked for, as the table stood then."""
+    _listed_fresh: frozenset[str]
+    _lazy: bool
+    """Whether some virtual clusters' listings are still to be taken from the table."""
     _units: dict[str, list[VictimUnit]]
     _refreshed: Generation | None
     _listed: bool
@@ -68,18 +75,47 @@ class VictimListing(VictimTrials):
     def running(self, queue: str) -> list[JobInfo]:
         """Jobs of the virtual cluster holding tasks when the action began, worst first."""
         self._listed = True
-        if self._running is None:
+        return self._listing(queue)
+
+    def _listing(self, queue: str) -> list[JobInfo]:
+        """`running`, without noting that the search under way listed them. Under a kept
+        table each virtual cluster is listed when first asked for (most searches read one
+        or two of them), from the table as it stood when the first was asked for: the
+        table is refreshed again only after every one left was listed (`_refresh`)."""
+        running = self._running
+        if running is None:
             session = self.session
             table = self.table
+            self._snapshot = generation(session)
             if table is None:
-                self._running = worst_first(session.jobs.values(), self.fresh, session.now,
-                                            self.rank, session.job_order_key, self.looks)
+                running = self._running = worst_first(
+                    session.jobs.values(), self.fresh, session.now, self.rank,
+                    session.job_order_key, self.looks)
             else:
                 self._refresh(table)
-                self._running = {q: table.listing(q, session.now, self.fresh,
-                                                  session.job_order_key)
-                                 for q in table.queues()}
-        return self._running.get(queue, [])
+                running = self._running = {}
+                self._listed_fresh = frozenset(self.fresh)
+                self._lazy = True
+        listed = running.get(queue)
+        if listed is None:
+            table = self.table
+            if table is None or not self._lazy:
+                return []
+            listed = running[queue] = table.listing(queue, self.session.now,
+                                                    self._listed_fresh,
+                                                    self.session.job_order_key)
+        return listed
+
+    def _list_all(self, table: RunningTable) -> None:
+        """List every virtual cluster not listed yet, before the table moves on."""
+        running = self._running
+        if running is None or not self._lazy:
+            return
+        self._lazy = False
+        for queue in table.queues():
+            if queue not in running:
+                running[queue] = table.listing(queue, self.session.now, self._listed_fresh,
+                                               self.session.job_order_key)
 
     def _refresh(self, table: RunningTable) -> None:
         """Bring the kept table up to now, its ranks read as if asked now (as the listing
@@ -88,6 +124,7 @@ class VictimListing(VictimTrials):
         now = generation(self.session)
         if now == self._refreshed:
             return
+        self._list_all(table)
         self._refreshed = now
         holds = self._holds
 

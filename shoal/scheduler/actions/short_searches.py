@@ -1,0 +1,139 @@
+"""Searches turned down short, answered again from the numbers they read (issue 18).
+
+Most of the preempt action's searches under backlog end before any trial placement: the
+*gains test* (GPUs free on the preemptor's node pools plus the GPUs the units ranked behind
+it free there fall short of the fewest its missing tasks need), or nothing at all ranks
+behind it while what is free does not take it. The class verdicts of
+`shoal.scheduler.preemptor_class` that last across cycles are void once anything running
+moves anywhere (a job ends, one starts, one crosses a las threshold): about every cycle.
+A `ShortVerdict` keeps such a search's numbers instead, and holds while
+
+- the free GPUs on its pools, counted again (O(nodes), once per commit), plus what its
+  victims freed then still fall short — they cannot have grown behind it: no job of its
+  virtual cluster was filed behind its rank since (`RunningTable.grown_behind`: a job that
+  started there, changed its tasks or crossed a threshold to behind it; one that left frees
+  capacity, which the count of free GPUs sees), and jobs placed in its cycle, not offered
+  then, were counted in as if they were;
+- or nothing ranks behind it still, and what is free still does not take it (tried again as
+  the search would: `_fits_without_eviction`);
+- the model, plugins, quota tree and node layout are those it read (`short_world`).
+
+The victims a search is offered are the running jobs as the table listed them when the
+execution first listed any (`VictimListing._listing`), less those it may no longer take
+(placed or evicted in this execution): never more than the table's latest events allow.
+So a verdict is checked against those events after a commit too, where the execution has
+listed its victims; before its first listing, only while nothing was committed (the listing
+would be taken now). A verdict is kept only from a search whose listing is the table as it
+stands, so that every later filing comes after its stamp.
+
+Then the search would have ended the same way — no note, no eviction, the quota tree's
+lending at `may_borrow` — so it is answered so without listing or indexing a victim. Only
+for the preempt action itself under a kept running table (not reclaim, whose offer reads
+more than ranks) and a virtual cluster whose policy notes nothing when it turns one down.
+
+Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from shoal.scheduler.actions.victim_listing import VictimListing
+from shoal.scheduler.gang_choice import GangNeed
+from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.preemptor_class import (
+    Generation,
+    PreemptorClasses,
+    ShortVerdict,
+    Verdict,
+    generation,
+    short_world,
+)
+
+ShortRead = tuple[Hashable, set[int], int, int, bool]
+"""What a search turned down short read: its pools, their nodes, its demand, what the units
+behind it free there, whether any unit ranks behind it."""
+
+
+class ShortSearches(VictimListing):
+    """The preempt action's searches, answered again by a `ShortVerdict` where it holds."""
+
+    classes: PreemptorClasses
+    shorts: bool
+    """Whether searches may be answered so (the preempt action itself, a kept table)."""
+    _entered: Generation | None
+    _short_read: ShortRead | None
+    """What the search under way read, where it was turned down short (`_preempt_for`)."""
+    _counted: Generation | None
+    _free: dict[Hashable, int]
+    """Per set of node pools, its free GPUs as of `_counted`."""
+
+    def _free_on(self, pools: Hashable, nodes: set[int] | frozenset[int]) -> int:
+        """GPUs free on `nodes` (named `pools`), counted once per commit."""
+        now = generation(self.session)
+        if now != self._counted:
+            self._free, self._counted = {}, now
+        free = self._free.get(pools)
+        if free is None:
+            states = self.session.cluster.states
+            free = self._free[pools] = sum(states[o].gpu for o in nodes)
+        return free
+
+    def short_answer(self, preemptor: JobInfo, key: Hashable, before: Generation
+                     ) -> bool | None:
+        """Answer the search for `preemptor` (of class `key`) from its class's
+        `ShortVerdict` where it holds (module text): False, as the search would return,
+        with the lending it would leave and its verdict remembered; None: search."""
+        verdict = self.classes.short(key)
+        table = self.table
+        if verdict is None or table is None or not self.shorts \
+                or (self._running is None and before != self._entered):
+            return None
+        session = self.session
+        if verdict.world != short_world(session) \
+                or table.grown_behind(verdict.queue, verdict.stamp, verdict.rank):
+            return None
+        free = self._free_on(verdict.pools, verdict.nodes)
+        session.quota.lending = True
+        if free + verdict.behind >= verdict.demand:
+            if verdict.units:
+                return None  # it may get past the gains test: search
+            if self._fits_without_eviction(preemptor, GangNeed.of(session, preemptor)):
+                return False  # placed on what is free, as the search would have
+        session.quota.lending = verdict.lending
+        # What came behind it so far freed nothing behind it, nor will the jobs placed in
+        # this cycle: their filing came after the stamp and ranks at or ahead of it.
+        verdict.stamp = table.queue_stamp(verdict.queue)
+        self.classes.short_answers += 1
+        self.classes.remember(key, before, Verdict((), verdict.lending, (), True),
+                              lasting=before == self._entered)
+        return False
+
+    def keep_short(self, preemptor: JobInfo, key: Hashable) -> None:
+        """Keep what the search just made read, where it was turned down short with nothing
+        noted, and its victims were listed from the table as it stands."""
+        read = self._short_read
+        table = self.table
+        if read is None or table is None or not self.shorts \
+                or self._snapshot != self._refreshed:
+            return
+        pools, nodes, demand, behind, units = read
+        session = self.session
+        rank = self.rank(preemptor)
+        cluster = session.cluster
+        # Placed in this cycle, so not offered now, but offered from the next on.
+        for name in self.fresh:
+            job = session.jobs.get(name)
+            if job is None or job.queue != preemptor.queue:
+                continue
+            filed: Any = table.rank_of(job)
+            if filed is None or not filed > rank:
+                continue
+            units = True
+            behind += sum(job.job.group(t.ref.group).resources.gpu for t in job.running
+                          if cluster.by_name[t.node].ordinal in nodes)
+        self.classes.remember_short(key, ShortVerdict(
+            short_world(session), preemptor.queue, table.queue_stamp(preemptor.queue), rank,
+            pools, frozenset(nodes), demand, behind, units, session.quota.lending))
+
