@@ -19,11 +19,13 @@ and falls back to one transaction per task should a whole batch raise.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import JSON, bindparam, insert, select, update
+from sqlalchemy import JSON, Text, bindparam, cast, insert, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from shoal.api import (
@@ -34,6 +36,7 @@ from shoal.api import (
     JobState,
     SchedulerName,
     Task,
+    TaskGroup,
     TaskRef,
     TaskState,
 )
@@ -246,10 +249,11 @@ class TaskBatches:
         out: dict[int, Job] = {}
         for first in range(0, len(ids), CHUNK):
             found = s.execute(
-                select(JobRow.id, JobRow.spec, JobRow.scheduler_name, JobRow.min_available,
-                       JobRow.elastic).where(JobRow.id.in_(ids[first:first + CHUNK])))
+                select(JobRow.id, cast(JobRow.spec, Text), JobRow.scheduler_name,
+                       JobRow.min_available, JobRow.elastic)
+                .where(JobRow.id.in_(ids[first:first + CHUNK])))
             for job_id, spec, scheduler, min_available, elastic in found:
-                out[job_id] = Job(names[job_id], tuple(convert.group_from_dict(g) for g in spec),
+                out[job_id] = Job(names[job_id], _groups(spec),
                                   scheduler_name=SchedulerName(scheduler),
                                   min_available=min_available,
                                   elastic=convert.elastic_from_json(elastic))
@@ -395,3 +399,11 @@ def _touched(rows: dict[TaskRef, _Row], tasks: list[dict[str, Any]], now: float
     moved = {task["task_id"] for task in tasks}
     jobs = sorted({row.job_id for row in rows.values() if row.task_id in moved})
     return [{"job_id": job_id, "now": now} for job_id in jobs]
+
+
+@functools.lru_cache(maxsize=256)
+def _groups(spec: str) -> tuple[TaskGroup, ...]:
+    """A job's task groups from its stored spec's text: a burst's jobs mostly share one, and
+    reading it afresh for each bound job was most of `_gangs`. The groups are frozen and
+    only read (for `Job.gang_met`), so one copy serves them all."""
+    return tuple(convert.group_from_dict(g) for g in json.loads(spec))
