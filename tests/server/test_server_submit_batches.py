@@ -88,3 +88,18 @@ def test_a_clash_in_the_batch_answers_each_as_alone(served: Served) -> None:
     for name in ("new-1", "twice", "new-2", "old"):
         assert served.repository.get_job(name) is not None
     assert len(served.repository.job_events("twice")) == 1
+
+
+def test_a_batch_the_store_fails_is_stored_one_by_one(served: Served,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error of the store for the batch (not a clash) is not every submission's: each is
+    then stored alone, and answered as it would have been."""
+    def broken(jobs: object) -> None:
+        served.scheduler.batches.append(-1)
+        raise RuntimeError("the batch failed")
+
+    monkeypatch.setattr(served.scheduler, "submit_batch", broken)
+    answers = served.submit_together(*((_job(f"b{i}"), None) for i in range(3)))
+    assert served.scheduler.batches == [-1]
+    assert [a.status_code for a in answers] == [201] * 3
+    assert all(served.repository.get_job(f"b{i}") is not None for i in range(3))
