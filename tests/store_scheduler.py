@@ -25,6 +25,8 @@ class StoreScheduler:
         self.reasons: dict[str, PendingReason] = {}
         self.catalog_reloads = 0
         self.wake_ups = 0
+        self.batches: list[int] = []
+        """The size of each `submit_batch` (the API's submissions stored together)."""
         self.stuck = False
         """Make `virtual_cluster_status` time out, as a control loop stuck in a step would."""
 
@@ -35,6 +37,10 @@ class StoreScheduler:
         done = self.repository.submit(job, idempotency_key=idempotency_key,
                                       generated_from=generated_from, original=original)
         return done.job, done.created
+
+    def submit_batch(self, jobs: Sequence[tuple[Job, str | None]]) -> tuple[Job, ...] | None:
+        self.batches.append(len(jobs))
+        return self.repository.insert_new(jobs)
 
     def submit_jobs(self, jobs: Sequence[Job], idempotency_key: str | None, *,
                     originals: Mapping[str, Original] | None = None, wake: bool = True

@@ -19,26 +19,24 @@ task of a job gets a port of its own, and every task learns every role's address
 
 Ports are chosen when the job's first task launches, one per task of each group (its
 largest size for an elastic group), so that a task's port is known before it, or any peer,
-starts; a retried task, a job retry or a restart of the control plane keeps them
-(`<root>/control/task-ports/<job>`). They are ports free on the control plane's machine at
-that moment, never two alike among the live jobs' task ports and master ports (the control
-loop draws MASTER_PORT through `TaskPorts.fresh` too): on the local executor, whose nodes
-are this machine, two tasks of Shoal never get one port.
+starts; a retried task, a job retry or a restart of the control plane keeps them (the
+journal of `<root>/control/task-ports`: `shoal.control.port_journal`). They are ports
+free on the control plane's machine at that moment, never two alike among the live jobs'
+task ports and master ports (the control loop draws MASTER_PORT through `TaskPorts.fresh`
+too): on the local executor, whose nodes are this machine, two tasks of Shoal never get
+one port.
 On other machines a port is probably free too, and a clash fails the attempt, which is
 retried under the task's policy — MASTER_PORT's rule.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from shoal.api import Job, TaskRef
 from shoal.control.launching import NodeAddresses
+from shoal.control.port_journal import PortJournal, read_directory
 from shoal.executors.processes import free_port
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.model import SchedulerModel
@@ -59,22 +57,23 @@ def hosts_env(group: str) -> str:
 
 
 class TaskPorts:
-    """The port of every task of each live job: in memory, and one JSON file per job under
-    `directory` (read back after a restart), `{"trainer/0": 41234, ...}`."""
+    """The port of every task of each live job: in memory, and kept in `directory`'s
+    journal (`shoal.control.port_journal`; read back after a restart),
+    `{"trainer/0": 41234, ...}` per job."""
 
     def __init__(self, directory: Path, pick: Callable[[], int] = free_port,
                  also_taken: Iterable[Path] = ()) -> None:
-        """`also_taken`: directories of other ports kept by job, one file per job holding a
-        port (`records.MasterPorts`'), taken too after a restart."""
+        """`also_taken`: directories of other ports kept by job (`records.MasterPorts`'),
+        taken too after a restart."""
         self.directory = Path(directory)
         self._pick = pick
-        self._ports: dict[str, dict[str, int]] = {}
+        self._journal = PortJournal(self.directory)
         self._taken: set[int] = set()
-        for where in (self.directory, *also_taken):
-            with contextlib.suppress(FileNotFoundError):
-                for path in Path(where).iterdir():
-                    if not path.name.startswith("."):
-                        self._taken.update(_read(path).values())
+        for ports in self._journal.jobs().values():
+            self._taken.update(ports.values())
+        for where in also_taken:
+            for ports in read_directory(Path(where))[0].values():
+                self._taken.update(ports.values())
 
     def port(self, job: Job, ref: TaskRef, avoid: Iterable[int] = ()) -> int:
         """The port of task `ref` of `job`; every task of the job gets one on first use."""
@@ -83,19 +82,14 @@ class TaskPorts:
     def ports(self, job: Job, avoid: Iterable[int] = ()) -> dict[str, int]:
         """`group/index` → port for every task of `job`, chosen on first use (never one of
         `avoid`: its MASTER_PORT) and kept."""
-        known = self._ports.get(job.name)
-        if known is None:
-            known = _read(self.directory / job.name)
-            self._taken.update(known.values())
+        known = self._journal.get(job.name) or {}
         wanted = [_key(g.name, i) for g in job.groups for i in range(g.replicas)]
         missing = [k for k in wanted if k not in known]
         if missing:  # first use, or a task group that was not there when they were chosen
             avoided = set(avoid)
-            known = dict(known)
             for key in missing:
                 known[key] = self.fresh(avoided)
-            self._write(job.name, known)
-        self._ports[job.name] = known
+            self._journal.put(job.name, known)
         return known
 
     def fresh(self, avoid: Iterable[int] = ()) -> int:
@@ -112,19 +106,9 @@ class TaskPorts:
     def forget(self, job: str, also: Iterable[int] = ()) -> None:
         """The job ended: its ports are free again, and `also` (its master port, drawn
         through `fresh`)."""
-        known = self._ports.pop(job, None)
-        if known is None:
-            known = _read(self.directory / job)
-        self._taken.difference_update(known.values())
+        self._taken.difference_update((self._journal.get(job) or {}).values())
         self._taken.difference_update(also)
-        (self.directory / job).unlink(missing_ok=True)
-
-    def _write(self, job: str, ports: dict[str, int]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / job
-        tmp = path.with_name(f".{job}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-        tmp.write_text(json.dumps(ports, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        self._journal.drop(job)
 
 
 class Endpoints:
@@ -178,16 +162,3 @@ class Endpoints:
 
 def _key(group: str, index: int) -> str:
     return f"{group}/{index}"
-
-
-def _read(path: Path) -> dict[str, int]:
-    """A job's ports file; a file of one port (a master port's) as {"": port}."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if isinstance(data, int):
-        return {"": data}
-    if not isinstance(data, dict):
-        return {}
-    return {str(k): v for k, v in data.items() if isinstance(v, int)}

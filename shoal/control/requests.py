@@ -103,6 +103,17 @@ class Requests:
                 self.wake_up()
         return stored, created
 
+    def submit_batch(self, jobs: Sequence[tuple[Job, str | None]]) -> tuple[Job, ...] | None:
+        """New jobs of separate submissions stored in one transaction
+        (`Repository.insert_new`; `shoal.server.submit_batch`) and queued for the loop as
+        `submit(wake=False)` queues one; None, nothing stored, when the store refused any."""
+        now = self.clock()
+        stored = self.repository.insert_new(
+            [(job if job.submitted else replace(job, submitted=now), key) for job, key in jobs])
+        for job in stored or ():
+            self._commands.put(functools.partial(self._admit, job))
+        return stored
+
     def submit_jobs(self, jobs: Sequence[Job], idempotency_key: str | None = None, *,
                     originals: Mapping[str, Original] | None = None, wake: bool = True
                     ) -> tuple[tuple[Job, ...], bool]:

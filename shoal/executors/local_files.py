@@ -72,29 +72,39 @@ class JobFiles:
         the server's user: `<root>/control/<kind>/<job>.json`. Switching users:
         `<work root>/.jobs/<job>/<kind>.json`, in a directory of the server's (so a task
         can plant no link there) that only the job's OS group may enter (0750); the file
-        must then be readable by others (0644): its directory is the gate."""
+        must then be readable by others (0644): its directory is the gate. Only says
+        where: the directory is made by the first `write_job_file` (every task is told
+        the path at launch, and most jobs' file is never written — a burst's launches
+        made a directory each for nothing)."""
+        return self._job_file(kind, job, user)[0]
+
+    def _job_file(self, kind: str, job: str, user: str | None) -> tuple[Path, int | None]:
+        """`job_file`'s path, and the OS group its directory is for (None: the server's
+        own directory under `root`)."""
         check_name("job", job)
         work_root = self.isolation.work_root
         if work_root is None or not self.isolation.policy.switches_user:
-            return self.root / "control" / kind / f"{job}.json"
+            return self.root / "control" / kind / f"{job}.json", None
         try:
             identity = self._accounts.identity(user)
         except ValueError:  # its tasks cannot run either: nothing will read the file
-            return self.root / "control" / kind / f"{job}.json"
+            return self.root / "control" / kind / f"{job}.json", None
         assert identity is not None
-        jobs = work_root / ".jobs"
-        jobs.mkdir(mode=0o711, exist_ok=True)
-        jobs.chmod(0o711)  # `shoal up`'s umask (0o077) would leave it closed to the tasks
-        directory = jobs / job
-        directory.mkdir(mode=0o750, exist_ok=True)
-        os.chown(directory, os.geteuid(), identity.gid, follow_symlinks=False)
-        directory.chmod(0o750)
-        return directory / f"{kind}.json"
+        return work_root / ".jobs" / job / f"{kind}.json", identity.gid
 
     def write_job_file(self, kind: str, job: str, user: str | None, data: bytes) -> Path:
         """Replace the job file's content (`job_file`), atomically; returns its path."""
-        path = self.job_file(kind, job, user)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path, gid = self._job_file(kind, job, user)
+        if gid is None:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        else:
+            jobs = path.parent.parent
+            jobs.mkdir(mode=0o711, exist_ok=True)
+            jobs.chmod(0o711)  # `shoal up`'s umask (0o077) would leave it closed to the tasks
+            directory = path.parent
+            directory.mkdir(mode=0o750, exist_ok=True)
+            os.chown(directory, os.geteuid(), gid, follow_symlinks=False)
+            directory.chmod(0o750)
         replace_file(path, data)
         return path
 

@@ -261,12 +261,12 @@ def on_node(node_root: str, isolation: Isolation | None, op: str, *args: Any) ->
         kind, job, user, path, data = args
         target = Path(path)
         if local.isolation.policy.switches_user:
-            # Prepares its directory for the job's OS user; another path: a refused user,
+            # Its directory prepared for the job's OS user; another path: a refused user,
             # whose tasks cannot run here either.
-            if local.job_file(kind, job, user) != target:
-                return None
-        else:
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if local.job_file(kind, job, user) == target:
+                local.write_job_file(kind, job, user, data)
+            return None
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         replace_file(target, data)
         return None
     if op == "remove":

@@ -35,6 +35,9 @@ A job's name may be one whose job has ended: that job is kept in history as `NAM
 named here, its prefix and a random suffix (`shoal.spec.generated_names`), drawn again
 while the name is taken (at most GENERATE_TRIES times).
 
+New jobs submitted while the event loop holds several requests are stored in one
+transaction (`shoal.server.submit_batch`); a refusal sends each its own way, as before.
+
 The control loop is woken only once the answer has been sent (a background task): woken at
 once, its thread competed with the answer for the GIL, which cost every submission another
 half millisecond.
@@ -76,6 +79,7 @@ from shoal.server.job_models import (
 )
 from shoal.server.job_watch import WATCH_HELP, WATCH_RESPONSE, JobFilter, JobWatch
 from shoal.server.scheduler import Scheduler
+from shoal.server.submit_batch import SubmitBatches
 from shoal.spec import API_VERSION, SpecBundle
 from shoal.spec.generated_names import random_name
 from shoal.spec.imports import Original
@@ -111,6 +115,7 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
     router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"],
                        responses=responses(401))
     body_dependency = Depends(raw_body)
+    batches = SubmitBatches(scheduler)
 
     async def wake_up() -> None:  # async: a sync task would go through the thread pool
         scheduler.wake_up()
@@ -181,11 +186,15 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
                                     f"this cluster: {reason.message}",
                                reason.field or "spec", reason=reason.to_dict())
         try:
-            if len(jobs) == 1:  # the hot path: no extra work
+            if len(jobs) == 1 and submission.prefix is None and not submission.originals:
+                # The hot path: stored with the other submissions of this turn of the loop
+                one, created = await batches.submit(jobs[0], idempotency_key)
+                saved: tuple[Job, ...] = (one,)
+            elif len(jobs) == 1:
                 one, created = submit_named(scheduler, jobs[0], submission.prefix,
                                             idempotency_key,
                                             submission.originals.get(jobs[0].name))
-                saved: tuple[Job, ...] = (one,)
+                saved = (one,)
             else:
                 saved, created = scheduler.submit_jobs(
                     jobs, idempotency_key, originals=submission.originals, wake=False)

@@ -29,6 +29,14 @@ class Scheduler(Protocol):
         first."""
         ...
 
+    def submit_batch(self, jobs: Sequence[tuple[Job, str | None]]
+                     ) -> tuple[Job, ...] | None:
+        """New jobs of separate submissions (each with its idempotency key; none imported,
+        no generated name) stored together, all or none, and taken up at `wake_up()`: the
+        jobs as stored, or None, with nothing stored, when the store refused any (the
+        caller then `submit`s each alone, which answers it as it always did)."""
+        ...
+
     def submit_jobs(self, jobs: Sequence[Job], idempotency_key: str | None, *,
                     originals: Mapping[str, Original] | None = None, wake: bool = True
                     ) -> tuple[tuple[Job, ...], bool]:

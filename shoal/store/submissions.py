@@ -39,6 +39,8 @@ from shoal.store.models import EventRow, JobOriginalRow, JobRow, TaskRow
 SUBMITTED = "Submitted"
 
 _INSERT_JOB = insert(JobRow).returning(JobRow.id)
+_INSERT_JOBS = insert(JobRow).returning(JobRow.id, sort_by_parameter_order=True)
+"""`_INSERT_JOB` for many jobs at once, their ids in the order of the parameters."""
 _INSERT_EVENT = insert(EventRow)
 _INSERT_ORIGINAL = insert(JobOriginalRow)
 CLASH_TRIES = 3
@@ -115,6 +117,36 @@ class Submissions(JobNames):
             if replayed is not None:
                 return replayed
         raise refused
+
+    def insert_new(self, jobs: Sequence[tuple[Job, str | None]]) -> tuple[Job, ...] | None:
+        """New jobs of separate submissions (each with its idempotency key; none imported)
+        stored in one transaction, with the rows `submit` stores for a new job; None, and
+        none of them stored, when the store refuses any (a name or key taken, or another
+        error: each is then `submit`ted alone, which answers it as it always did). One
+        transaction of three `executemany` statements for what arrived together: a burst's
+        submissions share SQLite's write lock and commit."""
+        if not jobs:
+            return ()
+        now = self.clock()
+        pending = tuple(replace(job, state=JobState.PENDING, tasks=()) for job, _ in jobs)
+        try:
+            with self.store.engine.begin() as connection:
+                ids = connection.execute(_INSERT_JOBS, [
+                    convert.job_columns(job, idempotency_key=key, now=now)
+                    for job, (_, key) in zip(pending, jobs, strict=True)]).scalars().all()
+                tasks = [{"job_id": job_id, "group": g.name, "replicas": g.replicas}
+                         for job_id, job in zip(ids, pending, strict=True)
+                         for g in job.groups if g.replicas > 0]
+                if tasks:
+                    connection.execute(_INSERT_TASKS, tasks)
+                connection.execute(_INSERT_EVENT, [
+                    {"job_id": job_id, "time": now, "kind": SUBMITTED,
+                     "target_state": JobState.PENDING.value,
+                     "cause": f"submitted to queue {job.queue}"}
+                    for job_id, job in zip(ids, pending, strict=True)])
+        except DBAPIError:
+            return None
+        return pending
 
     def submit_jobs(self, jobs: Sequence[Job], *, idempotency_key: str | None = None,
                     originals: Mapping[str, Original] | None = None

@@ -29,3 +29,22 @@ def test_a_kept_admission_check_answers_as_a_fresh_one(world: World, rng: random
         fresh = admission_check(job, world.nodes, world.virtual_clusters,
                                 world.priority_classes, world.profile)
         assert kept(job) == fresh, job.name
+
+
+@settings(max_examples=30, deadline=None)
+@given(worlds(max_jobs=10), st.randoms(use_true_random=False))
+def test_a_job_of_a_shape_already_checked_is_answered_as_a_fresh_check_would(
+        world: World, rng: random.Random) -> None:
+    """The kept check remembers the shapes it found feasible: a job of the same shape under
+    another name and submission time (a burst's next job) gets a fresh check's answer."""
+    submissions = [replace(j, state=JobState.PENDING, tasks=()) for j in world.jobs]
+    copies = [replace(j, name=f"{j.name}-again", submitted=j.submitted + 1.0)
+              for j in submissions]
+    order = [*submissions, *copies]
+    rng.shuffle(order)
+    kept = AdmissionCheck(world.nodes, world.virtual_clusters, world.priority_classes,
+                          world.profile)
+    for job in order:
+        fresh = admission_check(job, world.nodes, world.virtual_clusters,
+                                world.priority_classes, world.profile)
+        assert kept(job) == fresh, job.name

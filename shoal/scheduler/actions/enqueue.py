@@ -242,21 +242,32 @@ class AdmissionCheck:
         self._model = SchedulerModel(uncordoned, virtual_clusters, priority_classes)
         self._model.reserve()  # on the idle cluster, every VC's fixed-size nodes are carved
         self._hooks = Hooks((profile or Profiles.default()).plugins())
+        self._feasible: set[str] = set()
+        """The shapes (`_shape`) of jobs found feasible: the same answer for the next job of
+        that shape without adding it to the model (a burst is mostly one shape)."""
 
     def __call__(self, job: Job, scoped: Sequence[VirtualCluster] = ()) -> PendingReason | None:
         """`scoped`: the job-scoped virtual clusters on the path to the job's queue (a job
         submitted into another job's own virtual cluster or one of its sub-clusters),
         parents first; they join the idle model for this check only. Their fixed-size nodes
         are left out: a job in them is judged on their flexible resources."""
+        key = _shape(job) if not scoped else None
+        if key is not None and key in self._feasible:
+            return None
         added = [vc.name for vc in scoped if vc.name not in self._model.quota.queues]
         for vc in scoped:
             if vc.name in added:
                 self._model.quota.add(replace(vc, fixed_size_nodes=()))
         try:
-            return self._check(job)
+            reason = self._check(job)
         finally:
             for name in reversed(added):
                 self._model.quota.remove(name)
+        if reason is None and key is not None:
+            if len(self._feasible) >= FEASIBLE_SHAPES:
+                self._feasible.clear()
+            self._feasible.add(key)
+        return reason
 
     def _check(self, job: Job) -> PendingReason | None:
         info = self._model.add_job(job)
@@ -273,3 +284,16 @@ class AdmissionCheck:
             return feasibility(session, info)
         finally:
             self._model.remove_job(job.name)
+
+
+FEASIBLE_SHAPES = 1024
+"""How many feasible shapes an `AdmissionCheck` remembers (then it starts afresh)."""
+
+
+def _shape(job: Job) -> str | None:
+    """What an admission check of `job` reads, its name and submission time left out — two
+    jobs of one shape get one answer; None for a job whose check reads its name or other
+    jobs (its own virtual cluster, sub-clusters, dependencies), which is not remembered."""
+    if job.virtual_cluster is not None or job.sub_clusters or job.depends_on or job.tasks:
+        return None
+    return repr(replace(job, name="", submitted=0.0))
