@@ -29,6 +29,17 @@ trial reads nothing else: its jobs hold nothing, and a virtual cluster whose pla
 more (users, virtual nodes, kept parts, flavors) has no classes (`classable`). Under backlog
 most cycles come from arrivals and the clock, with no capacity freed since the last one:
 the classes turned down then are not tried again.
+
+Under backlog, though, a job ends and another starts in most cycles, so the world moves and
+each class turned down is tried again only to be turned down by the quota tree, most often
+because the cluster as a whole has too little free. A class's trial asks the quota tree
+first, and for a fresh job of the class it asks exactly the same (`Probe`: the gang's
+`need`, its request and whether it is elastic surplus), so the first trial that reaches that
+question notes it, and later ones ask it directly (`allocate.quota_refusal`): a refusal is
+the trial's, reason included, without the trial's set-up. A session opened unworded
+(`Session.worded`: the simulator) does not even ask: the cluster short of the request, read
+from the quota tree's root, is the refusal, its kind and resource known and its message not
+worded — such a reason is never kept past the cycle.
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shoal.api.decisions import PendingReason
+from shoal.api.resources import Resources
 from shoal.core.nodes import ClusterState, FitMemo
 from shoal.core.quota import QuotaTree
 from shoal.scheduler.jobs import JobInfo
@@ -93,6 +105,19 @@ class _Misfit:
     reason: PendingReason
 
 
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a fresh job of a class asks the quota tree first when it is tried: its gang's
+    `need` tasks, of one task group, as `request` in all (`Session.allocatable`)."""
+
+    hooks: object
+    """The profile's plugins it was found under: it holds under those only."""
+    need: int
+    request: Resources
+    surplus: bool
+    """Whether all of them are elastic surplus (they may borrow where others may not)."""
+
+
 World = tuple[object, ...]
 """What a class's trial reads besides the class, comparable across cycles (`Misfits.world`)."""
 
@@ -136,11 +161,13 @@ class Misfits:
         return kept[1]
 
     def note(self, memo: FitMemo, klass: int, best_effort: bool,
-             reason: PendingReason) -> None:
+             reason: PendingReason, worded: bool = True) -> None:
+        """`worded`: False for a reason left unworded (`Session.worded`), which stands for
+        this cycle only."""
         verdicts = self._session.model.class_verdicts
         self._known[(id(memo), verdicts.generation, klass, best_effort)] = _Misfit(
             self.state(memo), reason)
-        world = self.world(memo)
+        world = self.world(memo) if worded else None
         if world is not None:
             verdicts.kept[(klass, best_effort)] = (world, reason)
 
@@ -158,6 +185,8 @@ class ClassVerdicts:
         self.kept: dict[tuple[int, bool], tuple[World, PendingReason]] = {}
         """Per (class, best-effort part), the last reason it was turned down with and the
         world it was found in: it stands in any later cycle in the same world (`Misfits`)."""
+        self.probes: dict[int, Probe] = {}
+        """Per class, what its trial asks the quota tree first (`Probe`)."""
         self.generation = 0
         """Moves when the numbers start over (with the verdicts): a number kept on a job
         from an older generation is stale. Starting over keeps the table from growing with
@@ -175,5 +204,6 @@ class ClassVerdicts:
             self._verdicts = {}
             self._numbers = {}
             self.kept = {}
+            self.probes = {}
             self.generation += 1
         return self._verdicts

@@ -45,12 +45,13 @@ from shoal.scheduler.fitting import place_replicas
 from shoal.scheduler.flavors import choose
 from shoal.scheduler.framework import Starvation
 from shoal.scheduler.gang_choice import GangNeed, place_gang
-from shoal.scheduler.job_classes import job_class
+from shoal.scheduler.job_classes import Probe, job_class
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.partial_admission import admit
+from shoal.scheduler.plugins.capacity import Capacity
 from shoal.scheduler.plugins.gang import Gang
 from shoal.scheduler.registry import Arguments
-from shoal.scheduler.session import Session
+from shoal.scheduler.session import UNWORDED, Session
 from shoal.scheduler.strict_line import StrictLine
 
 
@@ -259,24 +260,64 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: boo
     best-effort tasks, for the backfill action; else the others (module docstring).
 
     A job whose class was turned down earlier in the cycle, with nothing it reads changed
-    since, is not tried again: it gets the same reason (`shoal.scheduler.job_classes`)."""
+    since, is not tried again: it gets the same reason (`shoal.scheduler.job_classes`); nor
+    is one the quota tree turns down, asked what the class's trial would ask it first."""
     klass = job_class(session, job)
     if klass is None:
         return _allocate_job(session, memo, job, best_effort)
-    known = session.misfits.known(memo, klass, best_effort)
+    misfits = session.misfits
+    known = misfits.known(memo, klass, best_effort)
     if known is not None:
         job.reason = known
         return False
+    if not best_effort:
+        refused = quota_refusal(session, job, klass)
+        if refused is not None:
+            job.reason = refused
+            misfits.note(memo, klass, False, refused, refused.message is not UNWORDED)
+            return False
     before = job.reason
-    placed = _allocate_job(session, memo, job, best_effort)
+    placed = _allocate_job(session, memo, job, best_effort, klass)
     reason = job.reason
     if not placed and reason is not None and reason is not before:
-        session.misfits.note(memo, klass, best_effort, reason)
+        misfits.note(memo, klass, best_effort, reason)
     return placed
 
 
-def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool
-                  ) -> bool:
+def quota_refusal(session: Session, job: JobInfo, klass: int) -> PendingReason | None:
+    """Why a fresh job of the class is turned down by the quota tree, asked what the
+    class's trial asks it first (`shoal.scheduler.job_classes.Probe`), or None (not known:
+    the trial says). Unworded (`Session.worded`) and under the capacity plugin alone, a
+    request the cluster as a whole is short of is refused as the quota tree's root check
+    refuses it (`QuotaTree.check`), the message left unworded."""
+    probe = session.model.class_verdicts.probes.get(klass)
+    if probe is None or probe.hooks is not session.hooks:
+        return None
+    if not session.worded and capacity_alone(session):
+        quota = session.quota
+        short = probe.request.shortfall(quota.capacity.saturating_sub(quota.root.usage))
+        if short:
+            return PendingReason(
+                PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
+                UNWORDED, resource=short[0])
+    reason = session.allocatable(job.account, probe.request, probe.surplus)
+    return None if reason is None else gang_reason(job, probe.need, reason)
+
+
+def capacity_alone(session: Session) -> bool:
+    """Whether the capacity plugin is the profile's only `Allocatable`: what it refuses is
+    what the session refuses."""
+    derived = session.hooks.derived
+    alone = derived.get("capacity_alone")
+    if alone is None:
+        plugins = session.hooks.allocatables
+        alone = derived["capacity_alone"] = len(plugins) == 1 \
+            and isinstance(plugins[0], Capacity)
+    return bool(alone)
+
+
+def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool,
+                  klass: int | None = None) -> bool:
     choose(session, job)  # on the flavor it would be admitted on now, if it holds nothing
     if job.admits_partially() and not best_effort:
         return admit(session, memo, job)
@@ -298,8 +339,10 @@ def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bo
         # One group waits: its first `need` replicas are the only choice. Placed inline, as
         # ten thousand such jobs are turned down per cycle in `bench/cycle.py`.
         group = job.groups_with_pending()[0]
-        reason = place_replicas(session, memo, statement, job, group,
-                                job.first_pending(need, session.task_order())[0][1])
+        indices = job.first_pending(need, session.task_order())[0][1]
+        if klass is not None and not best_effort:
+            _learn(session, klass, need, group, indices, job)
+        reason = place_replicas(session, memo, statement, job, group, indices)
     else:
         reason = place_gang(session, memo, statement, job, GangNeed.of(session, job))
     if reason is not None:
@@ -308,6 +351,18 @@ def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bo
         return False
     statement.commit()
     return True
+
+
+def _learn(session: Session, klass: int, need: int, group: TaskGroup, indices: list[int],
+           job: JobInfo) -> None:
+    """Note what a fresh job of the class asks the quota tree first: `place_replicas`
+    asks it for these replicas, no user quota or virtual node coming before for a job
+    that is classed (`shoal.scheduler.job_classes.classable`)."""
+    probes = session.model.class_verdicts.probes
+    known = probes.get(klass)
+    if known is None or known.hooks is not session.hooks:
+        probes[klass] = Probe(session.hooks, need, group.resources.scale(len(indices)),
+                              all(job.is_surplus(group.name, i) for i in indices))
 
 
 def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False
