@@ -22,7 +22,7 @@ from shoal.api.resources import PODS, Resources
 from shoal.core.nodes import FitMemo, NodePool
 from shoal.core.statement import Statement
 from shoal.scheduler.jobs import JobInfo
-from shoal.scheduler.session import Session
+from shoal.scheduler.session import UNWORDED, Session
 
 
 def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: JobInfo,
@@ -120,14 +120,18 @@ def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
         fit = min(diagnosis.fit + already, count - 1)
         if memo is not None:
             memo.record(pool, request, fit, diagnosis)
-    where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"
     short = diagnosis.short
+    main = max(short, key=lambda d: (short[d], d)) if short else None
+    if not session.worded:  # what decisions read of it, the count and bound kept as above
+        return PendingReason(
+            PendingKind.INSUFFICIENT_RESOURCES, UNWORDED,
+            resource=None if main == PODS else main, predicate=PODS if main == PODS else None)
+    where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"
     detail = ", ".join(f"{n} at their task limit (pods)" if dim == PODS else f"{n} lack {dim}"
                        for dim, n in sorted(short.items(), key=lambda kv: (-kv[1], kv[0])))
     if diagnosis.kept:
         detail += (f"; {diagnosis.kept} of them keep{'s' if diagnosis.kept == 1 else ''} "
                    f"their free cpu for idle GPUs (gpu-discipline)")
-    main = max(short, key=lambda d: (short[d], d)) if short else None
     # A node full by task count lacks no resource: its task limit is a predicate, as
     # Kubernetes' pod-count check is.
     return PendingReason(

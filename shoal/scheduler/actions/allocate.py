@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
+from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.class_walk import walk_classes
 from shoal.scheduler.aging import held_back_reason, reservation_reason
@@ -280,7 +282,7 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: boo
     placed = _allocate_job(session, memo, job, best_effort, klass)
     reason = job.reason
     if not placed and reason is not None and reason is not before:
-        misfits.note(memo, klass, best_effort, reason)
+        misfits.note(memo, klass, best_effort, reason, reason.message is not UNWORDED)
     return placed
 
 
@@ -294,14 +296,27 @@ def quota_refusal(session: Session, job: JobInfo, klass: int) -> PendingReason |
     if probe is None or probe.hooks is not session.hooks:
         return None
     if not session.worded and capacity_alone(session):
-        quota = session.quota
-        short = probe.request.shortfall(quota.capacity.saturating_sub(quota.root.usage))
+        short = probe.request.shortfall(cluster_room(session))
         if short:
             return PendingReason(
                 PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
                 UNWORDED, resource=short[0])
     reason = session.allocatable(job.account, probe.request, probe.surplus)
     return None if reason is None else gang_reason(job, probe.need, reason)
+
+
+def cluster_room(session: Session) -> Resources:
+    """What the quota tree's root check reads as free (its capacity less the root's usage),
+    kept while both are the same objects: usage is replaced, not changed, as it moves."""
+    quota = session.quota
+    capacity, usage = quota.capacity, quota.root.usage
+    kept = session.hooks.derived.get("cluster_room")
+    if kept is not None and kept[0] is capacity and kept[1] is usage:
+        room: Resources = kept[2]
+        return room
+    room = capacity.saturating_sub(usage)
+    session.hooks.derived["cluster_room"] = (capacity, usage, room)
+    return room
 
 
 def capacity_alone(session: Session) -> bool:
@@ -413,6 +428,8 @@ def waits_for_backfill(job: JobInfo) -> None:
 def gang_reason(job: JobInfo, need: int, reason: PendingReason) -> PendingReason:
     kind = PendingKind.GANG if reason.kind is PendingKind.INSUFFICIENT_RESOURCES and need > 1 \
         else reason.kind
+    if reason.message is UNWORDED:
+        return replace(reason, kind=kind)
     return PendingReason(
         kind, f"gang of {need} task{'s' if need != 1 else ''} (minAvailable "
               f"{job.gang_minimum}) cannot start together: {reason.message}",
