@@ -36,10 +36,12 @@ because the cluster as a whole has too little free. A class's trial asks the quo
 first, and for a fresh job of the class it asks exactly the same (`Probe`: the gang's
 `need`, its request and whether it is elastic surplus), so the first trial that reaches that
 question notes it, and later ones ask it directly (`allocate.quota_refusal`): a refusal is
-the trial's, reason included, without the trial's set-up. A session opened unworded
-(`Session.worded`: the simulator) does not even ask: the cluster short of the request, read
-from the quota tree's root, is the refusal, its kind and resource known and its message not
-worded — such a reason is never kept past the cycle.
+the trial's, reason included, without the trial's set-up; then its node pool and fit bound
+(`shoal.scheduler.fitting.refusal`). A session opened unworded (`Session.worded`: the
+simulator) does not even ask the quota tree when the cluster as a whole, read from its
+root, is short of the request; and its reasons carry their kind, resource and predicate,
+which decisions read, but no message (`UNWORDED`). An unworded reason is kept across cycles
+like a worded one, but only an unworded session takes it: a worded one tries the class.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shoal.api.decisions import PendingReason
+from shoal.api.objects import TaskGroup
 from shoal.api.resources import Resources
 from shoal.core.nodes import ClusterState, FitMemo
 from shoal.core.quota import QuotaTree
@@ -55,6 +58,9 @@ from shoal.scheduler.jobs import JobInfo
 
 if TYPE_CHECKING:
     from shoal.scheduler.session import Hooks, Session
+
+UNWORDED = "(not worded: the cycle was decided without reasons)"
+"""The message of a reason an unworded session did not word (`Session.worded`)."""
 
 
 def job_class(session: Session, job: JobInfo) -> int | None:
@@ -107,13 +113,18 @@ class _Misfit:
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """What a fresh job of a class asks the quota tree first when it is tried: its gang's
-    `need` tasks, of one task group, as `request` in all (`Session.allocatable`)."""
+    """What a fresh job of a class asks first when it is tried: the quota tree, for its
+    gang's `need` tasks of one task group (`request` in all), then the group's node pool
+    and fit bound (`shoal.scheduler.fitting.refusal`)."""
 
     hooks: object
     """The profile's plugins it was found under: it holds under those only."""
     need: int
+    group: TaskGroup
+    count: int
+    """Replicas of `group` asked for (`need`, as `place_replicas` counts them)."""
     request: Resources
+    """`count` × the group's request."""
     surplus: bool
     """Whether all of them are elastic surplus (they may borrow where others may not)."""
 
@@ -158,16 +169,16 @@ class Misfits:
         kept = verdicts.kept.get((klass, best_effort))
         if kept is None or kept[0] != self.world(memo):
             return None
-        return kept[1]
+        reason = kept[1]
+        # Left unworded by an unworded session: a worded one words it by trying the class.
+        return None if reason.message is UNWORDED and self._session.worded else reason
 
     def note(self, memo: FitMemo, klass: int, best_effort: bool,
-             reason: PendingReason, worded: bool = True) -> None:
-        """`worded`: False for a reason left unworded (`Session.worded`), which stands for
-        this cycle only."""
+             reason: PendingReason) -> None:
         verdicts = self._session.model.class_verdicts
         self._known[(id(memo), verdicts.generation, klass, best_effort)] = _Misfit(
             self.state(memo), reason)
-        world = self.world(memo) if worded else None
+        world = self.world(memo)
         if world is not None:
             verdicts.kept[(klass, best_effort)] = (world, reason)
 

@@ -46,9 +46,6 @@ from shoal.scheduler.queue_status import closed_queues
 from shoal.scheduler.reason_report import NOT_REACHED, ReasonChanges, ReasonLedger, report
 from shoal.scheduler.strict_line import StrictLine
 
-UNWORDED = "(not worded: the cycle was decided without reasons)"
-"""The message of a reason an unworded session did not word (`Session.worded`)."""
-
 MAX_HELD_BACK_NOTES = 2
 """At most this many notes (`hold_back`) are appended to one reason: a preempt and a
 reclaim action may each have one."""
@@ -91,7 +88,7 @@ class Session:
         """Whether waiting jobs' reasons are worded. A driver that takes only the decisions
         (`decide`: the simulator) may open the session unworded: a job class that a cheap
         test proves turned down then gets its reason's kind and resource, which decisions
-        read, with an unworded message (`UNWORDED`), and `close` and `report` refuse."""
+        read, with an unworded message (`job_classes.UNWORDED`), and `close` and `report` refuse."""
 
         self.cluster = model.cluster
         self.quota = model.quota

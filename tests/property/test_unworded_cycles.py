@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from shoal.api import Decisions, Job, Node, Resources, SchedulerName, TaskGroup, VirtualCluster
 from shoal.scheduler import Profile
+from shoal.scheduler.job_classes import UNWORDED
 from shoal.scheduler.model import SchedulerModel
-from shoal.scheduler.session import UNWORDED, Hooks, Session
+from shoal.scheduler.session import Hooks, Session
 
 from .lockstep import change_both
 from .strategies import World, worlds

@@ -39,21 +39,21 @@ from typing import Any
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
 from shoal.api.resources import Resources
-from shoal.core.nodes import FitMemo
+from shoal.core.nodes import FitMemo, NodePool
 from shoal.scheduler.actions.class_walk import walk_classes
 from shoal.scheduler.aging import held_back_reason, reservation_reason
 from shoal.scheduler.class_lines import static_order
-from shoal.scheduler.fitting import place_replicas
+from shoal.scheduler.fitting import place_replicas, refusal
 from shoal.scheduler.flavors import choose
 from shoal.scheduler.framework import Starvation
 from shoal.scheduler.gang_choice import GangNeed, place_gang
-from shoal.scheduler.job_classes import Probe, job_class
+from shoal.scheduler.job_classes import UNWORDED, Probe, job_class
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.partial_admission import admit
 from shoal.scheduler.plugins.capacity import Capacity
 from shoal.scheduler.plugins.gang import Gang
 from shoal.scheduler.registry import Arguments
-from shoal.scheduler.session import UNWORDED, Session
+from shoal.scheduler.session import Session
 from shoal.scheduler.strict_line import StrictLine
 
 
@@ -273,25 +273,26 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: boo
         job.reason = known
         return False
     if not best_effort:
-        refused = quota_refusal(session, job, klass)
+        refused = class_refusal(session, memo, job, klass)
         if refused is not None:
             job.reason = refused
-            misfits.note(memo, klass, False, refused, refused.message is not UNWORDED)
+            misfits.note(memo, klass, False, refused)
             return False
     before = job.reason
     placed = _allocate_job(session, memo, job, best_effort, klass)
     reason = job.reason
     if not placed and reason is not None and reason is not before:
-        misfits.note(memo, klass, best_effort, reason, reason.message is not UNWORDED)
+        misfits.note(memo, klass, best_effort, reason)
     return placed
 
 
-def quota_refusal(session: Session, job: JobInfo, klass: int) -> PendingReason | None:
-    """Why a fresh job of the class is turned down by the quota tree, asked what the
-    class's trial asks it first (`shoal.scheduler.job_classes.Probe`), or None (not known:
-    the trial says). Unworded (`Session.worded`) and under the capacity plugin alone, a
-    request the cluster as a whole is short of is refused as the quota tree's root check
-    refuses it (`QuotaTree.check`), the message left unworded."""
+def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
+                  ) -> PendingReason | None:
+    """Why a fresh job of the class is turned down before a node is tried, asked what the
+    class's trial asks first (`shoal.scheduler.job_classes.Probe`, `fitting.refusal`), or
+    None (not known: the trial says). Unworded (`Session.worded`) and under the capacity
+    plugin alone, a request the cluster as a whole is short of is refused as the quota
+    tree's root check refuses it (`QuotaTree.check`), the message left unworded."""
     probe = session.model.class_verdicts.probes.get(klass)
     if probe is None or probe.hooks is not session.hooks:
         return None
@@ -301,8 +302,9 @@ def quota_refusal(session: Session, job: JobInfo, klass: int) -> PendingReason |
             return PendingReason(
                 PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
                 UNWORDED, resource=short[0])
-    reason = session.allocatable(job.account, probe.request, probe.surplus)
-    return None if reason is None else gang_reason(job, probe.need, reason)
+    reason = refusal(session, memo, job.account, probe.group, probe.count, probe.request,
+                     probe.surplus)
+    return None if isinstance(reason, NodePool) else gang_reason(job, probe.need, reason)
 
 
 def cluster_room(session: Session) -> Resources:
@@ -376,7 +378,8 @@ def _learn(session: Session, klass: int, need: int, group: TaskGroup, indices: l
     probes = session.model.class_verdicts.probes
     known = probes.get(klass)
     if known is None or known.hooks is not session.hooks:
-        probes[klass] = Probe(session.hooks, need, group.resources.scale(len(indices)),
+        probes[klass] = Probe(session.hooks, need, group, len(indices),
+                              group.resources.scale(len(indices)),
                               all(job.is_surplus(group.name, i) for i in indices))
 
 
