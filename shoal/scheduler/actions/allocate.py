@@ -263,7 +263,8 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: boo
 
     A job whose class was turned down earlier in the cycle, with nothing it reads changed
     since, is not tried again: it gets the same reason (`shoal.scheduler.job_classes`); nor
-    is one the quota tree turns down, asked what the class's trial would ask it first."""
+    is one turned down by what its class's trial asks before it touches a node
+    (`class_refusal`)."""
     klass = job_class(session, job)
     if klass is None:
         return _allocate_job(session, memo, job, best_effort)
@@ -372,9 +373,9 @@ def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bo
 
 def _learn(session: Session, klass: int, need: int, group: TaskGroup, indices: list[int],
            job: JobInfo) -> None:
-    """Note what a fresh job of the class asks the quota tree first: `place_replicas`
-    asks it for these replicas, no user quota or virtual node coming before for a job
-    that is classed (`shoal.scheduler.job_classes.classable`)."""
+    """Note what a fresh job of the class asks before it touches a node: `place_replicas`
+    asks `fitting.refusal` about these replicas, no user quota or virtual node coming
+    before for a job that is classed (`shoal.scheduler.job_classes.classable`)."""
     probes = session.model.class_verdicts.probes
     known = probes.get(klass)
     if known is None or known.hooks is not session.hooks:
