@@ -86,9 +86,9 @@ class Session:
         self.hooks = hooks
         self.worded = worded
         """Whether waiting jobs' reasons are worded. A driver that takes only the decisions
-        (`decide`: the simulator) may open the session unworded: a job class that a cheap
-        test proves turned down then gets its reason's kind and resource, which decisions
-        read, with an unworded message (`job_classes.UNWORDED`), and `close` and `report` refuse."""
+        (`decide`: the simulator) may open the session unworded: the reasons the allocate
+        action finds carry their kind, resource and predicate, which decisions read, but no
+        message (`job_classes.UNWORDED`), and `close` and `report` refuse."""
 
         self.cluster = model.cluster
         self.quota = model.quota
