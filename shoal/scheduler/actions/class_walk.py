@@ -105,7 +105,11 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             continue
         admitted_lines.append(line)
         admitted_keys.append((name, klass))
-        queues.setdefault(bucket(name), _Queue()).add(_Source(line, klass))
+        where = bucket(name)
+        queue = queues.get(where)
+        if queue is None:  # not `setdefault`: a new _Queue per line costs more than its line
+            queue = queues[where] = _Queue()
+        queue.add(_Source(line, klass))
     lines.walked = Walked(session, tuple(admitted), frozenset(admitted_keys),
                           frozenset(left_out))
     for name, entries in loose.items():
