@@ -21,6 +21,7 @@ from shoal.api.objects import TaskGroup, TaskRef
 from shoal.api.resources import PODS, Resources
 from shoal.core.nodes import FitMemo, NodePool
 from shoal.core.statement import Statement
+from shoal.scheduler.job_classes import UNWORDED
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.session import Session
 
@@ -40,21 +41,13 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
             return None
     count = len(indices)
     surplus = all(job.is_surplus(group.name, i) for i in indices)
-    reason = session.allocatable(job.account, request.scale(count), surplus)
-    if reason is not None:
-        return reason
-    pool = session.pool_for(group)
-    if not pool.nodes:
-        return no_matching_node(session, group)
     # Bounds are only trusted (and only recorded) against committed state: a statement that
     # already holds tentative allocations sees less free capacity than the bound describes.
     trusted = statement.empty
-    if not request.is_zero():
-        bound = memo.bound(pool, request) if trusted else None
-        if bound is None and request.gpu:
-            bound = pool.gpu_slots(request.gpu)
-        if bound is not None and bound < count:
-            return insufficient(session, pool, group, count, memo if trusted else None)
+    pool = refusal(session, memo if trusted else None, job.account, group, count,
+                   request.scale(count), surplus)
+    if not isinstance(pool, NodePool):
+        return pool
     for placed, index in enumerate(indices):
         node = session.pick_node(pool, request)
         if node is None:
@@ -66,6 +59,29 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
     if trusted:
         memo.consumed(pool, request, count)
     return None
+
+
+def refusal(session: Session, memo: FitMemo | None, queue: str, group: TaskGroup, count: int,
+            scaled: Resources, surplus: bool) -> PendingReason | NodePool:
+    """What `place_replicas` asks before it touches a node: why `count` replicas of the
+    group (`scaled` in all) cannot be placed for the virtual cluster `queue` — its quota,
+    no matching node, more than the pool's bound — or, when none of that says no, the pool
+    to place them in. `memo`: the fit memo, when the state is committed (None: neither
+    read nor written)."""
+    reason = session.allocatable(queue, scaled, surplus)
+    if reason is not None:
+        return reason
+    pool = session.pool_for(group)
+    if not pool.nodes:
+        return no_matching_node(session, group)
+    request = group.resources
+    if not request.is_zero():
+        bound = memo.bound(pool, request) if memo is not None else None
+        if bound is None and request.gpu:
+            bound = pool.gpu_slots(request.gpu)
+        if bound is not None and bound < count:
+            return insufficient(session, pool, group, count, memo)
+    return pool
 
 
 def _onto_virtual_nodes(session: Session, statement: Statement, job: JobInfo,
@@ -120,14 +136,18 @@ def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
         fit = min(diagnosis.fit + already, count - 1)
         if memo is not None:
             memo.record(pool, request, fit, diagnosis)
-    where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"
     short = diagnosis.short
+    main = max(short, key=lambda d: (short[d], d)) if short else None
+    if not session.worded:  # what decisions read of it, the count and bound kept as above
+        return PendingReason(
+            PendingKind.INSUFFICIENT_RESOURCES, UNWORDED,
+            resource=None if main == PODS else main, predicate=PODS if main == PODS else None)
+    where = f"{len(pool.nodes)} matching node{'s' if len(pool.nodes) != 1 else ''}"
     detail = ", ".join(f"{n} at their task limit (pods)" if dim == PODS else f"{n} lack {dim}"
                        for dim, n in sorted(short.items(), key=lambda kv: (-kv[1], kv[0])))
     if diagnosis.kept:
         detail += (f"; {diagnosis.kept} of them keep{'s' if diagnosis.kept == 1 else ''} "
                    f"their free cpu for idle GPUs (gpu-discipline)")
-    main = max(short, key=lambda d: (short[d], d)) if short else None
     # A node full by task count lacks no resource: its task limit is a predicate, as
     # Kubernetes' pod-count check is.
     return PendingReason(

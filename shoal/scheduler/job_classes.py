@@ -29,6 +29,19 @@ trial reads nothing else: its jobs hold nothing, and a virtual cluster whose pla
 more (users, virtual nodes, kept parts, flavors) has no classes (`classable`). Under backlog
 most cycles come from arrivals and the clock, with no capacity freed since the last one:
 the classes turned down then are not tried again.
+
+Under backlog, though, a job ends and another starts in most cycles, so the world moves and
+each class turned down is tried again only to be turned down by the quota tree, most often
+because the cluster as a whole has too little free. A class's trial asks the quota tree
+first, and for a fresh job of the class it asks exactly the same (`Probe`: the gang's
+`need`, its request and whether it is elastic surplus), so the first trial that reaches that
+question notes it, and later ones ask it directly (`allocate.quota_refusal`): a refusal is
+the trial's, reason included, without the trial's set-up; then its node pool and fit bound
+(`shoal.scheduler.fitting.refusal`). A session opened unworded (`Session.worded`: the
+simulator) does not even ask the quota tree when the cluster as a whole, read from its
+root, is short of the request; and its reasons carry their kind, resource and predicate,
+which decisions read, but no message (`UNWORDED`). An unworded reason is kept across cycles
+like a worded one, but only an unworded session takes it: a worded one tries the class.
 """
 
 from __future__ import annotations
@@ -37,12 +50,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shoal.api.decisions import PendingReason
+from shoal.api.objects import TaskGroup
+from shoal.api.resources import Resources
 from shoal.core.nodes import ClusterState, FitMemo
 from shoal.core.quota import QuotaTree
 from shoal.scheduler.jobs import JobInfo
 
 if TYPE_CHECKING:
     from shoal.scheduler.session import Hooks, Session
+
+UNWORDED = "(not worded: the cycle was decided without reasons)"
+"""The message of a reason an unworded session did not word (`Session.worded`)."""
 
 
 def job_class(session: Session, job: JobInfo) -> int | None:
@@ -93,6 +111,24 @@ class _Misfit:
     reason: PendingReason
 
 
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a fresh job of a class asks first when it is tried: the quota tree, for its
+    gang's `need` tasks of one task group (`request` in all), then the group's node pool
+    and fit bound (`shoal.scheduler.fitting.refusal`)."""
+
+    hooks: object
+    """The profile's plugins it was found under: it holds under those only."""
+    need: int
+    group: TaskGroup
+    count: int
+    """Replicas of `group` asked for (`need`, as `place_replicas` counts them)."""
+    request: Resources
+    """`count` × the group's request."""
+    surplus: bool
+    """Whether all of them are elastic surplus (they may borrow where others may not)."""
+
+
 World = tuple[object, ...]
 """What a class's trial reads besides the class, comparable across cycles (`Misfits.world`)."""
 
@@ -133,7 +169,9 @@ class Misfits:
         kept = verdicts.kept.get((klass, best_effort))
         if kept is None or kept[0] != self.world(memo):
             return None
-        return kept[1]
+        reason = kept[1]
+        # Left unworded by an unworded session: a worded one words it by trying the class.
+        return None if reason.message is UNWORDED and self._session.worded else reason
 
     def note(self, memo: FitMemo, klass: int, best_effort: bool,
              reason: PendingReason) -> None:
@@ -158,6 +196,8 @@ class ClassVerdicts:
         self.kept: dict[tuple[int, bool], tuple[World, PendingReason]] = {}
         """Per (class, best-effort part), the last reason it was turned down with and the
         world it was found in: it stands in any later cycle in the same world (`Misfits`)."""
+        self.probes: dict[int, Probe] = {}
+        """Per class, what its trial asks the quota tree first (`Probe`)."""
         self.generation = 0
         """Moves when the numbers start over (with the verdicts): a number kept on a job
         from an older generation is stale. Starting over keeps the table from growing with
@@ -175,5 +215,6 @@ class ClassVerdicts:
             self._verdicts = {}
             self._numbers = {}
             self.kept = {}
+            self.probes = {}
             self.generation += 1
         return self._verdicts

@@ -76,7 +76,7 @@ class Hooks:
 
 class Session:
     def __init__(self, source: Snapshot | SchedulerModel, plugins: Sequence[Plugin] | Hooks,
-                 candidates_to_score: int = 16) -> None:
+                 candidates_to_score: int = 16, worded: bool = True) -> None:
         model = source if isinstance(source, SchedulerModel) else \
             SchedulerModel.from_snapshot(source)
         hooks = plugins if isinstance(plugins, Hooks) else Hooks(plugins)
@@ -84,6 +84,11 @@ class Session:
         self.now = model.now
         self.candidates_to_score = candidates_to_score
         self.hooks = hooks
+        self.worded = worded
+        """Whether waiting jobs' reasons are worded. A driver that takes only the decisions
+        (`decide`: the simulator) may open the session unworded: the reasons the allocate
+        action finds carry their kind, resource and predicate, which decisions read, but no
+        message (`job_classes.UNWORDED`), and `close` and `report` refuse."""
 
         self.cluster = model.cluster
         self.quota = model.quota
@@ -483,6 +488,7 @@ class Session:
     def close(self) -> Decisions:
         """Record a reason for every job still waiting — holding nothing, or a gang holding
         fewer than its minimum — and return the decisions."""
+        self._must_be_worded("close")
         self.settle()
         for job in self.waiting_jobs():
             if job.holding > 0 and self.job_ready(job):
@@ -498,7 +504,13 @@ class Session:
         """`close`'s pending reasons as changes to `ledger`, the table of the last report
         (`shoal.scheduler.reason_report`): what it visits is what could have changed. The
         decisions (`decisions`) then carry no pending reasons."""
+        self._must_be_worded("report")
         return report(self, ledger)
+
+    def _must_be_worded(self, what: str) -> None:
+        if not self.worded:
+            raise RuntimeError(f"Session.{what}: the session was opened without worded "
+                               "reasons (worded=False); take its decisions with decide()")
 
     def settled_but_lazy(self) -> bool:
         """Whether `settle` has nothing left to do but the class walk's write-out."""

@@ -330,7 +330,8 @@ class Simulator:
             return
         self._dirty = False
         self._charge_usage(now)
-        session = Session(self.model, self._hooks)
+        # Only the decisions are read (`decide`): reasons need not be worded.
+        session = Session(self.model, self._hooks, worded=False)
         for action in self._actions:
             action.execute(session)
         self._apply(session.decide(), now)

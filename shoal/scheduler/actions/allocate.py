@@ -32,22 +32,25 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
-from shoal.core.nodes import FitMemo
+from shoal.api.resources import Resources
+from shoal.core.nodes import FitMemo, NodePool
 from shoal.scheduler.actions.class_walk import walk_classes
 from shoal.scheduler.aging import held_back_reason, reservation_reason
 from shoal.scheduler.class_lines import static_order
-from shoal.scheduler.fitting import place_replicas
+from shoal.scheduler.fitting import place_replicas, refusal
 from shoal.scheduler.flavors import choose
 from shoal.scheduler.framework import Starvation
 from shoal.scheduler.gang_choice import GangNeed, place_gang
-from shoal.scheduler.job_classes import job_class
+from shoal.scheduler.job_classes import UNWORDED, Probe, job_class
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.partial_admission import admit
+from shoal.scheduler.plugins.capacity import Capacity
 from shoal.scheduler.plugins.gang import Gang
 from shoal.scheduler.registry import Arguments
 from shoal.scheduler.session import Session
@@ -267,24 +270,80 @@ def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: boo
     best-effort tasks, for the backfill action; else the others (module docstring).
 
     A job whose class was turned down earlier in the cycle, with nothing it reads changed
-    since, is not tried again: it gets the same reason (`shoal.scheduler.job_classes`)."""
+    since, is not tried again: it gets the same reason (`shoal.scheduler.job_classes`); nor
+    is one turned down by what its class's trial asks before it touches a node
+    (`class_refusal`)."""
     klass = job_class(session, job)
     if klass is None:
         return _allocate_job(session, memo, job, best_effort)
-    known = session.misfits.known(memo, klass, best_effort)
+    misfits = session.misfits
+    known = misfits.known(memo, klass, best_effort)
     if known is not None:
         job.reason = known
         return False
+    if not best_effort:
+        refused = class_refusal(session, memo, job, klass)
+        if refused is not None:
+            job.reason = refused
+            misfits.note(memo, klass, False, refused)
+            return False
     before = job.reason
-    placed = _allocate_job(session, memo, job, best_effort)
+    placed = _allocate_job(session, memo, job, best_effort, klass)
     reason = job.reason
     if not placed and reason is not None and reason is not before:
-        session.misfits.note(memo, klass, best_effort, reason)
+        misfits.note(memo, klass, best_effort, reason)
     return placed
 
 
-def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool
-                  ) -> bool:
+def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
+                  ) -> PendingReason | None:
+    """Why a fresh job of the class is turned down before a node is tried, asked what the
+    class's trial asks first (`shoal.scheduler.job_classes.Probe`, `fitting.refusal`), or
+    None (not known: the trial says). Unworded (`Session.worded`) and under the capacity
+    plugin alone, a request the cluster as a whole is short of is refused as the quota
+    tree's root check refuses it (`QuotaTree.check`), the message left unworded."""
+    probe = session.model.class_verdicts.probes.get(klass)
+    if probe is None or probe.hooks is not session.hooks:
+        return None
+    if not session.worded and capacity_alone(session):
+        short = probe.request.shortfall(cluster_room(session))
+        if short:
+            return PendingReason(
+                PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
+                UNWORDED, resource=short[0])
+    reason = refusal(session, memo, job.account, probe.group, probe.count, probe.request,
+                     probe.surplus)
+    return None if isinstance(reason, NodePool) else gang_reason(job, probe.need, reason)
+
+
+def cluster_room(session: Session) -> Resources:
+    """What the quota tree's root check reads as free (its capacity less the root's usage),
+    kept while both are the same objects: usage is replaced, not changed, as it moves."""
+    quota = session.quota
+    capacity, usage = quota.capacity, quota.root.usage
+    kept = session.hooks.derived.get("cluster_room")
+    if kept is not None and kept[0] is capacity and kept[1] is usage:
+        room: Resources = kept[2]
+        return room
+    room = capacity.saturating_sub(usage)
+    session.hooks.derived["cluster_room"] = (capacity, usage, room)
+    return room
+
+
+def capacity_alone(session: Session) -> bool:
+    """Whether the capacity plugin is the profile's only `Allocatable`: what it refuses is
+    what the session refuses."""
+    derived = session.hooks.derived
+    alone = derived.get("capacity_alone")
+    if alone is None:
+        plugins = session.hooks.allocatables
+        alone = derived["capacity_alone"] = len(plugins) == 1 \
+            and isinstance(plugins[0], Capacity)
+    return bool(alone)
+
+
+def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool,
+                  klass: int | None = None) -> bool:
     choose(session, job)  # on the flavor it would be admitted on now, if it holds nothing
     if job.admits_partially() and not best_effort:
         return admit(session, memo, job)
@@ -306,8 +365,10 @@ def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bo
         # One group waits: its first `need` replicas are the only choice. Placed inline, as
         # ten thousand such jobs are turned down per cycle in `bench/cycle.py`.
         group = job.groups_with_pending()[0]
-        reason = place_replicas(session, memo, statement, job, group,
-                                job.first_pending(need, session.task_order())[0][1])
+        indices = job.first_pending(need, session.task_order())[0][1]
+        if klass is not None and not best_effort:
+            _learn(session, klass, need, group, indices, job)
+        reason = place_replicas(session, memo, statement, job, group, indices)
     else:
         reason = place_gang(session, memo, statement, job, GangNeed.of(session, job))
     if reason is not None:
@@ -316,6 +377,19 @@ def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bo
         return False
     statement.commit()
     return True
+
+
+def _learn(session: Session, klass: int, need: int, group: TaskGroup, indices: list[int],
+           job: JobInfo) -> None:
+    """Note what a fresh job of the class asks before it touches a node: `place_replicas`
+    asks `fitting.refusal` about these replicas, no user quota or virtual node coming
+    before for a job that is classed (`shoal.scheduler.job_classes.classable`)."""
+    probes = session.model.class_verdicts.probes
+    known = probes.get(klass)
+    if known is None or known.hooks is not session.hooks:
+        probes[klass] = Probe(session.hooks, need, group, len(indices),
+                              group.resources.scale(len(indices)),
+                              all(job.is_surplus(group.name, i) for i in indices))
 
 
 def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False
@@ -366,6 +440,8 @@ def waits_for_backfill(job: JobInfo) -> None:
 def gang_reason(job: JobInfo, need: int, reason: PendingReason) -> PendingReason:
     kind = PendingKind.GANG if reason.kind is PendingKind.INSUFFICIENT_RESOURCES and need > 1 \
         else reason.kind
+    if reason.message is UNWORDED:
+        return replace(reason, kind=kind)
     return PendingReason(
         kind, f"gang of {need} task{'s' if need != 1 else ''} (minAvailable "
               f"{job.gang_minimum}) cannot start together: {reason.message}",

@@ -90,9 +90,14 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             admitted.append(job)
             loose.setdefault(bucket(job.queue), []).append((order(job), job))
     for (name, klass), line in lines.lines.items():
-        first = next((e[1] for e in line if e[1] not in left_out), None)
-        if first is None:
+        if not line:
             continue
+        first = line[0][1]
+        if first in left_out:  # seldom: most lines start with a job admitted as it waits
+            later = next((e[1] for e in line if e[1] not in left_out), None)
+            if later is None:
+                continue
+            first = later
         if not verdict(first):
             # The enqueue action's verdict is the class's: its other jobs get its reason.
             if first.reason is not None:
@@ -100,7 +105,11 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             continue
         admitted_lines.append(line)
         admitted_keys.append((name, klass))
-        queues.setdefault(bucket(name), _Queue()).add(_Source(line, klass))
+        where = bucket(name)
+        queue = queues.get(where)
+        if queue is None:  # not `setdefault`: a new _Queue per line costs more than its line
+            queue = queues[where] = _Queue()
+        queue.add(_Source(line, klass))
     lines.walked = Walked(session, tuple(admitted), frozenset(admitted_keys),
                           frozenset(left_out))
     for name, entries in loose.items():
