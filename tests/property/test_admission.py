@@ -11,10 +11,20 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.api import JobState
+from shoal.api import Job, JobState
 from shoal.scheduler.actions.enqueue import AdmissionCheck, admission_check
 
 from .strategies import World, worlds
+
+
+def _kept_answers_as_fresh(world: World, order: list[Job]) -> None:
+    """One kept check, asked in `order`, answers each job as a fresh check does."""
+    kept = AdmissionCheck(world.nodes, world.virtual_clusters, world.priority_classes,
+                          world.profile)
+    for job in order:
+        fresh = admission_check(job, world.nodes, world.virtual_clusters,
+                                world.priority_classes, world.profile)
+        assert kept(job) == fresh, job.name
 
 
 @settings(max_examples=150, deadline=None)
@@ -23,12 +33,7 @@ def test_a_kept_admission_check_answers_as_a_fresh_one(world: World, rng: random
     submissions = [replace(j, state=JobState.PENDING, tasks=()) for j in world.jobs]
     order = [*submissions, *reversed(submissions)]
     rng.shuffle(order)
-    kept = AdmissionCheck(world.nodes, world.virtual_clusters, world.priority_classes,
-                          world.profile)
-    for job in order:
-        fresh = admission_check(job, world.nodes, world.virtual_clusters,
-                                world.priority_classes, world.profile)
-        assert kept(job) == fresh, job.name
+    _kept_answers_as_fresh(world, order)
 
 
 @settings(max_examples=30, deadline=None)
@@ -42,9 +47,4 @@ def test_a_job_of_a_shape_already_checked_is_answered_as_a_fresh_check_would(
               for j in submissions]
     order = [*submissions, *copies]
     rng.shuffle(order)
-    kept = AdmissionCheck(world.nodes, world.virtual_clusters, world.priority_classes,
-                          world.profile)
-    for job in order:
-        fresh = admission_check(job, world.nodes, world.virtual_clusters,
-                                world.priority_classes, world.profile)
-        assert kept(job) == fresh, job.name
+    _kept_answers_as_fresh(world, order)
