@@ -7,7 +7,7 @@ canonical dicts) and the rebuilding of `Job`, `Task`, `Node`, `VirtualCluster` a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from shoal.api import (
@@ -255,8 +255,10 @@ def task_from_row(job: str, row: TaskRow) -> Task:
                 retries=row.retries or 0, exit_code=row.exit_code)
 
 
-def job_from_row(row: JobRow, *, with_tasks: bool = True) -> Job:
-    """The job a row holds; without `with_tasks`, its tasks are not read (nor listed)."""
+def job_from_row(row: JobRow, *, with_tasks: bool = True,
+                 tasks: Iterable[TaskRow] | None = None) -> Job:
+    """The job a row holds; without `with_tasks`, its tasks are not read (nor listed).
+    `tasks`, where given, are its task rows read apart from it (`row.tasks` is not asked)."""
     return Job(
         name=row.name, groups=tuple(group_from_dict(g) for g in row.spec), queue=row.queue,
         scheduler_name=SchedulerName(row.scheduler_name), min_available=row.min_available,
@@ -267,7 +269,8 @@ def job_from_row(row: JobRow, *, with_tasks: bool = True) -> Job:
         min_succeeded=row.min_succeeded, min_failed=row.min_failed,
         job_retry_count=row.job_retry_count or 0, retries=row.retries or 0,
         state=JobState(row.state),
-        tasks=tuple(task_from_row(row.name, t) for t in row.tasks) if with_tasks else (),
+        tasks=tuple(task_from_row(row.name, t) for t in (row.tasks if tasks is None else tasks))
+        if with_tasks else (),
         virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster),
         sub_clusters=sub_clusters_from_json(row.virtual_cluster),
         elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0,

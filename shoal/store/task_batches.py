@@ -23,7 +23,6 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Any, cast
 
 from sqlalchemy import JSON, Text, bindparam, insert, select, update
@@ -345,15 +344,16 @@ class TaskBatches:
         jobs, tasks = JobRow.__table__, TaskRow.__table__
         for first in range(0, len(ids), CHUNK):
             chunk = ids[first:first + CHUNK]
-            # Read as columns, not ORM rows: loading rows (and their tasks) was most of a
-            # burst's exit batch. The namespaces read like the rows `job_from_row` takes.
-            of_job: dict[int, list[SimpleNamespace]] = {job_id: [] for job_id in chunk}
+            # Read as Core rows, not ORM rows: loading rows (and their tasks) was most of a
+            # burst's exit batch. A Core row names its columns as the mapped class does, so
+            # `job_from_row` reads it as one; its tasks are handed over apart.
+            of_job: dict[int, list[TaskRow]] = {job_id: [] for job_id in chunk}
             for task in s.execute(select(tasks).where(tasks.c.job_id.in_(chunk))
                                   .order_by(tasks.c.id)):
-                of_job[task.job_id].append(SimpleNamespace(**task._mapping))
+                of_job[task.job_id].append(cast(TaskRow, task))
             for found in s.execute(select(jobs).where(jobs.c.id.in_(chunk))):
-                row = cast(JobRow, SimpleNamespace(**found._mapping, tasks=of_job[found.id]))
-                job = convert.job_from_row(row)
+                row = cast(JobRow, found)
+                job = convert.job_from_row(row, tasks=of_job[row.id])
                 end = None if row.stopping is not None or job.state.terminal \
                     else decide(job)
                 if end is None or not end.state.terminal \
