@@ -83,11 +83,11 @@ from typing import Any
 from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
-from shoal.api.queue_policy import QueuePreemption
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
+from shoal.scheduler.actions.policy_notes import PolicyNotes
 from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk, walkable
-from shoal.scheduler.actions.short_searches import ShortRead, ShortSearches
+from shoal.scheduler.actions.short_searches import ShortRead
 from shoal.scheduler.actions.victim_trials import Trial
 from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
@@ -96,13 +96,7 @@ from shoal.scheduler.gang_choice import (
     least_gpus,
     least_request,
 )
-from shoal.scheduler.held_back import (
-    could_evict,
-    priority_class_note,
-    unit_key,
-    widest_within_queue,
-    within_queue_note,
-)
+from shoal.scheduler.held_back import priority_class_note
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.gang import Gang
 from shoal.scheduler.preemptor_class import (
@@ -200,7 +194,7 @@ def _rankers(hooks: Hooks) -> tuple[list[Any], list[bool], list[RankHolds]]:
     return found
 
 
-class Preemption(ShortSearches):
+class Preemption(PolicyNotes):
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
@@ -555,50 +549,6 @@ class Preemption(ShortSearches):
         """Whether the preemptor, once it evicts, may run on guarantees lent by other
         subtrees (`shoal.scheduler.queue_preemption`)."""
         return may_borrow_after_preempting(policy_of(self.session, preemptor))
-
-    def quota_bound(self, preemptor: JobInfo, need: GangNeed) -> bool:
-        """Whether the preemptor is held by its virtual cluster's quota rather than by room
-        on its nodes: then any eviction in that virtual cluster helps it. Judged on the
-        least any choice of its tasks asks."""
-        return self.session.allocatable(preemptor.account,
-                                        least_request(preemptor, need)) is not None
-
-    def widest(self, preemptor: JobInfo, policy: QueuePreemption) -> QueuePreemption:
-        """The policy that would have offered the preemptor the most victims, as far as
-        `policy_note` can name what narrowed it (`shoal.scheduler.held_back`)."""
-        del preemptor
-        return widest_within_queue(policy)
-
-    def policy_note(self, preemptor: JobInfo, policy: QueuePreemption) -> str | None:
-        """Why its virtual cluster's policy offered it fewer victims than `widest`."""
-        return within_queue_note(preemptor.queue, policy)
-
-    def _note_policy(self, preemptor: JobInfo, units: list[VictimUnit] | None) -> bool:
-        """The preemptor evicts nothing: if its virtual cluster's policy excluded victims
-        that would have let it evict, its reason says so (`shoal.scheduler.held_back`).
-        `units`: what it was offered (None: not listed yet). True if its policy could say
-        so (whether or not it did)."""
-        policy = policy_of(self.session, preemptor)
-        widest = self.widest(preemptor, policy)
-        note = None if widest == policy else self.policy_note(preemptor, policy)
-        if note is None:
-            return False
-        if units is None:
-            units = self.candidates(preemptor)
-        offered = {unit_key(u) for u in units}
-        excluded = [u for u in self.candidates(preemptor, widest) if unit_key(u) not in offered]
-        if self._could_evict(preemptor, units, excluded):
-            self.session.hold_back(preemptor, note)
-            if self._notes is not None:
-                self._notes.append(note)
-        return True
-
-    def _could_evict(self, preemptor: JobInfo, offered: list[VictimUnit],
-                     excluded: list[VictimUnit]) -> bool:
-        need = GangNeed.of(self.session, preemptor)
-        return need.count > 0 and bool(excluded) and could_evict(
-            self.session, preemptor, need, self.quota_bound(preemptor, need), offered,
-            excluded)
 
     def why(self, preemptor: JobInfo) -> str:
         """Why a victim gave something up, after the verb."""
