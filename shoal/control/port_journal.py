@@ -11,8 +11,9 @@ journal is rewritten with the live jobs only once the ended ones outnumber them.
 The guarantees are the files': what was written is there after the server's process dies
 (the page cache outlives it; neither was fsync'd); a line torn by a crash half-way is
 skipped when read, which is the old "no file yet" — the job's ports are chosen again,
-never half of them read. The per-job files of earlier versions are still read (and removed
-when their job ends), so a restart onto this version keeps their ports.
+never half of them read — and ended before the next line is appended. The per-job files
+of earlier versions are still read (and removed when their job ends), so a restart onto
+this version keeps their ports.
 
 Lines: `{"job": NAME, "ports": {KEY: PORT, ...}}`, and `{"job": NAME, "ports": null}` once
 the job ended. One process writes a directory's journal (the server's data directory lock).
@@ -77,7 +78,12 @@ class PortJournal:
         if self._fd is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.directory / JOURNAL,
-                               os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                               os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            size = os.fstat(self._fd).st_size
+            if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                # A crash tore the last line: end it, or this line would join it and be
+                # skipped with it when read.
+                os.write(self._fd, b"\n")
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         written = os.write(self._fd, line)
         if written != len(line):  # a short write (a full disk): the line ends torn

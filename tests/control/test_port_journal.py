@@ -32,6 +32,8 @@ def test_a_torn_last_line_is_as_if_never_written(tmp_path: Path) -> None:
     assert PortJournal(tmp_path).jobs() == {"a": {"": 6000}}
     masters = MasterPorts(tmp_path, lambda: 6001)
     assert masters.known("b") is None and masters.get("b") == 6001  # chosen afresh
+    # What is written after the torn line is read whole after the next restart.
+    assert PortJournal(tmp_path).jobs() == {"a": {"": 6000}, "b": {"": 6001}}
 
 
 def test_per_job_files_of_earlier_versions_are_kept_until_their_job_ends(
