@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from hypothesis import strategies as st
 
 from shoal.api import Job, Node, Resources, VirtualCluster
+from shoal.api.decisions import Decisions
 from shoal.scheduler import Profile
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks
@@ -37,6 +38,21 @@ def twins_on_small_nodes(profile: str, nodes: int, queues: Sequence[str],
     live.add_jobs(list(jobs))
     fresh.add_jobs(list(jobs))
     return Twins(chosen, Hooks(chosen.plugins()), live, fresh)
+
+
+def moves(decisions: Decisions) -> dict[str, object]:
+    """What a cycle decided, its pending reasons left out."""
+    out = decisions.to_dict()
+    del out["pending"]
+    return out
+
+
+def assert_same_cycle(got: Decisions, want: Decisions, closed: bool, step: int) -> None:
+    """Both models decided the same in cycle `step`, and gave the same reasons where the
+    cycle was closed (every reason written)."""
+    assert moves(got) == moves(want), f"cycle {step}"
+    if closed:
+        assert got.to_dict()["pending"] == want.to_dict()["pending"], f"cycle {step}"
 
 
 def change_both(data: st.DataObject, live: SchedulerModel, fresh: SchedulerModel,

@@ -19,7 +19,7 @@ from shoal.api import Decisions
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
 
-from .lockstep import change_both
+from .lockstep import change_both, moves
 from .strategies import PROFILE_NAMES, World, worlds
 
 CHECKS = settings(max_examples=150, deadline=None)
@@ -33,12 +33,6 @@ def cycle(model: SchedulerModel, hooks: Hooks, world: World, close: bool) -> Dec
     for action in world.profile.actions():
         action.execute(session)
     return session.close() if close else session.decide()
-
-
-def moves(decisions: Decisions) -> dict[str, object]:
-    out = decisions.to_dict()
-    del out["pending"]
-    return out
 
 
 @CHECKS

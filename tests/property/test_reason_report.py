@@ -24,7 +24,7 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.reason_report import ReasonLedger
 from shoal.scheduler.session import Hooks, Session
 
-from .lockstep import change_both, end_bound, evict_latest, twins_on_small_nodes
+from .lockstep import change_both, end_bound, evict_latest, moves, twins_on_small_nodes
 from .strategies import PROFILE_NAMES, World, worlds
 from .test_class_walk import QUEUES, SHAPES, make_job
 
@@ -49,12 +49,6 @@ def closed(model: SchedulerModel, hooks: Hooks, profile: Profile) -> Decisions:
     for action in profile.actions():
         action.execute(session)
     return session.close()
-
-
-def moves(decisions: Decisions) -> dict[str, object]:
-    out = decisions.to_dict()
-    del out["pending"]
-    return out
 
 
 @settings(max_examples=150, deadline=None)

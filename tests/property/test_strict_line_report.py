@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from shoal.scheduler.reason_report import ReasonLedger
 
-from .lockstep import end_bound, evict_latest, twins_on_small_nodes
+from .lockstep import end_bound, evict_latest, moves, twins_on_small_nodes
 from .test_class_walk import QUEUES, SHAPES, make_job
-from .test_reason_report import closed, moves, reported
+from .test_reason_report import closed, reported
 
 LINE_SHAPES = st.one_of(
     st.sampled_from([(2, 1, True, False), (3, 2, True, False), (9, 1, True, False)]),

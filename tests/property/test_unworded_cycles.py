@@ -23,7 +23,7 @@ from shoal.scheduler.job_classes import UNWORDED
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
 
-from .lockstep import change_both
+from .lockstep import change_both, moves
 from .strategies import World, worlds
 
 CHECKS = settings(max_examples=60, deadline=None)
@@ -36,12 +36,6 @@ def cycle(model: SchedulerModel, hooks: Hooks, world: World, worded: bool
     for action in world.profile.actions():
         action.execute(session)
     return session, session.close() if worded else session.decide()
-
-
-def moves(decisions: Decisions) -> dict[str, object]:
-    out = decisions.to_dict()
-    del out["pending"]
-    return out
 
 
 @CHECKS
