@@ -226,6 +226,9 @@ class Simulator:
         self._dirty = False
         self._tick_at: float | None = None
         self._cycle_now_at: float | None = None
+        self._moot_at: float | None = None
+        """The instant of the last cycle, where it decided nothing and left nothing due
+        (`_cycle`); None otherwise."""
         # Decayed usage per virtual cluster and user (issue 17), on the simulated clock.
         # Charging walks the live jobs, so it is kept only where the profile reads it.
         self._charges_usage = USAGE in profile.plugin_names()
@@ -328,13 +331,21 @@ class Simulator:
             self._tick_at = None
         if not self._dirty and not (self._time_dependent and self.model.waiting):
             return
+        if not self._dirty and self._moot_at == now:
+            # A wake due at an instant that a cycle already ran at (wakes are pushed again by
+            # every cycle before them), that decided nothing, and nothing happened since:
+            # the same state at the same instant decides the same nothing, and would ask for
+            # the wake already due. Under las with a backlog a third of the cycles are these.
+            return
         self._dirty = False
         self._charge_usage(now)
         # Only the decisions are read (`decide`): reasons need not be worded.
         session = Session(self.model, self._hooks, worded=False)
         for action in self._actions:
             action.execute(session)
-        self._apply(session.decide(), now)
+        decisions = session.decide()
+        self._apply(decisions, now)
+        self._moot_at = None if decisions.changes_anything() else now
         if session.regrow_at is not None:
             # Elastic jobs grow a step per cycle, after their cooldown: a cycle then.
             self._dirty = True
