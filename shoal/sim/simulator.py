@@ -178,6 +178,10 @@ class _LostTasks:
 
 
 class Simulator:
+    skips_moot_wakes = True
+    """Skip a wake that finds the state the last cycle decided nothing on (`_cycle`); a
+    test knob: the replay is the same either way."""
+
     def __init__(self, trace: Trace, cluster: ClusterLike, profile: Profile,
                  config: SimConfig | None = None, progress: Progress | None = None) -> None:
         self.trace = trace
@@ -331,7 +335,7 @@ class Simulator:
             self._tick_at = None
         if not self._dirty and not (self._time_dependent and self.model.waiting):
             return
-        if not self._dirty and self._moot_at == now:
+        if not self._dirty and self._moot_at == now and self.skips_moot_wakes:
             # A wake due at an instant that a cycle already ran at (wakes are pushed again by
             # every cycle before them), that decided nothing, and nothing happened since:
             # the same state at the same instant decides the same nothing, and would ask for
