@@ -46,7 +46,7 @@ from typing import Protocol
 from shoal.api.decisions import Decisions
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import JobState
-from shoal.api.objects import Node, PriorityClass, TaskRef, VirtualCluster
+from shoal.api.objects import Job, Node, PriorityClass, TaskRef, VirtualCluster
 from shoal.api.time_limits import deadline
 from shoal.core.usage import UsageLedger
 from shoal.scheduler.framework import TimeDependent
@@ -167,6 +167,21 @@ class JobRun:
         self.last = now
 
 
+class _DrivenJobs(dict[str, Job]):
+    """The jobs handed to the scheduler by name, each built when first asked for (at its
+    arrival, mostly): building all 82,247 of the Philly trace's up front took seconds before
+    the first cycle."""
+
+    def __init__(self, build: Callable[[TraceJob], Job], runs: dict[str, JobRun]) -> None:
+        super().__init__()
+        self._build = build
+        self._runs = runs
+
+    def __missing__(self, name: str) -> Job:
+        job = self[name] = self._build(self._runs[name].spec)
+        return job
+
+
 @dataclass(slots=True)
 class _LostTasks:
     """Tasks evicted from one job in one cycle: the GPUs it held and its rate before, and
@@ -209,12 +224,8 @@ class Simulator:
         # A job checkpoints at its own interval, else at the work model's (module text); a
         # service never ends: it has no runtime estimate.
         every = self.config.work.checkpoint_interval
-        default = every if every is not None and every > 0 else None
-        # A job with a time limit runs for its duration or its limit, whichever is shorter.
-        self._gangs = {j.name: j.to_driven_job(
-            None if j.service is not None else
-            j.duration if j.time_limit is None else min(j.duration, j.time_limit),
-            j.checkpoint_interval or default) for j in trace.jobs}
+        self._checkpoint = every if every is not None and every > 0 else None
+        self._gangs = _DrivenJobs(self._driven, self.runs)
         self._endless = any(j.service is not None for j in trace.jobs)
         """Services never end and wake the scheduler at their windows forever: the run ends
         once every other job has (`_done`)."""
@@ -237,6 +248,14 @@ class Simulator:
         # Charging walks the live jobs, so it is kept only where the profile reads it.
         self._charges_usage = USAGE in profile.plugin_names()
         self.model.usage = UsageLedger(usage_half_life(profile))
+
+    def _driven(self, j: TraceJob) -> Job:
+        """The job the scheduler is handed for `j` (a job with a time limit runs for its
+        duration or its limit, whichever is shorter)."""
+        return j.to_driven_job(
+            None if j.service is not None else
+            j.duration if j.time_limit is None else min(j.duration, j.time_limit),
+            j.checkpoint_interval or self._checkpoint)
 
     # ---- the loop -------------------------------------------------------------------------
 
