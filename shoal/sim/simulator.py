@@ -10,7 +10,8 @@ Cycles run every `cycle_interval` simulated seconds (5 s by default, seed 002), 
 once after an arrival or completion when `cycle_on_events` is set. A periodic cycle is
 skipped when nothing happened since the last one and the profile's decisions do not depend
 on time: the core is deterministic, so that cycle would decide nothing — this is what lets a
-month of a cluster replay in seconds.
+month of a cluster replay in seconds. Where they do depend on time, a wake is still skipped
+at the instant of a cycle that decided nothing, nothing having happened since (`_cycle`).
 
 A job placed task by task (`schedulerName: default`, `TraceJob.gang` False) runs from its
 first task; preempt and reclaim may take single tasks from it: it runs on, slower, the task
