@@ -165,7 +165,7 @@ class Session:
         reset = self.reset_jobs
         kept = []
         for job in model.noted:
-            if waiting.get(job.name) is job:
+            if waiting.get(job.job.name) is job:
                 job.reset_reason()
                 reset.append(job)
             else:
@@ -250,10 +250,15 @@ class Session:
     # ---- extension points -----------------------------------------------------------------
 
     def job_order_key(self, job: JobInfo) -> tuple[Any, ...]:
+        orders = self.hooks.job_orders
+        if len(orders) == 2:  # the common case (a policy and gang), asked per job per cycle
+            first, second = orders
+            return (*first.job_order_key(job), *second.job_order_key(job),
+                    job.job.submitted, job.job.name)
         key: tuple[Any, ...] = ()
-        for plugin in self.hooks.job_orders:
+        for plugin in orders:
             key += plugin.job_order_key(job)
-        return (*key, job.job.submitted, job.name)
+        return (*key, job.job.submitted, job.job.name)
 
     def queue_order_key(self, queue: QueueState) -> tuple[Any, ...]:
         key: tuple[Any, ...] = ()
@@ -289,7 +294,10 @@ class Session:
         """How many tasks must be placed together now for the job to be ready: for a gang,
         its minimum less the tasks that already count (`JobInfo.ready`: holding resources
         or ended for good, as a succeeded one); 0 for a ready gang."""
-        return max((p.min_tasks(job) for p in self.hooks.job_readies), default=1)
+        readies = self.hooks.job_readies
+        if len(readies) == 1:  # gang alone, asked per job per cycle
+            return readies[0].min_tasks(job)
+        return max((p.min_tasks(job) for p in readies), default=1)
 
     def startable(self, job: JobInfo) -> bool:
         """Whether enough of the job's tasks wait to be placed to make it ready: not so

@@ -10,7 +10,8 @@ Cycles run every `cycle_interval` simulated seconds (5 s by default, seed 002), 
 once after an arrival or completion when `cycle_on_events` is set. A periodic cycle is
 skipped when nothing happened since the last one and the profile's decisions do not depend
 on time: the core is deterministic, so that cycle would decide nothing — this is what lets a
-month of a cluster replay in seconds.
+month of a cluster replay in seconds. Where they do depend on time, a wake is still skipped
+at the instant of a cycle that decided nothing, nothing having happened since (`_cycle`).
 
 A job placed task by task (`schedulerName: default`, `TraceJob.gang` False) runs from its
 first task; preempt and reclaim may take single tasks from it: it runs on, slower, the task
@@ -46,7 +47,7 @@ from typing import Protocol
 from shoal.api.decisions import Decisions
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import JobState
-from shoal.api.objects import Node, PriorityClass, TaskRef, VirtualCluster
+from shoal.api.objects import Job, Node, PriorityClass, TaskRef, VirtualCluster
 from shoal.api.time_limits import deadline
 from shoal.core.usage import UsageLedger
 from shoal.scheduler.framework import TimeDependent
@@ -167,6 +168,21 @@ class JobRun:
         self.last = now
 
 
+class _DrivenJobs(dict[str, Job]):
+    """The jobs handed to the scheduler by name, each built when first asked for (at its
+    arrival, mostly): building all 82,247 of the Philly trace's up front took seconds before
+    the first cycle."""
+
+    def __init__(self, build: Callable[[TraceJob], Job], runs: dict[str, JobRun]) -> None:
+        super().__init__()
+        self._build = build
+        self._runs = runs
+
+    def __missing__(self, name: str) -> Job:
+        job = self[name] = self._build(self._runs[name].spec)
+        return job
+
+
 @dataclass(slots=True)
 class _LostTasks:
     """Tasks evicted from one job in one cycle: the GPUs it held and its rate before, and
@@ -178,6 +194,10 @@ class _LostTasks:
 
 
 class Simulator:
+    skips_moot_wakes = True
+    """Skip a wake that finds the state the last cycle decided nothing on (`_cycle`); a
+    test knob: the replay is the same either way."""
+
     def __init__(self, trace: Trace, cluster: ClusterLike, profile: Profile,
                  config: SimConfig | None = None, progress: Progress | None = None) -> None:
         self.trace = trace
@@ -205,12 +225,8 @@ class Simulator:
         # A job checkpoints at its own interval, else at the work model's (module text); a
         # service never ends: it has no runtime estimate.
         every = self.config.work.checkpoint_interval
-        default = every if every is not None and every > 0 else None
-        # A job with a time limit runs for its duration or its limit, whichever is shorter.
-        self._gangs = {j.name: j.to_driven_job(
-            None if j.service is not None else
-            j.duration if j.time_limit is None else min(j.duration, j.time_limit),
-            j.checkpoint_interval or default) for j in trace.jobs}
+        self._checkpoint = every if every is not None and every > 0 else None
+        self._gangs = _DrivenJobs(self._driven, self.runs)
         self._endless = any(j.service is not None for j in trace.jobs)
         """Services never end and wake the scheduler at their windows forever: the run ends
         once every other job has (`_done`)."""
@@ -226,10 +242,21 @@ class Simulator:
         self._dirty = False
         self._tick_at: float | None = None
         self._cycle_now_at: float | None = None
+        self._moot_at: float | None = None
+        """The instant of the last cycle, where it decided nothing and left nothing due
+        (`_cycle`); None otherwise."""
         # Decayed usage per virtual cluster and user (issue 17), on the simulated clock.
         # Charging walks the live jobs, so it is kept only where the profile reads it.
         self._charges_usage = USAGE in profile.plugin_names()
         self.model.usage = UsageLedger(usage_half_life(profile))
+
+    def _driven(self, j: TraceJob) -> Job:
+        """The job the scheduler is handed for `j` (a job with a time limit runs for its
+        duration or its limit, whichever is shorter)."""
+        return j.to_driven_job(
+            None if j.service is not None else
+            j.duration if j.time_limit is None else min(j.duration, j.time_limit),
+            j.checkpoint_interval or self._checkpoint)
 
     # ---- the loop -------------------------------------------------------------------------
 
@@ -328,13 +355,21 @@ class Simulator:
             self._tick_at = None
         if not self._dirty and not (self._time_dependent and self.model.waiting):
             return
+        if not self._dirty and self._moot_at == now and self.skips_moot_wakes:
+            # A wake due at an instant that a cycle already ran at (wakes are pushed again by
+            # every cycle before them), that decided nothing, and nothing happened since:
+            # the same state at the same instant decides the same nothing, and would ask for
+            # the wake already due. Under las with a backlog a third of the cycles are these.
+            return
         self._dirty = False
         self._charge_usage(now)
         # Only the decisions are read (`decide`): reasons need not be worded.
         session = Session(self.model, self._hooks, worded=False)
         for action in self._actions:
             action.execute(session)
-        self._apply(session.decide(), now)
+        decisions = session.decide()
+        self._apply(decisions, now)
+        self._moot_at = None if decisions.changes_anything() else now
         if session.regrow_at is not None:
             # Elastic jobs grow a step per cycle, after their cooldown: a cycle then.
             self._dirty = True
