@@ -320,6 +320,8 @@ class Preemption(PolicyNotes):
             return False
         before = generation(self.session)
         verdict = self.classes.verdict(key, before, before == self._entered)
+        if verdict is None:
+            verdict = self.short_verdict(key, before)
         if verdict is None or verdict.notes:
             return False
         self._unsettled.append((job, verdict))
