@@ -100,18 +100,25 @@ class ShortSearches(VictimListing):
         self._short_held(key, before, verdict)
         return False
 
-    def short_verdict(self, key: Hashable, before: Generation) -> Verdict | None:
-        """The verdict a job of class `key` would be answered by, known before it is asked
-        whether it wants to preempt (`Preemption.answered`): where its `ShortVerdict` holds
-        by the gains test alone. Not where only a trial on what is free could say (that
-        trial places the job when it fits): None, and the job is asked as before. Whether
-        or not the job wants to preempt, its class's verdict is then the one its search
-        would give, so the class is answered by it from here on as by any verdict."""
+    def short_verdict(self, preemptor: JobInfo, key: Hashable, before: Generation
+                      ) -> Verdict | None:
+        """The verdict `preemptor`, of class `key`, would be answered by, known before it is
+        asked whether it wants to preempt (`Preemption.answered`): where its class's
+        `ShortVerdict` holds and the search would place nothing on what is free — by the
+        gains test, or, with nothing ranked behind it, because the count node by node that
+        comes first in that placement (`_could_fit`) already says no. Where only the
+        placement itself could say, None: the job is asked as before (a search that fits
+        places it). Whether or not the job wants to preempt, its class's verdict is then
+        the one its search would give, so the class is answered by it from here on."""
         verdict = self._short_standing(key, before)
-        if verdict is None \
-                or self._free_on(verdict.pools, verdict.nodes) + verdict.behind \
-                >= verdict.demand:
+        if verdict is None:
             return None
+        if self._free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand:
+            if verdict.units or self._held_nodes(preemptor):
+                return None
+            need = GangNeed.of(self.session, preemptor)
+            if self._could_fit(preemptor, need, self._fitting_now()):
+                return None
         return self._short_held(key, before, verdict)
 
     def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
