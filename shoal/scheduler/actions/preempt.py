@@ -308,10 +308,13 @@ class Preemption(PolicyNotes):
         wants to preempt (`wants`, the bulk of a cycle's cost under backlog): its class
         has a verdict that holds now and notes nothing. Then if it wants to, `preempt_for`
         replays that verdict, which sets only the quota tree's lending, and that is settled
-        if and when read (`_settle_lending`); if it does not, nothing happens. Only once the
-        classes' world is entered, where keys come out the same whenever first asked
-        (`looks` False: asking for the job's class early reads nothing a later ask would
-        see otherwise), and for a job that may preempt (one that may not is noted why)."""
+        if and when read (`_settle_lending`); if it does not, nothing happens. A class
+        whose `ShortVerdict` holds without a trial on what is free is answered so too
+        (`short_verdict`): the search its job would make gives that verdict. Only where keys
+        come out the same whenever first asked (`looks` False: asking for the job's class
+        early reads nothing a later ask would see otherwise), once the classes' world is
+        entered (entered here where short verdicts are kept), and for a job that may
+        preempt (one that may not is noted why)."""
         if self.looks or not self.session.model.priorities.may_preempt(job.job):
             return False
         if self._entered is None and not self.shorts:

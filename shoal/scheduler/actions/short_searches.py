@@ -27,7 +27,14 @@ would be taken now). A verdict is kept only from a search whose listing is the t
 stands, so that every later filing comes after its stamp.
 
 Then the search would have ended the same way — no note, no eviction, the quota tree's
-lending at `may_borrow` — so it is answered so without listing or indexing a victim. Only
+lending at `may_borrow` — so it is answered so without listing or indexing a victim.
+Where that is known without a trial placement — the gains test, or with nothing ranked
+behind it the count node by node a placement on what is free starts with
+(`_could_fit`) — the class is answered before its job is even asked whether it wants to
+preempt (`short_verdict`, read by `Preemption.answered`): whether it wants to or not, its
+turn changes nothing but the lending, which is settled where read. So a preemptor walk by
+class parks the whole class at its first job (`shoal.scheduler.actions.preemptor_walk`),
+instead of asking that job's readiness and searching for it first. Only
 for the preempt action itself under a kept running table (not reclaim, whose offer reads
 more than ranks) and a virtual cluster whose policy notes nothing when it turns one down.
 
