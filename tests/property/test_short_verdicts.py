@@ -22,8 +22,9 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from shoal.scheduler.actions.preempt import Preemption
+from shoal.scheduler.actions.short_searches import ShortSearches
 from shoal.scheduler.model import SchedulerModel
-from shoal.scheduler.preemptor_class import PreemptorClasses
+from shoal.scheduler.preemptor_class import PreemptorClasses, Verdict
 from shoal.sim.simulator import SimConfig, simulate
 
 from .lockstep import assert_same_cycle, change_both
@@ -34,14 +35,24 @@ from .test_preemptor_walk import PROFILES, Runner, backlogs
 
 @contextmanager
 def counting(answers: list[int]) -> Iterator[None]:
-    """Count the searches answered by a `ShortVerdict`."""
+    """Count the searches answered by a `ShortVerdict`, and the classes answered so
+    before their job was asked whether it wants to preempt."""
     keep = PreemptorClasses.remember
 
     def remember(self: PreemptorClasses, *args: Any, **kwargs: Any) -> None:
         answers[0] = max(answers[0], self.short_answers)
         keep(self, *args, **kwargs)
 
-    with patch.object(PreemptorClasses, "remember", remember):
+    early = ShortSearches.short_verdict
+
+    def short_verdict(self: ShortSearches, *args: Any) -> Verdict | None:
+        found = early(self, *args)
+        if found is not None:
+            answers[1] += 1
+        return found
+
+    with patch.object(PreemptorClasses, "remember", remember), \
+            patch.object(ShortSearches, "short_verdict", short_verdict):
         yield
 
 
@@ -59,7 +70,7 @@ def test_short_answers_decide_as_full_searches(world: World, data: st.DataObject
     short = Runner(SchedulerModel.from_snapshot(snapshot), PROFILES[name], True, None)
     full = Runner(SchedulerModel.from_snapshot(snapshot), PROFILES[name], True, None)
     later = [j for j in world.jobs if not j.tasks]
-    answers = [0]
+    answers = [0, 0]
     for step in range(data.draw(st.integers(2, 7), label="cycles")):
         close = data.draw(st.booleans(), label="reasons")
         with counting(answers):
@@ -70,13 +81,14 @@ def test_short_answers_decide_as_full_searches(world: World, data: st.DataObject
         assert short.lendings == full.lendings, f"cycle {step}"
         change_both(data, short.model, full.model, later, step)
     event("answered short" if answers[0] else "none answered short")
+    event("a class answered before asked" if answers[1] else "none answered before asked")
 
 
 @settings(max_examples=20, deadline=None)
 @given(trace=traces(), nodes=st.integers(1, 4))
 def test_replays_decide_as_full_searches(trace: Any, nodes: int) -> None:
     config = SimConfig(cycle_on_events=True, check_invariants=True)
-    answers = [0]
+    answers = [0, 0]
     with counting(answers):
         fast = simulate(trace, TraceCluster(nodes), LAS, config)
     event("answered short" if answers[0] else "none answered short")

@@ -308,18 +308,28 @@ class Preemption(PolicyNotes):
         wants to preempt (`wants`, the bulk of a cycle's cost under backlog): its class
         has a verdict that holds now and notes nothing. Then if it wants to, `preempt_for`
         replays that verdict, which sets only the quota tree's lending, and that is settled
-        if and when read (`_settle_lending`); if it does not, nothing happens. Only once the
-        classes' world is entered, where keys come out the same whenever first asked
-        (`looks` False: asking for the job's class early reads nothing a later ask would
-        see otherwise), and for a job that may preempt (one that may not is noted why)."""
-        if self._entered is None or self.looks \
-                or not self.session.model.priorities.may_preempt(job.job):
+        if and when read (`_settle_lending`); if it does not, nothing happens. A class
+        whose `ShortVerdict` holds without a trial on what is free is answered so too
+        (`short_verdict`): the search its job would make gives that verdict. Only where keys
+        come out the same whenever first asked (`looks` False: asking for the job's class
+        early reads nothing a later ask would see otherwise), once the classes' world is
+        entered (entered here where short verdicts are kept), and for a job that may
+        preempt (one that may not is noted why)."""
+        if self.looks or not self.session.model.priorities.may_preempt(job.job):
+            return False
+        if self._entered is None and not self.shorts:
             return False
         key = self.class_key(job)
         if key is None:
             return False
         before = generation(self.session)
+        if self._entered is None:
+            # Entered here rather than at the first search: nothing was committed since
+            # the action began, so the world is the one that search would enter.
+            self._enter(before)
         verdict = self.classes.verdict(key, before, before == self._entered)
+        if verdict is None:
+            verdict = self.short_verdict(job, key, before)
         if verdict is None or verdict.notes:
             return False
         self._unsettled.append((job, verdict))
@@ -358,20 +368,7 @@ class Preemption(PolicyNotes):
             return self._preempt_for(preemptor)
         before = generation(session)
         if self._entered is None:
-            # Verdicts last from the world this execution began its searches in to the
-            # next cycle's; after a commit, only within the execution.
-            self._entered = before
-            # The action's own ranks, not through `world_rank`, unless a subclass reads
-            # other ranks: a million calls under backlog.
-            own = type(self).world_rank is Preemption.world_rank
-            ranks = self.rank if own else self.world_rank
-            table = self.table if own else None
-            kept = None
-            if table is not None:
-                self._refresh(table)
-                kept = (table, table.version)
-            self.classes.enter(world(session, ranks, self.fresh, self.evicted,
-                                     self.world_extra(), kept))
+            self._enter(before)
         lasting = before == self._entered
         verdict = self.classes.verdict(key, before, lasting)
         if verdict is not None:
@@ -395,6 +392,23 @@ class Preemption(PolicyNotes):
         self._short_read = None
         self._notes = None
         return evicted
+
+    def _enter(self, now: Generation) -> None:
+        """Enter the classes' world: verdicts last from the world this execution began its
+        searches in to the next cycle's; after a commit, only within the execution."""
+        session = self.session
+        self._entered = now
+        # The action's own ranks, not through `world_rank`, unless a subclass reads
+        # other ranks: a million calls under backlog.
+        own = type(self).world_rank is Preemption.world_rank
+        ranks = self.rank if own else self.world_rank
+        table = self.table if own else None
+        kept = None
+        if table is not None:
+            self._refresh(table)
+            kept = (table, table.version)
+        self.classes.enter(world(session, ranks, self.fresh, self.evicted,
+                                 self.world_extra(), kept))
 
     def look_at(self, preemptor: JobInfo, verdict: Verdict) -> None:
         """Ask for the order keys the search that gave `verdict` asked for, in its place

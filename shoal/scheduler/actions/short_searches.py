@@ -27,7 +27,14 @@ would be taken now). A verdict is kept only from a search whose listing is the t
 stands, so that every later filing comes after its stamp.
 
 Then the search would have ended the same way — no note, no eviction, the quota tree's
-lending at `may_borrow` — so it is answered so without listing or indexing a victim. Only
+lending at `may_borrow` — so it is answered so without listing or indexing a victim.
+Where that is known without a trial placement — the gains test, or with nothing ranked
+behind it the count node by node a placement on what is free starts with
+(`_could_fit`) — the class is answered before its job is even asked whether it wants to
+preempt (`short_verdict`, read by `Preemption.answered`): whether it wants to or not, its
+turn changes nothing but the lending, which is settled where read. So a preemptor walk by
+class parks the whole class at its first job (`shoal.scheduler.actions.preemptor_walk`),
+instead of asking that job's readiness and searching for it first. Only
 for the preempt action itself under a kept running table (not reclaim, whose offer reads
 more than ranks) and a virtual cluster whose policy notes nothing when it turns one down.
 
@@ -85,15 +92,10 @@ class ShortSearches(VictimListing):
         """Answer the search for `preemptor` (of class `key`) from its class's
         `ShortVerdict` where it holds (module text): False, as the search would return,
         with the lending it would leave and its verdict remembered; None: search."""
-        verdict = self.classes.short(key)
-        table = self.table
-        if verdict is None or table is None or not self.shorts \
-                or (self._running is None and before != self._entered):
+        verdict = self._short_standing(key, before)
+        if verdict is None:
             return None
         session = self.session
-        if verdict.world != short_world(session) \
-                or table.grown_behind(verdict.queue, verdict.stamp, verdict.rank):
-            return None
         free = self._free_on(verdict.pools, verdict.nodes)
         session.quota.lending = True
         if free + verdict.behind >= verdict.demand:
@@ -102,13 +104,53 @@ class ShortSearches(VictimListing):
             if self._fits_without_eviction(preemptor, GangNeed.of(session, preemptor)):
                 return False  # placed on what is free, as the search would have
         session.quota.lending = verdict.lending
+        self._short_held(key, before, verdict)
+        return False
+
+    def short_verdict(self, preemptor: JobInfo, key: Hashable, before: Generation
+                      ) -> Verdict | None:
+        """The verdict `preemptor`, of class `key`, would be answered by, known before it is
+        asked whether it wants to preempt (`Preemption.answered`): where its class's
+        `ShortVerdict` holds and the search would place nothing on what is free — by the
+        gains test, or, with nothing ranked behind it, because the count node by node that
+        comes first in that placement (`_could_fit`) already says no. Where only the
+        placement itself could say, None: the job is asked as before (a search that fits
+        places it). Whether or not the job wants to preempt, its class's verdict is then
+        the one its search would give, so the class is answered by it from here on."""
+        verdict = self._short_standing(key, before)
+        if verdict is None:
+            return None
+        if self._free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand:
+            if verdict.units or self._held_nodes(preemptor):
+                return None
+            need = GangNeed.of(self.session, preemptor)
+            if self._could_fit(preemptor, need, self._fitting_now()):
+                return None
+        return self._short_held(key, before, verdict)
+
+    def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
+        """The class's `ShortVerdict`, where nothing but free capacity could void it now."""
+        verdict = self.classes.short(key)
+        table = self.table
+        if verdict is None or table is None or not self.shorts \
+                or (self._running is None and before != self._entered):
+            return None
+        if verdict.world != short_world(self.session) \
+                or table.grown_behind(verdict.queue, verdict.stamp, verdict.rank):
+            return None
+        return verdict
+
+    def _short_held(self, key: Hashable, before: Generation, verdict: ShortVerdict
+                    ) -> Verdict:
+        """The short verdict held now: remembered as the class's verdict."""
+        assert self.table is not None
         # What came behind it so far freed nothing behind it, nor will the jobs placed in
         # this cycle: their filing came after the stamp and ranks at or ahead of it.
-        verdict.stamp = table.queue_stamp(verdict.queue)
+        verdict.stamp = self.table.queue_stamp(verdict.queue)
         self.classes.short_answers += 1
-        self.classes.remember(key, before, Verdict((), verdict.lending, (), True),
-                              lasting=before == self._entered)
-        return False
+        held = Verdict((), verdict.lending, (), True)
+        self.classes.remember(key, before, held, lasting=before == self._entered)
+        return held
 
     def keep_short(self, preemptor: JobInfo, key: Hashable) -> None:
         """Keep what the search just made read, where it was turned down short with nothing
