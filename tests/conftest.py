@@ -4,9 +4,13 @@ server (the store and the REST API tests run on both), and a repository over it.
 The PostgreSQL server is started once per session in a temporary directory (`initdb` +
 `pg_ctl`, listening only on a Unix socket) and every test gets a fresh database. The
 migrations run once per session and backend, into a template that every test's store is a
-copy of (`store_templates`): the same migrated schema, without a migration per test. When run as
-root, the server runs as the `postgres` user (initdb refuses root). Without the PostgreSQL
-binaries the postgresql tests fail: CI installs them (`.ci/run`).
+copy of (`store_templates`): the same migrated schema, without a migration per test. The
+copies are made a few tests ahead and dropped after their test by a thread of their own
+(`FreshDatabases`): a copy is a tenth of a second of the server's work or more (a third on
+a loaded machine), four hundred tests' worth, which the server then does beside the tests,
+not in their way. When run as root, the server runs as the `postgres` user (initdb refuses
+root). Without the PostgreSQL binaries the postgresql tests fail: CI installs them
+(`.ci/run`).
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ import glob
 import itertools
 import os
 import pwd
+import queue
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,9 +136,6 @@ def postgres_server() -> Iterator[PostgresServer]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-_databases = itertools.count()
-
-
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An SQLite database migrated to head by `Store.migrate()` once per session; each test's
@@ -154,6 +157,74 @@ def postgres_template(postgres_server: PostgresServer) -> str:
     return database
 
 
+class FreshDatabases:
+    """Copies of the migrated template, each a test's own database, made `AHEAD` tests ahead
+    by a thread of this class's own, which also drops each copy once its test has closed
+    it. The thread alone copies the template, one copy at a time (PostgreSQL refuses a copy
+    while anyone else is connected to it), over one connection to `postgres`."""
+
+    AHEAD = 2
+    CREATE = ""
+
+    def __init__(self, server: PostgresServer, template: str) -> None:
+        self._server, self._template = server, template
+        self._names = itertools.count()
+        self._ready: queue.Queue[str | BaseException] = queue.Queue()
+        self._work: queue.Queue[str | None] = queue.Queue()
+        """Names to drop; `CREATE` for one more copy; None to stop."""
+        self._failed: BaseException | None = None
+        self._thread = threading.Thread(target=self._serve, name="fresh-databases",
+                                        daemon=True)
+        self._thread.start()
+        for _ in range(self.AHEAD):
+            self._work.put(self.CREATE)
+
+    def take(self) -> str:
+        """A fresh copy, waited for if none is ready yet; another is made in its place."""
+        if self._failed is not None:
+            raise self._failed
+        ready = self._ready.get(timeout=300)  # a safety net: a copy takes well under 1 s
+        self._work.put(self.CREATE)
+        if isinstance(ready, BaseException):
+            raise ready
+        return ready
+
+    def drop(self, database: str) -> None:
+        """`database`'s test is over (its connections closed): drop it."""
+        self._work.put(database)
+
+    def close(self) -> None:
+        self._work.put(None)
+        self._thread.join(timeout=300)
+
+    def _serve(self) -> None:
+        try:
+            with self._server.admin() as conn:
+                while (item := self._work.get()) is not None:
+                    if item == self.CREATE:
+                        try:
+                            name = f"shoal_test_{os.getpid()}_{next(self._names)}"
+                            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self._template}"')
+                            self._ready.put(name)
+                        except Exception as exc:  # the test that takes it fails with it
+                            self._ready.put(exc)
+                    else:
+                        conn.execute(f'DROP DATABASE IF EXISTS "{item}" WITH (FORCE)')
+        except BaseException as exc:  # every later take fails with it, none waits
+            self._failed = exc
+            self._ready.put(exc)
+
+
+@pytest.fixture(scope="session")
+def fresh_databases(postgres_server: PostgresServer,
+                    postgres_template: str) -> Iterator[FreshDatabases]:
+    databases = FreshDatabases(postgres_server, postgres_template)
+    try:
+        yield databases
+    finally:
+        databases.close()
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A migrated, empty store on each backend: a copy of the session's migrated template."""
@@ -164,17 +235,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         opened.close()
         return
     server: PostgresServer = request.getfixturevalue("postgres_server")
-    template: str = request.getfixturevalue("postgres_template")
-    database = f"shoal_test_{os.getpid()}_{next(_databases)}"
-    with server.admin() as conn:
-        conn.execute(f'CREATE DATABASE "{database}" TEMPLATE "{template}"')
+    databases: FreshDatabases = request.getfixturevalue("fresh_databases")
+    database = databases.take()
     opened = open_store(server.url(database))
     try:
         yield opened
     finally:
         opened.close()
-        with server.admin() as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        databases.drop(database)
 
 
 @pytest.fixture

@@ -19,18 +19,15 @@ worker says so in its log as it starts) or, as it shrinks, until the tasks it ga
 ended, so a slow re-rendezvous, or a world of 3 that torchrun forms on the way to 4 when
 one agent starts late, never trains a step.
 
-The example needs torch: the CPU build of torch 2.13.0 that this machine's pip installs
-goes into a virtual environment of its own under `.cache/` (made once, then reused), whose
-`bin` leads the PATH of `shoal up` and so of its tasks (on Ray: of the Ray cluster, whose
-workers start the tasks). That environment's interpreter is the tests' own: where it lives
-beyond other users' reach (a 0700 home), tasks run as the server's user
-(`--insecure-same-user`; this test is about elasticity, not isolation), and otherwise as
-their own OS user, as `shoal up` does as root."""
+The example needs torch: the CPU build of torch 2.13.0 in the end-to-end tests' one
+environment under `.cache/` (`torch_env`: made once, then reused), whose `bin` leads the
+PATH of `shoal up` and so of its tasks (on Ray: of the Ray cluster, whose workers start the
+tasks). Tasks run as the server's user (`--insecure-same-user`: this test is about
+elasticity, not isolation; a task of its own OS user would start in a directory of its own,
+where the command's relative `examples/elastic/train.py` is not)."""
 
 from __future__ import annotations
 
-import fcntl
-import functools
 import json
 import os
 import re
@@ -46,23 +43,25 @@ import pytest
 import yaml
 from ray_support import RayNodes, namespace_of, node_label
 from shoal_documents import job_yaml
-from task_users import Scratch, reachable_by_others
+from task_users import Scratch
 from test_shoal_up import kill_leftover_tasks, submit, wait_for
+from torch_env import torch_bin
 
 from shoal.client import ShoalClient, wait_until_healthy
 from shoal.executors.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "elastic"
-TORCH_ENV = ROOT / ".cache" / "torch-2.13.0"
 #: Enough to learn the weights: a loss of about 1e-9 after 300 steps at size 1 (larger
 #: worlds average the gradient over more samples).
 STEPS = 300
-#: The pause per step that stands for real work (train.py's default). The test holds the
-#: training across every resize, and it trains unheld only until the test sees `TRAINED`
-#: steps at a size (polled every 0.1 s): 300 steps of 0.05 s leave a loaded machine's
-#: scheduling delays a wide margin before the steps run out.
-STEP_SECONDS = "0.05"
+#: The pause per step that stands for real work (half train.py's default: the steps after
+#: the last resize are most of the test's time). The test holds the training across every
+#: resize, and it trains unheld only three times before its last size, each until the test
+#: sees `TRAINED` steps at a size (polled every 0.1 s): 300 steps of 0.025 s (7.5 s, more
+#: with each step's own work) leave a loaded machine's scheduling delays a wide margin
+#: before the steps run out.
+STEP_SECONDS = "0.025"
 #: Steps a size must train before the test lets the job change size.
 TRAINED = 3
 JOB = "elastic-linear"
@@ -73,26 +72,6 @@ FINISH_DEADLINE = 600.0
 ENGINES = ("local", "ray")
 
 pytestmark = pytest.mark.slow
-
-
-@functools.cache
-def torch_bin() -> Path:
-    """The `bin` of a virtual environment with torch 2.13.0 (CPU), made if missing or broken.
-    Under a lock: another test process may be making it too (two at once break it). Checked
-    once per test session (the check imports torch, seconds on a loaded machine)."""
-    python = TORCH_ENV / "bin" / "python"
-    TORCH_ENV.parent.mkdir(parents=True, exist_ok=True)
-    with open(TORCH_ENV.parent / f"{TORCH_ENV.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        check = [str(python), "-c", "import torch.distributed.run"]
-        if not python.exists() or subprocess.run(check, check=False,
-                                                 capture_output=True).returncode:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(TORCH_ENV)],
-                           check=True)
-            subprocess.run([str(python), "-m", "pip", "install", "--quiet", "torch==2.13.0"],
-                           check=True)
-            subprocess.run(check, check=True)
-    return TORCH_ENV / "bin"
 
 
 def torch_path() -> str:
@@ -171,17 +150,15 @@ def end_ray_actors(root: Path) -> None:
 def elastic_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Elastic]:
     """`shoal up --profile elastic` on the engine, with four GPUs."""
     data, port = tmp_path / "data", free_port()
-    bin_dir = torch_bin()
     env = {**os.environ, "PATH": torch_path()}
     shoal = Path(sys.executable).parent / "shoal"
     scratch = Scratch()
-    same_user = [] if reachable_by_others(bin_dir / "python") else ["--insecure-same-user"]
     engine = engine_for(request.param, request, data / "executor")
     with open(tmp_path / "server.log", "ab") as log:
         process = subprocess.Popen(
             [str(shoal), "up", "--data-dir", str(data), "--port", str(port), "--profile",
              "elastic", *engine.args, "--interval", "0.5", "--grace-period", "10", "--work-dir",
-             str(scratch.work), *same_user],
+             str(scratch.work), "--insecure-same-user"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -327,6 +304,9 @@ def test_torchrun_scales_with_shoal_and_finishes_training(elastic_server: Elasti
         wait_for_worlds(checkpoints, [1])
         grow(client, checkpoints, pause, released[1:2], [1, 2])
         grow(client, checkpoints, pause, released[2:4], [1, 2, 4])
+        # Held from here until the surplus has gone (below), so that the training cannot
+        # end at 4 while the test looks or a job takes GPUs back.
+        pause.touch()
         placed = running_trainers(client)
         assert len(placed) == 4, placed
         if server.engine.one_task_per_node:  # four agents, four machines
@@ -335,9 +315,7 @@ def test_torchrun_scales_with_shoal_and_finishes_training(elastic_server: Elasti
             held = wait_for(client, f"hold-{i}", {"Succeeded", "Failed"}, RESIZE_DEADLINE)
             assert held["status"]["state"] == "Succeeded", held  # type: ignore[index]
 
-        # A job of the production class takes two GPUs back: 4 → 2. The training is held
-        # until the surplus has gone, so that it cannot end at 4 in the meantime.
-        pause.touch()
+        # A job of the production class takes two GPUs back: 4 → 2.
         submit(client, holding_job("urgent", 2, released[0]))
         wait_for(client, "urgent", {"Running"}, seconds=RESIZE_DEADLINE)
         wait_for_tasks_holding(client, 2)

@@ -15,7 +15,7 @@ members of a gang of one-CPU, one-GPU tasks run on different machines of the clu
   per task stays at one).
 
 As root (CI) tasks run as an unprivileged OS user (`task_users`): their interpreter is one
-that user can reach, with torch installed beside it for the gang (`task_torch_python`).
+that user can reach, with torch installed beside it for the gang (`torch_env.torch_python`).
 Every wait is on a condition; deadlines are safety nets for a loaded 2-core machine, where a
 Ray worker process takes seconds to start.
 """
@@ -23,8 +23,6 @@ Ray worker process takes seconds to start.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -37,10 +35,8 @@ from shoal_documents import job_yaml
 from task_users import task_python
 from test_ray_up import RayServers
 from test_shoal_up import kill_9, poll_until, submit, wait_for, wait_for_task_running
+from torch_env import torch_python
 
-ROOT = Path(__file__).resolve().parents[2]
-#: torch for tasks that run as another OS user: beside an interpreter that user can reach.
-TASK_TORCH_ENV = ROOT / ".cache" / "torch-2.13.0-task"
 #: Safety nets only: on a loaded 2-core machine each Ray actor takes seconds to start.
 DEADLINE = 180.0
 GPU_NODE = {"num_cpus": 1, "num_gpus": 2}
@@ -53,23 +49,6 @@ def ray_cluster() -> Iterator[RayNodes]:
     with RayNodes({"ray-head": {"num_cpus": 1}, "gpu-a": GPU_NODE, "gpu-b": GPU_NODE}) as nodes:
         nodes.cluster  # noqa: B018 - started here, so that its start is no test's wait
         yield nodes
-
-
-def task_torch_python() -> str:
-    """An interpreter with torch 2.13.0 (CPU) that a task's OS user can run: a virtual
-    environment of `task_python()` under `.cache/`, made once, then reused."""
-    python = TASK_TORCH_ENV / "bin" / "python"
-    if not python.exists() or subprocess.run([str(python), "-c", "import torch.distributed"],
-                                             capture_output=True, check=False).returncode:
-        readable = os.umask(0o022)  # the task users run it: whatever the run's umask is
-        try:
-            subprocess.run([task_python(), "-m", "venv", "--clear", str(TASK_TORCH_ENV)],
-                           check=True)
-            subprocess.run([str(python), "-m", "pip", "install", "--quiet", "torch==2.13.0"],
-                           check=True)
-        finally:
-            os.umask(readable)
-    return str(python)
 
 
 def ray_job(name: str, command: list[str], *, replicas: int = 1, cpu: str = "1",
@@ -142,7 +121,7 @@ with open(os.path.join(sys.argv[1], f"gang-{seen['rank']}.json"), "w") as out:
 
 def test_a_gloo_gang_all_reduces_across_two_nodes_with_its_own_gpus(
         ray_servers: RayServers) -> None:
-    python = task_torch_python()
+    python = str(torch_python())
     server = ray_servers.start()
     shared = ray_servers.scratch.shared
     job = ray_job("gang", [python, "-c", GANG, str(shared)], replicas=2, gpu=1)
