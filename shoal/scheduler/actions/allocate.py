@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
@@ -43,7 +42,7 @@ from shoal.core.nodes import FitMemo, NodePool
 from shoal.scheduler.actions.class_walk import walk_classes
 from shoal.scheduler.aging import held_back_reason, reservation_reason
 from shoal.scheduler.class_lines import static_order
-from shoal.scheduler.fitting import place_replicas, refusal
+from shoal.scheduler.fitting import place_replicas, pool_refusal, refusal
 from shoal.scheduler.flavors import choose
 from shoal.scheduler.framework import Starvation
 from shoal.scheduler.gang_choice import GangNeed, place_gang
@@ -305,15 +304,47 @@ def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
     probe = session.model.class_verdicts.probes.get(klass)
     if probe is None or probe.hooks is not session.hooks:
         return None
-    if not session.worded and capacity_alone(session):
+    if capacity_alone(session):
         short = probe.request.shortfall(cluster_room(session))
-        if short:
-            return PendingReason(
-                PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
-                UNWORDED, resource=short[0])
+        if not short and open_path(session, job.account):
+            # The quota tree says yes without being asked: only the pool may say no.
+            pool = session.cluster.pools.get(probe.pool_key) or session.pool_for(probe.group)
+            reason = pool_refusal(session, memo, probe.group, probe.count, pool)
+            return None if isinstance(reason, NodePool) else \
+                gang_reason(job, probe.need, reason)
+        if short and not session.worded:
+            known = probe.short.get(short[0])
+            if known is None:
+                known = probe.short[short[0]] = PendingReason(
+                    PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
+                    UNWORDED, resource=short[0])
+            return known
     reason = refusal(session, memo, job.account, probe.group, probe.count, probe.request,
                      probe.surplus)
     return None if isinstance(reason, NodePool) else gang_reason(job, probe.need, reason)
+
+
+def open_path(session: Session, queue: str) -> bool:
+    """Whether the quota tree's check for the virtual cluster says what its root's says
+    (`QuotaTree.check`): no `max` or borrowing ceiling on its path below the root, and no
+    guarantee owed anywhere — the root's children owe none, so nobody below them does
+    (`reserved` of a VC covers its children's), and so none is kept back from a sibling
+    (nor unlent, which is part of what is owed). A check that passes at the root then
+    passes at every step, the room handed down unchanged."""
+    quota = session.quota
+    root = quota.root
+    if not root.children_reserved.is_zero() or not root.children_unlent.is_zero():
+        return False
+    derived = session.hooks.derived
+    kept = derived.get("open_paths")
+    if kept is None or kept[0] is not quota or kept[1] != quota.layout:
+        kept = derived["open_paths"] = (quota, quota.layout, {})
+    paths: dict[str, bool] = kept[2]
+    known = paths.get(queue)
+    if known is None:
+        known = paths[queue] = all(q.max.is_unlimited() and q.borrow_max.is_unlimited()
+                                   for q in quota.get(queue).path()[1:])
+    return known
 
 
 def cluster_room(session: Session) -> Resources:
@@ -389,7 +420,8 @@ def _learn(session: Session, klass: int, need: int, group: TaskGroup, indices: l
     if known is None or known.hooks is not session.hooks:
         probes[klass] = Probe(session.hooks, need, group, len(indices),
                               group.resources.scale(len(indices)),
-                              all(job.is_surplus(group.name, i) for i in indices))
+                              all(job.is_surplus(group.name, i) for i in indices),
+                              session.pool_key(group))
 
 
 def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False
@@ -440,8 +472,9 @@ def waits_for_backfill(job: JobInfo) -> None:
 def gang_reason(job: JobInfo, need: int, reason: PendingReason) -> PendingReason:
     kind = PendingKind.GANG if reason.kind is PendingKind.INSUFFICIENT_RESOURCES and need > 1 \
         else reason.kind
-    if reason.message is UNWORDED:
-        return replace(reason, kind=kind)
+    if reason.message is UNWORDED:  # `replace`, spelt out: it is asked on every refusal
+        return PendingReason(kind, UNWORDED, reason.resource, reason.queue, reason.predicate,
+                             reason.field)
     return PendingReason(
         kind, f"gang of {need} task{'s' if need != 1 else ''} (minAvailable "
               f"{job.gang_minimum}) cannot start together: {reason.message}",
