@@ -172,7 +172,8 @@ class Allocate:
         single = self.ordering is Ordering.GLOBAL
         served = walk_classes(session, session.model.class_lines, admissions.verdict,
                               lambda name: self._queue_key(session, name), visit,
-                              (lambda _: GLOBAL_QUEUE) if single else (lambda queue: queue))
+                              (lambda _: GLOBAL_QUEUE) if single else (lambda queue: queue),
+                              lambda klass: root_refusal(session, klass))
         # Only a job that holds or ended tasks can be ready (`Session.job_ready`): of the
         # admitted ones, only those visited or loose may.
         surplus = [j for j in served if (j.holding or j.ended)
@@ -314,15 +315,35 @@ def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
             return None if isinstance(reason, NodePool) else \
                 gang_reason(job, probe.need, reason)
         if short and not session.worded:
-            known = probe.short.get(short[0])
-            if known is None:
-                known = probe.short[short[0]] = PendingReason(
-                    PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
-                    UNWORDED, resource=short[0])
-            return known
+            return _short_reason(probe, short[0])
     reason = refusal(session, memo, job.account, probe.group, probe.count, probe.request,
                      probe.surplus)
     return None if isinstance(reason, NodePool) else gang_reason(job, probe.need, reason)
+
+
+def root_refusal(session: Session, klass: int) -> PendingReason | None:
+    """`class_refusal`'s first question alone, where it is asked first: unworded and under
+    the capacity plugin alone, why the class is refused by the cluster as a whole being
+    short of its request, or None. It reads no more than the quota tree's root and the
+    class's probe, and writes nothing (`shoal.scheduler.actions.class_walk`)."""
+    if session.worded or not capacity_alone(session):
+        return None
+    probe = session.model.class_verdicts.probes.get(klass)
+    if probe is None or probe.hooks is not session.hooks:
+        return None
+    short = probe.request.shortfall(cluster_room(session))
+    return _short_reason(probe, short[0]) if short else None
+
+
+def _short_reason(probe: Probe, dimension: str) -> PendingReason:
+    """The unworded reason of a class the whole cluster is short of `dimension` for: the
+    root's refusal, a gang's when it needs more than one task (`gang_reason`)."""
+    known = probe.short.get(dimension)
+    if known is None:
+        known = probe.short[dimension] = PendingReason(
+            PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
+            UNWORDED, resource=dimension)
+    return known
 
 
 def open_path(session: Session, queue: str) -> bool:
