@@ -173,7 +173,8 @@ class Allocate:
         served = walk_classes(session, session.model.class_lines, admissions.verdict,
                               lambda name: self._queue_key(session, name), visit,
                               (lambda _: GLOBAL_QUEUE) if single else (lambda queue: queue),
-                              lambda klass: root_refusal(session, klass))
+                              None if session.worded else
+                              lambda job, klass: class_refusal(session, memo, job, klass))
         # Only a job that holds or ended tasks can be ready (`Session.job_ready`): of the
         # admitted ones, only those visited or loose may.
         surplus = [j for j in served if (j.holding or j.ended)
@@ -319,20 +320,6 @@ def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
     reason = refusal(session, memo, job.account, probe.group, probe.count, probe.request,
                      probe.surplus)
     return None if isinstance(reason, NodePool) else gang_reason(job, probe.need, reason)
-
-
-def root_refusal(session: Session, klass: int) -> PendingReason | None:
-    """`class_refusal`'s first question alone, where it is asked first: unworded and under
-    the capacity plugin alone, why the class is refused by the cluster as a whole being
-    short of its request, or None. It reads no more than the quota tree's root and the
-    class's probe, and writes nothing (`shoal.scheduler.actions.class_walk`)."""
-    if session.worded or not capacity_alone(session):
-        return None
-    probe = session.model.class_verdicts.probes.get(klass)
-    if probe is None or probe.hooks is not session.hooks:
-        return None
-    short = probe.request.shortfall(cluster_room(session))
-    return _short_reason(probe, short[0]) if short else None
 
 
 def _short_reason(probe: Probe, dimension: str) -> PendingReason:
