@@ -10,13 +10,14 @@ root says — lent or not — and the cached walk (`open_path`) what the plain o
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from shoal.api import ROOT_QUEUE, Resources, VirtualCluster
+from shoal.api import ROOT_QUEUE, ResourceLimit, Resources, VirtualCluster
 from shoal.core import QuotaTree
-from shoal.scheduler.actions.allocate import open_quota_path
+from shoal.scheduler.actions.allocate import open_path, open_quota_path
 
 from .strategies import vc_trees
 
@@ -64,3 +65,42 @@ def test_an_open_path_refuses_only_at_the_root(
             if reason is not None:
                 assert reason.queue is None and reason.resource == probe.shortfall(room)[0]
             event("open path, refused" if reason is not None else "open path, allowed")
+
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=trees(), steps=st.lists(st.tuples(
+    st.sampled_from(["charge", "refund", "carve", "swap"]), st.integers(0, 10),
+    requests, st.builds(ResourceLimit.of, st.fixed_dictionaries({"gpu": st.integers(0, 8)}))),
+    max_size=12))
+def test_the_kept_open_paths_follow_the_tree(
+        case: tuple[Resources, tuple[VirtualCluster, ...]],
+        steps: list[tuple[str, int, Resources, ResourceLimit]]) -> None:
+    """`open_path` keeps what it read of the tree's layout across cycles (in the profile's
+    derived state): after every change to usage or layout — a virtual cluster gone and
+    back under its name with a `max` where it had none, or none where it had one, among
+    them — it says what the plain rule says."""
+    capacity, vcs = case
+    tree = QuotaTree(vcs, capacity)
+    session = SimpleNamespace(quota=tree, hooks=SimpleNamespace(derived={}))
+    charged: dict[str, list[Resources]] = {}
+    for step, pick, request, limit in steps:
+        names = sorted(q.name for q in tree if q.name != ROOT_QUEUE)
+        name = names[pick % len(names)]
+        outstanding = charged.setdefault(name, [])
+        swapped = f"swapped-{pick % 2}"
+        if step == "refund" and outstanding:
+            tree.refund(name, outstanding.pop())
+        elif step == "carve" and request.fits(tree.headroom(name)):
+            tree.carve(name, request)
+        elif step == "swap" and swapped not in names:
+            tree.add(VirtualCluster(swapped, max=limit))
+        elif step == "swap" and not charged.get(swapped):
+            limited = not tree.get(swapped).max.is_unlimited()
+            tree.remove(swapped)
+            tree.add(VirtualCluster(swapped) if limited else VirtualCluster(swapped, max=limit))
+        else:
+            tree.charge(name, request)
+            outstanding.append(request)
+        for queue in sorted(q.name for q in tree if q.name != ROOT_QUEUE):
+            assert open_path(session, queue) is open_quota_path(tree, queue), (step, queue)  # type: ignore[arg-type]
