@@ -71,7 +71,13 @@ def refusal(session: Session, memo: FitMemo | None, queue: str, group: TaskGroup
     reason = session.allocatable(queue, scaled, surplus)
     if reason is not None:
         return reason
-    pool = session.pool_for(group)
+    return pool_refusal(session, memo, group, count, session.pool_for(group))
+
+
+def pool_refusal(session: Session, memo: FitMemo | None, group: TaskGroup, count: int,
+                 pool: NodePool) -> PendingReason | NodePool:
+    """`refusal` past the quota: why the group's node pool `pool` cannot take `count`
+    replicas — no node in it, more than its bound — or the pool itself."""
     if not pool.nodes:
         return no_matching_node(session, group)
     request = group.resources

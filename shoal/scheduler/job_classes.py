@@ -46,7 +46,8 @@ like a worded one, but only an unworded session takes it: a worded one tries the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from shoal.api.decisions import PendingReason
@@ -127,6 +128,12 @@ class Probe:
     """`count` × the group's request."""
     surplus: bool
     """Whether all of them are elastic surplus (they may borrow where others may not)."""
+    pool_key: Hashable
+    """The group's node pool (`Session.pool_key`, which reads only the group and the
+    profile's predicates): looked up, not worked out again, on every trial."""
+    short: dict[str, PendingReason] = field(default_factory=dict, compare=False)
+    """Per dimension the whole cluster is short of, the unworded reason it is refused with
+    (`allocate.class_refusal`): one object per class and dimension, not one per trial."""
 
 
 World = tuple[object, ...]

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
@@ -40,10 +39,11 @@ from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
 from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo, NodePool
+from shoal.core.quota import QuotaTree
 from shoal.scheduler.actions.class_walk import walk_classes
 from shoal.scheduler.aging import held_back_reason, reservation_reason
 from shoal.scheduler.class_lines import static_order
-from shoal.scheduler.fitting import place_replicas, refusal
+from shoal.scheduler.fitting import place_replicas, pool_refusal, refusal
 from shoal.scheduler.flavors import choose
 from shoal.scheduler.framework import Starvation
 from shoal.scheduler.gang_choice import GangNeed, place_gang
@@ -172,7 +172,9 @@ class Allocate:
         single = self.ordering is Ordering.GLOBAL
         served = walk_classes(session, session.model.class_lines, admissions.verdict,
                               lambda name: self._queue_key(session, name), visit,
-                              (lambda _: GLOBAL_QUEUE) if single else (lambda queue: queue))
+                              (lambda _: GLOBAL_QUEUE) if single else (lambda queue: queue),
+                              None if session.worded else
+                              lambda job, klass: class_refusal(session, memo, job, klass))
         # Only a job that holds or ended tasks can be ready (`Session.job_ready`): of the
         # admitted ones, only those visited or loose may.
         surplus = [j for j in served if (j.holding or j.ended)
@@ -305,15 +307,70 @@ def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
     probe = session.model.class_verdicts.probes.get(klass)
     if probe is None or probe.hooks is not session.hooks:
         return None
-    if not session.worded and capacity_alone(session):
+    if capacity_alone(session):
         short = probe.request.shortfall(cluster_room(session))
-        if short:
-            return PendingReason(
-                PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
-                UNWORDED, resource=short[0])
+        if not short and open_path(session, job.account):
+            # The quota tree says yes without being asked: only the pool may say no.
+            pool = session.cluster.pools.get(probe.pool_key) or session.pool_for(probe.group)
+            reason = pool_refusal(session, memo, probe.group, probe.count, pool)
+            return None if isinstance(reason, NodePool) else \
+                gang_reason(job, probe.need, reason)
+        if short and not session.worded:
+            return _short_reason(probe, short[0])
     reason = refusal(session, memo, job.account, probe.group, probe.count, probe.request,
                      probe.surplus)
     return None if isinstance(reason, NodePool) else gang_reason(job, probe.need, reason)
+
+
+def _short_reason(probe: Probe, dimension: str) -> PendingReason:
+    """The unworded reason of a class the whole cluster is short of `dimension` for: the
+    root's refusal, a gang's when it needs more than one task (`gang_reason`)."""
+    known = probe.short.get(dimension)
+    if known is None:
+        known = probe.short[dimension] = PendingReason(
+            PendingKind.GANG if probe.need > 1 else PendingKind.INSUFFICIENT_RESOURCES,
+            UNWORDED, resource=dimension)
+    return known
+
+
+def open_path(session: Session, queue: str) -> bool:
+    """`open_quota_path` for the session's quota tree, the part read from its layout kept
+    while that stays."""
+    quota = session.quota
+    if not owes_nothing(quota):
+        return False
+    derived = session.hooks.derived
+    kept = derived.get("open_paths")
+    if kept is None or kept[0] is not quota or kept[1] != quota.layout:
+        kept = derived["open_paths"] = (quota, quota.layout, {})
+    paths: dict[str, bool] = kept[2]
+    known = paths.get(queue)
+    if known is None:
+        known = paths[queue] = unlimited_path(quota, queue)
+    return known
+
+
+def open_quota_path(quota: QuotaTree, queue: str) -> bool:
+    """Whether the quota tree's check for the virtual cluster says what its root's says
+    (`QuotaTree.check`): no guarantee owed anywhere (`owes_nothing`), so none is kept back
+    from a sibling, and no `max` or borrowing ceiling on its path below the root. A check
+    that passes at the root then passes at every step, the room handed down unchanged."""
+    return owes_nothing(quota) and unlimited_path(quota, queue)
+
+
+def owes_nothing(quota: QuotaTree) -> bool:
+    """Whether no virtual cluster is owed any of its guarantee: the root's children are
+    owed none, so nobody below them is (what a VC is owed covers its children's), nor
+    keeps any unlent (a part of what it is owed)."""
+    root = quota.root
+    return root.children_reserved.is_zero() and root.children_unlent.is_zero()
+
+
+def unlimited_path(quota: QuotaTree, queue: str) -> bool:
+    """Whether no VC on the path from below the root to `queue` has a `max` or a borrowing
+    ceiling (these move only with the tree's layout)."""
+    return all(q.max.is_unlimited() and q.borrow_max.is_unlimited()
+               for q in quota.get(queue).path()[1:])
 
 
 def cluster_room(session: Session) -> Resources:
@@ -389,7 +446,8 @@ def _learn(session: Session, klass: int, need: int, group: TaskGroup, indices: l
     if known is None or known.hooks is not session.hooks:
         probes[klass] = Probe(session.hooks, need, group, len(indices),
                               group.resources.scale(len(indices)),
-                              all(job.is_surplus(group.name, i) for i in indices))
+                              all(job.is_surplus(group.name, i) for i in indices),
+                              session.pool_key(group))
 
 
 def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False
@@ -440,8 +498,9 @@ def waits_for_backfill(job: JobInfo) -> None:
 def gang_reason(job: JobInfo, need: int, reason: PendingReason) -> PendingReason:
     kind = PendingKind.GANG if reason.kind is PendingKind.INSUFFICIENT_RESOURCES and need > 1 \
         else reason.kind
-    if reason.message is UNWORDED:
-        return replace(reason, kind=kind)
+    if reason.message is UNWORDED:  # `replace`, spelt out: it is asked on every refusal
+        return PendingReason(kind, UNWORDED, reason.resource, reason.queue, reason.predicate,
+                             reason.field)
     return PendingReason(
         kind, f"gang of {need} task{'s' if need != 1 else ''} (minAvailable "
               f"{job.gang_minimum}) cannot start together: {reason.message}",

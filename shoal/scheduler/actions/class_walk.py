@@ -65,12 +65,17 @@ class _Queue:
 def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                  queue_key: Callable[[str], tuple[Any, ...]],
                  visit: Callable[[JobInfo], None],
-                 bucket: Callable[[str], str] = lambda queue: queue) -> list[JobInfo]:
+                 bucket: Callable[[str], str] = lambda queue: queue,
+                 refuse: Callable[[JobInfo, int], PendingReason | None] | None = None
+                 ) -> list[JobInfo]:
     """Walk every virtual cluster's admitted jobs as `Allocate.execute` does, `visit`ing
     those a walk job by job would try (module docstring); the jobs visited, and the loose
     jobs admitted, are returned (the only ones that may have surplus to place). `bucket`:
     the ordering bucket a virtual cluster's jobs are walked in, and `queue_key` orders
-    (the virtual cluster itself, or one bucket for all under `ordering: global`)."""
+    (the virtual cluster itself, or one bucket for all under `ordering: global`).
+    `refuse`: why the job's class is turned down by what its trial asks before it tries a
+    node (`allocate.class_refusal`), or None: the class is then suspended as one turned
+    down earlier, its first job not visited."""
     session.take_admissions()
     memo = session.fit_memo
     misfits = session.misfits
@@ -151,6 +156,13 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                 continue
             if source.klass is not None:
                 known = misfits.known(memo, source.klass, False)
+                if known is None and refuse is not None:
+                    state = misfits.state(memo)
+                    known = refuse(job, source.klass)
+                    if known is not None:
+                        misfits.note(memo, source.klass, False, known)
+                        if misfits.state(memo) != state:  # it learnt a fit bound
+                            resume(queue, key)
                 if known is not None:
                     source.suspended = known
                     source.since = source.at
