@@ -160,6 +160,24 @@ class VictimListing(VictimTrials):
                 units.extend(self.units(job, preemptor))
         return ordered(units, self.rank, self.session.job_order_key, self.session.now)
 
+    def offer(self, preemptor: JobInfo) -> tuple[list[VictimUnit], bool]:
+        """`candidates`, and whether they come in the victims' order. Where the victim
+        index answers (and keys come out the same whenever asked, `looks` False), they come
+        in rank order instead, unsorted: a search reads only which units it is offered
+        until it tries a placement (`VictimTrials._worth_evicting` judges them as a whole;
+        the policy notes sum them), and under backlog most end before that. Sorting asks
+        every offered job for its work lost and latest start; a search that goes on to its
+        trials asks `candidates` for the order."""
+        if self.looks or type(self).candidates is not VictimListing.candidates:
+            return self.candidates(preemptor), True
+        index = self.victim_index(preemptor, policy_of(self.session, preemptor))
+        if index is None:
+            return self.candidates(preemptor), True
+        units = index.units[:index.behind(self.rank(preemptor))]
+        if preemptor.running:
+            units = [u for u in units if u.job is not preemptor]
+        return units, False
+
     def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
                      ) -> QueueVictims | None:
         """The preemptor's virtual cluster's victims indexed by rank and what they free
