@@ -59,9 +59,19 @@ class VictimListing(VictimTrials):
     _indexed: int | None
     _indexes: dict[str, QueueVictims]
 
+    _read_table: RunningTable | None = None
+    """The kept table once this execution brought it up to now (`_refresh`): a job filed
+    there ranks as filed."""
+
     def rank(self, job: JobInfo) -> tuple[Any, ...]:
         key = self._ranks.get(job)
         if key is None:
+            table = self._read_table
+            if table is not None:
+                key = table.rank_of(job)
+                if key is not None:
+                    self._ranks[job] = key
+                    return key
             rank_keys = self.rank_keys
             if len(rank_keys) == 1:  # las, priority: no tuple to build
                 key = rank_keys[0](job)
@@ -120,22 +130,32 @@ class VictimListing(VictimTrials):
     def _refresh(self, table: RunningTable) -> None:
         """Bring the kept table up to now, its ranks read as if asked now (as the listing
         and the world asked every running job's rank). Once per commit: in between, no
-        job's tasks or rank move."""
+        job's tasks or rank move.
+
+        A job's rank is the one it was first filed at in this execution: read from the
+        table when first asked (`rank`), not copied for every running job at every refresh.
+        A later refresh re-files a job at the rank `rank` gives, so only a job it drops (a
+        victim of a commit) would be read otherwise: its rank is pinned before."""
         now = generation(self.session)
         if now == self._refreshed:
             return
         self._list_all(table)
         self._refreshed = now
         holds = self._holds
+        if self._read_table is not None:
+            ranks, jobs = self._ranks, self.session.jobs
+            for name in self.evicted:
+                job = jobs.get(name)
+                if job is not None and job not in ranks:
+                    filed = table.rank_of(job)
+                    if filed is not None:
+                        ranks[job] = filed
 
         def until(job: JobInfo) -> float:
             return min(p.preemption_key_until(job) for p in holds) if holds else math.inf
 
         table.refresh(self.session, self.rank, until)
-        ranks = self._ranks
-        for job, rank in table.ranks():
-            if job not in ranks:
-                ranks[job] = rank
+        self._read_table = table
 
     def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
                    ) -> list[VictimUnit]:
