@@ -208,7 +208,7 @@ class VictimListing(VictimTrials):
                 or self.session.hooks.victim_selections:
             return None
         if self._victims != self._indexed:
-            self._indexes, self._indexed = {}, self._victims
+            self._forget_indexes()
         index = self._indexes.get(preemptor.queue)
         if index is None:
             queue = preemptor.queue
@@ -237,6 +237,30 @@ class VictimListing(VictimTrials):
             if stamp is not None and kept is not None:
                 kept.put(queue, stamp, listing, index)
         return index
+
+    _moved: frozenset[str] = frozenset()
+    """The jobs evicted or placed in this execution as of `_indexed`."""
+
+    def _forget_indexes(self) -> None:
+        """Drop the indexes of the virtual clusters where a job was evicted or placed since
+        they were built: what a job may give up moves only with its own tasks (`takeable`,
+        `units`), and only an evicted or placed job's tasks move. Another virtual cluster's
+        index holds the same units at the same ranks, and its order's keys come out the
+        same whenever asked in this execution (`looks` False); where they may not, every
+        index is built again."""
+        self._indexed = self._victims
+        moved = self.evicted | self.fresh
+        if self.looks:
+            self._indexes, self._moved = {}, frozenset(moved)
+            return
+        indexes, jobs = self._indexes, self.session.jobs
+        for name in moved - self._moved:
+            job = jobs.get(name)
+            if job is None:
+                indexes.clear()
+                break
+            indexes.pop(job.queue, None)
+        self._moved = frozenset(moved)
 
     def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:
         """Whether `job` may give anything up in this execution: it runs tasks placed before
