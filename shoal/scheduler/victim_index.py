@@ -44,12 +44,14 @@ class QueueVictims:
     def __init__(self, units: list[VictimUnit],
                  rank: Callable[[VictimUnit], tuple[Any, ...]],
                  order: Callable[[list[VictimUnit]], list[VictimUnit]],
-                 prefixes: bool = False) -> None:
+                 prefixes: bool = False, ranks: list[tuple[Any, ...]] | None = None
+                 ) -> None:
         """`units`: by rank, worst first (ties in any order); `order`: the victims' score,
         which ranks by the same rank first. `prefixes`: the score may be asked of a prefix
-        alone (its order keys may be asked any time, `Preemption.looks`)."""
+        alone (its order keys may be asked any time, `Preemption.looks`). `ranks`: each
+        unit's rank, where the caller has them (then `rank` is not asked)."""
         self.units = units
-        self.ranks = [rank(u) for u in units]
+        self.ranks = [rank(u) for u in units] if ranks is None else ranks
         """Each unit's job's rank, not increasing."""
         self._order = order
         self._ordered: list[VictimUnit] | None = None

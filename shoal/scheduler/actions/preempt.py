@@ -482,7 +482,7 @@ class Preemption(PolicyNotes):
         # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any of
         # its tasks frees something the preemptor can use; then all its units are (a later
         # unit needs the earlier ones taken).
-        units = self.candidates(preemptor)
+        units, in_order = self.offer(preemptor)
         helps = {u.chain for u in units if quota_bound or any(
             cluster.by_name[t.node].ordinal in nodes for t in u.tasks)}
         useful = [u for u in units if u.chain in helps]
@@ -498,6 +498,8 @@ class Preemption(PolicyNotes):
         if not self._worth_evicting(trial, useful, preemptor, need, quota_bound):
             self._note_policy(preemptor, units)  # as when no trial placement was tried
             return False
+        if not in_order:  # the same units, now in the order they are tried
+            useful = [u for u in self.candidates(preemptor) if u.chain in helps]
         chosen: list[VictimUnit] = []
         statement = session.statement()
         fits = False

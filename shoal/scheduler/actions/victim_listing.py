@@ -59,9 +59,19 @@ class VictimListing(VictimTrials):
     _indexed: int | None
     _indexes: dict[str, QueueVictims]
 
+    _read_table: RunningTable | None = None
+    """The kept table once this execution brought it up to now (`_refresh`): a job filed
+    there ranks as filed."""
+
     def rank(self, job: JobInfo) -> tuple[Any, ...]:
         key = self._ranks.get(job)
         if key is None:
+            table = self._read_table
+            if table is not None:
+                key = table.rank_of(job)
+                if key is not None:
+                    self._ranks[job] = key
+                    return key
             rank_keys = self.rank_keys
             if len(rank_keys) == 1:  # las, priority: no tuple to build
                 key = rank_keys[0](job)
@@ -120,22 +130,32 @@ class VictimListing(VictimTrials):
     def _refresh(self, table: RunningTable) -> None:
         """Bring the kept table up to now, its ranks read as if asked now (as the listing
         and the world asked every running job's rank). Once per commit: in between, no
-        job's tasks or rank move."""
+        job's tasks or rank move.
+
+        A job's rank is the one it was first filed at in this execution: read from the
+        table when first asked (`rank`), not copied for every running job at every refresh.
+        A later refresh re-files a job at the rank `rank` gives, so only a job it drops (a
+        victim of a commit) would be read otherwise: its rank is pinned before."""
         now = generation(self.session)
         if now == self._refreshed:
             return
         self._list_all(table)
         self._refreshed = now
         holds = self._holds
+        if self._read_table is not None:
+            ranks, jobs = self._ranks, self.session.jobs
+            for name in self.evicted:
+                job = jobs.get(name)
+                if job is not None and job not in ranks:
+                    filed = table.rank_of(job)
+                    if filed is not None:
+                        ranks[job] = filed
 
         def until(job: JobInfo) -> float:
             return min(p.preemption_key_until(job) for p in holds) if holds else math.inf
 
         table.refresh(self.session, self.rank, until)
-        ranks = self._ranks
-        for job, rank in table.ranks():
-            if job not in ranks:
-                ranks[job] = rank
+        self._read_table = table
 
     def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
                    ) -> list[VictimUnit]:
@@ -160,6 +180,24 @@ class VictimListing(VictimTrials):
                 units.extend(self.units(job, preemptor))
         return ordered(units, self.rank, self.session.job_order_key, self.session.now)
 
+    def offer(self, preemptor: JobInfo) -> tuple[list[VictimUnit], bool]:
+        """`candidates`, and whether they come in the victims' order. Where the victim
+        index answers (and keys come out the same whenever asked, `looks` False), they come
+        in rank order instead, unsorted: a search reads only which units it is offered
+        until it tries a placement (`VictimTrials._worth_evicting` judges them as a whole;
+        the policy notes sum them), and under backlog most end before that. Sorting asks
+        every offered job for its work lost and latest start; a search that goes on to its
+        trials asks `candidates` for the order."""
+        if self.looks or type(self).candidates is not VictimListing.candidates:
+            return self.candidates(preemptor), True
+        index = self.victim_index(preemptor, policy_of(self.session, preemptor))
+        if index is None:
+            return self.candidates(preemptor), True
+        units = index.units[:index.behind(self.rank(preemptor))]
+        if preemptor.running:
+            units = [u for u in units if u.job is not preemptor]
+        return units, False
+
     def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
                      ) -> QueueVictims | None:
         """The preemptor's virtual cluster's victims indexed by rank and what they free
@@ -170,7 +208,7 @@ class VictimListing(VictimTrials):
                 or self.session.hooks.victim_selections:
             return None
         if self._victims != self._indexed:
-            self._indexes, self._indexed = {}, self._victims
+            self._forget_indexes()
         index = self._indexes.get(preemptor.queue)
         if index is None:
             queue = preemptor.queue
@@ -191,14 +229,62 @@ class VictimListing(VictimTrials):
                 if found is not None:
                     index = self._indexes[queue] = found.renewed(order, not self.looks)
                     return index
-            # `running` lists the jobs worst rank first: so are their units.
-            units = [u for job in listing if self.takeable(job, None)
-                     for u in self.units(job, job)]
+            units, ranks = self._takeable_units(listing)
             index = self._indexes[queue] = QueueVictims(
-                units, lambda u: self.rank(u.job), order, prefixes=not self.looks)
+                units, lambda u: self.rank(u.job), order, prefixes=not self.looks,
+                ranks=ranks)
             if stamp is not None and kept is not None:
                 kept.put(queue, stamp, listing, index)
         return index
+
+    def _takeable_units(self, listing: list[JobInfo]
+                        ) -> tuple[list[VictimUnit], list[tuple[Any, ...]]]:
+        """What the `listing`'s jobs may give up, each unit with its job's rank: `takeable`
+        and `units` for every job, without a victim-selection plugin, in one walk (a
+        virtual cluster's index is built from a hundred jobs under backlog). `running`
+        lists the jobs worst rank first: so are their units."""
+        fresh, evicted, cache = self.fresh, self.evicted, self._units
+        kept, now, rank = self.kept, self.session.now, self.rank
+        releasing = TaskState.RELEASING
+        units: list[VictimUnit] = []
+        ranks: list[tuple[Any, ...]] = []
+        for job in listing:
+            running = job.running
+            name = job.job.name
+            if not running or name in fresh or (name in evicted and job.job.gang) \
+                    or any(t.state is releasing for t in running):
+                continue
+            given = cache.get(name)
+            if given is None:
+                given = cache[name] = kept.of(job, now)
+            if given:
+                units.extend(given)
+                ranks.extend([rank(job)] * len(given))
+        return units, ranks
+
+    _moved: frozenset[str] = frozenset()
+    """The jobs evicted or placed in this execution as of `_indexed`."""
+
+    def _forget_indexes(self) -> None:
+        """Drop the indexes of the virtual clusters where a job was evicted or placed since
+        they were built: what a job may give up moves only with its own tasks (`takeable`,
+        `units`), and only an evicted or placed job's tasks move. Another virtual cluster's
+        index holds the same units at the same ranks, and its order's keys come out the
+        same whenever asked in this execution (`looks` False); where they may not, every
+        index is built again."""
+        self._indexed = self._victims
+        moved = self.evicted | self.fresh
+        if self.looks:
+            self._indexes, self._moved = {}, frozenset(moved)
+            return
+        indexes, jobs = self._indexes, self.session.jobs
+        for name in moved - self._moved:
+            job = jobs.get(name)
+            if job is None:
+                indexes.clear()
+                break
+            indexes.pop(job.queue, None)
+        self._moved = frozenset(moved)
 
     def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:
         """Whether `job` may give anything up in this execution: it runs tasks placed before

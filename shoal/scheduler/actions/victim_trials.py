@@ -18,7 +18,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from shoal.api.resources import Resources
-from shoal.core.nodes import FitMemo, NodeState
+from shoal.core.nodes import FitMemo, NodePool, NodeState
 from shoal.core.statement import Allocation, Eviction, Statement
 from shoal.scheduler.gang_choice import (
     GangNeed,
@@ -306,8 +306,9 @@ class VictimTrials:
             key = (pool.key, request, None)
             room = known.get(key)
             if room is None:
-                room = known[key] = sum(state.how_many(request) for state in pool.nodes
-                                        if state.ordinal not in excluded)
+                room = known[key] = pool.census(request).fit if not excluded else sum(
+                    state.how_many(request) for state in pool.nodes
+                    if state.ordinal not in excluded)
             for ordinal, (state, back) in freed.items():
                 if ordinal not in excluded and pool in state.pools:
                     room += _how_many_with(state, back, request) - state.how_many(request)
@@ -331,8 +332,8 @@ class VictimTrials:
                 key = (session.pool_key(group), group.resources, enough)
                 found = known.get(key)
                 if found is None:
-                    found = known[key] = replicas_fitting(
-                        session.pool_for(group).nodes, group.resources, enough, excluded)
+                    found = known[key] = _fitting(session.pool_for(group), group.resources,
+                                                  enough, excluded)
                 room = found
             counts.append((group.name, room, pending))
         return room_suffices(need, counts)
@@ -361,6 +362,17 @@ class VictimTrials:
         for task in unit.tasks:
             statement.evict(task.ref, victim.account, cluster.by_name[task.node],
                             victim.job.group(task.ref.group).resources, task.gpus, reason)
+
+
+def _fitting(pool: NodePool, request: Resources, enough: int, excluded: set[int]) -> int:
+    """`replicas_fitting` over the pool, read from its census where nothing is excluded
+    (`shoal.core.pool_census`: kept across cycles, recounting only the nodes that changed):
+    under backlog most pools hold fewer than `enough`, and then the node-by-node count,
+    which stops only once `enough` is reached, walks every node to the same total."""
+    if excluded or request.is_zero():
+        return replicas_fitting(pool.nodes, request, enough, excluded)
+    fit = pool.census(request).fit
+    return fit if fit < enough else replicas_fitting(pool.nodes, request, enough)
 
 
 def _how_many_with(state: NodeState, freed: Resources, request: Resources) -> int:
