@@ -115,13 +115,13 @@ class LaunchFlights:
         launches ahead of it (it is placed and bound meanwhile)."""
         return sum(not flight.future.done() for flight in self._flights) <= 1
 
-    def hand_over(self, launches: Sequence[Launch], chunk: int = CHUNK) -> None:
-        """Have the worker launch these (after the chunks already in flight), `chunk` at
-        a time."""
+    def hand_over(self, launches: Sequence[Launch]) -> None:
+        """Have the worker launch these (after the chunks already in flight), CHUNK at a
+        time."""
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-launch")
-        for first in range(0, len(launches), chunk):
-            part = tuple(launches[first:first + chunk])
+        for first in range(0, len(launches), CHUNK):
+            part = tuple(launches[first:first + CHUNK])
             future = self._worker.submit(self._executor.launch_many,
                                          [launch.spec for launch in part])
             self._flights.append(Flight(part, future))
