@@ -64,6 +64,8 @@ class Flight:
 
     launches: tuple[Launch, ...]
     future: Future[list[LaunchResult]]
+    first: bool
+    """The first chunk of its hand-over (its cycle's batch)."""
 
     def results(self) -> list[LaunchResult]:
         """One result per launch, in order; a chunk whose call raised (an engine's bug)
@@ -88,7 +90,7 @@ def launch_now(executor: Executor, launches: Sequence[Launch]
         future.set_result(executor.launch_many([launch.spec for launch in launches]))
     except Exception as exc:
         future.set_exception(exc)
-    return list(zip(launches, Flight(tuple(launches), future).results(), strict=True))
+    return list(zip(launches, Flight(tuple(launches), future, True).results(), strict=True))
 
 
 class LaunchFlights:
@@ -110,10 +112,13 @@ class LaunchFlights:
         return ref in self._refs
 
     def has_room(self) -> bool:
-        """Whether the worker is idle or on its last chunk: a cycle's batch handed over now
-        is launched as soon as the worker is free, without the cycle waiting for the
-        launches ahead of it (it is placed and bound meanwhile)."""
-        return sum(not flight.future.done() for flight in self._flights) <= 1
+        """Whether the worker is idle, or on the last chunk of a batch that had more than
+        one: a cycle's batch handed over now is launched as soon as the worker is free, its
+        binds stored while that chunk launches. A batch of one chunk is waited for whole,
+        as before chunks: cycles come no more often than batches take to launch, so a
+        burst's arrivals still share cycles (a cycle per arrival costs more CPU per job)."""
+        unfinished = [flight for flight in self._flights if not flight.future.done()]
+        return not unfinished or (len(unfinished) == 1 and not unfinished[0].first)
 
     def hand_over(self, launches: Sequence[Launch]) -> None:
         """Have the worker launch these (after the chunks already in flight), CHUNK at a
@@ -124,7 +129,7 @@ class LaunchFlights:
             part = tuple(launches[first:first + CHUNK])
             future = self._worker.submit(self._executor.launch_many,
                                          [launch.spec for launch in part])
-            self._flights.append(Flight(part, future))
+            self._flights.append(Flight(part, future, first == 0))
             self._refs.update(launch.rec.ref for launch in part)
             future.add_done_callback(lambda _: self._on_done())
 

@@ -1,9 +1,9 @@
 """A cycle's launches handed to the launch worker in chunks (`shoal.control.inflight`): the
 chunks launch in bind order, one at a time; a chunk's tasks are recorded RUNNING from that
 chunk's results while the next is still launching, never before; the loop's next cycle may
-bind once the worker is on its last chunk; and a crash between two chunks loses no task
-and starts none twice (the next control plane launches the tasks left BOUND, and the dead
-plane's late launches find their attempts claimed)."""
+bind once the worker is on the last chunk of a batch of several; and a crash between two
+chunks loses no task and starts none twice (the next control plane launches the tasks left
+BOUND, and the dead plane's late launches find their attempts claimed)."""
 
 from __future__ import annotations
 
@@ -122,10 +122,10 @@ def _launch(name: str) -> Launch:
     return Launch(rec, spec)
 
 
-def test_the_worker_has_room_on_its_last_chunk_and_chunks_are_taken_up_in_order(
+def test_the_worker_has_room_on_a_batchs_last_chunk_and_chunks_are_taken_up_in_order(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(inflight, "CHUNK", 2)
-    engine = _Blocking(3)
+    engine = _Blocking(4)
     flights = LaunchFlights(engine, lambda: None)  # type: ignore[arg-type]
     flights.hand_over([_launch(f"j{i}") for i in range(5)])
     try:
@@ -143,6 +143,12 @@ def test_the_worker_has_room_on_its_last_chunk_and_chunks_are_taken_up_in_order(
         assert [[launch.rec.ref.job for launch, _ in chunk]
                 for chunk in flights.done(wait=True)] == [["j4"]]
         assert not flights
+        # A batch of one chunk is waited for whole: cycles come no faster than batches.
+        flights.hand_over([_launch("k0")])
+        assert not flights.has_room()
+        engine.go[3].set()
+        wait_for(flights.has_room)
+        assert len(list(flights.done(wait=True))) == 1
     finally:
         for event in engine.go:
             event.set()
