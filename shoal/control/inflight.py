@@ -11,8 +11,9 @@ In chunks. A cycle's batch is handed over as chunks of at most CHUNK launches, e
 own `launch_many` call and its own results: the loop records the starts of a chunk that
 is done while the worker launches the next, so a batch's first job is not recorded RUNNING
 only once its last one started; and the loop's next cycle may bind while the worker is on
-its last chunk (`has_room`), so the worker never idles while binds wait. The chunks that
-are done by the time the loop looks are recorded together (one transaction).
+the last chunk of a batch of several (`has_room`), so the worker does not idle while those
+binds are stored. The chunks that are done by the time the loop looks are recorded
+together (one transaction).
 
 What stays ordered. Only the worker calls `launch_many`, one chunk at a time, in the order
 they were handed over; it touches neither the store nor the scheduler model. Everything
@@ -95,7 +96,7 @@ def launch_now(executor: Executor, launches: Sequence[Launch]
 
 class LaunchFlights:
     """The chunks in flight, oldest first, and the worker thread that launches them.
-    Used from the loop's thread only; `on_done` is called from the worker's when a batch
+    Used from the loop's thread only; `on_done` is called from the worker's when a chunk
     has its results (the loop then takes them up on its next turn)."""
 
     def __init__(self, executor: Executor, on_done: Callable[[], None]) -> None:
