@@ -307,8 +307,10 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
                              else now + limit_at - self.clock())
             if woken and not self._flights:  # woken too soon after a cycle: let events gather
                 time.sleep(max(0.0, min(earliest, wait_until) - now))
-            else:
-                self.wake.wait(max(0.0, min(next_cycle, wait_until) - now))
+            else:  # a chunk that lands, or an event, wakes it; a cycle waiting only for the
+                # backoff runs when the backoff ends
+                due = earliest if woken and self._flights.has_room() else next_cycle
+                self.wake.wait(max(0.0, min(due, next_cycle, wait_until) - now))
 
     def step(self) -> Decisions:
         """One synchronous turn: apply queued commands, poll tasks, run a cycle."""
