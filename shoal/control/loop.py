@@ -11,10 +11,9 @@ read.
 
 When to cycle. A cycle runs on every event (submit, cancel, task exit, a catalog change)
 and at least every `interval` seconds. Events that come faster than cycles share them: the
-next event-driven cycle waits CYCLE_BACKOFF times the last one's deciding time, and until
-the launch worker is on the last chunk of the launches in flight (`shoal.control.inflight`),
-so that what arrives while one batch starts is placed and launched together, its binds
-stored while that chunk launches (the periodic cycle does not wait). And an event
+next event-driven cycle waits CYCLE_BACKOFF times the last one's deciding time, and for
+the launches in flight (`shoal.control.inflight`), so that what arrives while one batch
+starts is placed and launched together (the periodic cycle does not wait). And an event
 cycle is skipped when the model proves it moot (`SchedulerModel.cycle_may_place`: nothing
 released since a cycle that decided nothing, and no new job's task fits anywhere) — the
 common case of submissions queuing on a full cluster; such jobs get their reason without a
@@ -287,9 +286,8 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
                     self._note_unplaceable_arrivals()
                 elif now >= next_cycle or (woken and now >= earliest
                                            and self._flights.has_room()):
-                    # An event's cycle waits until the worker is on its last chunk: what
-                    # arrives meanwhile is placed and launched together, in one cycle and
-                    # one batch, and its binds are stored while that chunk launches.
+                    # An event's cycle waits for the launches in flight: what arrives
+                    # meanwhile is placed and launched together, in one cycle and one batch.
                     woken = False
                     self.run_cycle()
                     ended = time.monotonic()

@@ -1,9 +1,9 @@
 """A cycle's launches handed to the launch worker in chunks (`shoal.control.inflight`): the
 chunks launch in bind order, one at a time; a chunk's tasks are recorded RUNNING from that
-chunk's results while the next is still launching, never before; the loop's next cycle may
-bind once the worker is on the last chunk of a batch of several; and a crash between two
-chunks loses no task and starts none twice (the next control plane launches the tasks left
-BOUND, and the dead plane's late launches find their attempts claimed)."""
+chunk's results while the next is still launching, never before; an event's cycle waits
+until every chunk in flight is done; and a crash between two chunks loses no task and
+starts none twice (the next control plane launches the tasks left BOUND, and the dead
+plane's late launches find their attempts claimed)."""
 
 from __future__ import annotations
 
@@ -122,10 +122,10 @@ def _launch(name: str) -> Launch:
     return Launch(rec, spec)
 
 
-def test_the_worker_has_room_on_a_batchs_last_chunk_and_chunks_are_taken_up_in_order(
+def test_chunks_are_taken_up_in_order_and_a_cycle_waits_for_every_one(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(inflight, "CHUNK", 2)
-    engine = _Blocking(4)
+    engine = _Blocking(3)
     flights = LaunchFlights(engine, lambda: None)  # type: ignore[arg-type]
     flights.hand_over([_launch(f"j{i}") for i in range(5)])
     try:
@@ -133,22 +133,19 @@ def test_the_worker_has_room_on_a_batchs_last_chunk_and_chunks_are_taken_up_in_o
         engine.go[1].set()  # the first chunk is held: nothing is taken up (the second goes
         # as soon as the worker starts it)
         assert list(flights.done(wait=False)) == []
+        second = flights._flights[1]
         engine.go[0].set()
-        wait_for(flights.has_room)  # only the last chunk launches now
+        wait_for(second.future.done)
+        assert not flights.has_room()  # the last chunk still launches
         taken = [[launch.rec.ref.job for launch, _ in chunk]
                  for chunk in flights.done(wait=False)]
         assert taken == [["j0", "j1"], ["j2", "j3"]]
         assert _ref("j1") not in flights and _ref("j4") in flights
         engine.go[2].set()
+        wait_for(flights.has_room)
         assert [[launch.rec.ref.job for launch, _ in chunk]
                 for chunk in flights.done(wait=True)] == [["j4"]]
         assert not flights
-        # A batch of one chunk is waited for whole: cycles come no faster than batches.
-        flights.hand_over([_launch("k0")])
-        assert not flights.has_room()
-        engine.go[3].set()
-        wait_for(flights.has_room)
-        assert len(list(flights.done(wait=True))) == 1
     finally:
         for event in engine.go:
             event.set()
