@@ -5,7 +5,7 @@ thread, as `shoal.control.evicting` is.
 
 A cycle's launches are one batch (`Executor.launch_many`: the local executor forks a whole
 batch's wrappers from one request to its launcher). While the loop runs, the batch goes to
-a worker thread and the loop takes its results up on a later turn
+a worker thread, in chunks, and the loop takes each chunk's results up on a later turn
 (`shoal.control.inflight` says what stays ordered); `step` and the take-over at start
 launch on the loop's thread. Each launch still fails on its own. A launch that fails — the
 spec cannot be built or launched (no command, a NUL byte, `=` in an env name: refused at
@@ -157,15 +157,16 @@ class Launching(Evicting):
         return self.repository.task_records(names) if names else {}
 
     def _settle_launches(self, *, wait: bool = True) -> bool:
-        """Take up the results of the batches in flight (`wait`: all of them, waiting for
-        the worker; else those that are in); True if there were any. Called before anything
+        """Take up the results of the chunks in flight (`wait`: all of them, waiting for
+        the worker; else those that are in, oldest first), their starts recorded together;
+        True if there were any. Called before anything
         that may stop, evict or fail a task whose launch may be in flight, so that the stop
         finds it tracked."""
-        took = False
-        for batch in self._flights.done(wait=wait):
-            self._landed(batch)
-            took = True
-        return took
+        # The chunks that are in are recorded as one batch: one transaction for their starts.
+        landed = [pair for chunk in self._flights.done(wait=wait) for pair in chunk]
+        if landed:
+            self._landed(landed)
+        return bool(landed)
 
     def _landed(self, batch: list[tuple[Launch, LaunchResult]]) -> bool:
         """A batch's results: every process started is tracked (as BOUND) at once and the

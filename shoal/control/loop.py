@@ -11,8 +11,8 @@ read.
 
 When to cycle. A cycle runs on every event (submit, cancel, task exit, a catalog change)
 and at least every `interval` seconds. Events that come faster than cycles share them: the
-next event-driven cycle waits CYCLE_BACKOFF times the last one's deciding time, and for the
-batch of launches in flight (`shoal.control.inflight`), so that what arrives while one batch
+next event-driven cycle waits CYCLE_BACKOFF times the last one's deciding time, and for
+the launches in flight (`shoal.control.inflight`), so that what arrives while one batch
 starts is placed and launched together (the periodic cycle does not wait). And an event
 cycle is skipped when the model proves it moot (`SchedulerModel.cycle_may_place`: nothing
 released since a cycle that decided nothing, and no new job's task fits anywhere) — the
@@ -25,13 +25,13 @@ each launch is idempotent per (task, attempt), the attempt being the store's bin
 a crash between persisting and launching launches the task at restart, and a crash between
 launching and recording RUNNING re-adopts the process instead of starting a second one. The
 launches are `shoal.control.launches`': a cycle's bound tasks, checked on this thread, go to
-the engine as one batch (`Executor.launch_many`) on a launch worker
+the engine in chunks (`Executor.launch_many`) on a launch worker
 (`shoal.control.inflight`) while the loop goes on serving, one failed launch stopping or
-corrupting none of the others; the batch's starts are recorded RUNNING in one transaction
-when its results are in, and whatever stops, evicts or fails a task first takes up the
-batches in flight. Polling and recording how tasks ended is `shoal.control.exits`' (a poll's
-successes in one transaction); deciding what one task's end means,
-`shoal.control.task_ends`'.
+corrupting none of the others; the starts of the chunks that are done are recorded
+RUNNING in one transaction, while the next chunk launches, and whatever stops, evicts or
+fails a task first takes up every chunk in flight. Polling and recording how tasks ended
+is `shoal.control.exits`' (a poll's successes in one transaction); deciding what one
+task's end means, `shoal.control.task_ends`'.
 
 Ending a job is `shoal.control.completion`'s decision (OpenPAI's rules, pure): a task that
 ends badly — non-zero exit, signal, LOST, a failed launch — is retried in place while its
@@ -271,7 +271,7 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
             try:
                 if self._drain():  # commands queued without a wake-up count as one
                     woken = True
-                self._settle_launches(wait=False)  # the batches the worker has launched
+                self._settle_launches(wait=False)  # the chunks the worker has launched
                 if time.monotonic() >= next_poll:
                     self.poll()
                     self._watch_nodes()
@@ -284,9 +284,10 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
                 if woken and now >= earliest and now < next_cycle and self._cycle_is_moot():
                     woken = False
                     self._note_unplaceable_arrivals()
-                elif now >= next_cycle or (woken and now >= earliest and not self._flights):
-                    # An event's cycle waits for the batch in flight: what arrives meanwhile
-                    # is placed and launched together, in one cycle and one batch.
+                elif now >= next_cycle or (woken and now >= earliest
+                                           and self._flights.has_room()):
+                    # An event's cycle waits for the launches in flight: what arrives
+                    # meanwhile is placed and launched together, in one cycle and one batch.
                     woken = False
                     self.run_cycle()
                     ended = time.monotonic()
@@ -304,8 +305,10 @@ class ControlPlane(TaskEnding, Launching, NodeWatching, Exiting, Gating, TimeLim
                              else now + limit_at - self.clock())
             if woken and not self._flights:  # woken too soon after a cycle: let events gather
                 time.sleep(max(0.0, min(earliest, wait_until) - now))
-            else:
-                self.wake.wait(max(0.0, min(next_cycle, wait_until) - now))
+            else:  # a chunk that lands, or an event, wakes it; a cycle waiting only for the
+                # backoff runs when the backoff ends
+                due = earliest if woken and self._flights.has_room() else next_cycle
+                self.wake.wait(max(0.0, min(due, next_cycle, wait_until) - now))
 
     def step(self) -> Decisions:
         """One synchronous turn: apply queued commands, poll tasks, run a cycle."""

@@ -255,13 +255,15 @@ class LocalExecutor(JobFiles):
         handle = RunningTask(spec.job, spec.group, spec.index, spec.attempt, 0, 0.0,
                              out_path, err_path, task_dir / STATUS_FILE)
         base = os.environ if self._base_env is None else self._base_env
-        env, cwd = task_env(spec, base), spec.working_dir
         uid = gid = None
+        cwd: str | None
         try:
             identity = self._accounts.identity(spec.user)
             if identity is not None:
-                env, cwd = self._as_user(spec, identity, base, env)
+                env, cwd = self._as_user(spec, identity, base)
                 uid, gid = identity.uid, identity.gid
+            else:
+                env, cwd = task_env(spec, base), spec.working_dir
             check_launchable(spec.command, env, cwd)
             cgroups = self.isolation.cgroups
             if cgroups is not None:
@@ -337,8 +339,8 @@ class LocalExecutor(JobFiles):
         self._children[proc.pid] = proc
         return proc.pid
 
-    def _as_user(self, spec: TaskLaunch, identity: Identity, base: Mapping[str, str],
-                 env: dict[str, str]) -> tuple[dict[str, str], str]:
+    def _as_user(self, spec: TaskLaunch, identity: Identity, base: Mapping[str, str]
+                 ) -> tuple[dict[str, str], str]:
         """The environment and working directory of a task that runs as
         `identity`: only `isolation.BASE_ENV` of the server's environment, a working
         directory of its own (also its HOME) unless the spec names one."""

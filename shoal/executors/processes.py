@@ -85,11 +85,17 @@ def replace_file(path: Path, data: bytes, mode: int = 0o644) -> None:
 def private_dirs(root: Path, path: Path) -> None:
     """`path` and its parents up to `root` made if missing, 0700 (root itself included)."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)  # the mode applies to `path` only
-    for directory in (path, *path.parents):
-        if directory.stat().st_mode & 0o077:
-            directory.chmod(0o700)
-        if directory == root or root not in directory.parents:
+    # Strings, not `Path.parents`: this runs for every launch, a level's `in` test walked
+    # every parent again.
+    top = os.fspath(root)
+    below = top if top.endswith(os.sep) else top + os.sep
+    directory = os.fspath(path)
+    while True:
+        if os.stat(directory).st_mode & 0o077:
+            os.chmod(directory, 0o700)
+        if directory == top or not directory.startswith(below):
             break
+        directory = os.path.dirname(directory)
 
 
 @contextlib.contextmanager
