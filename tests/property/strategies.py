@@ -16,7 +16,8 @@ of CPU and memory), every task asks for one or two slots and every virtual-clust
 from __future__ import annotations
 
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from functools import cache
 
@@ -130,6 +131,18 @@ class World:
         decisions = run_cycle(snapshot, profile(profile_name or self.profile_name))
         jobs = apply({j.name: j for j in self.jobs}, decisions, now=self.now)
         return snapshot, decisions, self.with_jobs(jobs.values(), now=self.now + 1.0)
+
+    def assert_cycles_alike(self, count: int,
+                            plain: Callable[[], AbstractContextManager[object]]) -> None:
+        """`count` cycles, each applied before the next, decide the same as they do inside
+        `plain()` (a knob that turns a shortcut of the core off)."""
+        jobs = {j.name: j for j in self.jobs}
+        for _ in range(count):
+            snapshot = self.with_jobs(jobs.values()).snapshot()
+            decided = run_cycle(snapshot, self.profile)
+            with plain():
+                assert decided == run_cycle(snapshot, self.profile)
+            jobs = apply(jobs, decided, now=self.now)
 
 
 

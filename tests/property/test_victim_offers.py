@@ -26,11 +26,8 @@ from unittest.mock import patch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.api.objects import Job
 from shoal.api.resources import Resources
 from shoal.core.nodes import NodePool
-from shoal.scenario import apply
-from shoal.scheduler import run_cycle
 from shoal.scheduler.actions import victim_trials
 from shoal.scheduler.actions.victim_listing import VictimListing
 from shoal.scheduler.actions.victim_trials import VictimTrials
@@ -209,11 +206,4 @@ def test_las_runs_decide_as_the_plain_paths(trace: Trace, nodes: int) -> None:
 @RULES
 @given(world=worlds(profiles=PREEMPTING, limits=True), count=st.integers(1, 3))
 def test_cycles_decide_as_the_plain_paths(world: World, count: int) -> None:
-    jobs: dict[str, Job] = {j.name: j for j in world.jobs}
-    for _ in range(count):
-        snapshot = world.with_jobs(jobs.values()).snapshot()
-        decided = run_cycle(snapshot, world.profile)
-        with plain():
-            slower = run_cycle(snapshot, world.profile)
-        assert decided == slower
-        jobs = apply(jobs, decided, now=world.now)
+    world.assert_cycles_alike(count, plain)

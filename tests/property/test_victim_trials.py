@@ -23,8 +23,6 @@ from hypothesis import strategies as st
 from shoal.api import Node, Resources, VirtualCluster
 from shoal.api.objects import BUILTIN_PRIORITY_CLASSES, Job, TaskGroup
 from shoal.api.resources import ResourceLimit
-from shoal.scenario import apply
-from shoal.scheduler import run_cycle
 from shoal.scheduler.actions.victim_trials import Trial, VictimTrials
 from shoal.scheduler.gang_choice import GangNeed, Room
 from shoal.scheduler.jobs import JobInfo
@@ -109,14 +107,7 @@ def test_the_whole_list_judges_as_the_trial_loop_under_las(trace: Trace, nodes: 
 @RULES
 @given(world=worlds(profiles=PREEMPTING, limits=True), count=st.integers(1, 3))
 def test_cycles_decide_as_without_the_whole_list(world: World, count: int) -> None:
-    jobs: dict[str, Job] = {j.name: j for j in world.jobs}
-    for _ in range(count):
-        snapshot = world.with_jobs(jobs.values()).snapshot()
-        decided = run_cycle(snapshot, world.profile)
-        with unjudged():
-            plain = run_cycle(snapshot, world.profile)
-        assert decided == plain
-        jobs = apply(jobs, decided, now=world.now)
+    world.assert_cycles_alike(count, unjudged)
 
 
 @RULES
