@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from shoal.api.federation import CopyState
 from shoal.scheduler.profile import Profile
 from shoal.sim.engine import EventKind
-from shoal.sim.simulator import ClusterLike, JobRun, SimConfig, Simulator
+from shoal.sim.job_runs import JobRun
+from shoal.sim.simulator import ClusterLike, SimConfig, Simulator
 from shoal.sim.trace import Trace
 
 

@@ -47,7 +47,7 @@ from typing import Protocol
 from shoal.api.decisions import Decisions
 from shoal.api.flavors import ResourceFlavor
 from shoal.api.lifecycle import JobState
-from shoal.api.objects import Job, Node, PriorityClass, TaskRef, VirtualCluster
+from shoal.api.objects import Job, Node, PriorityClass, VirtualCluster
 from shoal.api.time_limits import deadline
 from shoal.core.usage import UsageLedger
 from shoal.scheduler.framework import TimeDependent
@@ -58,6 +58,7 @@ from shoal.scheduler.plugins.usage import usage_half_life
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
 from shoal.sim.engine import Event, EventKind, EventQueue
+from shoal.sim.job_runs import DrivenJobs, JobRun, LostTasks
 from shoal.sim.result import HeldInterval, JobRecord, Sample, SimResult
 from shoal.sim.trace import Trace, TraceJob
 from shoal.sim.work import WorkModel
@@ -118,81 +119,6 @@ class InvariantError(AssertionError):
 Progress = Callable[[float, int, int], None]
 
 
-@dataclass(slots=True)
-class JobRun:
-    """The executor's view of one job."""
-
-    spec: TraceJob
-    remaining: float
-    """Work left, in seconds at the requested size."""
-    first_start: float | None = None
-    end: float | None = None
-    preemptions: int = 0
-    gpu_seconds_used: float = 0.0
-    gpu_seconds_lost: float = 0.0
-    held_gpus: int = 0
-    running: bool = False
-    run_start: float = 0.0
-    run_progress: float = 0.0
-    run_used_at_start: float = 0.0
-    """`gpu_seconds_used` when the current run started."""
-    rate: float = 0.0
-    last: float = 0.0
-    version: int = 0
-    held: list[tuple[float, float, int]] = field(default_factory=list)
-    """(start, end, GPUs) intervals in which the job held GPUs, up to `last`."""
-    started: dict[TaskRef, float] = field(default_factory=dict)
-    """When each of its tasks holding resources now was bound."""
-    waited: float = 0.0
-    """Seconds it waited, up to its current run's start (its total waiting time)."""
-    stopped: float | None = None
-    """When its last run was stopped; None: it has not run yet (it waits since submission)."""
-    timed_out: bool = False
-    """Its pending completion is its time limit's, with work left (`_restart_clock`)."""
-
-    def advance(self, now: float) -> None:
-        """Account for the time since the last change at the current rate (callers advance
-        a job before they change what it holds, so `held` gets every interval)."""
-        elapsed = now - self.last
-        if self.running and elapsed > 0:
-            done = min(self.remaining, elapsed * self.rate)
-            self.remaining -= done
-            self.run_progress += done
-        self.gpu_seconds_used += elapsed * self.held_gpus
-        if self.held_gpus > 0 and elapsed > 0:
-            held = self.held
-            if held and held[-1][1] == self.last and held[-1][2] == self.held_gpus:
-                held[-1] = (held[-1][0], now, self.held_gpus)  # same size: extend
-            else:
-                held.append((self.last, now, self.held_gpus))
-        self.last = now
-
-
-class _DrivenJobs(dict[str, Job]):
-    """The jobs handed to the scheduler by name, each built when first asked for (at its
-    arrival, mostly): building all 82,247 of the Philly trace's up front took seconds before
-    the first cycle."""
-
-    def __init__(self, build: Callable[[TraceJob], Job], runs: dict[str, JobRun]) -> None:
-        super().__init__()
-        self._build = build
-        self._runs = runs
-
-    def __missing__(self, name: str) -> Job:
-        job = self[name] = self._build(self._runs[name].spec)
-        return job
-
-
-@dataclass(slots=True)
-class _LostTasks:
-    """Tasks evicted from one job in one cycle: the GPUs it held and its rate before, and
-    each task's (GPUs, bind time)."""
-
-    held: int
-    rate: float
-    tasks: list[tuple[int, float]] = field(default_factory=list)
-
-
 class Simulator:
     skips_moot_wakes = True
     """Skip a wake that finds the state the last cycle decided nothing on (`_cycle`); a
@@ -226,7 +152,7 @@ class Simulator:
         # service never ends: it has no runtime estimate.
         every = self.config.work.checkpoint_interval
         self._checkpoint = every if every is not None and every > 0 else None
-        self._gangs = _DrivenJobs(self._driven, self.runs)
+        self._gangs = DrivenJobs(self._driven, self.runs)
         self._endless = any(j.service is not None for j in trace.jobs)
         """Services never end and wake the scheduler at their windows forever: the run ends
         once every other job has (`_done`)."""
@@ -438,12 +364,12 @@ class Simulator:
     def _apply(self, decisions: Decisions, now: float) -> None:
         touched: dict[str, JobRun] = {}
         # Per job, the tasks evicted from it: a job placed task by task may run on without.
-        lost: dict[str, _LostTasks] = {}
+        lost: dict[str, LostTasks] = {}
         for evict in decisions.evictions:
             run = self.runs[evict.task.job]
             run.advance(now)
             gpus = self._gangs[run.spec.name].group(evict.task.group).resources.gpu
-            taken = lost.setdefault(run.spec.name, _LostTasks(run.held_gpus, run.rate))
+            taken = lost.setdefault(run.spec.name, LostTasks(run.held_gpus, run.rate))
             taken.tasks.append((gpus, run.started.pop(evict.task, run.run_start)))
             run.held_gpus -= gpus
             touched[run.spec.name] = run
@@ -489,7 +415,7 @@ class Simulator:
         if math.isfinite(finish):
             self.events.push(finish, EventKind.COMPLETION, spec.name, run.version)
 
-    def _lose_tasks(self, run: JobRun, taken: _LostTasks, now: float) -> None:
+    def _lose_tasks(self, run: JobRun, taken: LostTasks, now: float) -> None:
         """Single tasks of a job placed task by task were evicted and it runs on without
         them (issue 16's task-level eviction): what each did since its last checkpoint is
         lost, as a whole job's run is (`_evict_whole`). A task's share of the job's progress
