@@ -353,6 +353,25 @@ class QuotaTree:
             room = new_room
         return None
 
+    def is_open_path(self, name: str) -> bool:
+        """Whether `check` for the VC says what it says at the root: no guarantee owed
+        anywhere (`owes_nothing`), so none is kept back from a sibling, and no `max` or
+        borrowing ceiling on its path below the root (`unlimited_below_root`). A check that
+        passes at the root then passes at every step, the room handed down unchanged."""
+        return self.owes_nothing() and self.unlimited_below_root(name)
+
+    def owes_nothing(self) -> bool:
+        """Whether no virtual cluster is owed any of its guarantee: the root's children are
+        owed none, so nobody below them is (what a VC is owed covers its children's), nor
+        keeps any unlent (a part of what it is owed)."""
+        return self.root.children_reserved.is_zero() and self.root.children_unlent.is_zero()
+
+    def unlimited_below_root(self, name: str) -> bool:
+        """Whether no VC on the path from below the root to `name` has a `max` or a
+        borrowing ceiling (these move only with the tree's `layout`)."""
+        return all(q.max.is_unlimited() and q.borrow_max.is_unlimited()
+                   for q in self.get(name).path()[1:])
+
     def over_ceiling(self, name: str, request: Resources) -> bool:
         """Whether `request` would take the VC or an ancestor above its `max` or its
         `min + borrowingLimit`, whatever is free: only taking usage back inside that

@@ -1,7 +1,7 @@
 """A class's probe asks the quota tree only where more than its root may refuse (issue 18).
 
 `shoal.scheduler.actions.allocate.class_refusal` skips `QuotaTree.check` for a request the
-root's free capacity holds when the virtual cluster's path is open (`open_quota_path`: no
+root's free capacity holds when the virtual cluster's path is open (`QuotaTree.is_open_path`: no
 guarantee owed anywhere, no `max` or borrowing ceiling below the root). On random trees with
 random charges and refunds, wherever the path is open the check must say exactly what the
 root says — lent or not — and the cached walk (`open_path`) what the plain one says.
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from shoal.api import ROOT_QUEUE, ResourceLimit, Resources, VirtualCluster
 from shoal.core import QuotaTree
-from shoal.scheduler.actions.allocate import open_path, open_quota_path
+from shoal.scheduler.actions.allocate import open_path
 
 from .strategies import vc_trees
 
@@ -57,7 +57,7 @@ def test_an_open_path_refuses_only_at_the_root(
             outstanding.append(request)
         room = tree.capacity.saturating_sub(tree.root.usage)
         for queue in names:
-            if not open_quota_path(tree, queue):
+            if not tree.is_open_path(queue):
                 continue
             reason = tree.check(queue, probe, lend)
             assert (reason is None) is probe.fits(room), \
@@ -103,4 +103,4 @@ def test_the_kept_open_paths_follow_the_tree(
             tree.charge(name, request)
             outstanding.append(request)
         for queue in sorted(q.name for q in tree if q.name != ROOT_QUEUE):
-            assert open_path(session, queue) is open_quota_path(tree, queue), (step, queue)  # type: ignore[arg-type]
+            assert open_path(session, queue) is tree.is_open_path(queue), (step, queue)  # type: ignore[arg-type]

@@ -39,7 +39,6 @@ from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
 from shoal.api.resources import Resources
 from shoal.core.nodes import FitMemo, NodePool
-from shoal.core.quota import QuotaTree
 from shoal.scheduler.actions.class_walk import walk_classes
 from shoal.scheduler.aging import held_back_reason, reservation_reason
 from shoal.scheduler.class_lines import static_order
@@ -334,10 +333,10 @@ def _short_reason(probe: Probe, dimension: str) -> PendingReason:
 
 
 def open_path(session: Session, queue: str) -> bool:
-    """`open_quota_path` for the session's quota tree, the part read from its layout kept
-    while that stays."""
+    """`QuotaTree.is_open_path` for the session's quota tree, the part read from its layout
+    kept while that stays."""
     quota = session.quota
-    if not owes_nothing(quota):
+    if not quota.owes_nothing():
         return False
     derived = session.hooks.derived
     kept = derived.get("open_paths")
@@ -346,31 +345,8 @@ def open_path(session: Session, queue: str) -> bool:
     paths: dict[str, bool] = kept[2]
     known = paths.get(queue)
     if known is None:
-        known = paths[queue] = unlimited_path(quota, queue)
+        known = paths[queue] = quota.unlimited_below_root(queue)
     return known
-
-
-def open_quota_path(quota: QuotaTree, queue: str) -> bool:
-    """Whether the quota tree's check for the virtual cluster says what its root's says
-    (`QuotaTree.check`): no guarantee owed anywhere (`owes_nothing`), so none is kept back
-    from a sibling, and no `max` or borrowing ceiling on its path below the root. A check
-    that passes at the root then passes at every step, the room handed down unchanged."""
-    return owes_nothing(quota) and unlimited_path(quota, queue)
-
-
-def owes_nothing(quota: QuotaTree) -> bool:
-    """Whether no virtual cluster is owed any of its guarantee: the root's children are
-    owed none, so nobody below them is (what a VC is owed covers its children's), nor
-    keeps any unlent (a part of what it is owed)."""
-    root = quota.root
-    return root.children_reserved.is_zero() and root.children_unlent.is_zero()
-
-
-def unlimited_path(quota: QuotaTree, queue: str) -> bool:
-    """Whether no VC on the path from below the root to `queue` has a `max` or a borrowing
-    ceiling (these move only with the tree's layout)."""
-    return all(q.max.is_unlimited() and q.borrow_max.is_unlimited()
-               for q in quota.get(queue).path()[1:])
 
 
 def cluster_room(session: Session) -> Resources:
