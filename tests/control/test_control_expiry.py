@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from control_support import finished, job, step_until
+from control_support import RUNS_UNTIL_STOPPED, finished, job, step_until
 from fake_clock import ManualClock
 
 from shoal.api import Node
@@ -75,7 +75,7 @@ def test_a_zero_ttl_keeps_ended_jobs(store: Store, node: Node, tmp_path: Path,
 
 
 def test_deleting_a_running_job_stops_it_then_removes_it(plane: ControlPlane) -> None:
-    plane.submit(job("sleeper", "import time; time.sleep(60)"))
+    plane.submit(job("sleeper", RUNS_UNTIL_STOPPED))
     step_until(plane, lambda: any(r.job == "sleeper" and t.handle.pid > 0
                                   for r, t in plane._tasks.items()))
     pid = next(t.handle.pid for r, t in plane._tasks.items() if r.job == "sleeper")

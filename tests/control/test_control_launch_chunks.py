@@ -12,15 +12,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
-from control_support import DEADLINE, job, wait_for
+from control_support import DEADLINE, RUNS_UNTIL_STOPPED, job, wait_for
 
 from shoal.api import TaskRef, TaskState
 from shoal.control import ControlPlane, inflight
 from shoal.control.inflight import Launch, LaunchFlights
 from shoal.executors.task import RunningTask, TaskLaunch
 from shoal.store.repository import TaskRecord
-
-SLEEP = "import time; time.sleep(60)"
 
 
 class HeldEngine:
@@ -62,7 +60,7 @@ def test_chunks_are_recorded_from_their_own_results_and_a_crash_between_them_los
     plane._looping = True  # as under `run_forever`: the cycle's batch goes to the worker
     names = [f"j{i}" for i in range(5)]
     for name in names:
-        plane.submit(job(name, SLEEP))
+        plane.submit(job(name, RUNS_UNTIL_STOPPED))
     decisions = plane.step()  # one cycle binds all five
     bound = [b.task.job for b in decisions.binds]
     assert sorted(bound) == names

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import psutil
-from control_support import PY, finished, job, state_of, step_until
+from control_support import PY, RUNS_UNTIL_STOPPED, finished, job, state_of, step_until
 
 from shoal.api import Job, JobState, Resources, SchedulerName, TaskGroup, TaskState
 from shoal.control import ControlPlane
@@ -131,7 +131,7 @@ def test_job_retry_after_a_failed_launch_starts_nothing_for_pending_tasks(
     plane.executor.launch_many = recording  # type: ignore[method-assign]
     bad = _bad("retried", "env", replicas=1, job_retry_count=2)
     sleeper = TaskGroup("sleeper", 2, Resources.of(cpu=500, memory=128),
-                        command=(PY, "-c", "import time; time.sleep(60)"))
+                        command=(PY, "-c", RUNS_UNTIL_STOPPED))
     plane.submit(replace(bad, groups=(*bad.groups, sleeper)))
     plane.submit(_good("good"))
     step_until(plane, lambda: state_of(plane, "retried").terminal
@@ -176,7 +176,7 @@ def test_a_start_that_cannot_be_recorded_is_stopped_at_once(plane: ControlPlane)
         return record_starts(starts)
 
     plane.repository.record_starts = refusing_batch  # type: ignore[method-assign]
-    plane.submit(replace(job("refused", "import time; time.sleep(60)"),
+    plane.submit(replace(job("refused", RUNS_UNTIL_STOPPED),
                          job_retry_count=0))
     plane.submit(_good("good"))
     step_until(plane, lambda: state_of(plane, "refused").terminal

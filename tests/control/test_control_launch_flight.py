@@ -8,13 +8,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
-from control_support import DEADLINE, job, state_of, wait_for
+from control_support import DEADLINE, RUNS_UNTIL_STOPPED, job, state_of, wait_for
 
 from shoal.api import JobState, TaskRef, TaskState
 from shoal.control import ControlPlane
 from shoal.executors.task import RunningTask, TaskLaunch
-
-SLEEP = "import time; time.sleep(60)"
 
 
 class Gate:
@@ -70,7 +68,7 @@ def _task(plane: ControlPlane, name: str) -> tuple[TaskState, int | None]:
 def test_the_loop_serves_while_a_batch_is_launched(
         looping: tuple[ControlPlane, Gate]) -> None:
     plane, gate = looping
-    plane.submit(job("held", SLEEP))
+    plane.submit(job("held", RUNS_UNTIL_STOPPED))
     assert gate.entered.wait(DEADLINE)
     # In flight: bound in the store, no process recorded, and not RUNNING.
     assert _task(plane, "held") == (TaskState.BOUND, None)
@@ -89,7 +87,7 @@ def test_the_loop_serves_while_a_batch_is_launched(
 def test_a_cancel_while_the_launch_is_in_flight_stops_its_process(
         looping: tuple[ControlPlane, Gate]) -> None:
     plane, gate = looping
-    plane.submit(job("held", SLEEP))
+    plane.submit(job("held", RUNS_UNTIL_STOPPED))
     assert gate.entered.wait(DEADLINE)
     plane.cancel("held")
     # The loop took the cancel up and waits for the launch in flight before stopping.
@@ -108,7 +106,7 @@ def test_a_cancel_while_a_failing_launch_is_in_flight_ends_the_job_once(
         looping: tuple[ControlPlane, Gate], caplog: pytest.LogCaptureFixture) -> None:
     plane, gate = looping
     gate.failing = True
-    plane.submit(job("held", SLEEP))
+    plane.submit(job("held", RUNS_UNTIL_STOPPED))
     assert gate.entered.wait(DEADLINE)
     plane.cancel("held")
     wait_for(plane._commands.empty)

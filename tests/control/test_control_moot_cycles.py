@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from control_support import job, state_of, wait_for
+from control_support import RUNS_UNTIL_STOPPED, job, state_of, wait_for
 
 from shoal.api import JobState
 from shoal.control import ControlPlane
@@ -25,7 +25,7 @@ def test_a_full_cluster_takes_submissions_without_cycles(
     loop = threading.Thread(target=plane.run_forever, args=(stop,), daemon=True)
     loop.start()
     try:
-        plane.submit(job("blocker", "import time; time.sleep(60)", gpu=4))
+        plane.submit(job("blocker", RUNS_UNTIL_STOPPED, gpu=4))
         wait_for(lambda: state_of(plane, "blocker") is JobState.RUNNING)
         # The cycle after the blocker's bind decided something, so the next one runs: it
         # places nothing and settles the model.
@@ -81,7 +81,7 @@ def test_a_submission_without_a_wake_up_is_taken_up_at_the_next_turn(
 def test_introspection_is_answered_by_the_loop_while_it_runs(
         make_plane: Callable[[], ControlPlane]) -> None:
     plane = make_plane()
-    plane.submit(job("held", "import time; time.sleep(60)", gpu=2))
+    plane.submit(job("held", RUNS_UNTIL_STOPPED, gpu=2))
     plane.step()
     quiet = plane.virtual_cluster_status()  # no loop: read here
     assert quiet["default"].running_tasks == 1 and quiet["root"].used.gpu == 2

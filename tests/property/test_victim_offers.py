@@ -18,11 +18,12 @@ stop, are evicted and change class between cycles; the actions are kept across c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,13 +85,6 @@ def backlog() -> Trace:
     return Trace.of(jobs, "backlog")
 
 
-def test_a_las_backlog_is_offered_unsorted() -> None:
-    unsorted = [0]
-    with checked_offers(unsorted):
-        simulate(backlog(), TraceCluster(2), LAS, CONFIG)
-    assert unsorted[0] > 0
-
-
 @contextmanager
 def checked_ranks(read: list[int]) -> Iterator[None]:
     """Every rank the action gives compared with the rank the eager copy gave: the first
@@ -129,11 +123,13 @@ def test_a_rank_read_from_the_table_is_the_one_copied_before(trace: Trace, nodes
         simulate(trace, TraceCluster(nodes), LAS, CONFIG)
 
 
-def test_a_las_backlog_reads_ranks_from_the_table() -> None:
-    read = [0]
-    with checked_ranks(read):
+@pytest.mark.parametrize("checked", [checked_offers, checked_ranks],
+                         ids=["offered unsorted", "ranks read from the table"])
+def test_a_las_backlog_takes_the_shortcut(checked: Callable[[list[int]], Any]) -> None:
+    taken = [0]
+    with checked(taken):
         simulate(backlog(), TraceCluster(2), LAS, CONFIG)
-    assert read[0] > 0
+    assert taken[0] > 0
 
 
 @contextmanager
