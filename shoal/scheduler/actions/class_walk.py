@@ -61,6 +61,13 @@ class _Queue:
         self.sources.append(source)
         self.heads.append((source.entries[0][0], len(self.sources) - 1))
 
+    def park(self, source: _Source, reason: PendingReason) -> None:
+        """Add a class suspended from its first job on: what the walk would find on
+        reaching it, read as the walk begins (`Misfits.standing`)."""
+        self.sources.append(source)
+        source.suspended = reason
+        self.suspended.append(len(self.sources) - 1)
+
 
 def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                  queue_key: Callable[[str], tuple[Any, ...]],
@@ -90,6 +97,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     admitted: list[JobInfo] = []
     loose: dict[str, list[Entry]] = {}
     order = session.job_order_key
+    standing = misfits.standing(memo)
     for job in sorted(lines.loose, key=submission_order):
         if job.pending and job not in joined and verdict(job):
             admitted.append(job)
@@ -114,7 +122,13 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         queue = queues.get(where)
         if queue is None:  # not `setdefault`: a new _Queue per line costs more than its line
             queue = queues[where] = _Queue()
-        queue.add(_Source(line, klass))
+        source = _Source(line, klass)
+        if first is line[0][1]:
+            carried = standing(klass)
+            if carried is not None:
+                queue.park(source, carried)
+                continue
+        queue.add(source)
     lines.walked = Walked(session, tuple(admitted), frozenset(admitted_keys),
                           frozenset(left_out))
     for name, entries in loose.items():
@@ -132,7 +146,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             assert source.suspended is not None
             stop = len(source.entries) if key is None else \
                 _bisect(source.entries, key, source.since)
-            ranges.append(Range(source.entries, source.since, stop, source.suspended))
+            if stop > source.since:  # else a class parked as the walk began, not reached
+                ranges.append(Range(source.entries, source.since, stop, source.suspended))
             source.suspended = None
             source.at = stop
             if stop < len(source.entries):
