@@ -106,6 +106,14 @@ def classable(session: Session, account: str) -> bool:
     return known
 
 
+def all_classable(session: Session) -> bool:
+    """Whether every virtual cluster's jobs may be classed in this cycle (`classable` for
+    each, asked of the model once): no users, flavors, virtual nodes or kept parts at all."""
+    model = session.model
+    return not (model.users or model.flavors.queues or not model.incremental
+                or model.reservations.nodes or model.holds.kept)
+
+
 @dataclass(frozen=True, slots=True)
 class _Misfit:
     state: tuple[int, int, int, int]
