@@ -2,13 +2,14 @@
 
 A class whose kept answer stands when the class walk starts (`Misfits.standing`) is parked
 from its first job without being taken through the walk (`class_walk._Queue.park`): it is
-taken up again, as any suspended class, after a placement moves what it reads. Twin models
-— one incremental, one that judges every waiting job afresh — are driven in lockstep under
-the global profiles, on nodes of two GPU types with jobs that select one, in virtual
-clusters with quotas, with gangs and task-by-task jobs; between cycles most often only jobs
-arrive (what parks every class that was turned down), or jobs end or are stopped. Cycles
-are run unworded (as the simulator does: kept answers carry over) or worded and closed,
-when every waiting job's reason must match too.
+taken up again, as any suspended class, after a placement moves what it reads, or asked
+when reached if another virtual cluster's placements moved it first. Twin models — one
+incremental, one that judges every waiting job afresh — are driven in lockstep under the
+global profiles and `default`, on nodes of two GPU types with jobs that select one, in
+virtual clusters with quotas, with gangs and task-by-task jobs; between cycles most often
+only jobs arrive (what parks every class that was turned down), or jobs end or are stopped.
+Cycles are run unworded (as the simulator does: kept answers carry over) or worded and
+closed, when every waiting job's reason must match too.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def cycle(model: SchedulerModel, hooks: Hooks, profile: Profile, worded: bool) -
        steps=st.lists(st.tuples(st.booleans(), st.sampled_from(["arrive", "arrive", "end",
                                                                 "stop"]),
                                 st.lists(SHAPES, max_size=3)), min_size=2, max_size=8),
-       profile=st.sampled_from(["las", "las-elastic", "sjf"]))
+       profile=st.sampled_from(["las", "las-elastic", "sjf", "default"]))
 def test_parked_classes_decide_as_asking_each(
         nodes: int, limits: list[int | None],
         jobs: list[tuple[str, int, int, bool, str | None, float]],

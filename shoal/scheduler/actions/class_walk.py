@@ -56,6 +56,8 @@ class _Queue:
     heads: list[tuple[tuple[Any, ...], int]] = field(default_factory=list)
     """(job order key of its next job, source) for each source neither done nor suspended."""
     suspended: list[int] = field(default_factory=list)
+    parked_at: tuple[int, ...] | None = None
+    """The misfit state its classes were parked in, until the walk first serves it."""
 
     def add(self, source: _Source) -> None:
         self.sources.append(source)
@@ -98,6 +100,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     loose: dict[str, list[Entry]] = {}
     order = session.job_order_key
     standing = misfits.standing(memo)
+    parked_at = misfits.state(memo)
     for job in sorted(lines.loose, key=submission_order):
         if job.pending and job not in joined and verdict(job):
             admitted.append(job)
@@ -136,6 +139,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         queues.setdefault(name, _Queue()).add(_Source(entries, None))
     for queue in queues.values():
         heapq.heapify(queue.heads)
+        if queue.suspended:
+            queue.parked_at = parked_at
     visited: list[JobInfo] = []
 
     def resume(queue: _Queue, key: tuple[Any, ...] | None) -> None:
@@ -159,6 +164,12 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     while heap:
         _, name = heapq.heappop(heap)
         queue = queues[name]
+        if queue.parked_at is not None:
+            if misfits.state(memo) != queue.parked_at:
+                # Another queue's walk moved what its parked classes read before the walk
+                # reached them: each is asked when reached, as if never parked.
+                _unpark(queue)
+            queue.parked_at = None
         while True:
             if not queue.heads:
                 resume(queue, None)
@@ -205,6 +216,14 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
 
     session.lazy = UnwrittenReasons(ranges, left_out, write_candidates, set(visited))
     return list(dict.fromkeys([*admitted, *visited]))
+
+
+def _unpark(queue: _Queue) -> None:
+    for index in queue.suspended:
+        source = queue.sources[index]
+        source.suspended = None
+        heapq.heappush(queue.heads, (source.entries[0][0], index))
+    queue.suspended.clear()
 
 
 def _advance(queue: _Queue, source: _Source, index: int) -> None:
