@@ -1,7 +1,7 @@
 """Classes parked as the allocate action's walk begins decide what asking each one does.
 
 A class whose kept answer stands when the class walk starts (`Misfits.standing`) is parked
-from its first job without being taken through the walk (`class_walk._Queue.park`): it is
+from its first job without being taken through the walk (`class_walk.walk_classes`): it is
 taken up again, as any suspended class, after a placement moves what it reads, or asked
 when reached if another virtual cluster's placements moved it first. Twin models — one
 incremental, one that judges every waiting job afresh — are driven in lockstep under the

@@ -16,6 +16,12 @@ job by job would not try:
   reason without being tried. It stays suspended until that state moves — a commit, a new
   fit bound — and then takes up again after the job that moved it; the jobs it passed get
   the reason as one range. A virtual cluster whose every class is suspended is done.
+- A class whose answer kept from an earlier cycle stands as the walk begins (nothing it
+  reads moved: `Misfits.standing`) is *parked*: suspended from its first job on without
+  being taken through the walk's heap, as the walk would suspend it on reaching it. A cycle
+  in which only jobs arrived costs a look-up per class, not a trial. If another virtual
+  cluster's placements move what it reads before the walk first serves its own, its parked
+  classes are asked when reached instead.
 
 The reasons and admissions of the jobs not visited are written out only when someone reads
 them (`Session.settle`: the candidates, the pending reasons of `close`); the simulator's
@@ -63,13 +69,6 @@ class _Queue:
         self.sources.append(source)
         self.heads.append((source.entries[0][0], len(self.sources) - 1))
 
-    def park(self, source: _Source, reason: PendingReason) -> None:
-        """Add a class suspended from its first job on: what the walk would find on
-        reaching it, read as the walk begins (`Misfits.standing`)."""
-        self.sources.append(source)
-        source.suspended = reason
-        self.suspended.append(len(self.sources) - 1)
-
 
 def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                  queue_key: Callable[[str], tuple[Any, ...]],
@@ -108,7 +107,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     for (name, klass), line in lines.lines.items():
         if not line:
             continue
-        first = line[0][1]
+        first = head = line[0][1]
         if first in left_out:  # seldom: most lines start with a job admitted as it waits
             later = next((e[1] for e in line if e[1] not in left_out), None)
             if later is None:
@@ -126,10 +125,13 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         if queue is None:  # not `setdefault`: a new _Queue per line costs more than its line
             queue = queues[where] = _Queue()
         source = _Source(line, klass)
-        if first is line[0][1]:
+        if first is head:
             carried = standing(klass)
             if carried is not None:
-                queue.park(source, carried)
+                # Parked from its first job on: what the walk would find on reaching it.
+                source.suspended = carried
+                queue.suspended.append(len(queue.sources))
+                queue.sources.append(source)
                 continue
         queue.add(source)
     lines.walked = Walked(session, tuple(admitted), frozenset(admitted_keys),
