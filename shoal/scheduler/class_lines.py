@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from sortedcontainers import SortedList
 
 from shoal.api.time_limits import runtime_estimate
-from shoal.scheduler.job_classes import classable, job_class
+from shoal.scheduler.job_classes import all_classable, classable, job_class
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.gang import Gang
 from shoal.scheduler.plugins.priority import Priority
@@ -68,6 +68,13 @@ class Walked:
 def static_order(hooks: Hooks) -> bool:
     """Whether the order key of a job that waits holding nothing reads only the job
     (module docstring), and no job ever starves (aging reads the clock)."""
+    known = hooks.derived.get("static_order")
+    if known is None:  # the plugins' settings do not change under one `Hooks`
+        known = hooks.derived["static_order"] = _static_order(hooks)
+    return bool(known)
+
+
+def _static_order(hooks: Hooks) -> bool:
     return all(isinstance(p, Gang) or (isinstance(p, Priority) and p.aging is None)
                or getattr(p, "static_for_waiting", False) is True
                for p in hooks.job_orders) \
@@ -193,7 +200,7 @@ class ClassLines:
             self._filed[job] = (where, entry, job.account)
             self._accounts[job.account] = self._accounts.get(job.account, 0) + 1
         waiting.moved.clear()
-        return all(classable(session, a) for a in self._accounts)
+        return all_classable(session) or all(classable(session, a) for a in self._accounts)
 
     def _unfile(self, job: JobInfo) -> None:
         self.loose.discard(job)

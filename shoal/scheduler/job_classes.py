@@ -46,7 +46,7 @@ like a worded one, but only an unworded session takes it: a worded one tries the
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +104,14 @@ def classable(session: Session, account: str) -> bool:
             model.users or model.flavors.queues or not model.incremental
             or model.reservations.on(account) or model.holds.on(account))
     return known
+
+
+def all_classable(session: Session) -> bool:
+    """Whether every virtual cluster's jobs may be classed in this cycle (`classable` for
+    each, asked of the model once): no users, flavors, virtual nodes or kept parts at all."""
+    model = session.model
+    return not (model.users or model.flavors.queues or not model.incremental
+                or model.reservations.nodes or model.holds.kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +187,26 @@ class Misfits:
         reason = kept[1]
         # Left unworded by an unworded session: a worded one words it by trying the class.
         return None if reason.message is UNWORDED and self._session.worded else reason
+
+    def standing(self, memo: FitMemo) -> Callable[[int], PendingReason | None]:
+        """`known` (not best-effort) for many classes at one moment: what every answer
+        reads is read once, and each class costs two look-ups."""
+        session = self._session
+        verdicts = session.model.class_verdicts
+        state, world = self.state(memo), self.world(memo)
+        in_cycle, kept, worded = self._known, verdicts.kept, session.worded
+        memo_id, generation = id(memo), verdicts.generation
+
+        def reason(klass: int) -> PendingReason | None:
+            misfit = in_cycle.get((memo_id, generation, klass, False))
+            if misfit is not None and misfit.state == state:
+                return misfit.reason
+            found = kept.get((klass, False))
+            if found is None or found[0] != world:
+                return None
+            known = found[1]
+            return None if known.message is UNWORDED and worded else known
+        return reason
 
     def note(self, memo: FitMemo, klass: int, best_effort: bool,
              reason: PendingReason) -> None:

@@ -85,6 +85,9 @@ class Allocate:
         """Whether a backfill action by runtime estimates follows, which walks strict
         FIFO's line by class (`shoal.scheduler.actions.easy_walk`): the class lines are then
         kept in the strict-line cycles, for it (`Profile.actions` sets it)."""
+        self._later_read: tuple[str, ...] | None = None
+        self._lazy_after = False
+        """Whether only `LAZY_READERS` follow, as read from `later` when last it changed."""
 
     def execute(self, session: Session) -> None:
         lines = session.model.class_lines
@@ -154,8 +157,11 @@ class Allocate:
         each virtual cluster's or, under `ordering: global`, all merged in one order: not
         strict, a job order that reads only the job, no job that can starve, and after this
         action only ones that read what it left unwritten through the session."""
-        return not self.strict \
-            and self.later is not None and set(self.later) <= LAZY_READERS \
+        later = self.later
+        if later is not self._later_read:  # set once by `Profile.actions`: read once
+            self._later_read = later
+            self._lazy_after = later is not None and set(later) <= LAZY_READERS
+        return not self.strict and self._lazy_after \
             and static_order(session.hooks) and session.walk_by_class()
 
     def _class_walk(self, session: Session) -> None:

@@ -16,6 +16,12 @@ job by job would not try:
   reason without being tried. It stays suspended until that state moves — a commit, a new
   fit bound — and then takes up again after the job that moved it; the jobs it passed get
   the reason as one range. A virtual cluster whose every class is suspended is done.
+- A class whose answer kept from an earlier cycle stands as the walk begins (nothing it
+  reads moved: `Misfits.standing`) is *parked*: suspended from its first job on without
+  being taken through the walk's heap, as the walk would suspend it on reaching it. A cycle
+  in which only jobs arrived costs a look-up per class, not a trial. If another virtual
+  cluster's placements move what it reads before the walk first serves its own, its parked
+  classes are asked when reached instead.
 
 The reasons and admissions of the jobs not visited are written out only when someone reads
 them (`Session.settle`: the candidates, the pending reasons of `close`); the simulator's
@@ -56,6 +62,8 @@ class _Queue:
     heads: list[tuple[tuple[Any, ...], int]] = field(default_factory=list)
     """(job order key of its next job, source) for each source neither done nor suspended."""
     suspended: list[int] = field(default_factory=list)
+    parked_at: tuple[int, ...] | None = None
+    """The misfit state its classes were parked in, until the walk first serves it."""
 
     def add(self, source: _Source) -> None:
         self.sources.append(source)
@@ -90,6 +98,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     admitted: list[JobInfo] = []
     loose: dict[str, list[Entry]] = {}
     order = session.job_order_key
+    standing = misfits.standing(memo)
+    parked_at = misfits.state(memo)
     for job in sorted(lines.loose, key=submission_order):
         if job.pending and job not in joined and verdict(job):
             admitted.append(job)
@@ -97,7 +107,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     for (name, klass), line in lines.lines.items():
         if not line:
             continue
-        first = line[0][1]
+        first = head = line[0][1]
         if first in left_out:  # seldom: most lines start with a job admitted as it waits
             later = next((e[1] for e in line if e[1] not in left_out), None)
             if later is None:
@@ -114,7 +124,16 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         queue = queues.get(where)
         if queue is None:  # not `setdefault`: a new _Queue per line costs more than its line
             queue = queues[where] = _Queue()
-        queue.add(_Source(line, klass))
+        source = _Source(line, klass)
+        if first is head:
+            carried = standing(klass)
+            if carried is not None:
+                # Parked from its first job on: what the walk would find on reaching it.
+                source.suspended = carried
+                queue.suspended.append(len(queue.sources))
+                queue.sources.append(source)
+                continue
+        queue.add(source)
     lines.walked = Walked(session, tuple(admitted), frozenset(admitted_keys),
                           frozenset(left_out))
     for name, entries in loose.items():
@@ -122,6 +141,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         queues.setdefault(name, _Queue()).add(_Source(entries, None))
     for queue in queues.values():
         heapq.heapify(queue.heads)
+        if queue.suspended:
+            queue.parked_at = parked_at
     visited: list[JobInfo] = []
 
     def resume(queue: _Queue, key: tuple[Any, ...] | None) -> None:
@@ -132,7 +153,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             assert source.suspended is not None
             stop = len(source.entries) if key is None else \
                 _bisect(source.entries, key, source.since)
-            ranges.append(Range(source.entries, source.since, stop, source.suspended))
+            if stop > source.since:  # else a class parked as the walk began, not reached
+                ranges.append(Range(source.entries, source.since, stop, source.suspended))
             source.suspended = None
             source.at = stop
             if stop < len(source.entries):
@@ -144,6 +166,12 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     while heap:
         _, name = heapq.heappop(heap)
         queue = queues[name]
+        if queue.parked_at is not None:
+            if misfits.state(memo) != queue.parked_at:
+                # Another queue's walk moved what its parked classes read before the walk
+                # reached them: each is asked when reached, as if never parked.
+                _unpark(queue)
+            queue.parked_at = None
         while True:
             if not queue.heads:
                 resume(queue, None)
@@ -190,6 +218,14 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
 
     session.lazy = UnwrittenReasons(ranges, left_out, write_candidates, set(visited))
     return list(dict.fromkeys([*admitted, *visited]))
+
+
+def _unpark(queue: _Queue) -> None:
+    for index in queue.suspended:
+        source = queue.sources[index]
+        source.suspended = None
+        heapq.heappush(queue.heads, (source.entries[0][0], index))
+    queue.suspended.clear()
 
 
 def _advance(queue: _Queue, source: _Source, index: int) -> None:
