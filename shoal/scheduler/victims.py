@@ -48,6 +48,7 @@ from typing import Any
 
 from shoal.api.resources import Resources, total
 from shoal.scheduler.jobs import JobInfo, TaskInfo
+from shoal.scheduler.running_order import latest_start
 from shoal.scheduler.work_lost import WorkLost, work_lost
 
 
@@ -134,20 +135,32 @@ def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
     """Every candidate job's units in the order of the score (the module's text). The keys
     below rank and kind are the same for all of a job's units of one kind (its first one's
     loss; its latest start), so each job's units keep their own order. Last tie-break: the
-    job that comes last in the session's full `order`, first."""
-    lost: dict[tuple[str, bool], WorkLost] = {}
+    job that comes last in the session's full `order`, first. Each job's keys are asked
+    once, not once per unit and sort."""
+    keys: dict[JobInfo, tuple[tuple[Any, ...], tuple[Any, ...], float]] = {}
+    lost: dict[tuple[JobInfo, bool], WorkLost] = {}
     for unit in units:
-        lost.setdefault((unit.job.name, unit.shrink_to is None),
-                        work_lost(unit.job, unit.tasks, now))
-    latest = {u.job.name: u.job.latest_start(now) for u in units}
-    out = sorted(units, key=lambda u: u.seq)
-    out.sort(key=lambda u: order(u.job), reverse=True)
+        job = unit.job
+        whole = unit.shrink_to is None
+        if (job, whole) not in lost:
+            lost[job, whole] = work_lost(job, unit.tasks, now)
+        if job not in keys:
+            keys[job] = (rank(job), order(job), -latest_start(job, now))
+    out = sorted(units, key=_SEQ)
+    out.sort(key=lambda u: keys[u.job][1], reverse=True)
     # The keys that sort the same way, as one (each stable sort by one of them, the last
     # first, orders them so too).
-    out.sort(key=lambda u: (u.shrink_to is None, lost[(u.job.name, u.shrink_to is None)],
-                            -latest[u.job.name]))
-    out.sort(key=lambda u: rank(u.job), reverse=True)  # stable: the primary key last
+    out.sort(key=lambda u: (u.shrink_to is None, lost[u.job, u.shrink_to is None],
+                            keys[u.job][2]))
+    out.sort(key=lambda u: keys[u.job][0], reverse=True)  # stable: the primary key last
     return out
+
+
+def _seq(unit: VictimUnit) -> int:
+    return unit.seq
+
+
+_SEQ = _seq
 
 
 def _free(job: JobInfo, tasks: Sequence[TaskInfo], now: float) -> bool:
