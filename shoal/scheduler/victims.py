@@ -131,13 +131,16 @@ def _task_units(job: JobInfo, tasks: list[TaskInfo], now: float,
 
 
 def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
-            order: Callable[[JobInfo], tuple[Any, ...]], now: float) -> list[VictimUnit]:
+            order: Callable[[JobInfo], tuple[Any, ...]], now: float,
+            every_key: bool = True) -> list[VictimUnit]:
     """Every candidate job's units in the order of the score (the module's text). The keys
     below rank and kind are the same for all of a job's units of one kind (its first one's
     loss; its latest start), so each job's units keep their own order. Last tie-break: the
     job that comes last in the session's full `order`, first. Each job's keys are asked
-    once, not once per unit and sort."""
-    keys: dict[JobInfo, tuple[tuple[Any, ...], tuple[Any, ...], float]] = {}
+    once, not once per unit and sort; `every_key` False: `order` only for jobs whose units
+    tie on every other key (where it gives a job's keys the same whenever first asked,
+    `Preemption.looks`), as under backlog few do."""
+    keys: dict[JobInfo, tuple[tuple[Any, ...], float]] = {}
     lost: dict[tuple[JobInfo, bool], WorkLost] = {}
     for unit in units:
         job = unit.job
@@ -145,15 +148,42 @@ def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
         if (job, whole) not in lost:
             lost[job, whole] = work_lost(job, unit.tasks, now)
         if job not in keys:
-            keys[job] = (rank(job), order(job), -latest_start(job, now))
+            keys[job] = (rank(job), -latest_start(job, now))
     out = sorted(units, key=_SEQ)
-    out.sort(key=lambda u: keys[u.job][1], reverse=True)
+    if every_key:
+        orders = {job: order(job) for job in keys}
+        out.sort(key=lambda u: orders[u.job], reverse=True)
     # The keys that sort the same way, as one (each stable sort by one of them, the last
     # first, orders them so too).
     out.sort(key=lambda u: (u.shrink_to is None, lost[u.job, u.shrink_to is None],
-                            keys[u.job][2]))
+                            keys[u.job][1]))
     out.sort(key=lambda u: keys[u.job][0], reverse=True)  # stable: the primary key last
+    if not every_key:
+        _order_ties(out, keys, lost, order)
     return out
+
+
+def _order_ties(out: list[VictimUnit], keys: dict[JobInfo, tuple[tuple[Any, ...], float]],
+                lost: dict[tuple[JobInfo, bool], WorkLost],
+                order: Callable[[JobInfo], tuple[Any, ...]]) -> None:
+    """Sort each run of units of several jobs that tie on every key above `order` by it, as
+    the sort by `order` before the others would have (a job's units by their place)."""
+    def tie(unit: VictimUnit) -> tuple[Any, ...]:
+        job, whole = unit.job, unit.shrink_to is None
+        return (keys[job], whole, lost[job, whole])
+
+    ties = [tie(u) for u in out]
+    start = 0
+    while start < len(out):
+        end = start + 1
+        while end < len(out) and ties[end] == ties[start]:
+            end += 1
+        run = out[start:end]
+        if end - start > 1 and any(u.job is not run[0].job for u in run):
+            orders = {u.job: order(u.job) for u in run}
+            run.sort(key=lambda u: orders[u.job], reverse=True)  # by place already
+            out[start:end] = run
+        start = end
 
 
 def _seq(unit: VictimUnit) -> int:

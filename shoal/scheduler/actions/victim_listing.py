@@ -224,7 +224,8 @@ class VictimListing(VictimTrials):
             session = self.session
 
             def order(units: list[VictimUnit]) -> list[VictimUnit]:
-                return ordered(units, self.rank, session.job_order_key, session.now)
+                return ordered(units, self.rank, session.job_order_key, session.now,
+                               self.looks)
 
             kept, table = self.kept_indexes, self.table
             if kept is not None and table is not None and self._table_listing():
