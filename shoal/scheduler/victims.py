@@ -149,41 +149,60 @@ def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
             lost[job, whole] = work_lost(job, unit.tasks, now)
         if job not in keys:
             keys[job] = (rank(job), -latest_start(job, now))
+    if not every_key:
+        return _by_rank(units, keys, lost, order)
+    orders = {job: order(job) for job in keys}
     out = sorted(units, key=_SEQ)
-    if every_key:
-        orders = {job: order(job) for job in keys}
-        out.sort(key=lambda u: orders[u.job], reverse=True)
+    out.sort(key=lambda u: orders[u.job], reverse=True)
     # The keys that sort the same way, as one (each stable sort by one of them, the last
     # first, orders them so too).
     out.sort(key=lambda u: (u.shrink_to is None, lost[u.job, u.shrink_to is None],
                             keys[u.job][1]))
     out.sort(key=lambda u: keys[u.job][0], reverse=True)  # stable: the primary key last
-    if not every_key:
-        _order_ties(out, keys, lost, order)
     return out
 
 
-def _order_ties(out: list[VictimUnit], keys: dict[JobInfo, tuple[tuple[Any, ...], float]],
-                lost: dict[tuple[JobInfo, bool], WorkLost],
-                order: Callable[[JobInfo], tuple[Any, ...]]) -> None:
-    """Sort each run of units of several jobs that tie on every key above `order` by it, as
-    the sort by `order` before the others would have (a job's units by their place)."""
-    def tie(unit: VictimUnit) -> tuple[Any, ...]:
+def _by_rank(units: list[VictimUnit], keys: dict[JobInfo, tuple[tuple[Any, ...], float]],
+             lost: dict[tuple[JobInfo, bool], WorkLost],
+             order: Callable[[JobInfo], tuple[Any, ...]]) -> list[VictimUnit]:
+    """`ordered`, asking `order` only within ties: each rank's units sorted once by the
+    keys below it and their place in their job, worst rank first; then each run of units
+    of several jobs that tie on every key but their place is sorted by `order`, as the
+    sort by it before the others would have (a job's units by their place still)."""
+    by_rank: dict[tuple[Any, ...], list[tuple[tuple[Any, ...], VictimUnit]]] = {}
+    for unit in units:
         job, whole = unit.job, unit.shrink_to is None
-        return (keys[job], whole, lost[job, whole])
+        rank, latest = keys[job]
+        entry = ((whole, lost[job, whole], latest, unit.seq), unit)
+        found = by_rank.get(rank)
+        if found is None:
+            by_rank[rank] = [entry]
+        else:
+            found.append(entry)
+    out: list[VictimUnit] = []
+    for rank in sorted(by_rank, reverse=True):
+        entries = by_rank[rank]
+        entries.sort(key=_KEY)
+        start, count = 0, len(entries)
+        while start < count:
+            tie = entries[start][0][:3]
+            end = start + 1
+            while end < count and entries[end][0][:3] == tie:
+                end += 1
+            run = [unit for _, unit in entries[start:end]]
+            if end - start > 1 and any(u.job is not run[0].job for u in run):
+                orders = {u.job: order(u.job) for u in run}
+                run.sort(key=lambda u: orders[u.job], reverse=True)
+            out.extend(run)
+            start = end
+    return out
 
-    ties = [tie(u) for u in out]
-    start = 0
-    while start < len(out):
-        end = start + 1
-        while end < len(out) and ties[end] == ties[start]:
-            end += 1
-        run = out[start:end]
-        if end - start > 1 and any(u.job is not run[0].job for u in run):
-            orders = {u.job: order(u.job) for u in run}
-            run.sort(key=lambda u: orders[u.job], reverse=True)  # by place already
-            out[start:end] = run
-        start = end
+
+def _key(entry: tuple[tuple[Any, ...], VictimUnit]) -> tuple[Any, ...]:
+    return entry[0]
+
+
+_KEY = _key
 
 
 def _seq(unit: VictimUnit) -> int:
