@@ -286,11 +286,8 @@ class VictimTrials:
         account = preemptor.account
         if refund.is_zero():
             return self.session.allocatable(account, request) is None
-        quota.refund(account, refund)
-        try:
+        with quota.refunded(account, refund):
             return self.session.allocatable(account, request) is None
-        finally:
-            quota.charge(account, refund)
 
     def _room_after(self, preemptor: JobInfo, need: GangNeed,
                     freed: dict[int, tuple[NodeState, Resources]]) -> bool:
