@@ -18,7 +18,9 @@ running job does (its account, rank, how many tasks, how many stopping, how many
 protected), so the world holds the version instead of every running job. Each virtual
 cluster's latest filings are kept with the ranks they filed jobs at, so that a search
 turned down short can tell that nothing came to rank behind its preemptor since
-(`grown_behind`, `shoal.scheduler.actions.short_searches`).
+(`grown_behind`, `shoal.scheduler.actions.short_searches`), and which jobs were filed there
+anew since (`changed_since`: each kept victim index re-lists only those,
+`shoal.scheduler.victim_index.KeptIndexes`).
 
 Kept only where every plugin that ranks for the action says until when a job's rank holds
 (`RankHolds`: las, whose attained-service classes know their next crossing) and the order

@@ -8,8 +8,9 @@ keeps its actions — and so what they keep — from one cycle to the next.
 
 1. A virtual cluster's victim index kept across cycles (`victim_index.KeptIndexes`) is,
    whenever the action asks for it, the index built afresh: the same units (job, tasks,
-   kind) in the same order, the same ranks, and for the preemptor asking, what the units
-   behind its rank free on its node pools and the order they are offered in.
+   kind), each job's in its own order, by rank worst first (within a rank in any order:
+   only the score reads it, and sorts them), the same ranks, and for the preemptor asking,
+   what the units behind its rank free on its node pools and the order they are offered in.
 2. The model's jobs holding tasks (`SchedulerModel.active`) are exactly the jobs whose
    `running` is not empty, after every cycle and every change between cycles, in kept
    models driven through random worlds under 11 profiles.

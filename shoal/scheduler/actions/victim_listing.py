@@ -6,9 +6,11 @@ search itself (`shoal.scheduler.actions.preempt`) and its trial placements
 Ranks are the action's (`rank`: the job-order keys of the plugins that rank, with las's and
 priority's `preemption_key`); under a kept running table (`shoal.scheduler.running_table`)
 the listing is the table's, brought up to now once per commit (`_refresh`) and taken per
-virtual cluster when a search first reads it (`_listing`), and each
-virtual cluster's index is handed on to the next cycle while its listing stands
-(`victim_index.KeptIndexes`). `Preemption` sets every attribute declared here.
+virtual cluster when a search first reads it (`_listing`); each virtual cluster's index
+is kept from one cycle to the next and brought up to the table by the jobs it re-filed there
+(`victim_index.KeptIndexes`), without the listing, which is then sorted only where a search
+reads it whole (a policy other than `LowerPriority`). `Preemption` sets every attribute
+declared here.
 """
 
 from __future__ import annotations
