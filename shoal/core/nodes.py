@@ -267,10 +267,20 @@ class ClusterState:
         self.layout = 0
         """Moves whenever nodes are cordoned, brought back, carved or given back: what a
         verdict on the idle cluster depends on (`shoal.scheduler.job_classes`)."""
+        self._pod_limited: bool | None = None
+        """Whether a physical node has a task limit (`limits_tasks`; they are fixed)."""
         self.taken = 0
         """Takes less the undone ones (`give(undo=True)`): between statements it moves
         exactly when capacity was taken for good, as `release_epoch` does when some came
         back — together they say the nodes' free capacity may have changed."""
+
+    def limits_tasks(self) -> bool:
+        """Whether some node has a task limit (pods) or is virtual (carved out of a host):
+        where none is, freeing a task frees exactly what it holds, on its node alone."""
+        limited = self._pod_limited
+        if limited is None:
+            limited = self._pod_limited = any(s.pod_limited for s in self.states)
+        return limited or bool(self.virtual)
 
     def set_cpu_reserve(self, millicores: int) -> None:
         """Keep `millicores` per idle GPU from CPU-only requests on every node (0: off).

@@ -41,6 +41,7 @@ rule, stated per dimension.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.defaults import DEFAULT_QUEUE
@@ -162,6 +163,8 @@ class QuotaTree:
         self.version = 0
         """Moves on every charge and refund; answers cached under an older version are
         stale."""
+        self._hypotheses = 0
+        """The version of the latest usage taken off for a while (`refunded`)."""
         self.layout = 0
         """Moves when a virtual cluster is added, removed or carved, or the capacity
         changes: what a verdict on the idle cluster depends on."""
@@ -268,6 +271,22 @@ class QuotaTree:
         """Take `request` off the VC's usage and every ancestor's."""
         self.version += 1
         self._update_path(name, request, -1)
+
+    @contextmanager
+    def refunded(self, name: str, request: Resources) -> Iterator[None]:
+        """`request` taken off the VC's usage and every ancestor's for the duration, then
+        charged back: the usage is exactly what it was (integer sums), and so the answers
+        `check` cached before stand again — the version is put back. Answers asked within
+        are cached under a version no charge or refund ever reaches (below zero)."""
+        version = self.version
+        self._update_path(name, request, -1)
+        self._hypotheses -= 1
+        self.version = self._hypotheses
+        try:
+            yield
+        finally:
+            self._update_path(name, request, +1)
+            self.version = version
 
     def _update_path(self, name: str, request: Resources, sign: int) -> None:
         """Change usage from the VC up to the root, keeping every reserved(q) and its

@@ -18,7 +18,9 @@ running job does (its account, rank, how many tasks, how many stopping, how many
 protected), so the world holds the version instead of every running job. Each virtual
 cluster's latest filings are kept with the ranks they filed jobs at, so that a search
 turned down short can tell that nothing came to rank behind its preemptor since
-(`grown_behind`, `shoal.scheduler.actions.short_searches`).
+(`grown_behind`, `shoal.scheduler.actions.short_searches`), and which jobs were filed there
+anew since (`changed_since`: each kept victim index re-lists only those,
+`shoal.scheduler.victim_index.KeptIndexes`).
 
 Kept only where every plugin that ranks for the action says until when a job's rank holds
 (`RankHolds`: las, whose attained-service classes know their next crossing) and the order
@@ -95,9 +97,10 @@ class RunningTable:
         """Jobs whose rank may move any time (`until` is now): re-read at every refresh."""
         self._seq = 0
         """Ties in `_due` are broken by push order."""
-        self._events: dict[str, list[tuple[int, tuple[Any, ...] | None]]] = {}
-        """Per virtual cluster, its latest stamps (`queue_stamp`) with the rank a job was
-        filed at then (None: a job left it), oldest first (`grown_behind`)."""
+        self._events: dict[str, list[tuple[int, tuple[Any, ...] | None, JobInfo]]] = {}
+        """Per virtual cluster, its latest stamps (`queue_stamp`) with the job filed or
+        dropped then and the rank it was filed at (None: it left), oldest first
+        (`grown_behind`, `changed_since`)."""
         self._forgot: dict[str, int] = {}
         """Per virtual cluster, the latest stamp its events no longer hold."""
 
@@ -177,23 +180,47 @@ class RunningTable:
         it). A job kept as filed runs the same tasks at the same rank."""
         events = self._events.get(queue, ())
         for at in range(len(events) - 1, max(-1, len(events) - 1 - limit), -1):
-            stamp, filed = events[at]
+            stamp, filed, _ = events[at]
             if stamp <= since:
                 return False
             if filed is not None and filed > rank:
                 return True
         return len(events) > limit or self._forgot.get(queue, 0) > since
 
+    def changed_since(self, queue: str, since: int) -> list[JobInfo] | None:
+        """The jobs filed, re-filed or dropped in the virtual cluster after its stamp was
+        `since` (`queue_stamp`), each once; None where the table no longer holds them all
+        (`shoal.scheduler.victim_index.KeptIndexes` then lists every job afresh)."""
+        if self._forgot.get(queue, 0) > since:
+            return None
+        events = self._events.get(queue, ())
+        changed: dict[JobInfo, None] = {}
+        for at in range(len(events) - 1, -1, -1):
+            stamp, _, job = events[at]
+            if stamp <= since:
+                break
+            changed[job] = None
+        return list(changed)
+
+    def members(self, queue: str) -> Iterable[JobInfo]:
+        """The jobs filed in the virtual cluster, in no particular order."""
+        return self._members.get(queue, {}).keys()
+
+    def queue_of(self, job: JobInfo) -> str | None:
+        """The virtual cluster the job is filed in (None: not filed)."""
+        filed = self._filed.get(job)
+        return None if filed is None else filed.queue
+
     def rank_of(self, job: JobInfo) -> tuple[Any, ...] | None:
         """The rank the job is filed at (None: not filed)."""
         filed = self._filed.get(job)
         return None if filed is None else filed.rank
 
-    def _touch(self, queue: str, rank: tuple[Any, ...] | None = None) -> None:
+    def _touch(self, queue: str, job: JobInfo, rank: tuple[Any, ...] | None = None) -> None:
         self._stamps += 1
         self._queue_stamps[queue] = self._stamps
         events = self._events.setdefault(queue, [])
-        events.append((self._stamps, rank))
+        events.append((self._stamps, rank, job))
         if len(events) > 512:
             self._forgot[queue] = events[255][0]
             del events[:256]
@@ -229,7 +256,7 @@ class RunningTable:
         seen = (job.account, rank, len(running), stopping, guarded)
         latest = latest_start(job, now)
         self.refiled += 1
-        self._touch(job.queue, rank)
+        self._touch(job.queue, job, rank)
         if filed is None or filed.seen != seen or filed.queue != job.queue:
             self.version += 1
         if filed is None or filed.queue != job.queue:
@@ -249,7 +276,7 @@ class RunningTable:
         self.version += 1
 
     def _leave(self, job: JobInfo, queue: str) -> None:
-        self._touch(queue)
+        self._touch(queue, job)
         members = self._members.get(queue)
         if members is not None:
             members.pop(job, None)

@@ -1,26 +1,31 @@
 """The preempt action's victims of one virtual cluster, indexed by rank and by what they free
-(issue 18), so that a preemptor is matched in O(log n), not against every running job.
+(issue 18), so that a preemptor is matched without a walk over every running job.
 
 The preempt action offers a preemptor P the units (`shoal.scheduler.victims`) of the jobs of
 P's virtual cluster that rank strictly behind it, in the order of the victims' score. That
 score ranks by the victim's rank first, and every key of it is the victim's own; so the
 units offered to P are a *prefix* of all the virtual cluster's units in score order: those
-whose job ranks behind P's rank. `behind` finds where that prefix ends by bisection.
+whose job ranks behind P's rank (`behind` counts them).
 
 What the prefix frees on P's node pools decides, before any trial placement, whether P can
 start by evicting at all (`free + gains < demand`: it cannot). `gains` keeps, per set of
-node pools asked about, the running sum of the GPUs each unit frees on them, so that test
-is one look-up after the bisection; most waiting jobs under backlog fail it.
+node pools asked about, what each job's units free there and their sum per rank, so that
+test is a few additions (one per rank, and a handful of ranks under `las`); most waiting
+jobs under backlog fail it.
 
-Built in O(units) from the jobs running when it is built, worst rank first (the action
-lists them so); the score's full order is sorted only when a preemptor gets past `gains`
-(`offered`). Valid until the action evicts, or places a job it listed as a victim (a
-partly placed gang): the action rebuilds it then.
+The units are held by rank, each rank's jobs in no particular order: nothing reads the order
+within a rank but the score, which orders every unit by keys of its own (its job's rank,
+kind, work lost, latest start, then the session's job order, which tells every two jobs
+apart), whatever order it is handed them in; the rest sums or counts them. So a job's units
+are filed and dropped (`put`, `drop`) in O(ranks), and the sums per set of pools follow in
+O(1) each (a job filed since is summed when next asked). The score's order is sorted only
+when a preemptor gets past `gains` (`offered`).
+
 Where the action's running jobs are kept across cycles (`shoal.scheduler.running_table`),
-so is each virtual cluster's index (`KeptIndexes`): while the table hands out the same
-listing for it and none of its jobs was re-filed, it holds the same units at the same ranks,
-and only the score's order (which reads the clock: work lost, latest start) is asked afresh.
-Under backlog most cycles change a virtual cluster or two of fifteen.
+so is each virtual cluster's index (`KeptIndexes`): brought up to the table by the jobs the
+table says were filed, re-filed or dropped there since (`RunningTable.changed_since`), each
+re-listed once — O(changed), not O(running jobs) — and handed to an execution of the action
+as a copy made only when it changes it (`renewed`: an evicted or placed job re-listed).
 Only for the default `withinQueue` (`LowerPriority`) and without victim-selection plugins:
 otherwise what a preemptor is offered depends on more than its rank, and the action scans.
 
@@ -29,46 +34,163 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from itertools import accumulate
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.victims import VictimUnit
 
+Rank = tuple[Any, ...]
+
+
+@dataclass(slots=True)
+class _Sums:
+    """What each job's units free by one measure (a set of node pools), and per rank."""
+
+    of: dict[JobInfo, int] = field(default_factory=dict)
+    per_rank: dict[Rank, int] = field(default_factory=dict)
+    pending: dict[JobInfo, None] = field(default_factory=dict)
+    """Jobs filed since the sums were last asked for: summed then."""
+
+    def copy(self) -> _Sums:
+        return _Sums(dict(self.of), dict(self.per_rank), dict(self.pending))
+
 
 class QueueVictims:
-    """One virtual cluster's takeable units, worst rank first; in the order of the victims'
-    score when asked (`offered`)."""
+    """One virtual cluster's takeable units by rank; in the order of the victims' score
+    when asked (`offered`)."""
 
     def __init__(self, units: list[VictimUnit],
-                 rank: Callable[[VictimUnit], tuple[Any, ...]],
+                 rank: Callable[[VictimUnit], Rank],
                  order: Callable[[list[VictimUnit]], list[VictimUnit]],
-                 prefixes: bool = False, ranks: list[tuple[Any, ...]] | None = None
+                 prefixes: bool = False, ranks: list[Rank] | None = None
                  ) -> None:
-        """`units`: by rank, worst first (ties in any order); `order`: the victims' score,
-        which ranks by the same rank first. `prefixes`: the score may be asked of a prefix
-        alone (its order keys may be asked any time, `Preemption.looks`). `ranks`: each
-        unit's rank, where the caller has them (then `rank` is not asked)."""
-        self.units = units
-        self.ranks = [rank(u) for u in units] if ranks is None else ranks
-        """Each unit's job's rank, not increasing."""
+        """`units`: grouped by job (a job's units in its own order), each job's units at
+        one rank; `order`: the victims' score, which ranks by the same rank first.
+        `prefixes`: the score may be asked of a prefix alone (its order keys may be asked
+        any time, `Preemption.looks`). `ranks`: each unit's rank, where the caller has
+        them (then `rank` is not asked)."""
         self._order = order
         self._ordered: list[VictimUnit] | None = None
         self._prefixes: dict[int, list[VictimUnit]] | None = {} if prefixes else None
-        self._gains: dict[Hashable, list[int]] = {}
+        self._by_rank: dict[Rank, dict[JobInfo, list[VictimUnit]]] = {}
+        self._sizes: dict[Rank, int] = {}
+        self._rank_of: dict[JobInfo, Rank] = {}
+        self._ranks: list[Rank] = []
+        """The ranks held, worst first."""
+        self._gains: dict[Hashable, _Sums] = {}
+        self._shared = False
+        """Whether the structures above are another index's too (copied before a change)."""
+        by_rank, rank_of = self._by_rank, self._rank_of
+        for unit, at in zip(units, [rank(u) for u in units] if ranks is None else ranks,
+                            strict=True):
+            job = unit.job
+            jobs = by_rank.get(at)
+            if jobs is None:
+                jobs = by_rank[at] = {}
+            listed = jobs.get(job)
+            if listed is None:
+                jobs[job] = [unit]
+                rank_of[job] = at
+            else:
+                listed.append(unit)
+        self._sizes = {at: sum(map(len, jobs.values())) for at, jobs in by_rank.items()}
+        self._ranks = sorted(by_rank, reverse=True)
+
+    @property
+    def units(self) -> list[VictimUnit]:
+        """Every unit, worst rank first (within a rank, in no particular order)."""
+        return self.prefix(len(self))
+
+    @property
+    def ranks(self) -> list[Rank]:
+        """Each of `units`' ranks."""
+        return [at for at in self._ranks for _ in range(self._sizes[at])]
+
+    def __len__(self) -> int:
+        return sum(self._sizes.values())
+
+    def prefix(self, count: int) -> list[VictimUnit]:
+        """The first `count` units, worst rank first: those behind a rank when `count` is
+        what `behind` says of it."""
+        out: list[VictimUnit] = []
+        for at in self._ranks:
+            if len(out) >= count:
+                break
+            for units in self._by_rank[at].values():
+                out.extend(units)
+        return out if len(out) <= count else out[:count]
 
     def renewed(self, order: Callable[[list[VictimUnit]], list[VictimUnit]],
                 prefixes: bool) -> QueueVictims:
         """The same units at the same ranks for another execution of the action, whose
-        score is `order`: what is sorted by it is asked afresh, the running sums are shared
-        (they read the units and the nodes only)."""
+        score is `order`: what is sorted by it is asked afresh; the rest is shared until
+        either changes it (`put`, `drop` on the copy)."""
         index = QueueVictims.__new__(QueueVictims)
-        index.units, index.ranks, index._gains = self.units, self.ranks, self._gains
+        index._by_rank, index._sizes, index._rank_of = \
+            self._by_rank, self._sizes, self._rank_of
+        index._ranks, index._gains = self._ranks, self._gains
+        index._shared = True
         index._order = order
         index._ordered = None
         index._prefixes = {} if prefixes else None
         return index
+
+    def _own(self) -> None:
+        """Stop sharing with the index this one was `renewed` from."""
+        if not self._shared:
+            return
+        self._shared = False
+        self._by_rank = {at: dict(jobs) for at, jobs in self._by_rank.items()}
+        self._sizes, self._rank_of = dict(self._sizes), dict(self._rank_of)
+        self._ranks = list(self._ranks)
+        self._gains = {key: sums.copy() for key, sums in self._gains.items()}
+
+    def holds(self, job: JobInfo) -> bool:
+        """Whether the job has units listed."""
+        return job in self._rank_of
+
+    def put(self, job: JobInfo, rank: Rank, units: list[VictimUnit]) -> None:
+        """List the job's `units` (its own order) at `rank`; it had none listed."""
+        if not units:
+            return
+        self._own()
+        self._ordered, self._prefixes = None, None if self._prefixes is None else {}
+        jobs = self._by_rank.get(rank)
+        if jobs is None:
+            jobs = self._by_rank[rank] = {}
+            self._sizes[rank] = 0
+            self._ranks.append(rank)
+            self._ranks.sort(reverse=True)
+        jobs[job] = units
+        self._sizes[rank] += len(units)
+        self._rank_of[job] = rank
+        for sums in self._gains.values():
+            sums.pending[job] = None
+
+    def drop(self, job: JobInfo) -> None:
+        """Stop listing the job's units."""
+        rank = self._rank_of.get(job)
+        if rank is None:
+            return
+        self._own()
+        self._ordered, self._prefixes = None, None if self._prefixes is None else {}
+        del self._rank_of[job]
+        jobs = self._by_rank[rank]
+        units = jobs.pop(job)
+        self._sizes[rank] -= len(units)
+        emptied = not jobs
+        if emptied:
+            del self._by_rank[rank], self._sizes[rank]
+            self._ranks.remove(rank)
+        for sums in self._gains.values():
+            if job in sums.pending:
+                del sums.pending[job]
+            else:
+                sums.per_rank[rank] -= sums.of.pop(job)
+            if emptied:
+                sums.per_rank.pop(rank, None)
 
     def offered(self, count: int) -> list[VictimUnit]:
         """The first `count` units in the order of the victims' score: the same units as
@@ -78,53 +200,112 @@ class QueueVictims:
         they order them among all (each sort is stable, and a job's units are all in a
         prefix or none), and under backlog a preemptor of the best class is offered few."""
         prefixes = self._prefixes
-        if prefixes is not None and self._ordered is None and count < len(self.units):
+        if prefixes is not None and self._ordered is None and count < len(self):
             found = prefixes.get(count)
             if found is None:
-                found = prefixes[count] = self._order(self.units[:count])
+                found = prefixes[count] = self._order(self.prefix(count))
             return found[:]
         if self._ordered is None:
             self._ordered = self._order(self.units)
         return self._ordered[:count]
 
-    def behind(self, rank: tuple[Any, ...]) -> int:
+    def behind(self, rank: Rank) -> int:
         """How many units (a prefix) belong to jobs that rank strictly behind `rank`."""
-        ranks = self.ranks
-        low, high = 0, len(ranks)
-        while low < high:
-            middle = (low + high) // 2
-            if ranks[middle] > rank:
-                low = middle + 1
-            else:
-                high = middle
-        return low
+        count = 0
+        sizes = self._sizes
+        for at in self._ranks:
+            if at <= rank:
+                break
+            count += sizes[at]
+        return count
 
     def gains(self, key: Hashable, count: int, frees: Callable[[VictimUnit], int]) -> int:
         """What the first `count` units free by `frees` (GPUs on a set of node pools named
-        by `key`): running sums kept per key."""
+        by `key`, the same measure whenever it is asked by that key): sums kept per key,
+        per job and per rank."""
         sums = self._gains.get(key)
         if sums is None:
-            sums = self._gains[key] = [0, *accumulate(frees(u) for u in self.units)]
-        return sums[count]
+            sums = self._gains[key] = _Sums(pending=dict.fromkeys(self._rank_of))
+        if sums.pending:
+            of, per_rank, rank_of = sums.of, sums.per_rank, self._rank_of
+            for job in sums.pending:
+                at = rank_of[job]
+                value = of[job] = sum(map(frees, self._by_rank[at][job]))
+                per_rank[at] = per_rank.get(at, 0) + value
+            sums.pending = {}
+        total = seen = 0
+        for at in self._ranks:
+            if seen >= count:
+                break
+            seen += self._sizes[at]
+            total += sums.per_rank.get(at, 0)
+        if seen == count:
+            return total
+        return sum(map(frees, self.prefix(count)))  # `count` cuts a rank: not from `behind`
+
+
+Segment = Callable[[JobInfo], tuple[Rank, list[VictimUnit]] | None]
+"""A filed job's rank and units (None: it lists none)."""
+
+
+class Table(Protocol):
+    """What `KeptIndexes` reads of the running table (`running_table.RunningTable`)."""
+
+    def queue_stamp(self, queue: str) -> int: ...
+
+    def changed_since(self, queue: str, since: int) -> list[JobInfo] | None: ...
+
+    def members(self, queue: str) -> Iterable[JobInfo]: ...
+
+
+@dataclass(slots=True)
+class _Kept:
+    world: Hashable
+    stamp: int
+    index: QueueVictims
 
 
 class KeptIndexes:
-    """Per virtual cluster, its index as last built before the action committed anything,
-    with the running jobs' listing it was built from and a stamp of what else it read."""
+    """Per virtual cluster, its index of every job the running table files there (what an
+    execution takes from them is its own: `QueueVictims.renewed`), with the table's stamp
+    for that virtual cluster when it was brought up to date."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[Hashable, list[JobInfo], QueueVictims]] = {}
+        self._kept: dict[str, _Kept] = {}
         self.reused = 0
-        """Indexes handed out again (for benchmarks and tests)."""
+        """Indexes brought up to date rather than built anew (for benchmarks and tests)."""
+        self.relisted = 0
+        """Jobs re-listed to bring them up to date (for benchmarks and tests)."""
 
-    def get(self, queue: str, stamp: Hashable, listing: list[JobInfo]) -> QueueVictims | None:
-        """The index kept for `queue`, if built from this very listing under `stamp`."""
+    def current(self, queue: str, world: Hashable, table: Table, segment: Segment,
+                order: Callable[[list[VictimUnit]], list[VictimUnit]]) -> QueueVictims:
+        """The virtual cluster's index as the table files its jobs now, under `world`
+        (what else the units read: the model, the hooks, the nodes' layout): the kept one
+        brought up to date by the jobs the table says changed there since, or, where it
+        forgot them or `world` moved, built anew from its members. `segment`: a job's rank
+        and units as the table files it now."""
+        stamp = table.queue_stamp(queue)
         kept = self._kept.get(queue)
-        if kept is None or kept[1] is not listing or kept[0] != stamp:
-            return None
+        changed = None if kept is None or kept.world != world else \
+            table.changed_since(queue, kept.stamp)
+        if kept is None or changed is None:
+            units: list[VictimUnit] = []
+            ranks: list[Rank] = []
+            for job in table.members(queue):
+                found = segment(job)
+                if found is not None:
+                    units.extend(found[1])
+                    ranks.extend([found[0]] * len(found[1]))
+            index = QueueVictims(units, lambda u: (), order, ranks=ranks)
+            self._kept[queue] = _Kept(world, stamp, index)
+            return index
+        index = kept.index
+        for job in changed:
+            self.relisted += 1
+            index.drop(job)
+            found = segment(job)
+            if found is not None:
+                index.put(job, *found)
+        kept.stamp = stamp
         self.reused += 1
-        return kept[2]
-
-    def put(self, queue: str, stamp: Hashable, listing: list[JobInfo],
-            index: QueueVictims) -> None:
-        self._kept[queue] = (stamp, listing, index)
+        return index

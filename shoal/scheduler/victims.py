@@ -48,6 +48,7 @@ from typing import Any
 
 from shoal.api.resources import Resources, total
 from shoal.scheduler.jobs import JobInfo, TaskInfo
+from shoal.scheduler.running_order import latest_start
 from shoal.scheduler.work_lost import WorkLost, work_lost
 
 
@@ -130,24 +131,85 @@ def _task_units(job: JobInfo, tasks: list[TaskInfo], now: float,
 
 
 def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
-            order: Callable[[JobInfo], tuple[Any, ...]], now: float) -> list[VictimUnit]:
+            order: Callable[[JobInfo], tuple[Any, ...]], now: float,
+            every_key: bool = True) -> list[VictimUnit]:
     """Every candidate job's units in the order of the score (the module's text). The keys
     below rank and kind are the same for all of a job's units of one kind (its first one's
     loss; its latest start), so each job's units keep their own order. Last tie-break: the
-    job that comes last in the session's full `order`, first."""
-    lost: dict[tuple[str, bool], WorkLost] = {}
+    job that comes last in the session's full `order`, first. Each job's keys are asked
+    once, not once per unit and sort; `every_key` False: `order` only for jobs whose units
+    tie on every other key (where it gives a job's keys the same whenever first asked,
+    `Preemption.looks`), as under backlog few do."""
+    keys: dict[JobInfo, tuple[tuple[Any, ...], float]] = {}
+    lost: dict[tuple[JobInfo, bool], WorkLost] = {}
     for unit in units:
-        lost.setdefault((unit.job.name, unit.shrink_to is None),
-                        work_lost(unit.job, unit.tasks, now))
-    latest = {u.job.name: u.job.latest_start(now) for u in units}
-    out = sorted(units, key=lambda u: u.seq)
-    out.sort(key=lambda u: order(u.job), reverse=True)
+        job = unit.job
+        whole = unit.shrink_to is None
+        if (job, whole) not in lost:
+            lost[job, whole] = work_lost(job, unit.tasks, now)
+        if job not in keys:
+            keys[job] = (rank(job), -latest_start(job, now))
+    if not every_key:
+        return _by_rank(units, keys, lost, order)
+    orders = {job: order(job) for job in keys}
+    out = sorted(units, key=_SEQ)
+    out.sort(key=lambda u: orders[u.job], reverse=True)
     # The keys that sort the same way, as one (each stable sort by one of them, the last
     # first, orders them so too).
-    out.sort(key=lambda u: (u.shrink_to is None, lost[(u.job.name, u.shrink_to is None)],
-                            -latest[u.job.name]))
-    out.sort(key=lambda u: rank(u.job), reverse=True)  # stable: the primary key last
+    out.sort(key=lambda u: (u.shrink_to is None, lost[u.job, u.shrink_to is None],
+                            keys[u.job][1]))
+    out.sort(key=lambda u: keys[u.job][0], reverse=True)  # stable: the primary key last
     return out
+
+
+def _by_rank(units: list[VictimUnit], keys: dict[JobInfo, tuple[tuple[Any, ...], float]],
+             lost: dict[tuple[JobInfo, bool], WorkLost],
+             order: Callable[[JobInfo], tuple[Any, ...]]) -> list[VictimUnit]:
+    """`ordered`, asking `order` only within ties: each rank's units sorted once by the
+    keys below it and their place in their job, worst rank first; then each run of units
+    of several jobs that tie on every key but their place is sorted by `order`, as the
+    sort by it before the others would have (a job's units by their place still)."""
+    by_rank: dict[tuple[Any, ...], list[tuple[tuple[Any, ...], VictimUnit]]] = {}
+    for unit in units:
+        job, whole = unit.job, unit.shrink_to is None
+        rank, latest = keys[job]
+        entry = ((whole, lost[job, whole], latest, unit.seq), unit)
+        found = by_rank.get(rank)
+        if found is None:
+            by_rank[rank] = [entry]
+        else:
+            found.append(entry)
+    out: list[VictimUnit] = []
+    for rank in sorted(by_rank, reverse=True):
+        entries = by_rank[rank]
+        entries.sort(key=_KEY)
+        start, count = 0, len(entries)
+        while start < count:
+            tie = entries[start][0][:3]
+            end = start + 1
+            while end < count and entries[end][0][:3] == tie:
+                end += 1
+            run = [unit for _, unit in entries[start:end]]
+            if end - start > 1 and any(u.job is not run[0].job for u in run):
+                orders = {u.job: order(u.job) for u in run}
+                run.sort(key=lambda u: orders[u.job], reverse=True)
+            out.extend(run)
+            start = end
+    return out
+
+
+def _key(entry: tuple[tuple[Any, ...], VictimUnit]) -> tuple[Any, ...]:
+    return entry[0]
+
+
+_KEY = _key
+
+
+def _seq(unit: VictimUnit) -> int:
+    return unit.seq
+
+
+_SEQ = _seq
 
 
 def _free(job: JobInfo, tasks: Sequence[TaskInfo], now: float) -> bool:

@@ -8,8 +8,9 @@ keeps its actions — and so what they keep — from one cycle to the next.
 
 1. A virtual cluster's victim index kept across cycles (`victim_index.KeptIndexes`) is,
    whenever the action asks for it, the index built afresh: the same units (job, tasks,
-   kind) in the same order, the same ranks, and for the preemptor asking, what the units
-   behind its rank free on its node pools and the order they are offered in.
+   kind), each job's in its own order, by rank worst first (within a rank in any order:
+   only the score reads it, and sorts them), the same ranks, and for the preemptor asking,
+   what the units behind its rank free on its node pools and the order they are offered in.
 2. The model's jobs holding tasks (`SchedulerModel.active`) are exactly the jobs whose
    `running` is not empty, after every cycle and every change between cycles, in kept
    models driven through random worlds under 11 profiles.
@@ -39,7 +40,7 @@ from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
 from shoal.scheduler.victim_index import QueueVictims
-from shoal.scheduler.victims import ordered, units_of
+from shoal.scheduler.victims import VictimUnit, ordered, units_of
 from shoal.sim.simulator import SimConfig, simulate
 from shoal.sim.trace import Trace, TraceJob
 
@@ -93,6 +94,19 @@ def built_afresh(cycle: Preemption, queue: str) -> list[tuple[Any, ...]]:
             for u in units_of(job, now)]
 
 
+def afresh(cycle: Preemption, queue: str) -> list[VictimUnit]:
+    now = cycle.session.now
+    return [u for job in cycle.running(queue) if cycle.takeable(job, None)
+            for u in units_of(job, now)]
+
+
+def by_job(units: list[VictimUnit]) -> dict[str, list[tuple[Any, ...]]]:
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for unit in units:
+        out.setdefault(unit.job.name, []).append(unit_key(unit))
+    return out
+
+
 def frees(cycle: Preemption, preemptor: JobInfo, tasks: tuple[Any, ...]) -> int:
     session = cycle.session
     nodes = {s.ordinal for g in preemptor.groups_with_pending()
@@ -122,8 +136,12 @@ def test_a_kept_victim_index_is_the_one_built_afresh(trace: Trace, nodes: int) -
         if kept is not None and kept.reused > before:
             reused[0] += 1
         want = built_afresh(self, preemptor.queue)
-        assert [unit_key(u) for u in index.units] == want
+        # The same units, each job's in its own order, by rank worst first (within a rank
+        # in no particular order: nothing but the score reads it, which sorts them).
+        assert by_job(index.units) == by_job(afresh(self, preemptor.queue))
+        assert sorted(unit_key(u) for u in index.units) == sorted(want)
         assert index.ranks == [self.rank(u.job) for u in index.units]
+        assert index.ranks == sorted(index.ranks, reverse=True)
         count = index.behind(self.rank(preemptor))
         pools, _ = self._pool_nodes(preemptor)
         expected = sum(frees(self, preemptor, u.tasks) for u in index.units[:count])

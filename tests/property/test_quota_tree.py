@@ -128,3 +128,31 @@ def test_check_admits_exactly_what_fits_the_headroom(
                 assert (reason is None) is expected, \
                     f"check({queue.name}, {probe}) = {reason}; headroom " \
                     f"{oracle.headroom(queue.name, lend)}, usage {oracle.usage[queue.name]}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=trees(), ops=operations, probe=charges, lend=st.booleans(), pick=st.integers(0, 10))
+def test_a_refund_for_a_while_answers_as_a_refund_and_leaves_every_answer_as_it_was(
+        case: tuple[Resources, tuple[VirtualCluster, ...]],
+        ops: list[tuple[int, Resources, bool, int]], probe: Resources, lend: bool,
+        pick: int) -> None:
+    """Within `refunded(name, r)` checks answer as after `refund(name, r)`; after it, the
+    answers cached before still answer rightly, and so do those after the next charge (no
+    answer cached within is read again)."""
+    capacity, vcs = case
+    *_, (tree, oracle) = _replay(case, ops)
+    names = sorted(q.name for q in tree if q.name != ROOT_QUEUE)
+    name = names[pick % len(names)]
+    held = oracle.charged.get(name, Resources())  # its own charges, not its children's
+    before = {q: tree.check(q, probe, lend) for q in names}
+    with tree.refunded(name, held):
+        inside = QuotaOracle(vcs, capacity, {**oracle.charged, name: Resources()})
+        for queue in names:
+            assert (tree.check(queue, probe, lend) is None) is inside.admits(queue, probe, lend)
+    assert {q: tree.check(q, probe, lend) for q in names} == before
+    for queue in names:
+        assert (before[queue] is None) is oracle.admits(queue, probe, lend)
+    tree.charge(name, probe)
+    after = QuotaOracle(vcs, capacity, {**oracle.charged, name: held + probe})
+    for queue in names:
+        assert (tree.check(queue, probe, lend) is None) is after.admits(queue, probe, lend)

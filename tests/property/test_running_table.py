@@ -32,6 +32,7 @@ from shoal.scheduler.actions.preempt import Preemption
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.plugins.las import LeastAttainedService
 from shoal.scheduler.running_order import worst_first
+from shoal.scheduler.running_table import RunningTable
 from shoal.sim.simulator import SimConfig, simulate
 from shoal.sim.trace import Trace, TraceJob
 
@@ -136,8 +137,17 @@ def test_the_kept_table_is_the_walk_every_time(trace: Trace, nodes: int, name: s
         checks[0] += 1
         return out
 
+    indexed = Preemption.victim_index
+
+    def listing_first(self: Preemption, preemptor: JobInfo, policy: Any) -> Any:
+        # The kept victim index no longer reads the listing: take it, to check it, where
+        # the index is asked (it changes no decision: the same table is listed either way).
+        self.running(preemptor.queue)
+        return indexed(self, preemptor, policy)
+
     config = SimConfig(cycle_on_events=True, check_invariants=True)
-    with patch.object(Preemption, "running", checked):
+    with patch.object(Preemption, "running", checked), \
+            patch.object(Preemption, "victim_index", listing_first):
         simulate(trace, TraceCluster(nodes), PROFILES[name], config)
 
 
@@ -163,14 +173,14 @@ def test_a_las_backlog_lists_from_the_table() -> None:
     jobs = [TraceJob(f"j{n}", 10.0 * n, 5_000.0, 1, PER_GPU.scale(1 + n % 2),
                      queue="a" if n % 3 else "b") for n in range(40)]
     tables: list[Any] = []
-    listed = Preemption.running
+    refresh = Preemption._refresh
 
-    def spy(self: Preemption, queue: str) -> list[JobInfo]:
-        if self.table is not None and not tables:
-            tables.append(self.table)
-        return listed(self, queue)
+    def spy(self: Preemption, table: RunningTable) -> None:
+        if not tables:
+            tables.append(table)
+        refresh(self, table)
 
-    with patch.object(Preemption, "running", spy):
+    with patch.object(Preemption, "_refresh", spy):
         simulate(Trace.of(jobs, "backlog"), TraceCluster(2), PROFILES["las"],
                  SimConfig(cycle_on_events=True))
     assert tables, "the las profile's preempt action never read a kept table"

@@ -574,8 +574,7 @@ class Preemption(PolicyNotes):
     def _placed(self, preemptor: JobInfo) -> None:
         """The preemptor was placed in a committed statement: never a victim now."""
         self.fresh.add(preemptor.name)
-        if self._running is not None and any(
-                j is preemptor for j in self._listing(preemptor.queue)):
+        if self.lists(preemptor):
             self._victims += 1  # it was listed as a victim
 
     def _record(self, preemptor: JobInfo, chosen: list[VictimUnit]) -> None:

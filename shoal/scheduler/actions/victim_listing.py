@@ -6,15 +6,17 @@ search itself (`shoal.scheduler.actions.preempt`) and its trial placements
 Ranks are the action's (`rank`: the job-order keys of the plugins that rank, with las's and
 priority's `preemption_key`); under a kept running table (`shoal.scheduler.running_table`)
 the listing is the table's, brought up to now once per commit (`_refresh`) and taken per
-virtual cluster when a search first reads it (`_listing`), and each
-virtual cluster's index is handed on to the next cycle while its listing stands
-(`victim_index.KeptIndexes`). `Preemption` sets every attribute declared here.
+virtual cluster when a search first reads it (`_listing`); each virtual cluster's index
+is kept from one cycle to the next and brought up to the table by the jobs it re-filed there
+(`victim_index.KeptIndexes`), without the listing, which is then sorted only where a search
+reads it whole (a policy other than `LowerPriority`). `Preemption` sets every attribute
+declared here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any
 
 from shoal.api.lifecycle import TaskState
@@ -94,18 +96,7 @@ class VictimListing(VictimTrials):
         table is refreshed again only after every one left was listed (`_refresh`)."""
         running = self._running
         if running is None:
-            session = self.session
-            table = self.table
-            self._snapshot = generation(session)
-            if table is None:
-                running = self._running = worst_first(
-                    session.jobs.values(), self.fresh, session.now, self.rank,
-                    session.job_order_key, self.looks)
-            else:
-                self._refresh(table)
-                running = self._running = {}
-                self._listed_fresh = frozenset(self.fresh)
-                self._lazy = True
+            running = self._begin()
         listed = running.get(queue)
         if listed is None:
             table = self.table
@@ -115,6 +106,23 @@ class VictimListing(VictimTrials):
                                                     self._listed_fresh,
                                                     self.session.job_order_key)
         return listed
+
+    def _begin(self) -> dict[str, list[JobInfo]]:
+        """Take the running jobs as they stand when first asked for: every virtual
+        cluster's listing at once, or under a kept table none yet (`_listing`)."""
+        session = self.session
+        table = self.table
+        self._snapshot = generation(session)
+        if table is None:
+            running = self._running = worst_first(
+                session.jobs.values(), self.fresh, session.now, self.rank,
+                session.job_order_key, self.looks)
+            return running
+        self._refresh(table)
+        running = self._running = {}
+        self._listed_fresh = frozenset(self.fresh)
+        self._lazy = True
+        return running
 
     def _list_all(self, table: RunningTable) -> None:
         """List every virtual cluster not listed yet, before the table moves on."""
@@ -193,7 +201,7 @@ class VictimListing(VictimTrials):
         index = self.victim_index(preemptor, policy_of(self.session, preemptor))
         if index is None:
             return self.candidates(preemptor), True
-        units = index.units[:index.behind(self.rank(preemptor))]
+        units = index.prefix(index.behind(self.rank(preemptor)))
         if preemptor.running:
             units = [u for u in units if u.job is not preemptor]
         return units, False
@@ -202,40 +210,81 @@ class VictimListing(VictimTrials):
                      ) -> QueueVictims | None:
         """The preemptor's virtual cluster's victims indexed by rank and what they free
         (`shoal.scheduler.victim_index`), where its rank alone says what it is offered:
-        under `withinQueue: LowerPriority`, without victim-selection plugins. Rebuilt after
-        every commit that evicts, or places a job it lists."""
+        under `withinQueue: LowerPriority`, without victim-selection plugins. After every
+        commit that evicts, or places a job it lists, the jobs evicted or placed are
+        listed again (`_forget_indexes`). Under a kept running table the index is the one
+        kept for the virtual cluster, brought up to the table by the jobs re-filed there
+        (`victim_index.KeptIndexes`), less what this execution took or placed."""
         if policy.within_queue is not WithinQueue.LOWER_PRIORITY \
                 or self.session.hooks.victim_selections:
             return None
         if self._victims != self._indexed:
             self._forget_indexes()
-        index = self._indexes.get(preemptor.queue)
+        queue = preemptor.queue
+        index = self._indexes.get(queue)
         if index is None:
-            queue = preemptor.queue
-            listing = self.running(queue)
             session = self.session
 
             def order(units: list[VictimUnit]) -> list[VictimUnit]:
-                return ordered(units, self.rank, session.job_order_key, session.now)
+                return ordered(units, self.rank, session.job_order_key, session.now,
+                               self.looks)
 
             kept, table = self.kept_indexes, self.table
-            stamp: Hashable = None
-            if kept is not None and table is not None and self._victims == 0:
-                # Nothing evicted or placed from its listing yet: what is takeable is what
-                # the table says (`victim_index.KeptIndexes`).
-                stamp = (session.model, session.hooks, session.cluster.layout,
-                         table.queue_stamp(queue))
-                found = kept.get(queue, stamp, listing)
-                if found is not None:
-                    index = self._indexes[queue] = found.renewed(order, not self.looks)
-                    return index
-            units, ranks = self._takeable_units(listing)
+            if kept is not None and table is not None and self._table_listing():
+                self._listed = True  # as `running` notes
+                world = (session.model, session.hooks, session.cluster.layout)
+                index = kept.current(queue, world, table, self._filed_segment, order) \
+                    .renewed(order, not self.looks)
+                for name in self.fresh | self.evicted:
+                    job = session.jobs.get(name)
+                    if job is not None and index.holds(job):
+                        self._relist(index, job)
+                self._indexes[queue] = index
+                return index
+            units, ranks = self._takeable_units(self.running(queue))
             index = self._indexes[queue] = QueueVictims(
                 units, lambda u: self.rank(u.job), order, prefixes=not self.looks,
                 ranks=ranks)
-            if stamp is not None and kept is not None:
-                kept.put(queue, stamp, listing, index)
         return index
+
+    def _table_listing(self) -> bool:
+        """Whether every virtual cluster's listing is the table's as it stands now: the
+        table was not refreshed since the first was taken (`_list_all`)."""
+        if self._running is None:
+            self._begin()
+        return self._lazy
+
+    def _filed_segment(self, job: JobInfo) -> tuple[tuple[Any, ...], list[VictimUnit]] | None:
+        """A job filed in the table: its rank and what it may give up, before this
+        execution took or placed anything (`_takeable_units` with nothing fresh)."""
+        running = job.running
+        table = self.table
+        if not running or table is None \
+                or any(t.state is TaskState.RELEASING for t in running):
+            return None
+        units = self.kept.of(job, self.session.now)
+        rank = table.rank_of(job)
+        return None if not units or rank is None else (rank, units)
+
+    def _relist(self, index: QueueVictims, job: JobInfo) -> None:
+        """List the job's units in `index` again, as `_takeable_units` lists them now."""
+        index.drop(job)
+        units, ranks = self._takeable_units([job])
+        if units:
+            index.put(job, ranks[0], units)
+
+    def lists(self, job: JobInfo) -> bool:
+        """Whether `running` lists the job (it holds tasks placed before this execution,
+        in its virtual cluster): under a kept table, known without listing them."""
+        running = self._running
+        if running is None:
+            return False
+        listed = running.get(job.queue)
+        table = self.table
+        if listed is None and table is not None and self._lazy:
+            return table.queue_of(job) == job.queue and job.name not in self._listed_fresh \
+                and bool(job.running)
+        return any(j is job for j in self._listing(job.queue))
 
     def _takeable_units(self, listing: list[JobInfo]
                         ) -> tuple[list[VictimUnit], list[tuple[Any, ...]]]:
@@ -266,24 +315,26 @@ class VictimListing(VictimTrials):
     """The jobs evicted or placed in this execution as of `_indexed`."""
 
     def _forget_indexes(self) -> None:
-        """Drop the indexes of the virtual clusters where a job was evicted or placed since
-        they were built: what a job may give up moves only with its own tasks (`takeable`,
-        `units`), and only an evicted or placed job's tasks move. Another virtual cluster's
-        index holds the same units at the same ranks, and its order's keys come out the
-        same whenever asked in this execution (`looks` False); where they may not, every
-        index is built again."""
+        """List again, in the indexes built, the jobs evicted or placed in this execution:
+        what a job may give up moves only with its own tasks (`takeable`, `units`), and
+        only an evicted or placed job's tasks move. Every other job is listed with the same
+        units at the same ranks, and the order's keys come out the same whenever asked in
+        this execution (`looks` False); where they may not, every index is built again."""
         self._indexed = self._victims
         moved = self.evicted | self.fresh
         if self.looks:
             self._indexes, self._moved = {}, frozenset(moved)
             return
         indexes, jobs = self._indexes, self.session.jobs
-        for name in moved - self._moved:
+        if any(name not in jobs for name in moved - self._moved):
+            indexes.clear()
+        # A job taken from again since is moved already: every one is listed again. It
+        # only gives up less now: one an index lists nothing of still lists nothing.
+        for name in moved:
             job = jobs.get(name)
-            if job is None:
-                indexes.clear()
-                break
-            indexes.pop(job.queue, None)
+            index = None if job is None else indexes.get(job.queue)
+            if job is not None and index is not None and index.holds(job):
+                self._relist(index, job)
         self._moved = frozenset(moved)
 
     def takeable(self, job: JobInfo, preemptor: JobInfo | None) -> bool:

@@ -233,6 +233,8 @@ class VictimTrials:
         if cluster.cpu_reserve and any(g.resources.cpu and not g.resources.gpu
                                        for g, _ in pending_groups(preemptor)):
             return False
+        if not cluster.limits_tasks():
+            return True  # no node has a task limit or a host: none of theirs does
         by_name = cluster.by_name
         for unit in units:
             for task in unit.tasks:
@@ -261,10 +263,12 @@ class VictimTrials:
         freed: dict[int, tuple[NodeState, Resources]] = {}
         refund = _ZERO
         for unit in units:
-            spec = unit.job.job
+            groups = unit.job.job.groups
+            only = groups[0].resources if len(groups) == 1 else None
             for task in unit.tasks:
                 state = by_name[task.node]
-                request = spec.group(task.ref.group).resources
+                request = only if only is not None else \
+                    unit.job.job.group(task.ref.group).resources
                 held = freed.get(state.ordinal)
                 freed[state.ordinal] = (state, request if held is None else held[1] + request)
                 if quota_bound and state.owner is None:
@@ -282,11 +286,8 @@ class VictimTrials:
         account = preemptor.account
         if refund.is_zero():
             return self.session.allocatable(account, request) is None
-        quota.refund(account, refund)
-        try:
+        with quota.refunded(account, refund):
             return self.session.allocatable(account, request) is None
-        finally:
-            quota.charge(account, refund)
 
     def _room_after(self, preemptor: JobInfo, need: GangNeed,
                     freed: dict[int, tuple[NodeState, Resources]]) -> bool:
