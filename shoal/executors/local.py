@@ -127,6 +127,12 @@ class LocalExecutor(JobFiles):
     """Starts, polls, stops and re-adopts task processes on this machine (an `Executor`).
     `node_names`: the nodes declared for this machine, which `nodes` lists as ready."""
 
+    #: Batches `launch_many` may launch at once (`shoal.control.inflight`). A launch is
+    #: mostly system calls that release the GIL (claim, cgroups, working directories); the
+    #: launcher answers one exchange at a time. Two lanes overlap one batch's file-system
+    #: work with the other's exchange, on the second core one lane left idle.
+    launch_lanes = 2
+
     def __init__(self, root: Path, *, grace_period: float = DEFAULT_GRACE_PERIOD,
                  base_env: Mapping[str, str] | None = None,
                  isolation: Isolation | None = None, node_names: Sequence[str] = (),
@@ -322,15 +328,17 @@ class LocalExecutor(JobFiles):
         options += [arg for path in request.cgroups for arg in ("--cgroup", str(path))]
         argv = [sys.executable, "-I", str(WRAPPER), str(request.task_dir), *options, "--",
                 *request.command]
-        # Durable before the process starts: nothing of this attempt is in the logs yet,
+        # Written before the process starts: nothing of this attempt is in the logs yet,
         # so what follows these sizes is its output (and later attempts'). A relaunch
         # keeps the first claimant's record: had that one started a wrapper after all,
         # its output would come after the first sizes, not the second. (A forked wrapper
-        # records them itself, once it owns the attempt.)
+        # records them itself, once it owns the attempt.) Not fsync'd, as the wrappers':
+        # lost with the machine, the attempt's log is shown from its start.
         log_start = request.task_dir / LOG_START_FILE
         if not log_start.exists():
             write_json_atomic(log_start, {"stdout": file_size(request.stdout),
-                                          "stderr": file_size(request.stderr)})
+                                          "stderr": file_size(request.stderr)},
+                              durable=False)
         # Opened here, as the server: the task gets descriptors, never the files' paths.
         with append_log(request.stdout) as out, append_log(request.stderr) as err:
             proc = subprocess.Popen(

@@ -13,7 +13,9 @@
  *   - `pid.json` {"pid", "start_time"} created exclusively (a complete temp file linked
  *     into place): of two wrappers of one attempt only the first runs the command, and
  *     start_time is psutil's create_time of this process (boot time + start ticks);
- *   - `log-start.json`, the logs' sizes, unless a first claimant wrote it;
+ *   - `log-start.json`, the logs' sizes, unless a first claimant wrote it (not fsync'd:
+ *     nothing relies on it surviving a machine's crash, the log reader then shows the
+ *     attempt's log from its start);
  *   - SIGTERM, SIGINT and SIGHUP survived (the command gets the group's signal);
  *   - the command joins the task's cgroups, drops every group, switches gid and uid and
  *     takes umask 077 between fork and exec (only when isolated, as `_isolate`);
@@ -125,9 +127,9 @@ static char *temp_file(const char *name, const char *text, int durable) {
     return tmp;
 }
 
-/* wrapper.py's write_json_atomic: temp + fsync + rename. */
-static int write_atomic(const char *name, const char *text) {
-    char *tmp = temp_file(name, text, 1);
+/* wrapper.py's write_json_atomic: temp + fsync (when `durable`) + rename. */
+static int write_atomic(const char *name, const char *text, int durable) {
+    char *tmp = temp_file(name, text, durable);
     if (tmp == NULL) {
         return -1;
     }
@@ -445,7 +447,7 @@ static char *message(int error, const char *filename, const char *prefix) {
 static int finish(FILE *outcome, char **text) {
     fprintf(outcome, ", \"finished_at\": %.17g}", clock_of(CLOCK_REALTIME));
     fclose(outcome);  /* `*text` is complete only now */
-    int written = write_atomic("status.json", *text);
+    int written = write_atomic("status.json", *text, 1);
     free(*text);
     return written;
 }
@@ -500,7 +502,7 @@ int main(int argc, char **argv) {
     if (access(log_start, F_OK) != 0) {
         char *sizes = NULL;
         if (asprintf(&sizes, "{\"stdout\": %lld, \"stderr\": %lld}", size_of(out_log),
-                     size_of(err_log)) < 0 || write_atomic("log-start.json", sizes) != 0) {
+                     size_of(err_log)) < 0 || write_atomic("log-start.json", sizes, 0) != 0) {
             _exit(EXIT_NOT_EXECUTABLE);
         }
         free(sizes);

@@ -60,14 +60,16 @@ CGROUP_PROCS = "cgroup.procs"
 CGROUP_DRAIN = 5.0
 
 
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+def write_json_atomic(path: Path, payload: dict[str, Any], *, durable: bool = True) -> None:
     """Write temp + fsync + rename: a reader sees the old file or the whole new one, never a
-    torn write, even if this process is killed half-way."""
+    torn write, even if this process is killed half-way. `durable` False: no fsync, for a
+    record a machine's crash may lose (the file is then missing, or empty)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with _private(tmp) as f:
         json.dump(payload, f)
         f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -259,8 +261,11 @@ def run_task(task_dir: Path, uid: int | None, gid: int | None, cgroups: list[Pat
                         {"pid": os.getpid(), "start_time": _process_start_time()}):
         return 0
     if log_start is not None and not (task_dir / LOG_START_FILE).exists():
+        # Not fsync'd: a reader that finds it missing or torn after a machine's crash
+        # shows the attempt's log from its start (`ray_logs`), and nothing else reads it.
         write_json_atomic(task_dir / LOG_START_FILE, {"stdout": _size(log_start[0]),
-                                                      "stderr": _size(log_start[1])})
+                                                      "stderr": _size(log_start[1])},
+                          durable=False)
     outcome: dict[str, Any]
     isolated = uid is not None or gid is not None or bool(cgroups)
     try:

@@ -15,6 +15,14 @@ another connection, and reads never wait for writers. When a writer holds the lo
 busy timeout (SQLITE_BUSY_TIMEOUT_MS), that `BEGIN` is tried again, up to
 SQLITE_LOCKED_RETRIES more times, with a warning: nothing of the transaction has run yet, so
 a retry is always safe, and a long write costs the others latency, not an error.
+
+A process's own writers queue on a lock of its engine (`_WriteTurns`) before their
+`BEGIN IMMEDIATE`, and the next is woken when the one before commits or rolls back. Left to
+SQLite's busy handler, a writer that met the lock slept in growing steps (up to 100 ms)
+and retried: in a burst the API's event loop, whose submissions write, slept there for ~40 %
+of its busy time while the control loop's writes were long done. Writers of other processes
+still meet the busy handler, as before; a turn not given within WRITE_TURN_TIMEOUT_S goes
+on to the `BEGIN` regardless, which then waits and fails as before.
 PostgreSQL is `postgresql+psycopg://…`. `Store.migrate()` brings the schema to the newest
 Alembic revision; the migration scripts ship inside the package (`shoal/store/migrations`).
 """
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +51,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: How many more busy timeouts a write transaction waits for the write lock before its
 #: error goes up: a writer holding it for minutes is a fault, not load.
 SQLITE_LOCKED_RETRIES = 8
+#: How long a writer waits for its turn among its process's writers before it goes to its
+#: `BEGIN IMMEDIATE` regardless (which then waits for SQLite's lock, and fails, as before).
+WRITE_TURN_TIMEOUT_S = 300.0
 
 
 #: The execution option that marks a read-only transaction (see `_sqlite_pragmas`).
@@ -111,6 +123,8 @@ def _sqlite_pragmas(engine: Engine) -> None:
         finally:
             cursor.close()
 
+    turns = _WriteTurns()
+
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         read_only = connection.get_execution_options().get(READ_ONLY, False)
@@ -119,8 +133,45 @@ def _sqlite_pragmas(engine: Engine) -> None:
         driver = connection.connection.driver_connection
         if read_only:
             driver.execute("BEGIN")
-        else:
+            return
+        turns.take(driver)
+        try:
             _begin_immediate(driver)
+        except BaseException:
+            turns.give_back(driver)
+            raise
+
+    @event.listens_for(engine, "commit")
+    @event.listens_for(engine, "rollback")
+    def _on_end(connection: Any) -> None:
+        turns.give_back(connection.connection.driver_connection)
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(dbapi_connection: Any, _record: Any) -> None:
+        turns.give_back(dbapi_connection)  # a transaction that ended without either event
+
+
+class _WriteTurns:
+    """The write transactions of one engine's connections, one at a time: a writer waits
+    here, and is woken by the previous one's end, instead of polling SQLite's lock.
+    Given back by the connection that holds it (twice is harmless)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._guard = threading.Lock()
+        self._holder: object | None = None
+
+    def take(self, driver: object) -> None:
+        if self._lock.acquire(timeout=WRITE_TURN_TIMEOUT_S):
+            with self._guard:
+                self._holder = driver
+
+    def give_back(self, driver: object) -> None:
+        with self._guard:
+            if self._holder is not driver:
+                return
+            self._holder = None
+            self._lock.release()
 
 
 def _begin_immediate(driver: sqlite3.Connection) -> None:

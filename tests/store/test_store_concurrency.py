@@ -2,12 +2,13 @@
 caller. Many threads submit and list jobs while a control-loop-like writer binds, starts and
 finishes their tasks, on SQLite and PostgreSQL, with no error at all. On SQLite, a write that
 meets a lock held past the busy timeout waits again instead of failing, and only up to a
-bound."""
+bound; a process's own writers wait for each other's turn, not on SQLite's busy handler."""
 
 from __future__ import annotations
 
 import logging
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -142,4 +143,56 @@ def test_the_wait_for_the_write_lock_is_bounded(tmp_path: Path,
     holder.close()
     assert repo.get_job("never") is None  # nothing half-written
     assert repo.submit_job(make_job("after"))[1]
+    store.close()
+
+
+@pytest.mark.parametrize("ends", ["commit", "rollback"])
+def test_a_process_s_writers_take_turns_instead_of_polling_the_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ends: str) -> None:
+    # SQLite's own wait is ~1 ms and never retried: a writer left to it would fail.
+    store, holder = _locked_store(tmp_path, monkeypatch, busy_ms=1, retries=0)
+    holder.execute("ROLLBACK")
+    holder.close()
+    repo = Repository(store)
+    release, holding = threading.Event(), threading.Event()
+    outcome: list[object] = []
+
+    def hold() -> None:
+        try:
+            with store.sessions.begin() as session:
+                session.connection()  # its BEGIN IMMEDIATE: it holds the write lock
+                holding.set()
+                assert release.wait(DEADLINE)
+                if ends == "rollback":
+                    raise RuntimeError("rolled back")
+        except RuntimeError:
+            pass
+
+    def write() -> None:
+        try:
+            outcome.append(repo.submit_job(make_job("second"))[1])
+        except BaseException as exc:
+            outcome.append(exc)
+
+    first = threading.Thread(target=hold)
+    first.start()
+    assert holding.wait(DEADLINE)
+    second = threading.Thread(target=write)
+    second.start()
+
+    def waits_for_its_turn() -> bool:
+        frame = sys._current_frames().get(second.ident or 0)
+        while frame is not None:
+            if frame.f_code.co_name == "take":
+                return True
+            frame = frame.f_back
+        return False
+
+    _until(lambda: waits_for_its_turn() or bool(outcome), "the second writer to wait")
+    assert outcome == []
+    release.set()
+    first.join(DEADLINE)
+    second.join(DEADLINE)
+    assert outcome == [True]
+    assert repo.submit_job(make_job("third"))[1]  # the turn was given back again
     store.close()
