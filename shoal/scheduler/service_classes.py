@@ -36,6 +36,7 @@ import math
 from dataclasses import dataclass
 
 from shoal.api.objects import Job
+from shoal.scheduler.epochs import ModelEpochs
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 
 
@@ -84,6 +85,9 @@ class ServiceClasses:
         self.unsettled: dict[JobInfo, None] = {}
         """The jobs whose latest class is not settled: read afresh each time."""
         self._seq = 0
+        self.epochs: ModelEpochs | None = None
+        """The model's counters, whose `crossed` counts a job found in another class than
+        the one kept for it (`shoal.scheduler.epochs`); set by the las plugin."""
 
     def __len__(self) -> int:
         return len(self._classes)
@@ -105,6 +109,8 @@ class ServiceClasses:
                     and found.last is (running[-1] if running else None):
                 return found
         made = self._classes[info] = self._read(info, now)
+        if found is not None and found.index != made.index and self.epochs is not None:
+            self.epochs.crossed += 1
         if not made.settled:
             self.unsettled[info] = None
             return made

@@ -101,6 +101,7 @@ class LeastAttainedService:
         self._index = {}
         self._read = {}
         self.classes.prune(session.jobs)
+        self.classes.epochs = session.model.epochs
 
     # ---- ordering -------------------------------------------------------------------------
 
