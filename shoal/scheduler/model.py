@@ -43,6 +43,7 @@ from shoal.scheduler.flexible import FlexibleHolds
 from shoal.scheduler.job_changes import JobChanges
 from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.jobs import JobInfo, TaskInfo
+from shoal.scheduler.noted_reasons import KeptNotes
 from shoal.scheduler.queue_status import closed_reason
 from shoal.scheduler.reservations import FixedNodeReservations
 from shoal.scheduler.shadow import ShadowTimes
@@ -90,6 +91,8 @@ class SchedulerModel:
         self.noted: set[JobInfo] = set()
         """Jobs whose reason or blocker was written since a cycle last reset reasons: the
         only ones a cycle's start must reset (`JobInfo.noted`)."""
+        self.kept_notes = KeptNotes()
+        """The noted jobs a reset left noted, not waiting (`shoal.scheduler.noted_reasons`)."""
         self.services: dict[str, JobInfo] = {}
         """The live jobs that are services with a schedule (`Job.service`): what the
         services action sizes, without a walk over every job."""

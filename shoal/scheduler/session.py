@@ -162,17 +162,8 @@ class Session:
             for job in waiting.values():
                 job.reason = closed.get(job.account) or job.blocker
             return
-        reset = self.reset_jobs
-        kept = []
-        for job in model.noted:
-            if waiting.get(job.job.name) is job:
-                job.reset_reason()
-                reset.append(job)
-            else:
-                kept.append(job)  # keeps what was written: reset when it waits again
-        model.noted.clear()
-        model.noted.update(kept)
-        self.kept_noted = frozenset(kept)
+        # A noted job that does not wait keeps what was written: reset when it waits again.
+        self.kept_noted = model.kept_notes.reset(model.noted, waiting, self.reset_jobs)
 
     # ---- candidates and blocked queues -----------------------------------------------------
 
