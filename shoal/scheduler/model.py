@@ -235,6 +235,7 @@ class SchedulerModel:
         self.epochs.ended += 1
         self.waiting.pop(name, None)
         self.noted.discard(info)
+        self.kept_notes.forget(info)
         self.services.pop(name, None)
         self.elastic.pop(name, None)
         self.flavors.forget(name)

@@ -5,10 +5,9 @@ the last reset can differ (`SchedulerModel.noted`), so only they are reset; a no
 does not wait then (it was bound in the cycle that wrote its reason) keeps what was written
 and stays noted until it waits again or leaves. Under backlog those kept jobs outnumber the
 fresh notes forty to one, and each opening walked them all to find the few waiting again.
-`KeptNotes` remembers them with their names, so that the ones waiting again are found by one
-set intersection with the waiting jobs' (name, job) items, in C, and only the fresh notes
-are walked. The outcome is the same reset: every noted job that waits is reset and leaves
-`noted`; every other stays.
+`KeptNotes` remembers them, so that an opening walks only the fresh notes and the kept jobs
+that started waiting since (`WaitingJobs.entered`). The outcome is the same reset: every
+noted job that waits is reset and leaves `noted`; every other stays.
 
 Pure.
 """
@@ -23,42 +22,45 @@ if TYPE_CHECKING:
 
 
 class KeptNotes:
-    """The noted jobs that did not wait at the last reset, and their (name, job) pairs. Jobs
-    that left the model since may linger here; they are never waiting, and are dropped once
-    they outnumber the noted jobs."""
+    """The noted jobs that did not wait at the last reset (always among the noted ones: a
+    job that leaves the model is forgotten here too, `forget`)."""
 
-    __slots__ = ("jobs", "pairs")
+    __slots__ = ("jobs",)
 
     def __init__(self) -> None:
         self.jobs: set[JobInfo] = set()
-        self.pairs: set[tuple[str, JobInfo]] = set()
+
+    def forget(self, job: JobInfo) -> None:
+        """The job left the model (and `noted`)."""
+        self.jobs.discard(job)
+
+    def start_over(self, waiting: WaitingJobs) -> None:
+        """Reasons were set without a reset (every waiting job's, as a closed queue or a
+        full walk does): the next reset walks every noted job."""
+        self.jobs.clear()
+        waiting.entered.clear()
 
     def reset(self, noted: set[JobInfo], waiting: WaitingJobs, reset: list[JobInfo]
               ) -> frozenset[JobInfo]:
         """Reset every noted job that waits (appended to `reset`, dropped from `noted`); the
         noted jobs that do not wait, kept in `noted`, are returned."""
-        jobs, pairs = self.jobs, self.pairs
-        fresh = noted - jobs if jobs else list(noted)
-        if pairs:
-            for pair in waiting.items() & pairs:
-                job = pair[1]
-                pairs.discard(pair)
-                jobs.discard(job)
-                if job in noted:
+        jobs = self.jobs
+        get = waiting.get
+        entered = waiting.entered
+        fresh = (noted - jobs if jobs else list(noted)) if len(noted) > len(jobs) else ()
+        if jobs and entered:
+            for job in jobs & entered:
+                if get(job.job.name) is job:
+                    jobs.discard(job)
                     job.reset_reason()
                     reset.append(job)
-        get = waiting.get
+        entered.clear()
         for job in fresh:
-            name = job.job.name
-            if get(name) is job:
+            if get(job.job.name) is job:
                 job.reset_reason()
                 reset.append(job)
             else:
                 jobs.add(job)
-                pairs.add((name, job))
         if reset:
             noted.difference_update(reset)
-        if len(jobs) > 2 * len(noted) + 64:
-            jobs.intersection_update(noted)
-            self.pairs = {pair for pair in pairs if pair[1] in jobs}
-        return frozenset(jobs & noted)
+        return frozenset(jobs)

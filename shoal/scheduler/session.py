@@ -161,6 +161,7 @@ class Session:
         if closed or not model.incremental:
             for job in waiting.values():
                 job.reason = closed.get(job.account) or job.blocker
+            model.kept_notes.start_over(waiting)
             return
         # A noted job that does not wait keeps what was written: reset when it waits again.
         self.kept_noted = model.kept_notes.reset(model.noted, waiting, self.reset_jobs)

@@ -19,7 +19,8 @@ from shoal.scheduler.noted_reasons import KeptNotes
 from shoal.scheduler.waiting import WaitingJobs
 
 NAMES = ("a", "b", "c", "d", "e")
-STEPS = st.lists(st.lists(st.tuples(st.sampled_from(("note", "wait", "stop", "leave")),
+STEPS = st.lists(st.lists(st.tuples(st.sampled_from(("note", "wait", "stop", "leave",
+                                                     "full")),
                                     st.sampled_from(NAMES)), max_size=8), max_size=10)
 
 
@@ -49,9 +50,14 @@ def test_kept_notes_reset_as_the_plain_walk(steps: list[list[tuple[str, str]]]) 
                 waiting[name] = job
             elif what == "stop":
                 waiting.pop(name, None)
+            elif what == "full":  # a closed queue's opening sets every waiting reason
+                for waits in waiting.values():
+                    noted.add(waits)
+                kept.start_over(waiting)
             else:  # it leaves, as `SchedulerModel.remove_job` forgets it; a new one comes
                 waiting.pop(name, None)
                 noted.discard(job)
+                kept.forget(job)
                 live[name] = info(name)
         want_reset, want_noted = plain(noted, waiting)
         reset: list[JobInfo] = []
