@@ -44,7 +44,7 @@ from shoal.scheduler.job_changes import JobChanges
 from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.noted_reasons import KeptNotes
-from shoal.scheduler.queue_status import closed_reason
+from shoal.scheduler.queue_status import ClosedQueues, closed_reason
 from shoal.scheduler.reservations import FixedNodeReservations
 from shoal.scheduler.shadow import ShadowTimes
 from shoal.scheduler.waiting import WaitingJobs
@@ -91,6 +91,8 @@ class SchedulerModel:
         self.noted: set[JobInfo] = set()
         """Jobs whose reason or blocker was written since a cycle last reset reasons: the
         only ones a cycle's start must reset (`JobInfo.noted`)."""
+        self.closed_queues = ClosedQueues()
+        """The closed virtual clusters, kept per tree layout (`queue_status.ClosedQueues`)."""
         self.kept_notes = KeptNotes()
         """The noted jobs a reset left noted, not waiting (`shoal.scheduler.noted_reasons`)."""
         self.services: dict[str, JobInfo] = {}

@@ -42,7 +42,6 @@ from shoal.scheduler.framework import (
 from shoal.scheduler.job_classes import Misfits
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.model import SchedulerModel, user_of
-from shoal.scheduler.queue_status import closed_queues
 from shoal.scheduler.reason_report import NOT_REACHED, ReasonChanges, ReasonLedger, report
 from shoal.scheduler.strict_line import StrictLine
 
@@ -131,7 +130,7 @@ class Session:
         """Jobs in `blocked` behind a starving job's reservation, not behind a strictly
         ordered queue's head (`shoal.scheduler.aging`): they may still preempt."""
         self.decisions.reservations = model.reserve()
-        self.closed = closed_queues(model.quota)
+        self.closed = model.closed_queues.of(model.quota)
         """Closed virtual clusters (theirs or an ancestor's state) → why their jobs wait:
         none of their jobs gets a bind in this cycle (`shoal.scheduler.queue_status`)."""
         self.kept_noted: frozenset[JobInfo] = frozenset()
