@@ -20,7 +20,9 @@ What each counter counts (`ModelEpochs`):
   at the node's latest release (capacity freed in a pool is freed on one of its nodes).
 - `ended`: jobs that left the model (finished or cancelled, `remove_job`).
 - `crossed`: running jobs that las found in another attained-service class than the one
-  it kept for them (`shoal.scheduler.service_classes`), counted when las reads it.
+  it kept for them (`shoal.scheduler.service_classes`). Las reads every job whose crossing
+  is due as a session opens (`ServiceClasses.read_due`), so at a cycle's start `crossed`
+  already counts every job that crossed a threshold by then.
 
 Quota changes need no counter of their own: `QuotaTree.layout` moves when a virtual cluster
 is added, removed or carved or the capacity changes, and `QuotaTree.version` on every

@@ -124,6 +124,27 @@ class ServiceClasses:
                 heapq.heapify(self.crossings)
         return made
 
+    def read_due(self, now: float, active: dict[str, JobInfo]) -> None:
+        """Read afresh every running job whose kept class ran out by `now` (its crossing is
+        near or past), as a cycle opens: `ModelEpochs.crossed` then counts the jobs that
+        moved before any reader asks. These are the reads the cycle would make later at the
+        same instant (`of` is a cache of a function of the job and `now`), so the classes,
+        and the order, are the same. A class read at `now` already holds as read."""
+        heap = self.crossings
+        back: list[tuple[float, int, JobInfo, ServiceClass]] = []
+        while heap and heap[0][3].until <= now:
+            entry = heapq.heappop(heap)
+            job, kept = entry[2], entry[3]
+            if active.get(job.name) is not job or not self.current(job, kept):
+                continue  # stale: replaced, or the job stopped running
+            if kept.at == now:
+                back.append(entry)
+                continue
+            self.of(job, now)
+            heap = self.crossings
+        for entry in back:
+            heapq.heappush(heap, entry)
+
     def current(self, info: JobInfo, kept: ServiceClass) -> bool:
         """Whether `kept` is the job's latest class and still describes what it runs."""
         return self._classes.get(info) is kept and kept.holds(info)

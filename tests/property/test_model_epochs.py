@@ -40,6 +40,23 @@ class Watched(Simulator):
 
     events_checked = 0
     moved: ClassVar[set[str]] = set()
+    opened_due = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        las = next(p for p in self._hooks.plugins if isinstance(p, LeastAttainedService))
+        opened = las.open_session
+
+        def open_session(session: Session) -> None:
+            # As a session opens, every running job whose kept class ran out is read
+            # afresh: `crossed` already counts what crossed by `now`.
+            opened(session)
+            for job in session.model.active.values():
+                kept = las.classes._classes.get(job)
+                if kept is not None and kept.settled and kept.holds(job):
+                    assert session.now < kept.until or kept.at == session.now
+                    Watched.opened_due += kept.at == session.now
+        las.open_session = open_session  # type: ignore[method-assign]
 
     def _play(self, event: Event) -> bool:
         model = self.model

@@ -102,6 +102,7 @@ class LeastAttainedService:
         self._read = {}
         self.classes.prune(session.jobs)
         self.classes.epochs = session.model.epochs
+        self.classes.read_due(session.now, session.model.active)
 
     # ---- ordering -------------------------------------------------------------------------
 
