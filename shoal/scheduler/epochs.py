@@ -4,10 +4,10 @@ move, in O(1), exactly when a change of their kind happens.
 Structures kept across cycles (class verdicts, preemptor verdicts, victim indexes) hold an
 answer that stays right until some kind of change happens: a class that did not fit stays
 refused until capacity is given back where it could run, its queue's quota changes, or a
-running job moves to another las class. Each such reader keeps a `EpochMark` (the counters
-as it last read them) with its answer, and asks `changed_since` — or compares the single
-counter it depends on — before trusting the answer again. The counters never go back, so
-"equal" means "no change of that kind since".
+running job moves to another las class. Each such reader keeps an `EpochMark` (the counters
+as it last read them, `ModelEpochs.mark`) with its answer, or just the counter it depends
+on, and compares before trusting the answer again. The counters never go back, so "equal"
+means "no change of that kind since" (per node: `freed_on(node) <= mark.released`).
 
 What each counter counts (`ModelEpochs`):
 
@@ -22,7 +22,8 @@ What each counter counts (`ModelEpochs`):
 - `crossed`: running jobs that las found in another attained-service class than the one
   it kept for them (`shoal.scheduler.service_classes`). Las reads every job whose crossing
   is due as a session opens (`ServiceClasses.read_due`), so at a cycle's start `crossed`
-  already counts every job that crossed a threshold by then.
+  already counts every job that crossed a threshold by then (one whose tasks changed since
+  las last read it is read, and counted, when first asked).
 
 Quota changes need no counter of their own: `QuotaTree.layout` moves when a virtual cluster
 is added, removed or carved or the capacity changes, and `QuotaTree.version` on every
