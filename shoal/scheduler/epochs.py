@@ -15,9 +15,10 @@ What each counter counts (`ModelEpochs`):
 - `bound`: tasks that started holding resources — a committed bind (`Session.committed`) or a
   running task a snapshot recorded (`add_jobs`).
 - `released`: tasks that stopped holding resources — ended, evicted in a cycle, released by a
-  driver — and idle flexible parts given back (`SchedulerModel.reserve`); also a node coming
-  back into service. `freed_on(node)` is the same per physical node: the `released` value
-  at the node's latest release (capacity freed in a pool is freed on one of its nodes).
+  driver — and idle flexible parts given back (expired, `SchedulerModel.reserve`, or with
+  their job's own virtual cluster, `_retire`); also a node coming back into service.
+  `freed_on(node)` is the same per physical node: the `released` value at the node's
+  latest release (capacity freed in a pool is freed on one of its nodes).
 - `ended`: jobs that left the model (finished or cancelled, `remove_job`).
 - `crossed`: running jobs that las found in another attained-service class than the one
   it kept for them (`shoal.scheduler.service_classes`). Las reads every job whose crossing

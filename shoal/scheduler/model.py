@@ -279,10 +279,13 @@ class SchedulerModel:
             self.retiring.add(own)
             return
         self.retiring.discard(own)
+        kept = len(self.holds.kept)
         for name in reversed(self.sub_clusters.pop(own, [])):
             self.holds.remove(name)
             self.quota.remove(name)
         self.holds.remove(own)
+        if len(self.holds.kept) != kept:  # their idle flexible parts went back
+            self.epochs.release_anywhere()
         self.reservations.remove(own)
         self.quota.remove(own)
         self._refresh_blockers()
