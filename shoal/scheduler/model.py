@@ -37,12 +37,14 @@ from shoal.core.usage import NO_USER, Holding, UsageLedger
 from shoal.core.user_quota import UserQuota
 from shoal.core.virtual_nodes import unplaceable
 from shoal.scheduler.class_lines import ClassLines
+from shoal.scheduler.epochs import ModelEpochs
 from shoal.scheduler.flavors import FlavorBook
 from shoal.scheduler.flexible import FlexibleHolds
 from shoal.scheduler.job_changes import JobChanges
 from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.jobs import JobInfo, TaskInfo
-from shoal.scheduler.queue_status import closed_reason
+from shoal.scheduler.noted_reasons import KeptNotes
+from shoal.scheduler.queue_status import ClosedQueues, closed_reason
 from shoal.scheduler.reservations import FixedNodeReservations
 from shoal.scheduler.shadow import ShadowTimes
 from shoal.scheduler.waiting import WaitingJobs
@@ -89,6 +91,10 @@ class SchedulerModel:
         self.noted: set[JobInfo] = set()
         """Jobs whose reason or blocker was written since a cycle last reset reasons: the
         only ones a cycle's start must reset (`JobInfo.noted`)."""
+        self.closed_queues = ClosedQueues()
+        """The closed virtual clusters, kept per tree layout (`queue_status.ClosedQueues`)."""
+        self.kept_notes = KeptNotes()
+        """The noted jobs a reset left noted, not waiting (`shoal.scheduler.noted_reasons`)."""
         self.services: dict[str, JobInfo] = {}
         """The live jobs that are services with a schedule (`Job.service`): what the
         services action sizes, without a walk over every job."""
@@ -105,6 +111,9 @@ class SchedulerModel:
         """The jobs whose running list, spec or account changed, latest last
         (`shoal.scheduler.job_changes`): what the kept running table and las's crossing
         heap re-read, instead of every running job each cycle."""
+        self.epochs = ModelEpochs(self.quota)
+        """Counters of what changed — arrivals, binds, releases (per node), ends, las class
+        moves — for structures kept across cycles (`shoal.scheduler.epochs`)."""
         self.activations = 0
         """How many times a job started holding tasks (`JobInfo.activated`)."""
         self.unblocked = True
@@ -169,6 +178,7 @@ class SchedulerModel:
                     info.blocker = _unmade(info, "not created yet")
             holdings.extend((info, t) for t in holding)
             self.jobs[job.name] = info
+            self.epochs.arrived += 1
             if job.service is not None and job.service.schedule:
                 self.services[job.name] = info
             if job.elastic is not None:
@@ -192,6 +202,7 @@ class SchedulerModel:
                     # too (the driver, which knows no flavors, could not).
                     self.quota.set_capacity(self.quota.capacity + flavor_part(request))
             info.running.append(TaskInfo(task.ref, state.name, gpus, task.state, task.started))
+            self.epochs.bound += 1
             self.activate(info)
             info.hold(task.group, 1)
 
@@ -223,8 +234,10 @@ class SchedulerModel:
     def remove_job(self, name: str) -> None:
         """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
         info = self.jobs.pop(name)
+        self.epochs.ended += 1
         self.waiting.pop(name, None)
         self.noted.discard(info)
+        self.kept_notes.forget(info)
         self.services.pop(name, None)
         self.elastic.pop(name, None)
         self.flavors.forget(name)
@@ -266,10 +279,13 @@ class SchedulerModel:
             self.retiring.add(own)
             return
         self.retiring.discard(own)
+        kept = len(self.holds.kept)
         for name in reversed(self.sub_clusters.pop(own, [])):
             self.holds.remove(name)
             self.quota.remove(name)
         self.holds.remove(own)
+        if len(self.holds.kept) != kept:  # their idle flexible parts went back
+            self.epochs.release_anywhere()
         self.reservations.remove(own)
         self.quota.remove(own)
         self._refresh_blockers()
@@ -345,6 +361,7 @@ class SchedulerModel:
         self.unblock()
         request = info.job.group(task.ref.group).resources
         state = self.cluster.by_name[task.node]
+        self.epochs.release(state.physical.name)
         if state.owner is None and self.holds.keep(info.account, state, request, task.gpus,
                                                    self.now):
             pass  # kept for its virtual cluster's next tasks, still charged to it
@@ -385,6 +402,7 @@ class SchedulerModel:
         self.cluster.set_cordoned(name, False)
         self.reservations.nodes_changed()
         self.quota.set_capacity(self.quota.capacity + state.allocatable)
+        self.epochs.release(name)
         self.unblock()
 
     def reserve(self) -> list[Reserve]:
@@ -393,6 +411,7 @@ class SchedulerModel:
         first, before any job takes the capacity); every reservation made or given back
         since the last call. Kept flexible parts whose idle time is up go back first."""
         if self.holds.expiry and self.holds.expire(self.now):
+            self.epochs.release_anywhere()
             self.unblock()
         if self.unmade:
             self._make_virtual_clusters()

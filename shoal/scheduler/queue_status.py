@@ -57,6 +57,27 @@ def closed_queues(quota: QuotaTree) -> dict[str, PendingReason]:
     return out
 
 
+class ClosedQueues:
+    """`closed_queues`, kept while the tree's layout stands: a virtual cluster's status is
+    fixed while it is in the tree (read from its document when it joins; the live control
+    plane rebuilds its model when one is replaced), and one joins or leaves only with a new
+    `QuotaTree.layout`. A cycle asked every virtual cluster each time it opened."""
+
+    __slots__ = ("_closed", "_layout", "_tree")
+
+    def __init__(self) -> None:
+        self._tree: QuotaTree | None = None
+        self._layout = -1
+        self._closed: dict[str, PendingReason] = {}
+
+    def of(self, quota: QuotaTree) -> dict[str, PendingReason]:
+        """`closed_queues(quota)` (the same dict while nothing changed: read it only)."""
+        if quota is not self._tree or quota.layout != self._layout:
+            self._tree, self._layout = quota, quota.layout
+            self._closed = closed_queues(quota)
+        return self._closed
+
+
 @dataclass(frozen=True, slots=True)
 class QueuePriorities:
     """The priority part of the queue order for one cycle."""

@@ -42,7 +42,6 @@ from shoal.scheduler.framework import (
 from shoal.scheduler.job_classes import Misfits
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.model import SchedulerModel, user_of
-from shoal.scheduler.queue_status import closed_queues
 from shoal.scheduler.reason_report import NOT_REACHED, ReasonChanges, ReasonLedger, report
 from shoal.scheduler.strict_line import StrictLine
 
@@ -131,7 +130,7 @@ class Session:
         """Jobs in `blocked` behind a starving job's reservation, not behind a strictly
         ordered queue's head (`shoal.scheduler.aging`): they may still preempt."""
         self.decisions.reservations = model.reserve()
-        self.closed = closed_queues(model.quota)
+        self.closed = model.closed_queues.of(model.quota)
         """Closed virtual clusters (theirs or an ancestor's state) → why their jobs wait:
         none of their jobs gets a bind in this cycle (`shoal.scheduler.queue_status`)."""
         self.kept_noted: frozenset[JobInfo] = frozenset()
@@ -161,18 +160,10 @@ class Session:
         if closed or not model.incremental:
             for job in waiting.values():
                 job.reason = closed.get(job.account) or job.blocker
+            model.kept_notes.start_over(waiting)
             return
-        reset = self.reset_jobs
-        kept = []
-        for job in model.noted:
-            if waiting.get(job.job.name) is job:
-                job.reset_reason()
-                reset.append(job)
-            else:
-                kept.append(job)  # keeps what was written: reset when it waits again
-        model.noted.clear()
-        model.noted.update(kept)
-        self.kept_noted = frozenset(kept)
+        # A noted job that does not wait keeps what was written: reset when it waits again.
+        self.kept_noted = model.kept_notes.reset(model.noted, waiting, self.reset_jobs)
 
     # ---- candidates and blocked queues -----------------------------------------------------
 
@@ -442,6 +433,7 @@ class Session:
         waiting = self.model.waiting
         active = self.model.active
         activate = self.model.activate
+        epochs = self.model.epochs
         touched = self.touched
         for op in operations:
             job = self.jobs[op.task.job]
@@ -452,12 +444,14 @@ class Session:
                                                  unflavored(op.request), virtual))
                 job.running.append(TaskInfo(op.task, op.node.name, op.gpus, TaskState.BOUND,
                                             self.now))
+                epochs.bound += 1
                 activate(job)
                 if not job.pending:
                     waiting.pop(job.name, None)
             else:
                 self.decisions.evictions.append(Evict(op.task, op.node.physical.name,
                                                       op.reason))
+                epochs.release(op.node.physical.name)
                 job.running = [t for t in job.running if t.ref != op.task]
                 job.note_change()
                 if not job.running:

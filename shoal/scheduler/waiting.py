@@ -39,6 +39,9 @@ class WaitingJobs(dict[str, JobInfo]):
         """Jobs that moved since the class lines last read this (module docstring)."""
         self.cleared = 0
         """How often every job was dropped at once: the class lines then start over."""
+        self.entered: set[JobInfo] = set()
+        """Jobs that started waiting since a cycle's opening last reset reasons
+        (`shoal.scheduler.noted_reasons`)."""
 
     @property
     def with_min_resources(self) -> int:
@@ -61,6 +64,7 @@ class WaitingJobs(dict[str, JobInfo]):
         super().__setitem__(name, job)
         self._order.add(job)
         self.moved.add(job)
+        self.entered.add(job)
         job.moved = self.moved
         # Noted as the job is when it starts waiting: what counts is the set of names.
         if job.job.min_resources is not None:
@@ -94,6 +98,7 @@ class WaitingJobs(dict[str, JobInfo]):
         self._with_min_resources.clear()
         self._with_best_effort.clear()
         self.moved.clear()
+        self.entered.clear()
         self.cleared += 1
 
     def _forget(self, job: JobInfo) -> None:

@@ -9,8 +9,8 @@ in insertion order, so a run is deterministic.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 
 class EventKind(IntEnum):
@@ -21,14 +21,17 @@ class EventKind(IntEnum):
     CYCLE = 4
 
 
-@dataclass(order=True, frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
+    """An event, ordered as a tuple: (time, kind, sequence) — the sequence is unique, so the
+    fields after it are never compared. A tuple, not an ordered dataclass: the heap compares
+    events hundreds of thousands of times a replay, and tuples compare without a call."""
+
     time: float
     kind: EventKind
     sequence: int
-    subject: str = field(compare=False, default="")
+    subject: str = ""
     """The job or node the event is about."""
-    version: int = field(compare=False, default=0)
+    version: int = 0
     """For completions: the job's run version when scheduled; a stale one is ignored."""
 
 

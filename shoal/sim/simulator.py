@@ -351,6 +351,8 @@ class Simulator:
 
     def _gated_ended(self, name: str, state: JobState, now: float) -> None:
         """Job `name` ended: what waited on it enters the model now, or is stopped."""
+        if not self._gates:
+            return  # nothing waits on a dependency or is held: there is nothing to resolve
         resolution = self._gates.ended(name, state)
         for opened in resolution.opened:
             self.runs[opened].last = now
