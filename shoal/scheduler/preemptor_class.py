@@ -252,6 +252,11 @@ class PreemptorClasses:
             self.skipped += 1
         return verdict
 
+    def lasting(self, key: Hashable) -> Verdict | None:
+        """The class's verdict that lasts in the world last entered, if any (not counted:
+        `verdict` counts)."""
+        return self._lasting.get(key)
+
     def short(self, key: Hashable) -> ShortVerdict | None:
         return self._short.get(key)
 

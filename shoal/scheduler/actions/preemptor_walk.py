@@ -124,6 +124,8 @@ class _Source:
     at: int = 0
     skipped: list[Key] | None = None
     """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
+    key: Hashable = None
+    """The preemptor class its jobs are filed in (parkable sources only)."""
 
 
 def _after(entries: Sequence[Entry], key: Key | None) -> int:
@@ -170,7 +172,7 @@ class PreemptorWalk:
         at: dict[tuple[LineKey, Hashable], _Source] = {}
         for where in walked.lines:
             for key, entries in lines.by_line.get(where, {}).items():
-                source = at[where, key] = _Source(entries, key is not None)
+                source = at[where, key] = _Source(entries, key is not None, key=key)
                 self.sources.append(source)
         for job in self.skip:
             filed = lines.filed(job)
@@ -184,8 +186,8 @@ class PreemptorWalk:
         for holder in at.values():
             if holder.skipped is not None:
                 holder.skipped.sort()
-        self.heap = [(s.entries[0][0], i) for i, s in enumerate(self.sources)]
-        heapq.heapify(self.heap)
+        self.heap: list[tuple[Key, int]] = []
+        """The sources' next jobs to visit, by job order (`_start`)."""
         self.parked: list[tuple[int, int, Verdict]] = []
         """(source, where it was parked, the verdict answering its jobs)."""
         self.answered: list[tuple[Key, JobInfo, Verdict]] = []
@@ -212,6 +214,7 @@ class PreemptorWalk:
         heap, sources, skip = self.heap, self.sources, self.skip
         started = 0
         cycle.lazy_unsettled = self.unsettled
+        self._start()
         key: Key | None = None
         try:
             while heap:
@@ -223,7 +226,8 @@ class PreemptorWalk:
                     continue
                 if max_preemptors is not None and started >= max_preemptors:
                     break
-                verdict = cycle.answer(job)
+                verdict = cycle.answer_filed(job, source.key) if source.parkable \
+                    else cycle.answer(job)
                 if verdict is not None:
                     if source.parkable:
                         self.parked.append((index, source.at, verdict))
@@ -246,6 +250,35 @@ class PreemptorWalk:
             self._resume(key)
         finally:
             cycle.lazy_unsettled = None
+
+    def _start(self) -> None:
+        """Park each class whose answer its kept facts already give (`known_answer`) at its
+        first job, as answering that job would, and put the others' first jobs on the
+        heap. Every job visited before the execution's first commit meets the state at its
+        start, once the classes' world is entered (as the first answer would enter it);
+        after a commit, parked classes are taken up again at their first job past it
+        (`_resume`), where the walk would have visited them anyway."""
+        cycle, sources = self.cycle, self.sources
+        known = None
+        if cycle.shorts and any(s.parkable for s in sources):
+            now = generation(self.session)
+            if cycle._entered is None:
+                cycle._enter(now)
+            if cycle._entered == now:
+                known = cycle.known_answer
+                may_preempt = self.session.model.priorities.may_preempt
+        heap = self.heap
+        for index, source in enumerate(sources):
+            # A class whose jobs are all walked elsewhere (`skip`) is never visited.
+            if known is not None and source.parkable \
+                    and (source.skipped is None or len(source.skipped) < len(source.entries)) \
+                    and may_preempt(source.entries[0][1].job):
+                verdict = known(source.key, now)
+                if verdict is not None:
+                    self.parked.append((index, 0, verdict))
+                    continue
+            heap.append((source.entries[0][0], index))
+        heapq.heapify(heap)
 
     def _write_reason(self, job: JobInfo) -> None:
         """Write the job's reason if the allocate action's walk left it in a range."""

@@ -58,6 +58,9 @@ from shoal.scheduler.preemptor_class import (
     short_world,
 )
 
+_HELD = {lending: Verdict((), lending, (), True) for lending in (False, True)}
+"""What a `ShortVerdict` that holds answers, by the lending it left (`_short_held`)."""
+
 ShortRead = tuple[Hashable, set[int], int, int, bool]
 """What a search turned down short read: its pools, their nodes, its demand, what the units
 behind it free there, whether any unit ranks behind it."""
@@ -75,6 +78,8 @@ class ShortSearches(VictimListing):
     _counted: Generation | None
     _free: dict[Hashable, int]
     """Per set of node pools, its free GPUs as of `_counted`."""
+    _world_now: tuple[Generation, Hashable] | None = None
+    """`short_world` as of a generation (`_short_world`)."""
 
     def _free_on(self, pools: Hashable, nodes: set[int] | frozenset[int]) -> int:
         """GPUs free on `nodes` (named `pools`), counted once per commit."""
@@ -128,6 +133,28 @@ class ShortSearches(VictimListing):
                 return None
         return self._short_held(key, before, verdict)
 
+    def known_answer(self, key: Hashable, before: Generation) -> Verdict | None:
+        """The verdict a job of class `key` would be answered by now (`answered`), known
+        from its class's kept facts alone, before the walk reaches it: a verdict that
+        lasts in the world entered (noting nothing), or a `ShortVerdict` that holds by the
+        gains test — its virtual cluster's stamp in the running table unmoved or nothing
+        filed behind its rank since, and the free GPUs on its pools plus what its victims
+        freed still short of its demand. None: ask it as the walk reaches it. Only at the
+        generation the world was entered in, nothing committed since: the state any job
+        visited before the execution's first commit meets."""
+        classes = self.classes
+        lasting = classes.lasting(key)
+        if lasting is not None:
+            if lasting.notes:
+                return None
+            classes.skipped += 1
+            return lasting
+        verdict = self._short_standing(key, before)
+        if verdict is None \
+                or self._free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand:
+            return None
+        return self._short_held(key, before, verdict)
+
     def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
         """The class's `ShortVerdict`, where nothing but free capacity could void it now."""
         verdict = self.classes.short(key)
@@ -135,10 +162,17 @@ class ShortSearches(VictimListing):
         if verdict is None or table is None or not self.shorts \
                 or (self._running is None and before != self._entered):
             return None
-        if verdict.world != short_world(self.session) \
+        if verdict.world != self._short_world(before) \
                 or table.grown_behind(verdict.queue, verdict.stamp, verdict.rank):
             return None
         return verdict
+
+    def _short_world(self, now: Generation) -> Hashable:
+        """`short_world`, worked out once per commit: nothing it reads moves in between."""
+        known = self._world_now
+        if known is None or known[0] != now:
+            known = self._world_now = (now, short_world(self.session))
+        return known[1]
 
     def _short_held(self, key: Hashable, before: Generation, verdict: ShortVerdict
                     ) -> Verdict:
@@ -148,7 +182,7 @@ class ShortSearches(VictimListing):
         # this cycle: their filing came after the stamp and ranks at or ahead of it.
         verdict.stamp = self.table.queue_stamp(verdict.queue)
         self.classes.short_answers += 1
-        held = Verdict((), verdict.lending, (), True)
+        held = _HELD[verdict.lending]
         self.classes.remember(key, before, held, lasting=before == self._entered)
         return held
 
