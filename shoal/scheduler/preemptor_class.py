@@ -166,8 +166,30 @@ def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
             frozenset(session.closed), frozenset(session.excluded_nodes), extra)
 
 
+class ClassKey:
+    """A preemptor class as a dictionary key: its hash worked out once. A class is a
+    nested tuple (task groups, requests, selectors, rank), and the walk and the verdicts
+    look it up several times per class per cycle; a tuple hashes all of it each time."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: tuple[Any, ...]) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, ClassKey) and self._hash == other._hash
+                                 and self.value == other.value)
+
+    def __repr__(self) -> str:
+        return f"ClassKey({self.value!r})"
+
+
 def preemptor_class(session: Session, job: JobInfo,
-                    rank: Callable[[JobInfo], tuple[Any, ...]]) -> Hashable | None:
+                    rank: Callable[[JobInfo], tuple[Any, ...]]) -> ClassKey | None:
     """The job's class for a search that ranks it by `rank` (asked only for a job that
     has a class), or None when the search reads something of the job the class does not
     say (the module's text)."""
@@ -184,9 +206,9 @@ def preemptor_class(session: Session, job: JobInfo,
          session.pool_key(group), tuple(job.pending[group.name]))
         for group in job.groups_with_pending())
     spec = job.job
-    return (job.queue, job.account, user_of(job), job.priority, spec.priority_class,
+    return ClassKey((job.queue, job.account, user_of(job), job.priority, spec.priority_class,
             spec.scheduler_name, spec.min_available, spec.min_resources, spec.elastic,
-            job.gang_minimum, job.floors, rank(job), groups, tuple(job.surplus))
+            job.gang_minimum, job.floors, rank(job), groups, tuple(job.surplus)))
 
 
 class PreemptorClasses:

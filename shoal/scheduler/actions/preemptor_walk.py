@@ -53,7 +53,7 @@ class PreemptorLines:
 
     def __init__(self) -> None:
         self._stamp: Hashable = None
-        self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry]] = {}
+        self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry, SortedList[Entry]]] = {}
         self.by_line: dict[LineKey, dict[Hashable, SortedList[Entry]]] = {}
 
     def sync(self, session: Session, lines: ClassLines,
@@ -82,18 +82,20 @@ class PreemptorLines:
                 if klass is None:
                     klass = line[key] = SortedList()
                 klass.add(entry)
-                self._filed[job] = (where, key, entry)
+                self._filed[job] = (where, key, entry, klass)
         refiled.clear()
 
-    def filed(self, job: JobInfo) -> tuple[LineKey, Hashable, Entry] | None:
-        """Where the job is filed: its line, its preemptor class and its entry."""
+    def filed(self, job: JobInfo
+              ) -> tuple[LineKey, Hashable, Entry, SortedList[Entry]] | None:
+        """Where the job is filed: its line, its preemptor class, its entry and the class's
+        jobs."""
         return self._filed.get(job)
 
     def _unfile(self, job: JobInfo) -> None:
         found = self._filed.pop(job, None)
         if found is None:
             return
-        where, key, entry = found
+        where, key, entry, _ = found
         line = self.by_line[where]
         klass = line[key]
         klass.remove(entry)
@@ -169,16 +171,21 @@ class PreemptorWalk:
         if loose:
             self.sources.append(_Source(sorted(((order(j), j) for j in loose),
                                                key=lambda e: e[0]), False, False))
-        at: dict[tuple[LineKey, Hashable], _Source] = {}
+        at: dict[int, _Source] = {}
+        """Per class's jobs (by identity: a line key is a nested tuple, slow to hash)."""
+        by_line = lines.by_line
         for where in walked.lines:
-            for key, entries in lines.by_line.get(where, {}).items():
-                source = at[where, key] = _Source(entries, key is not None, key=key)
+            line = by_line.get(where)
+            if line is None:
+                continue
+            for key, entries in line.items():
+                source = at[id(entries)] = _Source(entries, key is not None, key=key)
                 self.sources.append(source)
         for job in self.skip:
             filed = lines.filed(job)
             if filed is None:
                 continue
-            holder = at.get(filed[:2])
+            holder = at.get(id(filed[3]))
             if holder is not None:
                 if holder.skipped is None:
                     holder.skipped = []

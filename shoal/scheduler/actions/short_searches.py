@@ -163,7 +163,8 @@ class ShortSearches(VictimListing):
                 or (self._running is None and before != self._entered):
             return None
         if verdict.world != self._short_world(before) \
-                or table.grown_behind(verdict.queue, verdict.stamp, verdict.rank):
+                or (table.queue_stamp(verdict.queue) != verdict.stamp
+                    and table.grown_behind(verdict.queue, verdict.stamp, verdict.rank)):
             return None
         return verdict
 
