@@ -116,6 +116,11 @@ class ShortVerdict:
     """Whether any unit ranked behind it (or a job placed in its cycle would)."""
     lending: bool
     """The quota tree's lending it left (`Preemption.may_borrow`)."""
+    unfit: int | None = None
+    """With nothing ranked behind it and enough GPUs free: the release epoch
+    (`ClusterState.release_epoch`) at which the count node by node said its missing tasks
+    do not fit on what is free (`VictimTrials._could_fit`). While no capacity came back
+    since, free capacity only shrank, and the count says no again."""
 
 
 def short_world(session: Session) -> Hashable:

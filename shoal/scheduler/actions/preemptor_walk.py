@@ -223,6 +223,7 @@ class PreemptorWalk:
         cycle.lazy_unsettled = self.unsettled
         self._start()
         key: Key | None = None
+        behind = session.behind_reservation
         try:
             while heap:
                 key, index = heapq.heappop(heap)
@@ -233,8 +234,8 @@ class PreemptorWalk:
                     continue
                 if max_preemptors is not None and started >= max_preemptors:
                     break
-                verdict = cycle.answer_filed(job, source.key) if source.parkable \
-                    else cycle.answer(job)
+                verdict = cycle.answer_filed(job, source.key) \
+                    if source.parkable and not behind else cycle.answer(job)
                 if verdict is not None:
                     if source.parkable:
                         self.parked.append((index, source.at, verdict))
@@ -267,7 +268,10 @@ class PreemptorWalk:
         (`_resume`), where the walk would have visited them anyway."""
         cycle, sources = self.cycle, self.sources
         known = None
-        if cycle.shorts and any(s.parkable for s in sources):
+        # A job kept off a starving job's reservation has no class (`preemptor_class`):
+        # its class is then worked out as each job is visited.
+        if cycle.shorts and not self.session.behind_reservation \
+                and any(s.parkable for s in sources):
             now = generation(self.session)
             if cycle._entered is None:
                 cycle._enter(now)

@@ -128,9 +128,12 @@ class ShortSearches(VictimListing):
         if self._free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand:
             if verdict.units or self._held_nodes(preemptor):
                 return None
-            need = GangNeed.of(self.session, preemptor)
-            if self._could_fit(preemptor, need, self._fitting_now()):
-                return None
+            epoch = self.session.cluster.release_epoch
+            if verdict.unfit != epoch:
+                need = GangNeed.of(self.session, preemptor)
+                if self._could_fit(preemptor, need, self._fitting_now()):
+                    return None
+                verdict.unfit = epoch
         return self._short_held(key, before, verdict)
 
     def known_answer(self, key: Hashable, before: Generation) -> Verdict | None:
@@ -139,7 +142,9 @@ class ShortSearches(VictimListing):
         lasts in the world entered (noting nothing), or a `ShortVerdict` that holds by the
         gains test — its virtual cluster's stamp in the running table unmoved or nothing
         filed behind its rank since, and the free GPUs on its pools plus what its victims
-        freed still short of its demand. None: ask it as the walk reaches it. Only at the
+        freed still short of its demand, or with nothing ranked behind it, no capacity
+        given back since the count node by node said it does not fit on what is free
+        (`ShortVerdict.unfit`). None: ask it as the walk reaches it. Only at the
         generation the world was entered in, nothing committed since: the state any job
         visited before the execution's first commit meets."""
         classes = self.classes
@@ -150,8 +155,10 @@ class ShortSearches(VictimListing):
             classes.skipped += 1
             return lasting
         verdict = self._short_standing(key, before)
-        if verdict is None \
-                or self._free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand:
+        if verdict is None:
+            return None
+        if self._free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand \
+                and (verdict.units or verdict.unfit != self.session.cluster.release_epoch):
             return None
         return self._short_held(key, before, verdict)
 
