@@ -270,7 +270,7 @@ class PreemptorWalk:
         known = None
         # A job kept off a starving job's reservation has no class (`preemptor_class`):
         # its class is then worked out as each job is visited.
-        if cycle.shorts and not self.session.behind_reservation \
+        if cycle.shorts and cycle.carries and not self.session.behind_reservation \
                 and any(s.parkable for s in sources):
             now = generation(self.session)
             if cycle._entered is None:

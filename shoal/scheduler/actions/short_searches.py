@@ -69,6 +69,11 @@ behind it free there, whether any unit ranks behind it."""
 class ShortSearches(VictimListing):
     """The preempt action's searches, answered again by a `ShortVerdict` where it holds."""
 
+    carries = True
+    """Answer classes from their kept facts before the walk reaches them (`known_answer`)
+    and keep the count node by node that turned a class down while no capacity comes back
+    (`ShortVerdict.unfit`); False (a test knob): every class is asked at its first job and
+    counted afresh."""
     classes: PreemptorClasses
     shorts: bool
     """Whether searches may be answered so (the preempt action itself, a kept table)."""
@@ -129,7 +134,7 @@ class ShortSearches(VictimListing):
             if verdict.units or self._held_nodes(preemptor):
                 return None
             epoch = self.session.cluster.release_epoch
-            if verdict.unfit != epoch:
+            if verdict.unfit != epoch or not self.carries:
                 need = GangNeed.of(self.session, preemptor)
                 if self._could_fit(preemptor, need, self._fitting_now()):
                     return None
