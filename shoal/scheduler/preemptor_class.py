@@ -279,10 +279,20 @@ class PreemptorClasses:
             self.skipped += 1
         return verdict
 
-    def lasting(self, key: Hashable) -> Verdict | None:
-        """The class's verdict that lasts in the world last entered, if any (not counted:
-        `verdict` counts)."""
-        return self._lasting.get(key)
+    @property
+    def lasting_verdicts(self) -> dict[Hashable, Verdict]:
+        """The verdicts that last in the world last entered, per class (a walk answering
+        classes up front reads and adds to them: `ShortSearches.known_answers`)."""
+        return self._lasting
+
+    @property
+    def short_verdicts(self) -> dict[Hashable, ShortVerdict]:
+        return self._short
+
+    @property
+    def now(self) -> dict[Hashable, tuple[Generation, Verdict]]:
+        """This execution's verdicts, per class, with the generation they were given at."""
+        return self._now
 
     def short(self, key: Hashable) -> ShortVerdict | None:
         return self._short.get(key)

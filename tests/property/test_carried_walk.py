@@ -1,5 +1,5 @@
 """The preempt action's walk answers classes from their kept facts before it reaches them
-(issue 18, `PreemptorWalk._start`, `ShortSearches.known_answer`, `ShortVerdict.unfit`), and
+(issue 18, `PreemptorWalk._start`, `ShortSearches.known_answers`, `ShortVerdict.unfit`), and
 decides what a walk that asks every class at its first job decides.
 
 1. Two models of one random world, each with its actions kept from one cycle to the next,

@@ -260,35 +260,40 @@ class PreemptorWalk:
             cycle.lazy_unsettled = None
 
     def _start(self) -> None:
-        """Park each class whose answer its kept facts already give (`known_answer`) at its
+        """Park each class whose answer its kept facts already give (`known_answers`) at its
         first job, as answering that job would, and put the others' first jobs on the
         heap. Every job visited before the execution's first commit meets the state at its
         start, once the classes' world is entered (as the first answer would enter it);
         after a commit, parked classes are taken up again at their first job past it
         (`_resume`), where the walk would have visited them anyway."""
         cycle, sources = self.cycle, self.sources
-        known = None
+        heap = self.heap
+        asked: list[tuple[int, Hashable]] = []
         # A job kept off a starving job's reservation has no class (`preemptor_class`):
         # its class is then worked out as each job is visited.
-        if cycle.shorts and cycle.carries and not self.session.behind_reservation \
-                and any(s.parkable for s in sources):
+        if cycle.shorts and cycle.carries and not self.session.behind_reservation:
+            may_preempt = self.session.model.priorities.may_preempt
+            for index, source in enumerate(sources):
+                first = source.entries[0]
+                # A class whose jobs are all walked elsewhere (`skip`) is never visited.
+                if source.parkable and (source.skipped is None
+                                        or len(source.skipped) < len(source.entries)) \
+                        and may_preempt(first[1].job):
+                    asked.append((index, source.key))
+                else:
+                    heap.append((first[0], index))
+        else:
+            heap.extend((s.entries[0][0], i) for i, s in enumerate(sources))
+        if asked:
             now = generation(self.session)
             if cycle._entered is None:
                 cycle._enter(now)
-            if cycle._entered == now:
-                known = cycle.known_answer
-                may_preempt = self.session.model.priorities.may_preempt
-        heap = self.heap
-        for index, source in enumerate(sources):
-            # A class whose jobs are all walked elsewhere (`skip`) is never visited.
-            if known is not None and source.parkable \
-                    and (source.skipped is None or len(source.skipped) < len(source.entries)) \
-                    and may_preempt(source.entries[0][1].job):
-                verdict = known(source.key, now)
-                if verdict is not None:
-                    self.parked.append((index, 0, verdict))
-                    continue
-            heap.append((source.entries[0][0], index))
+            parked = self.parked
+            for index, verdict in cycle.known_answers(asked, now):
+                parked.append((index, 0, verdict))
+            if len(parked) < len(asked):
+                known = {index for index, _, _ in parked}
+                heap.extend((sources[i].entries[0][0], i) for i, _ in asked if i not in known)
         heapq.heapify(heap)
 
     def _write_reason(self, job: JobInfo) -> None:

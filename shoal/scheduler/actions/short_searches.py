@@ -43,7 +43,7 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
 from shoal.scheduler.actions.victim_listing import VictimListing
@@ -70,7 +70,7 @@ class ShortSearches(VictimListing):
     """The preempt action's searches, answered again by a `ShortVerdict` where it holds."""
 
     carries = True
-    """Answer classes from their kept facts before the walk reaches them (`known_answer`)
+    """Answer classes from their kept facts before the walk reaches them (`known_answers`)
     and keep the count node by node that turned a class down while no capacity comes back
     (`ShortVerdict.unfit`); False (a test knob): every class is asked at its first job and
     counted afresh."""
@@ -141,31 +141,51 @@ class ShortSearches(VictimListing):
                 verdict.unfit = epoch
         return self._short_held(key, before, verdict)
 
-    def known_answer(self, key: Hashable, before: Generation) -> Verdict | None:
-        """The verdict a job of class `key` would be answered by now (`answered`), known
-        from its class's kept facts alone, before the walk reaches it: a verdict that
-        lasts in the world entered (noting nothing), or a `ShortVerdict` that holds by the
-        gains test — its virtual cluster's stamp in the running table unmoved or nothing
-        filed behind its rank since, and the free GPUs on its pools plus what its victims
-        freed still short of its demand, or with nothing ranked behind it, no capacity
-        given back since the count node by node said it does not fit on what is free
-        (`ShortVerdict.unfit`). None: ask it as the walk reaches it. Only at the
-        generation the world was entered in, nothing committed since: the state any job
-        visited before the execution's first commit meets."""
-        classes = self.classes
-        lasting = classes.lasting(key)
-        if lasting is not None:
-            if lasting.notes:
-                return None
-            classes.skipped += 1
-            return lasting
-        verdict = self._short_standing(key, before)
-        if verdict is None:
-            return None
-        if self._free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand \
-                and (verdict.units or verdict.unfit != self.session.cluster.release_epoch):
-            return None
-        return self._short_held(key, before, verdict)
+    def known_answers(self, keys: Iterable[tuple[int, Hashable]], before: Generation
+                      ) -> Iterator[tuple[int, Verdict]]:
+        """Of `keys` (a walk's sources and their classes), those whose verdict a job would be
+        answered by now (`answered`) is known from the class's kept facts alone, before
+        the walk reaches it, with that verdict: one that lasts in the world entered (noting
+        nothing), or a `ShortVerdict` that holds — its virtual cluster's stamp in the
+        running table unmoved or nothing filed behind its rank since, and the free GPUs on
+        its pools plus what its victims freed still short of its demand, or with nothing
+        ranked behind it, no capacity given back since the count node by node said it does
+        not fit on what is free (`ShortVerdict.unfit`). The others are asked as the walk
+        reaches them. Only at the generation the world was entered in, nothing committed
+        since: the state any job visited before the execution's first commit meets. One
+        pass over the classes with what they share looked up once: the walk asks this of
+        every class in every cycle."""
+        classes, table = self.classes, self.table
+        if table is None or not self.shorts or before != self._entered:
+            return
+        lasting, shorts, now = classes.lasting_verdicts, classes.short_verdicts, classes.now
+        world = self._short_world(before)
+        epoch = self.session.cluster.release_epoch
+        stamp_of, grown = table.queue_stamp, table.grown_behind
+        free_on = self._free_on
+        for index, key in keys:
+            found = lasting.get(key)
+            if found is not None:
+                if not found.notes:
+                    classes.skipped += 1
+                    yield index, found
+                continue
+            verdict = shorts.get(key)
+            if verdict is None or verdict.world != world:
+                continue
+            stamp = stamp_of(verdict.queue)
+            if stamp != verdict.stamp and grown(verdict.queue, verdict.stamp, verdict.rank):
+                continue
+            if free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand \
+                    and (verdict.units or verdict.unfit != epoch):
+                continue
+            # As `_short_held`: what came behind it since freed nothing behind it.
+            verdict.stamp = stamp
+            classes.short_answers += 1
+            held = _HELD[verdict.lending]
+            now[key] = (before, held)
+            lasting[key] = held
+            yield index, held
 
     def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
         """The class's `ShortVerdict`, where nothing but free capacity could void it now."""
