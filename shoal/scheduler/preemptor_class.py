@@ -224,8 +224,10 @@ class PreemptorClasses:
         self._world: Hashable = None
         self._lasting: dict[Hashable, Verdict] = {}
         """Verdicts given in `_world`: only the latest world's are kept."""
-        self._classes: dict[JobInfo, tuple[tuple[Any, ...], Hashable | None]] = {}
+        self._classes: dict[JobInfo, tuple[tuple[Any, ...], ClassKey | None]] = {}
         """Per job, its class and what it was worked out from (`class_of`)."""
+        self._keys: dict[ClassKey, ClassKey] = {}
+        """Each class worked out by `class_of`, once."""
         self.skipped = 0
         """Searches answered by a verdict (for benchmarks)."""
         self._short: dict[Hashable, ShortVerdict] = {}
@@ -235,7 +237,7 @@ class PreemptorClasses:
         """Searches answered by a `ShortVerdict` (for benchmarks and tests)."""
 
     def class_of(self, session: Session, job: JobInfo,
-                 rank: Callable[[JobInfo], tuple[Any, ...]]) -> Hashable | None:
+                 rank: Callable[[JobInfo], tuple[Any, ...]]) -> ClassKey | None:
         """`preemptor_class`, kept per job from one cycle to the next while its job class
         stands (`JobInfo.klass`, forgotten whenever what the job waits for or holds
         changes: the same object means the same pending tasks, nothing held, nothing ended)
@@ -251,6 +253,12 @@ class PreemptorClasses:
         if kept is not None and kept[0] == stamp:
             return kept[1]
         value = preemptor_class(session, job, rank)
+        if value is not None:
+            # One object per class: lookups of an equal key made elsewhere would compare
+            # the nested tuples themselves.
+            if len(self._keys) > 4096 and value not in self._keys:
+                self._keys = {}
+            value = self._keys.setdefault(value, value)
         self._classes[job] = (stamp, value)
         return value
 

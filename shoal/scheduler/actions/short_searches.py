@@ -163,6 +163,9 @@ class ShortSearches(VictimListing):
         epoch = self.session.cluster.release_epoch
         stamp_of, grown = table.queue_stamp, table.grown_behind
         free_on = self._free_on
+        if self._counted != before:
+            self._free, self._counted = {}, before
+        counted = self._free
         for index, key in keys:
             found = lasting.get(key)
             if found is not None:
@@ -176,7 +179,10 @@ class ShortSearches(VictimListing):
             stamp = stamp_of(verdict.queue)
             if stamp != verdict.stamp and grown(verdict.queue, verdict.stamp, verdict.rank):
                 continue
-            if free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand \
+            free = counted.get(verdict.pools)
+            if free is None:
+                free = free_on(verdict.pools, verdict.nodes)
+            if free + verdict.behind >= verdict.demand \
                     and (verdict.units or verdict.unfit != epoch):
                 continue
             # As `_short_held`: what came behind it since freed nothing behind it.
