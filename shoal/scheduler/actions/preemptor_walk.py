@@ -32,7 +32,7 @@ import heapq
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sortedcontainers import SortedList
 
@@ -48,13 +48,28 @@ if TYPE_CHECKING:
 Key = tuple[Any, ...]
 
 
+@dataclass(slots=True)
+class _Source:
+    entries: Sequence[Entry]
+    parkable: bool
+    """Its jobs share a preemptor class (not the loose ones, nor a line's classless)."""
+    filed: bool = True
+    """Its jobs are filed in `PreemptorLines` (not the loose ones)."""
+    at: int = 0
+    skipped: list[Key] | None = None
+    """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
+    key: Hashable = None
+    """The preemptor class its jobs are filed in (parkable sources only)."""
+
+
 class PreemptorLines:
-    """Waiting jobs per class line and preemptor class, in job order, kept across cycles."""
+    """Waiting jobs per class line and preemptor class, in job order, kept across cycles:
+    each class's jobs as the walk's source for them, reset by each walk that reads it."""
 
     def __init__(self) -> None:
         self._stamp: Hashable = None
-        self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry, SortedList[Entry]]] = {}
-        self.by_line: dict[LineKey, dict[Hashable, SortedList[Entry]]] = {}
+        self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry, _Source]] = {}
+        self.by_line: dict[LineKey, dict[Hashable, _Source]] = {}
 
     def sync(self, session: Session, lines: ClassLines,
              class_key: Callable[[JobInfo], Hashable | None]) -> None:
@@ -80,13 +95,12 @@ class PreemptorLines:
                 line = self.by_line.setdefault(where, {})
                 klass = line.get(key)
                 if klass is None:
-                    klass = line[key] = SortedList()
-                klass.add(entry)
+                    klass = line[key] = _Source(SortedList(), key is not None, key=key)
+                cast("SortedList[Entry]", klass.entries).add(entry)
                 self._filed[job] = (where, key, entry, klass)
         refiled.clear()
 
-    def filed(self, job: JobInfo
-              ) -> tuple[LineKey, Hashable, Entry, SortedList[Entry]] | None:
+    def filed(self, job: JobInfo) -> tuple[LineKey, Hashable, Entry, _Source] | None:
         """Where the job is filed: its line, its preemptor class, its entry and the class's
         jobs."""
         return self._filed.get(job)
@@ -95,11 +109,10 @@ class PreemptorLines:
         found = self._filed.pop(job, None)
         if found is None:
             return
-        where, key, entry, _ = found
+        where, key, entry, klass = found
         line = self.by_line[where]
-        klass = line[key]
-        klass.remove(entry)
-        if not klass:
+        cast("SortedList[Entry]", klass.entries).remove(entry)
+        if not klass.entries:
             del line[key]
             if not line:
                 del self.by_line[where]
@@ -114,20 +127,6 @@ def walkable(session: Session, cycle: Preemption) -> Walked | None:
             or not static_order(hooks):
         return None
     return walked
-
-
-@dataclass(slots=True)
-class _Source:
-    entries: Sequence[Entry]
-    parkable: bool
-    """Its jobs share a preemptor class (not the loose ones, nor a line's classless)."""
-    filed: bool = True
-    """Its jobs are filed in `PreemptorLines` (not the loose ones)."""
-    at: int = 0
-    skipped: list[Key] | None = None
-    """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
-    key: Hashable = None
-    """The preemptor class its jobs are filed in (parkable sources only)."""
 
 
 def _after(entries: Sequence[Entry], key: Key | None) -> int:
@@ -171,26 +170,26 @@ class PreemptorWalk:
         if loose:
             self.sources.append(_Source(sorted(((order(j), j) for j in loose),
                                                key=lambda e: e[0]), False, False))
-        at: dict[int, _Source] = {}
-        """Per class's jobs (by identity: a line key is a nested tuple, slow to hash)."""
         by_line = lines.by_line
+        walking = self.sources
         for where in walked.lines:
             line = by_line.get(where)
             if line is None:
                 continue
-            for key, entries in line.items():
-                source = at[id(entries)] = _Source(entries, key is not None, key=key)
-                self.sources.append(source)
+            for source in line.values():  # kept by the lines: this walk's state reset
+                source.at = 0
+                source.skipped = None
+                walking.append(source)
         for job in self.skip:
             filed = lines.filed(job)
             if filed is None:
                 continue
-            holder = at.get(id(filed[3]))
-            if holder is not None:
-                if holder.skipped is None:
-                    holder.skipped = []
-                holder.skipped.append(filed[2][0])
-        for holder in at.values():
+            # A class of a line not walked now is reset when a walk next reads it.
+            holder = filed[3]
+            if holder.skipped is None:
+                holder.skipped = []
+            holder.skipped.append(filed[2][0])
+        for holder in walking:
             if holder.skipped is not None:
                 holder.skipped.sort()
         self.heap: list[tuple[Key, int]] = []
