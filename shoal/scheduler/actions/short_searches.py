@@ -30,11 +30,14 @@ Then the search would have ended the same way — no note, no eviction, the quot
 lending at `may_borrow` — so it is answered so without listing or indexing a victim.
 Where that is known without a trial placement — the gains test, or with nothing ranked
 behind it the count node by node a placement on what is free starts with
-(`_could_fit`) — the class is answered before its job is even asked whether it wants to
+(`_could_fit`, whose no is kept while no capacity comes back: `ShortVerdict.unfit`) — the
+class is answered before its job is even asked whether it wants to
 preempt (`short_verdict`, read by `Preemption.answered`): whether it wants to or not, its
 turn changes nothing but the lending, which is settled where read. So a preemptor walk by
 class parks the whole class at its first job (`shoal.scheduler.actions.preemptor_walk`),
-instead of asking that job's readiness and searching for it first. Only
+instead of asking that job's readiness and searching for it first; and where the
+facts it kept still say so at the start of an execution, before it visits any job of the
+class (`known_answers`). Only
 for the preempt action itself under a kept running table (not reclaim, whose offer reads
 more than ranks) and a virtual cluster whose policy notes nothing when it turns one down.
 
