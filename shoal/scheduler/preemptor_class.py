@@ -211,9 +211,10 @@ def preemptor_class(session: Session, job: JobInfo,
          session.pool_key(group), tuple(job.pending[group.name]))
         for group in job.groups_with_pending())
     spec = job.job
-    return ClassKey((job.queue, job.account, user_of(job), job.priority, spec.priority_class,
-            spec.scheduler_name, spec.min_available, spec.min_resources, spec.elastic,
-            job.gang_minimum, job.floors, rank(job), groups, tuple(job.surplus)))
+    return ClassKey((job.queue, job.account, user_of(job), job.priority,
+                     spec.priority_class, spec.scheduler_name, spec.min_available,
+                     spec.min_resources, spec.elastic, job.gang_minimum, job.floors, rank(job),
+                     groups, tuple(job.surplus)))
 
 
 class PreemptorClasses:

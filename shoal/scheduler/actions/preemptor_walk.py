@@ -12,16 +12,16 @@ A class whose answer its kept facts already give is parked before the walk visit
 (`_start`, `ShortSearches.known_answers`): a verdict that lasts in the world entered, or a
 short verdict whose virtual cluster filed nothing behind its rank and whose pools did not
 free enough since (or, with nothing ranked behind it, gave no capacity back since the count
-node by node said no). Under a `las` backlog about 86 % of the classes a cycle walks are answered
-so, and only the classes whose facts moved are visited at all. Every job visited before the
-execution's first commit meets the state at its start, so an answer known there is the one
-its first job would get; after a commit the parked classes are taken up at their first job
-past it, as before.
+node by node said no). Under a `las` backlog about 86 % of the classes a cycle walks are
+answered so, and only the classes whose facts moved are visited at all. Every job visited
+before the execution's first commit meets the state at its start, so an answer known there
+is the one its first job would get; after a commit the parked classes are taken up at their
+first job past it, as before.
 
 `PreemptorLines` keeps the waiting jobs filed by class line (`shoal.scheduler.class_lines`)
 and, within each line, by preemptor class, each in job order, from one cycle to the next:
-a job is re-filed only when the class lines re-file it (`ClassLines.refiled`). Each
-class's jobs are kept as the walk's source for them, reset by each walk that reads it. A job the
+a job is re-filed only when the class lines re-file it (`ClassLines.refiled`); each class's
+jobs are kept as the walk's source for them, reset by each walk that reads it. A job the
 lines cannot say is current — it moved since they last synced, earlier in this cycle — is
 walked on its own, as are the loose jobs the allocate action admitted
 (`ClassLines.walked`) and jobs without a preemptor class.
