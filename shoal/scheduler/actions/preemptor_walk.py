@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sortedcontainers import SortedList
 
+from shoal.api.objects import Job
 from shoal.scheduler.class_lines import ClassLines, Entry, LineKey, Walked, static_order
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.preemptor_class import Verdict, generation
@@ -71,6 +72,9 @@ class _Source:
     """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
     key: Hashable = None
     """The preemptor class its jobs are filed in (parkable sources only)."""
+    spec: Job | None = None
+    """The spec of a job filed in its class when the class was made: what the class says
+    of every member's priority class (`_start` asks whether it may preempt)."""
 
 
 class PreemptorLines:
@@ -106,7 +110,8 @@ class PreemptorLines:
                 line = self.by_line.setdefault(where, {})
                 klass = line.get(key)
                 if klass is None:
-                    klass = line[key] = _Source(SortedList(), key is not None, key=key)
+                    klass = line[key] = _Source(SortedList(), key is not None, key=key,
+                                                spec=job.job)
                 cast("SortedList[Entry]", klass.entries).add(entry)
                 self._filed[job] = (where, key, entry, klass)
         refiled.clear()
@@ -284,14 +289,14 @@ class PreemptorWalk:
         if cycle.shorts and cycle.carries and not self.session.behind_reservation:
             may_preempt = self.session.model.priorities.may_preempt
             for index, source in enumerate(sources):
-                first = source.entries[0]
                 # A class whose jobs are all walked elsewhere (`skip`) is never visited.
+                spec = source.spec
                 if source.parkable and (source.skipped is None
                                         or len(source.skipped) < len(source.entries)) \
-                        and may_preempt(first[1].job):
+                        and may_preempt(source.entries[0][1].job if spec is None else spec):
                     asked.append((index, source.key))
                 else:
-                    heap.append((first[0], index))
+                    heap.append((source.entries[0][0], index))
         else:
             heap.extend((s.entries[0][0], i) for i, s in enumerate(sources))
         if asked:
