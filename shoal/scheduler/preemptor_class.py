@@ -116,6 +116,11 @@ class ShortVerdict:
     """Whether any unit ranked behind it (or a job placed in its cycle would)."""
     lending: bool
     """The quota tree's lending it left (`Preemption.may_borrow`)."""
+    unfit: int | None = None
+    """With nothing ranked behind it and enough GPUs free: the release epoch
+    (`ClusterState.release_epoch`) at which the count node by node said its missing tasks
+    do not fit on what is free (`VictimTrials._could_fit`). While no capacity came back
+    since, free capacity only shrank, and the count says no again."""
 
 
 def short_world(session: Session) -> Hashable:
@@ -166,8 +171,30 @@ def world(session: Session, rank: Callable[[JobInfo], tuple[Any, ...]],
             frozenset(session.closed), frozenset(session.excluded_nodes), extra)
 
 
+class ClassKey:
+    """A preemptor class as a dictionary key: its hash worked out once. A class is a
+    nested tuple (task groups, requests, selectors, rank), and the walk and the verdicts
+    look it up several times per class per cycle; a tuple hashes all of it each time."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: tuple[Any, ...]) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, ClassKey) and self._hash == other._hash
+                                 and self.value == other.value)
+
+    def __repr__(self) -> str:
+        return f"ClassKey({self.value!r})"
+
+
 def preemptor_class(session: Session, job: JobInfo,
-                    rank: Callable[[JobInfo], tuple[Any, ...]]) -> Hashable | None:
+                    rank: Callable[[JobInfo], tuple[Any, ...]]) -> ClassKey | None:
     """The job's class for a search that ranks it by `rank` (asked only for a job that
     has a class), or None when the search reads something of the job the class does not
     say (the module's text)."""
@@ -184,9 +211,10 @@ def preemptor_class(session: Session, job: JobInfo,
          session.pool_key(group), tuple(job.pending[group.name]))
         for group in job.groups_with_pending())
     spec = job.job
-    return (job.queue, job.account, user_of(job), job.priority, spec.priority_class,
-            spec.scheduler_name, spec.min_available, spec.min_resources, spec.elastic,
-            job.gang_minimum, job.floors, rank(job), groups, tuple(job.surplus))
+    return ClassKey((job.queue, job.account, user_of(job), job.priority,
+                     spec.priority_class, spec.scheduler_name, spec.min_available,
+                     spec.min_resources, spec.elastic, job.gang_minimum, job.floors, rank(job),
+                     groups, tuple(job.surplus)))
 
 
 class PreemptorClasses:
@@ -197,8 +225,10 @@ class PreemptorClasses:
         self._world: Hashable = None
         self._lasting: dict[Hashable, Verdict] = {}
         """Verdicts given in `_world`: only the latest world's are kept."""
-        self._classes: dict[JobInfo, tuple[tuple[Any, ...], Hashable | None]] = {}
+        self._classes: dict[JobInfo, tuple[tuple[Any, ...], ClassKey | None]] = {}
         """Per job, its class and what it was worked out from (`class_of`)."""
+        self._keys: dict[ClassKey, ClassKey] = {}
+        """Each class worked out by `class_of`, once."""
         self.skipped = 0
         """Searches answered by a verdict (for benchmarks)."""
         self._short: dict[Hashable, ShortVerdict] = {}
@@ -208,7 +238,7 @@ class PreemptorClasses:
         """Searches answered by a `ShortVerdict` (for benchmarks and tests)."""
 
     def class_of(self, session: Session, job: JobInfo,
-                 rank: Callable[[JobInfo], tuple[Any, ...]]) -> Hashable | None:
+                 rank: Callable[[JobInfo], tuple[Any, ...]]) -> ClassKey | None:
         """`preemptor_class`, kept per job from one cycle to the next while its job class
         stands (`JobInfo.klass`, forgotten whenever what the job waits for or holds
         changes: the same object means the same pending tasks, nothing held, nothing ended)
@@ -224,6 +254,12 @@ class PreemptorClasses:
         if kept is not None and kept[0] == stamp:
             return kept[1]
         value = preemptor_class(session, job, rank)
+        if value is not None:
+            # One object per class: lookups of an equal key made elsewhere would compare
+            # the nested tuples themselves.
+            if len(self._keys) > 4096 and value not in self._keys:
+                self._keys = {}
+            value = self._keys.setdefault(value, value)
         self._classes[job] = (stamp, value)
         return value
 
@@ -251,6 +287,21 @@ class PreemptorClasses:
         if verdict is not None:
             self.skipped += 1
         return verdict
+
+    @property
+    def lasting_verdicts(self) -> dict[Hashable, Verdict]:
+        """The verdicts that last in the world last entered, per class (a walk answering
+        classes up front reads and adds to them: `ShortSearches.known_answers`)."""
+        return self._lasting
+
+    @property
+    def short_verdicts(self) -> dict[Hashable, ShortVerdict]:
+        return self._short
+
+    @property
+    def now(self) -> dict[Hashable, tuple[Generation, Verdict]]:
+        """This execution's verdicts, per class, with the generation they were given at."""
+        return self._now
 
     def short(self, key: Hashable) -> ShortVerdict | None:
         return self._short.get(key)

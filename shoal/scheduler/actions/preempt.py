@@ -335,6 +335,22 @@ class Preemption(PolicyNotes):
         self._unsettled.append((job, verdict))
         return True
 
+    def answer_filed(self, job: JobInfo, key: Hashable) -> Verdict | None:
+        """`answer` for a job filed in preemptor class `key` by a walk by class
+        (`preemptor_walk.PreemptorLines`, which files each job under its `class_key`), without
+        working its class out again."""
+        if self.looks or not self.session.model.priorities.may_preempt(job.job):
+            return None
+        if self._entered is None and not self.shorts:
+            return None
+        before = generation(self.session)
+        if self._entered is None:
+            self._enter(before)
+        verdict = self.classes.verdict(key, before, before == self._entered)
+        if verdict is None:
+            verdict = self.short_verdict(job, key, before)
+        return None if verdict is None or verdict.notes else verdict
+
     def answer(self, job: JobInfo) -> Verdict | None:
         """The verdict that answers the job (`answered`), kept by the caller instead of in
         `_unsettled` (a walk by class, `preemptor_walk`)."""

@@ -8,9 +8,20 @@ session's generation, such a verdict answers every later job of the class as wel
 class is *parked* at that job, and taken up again after a commit at its first job past the
 committing one. The jobs it passed are answered in a range, never visited.
 
+A class whose answer its kept facts already give is parked before the walk visits any job
+(`_start`, `ShortSearches.known_answers`): a verdict that lasts in the world entered, or a
+short verdict whose virtual cluster filed nothing behind its rank and whose pools did not
+free enough since (or, with nothing ranked behind it, gave no capacity back since the count
+node by node said no). Under a `las` backlog about 86 % of the classes a cycle walks are
+answered so, and only the classes whose facts moved are visited at all. Every job visited
+before the execution's first commit meets the state at its start, so an answer known there
+is the one its first job would get; after a commit the parked classes are taken up at their
+first job past it, as before.
+
 `PreemptorLines` keeps the waiting jobs filed by class line (`shoal.scheduler.class_lines`)
 and, within each line, by preemptor class, each in job order, from one cycle to the next:
-a job is re-filed only when the class lines re-file it (`ClassLines.refiled`). A job the
+a job is re-filed only when the class lines re-file it (`ClassLines.refiled`); each class's
+jobs are kept as the walk's source for them, reset by each walk that reads it. A job the
 lines cannot say is current — it moved since they last synced, earlier in this cycle — is
 walked on its own, as are the loose jobs the allocate action admitted
 (`ClassLines.walked`) and jobs without a preemptor class.
@@ -32,10 +43,11 @@ import heapq
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sortedcontainers import SortedList
 
+from shoal.api.objects import Job
 from shoal.scheduler.class_lines import ClassLines, Entry, LineKey, Walked, static_order
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.preemptor_class import Verdict, generation
@@ -48,13 +60,31 @@ if TYPE_CHECKING:
 Key = tuple[Any, ...]
 
 
+@dataclass(slots=True)
+class _Source:
+    entries: Sequence[Entry]
+    parkable: bool
+    """Its jobs share a preemptor class (not the loose ones, nor a line's classless)."""
+    filed: bool = True
+    """Its jobs are filed in `PreemptorLines` (not the loose ones)."""
+    at: int = 0
+    skipped: list[Key] | None = None
+    """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
+    key: Hashable = None
+    """The preemptor class its jobs are filed in (parkable sources only)."""
+    spec: Job | None = None
+    """The spec of a job filed in its class when the class was made: what the class says
+    of every member's priority class (`_start` asks whether it may preempt)."""
+
+
 class PreemptorLines:
-    """Waiting jobs per class line and preemptor class, in job order, kept across cycles."""
+    """Waiting jobs per class line and preemptor class, in job order, kept across cycles:
+    each class's jobs as the walk's source for them, reset by each walk that reads it."""
 
     def __init__(self) -> None:
         self._stamp: Hashable = None
-        self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry]] = {}
-        self.by_line: dict[LineKey, dict[Hashable, SortedList[Entry]]] = {}
+        self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry, _Source]] = {}
+        self.by_line: dict[LineKey, dict[Hashable, _Source]] = {}
 
     def sync(self, session: Session, lines: ClassLines,
              class_key: Callable[[JobInfo], Hashable | None]) -> None:
@@ -80,24 +110,25 @@ class PreemptorLines:
                 line = self.by_line.setdefault(where, {})
                 klass = line.get(key)
                 if klass is None:
-                    klass = line[key] = SortedList()
-                klass.add(entry)
-                self._filed[job] = (where, key, entry)
+                    klass = line[key] = _Source(SortedList(), key is not None, key=key,
+                                                spec=job.job)
+                cast("SortedList[Entry]", klass.entries).add(entry)
+                self._filed[job] = (where, key, entry, klass)
         refiled.clear()
 
-    def filed(self, job: JobInfo) -> tuple[LineKey, Hashable, Entry] | None:
-        """Where the job is filed: its line, its preemptor class and its entry."""
+    def filed(self, job: JobInfo) -> tuple[LineKey, Hashable, Entry, _Source] | None:
+        """Where the job is filed: its line, its preemptor class, its entry and the class's
+        jobs."""
         return self._filed.get(job)
 
     def _unfile(self, job: JobInfo) -> None:
         found = self._filed.pop(job, None)
         if found is None:
             return
-        where, key, entry = found
+        where, key, entry, klass = found
         line = self.by_line[where]
-        klass = line[key]
-        klass.remove(entry)
-        if not klass:
+        cast("SortedList[Entry]", klass.entries).remove(entry)
+        if not klass.entries:
             del line[key]
             if not line:
                 del self.by_line[where]
@@ -112,18 +143,6 @@ def walkable(session: Session, cycle: Preemption) -> Walked | None:
             or not static_order(hooks):
         return None
     return walked
-
-
-@dataclass(slots=True)
-class _Source:
-    entries: Sequence[Entry]
-    parkable: bool
-    """Its jobs share a preemptor class (not the loose ones, nor a line's classless)."""
-    filed: bool = True
-    """Its jobs are filed in `PreemptorLines` (not the loose ones)."""
-    at: int = 0
-    skipped: list[Key] | None = None
-    """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
 
 
 def _after(entries: Sequence[Entry], key: Key | None) -> int:
@@ -167,25 +186,30 @@ class PreemptorWalk:
         if loose:
             self.sources.append(_Source(sorted(((order(j), j) for j in loose),
                                                key=lambda e: e[0]), False, False))
-        at: dict[tuple[LineKey, Hashable], _Source] = {}
+        by_line = lines.by_line
+        walking = self.sources
         for where in walked.lines:
-            for key, entries in lines.by_line.get(where, {}).items():
-                source = at[where, key] = _Source(entries, key is not None)
-                self.sources.append(source)
+            line = by_line.get(where)
+            if line is None:
+                continue
+            for source in line.values():  # kept by the lines: this walk's state reset
+                source.at = 0
+                source.skipped = None
+                walking.append(source)
         for job in self.skip:
             filed = lines.filed(job)
             if filed is None:
                 continue
-            holder = at.get(filed[:2])
-            if holder is not None:
-                if holder.skipped is None:
-                    holder.skipped = []
-                holder.skipped.append(filed[2][0])
-        for holder in at.values():
+            # A class of a line not walked now is reset when a walk next reads it.
+            holder = filed[3]
+            if holder.skipped is None:
+                holder.skipped = []
+            holder.skipped.append(filed[2][0])
+        for holder in walking:
             if holder.skipped is not None:
                 holder.skipped.sort()
-        self.heap = [(s.entries[0][0], i) for i, s in enumerate(self.sources)]
-        heapq.heapify(self.heap)
+        self.heap: list[tuple[Key, int]] = []
+        """The sources' next jobs to visit, by job order (`_start`)."""
         self.parked: list[tuple[int, int, Verdict]] = []
         """(source, where it was parked, the verdict answering its jobs)."""
         self.answered: list[tuple[Key, JobInfo, Verdict]] = []
@@ -212,7 +236,9 @@ class PreemptorWalk:
         heap, sources, skip = self.heap, self.sources, self.skip
         started = 0
         cycle.lazy_unsettled = self.unsettled
+        self._start()
         key: Key | None = None
+        behind = session.behind_reservation
         try:
             while heap:
                 key, index = heapq.heappop(heap)
@@ -223,7 +249,8 @@ class PreemptorWalk:
                     continue
                 if max_preemptors is not None and started >= max_preemptors:
                     break
-                verdict = cycle.answer(job)
+                verdict = cycle.answer_filed(job, source.key) \
+                    if source.parkable and not behind else cycle.answer(job)
                 if verdict is not None:
                     if source.parkable:
                         self.parked.append((index, source.at, verdict))
@@ -246,6 +273,43 @@ class PreemptorWalk:
             self._resume(key)
         finally:
             cycle.lazy_unsettled = None
+
+    def _start(self) -> None:
+        """Park each class whose answer its kept facts already give (`known_answers`) at its
+        first job, as answering that job would, and put the others' first jobs on the
+        heap. Every job visited before the execution's first commit meets the state at its
+        start, once the classes' world is entered (as the first answer would enter it);
+        after a commit, parked classes are taken up again at their first job past it
+        (`_resume`), where the walk would have visited them anyway."""
+        cycle, sources = self.cycle, self.sources
+        heap = self.heap
+        asked: list[tuple[int, Hashable]] = []
+        # A job kept off a starving job's reservation has no class (`preemptor_class`):
+        # its class is then worked out as each job is visited.
+        if cycle.shorts and cycle.carries and not self.session.behind_reservation:
+            may_preempt = self.session.model.priorities.may_preempt
+            for index, source in enumerate(sources):
+                # A class whose jobs are all walked elsewhere (`skip`) is never visited.
+                spec = source.spec
+                if source.parkable and (source.skipped is None
+                                        or len(source.skipped) < len(source.entries)) \
+                        and may_preempt(source.entries[0][1].job if spec is None else spec):
+                    asked.append((index, source.key))
+                else:
+                    heap.append((source.entries[0][0], index))
+        else:
+            heap.extend((s.entries[0][0], i) for i, s in enumerate(sources))
+        if asked:
+            now = generation(self.session)
+            if cycle._entered is None:
+                cycle._enter(now)
+            parked = self.parked
+            for index, verdict in cycle.known_answers(asked, now):
+                parked.append((index, 0, verdict))
+            if len(parked) < len(asked):
+                known = {index for index, _, _ in parked}
+                heap.extend((sources[i].entries[0][0], i) for i, _ in asked if i not in known)
+        heapq.heapify(heap)
 
     def _write_reason(self, job: JobInfo) -> None:
         """Write the job's reason if the allocate action's walk left it in a range."""

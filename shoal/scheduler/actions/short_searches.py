@@ -30,11 +30,14 @@ Then the search would have ended the same way — no note, no eviction, the quot
 lending at `may_borrow` — so it is answered so without listing or indexing a victim.
 Where that is known without a trial placement — the gains test, or with nothing ranked
 behind it the count node by node a placement on what is free starts with
-(`_could_fit`) — the class is answered before its job is even asked whether it wants to
+(`_could_fit`, whose no is kept while no capacity comes back: `ShortVerdict.unfit`) — the
+class is answered before its job is even asked whether it wants to
 preempt (`short_verdict`, read by `Preemption.answered`): whether it wants to or not, its
 turn changes nothing but the lending, which is settled where read. So a preemptor walk by
 class parks the whole class at its first job (`shoal.scheduler.actions.preemptor_walk`),
-instead of asking that job's readiness and searching for it first. Only
+instead of asking that job's readiness and searching for it first; and where the
+facts it kept still say so at the start of an execution, before it visits any job of the
+class (`known_answers`). Only
 for the preempt action itself under a kept running table (not reclaim, whose offer reads
 more than ranks) and a virtual cluster whose policy notes nothing when it turns one down.
 
@@ -43,7 +46,7 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
 from shoal.scheduler.actions.victim_listing import VictimListing
@@ -58,6 +61,9 @@ from shoal.scheduler.preemptor_class import (
     short_world,
 )
 
+_HELD = {lending: Verdict((), lending, (), True) for lending in (False, True)}
+"""What a `ShortVerdict` that holds answers, by the lending it left (`_short_held`)."""
+
 ShortRead = tuple[Hashable, set[int], int, int, bool]
 """What a search turned down short read: its pools, their nodes, its demand, what the units
 behind it free there, whether any unit ranks behind it."""
@@ -66,6 +72,11 @@ behind it free there, whether any unit ranks behind it."""
 class ShortSearches(VictimListing):
     """The preempt action's searches, answered again by a `ShortVerdict` where it holds."""
 
+    carries = True
+    """Answer classes from their kept facts before the walk reaches them (`known_answers`)
+    and keep the count node by node that turned a class down while no capacity comes back
+    (`ShortVerdict.unfit`); False (a test knob): every class is asked at its first job and
+    counted afresh."""
     classes: PreemptorClasses
     shorts: bool
     """Whether searches may be answered so (the preempt action itself, a kept table)."""
@@ -75,6 +86,8 @@ class ShortSearches(VictimListing):
     _counted: Generation | None
     _free: dict[Hashable, int]
     """Per set of node pools, its free GPUs as of `_counted`."""
+    _world_now: tuple[Generation, Hashable] | None = None
+    """`short_world` as of a generation (`_short_world`)."""
 
     def _free_on(self, pools: Hashable, nodes: set[int] | frozenset[int]) -> int:
         """GPUs free on `nodes` (named `pools`), counted once per commit."""
@@ -123,10 +136,65 @@ class ShortSearches(VictimListing):
         if self._free_on(verdict.pools, verdict.nodes) + verdict.behind >= verdict.demand:
             if verdict.units or self._held_nodes(preemptor):
                 return None
-            need = GangNeed.of(self.session, preemptor)
-            if self._could_fit(preemptor, need, self._fitting_now()):
-                return None
+            epoch = self.session.cluster.release_epoch
+            if verdict.unfit != epoch or not self.carries:
+                need = GangNeed.of(self.session, preemptor)
+                if self._could_fit(preemptor, need, self._fitting_now()):
+                    return None
+                verdict.unfit = epoch
         return self._short_held(key, before, verdict)
+
+    def known_answers(self, keys: Iterable[tuple[int, Hashable]], before: Generation
+                      ) -> Iterator[tuple[int, Verdict]]:
+        """Of `keys` (a walk's sources and their classes), those whose verdict a job would be
+        answered by now (`answered`) is known from the class's kept facts alone, before
+        the walk reaches it, with that verdict: one that lasts in the world entered (noting
+        nothing), or a `ShortVerdict` that holds — its virtual cluster's stamp in the
+        running table unmoved or nothing filed behind its rank since, and the free GPUs on
+        its pools plus what its victims freed still short of its demand, or with nothing
+        ranked behind it, no capacity given back since the count node by node said it does
+        not fit on what is free (`ShortVerdict.unfit`). The others are asked as the walk
+        reaches them. Only at the generation the world was entered in, nothing committed
+        since: the state any job visited before the execution's first commit meets. One
+        pass over the classes with what they share looked up once: the walk asks this of
+        every class in every cycle."""
+        classes, table = self.classes, self.table
+        if table is None or not self.shorts or before != self._entered:
+            return
+        lasting, shorts, now = classes.lasting_verdicts, classes.short_verdicts, classes.now
+        world = self._short_world(before)
+        epoch = self.session.cluster.release_epoch
+        stamp_of, grown = table.queue_stamp, table.grown_behind
+        free_on = self._free_on
+        if self._counted != before:
+            self._free, self._counted = {}, before
+        counted = self._free
+        for index, key in keys:
+            found = lasting.get(key)
+            if found is not None:
+                if not found.notes:
+                    classes.skipped += 1
+                    yield index, found
+                continue
+            verdict = shorts.get(key)
+            if verdict is None or verdict.world != world:
+                continue
+            stamp = stamp_of(verdict.queue)
+            if stamp != verdict.stamp and grown(verdict.queue, verdict.stamp, verdict.rank):
+                continue
+            free = counted.get(verdict.pools)
+            if free is None:
+                free = free_on(verdict.pools, verdict.nodes)
+            if free + verdict.behind >= verdict.demand \
+                    and (verdict.units or verdict.unfit != epoch):
+                continue
+            # As `_short_held`: what came behind it since freed nothing behind it.
+            verdict.stamp = stamp
+            classes.short_answers += 1
+            held = _HELD[verdict.lending]
+            now[key] = (before, held)
+            lasting[key] = held
+            yield index, held
 
     def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
         """The class's `ShortVerdict`, where nothing but free capacity could void it now."""
@@ -135,10 +203,18 @@ class ShortSearches(VictimListing):
         if verdict is None or table is None or not self.shorts \
                 or (self._running is None and before != self._entered):
             return None
-        if verdict.world != short_world(self.session) \
-                or table.grown_behind(verdict.queue, verdict.stamp, verdict.rank):
+        if verdict.world != self._short_world(before) \
+                or (table.queue_stamp(verdict.queue) != verdict.stamp
+                    and table.grown_behind(verdict.queue, verdict.stamp, verdict.rank)):
             return None
         return verdict
+
+    def _short_world(self, now: Generation) -> Hashable:
+        """`short_world`, worked out once per commit: nothing it reads moves in between."""
+        known = self._world_now
+        if known is None or known[0] != now:
+            known = self._world_now = (now, short_world(self.session))
+        return known[1]
 
     def _short_held(self, key: Hashable, before: Generation, verdict: ShortVerdict
                     ) -> Verdict:
@@ -148,7 +224,7 @@ class ShortSearches(VictimListing):
         # this cycle: their filing came after the stamp and ranks at or ahead of it.
         verdict.stamp = self.table.queue_stamp(verdict.queue)
         self.classes.short_answers += 1
-        held = Verdict((), verdict.lending, (), True)
+        held = _HELD[verdict.lending]
         self.classes.remember(key, before, held, lasting=before == self._entered)
         return held
 

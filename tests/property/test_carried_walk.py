@@ -1,0 +1,130 @@
+"""The preempt action's walk answers classes from their kept facts before it reaches them
+(issue 18, `PreemptorWalk._start`, `ShortSearches.known_answers`, `ShortVerdict.unfit`), and
+decides what a walk that asks every class at its first job decides.
+
+1. Two models of one random world, each with its actions kept from one cycle to the next,
+   are driven in lockstep: one parks every class whose lasting verdict or short verdict
+   still holds before visiting any job, and keeps a count node by node that turned a class
+   down while no capacity comes back; the other (`ShortSearches.carries = False`) asks
+   each class at its first job and counts afresh. Under `las`, `las-elastic` and a
+   priority profile that preempts (some priority classes `Never`, sometimes at most one
+   preemptor per cycle), with jobs arriving, ending and changing between cycles, every
+   cycle must decide the same binds, evictions and resizes, give the same reasons, and
+   leave the same lending each time it is settled.
+2. Random traces replayed by the simulator under `las` with low thresholds give the same
+   job records either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+from unittest.mock import patch
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from shoal.api import Job, Node, Resources, SchedulerName, Task, TaskGroup, TaskState
+from shoal.core import Snapshot
+from shoal.scheduler import Profile
+from shoal.scheduler.actions.preemptor_walk import PreemptorWalk
+from shoal.scheduler.actions.short_searches import ShortSearches
+from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.session import Hooks, Session
+from shoal.sim.simulator import SimConfig, simulate
+
+from .lockstep import assert_same_cycle, change_both
+from .strategies import World, worlds
+from .test_kept_indexes import LAS, TraceCluster, traces
+from .test_preemptor_walk import PROFILES, Runner, backlogs, with_never
+
+GPU = Resources.of(cpu=1_000, memory=1_024, gpu=1)
+
+
+@contextmanager
+def counting_known(known: list[int]) -> Iterator[None]:
+    """Count the classes each walk parked before visiting any job."""
+    start = PreemptorWalk._start
+
+    def counted(self: PreemptorWalk) -> None:
+        start(self)
+        known.append(len(self.parked))
+
+    with patch.object(PreemptorWalk, "_start", counted):
+        yield
+
+
+@contextmanager
+def asking_every_class() -> Iterator[None]:
+    with patch.object(ShortSearches, "carries", False):
+        yield
+
+
+@settings(max_examples=40, deadline=None)
+@given(world=st.one_of(backlogs(), backlogs(), worlds(profiles=("las",))), data=st.data())
+def test_classes_answered_up_front_decide_as_those_asked(world: World, data: st.DataObject
+                                                        ) -> None:
+    name = data.draw(st.sampled_from(sorted(PROFILES)), label="profile")
+    world = with_never(world, data.draw(st.lists(st.booleans(), min_size=3, max_size=3),
+                                        label="never"))
+    limit = data.draw(st.sampled_from([None, None, 1]), label="max_preemptors")
+    snapshot = world.snapshot()
+    carried = Runner(SchedulerModel.from_snapshot(snapshot), PROFILES[name], True, limit)
+    asked = Runner(SchedulerModel.from_snapshot(snapshot), PROFILES[name], True, limit)
+    later = [j for j in world.jobs if not j.tasks]
+    known: list[int] = []
+    for step in range(data.draw(st.integers(2, 6), label="cycles")):
+        close = data.draw(st.booleans(), label="reasons")
+        with counting_known(known):
+            got = carried.cycle(close)
+        with asking_every_class():
+            want = asked.cycle(close)
+        assert_same_cycle(got, want, close, step)
+        assert carried.lendings == asked.lendings, f"cycle {step}"
+        change_both(data, carried.model, asked.model, later, step)
+    event(f"{name}: {'answered up front' if any(known) else 'none up front'}")
+
+
+@settings(max_examples=10, deadline=None)
+@given(trace=traces(), nodes=st.integers(1, 4))
+def test_replays_decide_as_walks_asking_every_class(trace: Any, nodes: int) -> None:
+    config = SimConfig(cycle_on_events=True, check_invariants=True)
+    known: list[int] = []
+    with counting_known(known):
+        fast = simulate(trace, TraceCluster(nodes), LAS, config)
+    event("answered up front" if any(known) else "none up front")
+    with asking_every_class():
+        slow = simulate(trace, TraceCluster(nodes), LAS, config)
+    assert fast.jobs == slow.jobs
+
+
+def test_an_unchanged_class_is_answered_before_its_job_is_visited() -> None:
+    """The properties above would pass with nothing answered up front: here the class of
+    `a` and `b` (each needing more than is free plus what `big` frees; `other` ranks
+    ahead, started recently) is answered
+    by its verdict at its first job in the first cycle, and before the walk visits any job
+    in the second."""
+    nodes = (Node("n0", GPU.scale(8)),)
+    big = replace(Job("big", (TaskGroup("w", 1, GPU.scale(2)),),
+                      scheduler_name=SchedulerName.SHOAL, submitted=0.0),
+                  tasks=(Task("big", "w", 0, TaskState.RUNNING, "n0", (0, 1), 0.0),))
+    other = replace(Job("other", (TaskGroup("w", 1, GPU.scale(2)),),
+                        scheduler_name=SchedulerName.SHOAL, submitted=0.0),
+                    tasks=(Task("other", "w", 0, TaskState.RUNNING, "n0", (2, 3), 99_000.0),))
+    waiting = [Job(name, (TaskGroup("w", 1, GPU.scale(8)),), scheduler_name=SchedulerName.SHOAL,
+                   submitted=at) for name, at in (("a", 1.0), ("b", 2.0))]
+    model = SchedulerModel.from_snapshot(Snapshot(nodes, (big, other, *waiting),
+                                                        now=100_000.0))
+    profile = Profile.load("las")
+    hooks = Hooks(profile.plugins())
+    actions = profile.actions()
+    known: list[int] = []
+    with counting_known(known):
+        for _ in range(2):
+            session = Session(model, hooks)
+            for action in actions:
+                action.execute(session)
+            assert not session.decisions.evictions and not session.decisions.binds
+    assert known == [0, 1]
