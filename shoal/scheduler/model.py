@@ -37,7 +37,6 @@ from shoal.core.usage import NO_USER, Holding, UsageLedger
 from shoal.core.user_quota import UserQuota
 from shoal.core.virtual_nodes import unplaceable
 from shoal.scheduler.class_lines import ClassLines
-from shoal.scheduler.epochs import ModelEpochs
 from shoal.scheduler.flavors import FlavorBook
 from shoal.scheduler.flexible import FlexibleHolds
 from shoal.scheduler.job_changes import JobChanges
@@ -111,9 +110,6 @@ class SchedulerModel:
         """The jobs whose running list, spec or account changed, latest last
         (`shoal.scheduler.job_changes`): what the kept running table and las's crossing
         heap re-read, instead of every running job each cycle."""
-        self.epochs = ModelEpochs(self.quota)
-        """Counters of what changed — arrivals, binds, releases (per node), ends, las class
-        moves — for structures kept across cycles (`shoal.scheduler.epochs`)."""
         self.activations = 0
         """How many times a job started holding tasks (`JobInfo.activated`)."""
         self.unblocked = True
@@ -178,7 +174,6 @@ class SchedulerModel:
                     info.blocker = _unmade(info, "not created yet")
             holdings.extend((info, t) for t in holding)
             self.jobs[job.name] = info
-            self.epochs.arrived += 1
             if job.service is not None and job.service.schedule:
                 self.services[job.name] = info
             if job.elastic is not None:
@@ -202,7 +197,6 @@ class SchedulerModel:
                     # too (the driver, which knows no flavors, could not).
                     self.quota.set_capacity(self.quota.capacity + flavor_part(request))
             info.running.append(TaskInfo(task.ref, state.name, gpus, task.state, task.started))
-            self.epochs.bound += 1
             self.activate(info)
             info.hold(task.group, 1)
 
@@ -234,7 +228,6 @@ class SchedulerModel:
     def remove_job(self, name: str) -> None:
         """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
         info = self.jobs.pop(name)
-        self.epochs.ended += 1
         self.waiting.pop(name, None)
         self.noted.discard(info)
         self.kept_notes.forget(info)
@@ -279,13 +272,10 @@ class SchedulerModel:
             self.retiring.add(own)
             return
         self.retiring.discard(own)
-        kept = len(self.holds.kept)
         for name in reversed(self.sub_clusters.pop(own, [])):
             self.holds.remove(name)
             self.quota.remove(name)
         self.holds.remove(own)
-        if len(self.holds.kept) != kept:  # their idle flexible parts went back
-            self.epochs.release_anywhere()
         self.reservations.remove(own)
         self.quota.remove(own)
         self._refresh_blockers()
@@ -361,7 +351,6 @@ class SchedulerModel:
         self.unblock()
         request = info.job.group(task.ref.group).resources
         state = self.cluster.by_name[task.node]
-        self.epochs.release(state.physical.name)
         if state.owner is None and self.holds.keep(info.account, state, request, task.gpus,
                                                    self.now):
             pass  # kept for its virtual cluster's next tasks, still charged to it
@@ -402,7 +391,6 @@ class SchedulerModel:
         self.cluster.set_cordoned(name, False)
         self.reservations.nodes_changed()
         self.quota.set_capacity(self.quota.capacity + state.allocatable)
-        self.epochs.release(name)
         self.unblock()
 
     def reserve(self) -> list[Reserve]:
@@ -411,7 +399,6 @@ class SchedulerModel:
         first, before any job takes the capacity); every reservation made or given back
         since the last call. Kept flexible parts whose idle time is up go back first."""
         if self.holds.expiry and self.holds.expire(self.now):
-            self.epochs.release_anywhere()
             self.unblock()
         if self.unmade:
             self._make_virtual_clusters()

@@ -36,7 +36,6 @@ import math
 from dataclasses import dataclass
 
 from shoal.api.objects import Job
-from shoal.scheduler.epochs import ModelEpochs
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 
 
@@ -85,9 +84,6 @@ class ServiceClasses:
         self.unsettled: dict[JobInfo, None] = {}
         """The jobs whose latest class is not settled: read afresh each time."""
         self._seq = 0
-        self.epochs: ModelEpochs | None = None
-        """The model's counters, whose `crossed` counts a job found in another class than
-        the one kept for it (`shoal.scheduler.epochs`); set by the las plugin."""
 
     def __len__(self) -> int:
         return len(self._classes)
@@ -109,8 +105,6 @@ class ServiceClasses:
                     and found.last is (running[-1] if running else None):
                 return found
         made = self._classes[info] = self._read(info, now)
-        if found is not None and found.index != made.index and self.epochs is not None:
-            self.epochs.crossed += 1
         if not made.settled:
             self.unsettled[info] = None
             return made
@@ -123,27 +117,6 @@ class ServiceClasses:
                 self.crossings = [e for e in self.crossings if self.current(e[2], e[3])]
                 heapq.heapify(self.crossings)
         return made
-
-    def read_due(self, now: float, active: dict[str, JobInfo]) -> None:
-        """Read afresh every running job whose kept class ran out by `now` (its crossing is
-        near or past), as a cycle opens: `ModelEpochs.crossed` then counts the jobs that
-        moved before any reader asks. These are the reads the cycle would make later at the
-        same instant (`of` is a cache of a function of the job and `now`), so the classes,
-        and the order, are the same. A class read at `now` already holds as read."""
-        heap = self.crossings
-        back: list[tuple[float, int, JobInfo, ServiceClass]] = []
-        while heap and heap[0][3].until <= now:
-            entry = heapq.heappop(heap)
-            job, kept = entry[2], entry[3]
-            if active.get(job.name) is not job or not self.current(job, kept):
-                continue  # stale: replaced, or the job stopped running
-            if kept.at == now:
-                back.append(entry)
-                continue
-            self.of(job, now)
-            heap = self.crossings
-        for entry in back:
-            heapq.heappush(heap, entry)
 
     def current(self, info: JobInfo, kept: ServiceClass) -> bool:
         """Whether `kept` is the job's latest class and still describes what it runs."""

@@ -433,7 +433,6 @@ class Session:
         waiting = self.model.waiting
         active = self.model.active
         activate = self.model.activate
-        epochs = self.model.epochs
         touched = self.touched
         for op in operations:
             job = self.jobs[op.task.job]
@@ -444,14 +443,12 @@ class Session:
                                                  unflavored(op.request), virtual))
                 job.running.append(TaskInfo(op.task, op.node.name, op.gpus, TaskState.BOUND,
                                             self.now))
-                epochs.bound += 1
                 activate(job)
                 if not job.pending:
                     waiting.pop(job.name, None)
             else:
                 self.decisions.evictions.append(Evict(op.task, op.node.physical.name,
                                                       op.reason))
-                epochs.release(op.node.physical.name)
                 job.running = [t for t in job.running if t.ref != op.task]
                 job.note_change()
                 if not job.running:

@@ -101,8 +101,6 @@ class LeastAttainedService:
         self._index = {}
         self._read = {}
         self.classes.prune(session.jobs)
-        self.classes.epochs = session.model.epochs
-        self.classes.read_due(session.now, session.model.active)
 
     # ---- ordering -------------------------------------------------------------------------
 
