@@ -322,15 +322,8 @@ class Preemption(PolicyNotes):
         key = self.class_key(job)
         if key is None:
             return False
-        before = generation(self.session)
-        if self._entered is None:
-            # Entered here rather than at the first search: nothing was committed since
-            # the action began, so the world is the one that search would enter.
-            self._enter(before)
-        verdict = self.classes.verdict(key, before, before == self._entered)
+        verdict = self._kept_verdict(job, key)
         if verdict is None:
-            verdict = self.short_verdict(job, key, before)
-        if verdict is None or verdict.notes:
             return False
         self._unsettled.append((job, verdict))
         return True
@@ -343,8 +336,15 @@ class Preemption(PolicyNotes):
             return None
         if self._entered is None and not self.shorts:
             return None
+        return self._kept_verdict(job, key)
+
+    def _kept_verdict(self, job: JobInfo, key: Hashable) -> Verdict | None:
+        """The kept or short verdict of preemptor class `key` that answers `job` without a
+        search (None: none, or one that notes something)."""
         before = generation(self.session)
         if self._entered is None:
+            # Entered here rather than at the first search: nothing was committed since
+            # the action began, so the world is the one that search would enter.
             self._enter(before)
         verdict = self.classes.verdict(key, before, before == self._entered)
         if verdict is None:
