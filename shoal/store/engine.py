@@ -17,7 +17,7 @@ SQLITE_LOCKED_RETRIES more times, with a warning: nothing of the transaction has
 a retry is always safe, and a long write costs the others latency, not an error.
 
 A process's own writers queue on a lock of its engine (`_WriteTurns`) before their
-`BEGIN IMMEDIATE`, and the next is woken when the one before commits or rolls back. Left to
+`BEGIN IMMEDIATE`, and the next is woken once the one before has committed or rolled back. Left to
 SQLite's busy handler, a writer that met the lock slept in growing steps (up to 100 ms)
 and retried: in a burst the API's event loop, whose submissions write, slept there for ~40 %
 of its busy time while the control loop's writes were long done. Writers of other processes
@@ -141,10 +141,23 @@ def _sqlite_pragmas(engine: Engine) -> None:
             turns.give_back(driver)
             raise
 
+    # SQLAlchemy's commit and rollback events come before its own call to the driver. The
+    # turn's holder ends its transaction here, so the next writer is woken after the COMMIT
+    # (or ROLLBACK) has run, not racing it; SQLAlchemy's call then finds no transaction open,
+    # which the driver takes as nothing to do.
     @event.listens_for(engine, "commit")
+    def _on_commit(connection: Any) -> None:
+        driver = connection.connection.driver_connection
+        if turns.held_by(driver):
+            driver.commit()
+        turns.give_back(driver)
+
     @event.listens_for(engine, "rollback")
-    def _on_end(connection: Any) -> None:
-        turns.give_back(connection.connection.driver_connection)
+    def _on_rollback(connection: Any) -> None:
+        driver = connection.connection.driver_connection
+        if turns.held_by(driver):
+            driver.rollback()
+        turns.give_back(driver)
 
     @event.listens_for(engine, "checkin")
     def _on_checkin(dbapi_connection: Any, _record: Any) -> None:
@@ -165,6 +178,9 @@ class _WriteTurns:
         if self._lock.acquire(timeout=WRITE_TURN_TIMEOUT_S):
             with self._guard:
                 self._holder = driver
+
+    def held_by(self, driver: object) -> bool:
+        return self._holder is driver
 
     def give_back(self, driver: object) -> None:
         with self._guard:
