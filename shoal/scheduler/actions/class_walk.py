@@ -19,9 +19,12 @@ job by job would not try:
 - A class whose answer kept from an earlier cycle stands as the walk begins (nothing it
   reads moved: `Misfits.standing`) is *parked*: suspended from its first job on without
   being taken through the walk's heap, as the walk would suspend it on reaching it. A cycle
-  in which only jobs arrived costs a look-up per class, not a trial. If another virtual
-  cluster's placements move what it reads before the walk first serves its own, its parked
-  classes are asked when reached instead.
+  in which only jobs arrived costs a look-up per class, not a trial. So is, in an unworded
+  cycle, a class the whole cluster's room refuses (`allocate.room_refusals`): after a
+  completion or a bind the kept answers no longer stand, but most classes are still short
+  of GPUs; their refusal reads only the room and the class's request, a few comparisons.
+  If another virtual cluster's placements move what it reads before the walk first serves
+  its own, its parked classes are asked when reached instead.
 
 The reasons and admissions of the jobs not visited are written out only when someone reads
 them (`Session.settle`: the candidates, the pending reasons of `close`); the simulator's
@@ -74,7 +77,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                  queue_key: Callable[[str], tuple[Any, ...]],
                  visit: Callable[[JobInfo], None],
                  bucket: Callable[[str], str] = lambda queue: queue,
-                 refuse: Callable[[JobInfo, int], PendingReason | None] | None = None
+                 refuse: Callable[[JobInfo, int], PendingReason | None] | None = None,
+                 short: Callable[[int], PendingReason | None] | None = None
                  ) -> list[JobInfo]:
     """Walk every virtual cluster's admitted jobs as `Allocate.execute` does, `visit`ing
     those a walk job by job would try (module docstring); the jobs visited, and the loose
@@ -83,7 +87,9 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     (the virtual cluster itself, or one bucket for all under `ordering: global`).
     `refuse`: why the job's class is turned down by what its trial asks before it tries a
     node (`allocate.class_refusal`), or None: the class is then suspended as one turned
-    down earlier, its first job not visited."""
+    down earlier, its first job not visited. `short`: the reason `refuse` gives the class
+    when the whole cluster's room alone refuses it (`allocate.room_refusals`), as the walk
+    begins, or None: a class so refused is parked as one whose kept answer stands."""
     session.take_admissions()
     memo = session.fit_memo
     misfits = session.misfits
@@ -127,6 +133,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         source = _Source(line, klass)
         if first is head:
             carried = standing(klass)
+            if carried is None and short is not None:
+                carried = short(klass)
             if carried is not None:
                 # Parked from its first job on: what the walk would find on reaching it.
                 source.suspended = carried
