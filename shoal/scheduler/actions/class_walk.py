@@ -155,19 +155,35 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
 
     def resume(queue: _Queue, key: tuple[Any, ...] | None) -> None:
         """What suspended classes read moved at the job with order key `key`: each one's
-        jobs before it got its reason; it takes up again at its next job after it."""
+        jobs before it got its reason; it takes up again at its next job after it — unless
+        what the walk would answer on reaching that job is known now (`Misfits.standing`,
+        then `short`): it stays suspended, with that answer from there on."""
+        refused = short if key is not None else None
+        now = misfits.standing(memo) if refused is not None else None
+        still: list[int] = []
         for index in queue.suspended:
             source = queue.sources[index]
             assert source.suspended is not None
             stop = len(source.entries) if key is None else \
                 _bisect(source.entries, key, source.since)
+            if refused is not None and now is not None and source.klass is not None:
+                answer = now(source.klass) or refused(source.klass)
+                if answer is not None:
+                    if answer is not source.suspended:
+                        if stop > source.since:
+                            ranges.append(Range(source.entries, source.since, stop,
+                                                source.suspended))
+                        source.suspended = answer
+                        source.since = stop
+                    still.append(index)
+                    continue
             if stop > source.since:  # else a class parked as the walk began, not reached
                 ranges.append(Range(source.entries, source.since, stop, source.suspended))
             source.suspended = None
             source.at = stop
             if stop < len(source.entries):
                 heapq.heappush(queue.heads, (source.entries[stop][0], index))
-        queue.suspended.clear()
+        queue.suspended[:] = still
 
     heap = [(queue_key(name), name) for name in queues]
     heapq.heapify(heap)
