@@ -332,20 +332,20 @@ def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
 def room_refusals(session: Session) -> Callable[[int], PendingReason | None] | None:
     """Per class, the reason `class_refusal` gives it now when the cluster as a whole is
     short of its request (unworded, under the capacity plugin alone), else None; None
-    outright where that path is not taken. The room is read once: a class costs a look-up
-    and a few comparisons, as its kept answer would (`Misfits.standing`), after a
+    outright where that path is not taken. The room is read as each class is asked (it
+    moves with every placement; `cluster_room` keeps it while it does not): a class costs
+    a few look-ups and comparisons, as its kept answer would (`Misfits.standing`), after a
     completion or a bind moved the world its kept answer was found in."""
     if session.worded or not capacity_alone(session):
         return None
     probes = session.model.class_verdicts.probes
     hooks = session.hooks
-    room = cluster_room(session)
 
     def refused(klass: int) -> PendingReason | None:
         probe = probes.get(klass)
         if probe is None or probe.hooks is not hooks:
             return None
-        dimension = first_short(probe.request, room)
+        dimension = first_short(probe.request, cluster_room(session))
         return None if dimension is None else _short_reason(probe, dimension)
     return refused
 

@@ -66,7 +66,8 @@ class _Queue:
     """(job order key of its next job, source) for each source neither done nor suspended."""
     suspended: list[int] = field(default_factory=list)
     parked_at: tuple[int, ...] | None = None
-    """The misfit state its classes were parked in, until the walk first serves it."""
+    """The misfit state its classes were parked (or left suspended) in, until the walk
+    next serves it."""
 
     def add(self, source: _Source) -> None:
         self.sources.append(source)
@@ -157,7 +158,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         """What suspended classes read moved at the job with order key `key`: each one's
         jobs before it got its reason; it takes up again at its next job after it — unless
         what the walk would answer on reaching that job is known now (`Misfits.standing`,
-        then `short`): it stays suspended, with that answer from there on."""
+        then `short`): it stays suspended there, with that answer from there on."""
         refused = short if key is not None else None
         now = misfits.standing(memo) if refused is not None else None
         still: list[int] = []
@@ -169,13 +170,13 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             if refused is not None and now is not None and source.klass is not None:
                 answer = now(source.klass) or refused(source.klass)
                 if answer is not None:
-                    if answer is not source.suspended:
-                        if stop > source.since:
-                            ranges.append(Range(source.entries, source.since, stop,
-                                                source.suspended))
-                        source.suspended = answer
-                        source.since = stop
-                    still.append(index)
+                    if stop > source.since:
+                        ranges.append(Range(source.entries, source.since, stop,
+                                            source.suspended))
+                    source.suspended = answer
+                    source.since = source.at = stop
+                    if stop < len(source.entries):
+                        still.append(index)
                     continue
             if stop > source.since:  # else a class parked as the walk began, not reached
                 ranges.append(Range(source.entries, source.since, stop, source.suspended))
@@ -229,7 +230,10 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                 resume(queue, key)
             if session.commits != commits:
                 # A queue's order key reads what is placed: unchanged when nothing was.
-                if queue.heads:
+                if queue.heads or queue.suspended:
+                    # Classes still suspended wait where the walk would next reach them,
+                    # asked there if another queue's placements move what they read first.
+                    queue.parked_at = misfits.state(memo) if queue.suspended else None
                     heapq.heappush(heap, (queue_key(name), name))
                 break
 
@@ -245,10 +249,13 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
 
 
 def _unpark(queue: _Queue) -> None:
+    """Take up every suspended class where its reason's range began (each one's first job,
+    for a class parked as the walk began)."""
     for index in queue.suspended:
         source = queue.sources[index]
         source.suspended = None
-        heapq.heappush(queue.heads, (source.entries[0][0], index))
+        source.at = source.since
+        heapq.heappush(queue.heads, (source.entries[source.since][0], index))
     queue.suspended.clear()
 
 
