@@ -159,6 +159,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         jobs before it got its reason; it takes up again at its next job after it — unless
         what the walk would answer on reaching that job is known now (`Misfits.standing`,
         then `short`): it stays suspended there, with that answer from there on."""
+        if not queue.suspended:
+            return
         refused = short if key is not None else None
         now = misfits.standing(memo) if refused is not None else None
         still: list[int] = []
