@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
-from shoal.api.resources import Resources
+from shoal.api.resources import CPU, GPU, MEMORY, Resources
 from shoal.core.nodes import FitMemo, NodePool
 from shoal.scheduler.actions.class_walk import walk_classes
 from shoal.scheduler.aging import held_back_reason, reservation_reason
@@ -179,7 +180,8 @@ class Allocate:
                               lambda name: self._queue_key(session, name), visit,
                               (lambda _: GLOBAL_QUEUE) if single else (lambda queue: queue),
                               None if session.worded else
-                              lambda job, klass: class_refusal(session, memo, job, klass))
+                              lambda job, klass: class_refusal(session, memo, job, klass),
+                              room_refusals(session))
         # Only a job that holds or ended tasks can be ready (`Session.job_ready`): of the
         # admitted ones, only those visited or loose may.
         surplus = [j for j in served if (j.holding or j.ended)
@@ -325,6 +327,41 @@ def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
     reason = refusal(session, memo, job.account, probe.group, probe.count, probe.request,
                      probe.surplus)
     return None if isinstance(reason, NodePool) else gang_reason(job, probe.need, reason)
+
+
+def room_refusals(session: Session) -> Callable[[int], PendingReason | None] | None:
+    """Per class, the reason `class_refusal` gives it now when the cluster as a whole is
+    short of its request (unworded, under the capacity plugin alone), else None; None
+    outright where that path is not taken. The room is read as each class is asked (it
+    moves with every placement; `cluster_room` keeps it while it does not): a class costs
+    a few look-ups and comparisons, as its kept answer would (`Misfits.standing`), after a
+    completion or a bind moved the world its kept answer was found in."""
+    if session.worded or not capacity_alone(session):
+        return None
+    probes = session.model.class_verdicts.probes
+    hooks = session.hooks
+
+    def refused(klass: int) -> PendingReason | None:
+        probe = probes.get(klass)
+        if probe is None or probe.hooks is not hooks:
+            return None
+        dimension = first_short(probe.request, cluster_room(session))
+        return None if dimension is None else _short_reason(probe, dimension)
+    return refused
+
+
+def first_short(request: Resources, room: Resources) -> str | None:
+    """`request.shortfall(room)[0]`, or None where it fits, without building the list."""
+    if request.extras:
+        short = request.shortfall(room)
+        return short[0] if short else None
+    if request.cpu > room.cpu:
+        return CPU
+    if request.memory > room.memory:
+        return MEMORY
+    if request.gpu > room.gpu:
+        return GPU
+    return None
 
 
 def _short_reason(probe: Probe, dimension: str) -> PendingReason:

@@ -19,9 +19,12 @@ job by job would not try:
 - A class whose answer kept from an earlier cycle stands as the walk begins (nothing it
   reads moved: `Misfits.standing`) is *parked*: suspended from its first job on without
   being taken through the walk's heap, as the walk would suspend it on reaching it. A cycle
-  in which only jobs arrived costs a look-up per class, not a trial. If another virtual
-  cluster's placements move what it reads before the walk first serves its own, its parked
-  classes are asked when reached instead.
+  in which only jobs arrived costs a look-up per class, not a trial. So is, in an unworded
+  cycle, a class the whole cluster's room refuses (`allocate.room_refusals`): after a
+  completion or a bind the kept answers no longer stand, but most classes are still short
+  of GPUs; their refusal reads only the room and the class's request, a few comparisons.
+  If another virtual cluster's placements move what it reads before the walk first serves
+  its own, its parked classes are asked when reached instead.
 
 The reasons and admissions of the jobs not visited are written out only when someone reads
 them (`Session.settle`: the candidates, the pending reasons of `close`); the simulator's
@@ -63,7 +66,8 @@ class _Queue:
     """(job order key of its next job, source) for each source neither done nor suspended."""
     suspended: list[int] = field(default_factory=list)
     parked_at: tuple[int, ...] | None = None
-    """The misfit state its classes were parked in, until the walk first serves it."""
+    """The misfit state its classes were parked (or left suspended) in, until the walk
+    next serves it."""
 
     def add(self, source: _Source) -> None:
         self.sources.append(source)
@@ -74,7 +78,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                  queue_key: Callable[[str], tuple[Any, ...]],
                  visit: Callable[[JobInfo], None],
                  bucket: Callable[[str], str] = lambda queue: queue,
-                 refuse: Callable[[JobInfo, int], PendingReason | None] | None = None
+                 refuse: Callable[[JobInfo, int], PendingReason | None] | None = None,
+                 short: Callable[[int], PendingReason | None] | None = None
                  ) -> list[JobInfo]:
     """Walk every virtual cluster's admitted jobs as `Allocate.execute` does, `visit`ing
     those a walk job by job would try (module docstring); the jobs visited, and the loose
@@ -83,7 +88,9 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     (the virtual cluster itself, or one bucket for all under `ordering: global`).
     `refuse`: why the job's class is turned down by what its trial asks before it tries a
     node (`allocate.class_refusal`), or None: the class is then suspended as one turned
-    down earlier, its first job not visited."""
+    down earlier, its first job not visited. `short`: the reason `refuse` gives the class
+    when the whole cluster's room alone refuses it (`allocate.room_refusals`), as the walk
+    begins, or None: a class so refused is parked as one whose kept answer stands."""
     session.take_admissions()
     memo = session.fit_memo
     misfits = session.misfits
@@ -127,6 +134,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         source = _Source(line, klass)
         if first is head:
             carried = standing(klass)
+            if carried is None and short is not None:
+                carried = short(klass)
             if carried is not None:
                 # Parked from its first job on: what the walk would find on reaching it.
                 source.suspended = carried
@@ -147,19 +156,37 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
 
     def resume(queue: _Queue, key: tuple[Any, ...] | None) -> None:
         """What suspended classes read moved at the job with order key `key`: each one's
-        jobs before it got its reason; it takes up again at its next job after it."""
+        jobs before it got its reason; it takes up again at its next job after it — unless
+        what the walk would answer on reaching that job is known now (`Misfits.standing`,
+        then `short`): it stays suspended there, with that answer from there on."""
+        if not queue.suspended:
+            return
+        refused = short if key is not None else None
+        now = misfits.standing(memo) if refused is not None else None
+        still: list[int] = []
         for index in queue.suspended:
             source = queue.sources[index]
             assert source.suspended is not None
             stop = len(source.entries) if key is None else \
                 _bisect(source.entries, key, source.since)
+            if refused is not None and now is not None and source.klass is not None:
+                answer = now(source.klass) or refused(source.klass)
+                if answer is not None:
+                    if stop > source.since:
+                        ranges.append(Range(source.entries, source.since, stop,
+                                            source.suspended))
+                    source.suspended = answer
+                    source.since = source.at = stop
+                    if stop < len(source.entries):
+                        still.append(index)
+                    continue
             if stop > source.since:  # else a class parked as the walk began, not reached
                 ranges.append(Range(source.entries, source.since, stop, source.suspended))
             source.suspended = None
             source.at = stop
             if stop < len(source.entries):
                 heapq.heappush(queue.heads, (source.entries[stop][0], index))
-        queue.suspended.clear()
+        queue.suspended[:] = still
 
     heap = [(queue_key(name), name) for name in queues]
     heapq.heapify(heap)
@@ -205,7 +232,10 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                 resume(queue, key)
             if session.commits != commits:
                 # A queue's order key reads what is placed: unchanged when nothing was.
-                if queue.heads:
+                if queue.heads or queue.suspended:
+                    # Classes still suspended wait where the walk would next reach them,
+                    # asked there if another queue's placements move what they read first.
+                    queue.parked_at = misfits.state(memo) if queue.suspended else None
                     heapq.heappush(heap, (queue_key(name), name))
                 break
 
@@ -221,10 +251,13 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
 
 
 def _unpark(queue: _Queue) -> None:
+    """Take up every suspended class where its reason's range began (each one's first job,
+    for a class parked as the walk began)."""
     for index in queue.suspended:
         source = queue.sources[index]
         source.suspended = None
-        heapq.heappush(queue.heads, (source.entries[0][0], index))
+        source.at = source.since
+        heapq.heappush(queue.heads, (source.entries[source.since][0], index))
     queue.suspended.clear()
 
 

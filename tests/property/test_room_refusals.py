@@ -1,0 +1,139 @@
+"""Classes the whole cluster's room refuses are parked, and stay suspended, as asking each does.
+
+In an unworded cycle under the capacity plugin alone, a class whose request the cluster as
+a whole is short of is refused from the room and the request alone
+(`allocate.room_refusals`): the class walk parks it as the walk begins though the world its
+kept answer was found in moved (a completion, a bind), and after a placement keeps it
+suspended when the room still refuses it, instead of asking it again on reaching its next
+job (`class_walk.walk_classes`). Three models are driven in lockstep — one with that path,
+one incremental without it, one that judges every waiting job afresh — on nodes of two GPU
+types with jobs that select one, virtual clusters with quotas, gangs and task-by-task jobs;
+between cycles jobs arrive, end (none, one or several at once: releases of various sizes)
+or are stopped. Decisions must match in every cycle; reasons must match the incremental
+twin's where the cycle is unworded and read out, and the fresh one's where it is worded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from unittest import mock
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup, VirtualCluster
+from shoal.api.decisions import Decisions, PendingReason
+from shoal.api.resources import ResourceLimit
+from shoal.scheduler import Profile
+from shoal.scheduler.actions import allocate
+from shoal.scheduler.model import SchedulerModel
+from shoal.scheduler.session import Hooks, Session
+
+from .lockstep import assert_same_cycle
+from .test_class_walk import stop_whole
+from .test_parked_classes import QUEUES, TYPES
+
+ROOM_REFUSALS = allocate.room_refusals
+
+Shape = tuple[str, int, int, int, bool, str | None, float]
+SHAPES = st.tuples(st.sampled_from(QUEUES), st.sampled_from([1_000, 1_000, 7_000]),
+                   st.integers(1, 4), st.integers(1, 4),
+                   st.sampled_from([True, True, True, False]), st.sampled_from([None, *TYPES]),
+                   st.sampled_from([0.0, 5_000.0, 50_000.0]))
+"""(queue, CPU and GPUs per task, tasks, gang, GPU type selected, attained service of
+earlier runs): mostly gangs, whose classes are the ones refused from the room; some short
+of CPU before GPUs, so that a placement changes the dimension a class is refused for."""
+
+
+def make_job(name: str, shape: Shape, at: float) -> Job:
+    queue, cpu, gpus, tasks, gang, kind, attained = shape
+    group = TaskGroup("w", tasks, Resources.of(cpu=cpu, memory=1_000, gpu=gpus),
+                      node_selector={"gpu-type": kind} if kind else {})
+    return Job(name, (group,), queue=queue,
+               scheduler_name=SchedulerName.SHOAL if gang else SchedulerName.DEFAULT,
+               submitted=at, attained_gpu_seconds=attained)
+Reasons = dict[str, PendingReason | None]
+ROOM_ANSWERS: list[PendingReason] = []
+"""The answers `allocate.room_refusals` gave in the live model's last cycle."""
+
+
+def counted(session: Session) -> Callable[[int], PendingReason | None] | None:
+    """`allocate.room_refusals`, its answers noted in `ROOM_ANSWERS`."""
+    refused = ROOM_REFUSALS(session)
+    if refused is None:
+        return None
+    found = refused
+
+    def answer(klass: int) -> PendingReason | None:
+        reason = found(klass)
+        if reason is not None:
+            ROOM_ANSWERS.append(reason)
+        return reason
+    return answer
+
+
+def run(model: SchedulerModel, hooks: Hooks, profile: Profile, worded: bool, read: bool,
+        room: bool) -> tuple[Decisions, Reasons]:
+    """One cycle; `room`: with `allocate.room_refusals` (else without it); `read`: an
+    unworded cycle's reasons written out and read back."""
+    with mock.patch.object(allocate, "room_refusals",
+                           counted if room else lambda session: None):
+        session = Session(model, hooks, worded=worded)
+        for action in profile.actions():
+            action.execute(session)
+        if worded:
+            return session.close(), {}
+        decisions = session.decide()
+        if not read:
+            return decisions, {}
+        session.settle()
+        return decisions, {j.name: j.reason for j in session.waiting_jobs()}
+
+
+@settings(max_examples=30, deadline=None)
+@given(nodes=st.integers(1, 2),
+       limits=st.lists(st.sampled_from([None, 4, 8]), min_size=3, max_size=3),
+       jobs=st.lists(SHAPES, min_size=4, max_size=24),
+       steps=st.lists(st.tuples(st.sampled_from(["unworded", "unworded", "read", "worded"]),
+                                st.sampled_from(["arrive", "end", "end", "stop"]),
+                                st.integers(1, 3), st.lists(SHAPES, max_size=3)),
+                      min_size=2, max_size=8),
+       profile=st.sampled_from(["las", "las-elastic", "sjf"]))
+def test_room_refusals_decide_as_asking_each(
+        nodes: int, limits: list[int | None], jobs: list[Shape],
+        steps: list[tuple[str, str, int, list[Shape]]], profile: str) -> None:
+    made = [make_job(f"j{i:03d}", s, float(i)) for i, s in enumerate(jobs)]
+    node_list = [Node(f"n{i}", Resources.of(cpu=16_000, memory=64_000, gpu=4),
+                      labels={"gpu-type": TYPES[i % 2]}) for i in range(nodes * 2)]
+    vcs = [VirtualCluster(q, max=ResourceLimit.of({"gpu": cap}) if cap else
+                          ResourceLimit()) for q, cap in zip(QUEUES, limits, strict=True)]
+    live, plain, fresh = (SchedulerModel(node_list, vcs) for _ in range(3))
+    fresh.incremental = False
+    models = [live, plain, fresh]
+    for model in models:
+        model.add_jobs(made)
+    chosen = Profile.load(profile)
+    hooks = Hooks(chosen.plugins())
+    count = len(made)
+    for step, (mode, change, ends, arrivals) in enumerate(steps):
+        worded, read = mode == "worded", mode == "read"
+        got, reasons = run(live, hooks, chosen, worded, read, True)
+        want, plain_reasons = run(plain, hooks, chosen, worded, read, False)
+        assert_same_cycle(got, want, worded, step)
+        assert reasons == plain_reasons, f"cycle {step}"
+        assert_same_cycle(got, run(fresh, hooks, chosen, True, False, True)[0], worded, step)
+        event(f"classes refused by the room: {'some' if ROOM_ANSWERS else 'none'}")
+        ROOM_ANSWERS.clear()
+        running = sorted(n for n, info in live.jobs.items() if info.running)
+        if change == "end":
+            for name in running[:ends]:
+                for model in models:
+                    model.remove_job(name)
+        elif change == "stop" and running:
+            stop_whole(models, running[-1])
+        new = [make_job(f"j{count + i:03d}", s, float(count + i))
+               for i, s in enumerate(arrivals)]
+        count += len(new)
+        for model in models:
+            model.add_jobs(new)
+            model.now += 60.0
