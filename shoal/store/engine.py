@@ -147,17 +147,11 @@ def _sqlite_pragmas(engine: Engine) -> None:
     # which the driver takes as nothing to do.
     @event.listens_for(engine, "commit")
     def _on_commit(connection: Any) -> None:
-        driver = connection.connection.driver_connection
-        if turns.held_by(driver):
-            driver.commit()
-        turns.give_back(driver)
+        turns.end(connection.connection.driver_connection, commit=True)
 
     @event.listens_for(engine, "rollback")
     def _on_rollback(connection: Any) -> None:
-        driver = connection.connection.driver_connection
-        if turns.held_by(driver):
-            driver.rollback()
-        turns.give_back(driver)
+        turns.end(connection.connection.driver_connection, commit=False)
 
     @event.listens_for(engine, "checkin")
     def _on_checkin(dbapi_connection: Any, _record: Any) -> None:
@@ -179,8 +173,15 @@ class _WriteTurns:
             with self._guard:
                 self._holder = driver
 
-    def held_by(self, driver: object) -> bool:
-        return self._holder is driver
+    def end(self, driver: sqlite3.Connection, commit: bool) -> None:
+        """End the transaction of the turn's holder (commit or roll back) and give the
+        turn back; for any other connection, only what `give_back` does."""
+        if self._holder is driver:
+            if commit:
+                driver.commit()
+            else:
+                driver.rollback()
+        self.give_back(driver)
 
     def give_back(self, driver: object) -> None:
         with self._guard:
