@@ -23,9 +23,9 @@ PY = sys.executable
 #: A safety net only: on a loaded machine (and on Ray, where each attempt starts a worker
 #: process) a task can take many seconds to start; every wait is on a condition.
 DEADLINE = 120.0
-#: A task's code that runs until it is stopped (the sleep is the task's work; no test waits
-#: on it).
-RUNS_UNTIL_STOPPED = "import time; time.sleep(60)"
+#: A task's code that runs until it is stopped: it waits for a signal, so however long a
+#: loaded machine takes, it never ends by itself.
+RUNS_UNTIL_STOPPED = "import signal; signal.pause()"
 #: `pytestmark = BOTH_ENGINES`: every test of the module runs on the local executor and on
 #: the Ray engine (the conftest's `engine` fixture).
 BOTH_ENGINES = pytest.mark.parametrize("engine", ["local", "ray"], indirect=True)
