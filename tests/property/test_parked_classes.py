@@ -44,6 +44,17 @@ def make_job(name: str, shape: tuple[str, int, int, bool, str | None, float], at
                submitted=at, attained_gpu_seconds=attained)
 
 
+def typed_nodes_and_capped_queues(nodes: int, limits: list[int | None]
+                                  ) -> tuple[list[Node], list[VirtualCluster]]:
+    """`nodes` nodes of each GPU type (4 GPUs, 16 CPUs each), and one virtual cluster per
+    queue, capped at its limit's GPUs (None: uncapped)."""
+    node_list = [Node(f"n{i}", Resources.of(cpu=16_000, memory=64_000, gpu=4),
+                      labels={"gpu-type": TYPES[i % 2]}) for i in range(nodes * 2)]
+    vcs = [VirtualCluster(q, max=ResourceLimit.of({"gpu": cap}) if cap else
+                          ResourceLimit()) for q, cap in zip(QUEUES, limits, strict=True)]
+    return node_list, vcs
+
+
 def cycle(model: SchedulerModel, hooks: Hooks, profile: Profile, worded: bool) -> Decisions:
     session = Session(model, hooks, worded=worded)
     for action in profile.actions():
@@ -65,10 +76,7 @@ def test_parked_classes_decide_as_asking_each(
         steps: list[tuple[bool, str, list[tuple[str, int, int, bool, str | None, float]]]],
         profile: str) -> None:
     made = [make_job(f"j{i:03d}", s, float(i)) for i, s in enumerate(jobs)]
-    node_list = [Node(f"n{i}", Resources.of(cpu=16_000, memory=64_000, gpu=4),
-                      labels={"gpu-type": TYPES[i % 2]}) for i in range(nodes * 2)]
-    vcs = [VirtualCluster(q, max=ResourceLimit.of({"gpu": cap}) if cap else
-                          ResourceLimit()) for q, cap in zip(QUEUES, limits, strict=True)]
+    node_list, vcs = typed_nodes_and_capped_queues(nodes, limits)
     live, fresh = SchedulerModel(node_list, vcs), SchedulerModel(node_list, vcs)
     fresh.incremental = False
     live.add_jobs(made)

@@ -21,9 +21,8 @@ from unittest import mock
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from shoal.api import Job, Node, Resources, SchedulerName, TaskGroup, VirtualCluster
+from shoal.api import Job, Resources, SchedulerName, TaskGroup
 from shoal.api.decisions import Decisions, PendingReason
-from shoal.api.resources import ResourceLimit
 from shoal.scheduler import Profile
 from shoal.scheduler.actions import allocate
 from shoal.scheduler.model import SchedulerModel
@@ -31,7 +30,7 @@ from shoal.scheduler.session import Hooks, Session
 
 from .lockstep import assert_same_cycle
 from .test_class_walk import stop_whole
-from .test_parked_classes import QUEUES, TYPES
+from .test_parked_classes import QUEUES, TYPES, typed_nodes_and_capped_queues
 
 ROOM_REFUSALS = allocate.room_refusals
 
@@ -103,10 +102,7 @@ def test_room_refusals_decide_as_asking_each(
         nodes: int, limits: list[int | None], jobs: list[Shape],
         steps: list[tuple[str, str, int, list[Shape]]], profile: str) -> None:
     made = [make_job(f"j{i:03d}", s, float(i)) for i, s in enumerate(jobs)]
-    node_list = [Node(f"n{i}", Resources.of(cpu=16_000, memory=64_000, gpu=4),
-                      labels={"gpu-type": TYPES[i % 2]}) for i in range(nodes * 2)]
-    vcs = [VirtualCluster(q, max=ResourceLimit.of({"gpu": cap}) if cap else
-                          ResourceLimit()) for q, cap in zip(QUEUES, limits, strict=True)]
+    node_list, vcs = typed_nodes_and_capped_queues(nodes, limits)
     live, plain, fresh = (SchedulerModel(node_list, vcs) for _ in range(3))
     fresh.incremental = False
     models = [live, plain, fresh]
