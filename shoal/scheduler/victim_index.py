@@ -34,10 +34,11 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from shoal.api.resources import Resources
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.victims import VictimUnit
 
@@ -80,6 +81,10 @@ class QueueVictims:
         self._ranks: list[Rank] = []
         """The ranks held, worst first."""
         self._gains: dict[Hashable, _Sums] = {}
+        self._held: dict[Rank, dict[str, Resources]] = {}
+        """Per rank, what its units' tasks hold per node (`held`), once asked."""
+        self._in_order: dict[Rank, list[VictimUnit]] = {}
+        """Per rank, its units in the order of the victims' score, once asked (`in_order`)."""
         self._shared = False
         """Whether the structures above are another index's too (copied before a change)."""
         by_rank, rank_of = self._by_rank, self._rank_of
@@ -131,6 +136,7 @@ class QueueVictims:
         index._by_rank, index._sizes, index._rank_of = \
             self._by_rank, self._sizes, self._rank_of
         index._ranks, index._gains = self._ranks, self._gains
+        index._held, index._in_order = self._held, {}
         index._shared = True
         index._order = order
         index._ordered = None
@@ -146,6 +152,12 @@ class QueueVictims:
         self._sizes, self._rank_of = dict(self._sizes), dict(self._rank_of)
         self._ranks = list(self._ranks)
         self._gains = {key: sums.copy() for key, sums in self._gains.items()}
+        self._held = dict(self._held)
+
+    def units_of(self, job: JobInfo) -> list[VictimUnit]:
+        """The job's units listed (none: not listed)."""
+        rank = self._rank_of.get(job)
+        return [] if rank is None else self._by_rank[rank][job]
 
     def holds(self, job: JobInfo) -> bool:
         """Whether the job has units listed."""
@@ -164,6 +176,8 @@ class QueueVictims:
             self._ranks.append(rank)
             self._ranks.sort(reverse=True)
         jobs[job] = units
+        self._held.pop(rank, None)
+        self._in_order.pop(rank, None)
         self._sizes[rank] += len(units)
         self._rank_of[job] = rank
         for sums in self._gains.values():
@@ -179,6 +193,8 @@ class QueueVictims:
         del self._rank_of[job]
         jobs = self._by_rank[rank]
         units = jobs.pop(job)
+        self._held.pop(rank, None)
+        self._in_order.pop(rank, None)
         self._sizes[rank] -= len(units)
         emptied = not jobs
         if emptied:
@@ -208,6 +224,57 @@ class QueueVictims:
         if self._ordered is None:
             self._ordered = self._order(self.units)
         return self._ordered[:count]
+
+    def in_order(self, count: int) -> Iterator[VictimUnit]:
+        """`offered(count)`, one rank at a time, for a caller that may stop early: where
+        the score may be asked of a prefix alone (`prefixes`), each rank's units are sorted
+        when first reached, and kept until a job of that rank is filed or dropped — the
+        score orders a rank's units among themselves as it orders them among all (its first
+        key is the rank), and within one execution of the action nothing else it reads of
+        them moves. `count` must be what `behind` says of some rank (whole ranks)."""
+        if self._prefixes is None:
+            yield from self.offered(count)
+            return
+        seen = 0
+        cache, by_rank, sizes = self._in_order, self._by_rank, self._sizes
+        for at in self._ranks:
+            if seen >= count:
+                return
+            seen += sizes[at]
+            found = cache.get(at)
+            if found is None:
+                units: list[VictimUnit] = []
+                for listed in by_rank[at].values():
+                    units.extend(listed)
+                found = cache[at] = self._order(units)
+            yield from found
+
+    def held(self, count: int, holds: Callable[[VictimUnit], Iterable[tuple[str, Resources]]]
+             ) -> dict[str, Resources]:
+        """What the first `count` units' tasks hold, per node name (`holds`: a unit's tasks'
+        nodes and requests, the same whenever asked): summed per rank once, until a job of
+        that rank is filed or dropped, and those sums added. `count` must be what `behind`
+        says of some rank (whole ranks)."""
+        out: dict[str, Resources] = {}
+        seen = 0
+        kept, by_rank, sizes = self._held, self._by_rank, self._sizes
+        for at in self._ranks:
+            if seen >= count:
+                break
+            seen += sizes[at]
+            per = kept.get(at)
+            if per is None:
+                per = kept[at] = {}
+                for units in by_rank[at].values():
+                    for unit in units:
+                        for node, request in holds(unit):
+                            have = per.get(node)
+                            per[node] = request if have is None else have + request
+            for node, request in per.items():
+                have = out.get(node)
+                out[node] = request if have is None else have + request
+        assert seen == count, "held: count cuts a rank"
+        return out
 
     def behind(self, rank: Rank) -> int:
         """How many units (a prefix) belong to jobs that rank strictly behind `rank`."""

@@ -16,12 +16,14 @@ declared here.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from shoal.api.lifecycle import TaskState
 from shoal.api.queue_policy import QueuePreemption, WithinQueue
+from shoal.api.resources import Resources
 from shoal.scheduler.actions.victim_trials import VictimTrials
+from shoal.scheduler.gang_choice import GangNeed
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.preemptor_class import Generation, generation
 from shoal.scheduler.queue_preemption import (
@@ -206,6 +208,57 @@ class VictimListing(VictimTrials):
             units = [u for u in units if u.job is not preemptor]
         return units, False
 
+    def _judged_early(self, preemptor: JobInfo, need: GangNeed, index: QueueVictims,
+                      behind: int, quota_bound: bool) -> bool | None:
+        """What `_worth_evicting` would say of the units the preemptor is offered (the
+        first `behind` of `index`, whose GPUs on its pools cover its demand), told from the
+        index's sums per rank of what their tasks hold per node (`QueueVictims.held`),
+        without listing them; None where it is not told so (they are listed and judged).
+
+        Exact where `_worth_evicting` judges them as a whole without the quota (the
+        preemptor is held by room, every condition grows with what is evicted): it then
+        asks only for room node by node after every useful unit is evicted, and a unit
+        that is not useful holds nothing on the preemptor's pools, which room reads alone.
+        Only where keys come out the same whenever asked (`looks` False): the offer is
+        then never sorted before its trials."""
+        session = self.session
+        cluster = session.cluster
+        if self.looks or quota_bound or not self.judge_whole or cluster.limits_tasks() \
+                or not self._judged_whole(preemptor, [], False):
+            return None
+        by_name = cluster.by_name
+        freed = {}
+        for node, request in index.held(behind, _holds).items():
+            state = by_name[node]
+            freed[state.ordinal] = (state, request)
+        return self._room_after(preemptor, need, freed)
+
+    def _useful_in_order(self, index: QueueVictims, behind: int, nodes: set[int],
+                         gains: dict[int, int]) -> Iterator[VictimUnit]:
+        """The first `behind` units of `index` in the order they are tried (the victims'
+        score), those of a chain that frees something on `nodes` only (the preemptor's
+        pools; not for a preemptor held by its quota), each one's GPUs there put in `gains`
+        (by `id`) as it comes: a search that fits after a few units lists no more."""
+        by_name = self.session.cluster.by_name
+        helps: dict[str, bool] = {}
+
+        def frees(unit: VictimUnit) -> int:
+            return sum(unit.job.job.group(t.ref.group).resources.gpu for t in unit.tasks
+                       if by_name[t.node].ordinal in nodes)
+
+        def touches(unit: VictimUnit) -> bool:
+            return any(by_name[t.node].ordinal in nodes for t in unit.tasks)
+
+        for unit in index.in_order(behind):
+            chain = unit.chain
+            useful = helps.get(chain)
+            if useful is None:
+                useful = helps[chain] = touches(unit) if unit.alone else \
+                    any(touches(u) for u in index.units_of(unit.job) if u.chain == chain)
+            if useful:
+                gains[id(unit)] = frees(unit)
+                yield unit
+
     def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
                      ) -> QueueVictims | None:
         """The preemptor's virtual cluster's victims indexed by rank and what they free
@@ -360,3 +413,9 @@ class VictimListing(VictimTrials):
             return units
         return units_of(job, self.session.now, lambda tasks: all(
             len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))
+
+
+def _holds(unit: VictimUnit) -> list[tuple[str, Resources]]:
+    """What each of the unit's tasks holds, with its node's name."""
+    group = unit.job.job.group
+    return [(t.node, group(t.ref.group).resources) for t in unit.tasks]
