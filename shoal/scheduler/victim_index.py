@@ -81,8 +81,9 @@ class QueueVictims:
         self._ranks: list[Rank] = []
         """The ranks held, worst first."""
         self._gains: dict[Hashable, _Sums] = {}
-        self._held: dict[Rank, dict[str, Resources]] = {}
-        """Per rank, what its units' tasks hold per node (`held`), once asked."""
+        self._held: dict[Rank, tuple[dict[str, Resources], frozenset[Hashable]]] = {}
+        """Per rank, what its units' tasks hold per node and whom they are charged to
+        (`held`), once asked."""
         self._in_order: dict[Rank, list[VictimUnit]] = {}
         """Per rank, its units in the order of the victims' score, once asked (`in_order`)."""
         self._shared = False
@@ -249,32 +250,38 @@ class QueueVictims:
                 found = cache[at] = self._order(units)
             yield from found
 
-    def held(self, count: int, holds: Callable[[VictimUnit], Iterable[tuple[str, Resources]]]
-             ) -> dict[str, Resources]:
-        """What the first `count` units' tasks hold, per node name (`holds`: a unit's tasks'
-        nodes and requests, the same whenever asked): summed per rank once, until a job of
-        that rank is filed or dropped, and those sums added. `count` must be what `behind`
-        says of some rank (whole ranks)."""
+    def held(self, count: int, holds: Holds) -> tuple[dict[str, Resources], set[Hashable]]:
+        """What the first `count` units' tasks hold, per node name, and whom those units
+        are charged to (`holds`: a unit's charge and its tasks' nodes and requests, the
+        same whenever asked): summed per rank once, until a job of that rank is filed or
+        dropped, and those sums added. `count` must be what `behind` says of some rank
+        (whole ranks)."""
         out: dict[str, Resources] = {}
+        charged: set[Hashable] = set()
         seen = 0
         kept, by_rank, sizes = self._held, self._by_rank, self._sizes
         for at in self._ranks:
             if seen >= count:
                 break
             seen += sizes[at]
-            per = kept.get(at)
-            if per is None:
-                per = kept[at] = {}
+            found = kept.get(at)
+            if found is None:
+                per: dict[str, Resources] = {}
+                whom: set[Hashable] = set()
                 for units in by_rank[at].values():
                     for unit in units:
-                        for node, request in holds(unit):
+                        charge, tasks = holds(unit)
+                        whom.add(charge)
+                        for node, request in tasks:
                             have = per.get(node)
                             per[node] = request if have is None else have + request
-            for node, request in per.items():
+                found = kept[at] = (per, frozenset(whom))
+            for node, request in found[0].items():
                 have = out.get(node)
                 out[node] = request if have is None else have + request
+            charged.update(found[1])
         assert seen == count, "held: count cuts a rank"
-        return out
+        return out, charged
 
     def behind(self, rank: Rank) -> int:
         """How many units (a prefix) belong to jobs that rank strictly behind `rank`."""
@@ -310,6 +317,9 @@ class QueueVictims:
             return total
         return sum(map(frees, self.prefix(count)))  # `count` cuts a rank: not from `behind`
 
+
+Holds = Callable[[VictimUnit], tuple[Hashable, Iterable[tuple[str, Resources]]]]
+"""Whom a unit is charged to, and its tasks' nodes and requests."""
 
 Segment = Callable[[JobInfo], tuple[Rank, list[VictimUnit]] | None]
 """A filed job's rank and units (None: it lists none)."""

@@ -509,7 +509,7 @@ class Preemption(PolicyNotes):
                 return False
             gains: dict[int, int] = {}
             trial = Trial(free, demand, least_request(preemptor, need), gains)
-            tried = self._useful_in_order(index, behind, nodes, gains)
+            tried = self._useful_in_order(index, behind, nodes, gains, quota_bound)
         else:
             # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any
             # of its tasks frees something the preemptor can use; then all its units are (a

@@ -23,7 +23,7 @@ from shoal.api.lifecycle import TaskState
 from shoal.api.queue_policy import QueuePreemption, WithinQueue
 from shoal.api.resources import Resources
 from shoal.scheduler.actions.victim_trials import VictimTrials
-from shoal.scheduler.gang_choice import GangNeed
+from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.preemptor_class import Generation, generation
 from shoal.scheduler.queue_preemption import (
@@ -212,33 +212,45 @@ class VictimListing(VictimTrials):
                       behind: int, quota_bound: bool) -> bool | None:
         """What `_worth_evicting` would say of the units the preemptor is offered (the
         first `behind` of `index`, whose GPUs on its pools cover its demand), told from the
-        index's sums per rank of what their tasks hold per node (`QueueVictims.held`),
-        without listing them; None where it is not told so (they are listed and judged).
+        index's sums per rank of what their tasks hold per node and whom they are charged
+        to (`QueueVictims.held`), without listing them; None where it is not told so (they
+        are listed and judged).
 
-        Exact where `_worth_evicting` judges them as a whole without the quota (the
-        preemptor is held by room, every condition grows with what is evicted): it then
-        asks only for room node by node after every useful unit is evicted, and a unit
-        that is not useful holds nothing on the preemptor's pools, which room reads alone.
-        Only where keys come out the same whenever asked (`looks` False): the offer is
-        then never sorted before its trials."""
+        Exact where `_worth_evicting` judges them as a whole (`_judged_whole`: every
+        condition grows with what is evicted): it then asks for the quota after every
+        useful unit gave back what it holds off owned nodes — for a preemptor held by its
+        quota every unit is useful — and for room node by node, which reads nothing of a
+        unit that is not useful (it holds nothing on the preemptor's pools). Only where
+        keys come out the same whenever asked (`looks` False): the offer is then never
+        sorted before its trials."""
         session = self.session
         cluster = session.cluster
-        if self.looks or quota_bound or not self.judge_whole or cluster.limits_tasks() \
+        if self.looks or not self.judge_whole or cluster.limits_tasks() \
                 or not self._judged_whole(preemptor, [], False):
             return None
+        held, charged = index.held(behind, _holds)
+        if quota_bound and any(a != preemptor.account for a in charged):
+            return None  # `_judged_whole` would not judge them whole
         by_name = cluster.by_name
         freed = {}
-        for node, request in index.held(behind, _holds).items():
+        refund = Resources()
+        for node, request in held.items():
             state = by_name[node]
             freed[state.ordinal] = (state, request)
+            if quota_bound and state.owner is None:
+                refund = refund + request
+        if quota_bound and not self._quota_allows_after(
+                preemptor, refund, least_request(preemptor, need)):
+            return False
         return self._room_after(preemptor, need, freed)
 
     def _useful_in_order(self, index: QueueVictims, behind: int, nodes: set[int],
-                         gains: dict[int, int]) -> Iterator[VictimUnit]:
+                         gains: dict[int, int], quota_bound: bool) -> Iterator[VictimUnit]:
         """The first `behind` units of `index` in the order they are tried (the victims'
         score), those of a chain that frees something on `nodes` only (the preemptor's
-        pools; not for a preemptor held by its quota), each one's GPUs there put in `gains`
-        (by `id`) as it comes: a search that fits after a few units lists no more."""
+        pools) unless the preemptor is held by its quota, each one's GPUs there put in
+        `gains` (by `id`) as it comes: a search that fits after a few units lists no
+        more."""
         by_name = self.session.cluster.by_name
         helps: dict[str, bool] = {}
 
@@ -251,7 +263,7 @@ class VictimListing(VictimTrials):
 
         for unit in index.in_order(behind):
             chain = unit.chain
-            useful = helps.get(chain)
+            useful = quota_bound or helps.get(chain)
             if useful is None:
                 useful = helps[chain] = touches(unit) if unit.alone else \
                     any(touches(u) for u in index.units_of(unit.job) if u.chain == chain)
@@ -415,7 +427,7 @@ class VictimListing(VictimTrials):
             len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))
 
 
-def _holds(unit: VictimUnit) -> list[tuple[str, Resources]]:
-    """What each of the unit's tasks holds, with its node's name."""
+def _holds(unit: VictimUnit) -> tuple[str, list[tuple[str, Resources]]]:
+    """Whom the unit is charged to, and what each of its tasks holds with its node's name."""
     group = unit.job.job.group
-    return [(t.node, group(t.ref.group).resources) for t in unit.tasks]
+    return unit.job.account, [(t.node, group(t.ref.group).resources) for t in unit.tasks]
