@@ -195,7 +195,10 @@ class QueueVictims:
         jobs = self._by_rank[rank]
         units = jobs.pop(job)
         self._held.pop(rank, None)
-        self._in_order.pop(rank, None)
+        in_order = self._in_order.get(rank)
+        if in_order is not None:
+            # The rest keep their order: the score orders every two units by their own keys.
+            self._in_order[rank] = [u for u in in_order if u.job is not job]
         self._sizes[rank] -= len(units)
         emptied = not jobs
         if emptied:

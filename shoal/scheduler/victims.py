@@ -183,18 +183,24 @@ def _by_rank(units: list[VictimUnit], keys: dict[JobInfo, tuple[tuple[Any, ...],
     for rank in sorted(by_rank, reverse=True):
         entries = by_rank[rank]
         entries.sort(key=_KEY)
-        start, count = 0, len(entries)
-        while start < count:
-            tie = entries[start][0][:3]
-            end = start + 1
-            while end < count and entries[end][0][:3] == tie:
-                end += 1
-            run = [unit for _, unit in entries[start:end]]
-            if end - start > 1 and any(u.job is not run[0].job for u in run):
-                orders = {u.job: order(u.job) for u in run}
-                run.sort(key=lambda u: orders[u.job], reverse=True)
-            out.extend(run)
-            start = end
+        units = [unit for _, unit in entries]
+        count = len(entries)
+        if count > 1:
+            heads = [entry[0][:3] for entry in entries]
+            ties = [i for i in range(1, count) if heads[i] == heads[i - 1]]
+            end = 0
+            for i in ties:  # under backlog, few or none
+                if i < end:
+                    continue  # inside the run sorted already
+                start, end = i - 1, i + 1
+                while end < count and heads[end] == heads[start]:
+                    end += 1
+                run = units[start:end]
+                if any(u.job is not run[0].job for u in run):
+                    orders = {u.job: order(u.job) for u in run}
+                    run.sort(key=lambda u: orders[u.job], reverse=True)
+                    units[start:end] = run
+        out.extend(units)
     return out
 
 
