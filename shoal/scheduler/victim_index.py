@@ -81,9 +81,12 @@ class QueueVictims:
         self._ranks: list[Rank] = []
         """The ranks held, worst first."""
         self._gains: dict[Hashable, _Sums] = {}
-        self._held: dict[Rank, tuple[dict[str, Resources], frozenset[Hashable]]] = {}
+        self._held: dict[Rank, _Held] = {}
         """Per rank, what its units' tasks hold per node and whom they are charged to
-        (`held`), once asked."""
+        (`held`), once asked; brought up to date as jobs are filed and dropped there."""
+        self._measure: list[Holds] = []
+        """The measure `held` was asked by (the same whenever asked), shared with every
+        index `renewed` from this one, so that each keeps its sums up to date."""
         self._in_order: dict[Rank, list[VictimUnit]] = {}
         """Per rank, its units in the order of the victims' score, once asked (`in_order`)."""
         self._shared = False
@@ -137,7 +140,7 @@ class QueueVictims:
         index._by_rank, index._sizes, index._rank_of = \
             self._by_rank, self._sizes, self._rank_of
         index._ranks, index._gains = self._ranks, self._gains
-        index._held, index._in_order = self._held, {}
+        index._held, index._in_order, index._measure = self._held, {}, self._measure
         index._shared = True
         index._order = order
         index._ordered = None
@@ -177,7 +180,7 @@ class QueueVictims:
             self._ranks.append(rank)
             self._ranks.sort(reverse=True)
         jobs[job] = units
-        self._held.pop(rank, None)
+        self._held_change(rank, units, 1)
         self._in_order.pop(rank, None)
         self._sizes[rank] += len(units)
         self._rank_of[job] = rank
@@ -194,7 +197,7 @@ class QueueVictims:
         del self._rank_of[job]
         jobs = self._by_rank[rank]
         units = jobs.pop(job)
-        self._held.pop(rank, None)
+        self._held_change(rank, units, -1)
         in_order = self._in_order.get(rank)
         if in_order is not None:
             # The rest keep their order: the score orders every two units by their own keys.
@@ -256,9 +259,11 @@ class QueueVictims:
     def held(self, count: int, holds: Holds) -> tuple[dict[str, Resources], set[Hashable]]:
         """What the first `count` units' tasks hold, per node name, and whom those units
         are charged to (`holds`: a unit's charge and its tasks' nodes and requests, the
-        same whenever asked): summed per rank once, until a job of that rank is filed or
-        dropped, and those sums added. `count` must be what `behind` says of some rank
-        (whole ranks)."""
+        same whenever asked): summed per rank once, brought up to date as jobs are filed
+        and dropped there (O(the rank's nodes) each, not O(its units)), and those sums
+        added. `count` must be what `behind` says of some rank (whole ranks)."""
+        if not self._measure:
+            self._measure.append(holds)
         out: dict[str, Resources] = {}
         charged: set[Hashable] = set()
         seen = 0
@@ -269,22 +274,22 @@ class QueueVictims:
             seen += sizes[at]
             found = kept.get(at)
             if found is None:
-                per: dict[str, Resources] = {}
-                whom: set[Hashable] = set()
-                for units in by_rank[at].values():
-                    for unit in units:
-                        charge, tasks = holds(unit)
-                        whom.add(charge)
-                        for node, request in tasks:
-                            have = per.get(node)
-                            per[node] = request if have is None else have + request
-                found = kept[at] = (per, frozenset(whom))
-            for node, request in found[0].items():
+                found = kept[at] = _changed(({}, {}), [
+                    unit for units in by_rank[at].values() for unit in units], holds, 1)
+            for node, (_, request) in found[0].items():
                 have = out.get(node)
                 out[node] = request if have is None else have + request
             charged.update(found[1])
         assert seen == count, "held: count cuts a rank"
         return out, charged
+
+    def _held_change(self, rank: Rank, units: list[VictimUnit], sign: int) -> None:
+        """`units` were filed (`sign` 1) or dropped (-1) at `rank`: bring its `held` sums
+        up to date (copied: they may be another index's too)."""
+        found = self._held.get(rank)
+        if found is None:
+            return
+        self._held[rank] = _changed(found, units, self._measure[0], sign)
 
     def behind(self, rank: Rank) -> int:
         """How many units (a prefix) belong to jobs that rank strictly behind `rank`."""
@@ -319,6 +324,31 @@ class QueueVictims:
         if seen == count:
             return total
         return sum(map(frees, self.prefix(count)))  # `count` cuts a rank: not from `behind`
+
+
+_Held = tuple[dict[str, tuple[int, Resources]], dict[Hashable, int]]
+"""Per node, how many tasks and what they hold; per charge, how many units."""
+
+
+def _changed(held: _Held, units: list[VictimUnit], holds: Holds, sign: int) -> _Held:
+    """`held` with `units` added (`sign` 1) or taken away (-1), as a new value."""
+    per, whom = dict(held[0]), dict(held[1])
+    for unit in units:
+        charge, tasks = holds(unit)
+        left = whom.get(charge, 0) + sign
+        if left:
+            whom[charge] = left
+        else:
+            del whom[charge]
+        for node, request in tasks:
+            have = per.get(node)
+            if sign > 0:
+                per[node] = (1, request) if have is None else (have[0] + 1, have[1] + request)
+            elif have is not None and have[0] > 1:
+                per[node] = (have[0] - 1, have[1] - request)
+            else:
+                per.pop(node, None)
+    return per, whom
 
 
 Holds = Callable[[VictimUnit], tuple[Hashable, Iterable[tuple[str, Resources]]]]
