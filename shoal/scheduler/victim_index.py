@@ -21,6 +21,13 @@ are filed and dropped (`put`, `drop`) in O(ranks), and the sums per set of pools
 O(1) each (a job filed since is summed when next asked). The score's order is sorted only
 when a preemptor gets past `gains` (`offered`).
 
+A search that gets past `gains` is judged before its offer is listed where that is exact
+(`VictimListing._judged_early`): from what each rank's units hold per node and whom they are
+charged to (`held`), summed per rank and brought up to date as jobs are filed and dropped
+there. A search that goes on to its trials takes the offer one rank at a time (`in_order`),
+each rank sorted by the score when first reached and kept for the rest of the execution
+(most evicting searches fit after the first unit of the first rank).
+
 Where the action's running jobs are kept across cycles (`shoal.scheduler.running_table`),
 so is each virtual cluster's index (`KeptIndexes`): brought up to the table by the jobs the
 table says were filed, re-filed or dropped there since (`RunningTable.changed_since`), each

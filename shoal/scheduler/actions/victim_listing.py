@@ -9,8 +9,10 @@ the listing is the table's, brought up to now once per commit (`_refresh`) and t
 virtual cluster when a search first reads it (`_listing`); each virtual cluster's index
 is kept from one cycle to the next and brought up to the table by the jobs it re-filed there
 (`victim_index.KeptIndexes`), without the listing, which is then sorted only where a search
-reads it whole (a policy other than `LowerPriority`). `Preemption` sets every attribute
-declared here.
+reads it whole (a policy other than `LowerPriority`). A search past the index's gains test
+is judged from the index's sums per rank before its offer is listed (`_judged_early`), and
+its trials take the offer in the victims' order a rank at a time (`_useful_in_order`).
+`Preemption` sets every attribute declared here.
 """
 
 from __future__ import annotations
