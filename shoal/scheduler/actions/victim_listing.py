@@ -219,10 +219,10 @@ class VictimListing(VictimTrials):
         are listed and judged).
 
         Exact where `_worth_evicting` judges them as a whole (`_judged_whole`: every
-        condition grows with what is evicted): it then asks for the quota after every
-        useful unit gave back what it holds off owned nodes — for a preemptor held by its
-        quota every unit is useful — and for room node by node, which reads nothing of a
-        unit that is not useful (it holds nothing on the preemptor's pools). Only where
+        condition grows with what is evicted): it then asks for room node by node, which
+        reads nothing of a unit that is not useful (it holds nothing on the preemptor's
+        pools), and for the quota after every useful unit gave back what it holds off
+        owned nodes — for a preemptor held by its quota every unit is useful. Only where
         keys come out the same whenever asked (`looks` False): the offer is then never
         sorted before its trials."""
         session = self.session
@@ -241,10 +241,12 @@ class VictimListing(VictimTrials):
             freed[state.ordinal] = (state, request)
             if quota_bound and state.owner is None:
                 refund = refund + request
-        if quota_bound and not self._quota_allows_after(
-                preemptor, refund, least_request(preemptor, need)):
+        # Room first: both only read (the quota tree answers a refund as a hypothesis), and
+        # under a las backlog room turns down most quota-bound searches, the quota none.
+        if not self._room_after(preemptor, need, freed):
             return False
-        return self._room_after(preemptor, need, freed)
+        return not quota_bound or self._quota_allows_after(
+            preemptor, refund, least_request(preemptor, need))
 
     def _useful_in_order(self, index: QueueVictims, behind: int, nodes: set[int],
                          gains: dict[int, int], quota_bound: bool) -> Iterator[VictimUnit]:
