@@ -21,6 +21,13 @@ are filed and dropped (`put`, `drop`) in O(ranks), and the sums per set of pools
 O(1) each (a job filed since is summed when next asked). The score's order is sorted only
 when a preemptor gets past `gains` (`offered`).
 
+A search that gets past `gains` is judged before its offer is listed where that is exact
+(`VictimListing._judged_early`): from what each rank's units hold per node and whom they are
+charged to (`held`), summed per rank and brought up to date as jobs are filed and dropped
+there. A search that goes on to its trials takes the offer one rank at a time (`in_order`),
+each rank sorted by the score when first reached and kept for the rest of the execution
+(most evicting searches fit after the first unit of the first rank).
+
 Where the action's running jobs are kept across cycles (`shoal.scheduler.running_table`),
 so is each virtual cluster's index (`KeptIndexes`): brought up to the table by the jobs the
 table says were filed, re-filed or dropped there since (`RunningTable.changed_since`), each
@@ -34,10 +41,11 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from shoal.api.resources import Resources
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.victims import VictimUnit
 
@@ -80,6 +88,14 @@ class QueueVictims:
         self._ranks: list[Rank] = []
         """The ranks held, worst first."""
         self._gains: dict[Hashable, _Sums] = {}
+        self._held: dict[Rank, _Held] = {}
+        """Per rank, what its units' tasks hold per node and whom they are charged to
+        (`held`), once asked; brought up to date as jobs are filed and dropped there."""
+        self._measure: list[Holds] = []
+        """The measure `held` was asked by (the same whenever asked), shared with every
+        index `renewed` from this one, so that each keeps its sums up to date."""
+        self._in_order: dict[Rank, list[VictimUnit]] = {}
+        """Per rank, its units in the order of the victims' score, once asked (`in_order`)."""
         self._shared = False
         """Whether the structures above are another index's too (copied before a change)."""
         by_rank, rank_of = self._by_rank, self._rank_of
@@ -131,6 +147,7 @@ class QueueVictims:
         index._by_rank, index._sizes, index._rank_of = \
             self._by_rank, self._sizes, self._rank_of
         index._ranks, index._gains = self._ranks, self._gains
+        index._held, index._in_order, index._measure = self._held, {}, self._measure
         index._shared = True
         index._order = order
         index._ordered = None
@@ -146,6 +163,12 @@ class QueueVictims:
         self._sizes, self._rank_of = dict(self._sizes), dict(self._rank_of)
         self._ranks = list(self._ranks)
         self._gains = {key: sums.copy() for key, sums in self._gains.items()}
+        self._held = dict(self._held)
+
+    def units_of(self, job: JobInfo) -> list[VictimUnit]:
+        """The job's units listed (none: not listed)."""
+        rank = self._rank_of.get(job)
+        return [] if rank is None else self._by_rank[rank][job]
 
     def holds(self, job: JobInfo) -> bool:
         """Whether the job has units listed."""
@@ -164,6 +187,8 @@ class QueueVictims:
             self._ranks.append(rank)
             self._ranks.sort(reverse=True)
         jobs[job] = units
+        self._held_change(rank, units, 1)
+        self._in_order.pop(rank, None)
         self._sizes[rank] += len(units)
         self._rank_of[job] = rank
         for sums in self._gains.values():
@@ -179,6 +204,11 @@ class QueueVictims:
         del self._rank_of[job]
         jobs = self._by_rank[rank]
         units = jobs.pop(job)
+        self._held_change(rank, units, -1)
+        in_order = self._in_order.get(rank)
+        if in_order is not None:
+            # The rest keep their order: the score orders every two units by their own keys.
+            self._in_order[rank] = [u for u in in_order if u.job is not job]
         self._sizes[rank] -= len(units)
         emptied = not jobs
         if emptied:
@@ -208,6 +238,65 @@ class QueueVictims:
         if self._ordered is None:
             self._ordered = self._order(self.units)
         return self._ordered[:count]
+
+    def in_order(self, count: int) -> Iterator[VictimUnit]:
+        """`offered(count)`, one rank at a time, for a caller that may stop early: where
+        the score may be asked of a prefix alone (`prefixes`), each rank's units are sorted
+        when first reached, and kept until a job of that rank is filed or dropped — the
+        score orders a rank's units among themselves as it orders them among all (its first
+        key is the rank), and within one execution of the action nothing else it reads of
+        them moves. `count` must be what `behind` says of some rank (whole ranks)."""
+        if self._prefixes is None:
+            yield from self.offered(count)
+            return
+        seen = 0
+        cache, by_rank, sizes = self._in_order, self._by_rank, self._sizes
+        for at in self._ranks:
+            if seen >= count:
+                return
+            seen += sizes[at]
+            found = cache.get(at)
+            if found is None:
+                units: list[VictimUnit] = []
+                for listed in by_rank[at].values():
+                    units.extend(listed)
+                found = cache[at] = self._order(units)
+            yield from found
+
+    def held(self, count: int, holds: Holds) -> tuple[dict[str, Resources], set[Hashable]]:
+        """What the first `count` units' tasks hold, per node name, and whom those units
+        are charged to (`holds`: a unit's charge and its tasks' nodes and requests, the
+        same whenever asked): summed per rank once, brought up to date as jobs are filed
+        and dropped there (O(the rank's nodes) each, not O(its units)), and those sums
+        added. `count` must be what `behind` says of some rank (whole ranks)."""
+        if not self._measure:
+            self._measure.append(holds)
+        out: dict[str, Resources] = {}
+        charged: set[Hashable] = set()
+        seen = 0
+        kept, by_rank, sizes = self._held, self._by_rank, self._sizes
+        for at in self._ranks:
+            if seen >= count:
+                break
+            seen += sizes[at]
+            found = kept.get(at)
+            if found is None:
+                found = kept[at] = _changed(({}, {}), [
+                    unit for units in by_rank[at].values() for unit in units], holds, 1)
+            for node, (_, request) in found[0].items():
+                have = out.get(node)
+                out[node] = request if have is None else have + request
+            charged.update(found[1])
+        assert seen == count, "held: count cuts a rank"
+        return out, charged
+
+    def _held_change(self, rank: Rank, units: list[VictimUnit], sign: int) -> None:
+        """`units` were filed (`sign` 1) or dropped (-1) at `rank`: bring its `held` sums
+        up to date (copied: they may be another index's too)."""
+        found = self._held.get(rank)
+        if found is None:
+            return
+        self._held[rank] = _changed(found, units, self._measure[0], sign)
 
     def behind(self, rank: Rank) -> int:
         """How many units (a prefix) belong to jobs that rank strictly behind `rank`."""
@@ -243,6 +332,34 @@ class QueueVictims:
             return total
         return sum(map(frees, self.prefix(count)))  # `count` cuts a rank: not from `behind`
 
+
+_Held = tuple[dict[str, tuple[int, Resources]], dict[Hashable, int]]
+"""Per node, how many tasks and what they hold; per charge, how many units."""
+
+
+def _changed(held: _Held, units: list[VictimUnit], holds: Holds, sign: int) -> _Held:
+    """`held` with `units` added (`sign` 1) or taken away (-1), as a new value."""
+    per, whom = dict(held[0]), dict(held[1])
+    for unit in units:
+        charge, tasks = holds(unit)
+        left = whom.get(charge, 0) + sign
+        if left:
+            whom[charge] = left
+        else:
+            del whom[charge]
+        for node, request in tasks:
+            have = per.get(node)
+            if sign > 0:
+                per[node] = (1, request) if have is None else (have[0] + 1, have[1] + request)
+            elif have is not None and have[0] > 1:
+                per[node] = (have[0] - 1, have[1] - request)
+            else:
+                per.pop(node, None)
+    return per, whom
+
+
+Holds = Callable[[VictimUnit], tuple[Hashable, Iterable[tuple[str, Resources]]]]
+"""Whom a unit is charged to, and its tasks' nodes and requests."""
 
 Segment = Callable[[JobInfo], tuple[Rank, list[VictimUnit]] | None]
 """A filed job's rank and units (None: it lists none)."""

@@ -49,7 +49,7 @@ from typing import Any
 from shoal.api.resources import Resources, total
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.running_order import latest_start
-from shoal.scheduler.work_lost import WorkLost, work_lost
+from shoal.scheduler.work_lost import seconds_lost, work_lost
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +141,12 @@ def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
     tie on every other key (where it gives a job's keys the same whenever first asked,
     `Preemption.looks`), as under backlog few do."""
     keys: dict[JobInfo, tuple[tuple[Any, ...], float]] = {}
-    lost: dict[tuple[JobInfo, bool], WorkLost] = {}
+    lost: dict[tuple[JobInfo, bool], tuple[float, float]] = {}
     for unit in units:
         job = unit.job
         whole = unit.shrink_to is None
         if (job, whole) not in lost:
-            lost[job, whole] = work_lost(job, unit.tasks, now)
+            lost[job, whole] = _lost(job, unit.tasks, now)
         if job not in keys:
             keys[job] = (rank(job), -latest_start(job, now))
     if not every_key:
@@ -162,8 +162,22 @@ def ordered(units: list[VictimUnit], rank: Callable[[JobInfo], tuple[Any, ...]],
     return out
 
 
+def _lost(job: JobInfo, tasks: tuple[TaskInfo, ...], now: float) -> tuple[float, float]:
+    """`work_lost` as the tuple it compares as (GPU-seconds, then CPU core-seconds): sorted
+    by built-in comparisons; for a single task, worked out as `work_lost` works it out."""
+    if len(tasks) != 1:
+        found = work_lost(job, tasks, now)
+        return found.gpu_seconds, found.cpu_seconds
+    task = tasks[0]
+    lost = seconds_lost(task.started, now, job.job.checkpoint_interval)
+    if lost <= 0:
+        return 0.0, 0.0
+    resources = job.job.group(task.ref.group).resources
+    return 0.0 + lost * resources.gpu, 0.0 + lost * resources.cpu / 1000
+
+
 def _by_rank(units: list[VictimUnit], keys: dict[JobInfo, tuple[tuple[Any, ...], float]],
-             lost: dict[tuple[JobInfo, bool], WorkLost],
+             lost: dict[tuple[JobInfo, bool], tuple[float, float]],
              order: Callable[[JobInfo], tuple[Any, ...]]) -> list[VictimUnit]:
     """`ordered`, asking `order` only within ties: each rank's units sorted once by the
     keys below it and their place in their job, worst rank first; then each run of units
@@ -183,18 +197,24 @@ def _by_rank(units: list[VictimUnit], keys: dict[JobInfo, tuple[tuple[Any, ...],
     for rank in sorted(by_rank, reverse=True):
         entries = by_rank[rank]
         entries.sort(key=_KEY)
-        start, count = 0, len(entries)
-        while start < count:
-            tie = entries[start][0][:3]
-            end = start + 1
-            while end < count and entries[end][0][:3] == tie:
-                end += 1
-            run = [unit for _, unit in entries[start:end]]
-            if end - start > 1 and any(u.job is not run[0].job for u in run):
-                orders = {u.job: order(u.job) for u in run}
-                run.sort(key=lambda u: orders[u.job], reverse=True)
-            out.extend(run)
-            start = end
+        units = [unit for _, unit in entries]
+        count = len(entries)
+        if count > 1:
+            heads = [entry[0][:3] for entry in entries]
+            ties = [i for i in range(1, count) if heads[i] == heads[i - 1]]
+            end = 0
+            for i in ties:  # under backlog, few or none
+                if i < end:
+                    continue  # inside the run sorted already
+                start, end = i - 1, i + 1
+                while end < count and heads[end] == heads[start]:
+                    end += 1
+                run = units[start:end]
+                if any(u.job is not run[0].job for u in run):
+                    orders = {u.job: order(u.job) for u in run}
+                    run.sort(key=lambda u: orders[u.job], reverse=True)
+                    units[start:end] = run
+        out.extend(units)
     return out
 
 

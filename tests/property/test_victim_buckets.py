@@ -22,6 +22,7 @@ from unittest.mock import patch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shoal.api.resources import Resources
 from shoal.scheduler.running_table import RunningTable
 from shoal.scheduler.victim_index import QueueVictims
 from shoal.scheduler.victims import VictimUnit
@@ -57,6 +58,25 @@ def frees(unit: VictimUnit) -> int:
     return int(unit.job.gpus)
 
 
+def holds(unit: VictimUnit) -> tuple[str, list[tuple[str, Resources]]]:
+    """A unit's charge (by its job's size) and tasks: one per seq, on a node of its own or
+    one it shares with other jobs."""
+    gpus = int(unit.job.gpus)
+    return f"vc{gpus % 2}", [(f"n{(gpus + seq) % 3}", Resources(cpu=seq, gpu=gpus))
+                             for seq in range(unit.seq + 1)]
+
+
+def summed(units: list[VictimUnit]) -> tuple[dict[str, Resources], set[str]]:
+    out: dict[str, Resources] = {}
+    charged = set()
+    for unit in units:
+        charge, tasks = holds(unit)
+        charged.add(charge)
+        for node, request in tasks:
+            out[node] = out.get(node, Resources()) + request
+    return out, charged
+
+
 def built(jobs: dict[str, tuple[Job, tuple[int], int]], prefixes: bool) -> QueueVictims:
     units: list[VictimUnit] = []
     ranks: list[tuple[Any, ...]] = []
@@ -73,7 +93,11 @@ def answers(index: QueueVictims) -> tuple[Any, ...]:
     behind = [index.behind((r,)) for r in range(-1, 6)]
     gains = [index.gains("pools", count, frees) for count in behind]
     offered = [[(u.job.name, u.seq) for u in index.offered(count)] for count in behind]
-    return by_job, ranks, behind, gains, offered
+    in_order = [[(u.job.name, u.seq) for u in index.in_order(count)] for count in behind]
+    assert in_order == offered
+    held = [index.held(count, holds) for count in behind]
+    assert held == [summed(index.prefix(count)) for count in behind]
+    return by_job, ranks, behind, gains, offered, in_order, held
 
 
 changes = st.lists(st.tuples(st.integers(0, 7), st.integers(0, 4), st.integers(0, 3)),

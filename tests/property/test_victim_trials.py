@@ -5,7 +5,9 @@ as `_worth_trying` holds.
 1. Wherever the whole list is judged (`_judged_whole`), its answer is the plain loop's —
    some prefix of the units is worth a trial placement — in random worlds (virtual-cluster
    trees with guarantees and limits, lending, priority classes, gangs) under the profiles
-   that preempt and reclaim, and in random traces replayed under `las`.
+   that preempt and reclaim, and in random traces replayed under `las`; and so is the
+   judgement told before the offer is listed, from the victim index's sums per rank
+   (`_judged_early`).
 2. Runs decide the same with the whole-list judgement and without it (`judge_whole`, a
    test knob): every cycle's binds, evictions, resizes and reasons in random worlds, and
    every job's life in random `las` traces.
@@ -23,9 +25,12 @@ from hypothesis import strategies as st
 from shoal.api import Node, Resources, VirtualCluster
 from shoal.api.objects import BUILTIN_PRIORITY_CLASSES, Job, TaskGroup
 from shoal.api.resources import ResourceLimit
+from shoal.scheduler.actions.preempt import Preemption
+from shoal.scheduler.actions.victim_listing import VictimListing
 from shoal.scheduler.actions.victim_trials import Trial, VictimTrials
-from shoal.scheduler.gang_choice import GangNeed, Room
+from shoal.scheduler.gang_choice import GangNeed, Room, least_gpus, least_request
 from shoal.scheduler.jobs import JobInfo
+from shoal.scheduler.victim_index import QueueVictims
 from shoal.scheduler.victims import VictimUnit
 from shoal.sim.simulator import SimConfig, simulate
 from shoal.sim.trace import Trace, TraceJob
@@ -59,9 +64,9 @@ def trial_loop(trials: VictimTrials, trial: Trial, units: list[VictimUnit],
 
 
 @contextmanager
-def compared(judged: list[bool]) -> Iterator[None]:
+def compared(judged: list[bool], early: list[bool] | None = None) -> Iterator[None]:
     """Every whole-list judgement checked against the trial loop; `judged` collects the
-    answers of those judged so."""
+    answers of those judged so, and `early` those told before the offer is listed."""
     fast = VictimTrials._worth_evicting
 
     def checked(self: VictimTrials, trial: Trial, units: list[VictimUnit],
@@ -72,7 +77,35 @@ def compared(judged: list[bool]) -> Iterator[None]:
             judged.append(answer)
         return answer
 
-    with patch.object(VictimTrials, "_worth_evicting", checked):
+    told = VictimListing._judged_early
+
+    def checked_early(self: Preemption, preemptor: JobInfo, need: GangNeed,
+                      index: QueueVictims, behind: int, quota_bound: bool) -> bool | None:
+        answer = told(self, preemptor, need, index, behind, quota_bound)
+        if answer is None:
+            return None
+        # What the search would have listed and judged: the useful units it is offered,
+        # in the score's order.
+        by_name = self.session.cluster.by_name
+        pools, nodes = self._pool_nodes(preemptor)
+        units = index.offered(behind)
+        helps = {u.chain for u in units
+                 if quota_bound or any(by_name[t.node].ordinal in nodes for t in u.tasks)}
+        useful = [u for u in units if u.chain in helps]
+        gains = {id(u): sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
+                            if by_name[t.node].ordinal in nodes) for u in useful}
+        trial = Trial(self._free_on(pools, nodes), least_gpus(preemptor, need),
+                      least_request(preemptor, need), gains)
+        assert self._judged_whole(preemptor, useful, quota_bound)
+        assert answer == fast(self, trial, useful, preemptor, need, quota_bound) \
+            == trial_loop(self, trial, useful, preemptor, need, quota_bound)
+        judged.append(answer)
+        if early is not None:
+            early.append(answer)
+        return answer
+
+    with patch.object(VictimTrials, "_worth_evicting", checked), \
+            patch.object(VictimListing, "_judged_early", checked_early):
         yield
 
 
@@ -122,15 +155,17 @@ def test_las_runs_decide_as_without_the_whole_list(trace: Trace, nodes: int) -> 
 
 def test_a_las_backlog_is_judged_whole() -> None:
     """Under a las backlog, searches that pass the gains test are judged as a whole, and
-    some end there without a trial eviction."""
+    some end there without a trial eviction: most before their offer is listed."""
     jobs = [TraceJob(f"j{n}", 10.0 * n, 5_000.0 + 300.0 * (n % 7), 1 + n % 2,
                      PER_GPU.scale(1 + n % 3), queue="a" if n % 3 else "b", gang=True)
             for n in range(60)]
     judged: list[bool] = []
-    with compared(judged):
+    early: list[bool] = []
+    with compared(judged, early):
         simulate(Trace.of(jobs, "backlog"), TraceCluster(2), LAS,
                  SimConfig(cycle_on_events=True))
     assert False in judged
+    assert False in early and True in early
 
 
 def test_its_quota_can_turn_the_whole_list_down() -> None:

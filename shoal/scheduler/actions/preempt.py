@@ -77,7 +77,7 @@ its next run).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from pydantic import Field
@@ -495,33 +495,51 @@ class Preemption(PolicyNotes):
         # Asked only now: most preemptors under backlog are turned down above (it reads the
         # quota tree, which caches its answers: asking later answers the same).
         quota_bound = self.quota_bound(preemptor, need)
-        # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any of
-        # its tasks frees something the preemptor can use; then all its units are (a later
-        # unit needs the earlier ones taken).
-        units, in_order = self.offer(preemptor)
-        helps = {u.chain for u in units if quota_bound or any(
-            cluster.by_name[t.node].ordinal in nodes for t in u.tasks)}
-        useful = [u for u in units if u.chain in helps]
-        gains = {id(u): sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
-                            if cluster.by_name[t.node].ordinal in nodes) for u in useful}
-        if not useful or free + sum(gains.values()) < demand:
-            if not self._note_policy(preemptor, units) and not units and index is not None:
-                self._short_read = (pools, nodes, demand, 0, False)  # nothing behind it
-            return False
+        # Judged from the index's sums per rank where that is exact (`_judged_early`): what
+        # it is offered is listed only as far as the trials take it.
+        judged = None if index is None or gained <= 0 else \
+            self._judged_early(preemptor, need, index, behind, quota_bound)
+        units: list[VictimUnit] | None = None
+        tried: Iterable[VictimUnit]
+        if judged is not None:
+            assert index is not None
+            self._tried = True
+            if not judged:
+                self._note_policy(preemptor, None)  # as when no trial placement was tried
+                return False
+            gains: dict[int, int] = {}
+            trial = Trial(free, demand, least_request(preemptor, need), gains)
+            tried = self._useful_in_order(index, behind, nodes, gains, quota_bound)
+        else:
+            # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any
+            # of its tasks frees something the preemptor can use; then all its units are (a
+            # later unit needs the earlier ones taken).
+            units, in_order = self.offer(preemptor)
+            helps = {u.chain for u in units if quota_bound or any(
+                cluster.by_name[t.node].ordinal in nodes for t in u.tasks)}
+            useful = [u for u in units if u.chain in helps]
+            gains = {id(u): sum(u.job.job.group(t.ref.group).resources.gpu for t in u.tasks
+                                if cluster.by_name[t.node].ordinal in nodes) for u in useful}
+            if not useful or free + sum(gains.values()) < demand:
+                if not self._note_policy(preemptor, units) and not units and index is not None:
+                    self._short_read = (pools, nodes, demand, 0, False)  # nothing behind it
+                return False
 
-        self._tried = True
-        trial = Trial(free, demand, least_request(preemptor, need), gains)
-        if not self._worth_evicting(trial, useful, preemptor, need, quota_bound):
-            self._note_policy(preemptor, units)  # as when no trial placement was tried
-            return False
-        if not in_order:  # the same units, now in the order they are tried
-            useful = [u for u in self.candidates(preemptor) if u.chain in helps]
+            self._tried = True
+            trial = Trial(free, demand, least_request(preemptor, need), gains)
+            if not self._worth_evicting(trial, useful, preemptor, need, quota_bound):
+                self._note_policy(preemptor, units)  # as when no trial placement was tried
+                return False
+            tried = useful
+            if not in_order:  # the same units, now in the order they are tried
+                tried = (u for u in (self.candidates(preemptor) if index is None
+                                     else index.in_order(behind)) if u.chain in helps)
         chosen: list[VictimUnit] = []
         statement = session.statement()
         fits = False
         gained = 0
         room = Room(session, preemptor, need)
-        for unit in useful:
+        for unit in tried:
             self._evict(statement, unit, preemptor)
             chosen.append(unit)
             gained += gains[id(unit)]

@@ -9,19 +9,23 @@ the listing is the table's, brought up to now once per commit (`_refresh`) and t
 virtual cluster when a search first reads it (`_listing`); each virtual cluster's index
 is kept from one cycle to the next and brought up to the table by the jobs it re-filed there
 (`victim_index.KeptIndexes`), without the listing, which is then sorted only where a search
-reads it whole (a policy other than `LowerPriority`). `Preemption` sets every attribute
-declared here.
+reads it whole (a policy other than `LowerPriority`). A search past the index's gains test
+is judged from the index's sums per rank before its offer is listed (`_judged_early`), and
+its trials take the offer in the victims' order a rank at a time (`_useful_in_order`).
+`Preemption` sets every attribute declared here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from shoal.api.lifecycle import TaskState
 from shoal.api.queue_policy import QueuePreemption, WithinQueue
+from shoal.api.resources import Resources
 from shoal.scheduler.actions.victim_trials import VictimTrials
+from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.preemptor_class import Generation, generation
 from shoal.scheduler.queue_preemption import (
@@ -206,6 +210,71 @@ class VictimListing(VictimTrials):
             units = [u for u in units if u.job is not preemptor]
         return units, False
 
+    def _judged_early(self, preemptor: JobInfo, need: GangNeed, index: QueueVictims,
+                      behind: int, quota_bound: bool) -> bool | None:
+        """What `_worth_evicting` would say of the units the preemptor is offered (the
+        first `behind` of `index`, whose GPUs on its pools cover its demand), told from the
+        index's sums per rank of what their tasks hold per node and whom they are charged
+        to (`QueueVictims.held`), without listing them; None where it is not told so (they
+        are listed and judged).
+
+        Exact where `_worth_evicting` judges them as a whole (`_judged_whole`: every
+        condition grows with what is evicted): it then asks for room node by node, which
+        reads nothing of a unit that is not useful (it holds nothing on the preemptor's
+        pools), and for the quota after every useful unit gave back what it holds off
+        owned nodes — for a preemptor held by its quota every unit is useful. Only where
+        keys come out the same whenever asked (`looks` False): the offer is then never
+        sorted before its trials."""
+        session = self.session
+        cluster = session.cluster
+        if self.looks or not self.judge_whole or cluster.limits_tasks() \
+                or not self._judged_whole(preemptor, [], False):
+            return None
+        held, charged = index.held(behind, _holds)
+        if quota_bound and any(a != preemptor.account for a in charged):
+            return None  # `_judged_whole` would not judge them whole
+        by_name = cluster.by_name
+        freed = {}
+        refund = Resources()
+        for node, request in held.items():
+            state = by_name[node]
+            freed[state.ordinal] = (state, request)
+            if quota_bound and state.owner is None:
+                refund = refund + request
+        # Room first: both only read (the quota tree answers a refund as a hypothesis), and
+        # under a las backlog room turns down most quota-bound searches, the quota none.
+        if not self._room_after(preemptor, need, freed):
+            return False
+        return not quota_bound or self._quota_allows_after(
+            preemptor, refund, least_request(preemptor, need))
+
+    def _useful_in_order(self, index: QueueVictims, behind: int, nodes: set[int],
+                         gains: dict[int, int], quota_bound: bool) -> Iterator[VictimUnit]:
+        """The first `behind` units of `index` in the order they are tried (the victims'
+        score), those of a chain that frees something on `nodes` only (the preemptor's
+        pools) unless the preemptor is held by its quota, each one's GPUs there put in
+        `gains` (by `id`) as it comes: a search that fits after a few units lists no
+        more."""
+        by_name = self.session.cluster.by_name
+        helps: dict[str, bool] = {}
+
+        def frees(unit: VictimUnit) -> int:
+            return sum(unit.job.job.group(t.ref.group).resources.gpu for t in unit.tasks
+                       if by_name[t.node].ordinal in nodes)
+
+        def touches(unit: VictimUnit) -> bool:
+            return any(by_name[t.node].ordinal in nodes for t in unit.tasks)
+
+        for unit in index.in_order(behind):
+            chain = unit.chain
+            useful = quota_bound or helps.get(chain)
+            if useful is None:
+                useful = helps[chain] = touches(unit) if unit.alone else \
+                    any(touches(u) for u in index.units_of(unit.job) if u.chain == chain)
+            if useful:
+                gains[id(unit)] = frees(unit)
+                yield unit
+
     def victim_index(self, preemptor: JobInfo, policy: QueuePreemption
                      ) -> QueueVictims | None:
         """The preemptor's virtual cluster's victims indexed by rank and what they free
@@ -360,3 +429,9 @@ class VictimListing(VictimTrials):
             return units
         return units_of(job, self.session.now, lambda tasks: all(
             len(s.victims(preemptor, tasks)) == len(tasks) for s in selections))
+
+
+def _holds(unit: VictimUnit) -> tuple[str, list[tuple[str, Resources]]]:
+    """Whom the unit is charged to, and what each of its tasks holds with its node's name."""
+    group = unit.job.job.group
+    return unit.job.account, [(t.node, group(t.ref.group).resources) for t in unit.tasks]
