@@ -69,7 +69,8 @@ class _Source:
     """Its jobs are filed in `PreemptorLines` (not the loose ones)."""
     at: int = 0
     skipped: list[Key] | None = None
-    """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
+    """The order keys of its jobs in `PreemptorWalk.skip`, in no order until `_skipped_in`
+    sorts them."""
     key: Hashable = None
     """The preemptor class its jobs are filed in (parkable sources only)."""
     spec: Job | None = None
@@ -84,6 +85,8 @@ class PreemptorLines:
     def __init__(self) -> None:
         self._stamp: Hashable = None
         self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry, _Source]] = {}
+        self.filed_jobs = self._filed
+        """Where each job is filed (`filed`), read-only: a walk looks up many."""
         self.by_line: dict[LineKey, dict[Hashable, _Source]] = {}
 
     def sync(self, session: Session, lines: ClassLines,
@@ -159,6 +162,9 @@ def _skipped_in(source: _Source, start: int, stop: int) -> int:
     if not keys or start >= stop:
         return 0
     entries = source.entries
+    if start == 0 and stop >= len(entries):
+        return len(keys)  # all of them: no order needed
+    keys.sort()  # a job is skipped once: sorting again finds them sorted
     low = bisect_left(keys, entries[start][0])
     high = len(keys) if stop >= len(entries) else bisect_left(keys, entries[stop][0])
     return high - low
@@ -196,18 +202,18 @@ class PreemptorWalk:
                 source.at = 0
                 source.skipped = None
                 walking.append(source)
+        found = lines.filed_jobs.get
         for job in self.skip:
-            filed = lines.filed(job)
+            filed = found(job)
             if filed is None:
                 continue
-            # A class of a line not walked now is reset when a walk next reads it.
+            # A class of a line not walked now is reset when a walk next reads it. Its
+            # keys are sorted only if a count within it is asked for (`_skipped_in`).
             holder = filed[3]
             if holder.skipped is None:
-                holder.skipped = []
-            holder.skipped.append(filed[2][0])
-        for holder in walking:
-            if holder.skipped is not None:
-                holder.skipped.sort()
+                holder.skipped = [filed[2][0]]
+            else:
+                holder.skipped.append(filed[2][0])
         self.heap: list[tuple[Key, int]] = []
         """The sources' next jobs to visit, by job order (`_start`)."""
         self.parked: list[tuple[int, int, Verdict]] = []

@@ -46,7 +46,7 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from shoal.scheduler.actions.victim_listing import VictimListing
@@ -145,7 +145,7 @@ class ShortSearches(VictimListing):
         return self._short_held(key, before, verdict)
 
     def known_answers(self, keys: Iterable[tuple[int, Hashable]], before: Generation
-                      ) -> Iterator[tuple[int, Verdict]]:
+                      ) -> list[tuple[int, Verdict]]:
         """Of `keys` (a walk's sources and their classes), those whose verdict a job would be
         answered by now (`answered`) is known from the class's kept facts alone, before
         the walk reaches it, with that verdict: one that lasts in the world entered (noting
@@ -159,28 +159,38 @@ class ShortSearches(VictimListing):
         pass over the classes with what they share looked up once: the walk asks this of
         every class in every cycle."""
         classes, table = self.classes, self.table
+        found: list[tuple[int, Verdict]] = []
         if table is None or not self.shorts or before != self._entered:
-            return
+            return found
         lasting, shorts, now = classes.lasting_verdicts, classes.short_verdicts, classes.now
         world = self._short_world(before)
         epoch = self.session.cluster.release_epoch
+        stamps: dict[str, int] = {}
         stamp_of, grown = table.queue_stamp, table.grown_behind
         free_on = self._free_on
         if self._counted != before:
             self._free, self._counted = {}, before
         counted = self._free
+        held_now = (before, _HELD[False]), (before, _HELD[True])
+        answers = 0
         for index, key in keys:
-            found = lasting.get(key)
-            if found is not None:
-                if not found.notes:
-                    classes.skipped += 1
-                    yield index, found
+            verdict: Any = lasting.get(key)
+            if verdict is not None:
+                if not verdict.notes:
+                    found.append((index, verdict))
                 continue
             verdict = shorts.get(key)
-            if verdict is None or verdict.world != world:
+            if verdict is None:
                 continue
-            stamp = stamp_of(verdict.queue)
-            if stamp != verdict.stamp and grown(verdict.queue, verdict.stamp, verdict.rank):
+            if verdict.world is not world:
+                if verdict.world != world:
+                    continue
+                verdict.world = world  # the same facts: compared by identity from now on
+            queue = verdict.queue
+            stamp = stamps.get(queue)
+            if stamp is None:
+                stamp = stamps[queue] = stamp_of(queue)
+            if stamp != verdict.stamp and grown(queue, verdict.stamp, verdict.rank):
                 continue
             free = counted.get(verdict.pools)
             if free is None:
@@ -190,11 +200,14 @@ class ShortSearches(VictimListing):
                 continue
             # As `_short_held`: what came behind it since freed nothing behind it.
             verdict.stamp = stamp
-            classes.short_answers += 1
-            held = _HELD[verdict.lending]
-            now[key] = (before, held)
-            lasting[key] = held
-            yield index, held
+            answers += 1
+            lending = verdict.lending
+            now[key] = held_now[lending]
+            held = lasting[key] = _HELD[lending]
+            found.append((index, held))
+        classes.skipped += len(found) - answers
+        classes.short_answers += answers
+        return found
 
     def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
         """The class's `ShortVerdict`, where nothing but free capacity could void it now."""
@@ -203,7 +216,8 @@ class ShortSearches(VictimListing):
         if verdict is None or table is None or not self.shorts \
                 or (self._running is None and before != self._entered):
             return None
-        if verdict.world != self._short_world(before) \
+        world = self._short_world(before)
+        if (verdict.world is not world and verdict.world != world) \
                 or (table.queue_stamp(verdict.queue) != verdict.stamp
                     and table.grown_behind(verdict.queue, verdict.stamp, verdict.rank)):
             return None
@@ -213,7 +227,15 @@ class ShortSearches(VictimListing):
         """`short_world`, worked out once per commit: nothing it reads moves in between."""
         known = self._world_now
         if known is None or known[0] != now:
-            known = self._world_now = (now, short_world(self.session))
+            facts = short_world(self.session)
+            # One object while the facts stand, from one cycle to the next: the kept
+            # verdicts compare theirs by identity first (`known_answers`).
+            last = self.classes.world_seen
+            if last is not None and last == facts:
+                facts = last
+            else:
+                self.classes.world_seen = facts
+            known = self._world_now = (now, facts)
         return known[1]
 
     def _short_held(self, key: Hashable, before: Generation, verdict: ShortVerdict
@@ -251,7 +273,11 @@ class ShortSearches(VictimListing):
             units = True
             behind += sum(job.job.group(t.ref.group).resources.gpu for t in job.running
                           if cluster.by_name[t.node].ordinal in nodes)
+        facts = short_world(session)
+        if facts == self.classes.world_seen:
+            facts = self.classes.world_seen  # compared by identity first (`known_answers`)
         self.classes.remember_short(key, ShortVerdict(
-            short_world(session), preemptor.queue, table.queue_stamp(preemptor.queue), rank,
+            facts, preemptor.queue,
+            table.queue_stamp(preemptor.queue), rank,
             pools, frozenset(nodes), demand, behind, units, session.quota.lending))
 
