@@ -11,6 +11,10 @@ decides what a walk that asks every class at its first job decides.
    preemptor per cycle), with jobs arriving, ending and changing between cycles, every
    cycle must decide the same binds, evictions and resizes, give the same reasons, and
    leave the same lending each time it is settled.
+   The carried walk also hands its set-up on to the next walk of the same lines leaving
+   out the same jobs (`PreemptorLines.plan`); each walk's classes and the jobs it skips in
+   each must be those read afresh from the lines, and the walk that asks every class sets
+   every walk up afresh (`PreemptorLines.keeps_plan = False`).
 2. Random traces replayed by the simulator under `las` with low thresholds give the same
    job records either way.
 """
@@ -29,7 +33,7 @@ from hypothesis import strategies as st
 from shoal.api import Job, Node, Resources, SchedulerName, Task, TaskGroup, TaskState
 from shoal.core import Snapshot
 from shoal.scheduler import Profile
-from shoal.scheduler.actions.preemptor_walk import PreemptorWalk
+from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk
 from shoal.scheduler.actions.short_searches import ShortSearches
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
@@ -58,7 +62,39 @@ def counting_known(known: list[int]) -> Iterator[None]:
 
 @contextmanager
 def asking_every_class() -> Iterator[None]:
-    with patch.object(ShortSearches, "carries", False):
+    with patch.object(ShortSearches, "carries", False), \
+            patch.object(PreemptorLines, "keeps_plan", False):
+        yield
+
+
+@contextmanager
+def checking_set_ups(plans: list[bool]) -> Iterator[None]:
+    """Check each walk's classes, and the order keys of the jobs it skips in each, against
+    the lines read afresh; note whether a kept plan set it up."""
+    init, plan = PreemptorWalk.__init__, PreemptorLines.plan
+    handed: list[bool] = []
+
+    def planned(self: PreemptorLines, *args: Any) -> Any:
+        found = plan(self, *args)
+        handed.append(found is not None)
+        return found
+
+    def checked(self: PreemptorWalk, session: Session, cycle: Any, lines: PreemptorLines,
+                walked: Any) -> None:
+        handed.clear()
+        init(self, session, cycle, lines, walked)
+        plans.append(any(handed))
+        want = {}
+        for where in walked.lines:
+            for source in lines.by_line.get(where, {}).values():
+                want[id(source)] = sorted(
+                    e[0] for e in source.entries if e[1] in self.skip)
+        got = {id(s): sorted(s.skipped or []) for s in self.sources if s.filed}
+        assert got == want
+        assert all(s.at == 0 for s in self.sources)
+
+    with patch.object(PreemptorWalk, "__init__", checked), \
+            patch.object(PreemptorLines, "plan", planned):
         yield
 
 
@@ -75,9 +111,10 @@ def test_classes_answered_up_front_decide_as_those_asked(world: World, data: st.
     asked = Runner(SchedulerModel.from_snapshot(snapshot), PROFILES[name], True, limit)
     later = [j for j in world.jobs if not j.tasks]
     known: list[int] = []
+    plans: list[bool] = []
     for step in range(data.draw(st.integers(2, 6), label="cycles")):
         close = data.draw(st.booleans(), label="reasons")
-        with counting_known(known):
+        with counting_known(known), checking_set_ups(plans):
             got = carried.cycle(close)
         with asking_every_class():
             want = asked.cycle(close)
@@ -85,6 +122,7 @@ def test_classes_answered_up_front_decide_as_those_asked(world: World, data: st.
         assert carried.lendings == asked.lendings, f"cycle {step}"
         change_both(data, carried.model, asked.model, later, step)
     event(f"{name}: {'answered up front' if any(known) else 'none up front'}")
+    event("a walk set up by a kept plan" if any(plans) else "no kept plan")
 
 
 @settings(max_examples=10, deadline=None)

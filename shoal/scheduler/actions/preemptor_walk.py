@@ -82,11 +82,19 @@ class PreemptorLines:
     """Waiting jobs per class line and preemptor class, in job order, kept across cycles:
     each class's jobs as the walk's source for them, reset by each walk that reads it."""
 
+    keeps_plan = True
+    """Hand a walk's set-up on to the next walk of the same lines (`plan`); False (a test
+    knob): set every walk up afresh."""
+
     def __init__(self) -> None:
         self._stamp: Hashable = None
         self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry, _Source]] = {}
         self.filed_jobs = self._filed
         """Where each job is filed (`filed`), read-only: a walk looks up many."""
+        self.version = 0
+        """Moves whenever a job is filed or unfiled (`plan`)."""
+        self._plan: tuple[int, frozenset[LineKey], frozenset[JobInfo],
+                          list[tuple[_Source, list[Key] | None]]] | None = None
         self.by_line: dict[LineKey, dict[Hashable, _Source]] = {}
 
     def sync(self, session: Session, lines: ClassLines,
@@ -100,11 +108,14 @@ class PreemptorLines:
             self._stamp = stamp
             self._filed.clear()
             self.by_line.clear()
+            self.version += 1
             jobs: Any = list(filed)
         else:
             jobs = refiled
             for job in jobs:
                 self._unfile(job)
+        if jobs:
+            self.version += 1
         for job in jobs:
             found = filed.get(job)
             if found is not None:
@@ -118,6 +129,22 @@ class PreemptorLines:
                 cast("SortedList[Entry]", klass.entries).add(entry)
                 self._filed[job] = (where, key, entry, klass)
         refiled.clear()
+
+    def plan(self, walked: frozenset[LineKey], left_out: frozenset[JobInfo]
+             ) -> list[tuple[_Source, list[Key] | None]] | None:
+        """The walked lines' classes, each with the keys of its jobs a walk skips, as a walk
+        of the same lines leaving out the same jobs found them, where nothing was filed or
+        unfiled since (None: set the walk up afresh). Under backlog most cycles walk the
+        same lines and leave out the same jobs: the plan is handed on, not rebuilt."""
+        kept = self._plan
+        if kept is None or not self.keeps_plan or kept[0] != self.version \
+                or kept[1] != walked or kept[2] != left_out:
+            return None
+        return kept[3]
+
+    def keep_plan(self, walked: frozenset[LineKey], left_out: frozenset[JobInfo],
+                  plan: list[tuple[_Source, list[Key] | None]]) -> None:
+        self._plan = (self.version, walked, left_out, plan)
 
     def filed(self, job: JobInfo) -> tuple[LineKey, Hashable, Entry, _Source] | None:
         """Where the job is filed: its line, its preemptor class, its entry and the class's
@@ -180,7 +207,7 @@ class PreemptorWalk:
         class_lines = session.model.class_lines
         moved = session.model.waiting.moved
         left_out = walked.left_out
-        self.skip = left_out | moved
+        self.skip: frozenset[JobInfo] = left_out | moved if moved else left_out
         """Filed jobs not walked in their class: not candidates, or walked as loose."""
         order = session.job_order_key
         loose = list(walked.loose)
@@ -192,28 +219,15 @@ class PreemptorWalk:
         if loose:
             self.sources.append(_Source(sorted(((order(j), j) for j in loose),
                                                key=lambda e: e[0]), False, False))
-        by_line = lines.by_line
         walking = self.sources
-        for where in walked.lines:
-            line = by_line.get(where)
-            if line is None:
-                continue
-            for source in line.values():  # kept by the lines: this walk's state reset
+        plan = lines.plan(walked.lines, left_out) if not moved else None
+        if plan is not None:
+            for source, skipped in plan:  # as the walk that made the plan left them
                 source.at = 0
-                source.skipped = None
+                source.skipped = skipped
                 walking.append(source)
-        found = lines.filed_jobs.get
-        for job in self.skip:
-            filed = found(job)
-            if filed is None:
-                continue
-            # A class of a line not walked now is reset when a walk next reads it. Its
-            # keys are sorted only if a count within it is asked for (`_skipped_in`).
-            holder = filed[3]
-            if holder.skipped is None:
-                holder.skipped = [filed[2][0]]
-            else:
-                holder.skipped.append(filed[2][0])
+        else:
+            self._set_up(lines, walked, walking)
         self.heap: list[tuple[Key, int]] = []
         """The sources' next jobs to visit, by job order (`_start`)."""
         self.parked: list[tuple[int, int, Verdict]] = []
@@ -236,6 +250,38 @@ class PreemptorWalk:
             self.written_apart = lazy.left_out
             for part in lazy.ranges:
                 self.unwritten.setdefault(id(part.entries), []).append(part)
+
+    def _set_up(self, lines: PreemptorLines, walked: Walked, walking: list[_Source]) -> None:
+        """Reset the walked lines' classes and mark the jobs each skips; kept as the lines'
+        plan where nothing moved in this cycle (`PreemptorLines.plan`)."""
+        by_line = lines.by_line
+        first = len(walking)
+        for where in walked.lines:
+            line = by_line.get(where)
+            if line is None:
+                continue
+            for source in line.values():  # kept by the lines: this walk's state reset
+                source.at = 0
+                source.skipped = None
+                walking.append(source)
+        found = lines.filed_jobs.get
+        made: set[int] = set()
+        for job in self.skip:
+            filed = found(job)
+            if filed is None:
+                continue
+            # A class of a line not walked now is reset when a walk next reads it; its keys
+            # are sorted only if a count within it is asked for (`_skipped_in`). A list
+            # not made here may be a kept plan's: never added to.
+            holder = filed[3]
+            keys = holder.skipped
+            if keys is None or id(keys) not in made:
+                keys = holder.skipped = []
+                made.add(id(keys))
+            keys.append(filed[2][0])
+        if self.skip is walked.left_out:
+            lines.keep_plan(walked.lines, walked.left_out,
+                            [(s, s.skipped) for s in walking[first:]])
 
     def run(self, max_preemptors: int | None) -> None:
         session, cycle = self.session, self.cycle
