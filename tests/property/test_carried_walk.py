@@ -172,3 +172,33 @@ def test_an_unchanged_class_is_answered_before_its_job_is_visited() -> None:
                 action.execute(session)
             assert not session.decisions.evictions and not session.decisions.binds
     assert known == [0, 1]
+
+
+def test_a_class_counted_unfit_is_counted_again_before_the_walk_reaches_it() -> None:
+    """A class with nothing ranked behind it and enough GPUs free in all, but no node with
+    room for its task (`w`: 4 GPUs; 2 free on each of n0 and n1): its count node by node
+    is void whenever capacity comes back anywhere (`c` ends on n2), and is made again
+    before the walk visits any job, so the class is answered up front in every cycle after
+    its search, the one after a release included."""
+    def running(name: str, node: str, gpus: tuple[int, ...]) -> Job:
+        return replace(Job(name, (TaskGroup("w", 1, GPU.scale(len(gpus))),),
+                           scheduler_name=SchedulerName.SHOAL, submitted=0.0),
+                       tasks=(Task(name, "w", 0, TaskState.RUNNING, node, gpus, 99_000.0),))
+    nodes = (Node("n0", GPU.scale(4)), Node("n1", GPU.scale(4)), Node("n2", GPU.scale(1)))
+    jobs = (running("a", "n0", (0, 1)), running("b", "n1", (0, 1)), running("c", "n2", (0,)),
+            Job("w", (TaskGroup("w", 1, GPU.scale(4)),), scheduler_name=SchedulerName.SHOAL,
+                submitted=1.0))
+    model = SchedulerModel.from_snapshot(Snapshot(nodes, jobs, now=100_000.0))
+    profile = Profile.load("las")
+    hooks = Hooks(profile.plugins())
+    actions = profile.actions()
+    known: list[int] = []
+    with counting_known(known):
+        for cycle in range(3):
+            if cycle == 2:
+                model.remove_job("c")  # capacity comes back, though not where `w` fits
+            session = Session(model, hooks)
+            for action in actions:
+                action.execute(session)
+            assert not session.decisions.evictions and not session.decisions.binds
+    assert known == [0, 1, 1]

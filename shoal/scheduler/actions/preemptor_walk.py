@@ -356,12 +356,20 @@ class PreemptorWalk:
             if cycle._entered is None:
                 cycle._enter(now)
             parked = self.parked
-            for index, verdict in cycle.known_answers(asked, now):
+            for index, verdict in cycle.known_answers(asked, now, self._first):
                 parked.append((index, 0, verdict))
             if len(parked) < len(asked):
                 known = {index for index, _, _ in parked}
                 heap.extend((sources[i].entries[0][0], i) for i, _ in asked if i not in known)
         heapq.heapify(heap)
+
+    def _first(self, index: int) -> JobInfo | None:
+        """The job of the source the walk would visit first (None: none)."""
+        source = self.sources[index]
+        if source.skipped is None:
+            return source.entries[0][1]
+        skip = self.skip
+        return next((job for _, job in source.entries if job not in skip), None)
 
     def _write_reason(self, job: JobInfo) -> None:
         """Write the job's reason if the allocate action's walk left it in a range."""

@@ -46,7 +46,7 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from shoal.scheduler.actions.victim_listing import VictimListing
@@ -144,7 +144,8 @@ class ShortSearches(VictimListing):
                 verdict.unfit = epoch
         return self._short_held(key, before, verdict)
 
-    def known_answers(self, keys: Iterable[tuple[int, Hashable]], before: Generation
+    def known_answers(self, keys: Iterable[tuple[int, Hashable]], before: Generation,
+                      first: Callable[[int], JobInfo | None] | None = None
                       ) -> list[tuple[int, Verdict]]:
         """Of `keys` (a walk's sources and their classes), those whose verdict a job would be
         answered by now (`answered`) is known from the class's kept facts alone, before
@@ -157,7 +158,12 @@ class ShortSearches(VictimListing):
         reaches them. Only at the generation the world was entered in, nothing committed
         since: the state any job visited before the execution's first commit meets. One
         pass over the classes with what they share looked up once: the walk asks this of
-        every class in every cycle."""
+        every class in every cycle.
+
+        `first`: per source, the job the walk would visit first. With it, a class with
+        nothing ranked behind it, whose count node by node is void because capacity came
+        back, is counted again here on that job, as `short_verdict` would count it when
+        the walk reached it in the same state (after a commit the walk asks it anew)."""
         classes, table = self.classes, self.table
         found: list[tuple[int, Verdict]] = []
         if table is None or not self.shorts or before != self._entered:
@@ -197,7 +203,9 @@ class ShortSearches(VictimListing):
                 free = free_on(verdict.pools, verdict.nodes)
             if free + verdict.behind >= verdict.demand \
                     and (verdict.units or verdict.unfit != epoch):
-                continue
+                if verdict.units or first is None or not self._unfit_now(first(index)):
+                    continue
+                verdict.unfit = epoch
             # As `_short_held`: what came behind it since freed nothing behind it.
             verdict.stamp = stamp
             answers += 1
@@ -208,6 +216,14 @@ class ShortSearches(VictimListing):
         classes.skipped += len(found) - answers
         classes.short_answers += answers
         return found
+
+    def _unfit_now(self, preemptor: JobInfo | None) -> bool:
+        """Whether the count node by node says the preemptor's missing tasks do not fit on
+        what is free now (`short_verdict`, for a class with nothing ranked behind it)."""
+        if preemptor is None or self._held_nodes(preemptor):
+            return False
+        need = GangNeed.of(self.session, preemptor)
+        return not self._could_fit(preemptor, need, self._fitting_now())
 
     def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
         """The class's `ShortVerdict`, where nothing but free capacity could void it now."""
