@@ -42,7 +42,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from sortedcontainers import SortedList
@@ -76,25 +76,26 @@ class _Source:
     spec: Job | None = None
     """The spec of a job filed in its class when the class was made: what the class says
     of every member's priority class (`_start` asks whether it may preempt)."""
+    left: list[Key] = field(default_factory=list)
+    """The order keys of its jobs that the allocate action's walk left out, as of the
+    lines' last `skipping`, in no order: kept across cycles, changed job by job."""
 
 
 class PreemptorLines:
     """Waiting jobs per class line and preemptor class, in job order, kept across cycles:
     each class's jobs as the walk's source for them, reset by each walk that reads it."""
 
-    keeps_plan = True
-    """Hand a walk's set-up on to the next walk of the same lines (`plan`); False (a test
-    knob): set every walk up afresh."""
+    keeps_skips = True
+    """Keep each class's jobs left out across cycles, changed job by job (`skipping`);
+    False (a test knob): every walk marks them afresh."""
 
     def __init__(self) -> None:
         self._stamp: Hashable = None
         self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry, _Source]] = {}
         self.filed_jobs = self._filed
         """Where each job is filed (`filed`), read-only: a walk looks up many."""
-        self.version = 0
-        """Moves whenever a job is filed or unfiled (`plan`)."""
-        self._plan: tuple[int, frozenset[LineKey], frozenset[JobInfo],
-                          list[tuple[_Source, list[Key] | None]]] | None = None
+        self._left: frozenset[JobInfo] = frozenset()
+        """The jobs left out that the classes' `left` keys stand for (`skipping`)."""
         self.by_line: dict[LineKey, dict[Hashable, _Source]] = {}
 
     def sync(self, session: Session, lines: ClassLines,
@@ -108,14 +109,13 @@ class PreemptorLines:
             self._stamp = stamp
             self._filed.clear()
             self.by_line.clear()
-            self.version += 1
+            self._left = frozenset()
             jobs: Any = list(filed)
         else:
             jobs = refiled
             for job in jobs:
                 self._unfile(job)
-        if jobs:
-            self.version += 1
+        left = self._left
         for job in jobs:
             found = filed.get(job)
             if found is not None:
@@ -128,23 +128,27 @@ class PreemptorLines:
                                                 spec=job.job)
                 cast("SortedList[Entry]", klass.entries).add(entry)
                 self._filed[job] = (where, key, entry, klass)
+                if job in left:
+                    klass.left.append(entry[0])
         refiled.clear()
 
-    def plan(self, walked: frozenset[LineKey], left_out: frozenset[JobInfo]
-             ) -> list[tuple[_Source, list[Key] | None]] | None:
-        """The walked lines' classes, each with the keys of its jobs a walk skips, as a walk
-        of the same lines leaving out the same jobs found them, where nothing was filed or
-        unfiled since (None: set the walk up afresh). Under backlog most cycles walk the
-        same lines and leave out the same jobs: the plan is handed on, not rebuilt."""
-        kept = self._plan
-        if kept is None or not self.keeps_plan or kept[0] != self.version \
-                or kept[1] != walked or kept[2] != left_out:
-            return None
-        return kept[3]
-
-    def keep_plan(self, walked: frozenset[LineKey], left_out: frozenset[JobInfo],
-                  plan: list[tuple[_Source, list[Key] | None]]) -> None:
-        self._plan = (self.version, walked, left_out, plan)
+    def skipping(self, left_out: frozenset[JobInfo]) -> None:
+        """Bring every class's `left` to the jobs the allocate action's walk left out this
+        cycle: under backlog much the same jobs from one cycle to the next, so only those
+        that joined or quit the set are looked up (`sync` keeps `left` as jobs are filed)."""
+        old = self._left
+        if left_out is old:
+            return
+        found = self._filed.get
+        for job in old - left_out:
+            filed = found(job)
+            if filed is not None:
+                filed[3].left.remove(filed[2][0])
+        for job in left_out - old:
+            filed = found(job)
+            if filed is not None:
+                filed[3].left.append(filed[2][0])
+        self._left = left_out
 
     def filed(self, job: JobInfo) -> tuple[LineKey, Hashable, Entry, _Source] | None:
         """Where the job is filed: its line, its preemptor class, its entry and the class's
@@ -158,6 +162,8 @@ class PreemptorLines:
         where, key, entry, klass = found
         line = self.by_line[where]
         cast("SortedList[Entry]", klass.entries).remove(entry)
+        if job in self._left:
+            klass.left.remove(entry[0])
         if not klass.entries:
             del line[key]
             if not line:
@@ -220,12 +226,8 @@ class PreemptorWalk:
             self.sources.append(_Source(sorted(((order(j), j) for j in loose),
                                                key=lambda e: e[0]), False, False))
         walking = self.sources
-        plan = lines.plan(walked.lines, left_out) if not moved else None
-        if plan is not None:
-            for source, skipped in plan:  # as the walk that made the plan left them
-                source.at = 0
-                source.skipped = skipped
-                walking.append(source)
+        if lines.keeps_skips:
+            self._carry(lines, walked, walking, moved)
         else:
             self._set_up(lines, walked, walking)
         self.heap: list[tuple[Key, int]] = []
@@ -253,9 +255,8 @@ class PreemptorWalk:
 
     def _set_up(self, lines: PreemptorLines, walked: Walked, walking: list[_Source]) -> None:
         """Reset the walked lines' classes and mark the jobs each skips; kept as the lines'
-        plan where nothing moved in this cycle (`PreemptorLines.plan`)."""
+        what `PreemptorLines.skipping` keeps, read afresh (the test knob `keeps_skips`)."""
         by_line = lines.by_line
-        first = len(walking)
         for where in walked.lines:
             line = by_line.get(where)
             if line is None:
@@ -272,16 +273,44 @@ class PreemptorWalk:
                 continue
             # A class of a line not walked now is reset when a walk next reads it; its keys
             # are sorted only if a count within it is asked for (`_skipped_in`). A list
-            # not made here may be a kept plan's: never added to.
+            # not made here may be a class's kept `left`: never added to.
             holder = filed[3]
             keys = holder.skipped
             if keys is None or id(keys) not in made:
                 keys = holder.skipped = []
                 made.add(id(keys))
             keys.append(filed[2][0])
-        if self.skip is walked.left_out:
-            lines.keep_plan(walked.lines, walked.left_out,
-                            [(s, s.skipped) for s in walking[first:]])
+
+    def _carry(self, lines: PreemptorLines, walked: Walked, walking: list[_Source],
+               moved: set[JobInfo]) -> None:
+        """`_set_up` from the jobs left out kept per class (`PreemptorLines.skipping`):
+        O(classes and what changed), not O(jobs left out). The jobs that moved earlier in
+        this cycle are added to a copy of their class's keys."""
+        lines.skipping(walked.left_out)
+        by_line = lines.by_line
+        for where in walked.lines:
+            line = by_line.get(where)
+            if line is None:
+                continue
+            for source in line.values():  # kept by the lines: this walk's state reset
+                source.at = 0
+                source.skipped = source.left or None
+                walking.append(source)
+        if not moved:
+            return
+        found = lines.filed_jobs.get
+        left_out = walked.left_out
+        made: set[int] = set()
+        for job in moved:
+            filed = found(job)
+            if filed is None or job in left_out:
+                continue
+            holder = filed[3]
+            keys = holder.skipped
+            if keys is None or id(keys) not in made:
+                keys = holder.skipped = [] if keys is None else list(keys)
+                made.add(id(keys))
+            keys.append(filed[2][0])
 
     def run(self, max_preemptors: int | None) -> None:
         session, cycle = self.session, self.cycle
