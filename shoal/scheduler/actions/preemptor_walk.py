@@ -24,7 +24,10 @@ a job is re-filed only when the class lines re-file it (`ClassLines.refiled`); e
 jobs are kept as the walk's source for them, reset by each walk that reads it. A job the
 lines cannot say is current — it moved since they last synced, earlier in this cycle — is
 walked on its own, as are the loose jobs the allocate action admitted
-(`ClassLines.walked`) and jobs without a preemptor class.
+(`ClassLines.walked`) and jobs without a preemptor class. Each class also keeps the order
+keys of its jobs the allocate action's walk left out (`PreemptorLines.skipping`), changed
+job by job as jobs are filed and as that set changes, so that a walk's set-up is O(classes
+and what changed), not O(jobs left out).
 
 The walk reads no candidate list: the reasons the allocate action's walk left unwritten
 stay so (`Session.settle` writes them when someone reads them), but for the jobs it asks
