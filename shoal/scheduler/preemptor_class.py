@@ -236,6 +236,9 @@ class PreemptorClasses:
         worlds, checked against the numbers it read."""
         self.short_answers = 0
         """Searches answered by a `ShortVerdict` (for benchmarks and tests)."""
+        self.world_seen: Hashable = None
+        """The last `short_world` worked out, kept so that an equal one is the same object
+        (`ShortSearches._short_world`)."""
 
     def class_of(self, session: Session, job: JobInfo,
                  rank: Callable[[JobInfo], tuple[Any, ...]]) -> ClassKey | None:

@@ -178,19 +178,38 @@ class Preempt:
             session.quota.lending = True  # as `preempt_for` may have left it
 
 
-def _rankers(hooks: Hooks) -> tuple[list[Any], list[bool], list[RankHolds]]:
-    """The job-order plugins that rank preemptors (not those that decide readiness),
-    whether each has a preemption key, and those that say until when a rank holds: kept
+Rankers = tuple[list[Any], list[RankHolds], list[Callable[[JobInfo], tuple[Any, ...]]], bool]
+
+
+def _rankers(hooks: Hooks) -> Rankers:
+    """The job-order plugins that rank preemptors (not those that decide readiness), those
+    that say until when a rank holds, the key each ranks by (its preemption key where it
+    has one), and whether a skipped search must ask for keys (`Preemption.looks`): kept
     with the profile's hooks (`isinstance` against a protocol is slow, and an action runs
     every cycle)."""
-    found: tuple[list[Any], list[bool], list[RankHolds]] | None = \
-        hooks.derived.get("preempt.rankers")
+    found: Rankers | None = hooks.derived.get("preempt.rankers")
     if found is None:
         readiness = {id(p) for p in hooks.job_readies}
         rankers: list[Any] = [p for p in hooks.job_orders if id(p) not in readiness]
         found = hooks.derived["preempt.rankers"] = (
-            rankers, [isinstance(p, PreemptionOrder) for p in rankers],
-            [p for p in rankers if isinstance(p, RankHolds)])
+            rankers, [p for p in rankers if isinstance(p, RankHolds)],
+            [p.preemption_key if isinstance(p, PreemptionOrder) else p.job_order_key
+             for p in rankers],
+            not all(isinstance(p, Gang) or getattr(p, "keys_asked_any_time", False)
+                    for p in hooks.job_orders))
+    return found
+
+
+_SHORTLY: dict[type, bool] = {}
+
+
+def _reads_shortly(kind: type) -> bool:
+    """Whether an action of this class reads what a `ShortVerdict` answers for as the
+    preempt action does (`_SHORT_READS`): asked once per class, not per execution."""
+    found = _SHORTLY.get(kind)
+    if found is None:
+        found = _SHORTLY[kind] = all(getattr(kind, name) is getattr(Preemption, name)
+                                     for name in _SHORT_READS)
     return found
 
 
@@ -209,12 +228,9 @@ class Preemption(PolicyNotes):
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
-        rankers, preemption_orders, holds = _rankers(session.hooks)
-        self.rank_keys: list[Callable[[JobInfo], tuple[Any, ...]]] = [
-            p.preemption_key if o else p.job_order_key
-            for p, o in zip(rankers, preemption_orders, strict=True)]
-        self.looks = not all(isinstance(p, Gang) or getattr(p, "keys_asked_any_time", False)
-                             for p in session.hooks.job_orders)
+        rankers, holds, rank_keys, looks = _rankers(session.hooks)
+        self.rank_keys: list[Callable[[JobInfo], tuple[Any, ...]]] = rank_keys
+        self.looks = looks
         """Whether a skipped search must ask for the keys it would have asked (`look_at`):
         unless every job order gives a job's keys the same whenever first asked (the gang
         plugin, which keeps none; `LeastAttainedService.keys_asked_any_time`)."""
@@ -265,8 +281,7 @@ class Preemption(PolicyNotes):
         self._refreshed: Generation | None = None
         self.kept_indexes = indexes if self.table is not None else None
         """Victim indexes kept across cycles, with the table only."""
-        self.shorts = self.keeps_short and self.table is not None and all(
-            getattr(type(self), name) is getattr(Preemption, name) for name in _SHORT_READS)
+        self.shorts = self.keeps_short and self.table is not None and _reads_shortly(type(self))
         self._unsettled: list[tuple[JobInfo, Verdict]] = []
         """Jobs `answered` by a verdict since the quota tree's lending was last set: the
         last of them that wanted to preempt would have left it at its verdict's

@@ -24,7 +24,10 @@ a job is re-filed only when the class lines re-file it (`ClassLines.refiled`); e
 jobs are kept as the walk's source for them, reset by each walk that reads it. A job the
 lines cannot say is current — it moved since they last synced, earlier in this cycle — is
 walked on its own, as are the loose jobs the allocate action admitted
-(`ClassLines.walked`) and jobs without a preemptor class.
+(`ClassLines.walked`) and jobs without a preemptor class. Each class also keeps the order
+keys of its jobs the allocate action's walk left out (`PreemptorLines.skipping`), changed
+job by job as jobs are filed and as that set changes, so that a walk's set-up is O(classes
+and what changed), not O(jobs left out).
 
 The walk reads no candidate list: the reasons the allocate action's walk left unwritten
 stay so (`Session.settle` writes them when someone reads them), but for the jobs it asks
@@ -42,7 +45,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from sortedcontainers import SortedList
@@ -69,21 +72,33 @@ class _Source:
     """Its jobs are filed in `PreemptorLines` (not the loose ones)."""
     at: int = 0
     skipped: list[Key] | None = None
-    """The order keys of its jobs in `PreemptorWalk.skip`, in order."""
+    """The order keys of its jobs in `PreemptorWalk.skip`, in no order until `_skipped_in`
+    sorts them."""
     key: Hashable = None
     """The preemptor class its jobs are filed in (parkable sources only)."""
     spec: Job | None = None
     """The spec of a job filed in its class when the class was made: what the class says
     of every member's priority class (`_start` asks whether it may preempt)."""
+    left: list[Key] = field(default_factory=list)
+    """The order keys of its jobs that the allocate action's walk left out, as of the
+    lines' last `skipping`, in no order: kept across cycles, changed job by job."""
 
 
 class PreemptorLines:
     """Waiting jobs per class line and preemptor class, in job order, kept across cycles:
     each class's jobs as the walk's source for them, reset by each walk that reads it."""
 
+    keeps_skips = True
+    """Keep each class's jobs left out across cycles, changed job by job (`skipping`);
+    False (a test knob): every walk marks them afresh."""
+
     def __init__(self) -> None:
         self._stamp: Hashable = None
         self._filed: dict[JobInfo, tuple[LineKey, Hashable, Entry, _Source]] = {}
+        self.filed_jobs = self._filed
+        """Where each job is filed (`filed`), read-only: a walk looks up many."""
+        self._left: frozenset[JobInfo] = frozenset()
+        """The jobs left out that the classes' `left` keys stand for (`skipping`)."""
         self.by_line: dict[LineKey, dict[Hashable, _Source]] = {}
 
     def sync(self, session: Session, lines: ClassLines,
@@ -97,11 +112,13 @@ class PreemptorLines:
             self._stamp = stamp
             self._filed.clear()
             self.by_line.clear()
+            self._left = frozenset()
             jobs: Any = list(filed)
         else:
             jobs = refiled
             for job in jobs:
                 self._unfile(job)
+        left = self._left
         for job in jobs:
             found = filed.get(job)
             if found is not None:
@@ -114,7 +131,27 @@ class PreemptorLines:
                                                 spec=job.job)
                 cast("SortedList[Entry]", klass.entries).add(entry)
                 self._filed[job] = (where, key, entry, klass)
+                if job in left:
+                    klass.left.append(entry[0])
         refiled.clear()
+
+    def skipping(self, left_out: frozenset[JobInfo]) -> None:
+        """Bring every class's `left` to the jobs the allocate action's walk left out this
+        cycle: under backlog much the same jobs from one cycle to the next, so only those
+        that joined or quit the set are looked up (`sync` keeps `left` as jobs are filed)."""
+        old = self._left
+        if left_out is old:
+            return
+        found = self._filed.get
+        for job in old - left_out:
+            filed = found(job)
+            if filed is not None:
+                filed[3].left.remove(filed[2][0])
+        for job in left_out - old:
+            filed = found(job)
+            if filed is not None:
+                filed[3].left.append(filed[2][0])
+        self._left = left_out
 
     def filed(self, job: JobInfo) -> tuple[LineKey, Hashable, Entry, _Source] | None:
         """Where the job is filed: its line, its preemptor class, its entry and the class's
@@ -128,6 +165,8 @@ class PreemptorLines:
         where, key, entry, klass = found
         line = self.by_line[where]
         cast("SortedList[Entry]", klass.entries).remove(entry)
+        if job in self._left:
+            klass.left.remove(entry[0])
         if not klass.entries:
             del line[key]
             if not line:
@@ -159,6 +198,9 @@ def _skipped_in(source: _Source, start: int, stop: int) -> int:
     if not keys or start >= stop:
         return 0
     entries = source.entries
+    if start == 0 and stop >= len(entries):
+        return len(keys)  # all of them: no order needed
+    keys.sort()  # a job is skipped once: sorting again finds them sorted
     low = bisect_left(keys, entries[start][0])
     high = len(keys) if stop >= len(entries) else bisect_left(keys, entries[stop][0])
     return high - low
@@ -174,7 +216,7 @@ class PreemptorWalk:
         class_lines = session.model.class_lines
         moved = session.model.waiting.moved
         left_out = walked.left_out
-        self.skip = left_out | moved
+        self.skip: frozenset[JobInfo] = left_out | moved if moved else left_out
         """Filed jobs not walked in their class: not candidates, or walked as loose."""
         order = session.job_order_key
         loose = list(walked.loose)
@@ -186,28 +228,11 @@ class PreemptorWalk:
         if loose:
             self.sources.append(_Source(sorted(((order(j), j) for j in loose),
                                                key=lambda e: e[0]), False, False))
-        by_line = lines.by_line
         walking = self.sources
-        for where in walked.lines:
-            line = by_line.get(where)
-            if line is None:
-                continue
-            for source in line.values():  # kept by the lines: this walk's state reset
-                source.at = 0
-                source.skipped = None
-                walking.append(source)
-        for job in self.skip:
-            filed = lines.filed(job)
-            if filed is None:
-                continue
-            # A class of a line not walked now is reset when a walk next reads it.
-            holder = filed[3]
-            if holder.skipped is None:
-                holder.skipped = []
-            holder.skipped.append(filed[2][0])
-        for holder in walking:
-            if holder.skipped is not None:
-                holder.skipped.sort()
+        if lines.keeps_skips:
+            self._carry(lines, walked, walking, moved)
+        else:
+            self._set_up(lines, walked, walking)
         self.heap: list[tuple[Key, int]] = []
         """The sources' next jobs to visit, by job order (`_start`)."""
         self.parked: list[tuple[int, int, Verdict]] = []
@@ -230,6 +255,65 @@ class PreemptorWalk:
             self.written_apart = lazy.left_out
             for part in lazy.ranges:
                 self.unwritten.setdefault(id(part.entries), []).append(part)
+
+    def _set_up(self, lines: PreemptorLines, walked: Walked, walking: list[_Source]) -> None:
+        """Reset the walked lines' classes and mark the jobs each skips; kept as the lines'
+        what `PreemptorLines.skipping` keeps, read afresh (the test knob `keeps_skips`)."""
+        by_line = lines.by_line
+        for where in walked.lines:
+            line = by_line.get(where)
+            if line is None:
+                continue
+            for source in line.values():  # kept by the lines: this walk's state reset
+                source.at = 0
+                source.skipped = None
+                walking.append(source)
+        found = lines.filed_jobs.get
+        made: set[int] = set()
+        for job in self.skip:
+            filed = found(job)
+            if filed is None:
+                continue
+            # A class of a line not walked now is reset when a walk next reads it; its keys
+            # are sorted only if a count within it is asked for (`_skipped_in`). A list
+            # not made here may be a class's kept `left`: never added to.
+            holder = filed[3]
+            keys = holder.skipped
+            if keys is None or id(keys) not in made:
+                keys = holder.skipped = []
+                made.add(id(keys))
+            keys.append(filed[2][0])
+
+    def _carry(self, lines: PreemptorLines, walked: Walked, walking: list[_Source],
+               moved: set[JobInfo]) -> None:
+        """`_set_up` from the jobs left out kept per class (`PreemptorLines.skipping`):
+        O(classes and what changed), not O(jobs left out). The jobs that moved earlier in
+        this cycle are added to a copy of their class's keys."""
+        lines.skipping(walked.left_out)
+        by_line = lines.by_line
+        for where in walked.lines:
+            line = by_line.get(where)
+            if line is None:
+                continue
+            for source in line.values():  # kept by the lines: this walk's state reset
+                source.at = 0
+                source.skipped = source.left or None
+                walking.append(source)
+        if not moved:
+            return
+        found = lines.filed_jobs.get
+        left_out = walked.left_out
+        made: set[int] = set()
+        for job in moved:
+            filed = found(job)
+            if filed is None or job in left_out:
+                continue
+            holder = filed[3]
+            keys = holder.skipped
+            if keys is None or id(keys) not in made:
+                keys = holder.skipped = [] if keys is None else list(keys)
+                made.add(id(keys))
+            keys.append(filed[2][0])
 
     def run(self, max_preemptors: int | None) -> None:
         session, cycle = self.session, self.cycle
@@ -304,12 +388,20 @@ class PreemptorWalk:
             if cycle._entered is None:
                 cycle._enter(now)
             parked = self.parked
-            for index, verdict in cycle.known_answers(asked, now):
+            for index, verdict in cycle.known_answers(asked, now, self._first):
                 parked.append((index, 0, verdict))
             if len(parked) < len(asked):
                 known = {index for index, _, _ in parked}
                 heap.extend((sources[i].entries[0][0], i) for i, _ in asked if i not in known)
         heapq.heapify(heap)
+
+    def _first(self, index: int) -> JobInfo | None:
+        """The job of the source the walk would visit first (None: none)."""
+        source = self.sources[index]
+        if source.skipped is None:
+            return source.entries[0][1]
+        skip = self.skip
+        return next((job for _, job in source.entries if job not in skip), None)
 
     def _write_reason(self, job: JobInfo) -> None:
         """Write the job's reason if the allocate action's walk left it in a range."""

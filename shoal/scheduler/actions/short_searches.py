@@ -46,7 +46,7 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from shoal.scheduler.actions.victim_listing import VictimListing
@@ -144,8 +144,9 @@ class ShortSearches(VictimListing):
                 verdict.unfit = epoch
         return self._short_held(key, before, verdict)
 
-    def known_answers(self, keys: Iterable[tuple[int, Hashable]], before: Generation
-                      ) -> Iterator[tuple[int, Verdict]]:
+    def known_answers(self, keys: Iterable[tuple[int, Hashable]], before: Generation,
+                      first: Callable[[int], JobInfo | None] | None = None
+                      ) -> list[tuple[int, Verdict]]:
         """Of `keys` (a walk's sources and their classes), those whose verdict a job would be
         answered by now (`answered`) is known from the class's kept facts alone, before
         the walk reaches it, with that verdict: one that lasts in the world entered (noting
@@ -157,44 +158,72 @@ class ShortSearches(VictimListing):
         reaches them. Only at the generation the world was entered in, nothing committed
         since: the state any job visited before the execution's first commit meets. One
         pass over the classes with what they share looked up once: the walk asks this of
-        every class in every cycle."""
+        every class in every cycle.
+
+        `first`: per source, the job the walk would visit first. With it, a class with
+        nothing ranked behind it, whose count node by node is void because capacity came
+        back, is counted again here on that job, as `short_verdict` would count it when
+        the walk reached it in the same state (after a commit the walk asks it anew)."""
         classes, table = self.classes, self.table
+        found: list[tuple[int, Verdict]] = []
         if table is None or not self.shorts or before != self._entered:
-            return
+            return found
         lasting, shorts, now = classes.lasting_verdicts, classes.short_verdicts, classes.now
         world = self._short_world(before)
         epoch = self.session.cluster.release_epoch
+        stamps: dict[str, int] = {}
         stamp_of, grown = table.queue_stamp, table.grown_behind
         free_on = self._free_on
         if self._counted != before:
             self._free, self._counted = {}, before
         counted = self._free
+        held_now = (before, _HELD[False]), (before, _HELD[True])
+        answers = 0
         for index, key in keys:
-            found = lasting.get(key)
-            if found is not None:
-                if not found.notes:
-                    classes.skipped += 1
-                    yield index, found
+            verdict: Any = lasting.get(key)
+            if verdict is not None:
+                if not verdict.notes:
+                    found.append((index, verdict))
                 continue
             verdict = shorts.get(key)
-            if verdict is None or verdict.world != world:
+            if verdict is None:
                 continue
-            stamp = stamp_of(verdict.queue)
-            if stamp != verdict.stamp and grown(verdict.queue, verdict.stamp, verdict.rank):
+            if verdict.world is not world:
+                if verdict.world != world:
+                    continue
+                verdict.world = world  # the same facts: compared by identity from now on
+            queue = verdict.queue
+            stamp = stamps.get(queue)
+            if stamp is None:
+                stamp = stamps[queue] = stamp_of(queue)
+            if stamp != verdict.stamp and grown(queue, verdict.stamp, verdict.rank):
                 continue
             free = counted.get(verdict.pools)
             if free is None:
                 free = free_on(verdict.pools, verdict.nodes)
             if free + verdict.behind >= verdict.demand \
                     and (verdict.units or verdict.unfit != epoch):
-                continue
+                if verdict.units or first is None or not self._unfit_now(first(index)):
+                    continue
+                verdict.unfit = epoch
             # As `_short_held`: what came behind it since freed nothing behind it.
             verdict.stamp = stamp
-            classes.short_answers += 1
-            held = _HELD[verdict.lending]
-            now[key] = (before, held)
-            lasting[key] = held
-            yield index, held
+            answers += 1
+            lending = verdict.lending
+            now[key] = held_now[lending]
+            held = lasting[key] = _HELD[lending]
+            found.append((index, held))
+        classes.skipped += len(found) - answers
+        classes.short_answers += answers
+        return found
+
+    def _unfit_now(self, preemptor: JobInfo | None) -> bool:
+        """Whether the count node by node says the preemptor's missing tasks do not fit on
+        what is free now (`short_verdict`, for a class with nothing ranked behind it)."""
+        if preemptor is None or self._held_nodes(preemptor):
+            return False
+        need = GangNeed.of(self.session, preemptor)
+        return not self._could_fit(preemptor, need, self._fitting_now())
 
     def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
         """The class's `ShortVerdict`, where nothing but free capacity could void it now."""
@@ -203,7 +232,8 @@ class ShortSearches(VictimListing):
         if verdict is None or table is None or not self.shorts \
                 or (self._running is None and before != self._entered):
             return None
-        if verdict.world != self._short_world(before) \
+        world = self._short_world(before)
+        if (verdict.world is not world and verdict.world != world) \
                 or (table.queue_stamp(verdict.queue) != verdict.stamp
                     and table.grown_behind(verdict.queue, verdict.stamp, verdict.rank)):
             return None
@@ -213,7 +243,15 @@ class ShortSearches(VictimListing):
         """`short_world`, worked out once per commit: nothing it reads moves in between."""
         known = self._world_now
         if known is None or known[0] != now:
-            known = self._world_now = (now, short_world(self.session))
+            facts = short_world(self.session)
+            # One object while the facts stand, from one cycle to the next: the kept
+            # verdicts compare theirs by identity first (`known_answers`).
+            last = self.classes.world_seen
+            if last is not None and last == facts:
+                facts = last
+            else:
+                self.classes.world_seen = facts
+            known = self._world_now = (now, facts)
         return known[1]
 
     def _short_held(self, key: Hashable, before: Generation, verdict: ShortVerdict
@@ -251,7 +289,11 @@ class ShortSearches(VictimListing):
             units = True
             behind += sum(job.job.group(t.ref.group).resources.gpu for t in job.running
                           if cluster.by_name[t.node].ordinal in nodes)
+        facts = short_world(session)
+        if facts == self.classes.world_seen:
+            facts = self.classes.world_seen  # compared by identity first (`known_answers`)
         self.classes.remember_short(key, ShortVerdict(
-            short_world(session), preemptor.queue, table.queue_stamp(preemptor.queue), rank,
+            facts, preemptor.queue,
+            table.queue_stamp(preemptor.queue), rank,
             pools, frozenset(nodes), demand, behind, units, session.quota.lending))
 
