@@ -134,6 +134,8 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
     async def wake_up() -> None:  # async: a sync task would go through the thread pool
         scheduler.wake_up()
 
+    after_answer = BackgroundTask(wake_up)  # one for every answer: it holds no state
+
     def stored(name: str) -> JobSummary:
         summary = repository.job_summary(name)
         if summary is None:
@@ -223,7 +225,7 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
         return Response(_JOB_OUT.dump_json(out, by_alias=True), 201 if created else 200,
                         {"Location": f"/api/v1/jobs/{first.name}"}, "application/json",
                         # the loop is woken once the answer is out: see the module's docstring
-                        BackgroundTask(wake_up) if created else None)
+                        after_answer if created else None)
 
     async def submit_request(request: Request) -> Response:
         """`submit_job` for a request, its arguments resolved as FastAPI would: the user,
