@@ -48,6 +48,7 @@ from shoal.federation.registry import ClusterRegistry, load_registry_file
 from shoal.federation.service import Federation
 from shoal.scheduler.profile import Profile
 from shoal.server.app import create_app
+from shoal.server.http_protocol import OneWriteHttpProtocol
 from shoal.server.job_watch import JobWatch
 from shoal.server.logs import LogSource
 from shoal.server.metrics import MetricsAccess, ShoalMetrics
@@ -228,7 +229,8 @@ def _run(out: Console, data_dir: Path, store: Store, listener: socket.socket,
                      follows_per_user=follows_per_user, watches_per_user=follows_per_user,
                      federation=federation, images=images, metrics=series,
                      metrics_access=metrics)
-    server = _Server(uvicorn.Config(app, log_level="warning"), app.state.watches)
+    server = _Server(uvicorn.Config(app, log_level="warning", http=OneWriteHttpProtocol),
+                     app.state.watches)
     out.print(f"Shoal is up: {url}  (dashboard: {url}/, API docs: {url}/docs)",
               highlight=False)
     out.print(f"admin token: {token_path}", highlight=False)

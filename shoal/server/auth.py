@@ -11,7 +11,7 @@ other job's.
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from shoal.api import Job
@@ -33,14 +33,7 @@ def authenticator(repository: Repository) -> tuple[Authenticator, Authenticator]
     # and a sync dependency costs every request a hop through the thread pool.
     async def current_user(credentials: Annotated[HTTPAuthorizationCredentials | None,
                                                   Depends(bearer)]) -> User:
-        if credentials is None or credentials.scheme.lower() != "bearer":
-            raise ApiError(401, "missing bearer token", "header.Authorization",
-                           headers=UNAUTHENTICATED)
-        user = repository.authenticate(credentials.credentials)
-        if user is None:
-            raise ApiError(401, "invalid or revoked token", "header.Authorization",
-                           headers=UNAUTHENTICATED)
-        return user
+        return user_of(repository, credentials)
 
     async def current_admin(user: Annotated[User, Depends(current_user)]) -> User:
         if not user.admin:
@@ -48,6 +41,29 @@ def authenticator(repository: Repository) -> tuple[Authenticator, Authenticator]
         return user
 
     return current_user, current_admin
+
+
+def request_authenticator(repository: Repository) -> Callable[[Request], Awaitable[User]]:
+    """The user of a request, as the `current_user` dependency finds it, for a route that
+    reads its request itself (`shoal.server.direct`)."""
+
+    async def request_user(request: Request) -> User:
+        return user_of(repository, await bearer(request))
+
+    return request_user
+
+
+def user_of(repository: Repository, credentials: HTTPAuthorizationCredentials | None) -> User:
+    """The user whose token `credentials` carries; 401 for none, another scheme, or a token
+    that is unknown or revoked."""
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise ApiError(401, "missing bearer token", "header.Authorization",
+                       headers=UNAUTHENTICATED)
+    user = repository.authenticate(credentials.credentials)
+    if user is None:
+        raise ApiError(401, "invalid or revoked token", "header.Authorization",
+                       headers=UNAUTHENTICATED)
+    return user
 
 
 def check_queue(user: User, queue: str) -> None:

@@ -41,6 +41,11 @@ transaction (`shoal.server.submit_batch`); a refusal sends each its own way, as 
 The control loop is woken only once the answer has been sent (a background task): woken at
 once, its thread competed with the answer for the GIL, which cost every submission another
 half millisecond.
+
+The submission route is a direct route (`shoal.server.direct`): its endpoint's signature
+documents it, and `submit_request` resolves the user, the body and the `Idempotency-Key`
+header with the same functions and errors as FastAPI's dependencies would, then answers with
+the job serialised once — not validated again against the response model.
 """
 
 import dataclasses
@@ -48,8 +53,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Header, Query, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from pydantic import TypeAdapter
+from starlette.background import BackgroundTask
 
 from shoal.api import (
     BUILTIN_PRIORITY_CLASSES,
@@ -60,8 +67,9 @@ from shoal.api import (
 )
 from shoal.api.images import ImagePolicy, image_problem
 from shoal.api.objects import renamed
-from shoal.server.auth import Authenticator, check_owner, check_queue
+from shoal.server.auth import Authenticator, check_owner, check_queue, request_authenticator
 from shoal.server.body import SPEC_BODY, RawBody, load_body, raw_body
+from shoal.server.direct import direct_route, header_at_most
 from shoal.server.errors import ApiError, responses
 from shoal.server.job_controls import check_dependencies
 from shoal.server.job_models import (
@@ -99,11 +107,16 @@ MAX_TASK_PAGE = 1000
 JOB_EVENTS = 50
 """How many of its latest events `GET /api/v1/jobs/{name}` carries."""
 GENERATE_TRIES = 8
+MAX_IDEMPOTENCY_KEY = 255
+"""The longest `Idempotency-Key` header a submission may carry."""
 """How many names a submission with `generateName` draws before it gives up (409)."""
 INLINE_PARSE_BYTES = 64 * 1024
 """Bodies up to this size are parsed on the event loop (the hop to a thread would cost as
 much as the work); a larger one, within the body limit, may take a second of CPU to read as
 YAML, and is parsed in the thread pool so that other requests are not held up meanwhile."""
+
+_JOB_OUT = TypeAdapter(JobOut)
+"""Serialises a submission's answer once (a direct route: see `shoal.server.direct`)."""
 
 
 def jobs_router(repository: Repository, scheduler: Scheduler,
@@ -115,10 +128,13 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
     router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"],
                        responses=responses(401))
     body_dependency = Depends(raw_body)
+    request_user = request_authenticator(repository)
     batches = SubmitBatches(scheduler)
 
     async def wake_up() -> None:  # async: a sync task would go through the thread pool
         scheduler.wake_up()
+
+    after_answer = BackgroundTask(wake_up)  # one for every answer: it holds no state
 
     def stored(name: str) -> JobSummary:
         summary = repository.job_summary(name)
@@ -160,14 +176,11 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
             out[0] = renamed(out[0], random_name(prefix))
         return Submission(tuple(out), dict(bundle.originals), prefix)
 
-    @router.post("", status_code=201, response_model=JobOut, openapi_extra=SPEC_BODY,
-                 responses={200: {"model": JobOut, "description": "An idempotent replay"},
-                            **responses(403, 409, 415, 422)})
-    async def submit_job(response: Response, after: BackgroundTasks,
-                         user: Annotated[User, Depends(current_user)],
+    async def submit_job(user: Annotated[User, Depends(current_user)],
                          body: Annotated[RawBody, body_dependency],
-                         idempotency_key: Annotated[str | None, Header(max_length=255)] = None
-                         ) -> JobOut:
+                         idempotency_key: Annotated[str | None,
+                                                    Header(max_length=MAX_IDEMPOTENCY_KEY)]
+                         = None) -> Response:
         """Submit one job document: a `shoal/v1` Job, or a document of another system that
         Shoal imports (a Volcano or Kubernetes Job, ...), which may become several jobs (all
         stored or none). The answer is the first job; `jobs` names every job created."""
@@ -202,18 +215,32 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
             raise ApiError(409, str(exc), "header.Idempotency-Key") from None
         except AlreadyExistsError as exc:
             raise ApiError(409, str(exc), "metadata.name") from None
-        if created:
-            after.add_task(wake_up)  # once the answer is out: see the module's docstring
         first = saved[0]
-        response.status_code = 201 if created else 200
-        response.headers["Location"] = f"/api/v1/jobs/{first.name}"
         # A replay answers with the job as it is now; a new job's tasks are all pending.
         original = submission.originals.get(first.name)
         summary = (new_job_summary(first, None if original is None else original.format)
                    if created else repository.job_summary(first.name))
         out = job_out(summary or new_job_summary(first), scheduler.pending_reason(first.name))
         out.jobs = [job.name for job in saved]
-        return out
+        return Response(_JOB_OUT.dump_json(out, by_alias=True), 201 if created else 200,
+                        {"Location": f"/api/v1/jobs/{first.name}"}, "application/json",
+                        # the loop is woken once the answer is out: see the module's docstring
+                        after_answer if created else None)
+
+    async def submit_request(request: Request) -> Response:
+        """`submit_job` for a request, its arguments resolved as FastAPI would: the user,
+        then the body, then the header (`shoal.server.direct`)."""
+        user = await request_user(request)
+        body = await raw_body(request)
+        return await submit_job(user, body, header_at_most(request, "Idempotency-Key",
+                                                           MAX_IDEMPOTENCY_KEY))
+
+    router.add_api_route(
+        "", submit_job, methods=["POST"], status_code=201, response_model=JobOut,
+        openapi_extra=SPEC_BODY,
+        responses={200: {"model": JobOut, "description": "An idempotent replay"},
+                   **responses(403, 409, 415, 422)},
+        route_class_override=direct_route(submit_request))
 
     @router.get("", response_model=JobPage, responses={**WATCH_RESPONSE,
                                                        **responses(404, 422, 429)})

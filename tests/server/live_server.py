@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from shoal.api import TaskRef
 from shoal.executors.local import free_port
+from shoal.server.http_protocol import OneWriteHttpProtocol
 from shoal.server.logs import LogSource, file_logs
 
 
@@ -32,10 +33,12 @@ def log_paths(log_dir: Path) -> LogSource:
 
 @contextmanager
 def live_server(app: FastAPI, timeout: float = 60.0) -> Iterator[str]:
-    """Serve `app` until the block ends; yields its base URL."""
+    """Serve `app` until the block ends, with the HTTP protocol `shoal up` serves
+    (`OneWriteHttpProtocol`); yields its base URL."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off"))
+                                           log_level="warning", lifespan="off",
+                                           http=OneWriteHttpProtocol))
     thread = threading.Thread(target=server.run, name="live-server", daemon=True)
     thread.start()
     try:
