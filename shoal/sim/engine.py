@@ -9,6 +9,7 @@ in insertion order, so a run is deterministic.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -36,8 +37,15 @@ class Event(NamedTuple):
 
 
 class EventQueue:
+    """The events to come: a heap, and a list of events pushed all at once (`push_all`: a
+    trace's arrivals), sorted once and never heaped — with 82,247 arrivals waiting in it,
+    every push and pop of the few hundred other events paid for a heap that deep. `pop`
+    takes the least of both heads: the same order as one heap (events never tie)."""
+
     def __init__(self) -> None:
         self._heap: list[Event] = []
+        self._batch: list[Event] = []
+        """Events pushed by `push_all`, sorted last first (popped from the end)."""
         self._sequence = 0
         self.processed = 0
 
@@ -45,12 +53,27 @@ class EventQueue:
         self._sequence += 1
         heapq.heappush(self._heap, Event(time, kind, self._sequence, subject, version))
 
+    def push_all(self, events: Iterable[tuple[float, EventKind, str]]) -> None:
+        """Push (time, kind, subject) events in one go, numbered in the order given, as
+        `push` one by one would."""
+        batch = self._batch
+        for time, kind, subject in events:
+            self._sequence += 1
+            batch.append(Event(time, kind, self._sequence, subject))
+        batch.sort(reverse=True)
+
     def pop(self) -> Event:
         self.processed += 1
-        return heapq.heappop(self._heap)
+        batch, heap = self._batch, self._heap
+        if batch and (not heap or batch[-1] < heap[0]):
+            return batch.pop()
+        return heapq.heappop(heap)
 
     def peek_time(self) -> float | None:
-        return self._heap[0].time if self._heap else None
+        batch, heap = self._batch, self._heap
+        if batch and (not heap or batch[-1] < heap[0]):
+            return batch[-1].time
+        return heap[0].time if heap else None
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._heap) + len(self._batch)

@@ -187,8 +187,8 @@ class Simulator:
     # ---- the loop -------------------------------------------------------------------------
 
     def run(self) -> SimResult:
-        for job in self.trace.jobs:
-            self.events.push(float(job.submit_time), EventKind.ARRIVAL, job.name)
+        arrival = EventKind.ARRIVAL
+        self.events.push_all((float(j.submit_time), arrival, j.name) for j in self.trace.jobs)
         for change in self.config.node_events:
             self.events.push(change.time, EventKind.NODE_UP if change.up else
                              EventKind.NODE_DOWN, change.node)
