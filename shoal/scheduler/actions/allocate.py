@@ -170,8 +170,22 @@ class Allocate:
         admissions = session.admissions
         assert admissions is not None
 
+        asked: dict[JobInfo, int] = {}
+        """The job `refuse` last let through, with its class."""
+
+        def refuse(job: JobInfo, klass: int) -> PendingReason | None:
+            refused = class_refusal(session, memo, job, klass)
+            asked.clear()
+            if refused is None:
+                asked[job] = klass
+            return refused
+
         def visit(job: JobInfo) -> None:
-            placed = allocate_job(session, memo, job)
+            # The walk visits a classed job right after asking `Misfits.known` and then
+            # `refuse` of it, with nothing placed in between.
+            klass = asked.pop(job, None)
+            asked.clear()
+            placed = allocate_job(session, memo, job, asked=klass)
             if not self.backfill_runs and not placed:
                 waits_for_backfill(job)
 
@@ -179,8 +193,7 @@ class Allocate:
         served = walk_classes(session, session.model.class_lines, admissions.verdict,
                               lambda name: self._queue_key(session, name), visit,
                               (lambda _: GLOBAL_QUEUE) if single else (lambda queue: queue),
-                              None if session.worded else
-                              lambda job, klass: class_refusal(session, memo, job, klass),
+                              None if session.worded else refuse,
                               room_refusals(session), admissions.by_class)
         # Only a job that holds or ended tasks can be ready (`Session.job_ready`): of the
         # admitted ones, only those visited or loose may.
@@ -273,31 +286,40 @@ def is_best_effort(group: TaskGroup) -> bool:
     return group.resources.is_zero()
 
 
-def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False
-                 ) -> bool:
+def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False,
+                 asked: int | None = None) -> bool:
     """Place what the job needs now; True if it placed anything. `best_effort`: its
     best-effort tasks, for the backfill action; else the others (module docstring).
 
     A job whose class was turned down earlier in the cycle, with nothing it reads changed
     since, is not tried again: it gets the same reason (`shoal.scheduler.job_classes`); nor
     is one turned down by what its class's trial asks before it touches a node
-    (`class_refusal`)."""
-    klass = job_class(session, job)
-    if klass is None:
-        return _allocate_job(session, memo, job, best_effort)
+    (`class_refusal`). `asked`: the job's class, where the caller asked both of it just
+    now (nothing moved since) and neither turned it down: they are not asked again."""
     misfits = session.misfits
-    known = misfits.known(memo, klass, best_effort)
-    if known is not None:
-        job.reason = known
-        return False
-    if not best_effort:
-        refused = class_refusal(session, memo, job, klass)
-        if refused is not None:
-            job.reason = refused
-            misfits.note(memo, klass, False, refused)
+    if asked is None or best_effort:
+        found = job_class(session, job)
+        if found is None:
+            return _allocate_job(session, memo, job, best_effort)
+        klass = found
+        known = misfits.known(memo, klass, best_effort)
+        if known is not None:
+            job.reason = known
             return False
+        if not best_effort:
+            refused = class_refusal(session, memo, job, klass)
+            if refused is not None:
+                job.reason = refused
+                misfits.note(memo, klass, False, refused)
+                return False
+    else:
+        klass = asked
+    # The quota tree grants what the class's trial asks first where `class_refusal` asked
+    # it (its probe is known) and let the class through.
+    probe = None if best_effort else session.model.class_verdicts.probes.get(klass)
+    granted = probe if probe is not None and probe.hooks is session.hooks else None
     before = job.reason
-    placed = _allocate_job(session, memo, job, best_effort, klass)
+    placed = _allocate_job(session, memo, job, best_effort, klass, granted)
     reason = job.reason
     if not placed and reason is not None and reason is not before:
         misfits.note(memo, klass, best_effort, reason)
@@ -367,13 +389,13 @@ def pool_short(session: Session, probe: Probe) -> PendingReason | None:
     if pool is None or not pool.nodes or request.is_zero():
         return None
     memo = session.fit_memo
-    bound = memo.bound(pool, request)
-    if bound is None and request.gpu:
-        bound = pool.gpu_slots(request.gpu)
-    if bound is None or bound >= probe.count:
-        return None
+    # A noted count comes with a bound (one memo entry): the bound is the one read, not the
+    # GPU slots `pool_refusal` counts where there is none.
     note = memo.note(pool, request)
     if not isinstance(note, Diagnosis) or not note.short:
+        return None
+    bound = memo.bound(pool, request)
+    if bound is None or bound >= probe.count:
         return None
     short = note.short
     main = max(short, key=lambda d: (short[d], d))
@@ -451,7 +473,9 @@ def capacity_alone(session: Session) -> bool:
 
 
 def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool,
-                  klass: int | None = None) -> bool:
+                  klass: int | None = None, granted: Probe | None = None) -> bool:
+    """`granted`: the class's probe, where the quota tree was found to grant what it asks
+    (`allocate_job`): a trial that asks the same does not ask the tree again."""
     choose(session, job)  # on the flavor it would be admitted on now, if it holds nothing
     if job.admits_partially() and not best_effort:
         return admit(session, memo, job)
@@ -476,7 +500,8 @@ def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bo
         indices = job.first_pending(need, session.task_order())[0][1]
         if klass is not None and not best_effort:
             _learn(session, klass, need, group, indices, job)
-        reason = place_replicas(session, memo, statement, job, group, indices)
+        reason = place_replicas(session, memo, statement, job, group, indices,
+                                granted is not None and granted.count == len(indices))
     else:
         reason = place_gang(session, memo, statement, job, GangNeed.of(session, job))
     if reason is not None:

@@ -100,7 +100,11 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     joined = session.joined
     # Jobs filed in a line whose reason was written this cycle before the walk (it is not
     # the blocker it was reset to) are not admitted, as the enqueue action would not.
-    left_out = {j for j in session.model.noted if j.reason is not None} | joined
+    # The noted jobs kept from earlier cycles do not wait (`Session.kept_noted`): only those
+    # noted since the cycle opened are asked, a set difference away from the many kept.
+    noted = session.model.noted
+    kept = session.kept_noted
+    left_out = {j for j in (noted - kept if kept else noted) if j.reason is not None} | joined
     ranges: list[Range] = []
     admitted_lines: list[Sequence[Entry]] = []
     admitted_keys: list[LineKey] = []
