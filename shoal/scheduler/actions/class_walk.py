@@ -195,28 +195,6 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                 heapq.heappush(queue.heads, (source.entries[stop][0], index))
         queue.suspended[:] = still
 
-    def repark(queue: _Queue) -> None:
-        """Each suspended class's answer where its suspension began, as the walk would
-        find it on reaching that job now (`Misfits.standing`, then `short`): it stays
-        suspended with that answer; a class with none is taken up there (`_unpark`)."""
-        if short is None:
-            _unpark(queue)
-            return
-        now = misfits.standing(memo)
-        still: list[int] = []
-        for index in queue.suspended:
-            source = queue.sources[index]
-            answer = None if source.klass is None else \
-                now(source.klass) or short(source.klass)
-            if answer is not None:
-                source.suspended = answer
-                still.append(index)
-                continue
-            source.suspended = None
-            source.at = source.since
-            heapq.heappush(queue.heads, (source.entries[source.since][0], index))
-        queue.suspended[:] = still
-
     heap = [(queue_key(name), name) for name in queues]
     heapq.heapify(heap)
     while heap:
@@ -225,8 +203,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         if queue.parked_at is not None:
             if misfits.state(memo) != queue.parked_at:
                 # Another queue's walk moved what its parked classes read before the walk
-                # reached them: each is answered now as on reaching it, or taken up.
-                repark(queue)
+                # reached them: each is asked when reached, as if never parked.
+                _unpark(queue)
             queue.parked_at = None
         while True:
             if not queue.heads:
