@@ -28,6 +28,10 @@ Refusal = Callable[[JobInfo], PendingReason | None]
 """Why the enqueue action would turn a job with no reason yet away (None: let through),
 without writing the reason."""
 
+ClassVerdict = Callable[[JobInfo, int], bool]
+"""`Verdict` for a job filed in the line of the job class given (`job_classes.job_class`
+gives it that class): the class's verdict is looked up, not the job's class worked out."""
+
 
 class Admissions:
     def __init__(self, waiting: WaitingJobs, verdict: Verdict, admitted: list[JobInfo],
@@ -43,6 +47,9 @@ class Admissions:
         """The jobs let through so far, in submission order (the session's candidates)."""
         self._joined = joined
         """Jobs that started waiting after the walk began (the session notes them)."""
+        self.by_class: ClassVerdict | None = None
+        """`verdict` for a filed job and its class, where the verdict has such a form
+        (the enqueue action's does): a class walk asks it of each line's first job."""
 
     def _judge(self, job: JobInfo) -> bool:
         if not job.pending or job in self._joined:

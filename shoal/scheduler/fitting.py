@@ -27,10 +27,13 @@ from shoal.scheduler.session import Session
 
 
 def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: JobInfo,
-                   group: TaskGroup, indices: list[int]) -> PendingReason | None:
+                   group: TaskGroup, indices: list[int], granted: bool = False
+                   ) -> PendingReason | None:
     """Place every replica in `indices` inside `statement`, or return why not (and leave the
     statement for the caller to discard). Replicas go to the VC's own virtual nodes first,
-    the rest to the flexible part (the physical nodes, under the quota tree)."""
+    the rest to the flexible part (the physical nodes, under the quota tree). `granted`:
+    the quota tree was just found to grant them all (`allocate.allocate_job`), and is not
+    asked again."""
     request = group.resources
     reason = session.user_allows(job, request.scale(len(indices)))
     if reason is not None:
@@ -44,8 +47,10 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
     # Bounds are only trusted (and only recorded) against committed state: a statement that
     # already holds tentative allocations sees less free capacity than the bound describes.
     trusted = statement.empty
-    pool = refusal(session, memo if trusted else None, job.account, group, count,
-                   request.scale(count), surplus)
+    pool = pool_refusal(session, memo if trusted else None, group, count,
+                        session.pool_for(group)) if granted and trusted else \
+        refusal(session, memo if trusted else None, job.account, group, count,
+                request.scale(count), surplus)
     if not isinstance(pool, NodePool):
         return pool
     for placed, index in enumerate(indices):

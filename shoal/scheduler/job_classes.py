@@ -139,6 +139,8 @@ class Probe:
     pool_key: Hashable
     """The group's node pool (`Session.pool_key`, which reads only the group and the
     profile's predicates): looked up, not worked out again, on every trial."""
+    account: str
+    """The virtual cluster its jobs are charged to (every job of a class is)."""
     short: dict[str, PendingReason] = field(default_factory=dict, compare=False)
     """Per dimension the whole cluster is short of, the unworded reason it is refused with
     (`allocate.class_refusal`): one object per class and dimension, not one per trial."""

@@ -95,7 +95,7 @@ def test_the_kept_open_paths_follow_the_tree(
             tree.carve(name, request)
         elif step == "swap" and swapped not in names:
             tree.add(VirtualCluster(swapped, max=limit))
-        elif step == "swap" and not charged.get(swapped):
+        elif step == "swap" and not charged.get(swapped) and tree.get(swapped).carved.is_zero():
             limited = not tree.get(swapped).max.is_unlimited()
             tree.remove(swapped)
             tree.add(VirtualCluster(swapped) if limited else VirtualCluster(swapped, max=limit))

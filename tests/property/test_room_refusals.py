@@ -5,9 +5,12 @@ a whole is short of is refused from the room and the request alone
 (`allocate.room_refusals`): the class walk parks it as the walk begins though the world its
 kept answer was found in moved (a completion, a bind), and after a placement keeps it
 suspended when the room still refuses it, instead of asking it again on reaching its next
-job (`class_walk.walk_classes`). Three models are driven in lockstep — one with that path,
-one incremental without it, one that judges every waiting job afresh — on nodes of two GPU
-types with jobs that select one, virtual clusters with quotas, gangs and task-by-task jobs;
+job (`class_walk.walk_classes`). So is a class the room does not refuse but its node
+pool's fit bound does, with the pool's count noted beside the bound (`allocate.pool_short`:
+free GPUs scattered over nodes, none with room for one of its tasks). Three models are
+driven in lockstep — one with that path, one incremental without it, one that judges
+every waiting job afresh — on nodes of two GPU types with jobs that select one, virtual
+clusters with quotas, gangs and task-by-task jobs;
 between cycles jobs arrive, end (none, one or several at once: releases of various sizes)
 or are stopped. Decisions must match in every cycle; reasons must match the incremental
 twin's where the cycle is unworded and read out, and the fresh one's where it is worded.
@@ -25,6 +28,7 @@ from shoal.api import Job, Resources, SchedulerName, TaskGroup
 from shoal.api.decisions import Decisions, PendingReason
 from shoal.scheduler import Profile
 from shoal.scheduler.actions import allocate
+from shoal.scheduler.job_classes import Probe
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
 
@@ -33,6 +37,7 @@ from .test_class_walk import stop_whole
 from .test_parked_classes import QUEUES, TYPES, typed_nodes_and_capped_queues
 
 ROOM_REFUSALS = allocate.room_refusals
+POOL_SHORT = allocate.pool_short
 
 Shape = tuple[str, int, int, int, bool, str | None, float]
 SHAPES = st.tuples(st.sampled_from(QUEUES), st.sampled_from([1_000, 1_000, 7_000]),
@@ -54,6 +59,15 @@ def make_job(name: str, shape: Shape, at: float) -> Job:
 Reasons = dict[str, PendingReason | None]
 ROOM_ANSWERS: list[PendingReason] = []
 """The answers `allocate.room_refusals` gave in the live model's last cycle."""
+POOL_ANSWERS: list[PendingReason] = []
+"""Of those, the ones its node pool's bound gave (`allocate.pool_short`)."""
+
+
+def pool_counted(session: Session, probe: Probe) -> PendingReason | None:
+    reason = POOL_SHORT(session, probe)
+    if reason is not None:
+        POOL_ANSWERS.append(reason)
+    return reason
 
 
 def counted(session: Session) -> Callable[[int], PendingReason | None] | None:
@@ -76,7 +90,8 @@ def run(model: SchedulerModel, hooks: Hooks, profile: Profile, worded: bool, rea
     """One cycle; `room`: with `allocate.room_refusals` (else without it); `read`: an
     unworded cycle's reasons written out and read back."""
     with mock.patch.object(allocate, "room_refusals",
-                           counted if room else lambda session: None):
+                           counted if room else lambda session: None), \
+            mock.patch.object(allocate, "pool_short", pool_counted):
         session = Session(model, hooks, worded=worded)
         for action in profile.actions():
             action.execute(session)
@@ -101,6 +116,35 @@ def run(model: SchedulerModel, hooks: Hooks, profile: Profile, worded: bool, rea
 def test_room_refusals_decide_as_asking_each(
         nodes: int, limits: list[int | None], jobs: list[Shape],
         steps: list[tuple[str, str, int, list[Shape]]], profile: str) -> None:
+    drive(nodes, limits, jobs, steps, profile)
+
+
+WHOLE_NODES = st.tuples(st.sampled_from(["a", "a", "b"]), st.just(1_000),
+                        st.sampled_from([1, 3, 3, 4]), st.integers(1, 2), st.booleans(),
+                        st.just(None),
+                        st.sampled_from([0.0, 5_000.0]))
+"""Tasks of one GPU beside tasks of a whole node or nearly (nodes have 4), in uncapped
+virtual clusters, mostly one: the room has GPUs for a big task while no node has, as the
+pool's bound says (`allocate.pool_short`), and a small task's bind in the same virtual
+cluster asks it again."""
+
+
+@settings(max_examples=20, deadline=None)
+@given(nodes=st.integers(1, 2),
+       jobs=st.lists(WHOLE_NODES, min_size=6, max_size=20),
+       steps=st.lists(st.tuples(st.sampled_from(["unworded", "unworded", "read", "worded"]),
+                                st.sampled_from(["arrive", "arrive", "end", "stop"]),
+                                st.integers(1, 2), st.lists(WHOLE_NODES, max_size=3)),
+                      min_size=2, max_size=8),
+       profile=st.sampled_from(["las", "sjf"]))
+def test_pool_refusals_decide_as_asking_each(
+        nodes: int, jobs: list[Shape], steps: list[tuple[str, str, int, list[Shape]]],
+        profile: str) -> None:
+    drive(nodes, [None, None, None], jobs, steps, profile)
+
+
+def drive(nodes: int, limits: list[int | None], jobs: list[Shape],
+          steps: list[tuple[str, str, int, list[Shape]]], profile: str) -> None:
     made = [make_job(f"j{i:03d}", s, float(i)) for i, s in enumerate(jobs)]
     node_list, vcs = typed_nodes_and_capped_queues(nodes, limits)
     live, plain, fresh = (SchedulerModel(node_list, vcs) for _ in range(3))
@@ -119,7 +163,9 @@ def test_room_refusals_decide_as_asking_each(
         assert reasons == plain_reasons, f"cycle {step}"
         assert_same_cycle(got, run(fresh, hooks, chosen, True, False, True)[0], worded, step)
         event(f"classes refused by the room: {'some' if ROOM_ANSWERS else 'none'}")
+        event(f"classes refused by the pool's bound: {'some' if POOL_ANSWERS else 'none'}")
         ROOM_ANSWERS.clear()
+        POOL_ANSWERS.clear()
         running = sorted(n for n, info in live.jobs.items() if info.running)
         if change == "end":
             for name in running[:ends]:

@@ -38,12 +38,12 @@ from typing import Any
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup
-from shoal.api.resources import CPU, GPU, MEMORY, Resources
+from shoal.api.resources import CPU, GPU, MEMORY, PODS, Resources
 from shoal.core.nodes import FitMemo, NodePool
 from shoal.scheduler.actions.class_walk import walk_classes
 from shoal.scheduler.aging import held_back_reason, reservation_reason
 from shoal.scheduler.class_lines import static_order
-from shoal.scheduler.fitting import place_replicas, pool_refusal, refusal
+from shoal.scheduler.fitting import Diagnosis, place_replicas, pool_refusal, refusal
 from shoal.scheduler.flavors import choose
 from shoal.scheduler.framework import Starvation
 from shoal.scheduler.gang_choice import GangNeed, place_gang
@@ -170,8 +170,22 @@ class Allocate:
         admissions = session.admissions
         assert admissions is not None
 
+        asked: dict[JobInfo, int] = {}
+        """The job `refuse` last let through, with its class."""
+
+        def refuse(job: JobInfo, klass: int) -> PendingReason | None:
+            refused = class_refusal(session, memo, job, klass)
+            asked.clear()
+            if refused is None:
+                asked[job] = klass
+            return refused
+
         def visit(job: JobInfo) -> None:
-            placed = allocate_job(session, memo, job)
+            # The walk visits a classed job right after asking `Misfits.known` and then
+            # `refuse` of it, with nothing placed in between.
+            klass = asked.pop(job, None)
+            asked.clear()
+            placed = allocate_job(session, memo, job, asked=klass)
             if not self.backfill_runs and not placed:
                 waits_for_backfill(job)
 
@@ -179,9 +193,8 @@ class Allocate:
         served = walk_classes(session, session.model.class_lines, admissions.verdict,
                               lambda name: self._queue_key(session, name), visit,
                               (lambda _: GLOBAL_QUEUE) if single else (lambda queue: queue),
-                              None if session.worded else
-                              lambda job, klass: class_refusal(session, memo, job, klass),
-                              room_refusals(session))
+                              None if session.worded else refuse,
+                              room_refusals(session), admissions.by_class)
         # Only a job that holds or ended tasks can be ready (`Session.job_ready`): of the
         # admitted ones, only those visited or loose may.
         surplus = [j for j in served if (j.holding or j.ended)
@@ -273,31 +286,40 @@ def is_best_effort(group: TaskGroup) -> bool:
     return group.resources.is_zero()
 
 
-def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False
-                 ) -> bool:
+def allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False,
+                 asked: int | None = None) -> bool:
     """Place what the job needs now; True if it placed anything. `best_effort`: its
     best-effort tasks, for the backfill action; else the others (module docstring).
 
     A job whose class was turned down earlier in the cycle, with nothing it reads changed
     since, is not tried again: it gets the same reason (`shoal.scheduler.job_classes`); nor
     is one turned down by what its class's trial asks before it touches a node
-    (`class_refusal`)."""
-    klass = job_class(session, job)
-    if klass is None:
-        return _allocate_job(session, memo, job, best_effort)
+    (`class_refusal`). `asked`: the job's class, where the caller asked both of it just
+    now (nothing moved since) and neither turned it down: they are not asked again."""
     misfits = session.misfits
-    known = misfits.known(memo, klass, best_effort)
-    if known is not None:
-        job.reason = known
-        return False
-    if not best_effort:
-        refused = class_refusal(session, memo, job, klass)
-        if refused is not None:
-            job.reason = refused
-            misfits.note(memo, klass, False, refused)
+    if asked is None or best_effort:
+        found = job_class(session, job)
+        if found is None:
+            return _allocate_job(session, memo, job, best_effort)
+        klass = found
+        known = misfits.known(memo, klass, best_effort)
+        if known is not None:
+            job.reason = known
             return False
+        if not best_effort:
+            refused = class_refusal(session, memo, job, klass)
+            if refused is not None:
+                job.reason = refused
+                misfits.note(memo, klass, False, refused)
+                return False
+    else:
+        klass = asked
+    # The quota tree grants what the class's trial asks first where `class_refusal` asked
+    # it (its probe is known) and let the class through.
+    probe = None if best_effort else session.model.class_verdicts.probes.get(klass)
+    granted = probe if probe is not None and probe.hooks is session.hooks else None
     before = job.reason
-    placed = _allocate_job(session, memo, job, best_effort, klass)
+    placed = _allocate_job(session, memo, job, best_effort, klass, granted)
     reason = job.reason
     if not placed and reason is not None and reason is not before:
         misfits.note(memo, klass, best_effort, reason)
@@ -315,15 +337,15 @@ def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
     if probe is None or probe.hooks is not session.hooks:
         return None
     if capacity_alone(session):
-        short = probe.request.shortfall(cluster_room(session))
-        if not short and open_path(session, job.account):
+        short = first_short(probe.request, cluster_room(session))
+        if short is None and open_path(session, job.account):
             # The quota tree says yes without being asked: only the pool may say no.
             pool = session.cluster.pools.get(probe.pool_key) or session.pool_for(probe.group)
             reason = pool_refusal(session, memo, probe.group, probe.count, pool)
             return None if isinstance(reason, NodePool) else \
                 gang_reason(job, probe.need, reason)
-        if short and not session.worded:
-            return _short_reason(probe, short[0])
+        if short is not None and not session.worded:
+            return _short_reason(probe, short)
     reason = refusal(session, memo, job.account, probe.group, probe.count, probe.request,
                      probe.surplus)
     return None if isinstance(reason, NodePool) else gang_reason(job, probe.need, reason)
@@ -331,11 +353,12 @@ def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
 
 def room_refusals(session: Session) -> Callable[[int], PendingReason | None] | None:
     """Per class, the reason `class_refusal` gives it now when the cluster as a whole is
-    short of its request (unworded, under the capacity plugin alone), else None; None
-    outright where that path is not taken. The room is read as each class is asked (it
-    moves with every placement; `cluster_room` keeps it while it does not): a class costs
-    a few look-ups and comparisons, as its kept answer would (`Misfits.standing`), after a
-    completion or a bind moved the world its kept answer was found in."""
+    short of its request, or its node pool is (`pool_short`) — unworded, under the
+    capacity plugin alone — else None; None outright where that path is not taken. The
+    room is read as each class is asked (it moves with every placement; `cluster_room`
+    keeps it while it does not): a class costs a few look-ups and comparisons, as its kept
+    answer would (`Misfits.standing`), after a completion or a bind moved the world its
+    kept answer was found in."""
     if session.worded or not capacity_alone(session):
         return None
     probes = session.model.class_verdicts.probes
@@ -346,8 +369,39 @@ def room_refusals(session: Session) -> Callable[[int], PendingReason | None] | N
         if probe is None or probe.hooks is not hooks:
             return None
         dimension = first_short(probe.request, cluster_room(session))
-        return None if dimension is None else _short_reason(probe, dimension)
+        if dimension is not None:
+            return _short_reason(probe, dimension)
+        return pool_short(session, probe)
     return refused
+
+
+def pool_short(session: Session, probe: Probe) -> PendingReason | None:
+    """The reason `class_refusal` gives a class the cluster's room does not refuse when its
+    node pool's fit bound does (`fitting.pool_refusal`) — or None, where that is not known
+    without a side effect: no bound below its count, or one whose reason would first count
+    the pool and record what it found (no `Diagnosis` noted with the bound yet). Most
+    classes of whole-node tasks wait so, behind free GPUs scattered over many nodes: asked
+    again after every bind, each costs a few look-ups, not a trial."""
+    if not open_path(session, probe.account):
+        return None
+    pool = session.cluster.pools.get(probe.pool_key)
+    request = probe.group.resources
+    if pool is None or not pool.nodes or request.is_zero():
+        return None
+    memo = session.fit_memo
+    # A noted count comes with a bound (one memo entry): the bound is the one read, not the
+    # GPU slots `pool_refusal` counts where there is none.
+    note = memo.note(pool, request)
+    if not isinstance(note, Diagnosis) or not note.short:
+        return None
+    bound = memo.bound(pool, request)
+    if bound is None or bound >= probe.count:
+        return None
+    short = note.short
+    main = max(short, key=lambda d: (short[d], d))
+    # `insufficient`'s unworded reason through `gang_reason`: the root's refusal of that
+    # dimension, field for field, but for a node pool full by task count.
+    return None if main == PODS else _short_reason(probe, main)
 
 
 def first_short(request: Resources, room: Resources) -> str | None:
@@ -419,7 +473,9 @@ def capacity_alone(session: Session) -> bool:
 
 
 def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool,
-                  klass: int | None = None) -> bool:
+                  klass: int | None = None, granted: Probe | None = None) -> bool:
+    """`granted`: the class's probe, where the quota tree was found to grant what it asks
+    (`allocate_job`): a trial that asks the same does not ask the tree again."""
     choose(session, job)  # on the flavor it would be admitted on now, if it holds nothing
     if job.admits_partially() and not best_effort:
         return admit(session, memo, job)
@@ -444,7 +500,8 @@ def _allocate_job(session: Session, memo: FitMemo, job: JobInfo, best_effort: bo
         indices = job.first_pending(need, session.task_order())[0][1]
         if klass is not None and not best_effort:
             _learn(session, klass, need, group, indices, job)
-        reason = place_replicas(session, memo, statement, job, group, indices)
+        reason = place_replicas(session, memo, statement, job, group, indices,
+                                granted is not None and granted.count == len(indices))
     else:
         reason = place_gang(session, memo, statement, job, GangNeed.of(session, job))
     if reason is not None:
@@ -466,7 +523,7 @@ def _learn(session: Session, klass: int, need: int, group: TaskGroup, indices: l
         probes[klass] = Probe(session.hooks, need, group, len(indices),
                               group.resources.scale(len(indices)),
                               all(job.is_surplus(group.name, i) for i in indices),
-                              session.pool_key(group))
+                              session.pool_key(group), job.account)
 
 
 def place_one_by_one(session: Session, memo: FitMemo, job: JobInfo, best_effort: bool = False

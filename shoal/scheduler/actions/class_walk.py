@@ -39,8 +39,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sortedcontainers import SortedList
+
 from shoal.api.decisions import PendingReason
-from shoal.scheduler.admissions import Verdict
+from shoal.scheduler.admissions import ClassVerdict, Verdict
 from shoal.scheduler.class_lines import ClassLines, Entry, LineKey, Walked
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.reason_report import Range, UnwrittenReasons
@@ -79,8 +81,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                  visit: Callable[[JobInfo], None],
                  bucket: Callable[[str], str] = lambda queue: queue,
                  refuse: Callable[[JobInfo, int], PendingReason | None] | None = None,
-                 short: Callable[[int], PendingReason | None] | None = None
-                 ) -> list[JobInfo]:
+                 short: Callable[[int], PendingReason | None] | None = None,
+                 by_class: ClassVerdict | None = None) -> list[JobInfo]:
     """Walk every virtual cluster's admitted jobs as `Allocate.execute` does, `visit`ing
     those a walk job by job would try (module docstring); the jobs visited, and the loose
     jobs admitted, are returned (the only ones that may have surplus to place). `bucket`:
@@ -90,14 +92,19 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     node (`allocate.class_refusal`), or None: the class is then suspended as one turned
     down earlier, its first job not visited. `short`: the reason `refuse` gives the class
     when the whole cluster's room alone refuses it (`allocate.room_refusals`), as the walk
-    begins, or None: a class so refused is parked as one whose kept answer stands."""
+    begins, or None: a class so refused is parked as one whose kept answer stands.
+    `by_class`: `verdict` for a line's first job, told its class (`Admissions.by_class`)."""
     session.take_admissions()
     memo = session.fit_memo
     misfits = session.misfits
     joined = session.joined
     # Jobs filed in a line whose reason was written this cycle before the walk (it is not
     # the blocker it was reset to) are not admitted, as the enqueue action would not.
-    left_out = {j for j in session.model.noted if j.reason is not None} | joined
+    # The noted jobs kept from earlier cycles do not wait (`Session.kept_noted`): only those
+    # noted since the cycle opened are asked, a set difference away from the many kept.
+    noted = session.model.noted
+    kept = session.kept_noted
+    left_out = {j for j in (noted - kept if kept else noted) if j.reason is not None} | joined
     ranges: list[Range] = []
     admitted_lines: list[Sequence[Entry]] = []
     admitted_keys: list[LineKey] = []
@@ -120,7 +127,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             if later is None:
                 continue
             first = later
-        if not verdict(first):
+        if not (verdict(first) if by_class is None else by_class(first, klass)):
             # The enqueue action's verdict is the class's: its other jobs get its reason.
             if first.reason is not None:
                 ranges.append(Range(line, 0, len(line), first.reason))
@@ -269,6 +276,10 @@ def _advance(queue: _Queue, source: _Source, index: int) -> None:
 
 def _bisect(entries: Sequence[Entry], key: tuple[Any, ...], low: int) -> int:
     """The first entry at or after `low` whose order key comes after `key`."""
+    if isinstance(entries, SortedList):
+        # `(key,)` sorts before every entry of that key and after those of smaller keys:
+        # one search of the list's index, not a lookup through it per step.
+        return max(low, entries.bisect_left((key,)))
     high = len(entries)
     while low < high:
         middle = (low + high) // 2

@@ -85,12 +85,31 @@ class Enqueue:
                 return False
             return True
 
+        def admit_filed(job: JobInfo, klass: int) -> bool:
+            """`admit` for a job filed in the class line of `klass` (its class, then): it
+            holds nothing and declares no `minResources`, so the class's verdict is its."""
+            if job.reason is not None:
+                return False
+            reason = by_class.get(klass, UNKNOWN)
+            if reason is UNKNOWN:
+                return admit(job)
+            if reason is not None:
+                job.reason = reason
+                return False
+            return True
+
         # Judged as far as a reader walks (`shoal.scheduler.admissions`) — all of them now
         # when one declares `minResources`: that verdict reads the quota's usage as it is
         # before anything is placed.
         session.admit_lazily(admit, refusal)
+        assert session.admissions is not None
+        session.admissions.by_class = admit_filed
         if session.model.waiting.with_min_resources or not session.model.incremental:
             session.settle()
+
+
+UNKNOWN = PendingReason(PendingKind.UNSCHEDULABLE, "(no verdict kept for the class yet)")
+"""Marks a class without a kept verdict (a kept verdict may be None: let through)."""
 
 
 def feasibility(session: Session, job: JobInfo) -> PendingReason | None:
