@@ -92,7 +92,6 @@ from shoal.scheduler.actions.victim_trials import Trial
 from shoal.scheduler.framework import PreemptionOrder
 from shoal.scheduler.gang_choice import (
     GangNeed,
-    Room,
     least_gpus,
     least_request,
 )
@@ -549,46 +548,13 @@ class Preemption(PolicyNotes):
             if not in_order:  # the same units, now in the order they are tried
                 tried = (u for u in (self.candidates(preemptor) if index is None
                                      else index.in_order(behind)) if u.chain in helps)
-        chosen: list[VictimUnit] = []
-        statement = session.statement()
-        fits = False
-        gained = 0
-        room = Room(session, preemptor, need)
-        for unit in tried:
-            self._evict(statement, unit, preemptor)
-            chosen.append(unit)
-            gained += gains[id(unit)]
-            room.freed([cluster.by_name[t.node] for t in unit.tasks])
-            if not self._worth_trying(trial, gained, preemptor, need, quota_bound, room):
-                continue
-            evictions = statement.savepoint()
-            placed = self._place(statement, preemptor, need)
-            if placed:
-                fits = True
-                break
-            statement.roll_back(evictions)  # keep the evictions, drop the failed placement
-        if not fits:
-            statement.discard()
+        chosen = self._evict_until_placed(preemptor, need, trial, tried, gains, quota_bound)
+        if chosen is None:
             self._note_policy(preemptor, units)
             return False
-
-        if len(chosen) > 1:
-            sift = self._sift(preemptor, need, chosen, quota_bound,
-                              statement.operations_since(evictions))
-            statement.discard()
-            chosen = self._spare(preemptor, need, trial, chosen, sift, quota_bound)
-            statement = session.statement()
-            for victim in chosen:
-                self._evict(statement, victim, preemptor)
-            if not self._place(statement, preemptor, need):  # pragma: no cover - tried
-                statement.discard()
-                return False
-            if not chosen:  # every unit proved unneeded: it stands on what was free
-                statement.commit()
-                self._placed(preemptor)
-                return False
-        statement.commit()
         self._placed(preemptor)
+        if not chosen:  # every unit proved unneeded: it stands on what was free
+            return False
         self._record(preemptor, chosen)
         return True
 

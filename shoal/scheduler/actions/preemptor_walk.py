@@ -259,15 +259,7 @@ class PreemptorWalk:
     def _set_up(self, lines: PreemptorLines, walked: Walked, walking: list[_Source]) -> None:
         """Reset the walked lines' classes and mark the jobs each skips; kept as the lines'
         what `PreemptorLines.skipping` keeps, read afresh (the test knob `keeps_skips`)."""
-        by_line = lines.by_line
-        for where in walked.lines:
-            line = by_line.get(where)
-            if line is None:
-                continue
-            for source in line.values():  # kept by the lines: this walk's state reset
-                source.at = 0
-                source.skipped = None
-                walking.append(source)
+        _reset(lines, walked, walking, carried=False)
         found = lines.filed_jobs.get
         made: set[int] = set()
         for job in self.skip:
@@ -290,15 +282,7 @@ class PreemptorWalk:
         O(classes and what changed), not O(jobs left out). The jobs that moved earlier in
         this cycle are added to a copy of their class's keys."""
         lines.skipping(walked.left_out)
-        by_line = lines.by_line
-        for where in walked.lines:
-            line = by_line.get(where)
-            if line is None:
-                continue
-            for source in line.values():  # kept by the lines: this walk's state reset
-                source.at = 0
-                source.skipped = source.left or None
-                walking.append(source)
+        _reset(lines, walked, walking, carried=True)
         if not moved:
             return
         found = lines.filed_jobs.get
@@ -465,3 +449,18 @@ class PreemptorWalk:
         for _, job, _ in found:
             self._write_reason(job)
         return [(job, verdict) for _, job, verdict in found]
+
+
+def _reset(lines: PreemptorLines, walked: Walked, walking: list[_Source], *,
+           carried: bool) -> None:
+    """Reset the classes of the walked lines (kept by the lines) for this walk and queue them
+    in `walking`; `carried`: each starts with its kept left-out keys, else with none."""
+    by_line = lines.by_line
+    for where in walked.lines:
+        line = by_line.get(where)
+        if line is None:
+            continue
+        for source in line.values():
+            source.at = 0
+            source.skipped = (source.left or None) if carried else None
+            walking.append(source)

@@ -14,7 +14,7 @@ through its own `_place`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from shoal.api.resources import Resources
@@ -350,6 +350,50 @@ class VictimTrials:
                 or self._fitting_at[1] is not at[1]:
             self._fitting, self._fitting_at = {}, at
         return self._fitting
+
+    def _evict_until_placed(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
+                            tried: Iterable[VictimUnit], gains: dict[int, int],
+                            quota_bound: bool) -> list[VictimUnit] | None:
+        """Evict `tried` in order until the preemptor fits (`_worth_trying` says when to try a
+        placement), then spare what proved unneeded (`_sift`, `_spare`) and commit the
+        evictions with the placement: the victims taken (none: it stands on what was free),
+        or None, nothing committed, when it never fit."""
+        session = self.session
+        cluster = session.cluster
+        chosen: list[VictimUnit] = []
+        statement = session.statement()
+        fits = False
+        gained = 0
+        room = Room(session, preemptor, need)
+        for unit in tried:
+            self._evict(statement, unit, preemptor)
+            chosen.append(unit)
+            gained += gains[id(unit)]
+            room.freed([cluster.by_name[t.node] for t in unit.tasks])
+            if not self._worth_trying(trial, gained, preemptor, need, quota_bound, room):
+                continue
+            evictions = statement.savepoint()
+            placed = self._place(statement, preemptor, need)
+            if placed:
+                fits = True
+                break
+            statement.roll_back(evictions)  # keep the evictions, drop the failed placement
+        if not fits:
+            statement.discard()
+            return None
+        if len(chosen) > 1:
+            sift = self._sift(preemptor, need, chosen, quota_bound,
+                              statement.operations_since(evictions))
+            statement.discard()
+            chosen = self._spare(preemptor, need, trial, chosen, sift, quota_bound)
+            statement = session.statement()
+            for victim in chosen:
+                self._evict(statement, victim, preemptor)
+            if not self._place(statement, preemptor, need):  # pragma: no cover - tried
+                statement.discard()
+                return None
+        statement.commit()
+        return chosen
 
     def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
         return place_gang(self.session, self.memo, statement, job, need) is None
