@@ -18,7 +18,10 @@ unused — and still owed. So the owed amount is the larger of the two.
 
 A VC may therefore always grow into its own unused `min` (its parent's headroom keeps room
 for it), and above its `min` it borrows what its ancestors have idle — but never a
-guarantee owed to another subtree, at any level. That is what keeps every VC's `min`
+guarantee owed to another subtree, at any level. A job placed in a VC that has children
+(seed 003: a job's own virtual cluster and its sub-clusters) is outside every child, so
+`check` also keeps what the children are owed from it: headroom(q) − Σ reserved(k) over
+q's children k (lent: Σ unlent(k)). That is what keeps every VC's `min`
 available to it without reclaim as long as capacity does not shrink; when it does (a node
 lost, a guarantee raised), reclaim takes borrowed resources back. (The first version of this
 rule used `min − usage` alone; the property test
@@ -370,7 +373,29 @@ class QuotaTree:
             if short:
                 return guarantee_refused(queue, request, room, new_room, short[0], lend)
             room = new_room
-        return None
+        return self._check_own(self.get(name), request, room, lend)
+
+    def _check_own(self, queue: QueueState, request: Resources, room: Resources, lend: bool
+                   ) -> PendingReason | None:
+        """A job placed in a VC that has children is outside every child: it may use the
+        VC's room less what its children are still owed (lent: less what they keep unlent)."""
+        if not queue.children:
+            return None
+        kept = queue.children_unlent if lend else queue.children_reserved
+        own_room = room.saturating_sub(kept)
+        short = None if request.fits(own_room) else request.shortfall(own_room)
+        if not short:
+            return None
+        dim = short[0]
+        holders = [c.name for c in queue.children
+                   if (c.unlent if lend else c.reserved).get(dim) > 0]
+        what = "kept unlent by the lendingLimit" if lend else "the unused guaranteed min"
+        return PendingReason(
+            PendingKind.GUARANTEE,
+            f"{room.get(dim)} {dim} is free for {queue.name!r}, but {kept.get(dim)} of it is "
+            f"{what} of its children {', '.join(repr(h) for h in holders)}; its own jobs can "
+            f"use {own_room.get(dim)} {dim}, {request.get(dim)} needed", resource=dim,
+            queue=queue.name)
 
     def is_open_path(self, name: str) -> bool:
         """Whether `check` for the VC says what it says at the root: no guarantee owed

@@ -209,8 +209,13 @@ class QuotaOracle:
         return room
 
     def admits(self, name: str, request: Resources, lend: bool = False) -> bool:
+        """Whether a job placed in `name` itself fits: its headroom less what its
+        children are owed (lent: keep unlent), as a job in a parent is outside every child."""
         room = self.headroom(name, lend)
-        return all(request.get(d) <= room.get(d, 0) for d in request.dimensions())
+        owed = self.unlent if lend else self.reserved
+        return all(request.get(d) <= room.get(d, 0)
+                   - sum(owed(k, d) for k in self.children[name])
+                   for d in request.dimensions())
 
 
 def queue_usage(jobs: Iterable[Job]) -> dict[str, Resources]:

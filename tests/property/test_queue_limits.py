@@ -18,7 +18,7 @@ the capacity that backs it is there.
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from shoal.api import (
@@ -88,8 +88,18 @@ def limit_problems(vcs: tuple[VirtualCluster, ...], cap: Resources,
     return out
 
 
+PARENT_JOB = (Resources.of(1, 1, 1),
+              (VirtualCluster("vc-0", min=Resources.of(gpu=1)),
+               VirtualCluster("vc-0000", parent="vc-0", min=Resources.of(gpu=1),
+                              lending_limit=ResourceLimit.of({"gpu": 0}))))
+"""Found by hypothesis: a job placed in the parent `vc-0` itself took the 1 gpu that its
+child `vc-0000` is guaranteed and keeps unlent (lendingLimit 0). A job in a parent is outside
+every child, so `check` keeps the children's guarantees from it."""
+
+
 @LIMITS
 @given(case=trees(), ops=operations)
+@example(case=PARENT_JOB, ops=[(1, Resources.of(gpu=1), False, False, 0)])
 def test_the_quota_tree_keeps_every_queue_within_its_limits(
         case: tuple[Resources, tuple[VirtualCluster, ...]],
         ops: list[tuple[int, Resources, bool, bool, int]]) -> None:

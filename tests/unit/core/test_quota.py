@@ -50,7 +50,22 @@ def test_borrowing_reduces_idle_and_reason_names_guarantee() -> None:
     reason = t.check("default", gpu(1))
     assert reason is not None and reason.kind is PendingKind.GUARANTEE
     assert "'a'" in reason.message and "'b'" in reason.message
-    assert t.check("a", gpu(8)) is None  # a's guarantee is intact
+    assert t.headroom("a").gpu == 8  # a's guarantee is intact
+    assert t.check("a1", gpu(4)) is None and t.check("a", gpu(4)) is None
+
+
+def test_a_job_in_a_parent_leaves_its_childrens_guarantees_alone() -> None:
+    # A job placed in `a` itself is outside `a1`: of a's room (12, its max), a1's unused
+    # min (4) is kept, lent or not; once a1 uses it, nothing is kept from `a`.
+    t = tree()
+    assert t.check("a", gpu(8)) is None
+    reason = t.check("a", gpu(9))
+    assert reason is not None and reason.kind is PendingKind.GUARANTEE
+    assert reason.queue == "a" and "'a1'" in reason.message
+    assert t.check("a", gpu(9), lend=True) is None  # a1 has no lendingLimit: all lent
+    t.charge("a1", gpu(4))
+    assert t.check("a", gpu(8)) is None
+    assert t.check("a", gpu(9)) is not None  # a's max 12, a1 uses 4
 
 
 def test_max_is_a_ceiling_on_the_subtree() -> None:
