@@ -107,9 +107,9 @@ MAX_TASK_PAGE = 1000
 JOB_EVENTS = 50
 """How many of its latest events `GET /api/v1/jobs/{name}` carries."""
 GENERATE_TRIES = 8
+"""How many names a submission with `generateName` draws before it gives up (409)."""
 MAX_IDEMPOTENCY_KEY = 255
 """The longest `Idempotency-Key` header a submission may carry."""
-"""How many names a submission with `generateName` draws before it gives up (409)."""
 INLINE_PARSE_BYTES = 64 * 1024
 """Bodies up to this size are parsed on the event loop (the hop to a thread would cost as
 much as the work); a larger one, within the body limit, may take a second of CPU to read as

@@ -17,8 +17,8 @@ SQLITE_LOCKED_RETRIES more times, with a warning: nothing of the transaction has
 a retry is always safe, and a long write costs the others latency, not an error.
 
 A process's own writers queue on a lock of its engine (`_WriteTurns`) before their
-`BEGIN IMMEDIATE`, and the next is woken once the one before has committed or rolled back. Left to
-SQLite's busy handler, a writer that met the lock slept in growing steps (up to 100 ms)
+`BEGIN IMMEDIATE`, and the next is woken once the one before has committed or rolled back.
+Left to SQLite's busy handler, a writer that met the lock slept in growing steps (up to 100 ms)
 and retried: in a burst the API's event loop, whose submissions write, slept there for ~40 %
 of its busy time while the control loop's writes were long done. Writers of other processes
 still meet the busy handler, as before; a turn not given within WRITE_TURN_TIMEOUT_S goes

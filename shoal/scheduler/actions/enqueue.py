@@ -90,9 +90,9 @@ class Enqueue:
             holds nothing and declares no `minResources`, so the class's verdict is its."""
             if job.reason is not None:
                 return False
-            reason = by_class.get(klass, UNKNOWN)
-            if reason is UNKNOWN:
+            if klass not in by_class:
                 return admit(job)
+            reason = by_class[klass]
             if reason is not None:
                 job.reason = reason
                 return False
@@ -106,10 +106,6 @@ class Enqueue:
         session.admissions.by_class = admit_filed
         if session.model.waiting.with_min_resources or not session.model.incremental:
             session.settle()
-
-
-UNKNOWN = PendingReason(PendingKind.UNSCHEDULABLE, "(no verdict kept for the class yet)")
-"""Marks a class without a kept verdict (a kept verdict may be None: let through)."""
 
 
 def feasibility(session: Session, job: JobInfo) -> PendingReason | None:

@@ -138,8 +138,7 @@ class ShortSearches(VictimListing):
                 return None
             epoch = self.session.cluster.release_epoch
             if verdict.unfit != epoch or not self.carries:
-                need = GangNeed.of(self.session, preemptor)
-                if self._could_fit(preemptor, need, self._fitting_now()):
+                if not self._unfit_now(preemptor):
                     return None
                 verdict.unfit = epoch
         return self._short_held(key, before, verdict)
@@ -203,7 +202,8 @@ class ShortSearches(VictimListing):
                 free = free_on(verdict.pools, verdict.nodes)
             if free + verdict.behind >= verdict.demand \
                     and (verdict.units or verdict.unfit != epoch):
-                if verdict.units or first is None or not self._unfit_now(first(index)):
+                job = None if verdict.units or first is None else first(index)
+                if job is None or self._held_nodes(job) or not self._unfit_now(job):
                     continue
                 verdict.unfit = epoch
             # As `_short_held`: what came behind it since freed nothing behind it.
@@ -217,11 +217,10 @@ class ShortSearches(VictimListing):
         classes.short_answers += answers
         return found
 
-    def _unfit_now(self, preemptor: JobInfo | None) -> bool:
+    def _unfit_now(self, preemptor: JobInfo) -> bool:
         """Whether the count node by node says the preemptor's missing tasks do not fit on
-        what is free now (`short_verdict`, for a class with nothing ranked behind it)."""
-        if preemptor is None or self._held_nodes(preemptor):
-            return False
+        what is free now (for a class with nothing ranked behind it, and a preemptor no
+        reservation keeps off nodes)."""
         need = GangNeed.of(self.session, preemptor)
         return not self._could_fit(preemptor, need, self._fitting_now())
 
