@@ -56,6 +56,22 @@ def make_job(name: str, shape: Shape, at: float) -> Job:
     return Job(name, (group,), queue=queue,
                scheduler_name=SchedulerName.SHOAL if gang else SchedulerName.DEFAULT,
                submitted=at, attained_gpu_seconds=attained)
+PER_QUEUE = Profile.from_yaml("""
+name: las-per-queue
+actions: "enqueue, allocate, preempt"
+tiers:
+  - plugins: [{name: las}, {name: gang}]
+  - plugins: [{name: predicates}, {name: capacity}, {name: placement}]
+""", "las-per-queue")
+"""las with its virtual clusters taking turns: another one's placements may move what a
+class suspended in this one read before the walk comes back to it (`class_walk._unpark`),
+after it was asked again and gave the same reason."""
+
+
+def load(name: str) -> Profile:
+    return PER_QUEUE if name == PER_QUEUE.name else Profile.load(name)
+
+
 Reasons = dict[str, PendingReason | None]
 ROOM_ANSWERS: list[PendingReason] = []
 """The answers `allocate.room_refusals` gave in the live model's last cycle."""
@@ -87,11 +103,13 @@ def counted(session: Session) -> Callable[[int], PendingReason | None] | None:
 
 def run(model: SchedulerModel, hooks: Hooks, profile: Profile, worded: bool, read: bool,
         room: bool) -> tuple[Decisions, Reasons]:
-    """One cycle; `room`: with `allocate.room_refusals` (else without it); `read`: an
-    unworded cycle's reasons written out and read back."""
+    """One cycle; `room`: with `allocate.room_refusals` and `allocate.pool_short` (else
+    without them: `class_refusal` asks the pool itself); `read`: an unworded cycle's
+    reasons written out and read back."""
     with mock.patch.object(allocate, "room_refusals",
                            counted if room else lambda session: None), \
-            mock.patch.object(allocate, "pool_short", pool_counted):
+            mock.patch.object(allocate, "pool_short",
+                              pool_counted if room else lambda session, probe: None):
         session = Session(model, hooks, worded=worded)
         for action in profile.actions():
             action.execute(session)
@@ -112,7 +130,7 @@ def run(model: SchedulerModel, hooks: Hooks, profile: Profile, worded: bool, rea
                                 st.sampled_from(["arrive", "end", "end", "stop"]),
                                 st.integers(1, 3), st.lists(SHAPES, max_size=3)),
                       min_size=2, max_size=8),
-       profile=st.sampled_from(["las", "las-elastic", "sjf"]))
+       profile=st.sampled_from(["las", "las-elastic", "sjf", "las-per-queue"]))
 def test_room_refusals_decide_as_asking_each(
         nodes: int, limits: list[int | None], jobs: list[Shape],
         steps: list[tuple[str, str, int, list[Shape]]], profile: str) -> None:
@@ -152,7 +170,7 @@ def drive(nodes: int, limits: list[int | None], jobs: list[Shape],
     models = [live, plain, fresh]
     for model in models:
         model.add_jobs(made)
-    chosen = Profile.load(profile)
+    chosen = load(profile)
     hooks = Hooks(chosen.plugins())
     count = len(made)
     for step, (mode, change, ends, arrivals) in enumerate(steps):
@@ -179,3 +197,26 @@ def drive(nodes: int, limits: list[int | None], jobs: list[Shape],
         for model in models:
             model.add_jobs(new)
             model.now += 60.0
+
+
+TAKING_TURNS = st.one_of(
+    st.tuples(st.sampled_from(["a", "b"]), st.just(1_000), st.just(1), st.just(1),
+              st.booleans(), st.just(None), st.sampled_from([0.0, 5_000.0])),
+    st.tuples(st.sampled_from(["a", "b"]), st.just(1_000), st.sampled_from([3, 4]),
+              st.sampled_from([2, 3]), st.just(True), st.just(None), st.just(0.0)))
+"""Small tasks in two virtual clusters beside gangs the room refuses once some run: under
+`las-per-queue` a bind in one asks its suspended classes again, which mostly give the same
+reason, and the other's binds move what they read before the walk comes back to them."""
+
+
+@settings(max_examples=15, deadline=None)
+@given(nodes=st.integers(1, 2),
+       jobs=st.lists(TAKING_TURNS, min_size=10, max_size=30),
+       steps=st.lists(st.tuples(st.sampled_from(["unworded", "read", "read"]),
+                                st.sampled_from(["arrive", "end", "end"]),
+                                st.integers(1, 3), st.lists(TAKING_TURNS, max_size=4)),
+                      min_size=2, max_size=6))
+def test_classes_asked_again_across_turns_decide_as_asking_each(
+        nodes: int, jobs: list[Shape], steps: list[tuple[str, str, int, list[Shape]]]
+        ) -> None:
+    drive(nodes, [None, None, None], jobs, steps, PER_QUEUE.name)

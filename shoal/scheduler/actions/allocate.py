@@ -340,6 +340,12 @@ def class_refusal(session: Session, memo: FitMemo, job: JobInfo, klass: int
         short = first_short(probe.request, cluster_room(session))
         if short is None and open_path(session, job.account):
             # The quota tree says yes without being asked: only the pool may say no.
+            if not session.worded:
+                # A bound another class of the same request noted this cycle answers it
+                # as `pool_refusal` would, without a new reason object per class.
+                known = pool_short(session, probe)
+                if known is not None:
+                    return known
             pool = session.cluster.pools.get(probe.pool_key) or session.pool_for(probe.group)
             reason = pool_refusal(session, memo, probe.group, probe.count, pool)
             return None if isinstance(reason, NodePool) else \
@@ -363,15 +369,34 @@ def room_refusals(session: Session) -> Callable[[int], PendingReason | None] | N
         return None
     probes = session.model.class_verdicts.probes
     hooks = session.hooks
+    quota = session.quota
+    seen: list[Any] = [None, None, None]
+    """The quota tree's capacity and root usage last read, and `cluster_room` of them:
+    asked of many classes at one moment, the room is worked out once."""
 
     def refused(klass: int) -> PendingReason | None:
         probe = probes.get(klass)
         if probe is None or probe.hooks is not hooks:
             return None
-        dimension = first_short(probe.request, cluster_room(session))
-        if dimension is not None:
-            return _short_reason(probe, dimension)
-        return pool_short(session, probe)
+        if quota.capacity is not seen[0] or quota.root.usage is not seen[1]:
+            seen[0], seen[1] = quota.capacity, quota.root.usage
+            seen[2] = cluster_room(session)
+        room: Resources = seen[2]
+        request = probe.request
+        if request.extras:
+            dimension = first_short(request, room)
+        elif request.cpu > room.cpu:
+            dimension = CPU
+        elif request.memory > room.memory:
+            dimension = MEMORY
+        elif request.gpu > room.gpu:
+            dimension = GPU
+        else:
+            return pool_short(session, probe)
+        if dimension is None:
+            return pool_short(session, probe)
+        known = probe.short.get(dimension)
+        return known if known is not None else _short_reason(probe, dimension)
     return refused
 
 

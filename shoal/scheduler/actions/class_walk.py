@@ -58,7 +58,13 @@ class _Source:
     at: int = 0
     suspended: PendingReason | None = None
     since: int = 0
-    """Where its suspension began."""
+    """Where its suspension began, or last took up its answer again (`resume`)."""
+    start: int = 0
+    """Where the range of jobs given its reason began: before `since` where the class was
+    asked again and gave the same reason (one range, not one per ask)."""
+    moved: tuple[Any, ...] | None = None
+    """The order key of the walk where it last gave the same reason, `since` not yet moved
+    there (`_caught_up`): found by a search only where it is read."""
 
 
 @dataclass(slots=True)
@@ -174,21 +180,31 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         for index in queue.suspended:
             source = queue.sources[index]
             assert source.suspended is not None
-            stop = len(source.entries) if key is None else \
-                _bisect(source.entries, key, source.since)
+            entries = source.entries
             if refused is not None and now is not None and source.klass is not None:
                 answer = now(source.klass) or refused(source.klass)
-                if answer is not None:
-                    if stop > source.since:
-                        ranges.append(Range(source.entries, source.since, stop,
-                                            source.suspended))
-                    source.suspended = answer
-                    source.since = source.at = stop
-                    if stop < len(source.entries):
+                if answer is source.suspended:
+                    assert key is not None
+                    if entries[-1][0] < key:  # passed its last job: its range is whole
+                        ranges.append(Range(entries, source.start, len(entries), answer))
+                    else:
+                        source.moved = key
                         still.append(index)
                     continue
-            if stop > source.since:  # else a class parked as the walk began, not reached
-                ranges.append(Range(source.entries, source.since, stop, source.suspended))
+            else:
+                answer = None
+            source.moved = None  # `stop` is past it: keys only grow as the walk goes
+            stop = len(entries) if key is None else _bisect(entries, key, source.since)
+            if answer is not None:
+                if stop > source.start:
+                    ranges.append(Range(entries, source.start, stop, source.suspended))
+                source.suspended = answer
+                source.start = source.since = source.at = stop
+                if stop < len(entries):
+                    still.append(index)
+                continue
+            if stop > source.start:  # else a class parked as the walk began, not reached
+                ranges.append(Range(source.entries, source.start, stop, source.suspended))
             source.suspended = None
             source.at = stop
             if stop < len(source.entries):
@@ -204,7 +220,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             if misfits.state(memo) != queue.parked_at:
                 # Another queue's walk moved what its parked classes read before the walk
                 # reached them: each is asked when reached, as if never parked.
-                _unpark(queue)
+                _unpark(queue, ranges)
             queue.parked_at = None
         while True:
             if not queue.heads:
@@ -227,7 +243,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                             resume(queue, key)
                 if known is not None:
                     source.suspended = known
-                    source.since = source.at
+                    source.start = source.since = source.at
+                    source.moved = None
                     queue.suspended.append(index)
                     continue
             state = misfits.state(memo)
@@ -257,15 +274,27 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     return list(dict.fromkeys([*admitted, *visited]))
 
 
-def _unpark(queue: _Queue) -> None:
-    """Take up every suspended class where its reason's range began (each one's first job,
-    for a class parked as the walk began)."""
+def _unpark(queue: _Queue, ranges: list[Range]) -> None:
+    """Take up every suspended class where it was last asked (each one's first job, for a
+    class parked as the walk began); the jobs it passed before keep their reason."""
     for index in queue.suspended:
         source = queue.sources[index]
+        _caught_up(source)
+        if source.since > source.start:  # what it passed before asking again holds
+            assert source.suspended is not None
+            ranges.append(Range(source.entries, source.start, source.since,
+                                source.suspended))
         source.suspended = None
         source.at = source.since
         heapq.heappush(queue.heads, (source.entries[source.since][0], index))
     queue.suspended.clear()
+
+
+def _caught_up(source: _Source) -> None:
+    """Move `since` to where the class last gave the same reason again (`_Source.moved`)."""
+    if source.moved is not None:
+        source.since = source.at = _bisect(source.entries, source.moved, source.since)
+        source.moved = None
 
 
 def _advance(queue: _Queue, source: _Source, index: int) -> None:
