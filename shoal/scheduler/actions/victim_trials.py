@@ -321,10 +321,17 @@ class VictimTrials:
                 # What each node takes now is the census's share (no statement is open, so
                 # the census, read afresh, counts the nodes as they stand).
                 shares = pool.census(request).shares
+                gpu = request.gpu
                 for ordinal, (state, back) in freed.items():
                     share = shares.get(ordinal)
-                    if share is not None:
-                        room += _how_many_with(state, back, request) - share[0]
+                    if share is None:
+                        continue
+                    # Freeing never narrows a GPU request's room on a node (`_judged_whole`),
+                    # and its GPUs bound it: where they bound it to what the node takes
+                    # now, it takes no more.
+                    if gpu and (state.gpu + back.gpu) // gpu == share[0]:
+                        continue
+                    room += _how_many_with(state, back, request) - share[0]
             counts.append((group.name, room, pending))
         return room_suffices(need, counts)
 
