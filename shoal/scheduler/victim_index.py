@@ -89,6 +89,9 @@ class QueueVictims:
         """The ranks held, worst first."""
         self._gains: dict[Hashable, _Sums] = {}
         self._held: dict[Rank, _Held] = {}
+        self._held_sums: dict[int, tuple[dict[str, Resources], set[Hashable]]] = {}
+        """`held`'s answers by count, until a job is filed or dropped (shared with the
+        indexes `renewed` from this one until then)."""
         """Per rank, what its units' tasks hold per node and whom they are charged to
         (`held`), once asked; brought up to date as jobs are filed and dropped there."""
         self._measure: list[Holds] = []
@@ -153,6 +156,7 @@ class QueueVictims:
             self._by_rank, self._sizes, self._rank_of
         index._ranks, index._gains = self._ranks, self._gains
         index._held, index._in_order, index._measure = self._held, {}, self._measure
+        index._held_sums = self._held_sums
         index._by_start, index._score = self._by_start, score
         index._shared = True
         index._order = order
@@ -170,6 +174,7 @@ class QueueVictims:
         self._ranks = list(self._ranks)
         self._gains = {key: sums.copy() for key, sums in self._gains.items()}
         self._held = dict(self._held)
+        self._held_sums = {}
         self._by_start = dict(self._by_start)
 
     def units_of(self, job: JobInfo) -> list[VictimUnit]:
@@ -194,6 +199,7 @@ class QueueVictims:
             self._ranks.append(rank)
             self._ranks.sort(reverse=True)
         jobs[job] = units
+        self._held_sums.clear()  # the indexes sharing them read the jobs filed now
         self._held_change(rank, units, 1)
         self._in_order.pop(rank, None)
         by_start = self._by_start.get(rank)
@@ -214,6 +220,7 @@ class QueueVictims:
         del self._rank_of[job]
         jobs = self._by_rank[rank]
         units = jobs.pop(job)
+        self._held_sums.clear()  # the indexes sharing them read the jobs filed now
         self._held_change(rank, units, -1)
         in_order = self._in_order.get(rank)
         if in_order is not None:
@@ -293,6 +300,9 @@ class QueueVictims:
         added. `count` must be what `behind` says of some rank (whole ranks)."""
         if not self._measure:
             self._measure.append(holds)
+        summed = self._held_sums.get(count)
+        if summed is not None:
+            return summed
         out: dict[str, Resources] = {}
         charged: set[Hashable] = set()
         seen = 0
@@ -310,7 +320,8 @@ class QueueVictims:
                 out[node] = request if have is None else have + request
             charged.update(found[1])
         assert seen == count, "held: count cuts a rank"
-        return out, charged
+        summed = self._held_sums[count] = out, charged
+        return summed
 
     def _held_change(self, rank: Rank, units: list[VictimUnit], sign: int) -> None:
         """`units` were filed (`sign` 1) or dropped (-1) at `rank`: bring its `held` sums
