@@ -239,18 +239,20 @@ class VictimListing(VictimTrials):
             return None  # `_judged_whole` would not judge them whole
         by_name = cluster.by_name
         freed = {}
-        refund = Resources()
         for node, request in held.items():
             state = by_name[node]
             freed[state.ordinal] = (state, request)
-            if quota_bound and state.owner is None:
-                refund = refund + request
         # Room first: both only read (the quota tree answers a refund as a hypothesis), and
         # under a las backlog room turns down most quota-bound searches, the quota none.
         if not self._room_after(preemptor, need, freed):
             return False
-        return not quota_bound or self._quota_allows_after(
-            preemptor, refund, least_request(preemptor, need))
+        if not quota_bound:
+            return True
+        refund = Resources()
+        for state, request in freed.values():
+            if state.owner is None:
+                refund = refund + request
+        return self._quota_allows_after(preemptor, refund, least_request(preemptor, need))
 
     def _useful_in_order(self, index: QueueVictims, behind: int, nodes: set[int],
                          gains: dict[int, int], quota_bound: bool) -> Iterator[VictimUnit]:
