@@ -3,7 +3,8 @@ the order of the score sorted whole.
 
 1. Every time a search takes a virtual cluster's victims in the score's order a rank at a
    time (`QueueVictims.in_order`), what it is given — as far as it takes them, and all of
-   them — is each rank sorted by the score at that instant (`victims.ordered`), in random
+   them — is each rank sorted whole by the score at that instant, as the action sorts
+   it (`victims.ordered`, each victim's rank asked), in random
    worlds under the profiles that preempt and in random traces replayed under `las`
    (gangs of several tasks, jobs placed task by task, several jobs started at one instant
    with one shape: ties the job order tells apart), while the shapes are kept across
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 
 from shoal.scheduler.actions.victim_listing import VictimListing
 from shoal.scheduler.victim_index import QueueVictims
-from shoal.scheduler.victims import VictimUnit, ordered
+from shoal.scheduler.victims import VictimUnit
 from shoal.sim.simulator import SimConfig, simulate
 from shoal.sim.trace import Trace, TraceJob
 
@@ -51,9 +52,9 @@ def compared(asked: list[int]) -> Iterator[None]:
             if seen >= count:
                 break
             seen += self._sizes[at]
-            units = [u for listed in self._by_rank[at].values() for u in listed]
-            plain.extend(ordered(units, lambda job, at=at: at, score.order, score.now,
-                                 every_key=False))
+            # The score as the action sorts a rank whole (`ordered`, ranks asked).
+            plain.extend(self._order([u for listed in self._by_rank[at].values()
+                                      for u in listed]))
         # Part of it first (as a search that fits early), then all of it, then again.
         assert list(islice(taking(self, count), 2)) == plain[:2]
         assert list(taking(self, count)) == plain
