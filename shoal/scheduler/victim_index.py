@@ -47,7 +47,7 @@ from typing import Any, Protocol
 
 from shoal.api.resources import Resources
 from shoal.scheduler.jobs import JobInfo
-from shoal.scheduler.victims import VictimUnit
+from shoal.scheduler.victims import ByStart, VictimUnit
 
 Rank = tuple[Any, ...]
 
@@ -72,8 +72,8 @@ class QueueVictims:
     def __init__(self, units: list[VictimUnit],
                  rank: Callable[[VictimUnit], Rank],
                  order: Callable[[list[VictimUnit]], list[VictimUnit]],
-                 prefixes: bool = False, ranks: list[Rank] | None = None
-                 ) -> None:
+                 prefixes: bool = False, ranks: list[Rank] | None = None,
+                 score: Score | None = None) -> None:
         """`units`: grouped by job (a job's units in its own order), each job's units at
         one rank; `order`: the victims' score, which ranks by the same rank first.
         `prefixes`: the score may be asked of a prefix alone (its order keys may be asked
@@ -89,13 +89,21 @@ class QueueVictims:
         """The ranks held, worst first."""
         self._gains: dict[Hashable, _Sums] = {}
         self._held: dict[Rank, _Held] = {}
+        self._held_sums: dict[int, tuple[dict[str, Resources], set[Hashable]]] = {}
+        """`held`'s answers by count, until a job is filed or dropped (shared with the
+        indexes `renewed` from this one until then)."""
         """Per rank, what its units' tasks hold per node and whom they are charged to
         (`held`), once asked; brought up to date as jobs are filed and dropped there."""
         self._measure: list[Holds] = []
         """The measure `held` was asked by (the same whenever asked), shared with every
         index `renewed` from this one, so that each keeps its sums up to date."""
-        self._in_order: dict[Rank, list[VictimUnit]] = {}
-        """Per rank, its units in the order of the victims' score, once asked (`in_order`)."""
+        self._in_order: dict[Rank, _Taken] = {}
+        """Per rank, its units in the order of the victims' score as far as asked
+        (`in_order`)."""
+        self._by_start: dict[Rank, ByStart] = {}
+        """Per rank, its units by shape and start (`victims.ByStart`), once asked; brought
+        up to date as jobs are filed and dropped there."""
+        self._score = score
         self._shared = False
         """Whether the structures above are another index's too (copied before a change)."""
         by_rank, rank_of = self._by_rank, self._rank_of
@@ -139,15 +147,17 @@ class QueueVictims:
         return out if len(out) <= count else out[:count]
 
     def renewed(self, order: Callable[[list[VictimUnit]], list[VictimUnit]],
-                prefixes: bool) -> QueueVictims:
+                prefixes: bool, score: Score | None = None) -> QueueVictims:
         """The same units at the same ranks for another execution of the action, whose
-        score is `order`: what is sorted by it is asked afresh; the rest is shared until
-        either changes it (`put`, `drop` on the copy)."""
+        score is `order` (`score`: as in `__init__`): what is sorted by it is asked afresh;
+        the rest is shared until either changes it (`put`, `drop` on the copy)."""
         index = QueueVictims.__new__(QueueVictims)
         index._by_rank, index._sizes, index._rank_of = \
             self._by_rank, self._sizes, self._rank_of
         index._ranks, index._gains = self._ranks, self._gains
         index._held, index._in_order, index._measure = self._held, {}, self._measure
+        index._held_sums = self._held_sums
+        index._by_start, index._score = self._by_start, score
         index._shared = True
         index._order = order
         index._ordered = None
@@ -164,6 +174,8 @@ class QueueVictims:
         self._ranks = list(self._ranks)
         self._gains = {key: sums.copy() for key, sums in self._gains.items()}
         self._held = dict(self._held)
+        self._held_sums = {}
+        self._by_start = dict(self._by_start)
 
     def units_of(self, job: JobInfo) -> list[VictimUnit]:
         """The job's units listed (none: not listed)."""
@@ -187,8 +199,12 @@ class QueueVictims:
             self._ranks.append(rank)
             self._ranks.sort(reverse=True)
         jobs[job] = units
+        self._held_sums.clear()  # the indexes sharing them read the jobs filed now
         self._held_change(rank, units, 1)
         self._in_order.pop(rank, None)
+        by_start = self._by_start.get(rank)
+        if by_start is not None:
+            self._by_start[rank] = by_start.with_units(units)
         self._sizes[rank] += len(units)
         self._rank_of[job] = rank
         for sums in self._gains.values():
@@ -204,16 +220,21 @@ class QueueVictims:
         del self._rank_of[job]
         jobs = self._by_rank[rank]
         units = jobs.pop(job)
+        self._held_sums.clear()  # the indexes sharing them read the jobs filed now
         self._held_change(rank, units, -1)
         in_order = self._in_order.get(rank)
         if in_order is not None:
             # The rest keep their order: the score orders every two units by their own keys.
-            self._in_order[rank] = [u for u in in_order if u.job is not job]
+            self._in_order[rank] = in_order.without(job)
+        by_start = self._by_start.get(rank)
+        if by_start is not None:
+            self._by_start[rank] = by_start.without(job)
         self._sizes[rank] -= len(units)
         emptied = not jobs
         if emptied:
             del self._by_rank[rank], self._sizes[rank]
             self._ranks.remove(rank)
+            self._by_start.pop(rank, None)
         for sums in self._gains.values():
             if job in sums.pending:
                 del sums.pending[job]
@@ -251,16 +272,24 @@ class QueueVictims:
             return
         seen = 0
         cache, by_rank, sizes = self._in_order, self._by_rank, self._sizes
+        score = self._score
         for at in self._ranks:
             if seen >= count:
                 return
             seen += sizes[at]
             found = cache.get(at)
             if found is None:
-                units: list[VictimUnit] = []
-                for listed in by_rank[at].values():
-                    units.extend(listed)
-                found = cache[at] = self._order(units)
+                if score is not None:
+                    by_start = self._by_start.get(at)
+                    if by_start is None:
+                        by_start = self._by_start[at] = ByStart.of(
+                            [u for listed in by_rank[at].values() for u in listed])
+                    found = cache[at] = _Taken([], by_start.merged(score.now, score.order))
+                else:
+                    units: list[VictimUnit] = []
+                    for listed in by_rank[at].values():
+                        units.extend(listed)
+                    found = cache[at] = _Taken(self._order(units), None)
             yield from found
 
     def held(self, count: int, holds: Holds) -> tuple[dict[str, Resources], set[Hashable]]:
@@ -271,6 +300,9 @@ class QueueVictims:
         added. `count` must be what `behind` says of some rank (whole ranks)."""
         if not self._measure:
             self._measure.append(holds)
+        summed = self._held_sums.get(count)
+        if summed is not None:
+            return summed
         out: dict[str, Resources] = {}
         charged: set[Hashable] = set()
         seen = 0
@@ -288,7 +320,8 @@ class QueueVictims:
                 out[node] = request if have is None else have + request
             charged.update(found[1])
         assert seen == count, "held: count cuts a rank"
-        return out, charged
+        summed = self._held_sums[count] = out, charged
+        return summed
 
     def _held_change(self, rank: Rank, units: list[VictimUnit], sign: int) -> None:
         """`units` were filed (`sign` 1) or dropped (-1) at `rank`: bring its `held` sums
@@ -331,6 +364,50 @@ class QueueVictims:
         if seen == count:
             return total
         return sum(map(frees, self.prefix(count)))  # `count` cuts a rank: not from `behind`
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """What the victims' score reads besides its units, for one execution of the action:
+    the instant (work lost, latest start) and the session's job order (ties)."""
+
+    now: float
+    order: Callable[[JobInfo], tuple[Any, ...]]
+
+
+class _Taken:
+    """A rank's units in the score's order: those worked out so far, and the rest as
+    they are taken (None: all are out)."""
+
+    __slots__ = ("out", "rest", "without_jobs")
+
+    def __init__(self, out: list[VictimUnit], rest: Iterator[VictimUnit] | None,
+                 without_jobs: frozenset[JobInfo] = frozenset()) -> None:
+        self.out = out
+        self.rest = rest
+        self.without_jobs = without_jobs
+        """Jobs dropped since `rest` began: skipped as they come."""
+
+    def __iter__(self) -> Iterator[VictimUnit]:
+        out = self.out
+        at = 0
+        while True:
+            if at < len(out):  # worked out already, here or by another iteration
+                yield out[at]
+                at += 1
+                continue
+            rest = self.rest
+            unit = None if rest is None else next(rest, None)
+            if unit is None:
+                self.rest = None
+                return
+            if unit.job not in self.without_jobs:
+                out.append(unit)
+
+    def without(self, job: JobInfo) -> _Taken:
+        """The same order less the job's units."""
+        return _Taken([u for u in self.out if u.job is not job], self.rest,
+                      self.without_jobs | {job})
 
 
 _Held = tuple[dict[str, tuple[int, Resources]], dict[Hashable, int]]

@@ -42,7 +42,9 @@ offered either.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import heapq
+from bisect import insort
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,6 +232,141 @@ def _seq(unit: VictimUnit) -> int:
 
 
 _SEQ = _seq
+
+
+class ByStart:
+    """One rank's units kept for the score across executions of the preempt action
+    (issue 18): a unit whose keys below the rank move with the clock only as its start
+    says (`shape_of`) is filed with the units of its shape, latest started first. Within a
+    shape that is the score's order at any instant: its work lost grows with the time since
+    it started, each term worked out the same way for every unit of the shape, so a later
+    start loses no more, and its latest start (the next key) is later; units started at
+    the same instant tie on both, and the job order tells them apart when asked
+    (`merged`). The rest are keyed afresh whenever asked. Changed by copy: an iteration
+    under way keeps what it began with."""
+
+    __slots__ = ("misc", "shapes")
+
+    def __init__(self, shapes: dict[Hashable, list[tuple[float, VictimUnit]]],
+                 misc: list[VictimUnit]) -> None:
+        self.shapes = shapes
+        self.misc = misc
+        """Units of no shape, each job's in its own order."""
+
+    @classmethod
+    def of(cls, units: Sequence[VictimUnit]) -> ByStart:
+        return cls({}, []).with_units(units)
+
+    def with_units(self, units: Sequence[VictimUnit]) -> ByStart:
+        """These units filed too (one job's, in its own order, or several jobs' whole)."""
+        shapes = dict(self.shapes)
+        misc: list[VictimUnit] | None = None
+        copied: set[Hashable] = set()
+        for unit in units:
+            shape = shape_of(unit)
+            if shape is None:
+                if misc is None:
+                    misc = list(self.misc)
+                misc.append(unit)
+                continue
+            if shape not in copied:
+                copied.add(shape)
+                shapes[shape] = list(shapes.get(shape, ()))
+            started = unit.tasks[0].started
+            assert started is not None
+            insort(shapes[shape], (-started, unit), key=_START)
+        return ByStart(shapes, self.misc if misc is None else misc)
+
+    def without(self, job: JobInfo) -> ByStart:
+        """The job's units no longer filed."""
+        shapes = {shape: [e for e in entries if e[1].job is not job]
+                  for shape, entries in self.shapes.items()}
+        return ByStart({shape: entries for shape, entries in shapes.items() if entries},
+                       [u for u in self.misc if u.job is not job])
+
+    def merged(self, now: float, order: Callable[[JobInfo], tuple[Any, ...]]
+               ) -> Iterator[VictimUnit]:
+        """The units in the order of the score at `now` (`ordered` of units of one rank,
+        `every_key` False), worked out only as far as they are taken: each shape's next
+        unit keyed, the least taken, runs of ties told apart by `order` as `_by_rank`
+        does."""
+        streams: list[Iterator[tuple[tuple[Any, ...], VictimUnit]]] = [
+            _keyed((unit for _, unit in entries), now) for entries in self.shapes.values()]
+        if self.misc:
+            lost: dict[tuple[JobInfo, bool], tuple[float, float]] = {}
+            entries = []
+            for unit in self.misc:
+                job, whole = unit.job, unit.shrink_to is None
+                found = lost.get((job, whole))
+                if found is None:
+                    found = lost[job, whole] = _lost(job, unit.tasks, now)
+                entries.append(((whole, found, -latest_start(job, now), unit.seq), unit))
+            entries.sort(key=_KEY)
+            streams.append(iter(entries))
+        heap: list[tuple[tuple[Any, ...], int, VictimUnit]] = []
+        for at, stream in enumerate(streams):
+            first = next(stream, None)
+            if first is not None:
+                heap.append((first[0], at, first[1]))
+        heapq.heapify(heap)
+        while heap:
+            key, at, unit = heapq.heappop(heap)
+            _advance(heap, streams, at)
+            if not heap or heap[0][0][:3] != key[:3]:
+                yield unit
+                continue
+            run = [unit]
+            while heap and heap[0][0][:3] == key[:3]:
+                _, at, tied = heapq.heappop(heap)
+                _advance(heap, streams, at)
+                run.append(tied)
+            if any(u.job is not unit.job for u in run):
+                orders = {u.job: order(u.job) for u in run}
+                run.sort(key=lambda u: orders[u.job], reverse=True)
+            yield from run
+
+
+def shape_of(unit: VictimUnit) -> Hashable | None:
+    """What a unit's score below its rank reads besides its start, where that is all the
+    clock moves of it: a unit of all its job's running tasks (then its job's only unit),
+    taken whole, each task started at one instant, its job without a checkpoint interval
+    (`work_lost`: lost is the time since the start, weighted by each task's request) — its
+    tasks' GPUs and CPU, in order; else None."""
+    job = unit.job
+    tasks = unit.tasks
+    if unit.shrink_to is not None or len(tasks) != len(job.running):
+        return None
+    interval = job.job.checkpoint_interval
+    if interval is not None and interval > 0:
+        return None
+    started = tasks[0].started
+    if started is None or any(t.started != started for t in tasks):
+        return None
+    group = job.job.group
+    return tuple((r.gpu, r.cpu) for r in (group(t.ref.group).resources for t in tasks))
+
+
+def _keyed(units: Iterator[VictimUnit], now: float
+           ) -> Iterator[tuple[tuple[Any, ...], VictimUnit]]:
+    """Each unit with its score's key below the rank at `now`: a unit of a shape is its
+    job's only unit, so its job's loss is its own."""
+    for unit in units:
+        job = unit.job
+        yield (True, _lost(job, unit.tasks, now), -latest_start(job, now), unit.seq), unit
+
+
+def _advance(heap: list[tuple[tuple[Any, ...], int, VictimUnit]],
+             streams: list[Iterator[tuple[tuple[Any, ...], VictimUnit]]], at: int) -> None:
+    found = next(streams[at], None)
+    if found is not None:
+        heapq.heappush(heap, (found[0], at, found[1]))
+
+
+def _start(entry: tuple[float, VictimUnit]) -> float:
+    return entry[0]
+
+
+_START = _start
 
 
 def _free(job: JobInfo, tasks: Sequence[TaskInfo], now: float) -> bool:

@@ -35,7 +35,7 @@ from shoal.scheduler.queue_preemption import (
 )
 from shoal.scheduler.running_order import worst_first
 from shoal.scheduler.running_table import RankHolds, RunningTable
-from shoal.scheduler.victim_index import KeptIndexes, QueueVictims
+from shoal.scheduler.victim_index import KeptIndexes, QueueVictims, Score
 from shoal.scheduler.victims import KeptUnits, VictimUnit, ordered, units_of
 
 
@@ -64,6 +64,10 @@ class VictimListing(VictimTrials):
     _victims: int
     _indexed: int | None
     _indexes: dict[str, QueueVictims]
+
+    by_start = True
+    """Take each rank's victims in the score's order unit by unit from their kept
+    shapes (`victims.ByStart`); False (a test knob): each rank sorted whole."""
 
     _read_table: RunningTable | None = None
     """The kept table once this execution brought it up to now (`_refresh`): a job filed
@@ -235,18 +239,20 @@ class VictimListing(VictimTrials):
             return None  # `_judged_whole` would not judge them whole
         by_name = cluster.by_name
         freed = {}
-        refund = Resources()
         for node, request in held.items():
             state = by_name[node]
             freed[state.ordinal] = (state, request)
-            if quota_bound and state.owner is None:
-                refund = refund + request
         # Room first: both only read (the quota tree answers a refund as a hypothesis), and
         # under a las backlog room turns down most quota-bound searches, the quota none.
         if not self._room_after(preemptor, need, freed):
             return False
-        return not quota_bound or self._quota_allows_after(
-            preemptor, refund, least_request(preemptor, need))
+        if not quota_bound:
+            return True
+        refund = Resources()
+        for state, request in freed.values():
+            if state.owner is None:
+                refund = refund + request
+        return self._quota_allows_after(preemptor, refund, least_request(preemptor, need))
 
     def _useful_in_order(self, index: QueueVictims, behind: int, nodes: set[int],
                          gains: dict[int, int], quota_bound: bool) -> Iterator[VictimUnit]:
@@ -303,7 +309,7 @@ class VictimListing(VictimTrials):
                 self._listed = True  # as `running` notes
                 world = (session.model, session.hooks, session.cluster.layout)
                 index = kept.current(queue, world, table, self._filed_segment, order) \
-                    .renewed(order, not self.looks)
+                    .renewed(order, not self.looks, self._score())
                 for name in self.fresh | self.evicted:
                     job = session.jobs.get(name)
                     if job is not None and index.holds(job):
@@ -313,8 +319,17 @@ class VictimListing(VictimTrials):
             units, ranks = self._takeable_units(self.running(queue))
             index = self._indexes[queue] = QueueVictims(
                 units, lambda u: self.rank(u.job), order, prefixes=not self.looks,
-                ranks=ranks)
+                ranks=ranks, score=self._score())
         return index
+
+    def _score(self) -> Score | None:
+        """What the victims' score reads besides the units, where an index may work it
+        out one rank at a time and unit by unit (`QueueVictims.in_order`): keys that come
+        out the same whenever asked (`looks` False)."""
+        if self.looks or not self.by_start:
+            return None
+        session = self.session
+        return Score(session.now, session.job_order_key)
 
     def _table_listing(self) -> bool:
         """Whether every virtual cluster's listing is the table's as it stands now: the

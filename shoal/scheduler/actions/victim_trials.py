@@ -46,6 +46,9 @@ class VictimTrials:
     judge_whole = True
     """Judge a search's units as a whole before any trial eviction where that is exact
     (`_worth_evicting`); False (a test knob): the trial loop decides every search."""
+    census_room = True
+    """Count a trial loop's room from the pools' censuses where that is exact
+    (`CensusRoom`); False (a test knob): node by node (`gang_choice.Room`)."""
     _fitting: dict[Hashable, int] = {}  # noqa: RUF012 - replaced per instance before use
     _fitting_at: tuple[int, object] | None = None
 
@@ -202,7 +205,7 @@ class VictimTrials:
             if self.session.allocatable(account, back + u.request) is not None))
 
     def _worth_trying(self, trial: Trial, gained: int, preemptor: JobInfo, need: GangNeed,
-                      quota_bound: bool, room: Room | None = None) -> bool:
+                      quota_bound: bool, room: Room | CensusRoom | None = None) -> bool:
         """Whether a placement could fit once units freeing `gained` GPUs on the preemptor's
         pools are evicted: necessary conditions, cheapest first — the GPUs, the quota (for a
         preemptor held by it: evicting one GPU at a time, hundreds of units may go before
@@ -310,9 +313,25 @@ class VictimTrials:
                 room = known[key] = pool.census(request).fit if not excluded else sum(
                     state.how_many(request) for state in pool.nodes
                     if state.ordinal not in excluded)
-            for ordinal, (state, back) in freed.items():
-                if ordinal not in excluded and pool in state.pools:
-                    room += _how_many_with(state, back, request) - state.how_many(request)
+            if excluded or not self.census_room:
+                for ordinal, (state, back) in freed.items():
+                    if ordinal not in excluded and pool in state.pools:
+                        room += _how_many_with(state, back, request) - state.how_many(request)
+            else:
+                # What each node takes now is the census's share (no statement is open, so
+                # the census, read afresh, counts the nodes as they stand).
+                shares = pool.census(request).shares
+                gpu = request.gpu
+                for ordinal, (state, back) in freed.items():
+                    share = shares.get(ordinal)
+                    if share is None:
+                        continue
+                    # Freeing never narrows a GPU request's room on a node (`_judged_whole`),
+                    # and its GPUs bound it: where they bound it to what the node takes
+                    # now, it takes no more.
+                    if gpu and (state.gpu + back.gpu) // gpu == share[0]:
+                        continue
+                    room += _how_many_with(state, back, request) - share[0]
             counts.append((group.name, room, pending))
         return room_suffices(need, counts)
 
@@ -364,12 +383,15 @@ class VictimTrials:
         statement = session.statement()
         fits = False
         gained = 0
-        room = Room(session, preemptor, need)
+        census = CensusRoom.of(session, preemptor, need) if self.census_room else None
+        counted = None if census is not None else Room(session, preemptor, need)
+        room = census if census is not None else counted
         for unit in tried:
             self._evict(statement, unit, preemptor)
             chosen.append(unit)
             gained += gains[id(unit)]
-            room.freed([cluster.by_name[t.node] for t in unit.tasks])
+            if counted is not None:  # node by node: each freed node counted again
+                counted.freed([cluster.by_name[t.node] for t in unit.tasks])
             if not self._worth_trying(trial, gained, preemptor, need, quota_bound, room):
                 continue
             evictions = statement.savepoint()
@@ -442,6 +464,35 @@ def _how_many_with(state: NodeState, freed: Resources, request: Resources) -> in
 
 
 _ZERO = Resources()
+
+
+class CensusRoom:
+    """`gang_choice.Room` read from the pools' censuses (`shoal.core.pool_census`), which
+    count the nodes as they stand whenever read, tentative evictions included: no walk over
+    each pool's nodes when a trial loop begins. Exact where freeing a task changes what
+    its own node alone takes and every node of a pool is counted: no node with a task
+    limit or a host, no node excluded."""
+
+    __slots__ = ("_groups", "need")
+
+    def __init__(self, need: GangNeed,
+                 groups: list[tuple[str, int, NodePool | None, Resources]]) -> None:
+        self.need = need
+        self._groups = groups
+
+    @classmethod
+    def of(cls, session: Session, job: JobInfo, need: GangNeed) -> CensusRoom | None:
+        """The job's room, or None where a census does not count it exactly."""
+        if session.excluded_nodes or session.cluster.limits_tasks():
+            return None
+        return cls(need, [(group.name, pending,
+                           None if group.resources.is_zero() else session.pool_for(group),
+                           group.resources) for group, pending in pending_groups(job)])
+
+    def suffices(self) -> bool:
+        return room_suffices(self.need, (
+            (name, pending if pool is None else pool.census(request).fit, pending)
+            for name, pending, pool, request in self._groups))
 
 
 @dataclass(frozen=True, slots=True)
