@@ -155,7 +155,7 @@ def _make(path: Path) -> bool:
 def _write(path: Path, value: str) -> None:
     # On the descriptor: a text file object would also ask whether it is a terminal and
     # where it stands, system calls each launch paid for nothing.
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
         os.write(fd, value.encode("ascii"))
     finally:
