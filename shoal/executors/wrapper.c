@@ -47,6 +47,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The id system calls that take 32-bit ids (on 32-bit x86 and ARM the plain ones take 16). */
+#ifdef SYS_setresuid32
+#define SYS_SETGROUPS SYS_setgroups32
+#define SYS_SETRESGID SYS_setresgid32
+#define SYS_SETRESUID SYS_setresuid32
+#else
+#define SYS_SETGROUPS SYS_setgroups
+#define SYS_SETRESGID SYS_setresgid
+#define SYS_SETRESUID SYS_setresuid
+#endif
+
 #define EXIT_NOT_FOUND 127
 #define EXIT_NOT_EXECUTABLE 126
 #define CGROUP_DRAIN 5.0
@@ -403,11 +414,11 @@ static int isolate(const struct plan *plan) {
         }
         close(fd);
     }
-    if (plan->set_gid && (syscall(SYS_setgroups, 0, NULL) != 0
-                          || syscall(SYS_setresgid, plan->gid, plan->gid, plan->gid) != 0)) {
+    if (plan->set_gid && (syscall(SYS_SETGROUPS, 0, NULL) != 0
+                          || syscall(SYS_SETRESGID, plan->gid, plan->gid, plan->gid) != 0)) {
         return errno;
     }
-    if (plan->set_uid && syscall(SYS_setresuid, plan->uid, plan->uid, plan->uid) != 0) {
+    if (plan->set_uid && syscall(SYS_SETRESUID, plan->uid, plan->uid, plan->uid) != 0) {
         return errno;
     }
     umask(077);
