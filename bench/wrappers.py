@@ -83,9 +83,14 @@ def main() -> None:
                 root = Path(tmp) / f"{kind}-{r}"
                 root.mkdir()
                 runs[kind].append(_round(kind == "compiled", args.tasks, root))
-        probe.fork(LaunchRequest(Path(tmp), ["/bin/true"], {}, "/", Path(tmp) / "o",
-                                 Path(tmp) / "e"))
+        probe_dir = Path(tmp) / "probe"
+        probe_dir.mkdir()
+        probe.fork(LaunchRequest(probe_dir, ["/bin/true"], {}, "/", probe_dir / "o",
+                                 probe_dir / "e"))
         built = probe.native is not None
+        # Its wrapper writes into the directory: done before the directory is removed.
+        while not (probe_dir / "status.json").exists():
+            time.sleep(0.01)
         probe.close()
     result: dict[str, object] = {"benchmark": "wrappers", "tasks": args.tasks,
                                  "rounds": args.rounds, "compiled_built": built}

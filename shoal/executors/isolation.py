@@ -287,7 +287,8 @@ def _owned_child(parent: int, name: str, identity: Identity) -> int:
                 raise IsolationError(f"working directory {name!r} belongs to uid "
                                      f"{info.st_uid}")
             os.fchown(child, identity.uid, identity.gid)
-        os.fchmod(child, 0o700)
+        if stat.S_IMODE(info.st_mode) != 0o700:  # one made here is 0700 already
+            os.fchmod(child, 0o700)
     except BaseException:
         os.close(child)
         raise

@@ -34,6 +34,8 @@ CHOICE_ENV = "SHOAL_WRAPPER"
 #: The build directories' names: PREFIX, the building process's pid, a random part.
 PREFIX = "shoal-wrapper-"
 COMPILERS = ("cc", "gcc", "clang")
+#: How the wrapper is linked first: statically (`libc.a`), falling back to the default.
+STATIC = ("-static",)
 #: How long a compiler may take (a loaded machine builds the ~500 lines in about a second).
 COMPILE_TIMEOUT = 120.0
 #: What the wrapper exits with when its arguments are not a task's.
@@ -74,23 +76,27 @@ def _build(digest: str) -> Path | None:
     directory = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
     target = directory / f"wrapper-{digest}"
-    try:
-        built = subprocess.run(
-            [compiler, "-O2", "-std=gnu11", "-o", str(target), str(SOURCE)],
-            capture_output=True, text=True, timeout=COMPILE_TIMEOUT, check=False,
-            stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.warning("cannot build the compiled task wrapper (%s): tasks' wrappers are "
-                    "forked Python", exc)
-        return None
-    if built.returncode != 0 or not os.access(target, os.X_OK):
-        log.warning("cannot build the compiled task wrapper (%s exited %d: %s): tasks' "
-                    "wrappers are forked Python", compiler, built.returncode,
-                    built.stderr.strip()[-500:])
-        return None
-    if not _runs(target):
-        return None
-    return target
+    failed = ""
+    # Linked statically where the C library's archive is installed: no dynamic loader runs
+    # per task (~0.55 ms of CPU per exec here against ~0.3); else as the machine links.
+    for linking in (STATIC, ()):
+        target.unlink(missing_ok=True)
+        try:
+            built = subprocess.run(
+                [compiler, "-O2", "-std=gnu11", *linking, "-o", str(target), str(SOURCE)],
+                capture_output=True, text=True, timeout=COMPILE_TIMEOUT, check=False,
+                stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("cannot build the compiled task wrapper (%s): tasks' wrappers are "
+                        "forked Python", exc)
+            return None
+        if built.returncode == 0 and os.access(target, os.X_OK) and _runs(target):
+            return target
+        failed = (f"{compiler} exited {built.returncode}: {built.stderr.strip()[-500:]}"
+                  if built.returncode != 0 else "it does not run here")
+    log.warning("cannot build the compiled task wrapper (%s): tasks' wrappers are forked "
+                "Python", failed)
+    return None
 
 
 def _remove_orphans() -> None:

@@ -18,7 +18,7 @@
  *     attempt's log from its start);
  *   - SIGTERM, SIGINT and SIGHUP survived (the command gets the group's signal);
  *   - the command joins the task's cgroups, drops every group, switches gid and uid and
- *     takes umask 077 between fork and exec (only when isolated, as `_isolate`);
+ *     takes umask 077 between vfork and exec (only when isolated, as `_isolate`);
  *   - the outcome {"exit_code", "signal", ["error"], ["reason"], "finished_at"} written
  *     atomically (temp, fsync, rename) to `status.json` after what the command left in its
  *     cgroups was killed and the cgroups removed.
@@ -46,6 +46,17 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The id system calls that take 32-bit ids (on 32-bit x86 and ARM the plain ones take 16). */
+#ifdef SYS_setresuid32
+#define SYS_SETGROUPS SYS_setgroups32
+#define SYS_SETRESGID SYS_setresgid32
+#define SYS_SETRESUID SYS_setresuid32
+#else
+#define SYS_SETGROUPS SYS_setgroups
+#define SYS_SETRESGID SYS_setresgid
+#define SYS_SETRESUID SYS_setresuid
+#endif
 
 #define EXIT_NOT_FOUND 127
 #define EXIT_NOT_EXECUTABLE 126
@@ -315,41 +326,33 @@ struct isolation {
     int count;
 };
 
+/* What the child does between vfork and exec, prepared before the vfork: the child shares
+ * this process's memory until it execs, so it allocates nothing and calls only system
+ * calls (raw ones for the ids: the C library's would act for every thread). */
+struct plan {
+    char **procs;       /* each cgroup's cgroup.procs */
+    int count;
+    int set_gid, set_uid;
+    gid_t gid;
+    uid_t uid;
+    int isolated;
+    char **candidates;  /* the command's paths to try, in order */
+    int tries;
+};
 
-/* In the child, between fork and exec (wrapper.py's _isolate); 0, or the errno. */
-static int isolate(const struct isolation *iso) {
-    for (int i = 0; i < iso->count; i++) {
-        char *path = joined(iso->cgroups[i], "cgroup.procs");
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        free(path);
-        if (fd < 0 || write_all(fd, "0", 1) != 0) {  /* 0: the writing process */
-            return errno;
+/* The command's paths to try, as subprocess does (not as execvp, which runs a file it
+ * cannot exec with /bin/sh): a name with a slash as it is, else in each directory of the
+ * command's PATH (or /bin:/usr/bin). */
+__attribute__((noinline))
+static char **candidates_of(const char *name, char **env, int *tries) {
+    if (strchr(name, '/') != NULL) {
+        char **one = calloc(1, sizeof *one);
+        if (one == NULL) {
+            _exit(EXIT_NOT_EXECUTABLE);
         }
-        close(fd);
-    }
-    if (*iso->gid) {
-        gid_t gid = (gid_t)strtoul(iso->gid, NULL, 10);
-        if (setgroups(0, NULL) != 0 || setresgid(gid, gid, gid) != 0) {
-            return errno;
-        }
-    }
-    if (*iso->uid) {
-        uid_t uid = (uid_t)strtoul(iso->uid, NULL, 10);
-        if (setresuid(uid, uid, uid) != 0) {
-            return errno;
-        }
-    }
-    umask(077);
-    return 0;
-}
-
-/* Exec the command as subprocess does (not as execvp, which runs a file it cannot exec
- * with /bin/sh): a name without a slash is tried in each directory of the command's PATH
- * (or /bin:/usr/bin); the first error other than "not there" is the one reported. */
-static int exec_command(char **command, char **env) {
-    if (strchr(command[0], '/') != NULL) {
-        execve(command[0], command, env);
-        return errno;
+        one[0] = (char *)name;
+        *tries = 1;
+        return one;
     }
     const char *path = "/bin:/usr/bin";
     for (char **entry = env; *entry; entry++) {
@@ -357,24 +360,81 @@ static int exec_command(char **command, char **env) {
             path = *entry + 5;
         }
     }
-    int first = 0, last = ENOENT;
-    for (const char *dir = path;; dir++) {
+    int dirs = 1;
+    for (const char *c = path; *c; c++) {
+        dirs += *c == ':';
+    }
+    char **all = calloc((size_t)dirs, sizeof *all);
+    if (all == NULL) {
+        _exit(EXIT_NOT_EXECUTABLE);
+    }
+    int n = 0;
+    for (const char *dir = path; n < dirs; dir++) {
         const char *end = strchrnul(dir, ':');
-        char *candidate = NULL;
-        if (asprintf(&candidate, "%.*s%s%s", (int)(end - dir), dir, end > dir ? "/" : "",
-                     command[0]) < 0) {
-            return ENOMEM;
-        }
-        execve(candidate, command, env);
-        last = errno;
-        free(candidate);
-        if (first == 0 && last != ENOENT && last != ENOTDIR) {
-            first = last;
+        if (asprintf(&all[n++], "%.*s%s%s", (int)(end - dir), dir, end > dir ? "/" : "",
+                     name) < 0) {
+            _exit(EXIT_NOT_EXECUTABLE);
         }
         if (*end == '\0') {
             break;
         }
         dir = end;
+    }
+    *tries = n;
+    return all;
+}
+
+__attribute__((noinline))
+static struct plan plan_of(char **command, char **env, const struct isolation *iso) {
+    struct plan plan = {0};
+    plan.procs = calloc((size_t)iso->count + 1, sizeof *plan.procs);
+    if (plan.procs == NULL) {
+        _exit(EXIT_NOT_EXECUTABLE);
+    }
+    for (int i = 0; i < iso->count; i++) {
+        plan.procs[i] = joined(iso->cgroups[i], "cgroup.procs");
+    }
+    plan.count = iso->count;
+    plan.set_gid = *iso->gid != '\0';
+    plan.gid = (gid_t)strtoul(iso->gid, NULL, 10);
+    plan.set_uid = *iso->uid != '\0';
+    plan.uid = (uid_t)strtoul(iso->uid, NULL, 10);
+    plan.isolated = plan.set_uid || plan.set_gid || iso->count > 0;
+    plan.candidates = candidates_of(command[0], env, &plan.tries);
+    return plan;
+}
+
+/* In the child (wrapper.py's _isolate): join the cgroups, drop every group, switch gid and
+ * uid, umask 077; 0, or the errno. */
+static int isolate(const struct plan *plan) {
+    for (int i = 0; i < plan->count; i++) {
+        int fd = open(plan->procs[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write_all(fd, "0", 1) != 0) {  /* 0: the writing process */
+            return errno;
+        }
+        close(fd);
+    }
+    if (plan->set_gid && (syscall(SYS_SETGROUPS, 0, NULL) != 0
+                          || syscall(SYS_SETRESGID, plan->gid, plan->gid, plan->gid) != 0)) {
+        return errno;
+    }
+    if (plan->set_uid && syscall(SYS_SETRESUID, plan->uid, plan->uid, plan->uid) != 0) {
+        return errno;
+    }
+    umask(077);
+    return 0;
+}
+
+/* In the child: exec the first candidate that runs; the first error other than "not
+ * there" is the one reported. */
+static int exec_command(const struct plan *plan, char **command, char **env) {
+    int first = 0, last = ENOENT;
+    for (int i = 0; i < plan->tries; i++) {
+        execve(plan->candidates[i], command, env);
+        last = errno;
+        if (first == 0 && last != ENOENT && last != ENOTDIR) {
+            first = last;
+        }
     }
     return first ? first : last;
 }
@@ -385,30 +445,32 @@ struct failure {
     int stage, error;
 };
 
-/* Fork and exec the command; its pid, or -1 with `failed` saying why it did not start. */
+/* vfork and exec the command; its pid, or -1 with `failed` saying why it did not start.
+ * vfork, not fork: nothing of this process is copied, and it waits only for the exec. */
 static pid_t start(char **command, char **env, const struct isolation *iso,
                    struct failure *failed) {
+    struct plan plan = plan_of(command, env, iso);
     int pipe_fds[2];
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
         failed->stage = EXEC;
         failed->error = errno;
         return -1;
     }
-    int isolated = *iso->uid || *iso->gid || iso->count > 0;
-    pid_t pid = fork();
+    pid_t pid = vfork();
     if (pid == 0) {
-        struct failure mine = {ISOLATE, isolated ? isolate(iso) : 0};
+        struct failure mine = {ISOLATE, plan.isolated ? isolate(&plan) : 0};
         if (mine.error == 0) {
             mine.stage = EXEC;
-            mine.error = exec_command(command, env);
+            mine.error = exec_command(&plan, command, env);
         }
         write_all(pipe_fds[1], (const char *)&mine, sizeof mine);
         _exit(255);
     }
+    int error = errno;
     close(pipe_fds[1]);
     if (pid < 0) {
         failed->stage = EXEC;
-        failed->error = errno;
+        failed->error = error;
         close(pipe_fds[0]);
         return -1;
     }

@@ -42,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import Any
 
 PID_FILE = "pid.json"
 STATUS_FILE = "status.json"
@@ -65,18 +65,23 @@ def write_json_atomic(path: Path, payload: dict[str, Any], *, durable: bool = Tr
     torn write, even if this process is killed half-way. `durable` False: no fsync, for a
     record a machine's crash may lose (the file is then missing, or empty)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with _private(tmp) as f:
-        json.dump(payload, f)
-        f.flush()
-        if durable:
-            os.fsync(f.fileno())
+    _write_private(tmp, json.dumps(payload).encode(), durable=durable)
     os.replace(tmp, path)
 
 
-def _private(path: Path) -> TextIO:
-    """`path` opened for writing, created 0600 whatever the umask: records are the server's."""
-    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
-                encoding="utf-8")
+def _write_private(path: Path, data: bytes, *, durable: bool = False) -> None:
+    """Write `path`, created 0600 whatever the umask (records are the server's), fsync'd
+    when `durable`. On the descriptor itself: a text file object would also ask whether it
+    is a terminal and where it stands, system calls each launch paid for nothing."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def create_json_exclusive(path: Path, payload: dict[str, Any]) -> bool:
@@ -84,9 +89,8 @@ def create_json_exclusive(path: Path, payload: dict[str, Any]) -> bool:
     atomic and fails on an existing target: no torn or doubled record. The executor's launch
     claims use it too."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    with _private(tmp) as f:
-        f.write(json.dumps(payload))
     try:
+        _write_private(tmp, json.dumps(payload).encode())
         os.link(tmp, path)
         return True
     except FileExistsError:

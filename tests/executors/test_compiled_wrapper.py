@@ -209,3 +209,48 @@ def test_a_build_removes_the_directories_of_builders_that_died(
     finally:
         shutil.rmtree(orphan, ignore_errors=True)
         shutil.rmtree(alive, ignore_errors=True)
+
+
+def _interpreted(binary: Path) -> bool:
+    """Whether an ELF64 file names a dynamic loader (a PT_INTERP program header)."""
+    import struct
+
+    data = binary.read_bytes()
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    size, count = struct.unpack_from("<HH", data, 0x36)
+    return any(struct.unpack_from("<I", data, phoff + i * size)[0] == 3  # PT_INTERP
+               for i in range(count))
+
+
+@needs_compiler
+def test_the_wrapper_is_linked_statically_where_the_c_library_archive_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    compiler = next(found for name in native.COMPILERS if (found := shutil.which(name)))
+    source = tmp_path / "empty.c"
+    source.write_text("int main(void) { return 0; }\n")
+    static_links = subprocess.run(
+        [compiler, *native.STATIC, "-o", str(tmp_path / "empty"), str(source)],
+        capture_output=True, check=False).returncode == 0
+    monkeypatch.setattr(native, "_built", {})
+    built = native.compiled_wrapper()
+    assert built is not None and _interpreted(built) is not static_links
+
+
+@needs_compiler
+def test_a_wrapper_that_cannot_link_statically_is_linked_as_the_machine_links(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As on a machine without libc.a: the static build fails, the default one is used.
+    monkeypatch.setattr(native, "STATIC", ("-Wl,--no-such-option",))
+    monkeypatch.setattr(native, "_built", {})
+    built = native.compiled_wrapper()
+    assert built is not None and _interpreted(built)
+    executor = LocalExecutor(tmp_path / "shoal")
+    try:
+        task = executor.launch(spec("import sys; sys.exit(3)", job="dynamic"))
+        assert wait_exit(executor, task, DEADLINE).exit_code == 3
+        launcher = executor.launcher
+        assert launcher is not None and launcher.native == built
+    finally:
+        executor.close()
