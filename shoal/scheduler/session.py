@@ -340,7 +340,10 @@ class Session:
         return None
 
     def pool_key(self, group: TaskGroup) -> Hashable:
-        return tuple(p.pool_key(group) for p in self.hooks.predicates)
+        predicates = self.hooks.predicates
+        if len(predicates) == 1:  # the common case, asked per class and trial
+            return (predicates[0].pool_key(group),)
+        return tuple(p.pool_key(group) for p in predicates)
 
     def pool_for(self, group: TaskGroup) -> NodePool:
         predicates = self.hooks.predicates

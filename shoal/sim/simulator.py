@@ -316,7 +316,13 @@ class Simulator:
         """With jobs waiting under a time-dependent profile, the next cycle is due when the
         ordering can next change by itself: the earliest `next_change` of the plugins that
         tell it, else one interval on."""
-        soonest = now + self.config.cycle_interval
+        interval = self.config.cycle_interval
+        soonest = now + interval
+        due = self._tick_at
+        if due is not None and due <= math.ceil(soonest / interval) * interval:
+            # A tick is due no later than any this could ask for (an eviction's, at once):
+            # what the plugins would say cannot move it (`_schedule_tick`).
+            return
         if self._wakers:
             changes = [w.next_change(session) for w in self._wakers]
             known = [c for c in changes if c is not None]
@@ -527,11 +533,15 @@ class Simulator:
     def _sample(self, now: float) -> None:
         busy = self.model.held_by_tasks().gpu
         running = self.running
-        sample = Sample(now, busy, len(self.model.waiting), running)
-        last = self.samples[-1] if self.samples else None
-        if last is None or (last.busy_gpus, last.queued_jobs, last.running_jobs) != (
-                busy, sample.queued_jobs, running):
-            self.samples.append(sample)
+        queued = len(self.model.waiting)
+        samples = self.samples
+        # Compared before one is built: most instants change none of the three.
+        if samples:
+            last = samples[-1]
+            if last.busy_gpus == busy and last.queued_jobs == queued \
+                    and last.running_jobs == running:
+                return
+        samples.append(Sample(now, busy, queued, running))
 
     def _result(self) -> SimResult:
         # Services never end: they have no completion time to measure, and are left out of
