@@ -306,6 +306,7 @@ class Simulator:
             self._schedule_tick(min(self.model.holds.expiry.values()))
         if self._time_dependent and self.model.waiting:
             self._wake_for_time(session, now)
+        session.release()
 
     def _charge_usage(self, now: float) -> None:
         """Charge the usage ledger for what ran up to `now` (once per instant)."""
