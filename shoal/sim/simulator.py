@@ -162,7 +162,10 @@ class Simulator:
         self._ending = sum(1 for j in trace.jobs if j.service is None and j.name not in never)
         self._arrived = 0
         self.capacity_gpus = sum(n.allocatable_resources.gpu for n in cluster.nodes)
-        self.samples: list[Sample] = []
+        self._samples: list[tuple[float, int, int, int]] = []
+        """(time, busy GPUs, queued jobs, running jobs), as the `Sample`s of the result will
+        hold them: plain tuples of numbers, which the garbage collector stops tracking, while
+        the replay runs (there is one for every other event); samples at the end."""
         self.finished = 0
         self.running = 0
         self._dirty = False
@@ -205,7 +208,8 @@ class Simulator:
             if self._done():
                 break
         if self.progress is not None:
-            self.progress(self.samples[-1].time if self.samples else 0.0, self.finished, total)
+            self.progress(self._samples[-1][0] if self._samples else 0.0, self.finished,
+                          total)
         return self._result()
 
     def _play(self, event: Event) -> bool:
@@ -535,14 +539,12 @@ class Simulator:
         busy = self.model.held_by_tasks().gpu
         running = self.running
         queued = len(self.model.waiting)
-        samples = self.samples
-        # Compared before one is built: most instants change none of the three.
+        samples = self._samples
         if samples:
             last = samples[-1]
-            if last.busy_gpus == busy and last.queued_jobs == queued \
-                    and last.running_jobs == running:
+            if last[1] == busy and last[2] == queued and last[3] == running:
                 return
-        samples.append(Sample(now, busy, queued, running))
+        samples.append((now, busy, queued, running))
 
     def _result(self) -> SimResult:
         # Services never end: they have no completion time to measure, and are left out of
@@ -559,7 +561,8 @@ class Simulator:
         weights = tuple(sorted((q.name, q.weight) for q in queues))
         mins = tuple(sorted((q.name, q.min.gpu) for q in queues))
         return SimResult(self.profile.name, self.trace.source, self.capacity_gpus, records,
-                         tuple(self.samples), self.events.processed, weights, mins,
+                         tuple(Sample(*s) for s in self._samples), self.events.processed,
+                         weights, mins,
                          cycle_interval=(0.0 if self.config.cycle_on_events
                                          else self.config.cycle_interval))
 
