@@ -519,7 +519,7 @@ class Session:
         reads): drop what refers back to it — the misfits, the admissions, the class walk's
         unwritten reasons — so that it is freed as its cycle ends, not by the garbage
         collector. Each session made some fifty objects of cyclic garbage; under backlog
-        their collections were a tenth of a replay. The session is not to be used after."""
+        collecting them cost about a twentieth of a replay. Not to be used after."""
         del self.misfits
         self.admissions = None
         self.lazy = None
