@@ -173,6 +173,8 @@ class QuotaTree:
         changes: what a verdict on the idle cluster depends on."""
         self._checked: dict[tuple[str, Resources, bool],
                             tuple[int, PendingReason | None]] = {}
+        self._priority_depth: tuple[int, int] | None = None
+        """(layout, `priority_depth`) as last worked out."""
         self.lending = True
         """False while a job that evicted its queue-mates is placed: `check` then answers as
         if nothing were lent, whatever `lend` asks (`shoal.scheduler.queue_preemption`: a
@@ -257,6 +259,16 @@ class QuotaTree:
     def __iter__(self) -> Iterator[QueueState]:
         return iter(self.queues.values())
 
+    def priority_depth(self) -> int:
+        """The deepest virtual cluster's depth where any has a priority, else 0. Priorities
+        are fixed per virtual cluster, so it moves only with the `layout`: kept, as every
+        cycle asks it (`shoal.scheduler.queue_status.QueuePriorities`)."""
+        known = self._priority_depth
+        if known is None or known[0] != self.layout:
+            depth = max(q.depth for q in self) if any(q.priority for q in self) else 0
+            known = self._priority_depth = (self.layout, depth)
+        return known[1]
+
     def get(self, name: str) -> QueueState:
         try:
             return self.queues[name]
@@ -296,17 +308,26 @@ class QuotaTree:
         parent's sum of them exact, and so every unlent(q) and its sum (only the path's values
         can change)."""
         queue: QueueState | None = self.get(name)
+        trusted = Resources._trusted
         while queue is not None:
-            queue.usage = queue.usage + request if sign > 0 else queue.usage - request
+            usage = queue.usage = queue.usage + request if sign > 0 else queue.usage - request
             old = queue.reserved
             old_unlent = queue.unlent
-            queue.reserved = queue.owed()
-            queue.unlent = queue.kept()
+            least, owed = queue.min, queue.children_reserved
+            if least.extras or usage.extras or owed.extras:
+                reserved = queue.owed()
+            else:  # `owed` worked out in place: every update of every charge comes here
+                reserved = trusted(max(least.cpu - usage.cpu, owed.cpu, 0),
+                                   max(least.memory - usage.memory, owed.memory, 0),
+                                   max(least.gpu - usage.gpu, owed.gpu, 0), ())
+            queue.reserved = reserved
+            queue.unlent = unlent = queue.kept()
             parent = queue.parent
-            if parent is not None and queue.reserved != old:
-                parent.children_reserved = parent.children_reserved - old + queue.reserved
-            if parent is not None and queue.unlent != old_unlent:
-                parent.children_unlent = parent.children_unlent - old_unlent + queue.unlent
+            if parent is not None:
+                if reserved != old:
+                    parent.children_reserved = parent.children_reserved - old + reserved
+                if unlent != old_unlent:
+                    parent.children_unlent = parent.children_unlent - old_unlent + unlent
             queue = parent
 
     # ---- headroom -------------------------------------------------------------------------

@@ -25,19 +25,25 @@ class KeptNotes:
     """The noted jobs that did not wait at the last reset (always among the noted ones: a
     job that leaves the model is forgotten here too, `forget`)."""
 
-    __slots__ = ("jobs",)
+    __slots__ = ("_frozen", "jobs")
 
     def __init__(self) -> None:
         self.jobs: set[JobInfo] = set()
+        self._frozen: frozenset[JobInfo] | None = frozenset()
+        """`jobs` as last returned by `reset`; None once `jobs` changed since: a reset
+        that keeps the same jobs (most of them under backlog) returns it again."""
 
     def forget(self, job: JobInfo) -> None:
         """The job left the model (and `noted`)."""
-        self.jobs.discard(job)
+        if job in self.jobs:
+            self.jobs.discard(job)
+            self._frozen = None
 
     def start_over(self, waiting: WaitingJobs) -> None:
         """Reasons were set without a reset (every waiting job's, as a closed queue or a
         full walk does): the next reset walks every noted job."""
         self.jobs.clear()
+        self._frozen = None
         waiting.entered.clear()
 
     def reset(self, noted: set[JobInfo], waiting: WaitingJobs, reset: list[JobInfo]
@@ -48,10 +54,12 @@ class KeptNotes:
         get = waiting.get
         entered = waiting.entered
         fresh = (noted - jobs if jobs else list(noted)) if len(noted) > len(jobs) else ()
+        frozen = self._frozen
         if jobs and entered:
             for job in jobs & entered:
                 if get(job.job.name) is job:
                     jobs.discard(job)
+                    frozen = None
                     job.reset_reason()
                     reset.append(job)
         entered.clear()
@@ -61,6 +69,9 @@ class KeptNotes:
                 reset.append(job)
             else:
                 jobs.add(job)
+                frozen = None
         if reset:
             noted.difference_update(reset)
-        return frozenset(jobs)
+        if frozen is None:
+            frozen = self._frozen = frozenset(jobs)
+        return frozen

@@ -87,9 +87,7 @@ class QueuePriorities:
 
     @staticmethod
     def of(quota: QuotaTree) -> QueuePriorities:
-        if not any(q.priority for q in quota):
-            return QueuePriorities(0)
-        return QueuePriorities(max(q.depth for q in quota))
+        return QueuePriorities(quota.priority_depth())
 
     def key(self, queue: QueueState) -> tuple[int, ...]:
         """Smaller first: the negated priorities on the queue's path below the root."""

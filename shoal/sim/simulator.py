@@ -162,7 +162,10 @@ class Simulator:
         self._ending = sum(1 for j in trace.jobs if j.service is None and j.name not in never)
         self._arrived = 0
         self.capacity_gpus = sum(n.allocatable_resources.gpu for n in cluster.nodes)
-        self.samples: list[Sample] = []
+        self._samples: list[tuple[float, int, int, int]] = []
+        """(time, busy GPUs, queued jobs, running jobs), as the `Sample`s of the result will
+        hold them: plain tuples of numbers, which the garbage collector stops tracking, while
+        the replay runs (there is one for every other event); samples at the end."""
         self.finished = 0
         self.running = 0
         self._dirty = False
@@ -205,7 +208,8 @@ class Simulator:
             if self._done():
                 break
         if self.progress is not None:
-            self.progress(self.samples[-1].time if self.samples else 0.0, self.finished, total)
+            self.progress(self._samples[-1][0] if self._samples else 0.0, self.finished,
+                          total)
         return self._result()
 
     def _play(self, event: Event) -> bool:
@@ -306,6 +310,7 @@ class Simulator:
             self._schedule_tick(min(self.model.holds.expiry.values()))
         if self._time_dependent and self.model.waiting:
             self._wake_for_time(session, now)
+        session.release()
 
     def _charge_usage(self, now: float) -> None:
         """Charge the usage ledger for what ran up to `now` (once per instant)."""
@@ -316,7 +321,13 @@ class Simulator:
         """With jobs waiting under a time-dependent profile, the next cycle is due when the
         ordering can next change by itself: the earliest `next_change` of the plugins that
         tell it, else one interval on."""
-        soonest = now + self.config.cycle_interval
+        interval = self.config.cycle_interval
+        soonest = now + interval
+        due = self._tick_at
+        if due is not None and due <= math.ceil(soonest / interval) * interval:
+            # A tick is due no later than any this could ask for (an eviction's, at once):
+            # what the plugins would say cannot move it (`_schedule_tick`).
+            return
         if self._wakers:
             changes = [w.next_change(session) for w in self._wakers]
             known = [c for c in changes if c is not None]
@@ -527,11 +538,13 @@ class Simulator:
     def _sample(self, now: float) -> None:
         busy = self.model.held_by_tasks().gpu
         running = self.running
-        sample = Sample(now, busy, len(self.model.waiting), running)
-        last = self.samples[-1] if self.samples else None
-        if last is None or (last.busy_gpus, last.queued_jobs, last.running_jobs) != (
-                busy, sample.queued_jobs, running):
-            self.samples.append(sample)
+        queued = len(self.model.waiting)
+        samples = self._samples
+        if samples:
+            last = samples[-1]
+            if last[1] == busy and last[2] == queued and last[3] == running:
+                return
+        samples.append((now, busy, queued, running))
 
     def _result(self) -> SimResult:
         # Services never end: they have no completion time to measure, and are left out of
@@ -548,7 +561,8 @@ class Simulator:
         weights = tuple(sorted((q.name, q.weight) for q in queues))
         mins = tuple(sorted((q.name, q.min.gpu) for q in queues))
         return SimResult(self.profile.name, self.trace.source, self.capacity_gpus, records,
-                         tuple(self.samples), self.events.processed, weights, mins,
+                         tuple(Sample(*s) for s in self._samples), self.events.processed,
+                         weights, mins,
                          cycle_interval=(0.0 if self.config.cycle_on_events
                                          else self.config.cycle_interval))
 

@@ -25,7 +25,8 @@ class Predicates:
         self.arguments = arguments
 
     def pool_key(self, group: TaskGroup) -> Hashable:
-        return tuple(sorted(group.node_selector.items()))
+        selector = group.node_selector
+        return tuple(sorted(selector.items())) if selector else ()
 
     def node_filter(self, group: TaskGroup, node: Node) -> str | None:
         for key, wanted in sorted(group.node_selector.items()):
