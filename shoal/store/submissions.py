@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     JSON,
@@ -30,10 +30,20 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from shoal.api import Job, JobState, TaskState
+from shoal.api import (
+    BUILTIN_PRIORITY_CLASSES,
+    Job,
+    JobState,
+    Node,
+    PriorityClass,
+    TaskState,
+    VirtualCluster,
+)
 from shoal.api.objects import renamed
+from shoal.spec.checks import Known
 from shoal.spec.imports import ImportFormat, Original
 from shoal.store import convert
+from shoal.store.cache import ReadThroughCache
 from shoal.store.driver_insert import DriverInsert
 from shoal.store.errors import AlreadyExistsError, IdempotencyConflict, NotFoundError
 from shoal.store.job_names import JobNames, Submission, history_run, name_clash
@@ -72,6 +82,27 @@ _INSERT_TASKS = _insert_tasks()
 
 class Submissions(JobNames):
     """The job submissions of a `Repository` (its `store` and `clock`)."""
+
+    _catalog: ReadThroughCache[tuple[Any, ...]]
+
+    if TYPE_CHECKING:  # `Repository`'s own
+        def list_nodes(self) -> list[Node]: ...
+        def list_virtual_clusters(self) -> list[VirtualCluster]: ...
+        def list_priority_classes(self) -> list[PriorityClass]: ...
+
+    def known_names(self) -> Known:
+        """The names a submitted document may refer to: the virtual clusters, the nodes and
+        the priority classes (the built-in ones too), as sets. Kept with the catalog, and
+        built again after any write to it: a submission's checks then cost nothing that
+        grows with the cluster."""
+        def load() -> tuple[Known]:
+            return (Known(
+                queues=frozenset(vc.name for vc in self.list_virtual_clusters()),
+                nodes=frozenset(node.name for node in self.list_nodes()),
+                priority_classes=frozenset(pc.name for pc in (
+                    *BUILTIN_PRIORITY_CLASSES, *self.list_priority_classes()))),)
+        known: Known = self._catalog.get("known-names", load)[0]
+        return known
 
     def submit_job(self, job: Job, *, idempotency_key: str | None = None) -> tuple[Job, bool]:
         """`submit` of a name that must be new: an ended job of that name is a clash too."""
