@@ -1,7 +1,8 @@
 """`Repository.insert_new`, the batched submission's insert (on SQLite run on the driver's
 cursor, `shoal.store.driver_insert`): it writes the same rows, column by column, as the
 single path `submit` does for the same jobs; names the jobs it wrote to the change feed;
-and stores none of a batch the store refuses — on SQLite and PostgreSQL."""
+and stores none of a batch the store refuses — on SQLite and PostgreSQL. And the names a
+submission's checks read (`known_names`) follow the catalog."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from sqlalchemy import select
 from store_helpers import make_job
 
-from shoal.api import Job
+from shoal.api import Job, Node, PriorityClass, Resources, VirtualCluster
 from shoal.api.objects import renamed
 from shoal.spec import load_text
 from shoal.store import Repository
@@ -95,3 +96,17 @@ def test_a_refused_batch_stores_none_of_it(repo: Repository, clash: str) -> None
     assert {table: _rows(repo, table) for table in before} == before
     # The store is usable afterwards: the write turn and the transaction were given back.
     assert repo.insert_new([(make_job("fresh"), None)]) is not None
+
+
+def test_the_known_names_follow_the_catalog(repo: Repository) -> None:
+    """`known_names` (a submission's checks read it) is kept with the catalog: a node,
+    virtual cluster or priority class written after it was read is known at the next."""
+    before = repo.known_names()
+    assert "n1" not in before.nodes and "team" not in before.queues
+    assert "normal" in before.priority_classes  # a built-in class
+    assert repo.known_names() is before  # kept while nothing changed
+    repo.put_node(Node("n1", Resources.of(cpu=1000)))
+    repo.put_virtual_cluster(VirtualCluster("team"))
+    repo.put_priority_class(PriorityClass("vip", 5000))
+    after = repo.known_names()
+    assert "n1" in after.nodes and "team" in after.queues and "vip" in after.priority_classes
