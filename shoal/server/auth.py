@@ -13,6 +13,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
 from shoal.api import Job
 from shoal.api.objects import job_of_virtual_cluster
@@ -48,18 +49,35 @@ def request_authenticator(repository: Repository) -> Callable[[Request], Awaitab
     reads its request itself (`shoal.server.direct`)."""
 
     async def request_user(request: Request) -> User:
-        return user_of(repository, await bearer(request))
+        return user_of_token(repository, bearer_token(request))
 
     return request_user
+
+
+def bearer_token(request: Request) -> str | None:
+    """The token of the request's `Authorization: Bearer` header, read as `bearer` reads it
+    (None where it gives no credentials), without building its credentials model."""
+    authorization = request.headers.get("Authorization")
+    scheme, token = get_authorization_scheme_param(authorization)
+    if not (authorization and scheme and token) or scheme.lower() != "bearer":
+        return None
+    return token
 
 
 def user_of(repository: Repository, credentials: HTTPAuthorizationCredentials | None) -> User:
     """The user whose token `credentials` carries; 401 for none, another scheme, or a token
     that is unknown or revoked."""
-    if credentials is None or credentials.scheme.lower() != "bearer":
+    return user_of_token(repository, None if credentials is None
+                         or credentials.scheme.lower() != "bearer"
+                         else credentials.credentials)
+
+
+def user_of_token(repository: Repository, token: str | None) -> User:
+    """`user_of` for the bearer token itself."""
+    if token is None:
         raise ApiError(401, "missing bearer token", "header.Authorization",
                        headers=UNAUTHENTICATED)
-    user = repository.authenticate(credentials.credentials)
+    user = repository.authenticate(token)
     if user is None:
         raise ApiError(401, "invalid or revoked token", "header.Authorization",
                        headers=UNAUTHENTICATED)

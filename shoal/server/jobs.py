@@ -59,7 +59,6 @@ from pydantic import TypeAdapter
 from starlette.background import BackgroundTask
 
 from shoal.api import (
-    BUILTIN_PRIORITY_CLASSES,
     IllegalTransitionError,
     Job,
     JobState,
@@ -143,12 +142,10 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
         return summary
 
     def parse(body: RawBody, user: User) -> Submission:
-        bundle = load_body(
-            body, kind="Job",
-            known_queues=[vc.name for vc in repository.list_virtual_clusters()],
-            known_nodes=[n.name for n in repository.list_nodes()],
-            known_priority_classes=[pc.name for pc in (*BUILTIN_PRIORITY_CLASSES,
-                                                       *repository.list_priority_classes())])
+        known = repository.known_names()  # sets, kept until the catalog changes
+        bundle = load_body(body, kind="Job", known_queues=known.queues,
+                           known_nodes=known.nodes,
+                           known_priority_classes=known.priority_classes)
         jobs = bundle.jobs
         if len(jobs) > 1 and not _one_document(bundle):
             raise ApiError(422, f"expected one Job document, got {len(jobs)}", "kind")

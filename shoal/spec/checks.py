@@ -135,10 +135,11 @@ def _quota_tree(log: IssueLog, d: Declarations, known: Known) -> None:
         else:
             vcs.setdefault(x.value.name, x)
     parents_ok = _resolvable(d, "VirtualCluster")
-    referable = (set(vcs) | d.failed_names.get("VirtualCluster", set()) | set(known.queues)
-                 | {ROOT_QUEUE, DEFAULT_QUEUE})
+    failed = d.failed_names.get("VirtualCluster", set())
     for x in vcs.values():
-        if parents_ok and x.value.parent not in referable:
+        parent = x.value.parent
+        if parents_ok and parent not in vcs and parent not in failed \
+                and parent not in known.queues and parent not in (ROOT_QUEUE, DEFAULT_QUEUE):
             log.add(x.doc, "spec.parent",
                     f"unknown parent {x.value.parent!r}; expected 'root' or a declared "
                     f"VirtualCluster (declared: {_listing(vcs)})")
@@ -224,31 +225,38 @@ def _over(wanted: Resources, available: Resources) -> str:
 # ---- jobs ---------------------------------------------------------------------------------
 
 def _job_references(log: IssueLog, d: Declarations, known: Known) -> None:
+    # The known names (a running cluster's: every node, virtual cluster and class) are
+    # looked up where they are, not copied: a submission's checks do not grow with the
+    # cluster. The union is built only for an error's listing.
     queues = ({DEFAULT_QUEUE} | {x.value.name for x in d.virtual_clusters}
-              | d.failed_names.get("VirtualCluster", set()) | set(known.queues)) - {ROOT_QUEUE}
+              | d.failed_names.get("VirtualCluster", set())) - {ROOT_QUEUE}
     classes = ({p.name for p in BUILTIN_PRIORITY_CLASSES}
                | {x.value.name for x in d.priority_classes}
-               | d.failed_names.get("PriorityClass", set()) | set(known.priority_classes))
-    nodes = {n.name for x in d.nodes for n in x.value} | set(known.nodes)
+               | d.failed_names.get("PriorityClass", set()))
+    nodes = {n.name for x in d.nodes for n in x.value}
     check_nodes = _resolvable(d, "Node") and (d.has_nodes or bool(known.nodes))
     for x in d.jobs:
         job = x.value
         # A job-scoped virtual cluster exists only while its job runs: the scheduler, not
         # the spec, says whether it does (at submission).
         if _resolvable(d, "VirtualCluster") and job.queue not in queues \
+                and (job.queue == ROOT_QUEUE or job.queue not in known.queues) \
                 and not job.queue.startswith(JOB_VIRTUAL_CLUSTER_PREFIX):
+            declared = (queues | set(known.queues)) - {ROOT_QUEUE, DEFAULT_QUEUE}
             log.add(x.doc, "spec.queue",
                     f"unknown queue {job.queue!r}; expected 'default' or a declared "
-                    f"VirtualCluster (declared: {_listing(queues - {DEFAULT_QUEUE})})")
+                    f"VirtualCluster (declared: {_listing(declared)})")
         if (_resolvable(d, "PriorityClass") and job.priority_class is not None
-                and job.priority_class not in classes):
+                and job.priority_class not in classes
+                and job.priority_class not in known.priority_classes):
             log.add(x.doc, "spec.priorityClassName",
                     f"unknown priority class {job.priority_class!r}; expected one of "
-                    f"{_listing(classes)}")
+                    f"{_listing(classes | set(known.priority_classes))}")
         if not check_nodes:
             continue
         for i, task in enumerate(job.tasks):
-            if task.node is not None and task.node not in nodes:
+            if task.node is not None and task.node not in nodes \
+                    and task.node not in known.nodes:
                 log.add(x.doc, f"status.tasks[{i}].node",
                         f"unknown node {task.node!r}; expected a declared Node")
 

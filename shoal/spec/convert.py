@@ -450,6 +450,11 @@ def _check_gang_restarts(log: IssueLog, doc: DocRef, model: JobDocument,
     """A policy that asks for RestartGang needs a rigid gang (`completion.restarts_whole`'s
     rule): only such a job is placed, and restarted, as one."""
     spec = model.spec
+    restarts = [(i, j) for i, group in enumerate(spec.task_groups)
+                for j, policy in enumerate(group.policies)
+                if policy.action == FailureAction.RESTART_GANG.value]
+    if not restarts:  # the common case: no reason to spell out
+        return
     why = ("the job is elastic (it goes on at a smaller size)" if elastic
            else f"schedulerName is {spec.scheduler_name or 'default'} (no gang)"
            if scheduler is not SchedulerName.SHOAL
@@ -458,11 +463,9 @@ def _check_gang_restarts(log: IssueLog, doc: DocRef, model: JobDocument,
            else None)
     if why is None:
         return
-    for i, group in enumerate(spec.task_groups):
-        for j, policy in enumerate(group.policies):
-            if policy.action == FailureAction.RESTART_GANG.value:
-                log.add(doc, f"spec.taskGroups[{i}].policies[{j}].action",
-                        f"RestartGang needs a rigid gang, but {why}")
+    for i, j in restarts:
+        log.add(doc, f"spec.taskGroups[{i}].policies[{j}].action",
+                f"RestartGang needs a rigid gang, but {why}")
 
 
 def _tasks(log: IssueLog, doc: DocRef, model: JobDocument) -> tuple[Task, ...]:

@@ -365,6 +365,12 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
+_JSON_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_int=_json_int,
+                                 parse_constant=_json_constant)
+"""`json.loads` with these hooks, its decoder built once (like json's own default one,
+shared by every caller): building one per body cost about as much as reading it."""
+
+
 class _Repeated(dict[str, Any]):
     """An object with a repeated key, as the second decoding (which finds its path) marks it."""
 
@@ -410,8 +416,7 @@ def json_documents(source: str, text: str, log: IssueLog, limits: Limits
         log.add(where, "", f"cannot read the JSON: {refusal}")
         raise UnreadableError
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_json_int,
-                          parse_constant=_json_constant)
+        data = _JSON_DECODER.decode(text)
     except json.JSONDecodeError as exc:
         log.add(where, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: "
                 f"{exc.msg}")

@@ -89,6 +89,12 @@ class JobChanges:
         if self._listeners and summaries:
             _pending(connection.info, _OPEN).deleted.extend(summaries)
 
+    def changed(self, connection: Connection, ids: Iterable[int]) -> None:
+        """These jobs were written in `connection`'s transaction by statements run on the
+        driver, which the engine's events do not see (published at its commit)."""
+        if self._listeners:
+            _pending(connection.info, _OPEN).changed.update(ids)
+
     # ---- the engine's events ----------------------------------------------------------------
 
     def _executing(self, connection: Connection, clause: Any, multiparams: Any,

@@ -9,12 +9,15 @@ hottest write. A `Repository` is a `Submissions`.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     JSON,
     Connection,
+    Dialect,
     Insert,
     Integer,
     String,
@@ -27,10 +30,21 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from shoal.api import Job, JobState, TaskState
+from shoal.api import (
+    BUILTIN_PRIORITY_CLASSES,
+    Job,
+    JobState,
+    Node,
+    PriorityClass,
+    TaskState,
+    VirtualCluster,
+)
 from shoal.api.objects import renamed
+from shoal.spec.checks import Known
 from shoal.spec.imports import ImportFormat, Original
 from shoal.store import convert
+from shoal.store.cache import ReadThroughCache
+from shoal.store.driver_insert import DriverInsert
 from shoal.store.errors import AlreadyExistsError, IdempotencyConflict, NotFoundError
 from shoal.store.job_names import JobNames, Submission, history_run, name_clash
 from shoal.store.job_queries import CHUNK
@@ -68,6 +82,27 @@ _INSERT_TASKS = _insert_tasks()
 
 class Submissions(JobNames):
     """The job submissions of a `Repository` (its `store` and `clock`)."""
+
+    _catalog: ReadThroughCache[tuple[Any, ...]]
+
+    if TYPE_CHECKING:  # `Repository`'s own
+        def list_nodes(self) -> list[Node]: ...
+        def list_virtual_clusters(self) -> list[VirtualCluster]: ...
+        def list_priority_classes(self) -> list[PriorityClass]: ...
+
+    def known_names(self) -> Known:
+        """The names a submitted document may refer to: the virtual clusters, the nodes and
+        the priority classes (the built-in ones too), as sets. Kept with the catalog, and
+        built again after any write to it: a submission's checks then cost nothing that
+        grows with the cluster."""
+        def load() -> tuple[Known]:
+            return (Known(
+                queues=frozenset(vc.name for vc in self.list_virtual_clusters()),
+                nodes=frozenset(node.name for node in self.list_nodes()),
+                priority_classes=frozenset(pc.name for pc in (
+                    *BUILTIN_PRIORITY_CLASSES, *self.list_priority_classes()))),)
+        known: Known = self._catalog.get("known-names", load)[0]
+        return known
 
     def submit_job(self, job: Job, *, idempotency_key: str | None = None) -> tuple[Job, bool]:
         """`submit` of a name that must be new: an ended job of that name is a clash too."""
@@ -123,28 +158,28 @@ class Submissions(JobNames):
         stored in one transaction, with the rows `submit` stores for a new job; None, and
         none of them stored, when the store refuses any (a name or key taken, or another
         error: each is then `submit`ted alone, which answers it as it always did). One
-        transaction of three `executemany` statements for what arrived together: a burst's
-        submissions share SQLite's write lock and commit."""
+        transaction for what arrived together: a burst's submissions share SQLite's write
+        lock and commit. On SQLite its statements run on the driver's cursor
+        (`shoal.store.driver_insert`: the same rows, without SQLAlchemy's execution per
+        statement); elsewhere as three `executemany` statements."""
         if not jobs:
             return ()
         now = self.clock()
         pending = tuple(replace(job, state=JobState.PENDING, tasks=()) for job, _ in jobs)
+        columns = [convert.job_columns(job, idempotency_key=key, now=now)
+                   for job, (_, key) in zip(pending, jobs, strict=True)]
         try:
             with self.store.engine.begin() as connection:
-                ids = connection.execute(_INSERT_JOBS, [
-                    convert.job_columns(job, idempotency_key=key, now=now)
-                    for job, (_, key) in zip(pending, jobs, strict=True)]).scalars().all()
-                tasks = [{"job_id": job_id, "group": g.name, "replicas": g.replicas}
-                         for job_id, job in zip(ids, pending, strict=True)
-                         for g in job.groups if g.replicas > 0]
+                if connection.dialect.name == "sqlite":
+                    self.store.job_changes.changed(
+                        connection, _driver_inserts(connection, columns, pending, now))
+                    return pending
+                ids = connection.execute(_INSERT_JOBS, columns).scalars().all()
+                tasks = _task_sets(ids, pending)
                 if tasks:
                     connection.execute(_INSERT_TASKS, tasks)
-                connection.execute(_INSERT_EVENT, [
-                    {"job_id": job_id, "time": now, "kind": SUBMITTED,
-                     "target_state": JobState.PENDING.value,
-                     "cause": f"submitted to queue {job.queue}"}
-                    for job_id, job in zip(ids, pending, strict=True)])
-        except DBAPIError:
+                connection.execute(_INSERT_EVENT, _submitted_events(ids, pending, now))
+        except (DBAPIError, sqlite3.Error):
             return None
         return pending
 
@@ -279,3 +314,59 @@ class Submissions(JobNames):
                 f"idempotency key {key!r} was used for job {existing.name!r} "
                 "with a different spec")
         return convert.job_from_row(existing, with_tasks=False)
+
+
+def _task_sets(ids: Sequence[int], jobs: Sequence[Job]) -> list[dict[str, Any]]:
+    """`_INSERT_TASKS`'s parameter sets: one per task group of each job that has tasks."""
+    return [{"job_id": job_id, "group": g.name, "replicas": g.replicas}
+            for job_id, job in zip(ids, jobs, strict=True)
+            for g in job.groups if g.replicas > 0]
+
+
+def _submitted_events(ids: Sequence[int], jobs: Sequence[Job], now: float
+                      ) -> list[dict[str, Any]]:
+    return [{"job_id": job_id, "time": now, "kind": SUBMITTED,
+             "target_state": JobState.PENDING.value,
+             "cause": f"submitted to queue {job.queue}"}
+            for job_id, job in zip(ids, jobs, strict=True)]
+
+
+_DRIVER_INSERTS: dict[tuple[Dialect, frozenset[str]], tuple[DriverInsert, ...]] = {}
+
+
+def _driver_statements(dialect: Dialect, job_keys: frozenset[str]
+                       ) -> tuple[DriverInsert, ...]:
+    """The jobs, tasks and events inserts for `dialect`, compiled once."""
+    found = _DRIVER_INSERTS.get((dialect, job_keys))
+    if found is None:
+        found = _DRIVER_INSERTS[dialect, job_keys] = (
+            DriverInsert(_INSERT_JOB, dialect, job_keys),
+            DriverInsert(_INSERT_TASKS, dialect, ("job_id", "group", "replicas")),
+            DriverInsert(_INSERT_EVENT, dialect,
+                         ("job_id", "time", "kind", "target_state", "cause")))
+    return found
+
+
+def _driver_inserts(connection: Connection, columns: Sequence[dict[str, Any]],
+                    jobs: Sequence[Job], now: float) -> list[int]:
+    """`insert_new`'s rows written on the driver's cursor, in `connection`'s transaction:
+    each job's row (one statement each: its id comes back in order), then every task
+    group's and every job's event in one `executemany` each. Returns the jobs' ids."""
+    insert_job, insert_tasks, insert_event = _driver_statements(
+        connection.dialect, frozenset(columns[0]))
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        ids: list[int] = []
+        for params in columns:
+            cursor.execute(insert_job.sql, insert_job.row(params))
+            ids.append(cursor.fetchone()[0])
+        tasks = _task_sets(ids, jobs)
+        if tasks:
+            cursor.executemany(insert_tasks.sql, insert_tasks.rows(tasks))
+        cursor.executemany(insert_event.sql,
+                           insert_event.rows(_submitted_events(ids, jobs, now)))
+    finally:
+        cursor.close()
+    return ids
