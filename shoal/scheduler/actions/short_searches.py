@@ -87,6 +87,10 @@ class ShortSearches(VictimListing):
     _free: dict[Hashable, int]
     """Per set of node pools, its free GPUs as of `_counted`."""
     _world_now: tuple[Generation, Hashable] | None = None
+    _unfit_at: tuple[int, set[int]] | None = None
+    """The committed capacity `_unfits` were counted on (`_unfit_of`)."""
+    _unfits: dict[Hashable, bool]
+    """Per class shape, whether its missing tasks do not fit on what is free."""
     """`short_world` as of a generation (`_short_world`)."""
 
     def _free_on(self, pools: Hashable, nodes: set[int] | frozenset[int]) -> int:
@@ -138,7 +142,7 @@ class ShortSearches(VictimListing):
                 return None
             epoch = self.session.cluster.release_epoch
             if verdict.unfit != epoch or not self.carries:
-                if not self._unfit_now(preemptor):
+                if not self._unfit_of(preemptor, key):
                     return None
                 verdict.unfit = epoch
         return self._short_held(key, before, verdict)
@@ -203,7 +207,7 @@ class ShortSearches(VictimListing):
             if free + verdict.behind >= verdict.demand \
                     and (verdict.units or verdict.unfit != epoch):
                 job = None if verdict.units or first is None else first(index)
-                if job is None or self._held_nodes(job) or not self._unfit_now(job):
+                if job is None or self._held_nodes(job) or not self._unfit_of(job, key):
                     continue
                 verdict.unfit = epoch
             # As `_short_held`: what came behind it since freed nothing behind it.
@@ -223,6 +227,23 @@ class ShortSearches(VictimListing):
         reservation keeps off nodes)."""
         need = GangNeed.of(self.session, preemptor)
         return not self._could_fit(preemptor, need, self._fitting_now())
+
+    def _unfit_of(self, preemptor: JobInfo, key: Hashable) -> bool:
+        """`_unfit_now` for a preemptor of class `key`, counted once per class shape
+        (`ClassKey.shape`) on the same committed capacity: after capacity comes back, the
+        classes of a few shapes in every virtual cluster and rank are each counted again,
+        and the count reads nothing of the class but its shape."""
+        shape = getattr(key, "shape", None)
+        if shape is None or not self.carries:
+            return self._unfit_now(preemptor)
+        session = self.session
+        at = self._unfit_at
+        if at is None or at[0] != session.commits or at[1] is not session.excluded_nodes:
+            self._unfit_at, self._unfits = (session.commits, session.excluded_nodes), {}
+        found = self._unfits.get(shape)
+        if found is None:
+            found = self._unfits[shape] = self._unfit_now(preemptor)
+        return found
 
     def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
         """The class's `ShortVerdict`, where nothing but free capacity could void it now."""
