@@ -219,7 +219,7 @@ def preemptor_class(session: Session, job: JobInfo,
              spec.priority_class, spec.scheduler_name, spec.min_available,
              spec.min_resources, spec.elastic, job.gang_minimum, job.floors, rank(job),
              groups, surplus)
-    return ClassKey(value, ClassKey(value[5:11] + (groups, surplus)))
+    return ClassKey(value, ClassKey((*value[5:11], groups, surplus)))
 
 
 class PreemptorClasses:
