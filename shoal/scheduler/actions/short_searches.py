@@ -47,6 +47,7 @@ Pure.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
+from operator import attrgetter
 from typing import Any
 
 from shoal.scheduler.actions.victim_listing import VictimListing
@@ -60,6 +61,8 @@ from shoal.scheduler.preemptor_class import (
     generation,
     short_world,
 )
+
+_GPU = attrgetter("gpu")
 
 _HELD = {lending: Verdict((), lending, (), True) for lending in (False, True)}
 """What a `ShortVerdict` that holds answers, by the lending it left (`_short_held`)."""
@@ -101,7 +104,7 @@ class ShortSearches(VictimListing):
         free = self._free.get(pools)
         if free is None:
             states = self.session.cluster.states
-            free = self._free[pools] = sum(states[o].gpu for o in nodes)
+            free = self._free[pools] = sum(map(_GPU, map(states.__getitem__, nodes)))
         return free
 
     def short_answer(self, preemptor: JobInfo, key: Hashable, before: Generation
