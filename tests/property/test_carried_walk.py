@@ -17,6 +17,8 @@ decides what a walk that asks every class at its first job decides.
    asks every class marks them afresh (`PreemptorLines.keeps_skips = False`).
 2. Random traces replayed by the simulator under `las` with low thresholds give the same
    job records either way.
+The carried walk also counts node by node once per class shape on the same capacity
+(`ShortSearches._unfit_of`); the walk asking every class counts each class afresh.
 """
 
 from __future__ import annotations

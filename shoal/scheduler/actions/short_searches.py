@@ -30,7 +30,8 @@ Then the search would have ended the same way — no note, no eviction, the quot
 lending at `may_borrow` — so it is answered so without listing or indexing a victim.
 Where that is known without a trial placement — the gains test, or with nothing ranked
 behind it the count node by node a placement on what is free starts with
-(`_could_fit`, whose no is kept while no capacity comes back: `ShortVerdict.unfit`) — the
+(`_could_fit`, whose no is kept while no capacity comes back: `ShortVerdict.unfit`, and
+made once per class shape on the same capacity: `_unfit_of`) — the
 class is answered before its job is even asked whether it wants to
 preempt (`short_verdict`, read by `Preemption.answered`): whether it wants to or not, its
 turn changes nothing but the lending, which is settled where read. So a preemptor walk by
