@@ -176,11 +176,14 @@ class ClassKey:
     nested tuple (task groups, requests, selectors, rank), and the walk and the verdicts
     look it up several times per class per cycle; a tuple hashes all of it each time."""
 
-    __slots__ = ("_hash", "value")
+    __slots__ = ("_hash", "shape", "value")
 
-    def __init__(self, value: tuple[Any, ...]) -> None:
+    def __init__(self, value: tuple[Any, ...], shape: Hashable = None) -> None:
         self.value = value
         self._hash = hash(value)
+        self.shape = shape
+        """What of the class a count node by node on what is free reads (`class_shape`):
+        classes of one shape in other virtual clusters or ranks get the same count."""
 
     def __hash__(self) -> int:
         return self._hash
@@ -211,10 +214,12 @@ def preemptor_class(session: Session, job: JobInfo,
          session.pool_key(group), tuple(job.pending[group.name]))
         for group in job.groups_with_pending())
     spec = job.job
-    return ClassKey((job.queue, job.account, user_of(job), job.priority,
-                     spec.priority_class, spec.scheduler_name, spec.min_available,
-                     spec.min_resources, spec.elastic, job.gang_minimum, job.floors, rank(job),
-                     groups, tuple(job.surplus)))
+    surplus = tuple(job.surplus)
+    value = (job.queue, job.account, user_of(job), job.priority,
+             spec.priority_class, spec.scheduler_name, spec.min_available,
+             spec.min_resources, spec.elastic, job.gang_minimum, job.floors, rank(job),
+             groups, surplus)
+    return ClassKey(value, ClassKey((*value[5:11], groups, surplus)))
 
 
 class PreemptorClasses:
@@ -229,6 +234,8 @@ class PreemptorClasses:
         """Per job, its class and what it was worked out from (`class_of`)."""
         self._keys: dict[ClassKey, ClassKey] = {}
         """Each class worked out by `class_of`, once."""
+        self._shapes: dict[Hashable, Hashable] = {}
+        """Each class's shape (`ClassKey.shape`), once: the classes of one shape share it."""
         self.skipped = 0
         """Searches answered by a verdict (for benchmarks)."""
         self._short: dict[Hashable, ShortVerdict] = {}
@@ -261,8 +268,12 @@ class PreemptorClasses:
             # One object per class: lookups of an equal key made elsewhere would compare
             # the nested tuples themselves.
             if len(self._keys) > 4096 and value not in self._keys:
-                self._keys = {}
-            value = self._keys.setdefault(value, value)
+                self._keys, self._shapes = {}, {}
+            known_key = self._keys.get(value)
+            if known_key is None:
+                value.shape = self._shapes.setdefault(value.shape, value.shape)
+                known_key = self._keys[value] = value
+            value = known_key
         self._classes[job] = (stamp, value)
         return value
 

@@ -17,6 +17,8 @@ decides what a walk that asks every class at its first job decides.
    asks every class marks them afresh (`PreemptorLines.keeps_skips = False`).
 2. Random traces replayed by the simulator under `las` with low thresholds give the same
    job records either way.
+The carried walk also counts node by node once per class shape on the same capacity
+(`ShortSearches._unfit_of`); the walk asking every class counts each class afresh.
 """
 
 from __future__ import annotations
@@ -30,7 +32,16 @@ from unittest.mock import patch
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from shoal.api import Job, Node, Resources, SchedulerName, Task, TaskGroup, TaskState
+from shoal.api import (
+    Job,
+    Node,
+    Resources,
+    SchedulerName,
+    Task,
+    TaskGroup,
+    TaskState,
+    VirtualCluster,
+)
 from shoal.core import Snapshot
 from shoal.scheduler import Profile
 from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk
@@ -204,3 +215,50 @@ def test_a_class_counted_unfit_is_counted_again_before_the_walk_reaches_it() -> 
                 action.execute(session)
             assert not session.decisions.evictions and not session.decisions.binds
     assert known == [0, 1, 1]
+
+
+def test_classes_of_one_shape_are_counted_node_by_node_once() -> None:
+    """Two classes of one shape in two virtual clusters (`w1` in `a`, `w2` in `b`: one
+    task of 4 GPUs; 2 free on each of n0 and n1; nothing ranked behind either): once
+    capacity comes back (`c` ends on n2), the count node by node that keeps both turned
+    down is made once for the shape, not once per class (`ShortSearches._unfit_of`) — and
+    once per class where every class is asked and counted afresh."""
+    def running(name: str, node: str, gpus: tuple[int, ...]) -> Job:
+        return replace(Job(name, (TaskGroup("w", 1, GPU.scale(len(gpus))),),
+                           scheduler_name=SchedulerName.SHOAL, submitted=0.0),
+                       tasks=(Task(name, "w", 0, TaskState.RUNNING, node, gpus, 99_000.0),))
+
+    def counted(carries: bool) -> list[int]:
+        nodes = (Node("n0", GPU.scale(4)), Node("n1", GPU.scale(4)),
+                 Node("n2", GPU.scale(1)))
+        jobs = (running("a0", "n0", (0, 1)), running("b0", "n1", (0, 1)),
+                running("c", "n2", (0,)),
+                *(Job(name, (TaskGroup("w", 1, GPU.scale(4)),), queue=queue,
+                      scheduler_name=SchedulerName.SHOAL, submitted=1.0)
+                  for name, queue in (("w1", "a"), ("w2", "b"))))
+        model = SchedulerModel.from_snapshot(Snapshot(
+            nodes, jobs, (VirtualCluster("a"), VirtualCluster("b")), now=100_000.0))
+        profile = Profile.load("las")
+        hooks = Hooks(profile.plugins())
+        actions = profile.actions()
+        counts: list[int] = []
+        unfit_now = ShortSearches._unfit_now
+
+        def counting(self: ShortSearches, preemptor: Any) -> bool:
+            counts[-1] += 1
+            return unfit_now(self, preemptor)
+
+        with patch.object(ShortSearches, "_unfit_now", counting), \
+                patch.object(ShortSearches, "carries", carries):
+            for cycle in range(3):
+                if cycle == 2:
+                    model.remove_job("c")
+                counts.append(0)
+                session = Session(model, hooks)
+                for action in actions:
+                    action.execute(session)
+                assert not session.decisions.evictions and not session.decisions.binds
+        return counts
+
+    assert counted(True)[2] == 1
+    assert counted(False)[2] == 2

@@ -30,7 +30,8 @@ Then the search would have ended the same way — no note, no eviction, the quot
 lending at `may_borrow` — so it is answered so without listing or indexing a victim.
 Where that is known without a trial placement — the gains test, or with nothing ranked
 behind it the count node by node a placement on what is free starts with
-(`_could_fit`, whose no is kept while no capacity comes back: `ShortVerdict.unfit`) — the
+(`_could_fit`, whose no is kept while no capacity comes back: `ShortVerdict.unfit`, and
+made once per class shape on the same capacity: `_unfit_of`) — the
 class is answered before its job is even asked whether it wants to
 preempt (`short_verdict`, read by `Preemption.answered`): whether it wants to or not, its
 turn changes nothing but the lending, which is settled where read. So a preemptor walk by
@@ -47,6 +48,7 @@ Pure.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
+from operator import attrgetter
 from typing import Any
 
 from shoal.scheduler.actions.victim_listing import VictimListing
@@ -60,6 +62,8 @@ from shoal.scheduler.preemptor_class import (
     generation,
     short_world,
 )
+
+_GPU = attrgetter("gpu")
 
 _HELD = {lending: Verdict((), lending, (), True) for lending in (False, True)}
 """What a `ShortVerdict` that holds answers, by the lending it left (`_short_held`)."""
@@ -87,6 +91,10 @@ class ShortSearches(VictimListing):
     _free: dict[Hashable, int]
     """Per set of node pools, its free GPUs as of `_counted`."""
     _world_now: tuple[Generation, Hashable] | None = None
+    _unfit_at: tuple[int, set[int]] | None = None
+    """The committed capacity `_unfits` were counted on (`_unfit_of`)."""
+    _unfits: dict[Hashable, bool]
+    """Per class shape, whether its missing tasks do not fit on what is free."""
     """`short_world` as of a generation (`_short_world`)."""
 
     def _free_on(self, pools: Hashable, nodes: set[int] | frozenset[int]) -> int:
@@ -97,7 +105,7 @@ class ShortSearches(VictimListing):
         free = self._free.get(pools)
         if free is None:
             states = self.session.cluster.states
-            free = self._free[pools] = sum(states[o].gpu for o in nodes)
+            free = self._free[pools] = sum(map(_GPU, map(states.__getitem__, nodes)))
         return free
 
     def short_answer(self, preemptor: JobInfo, key: Hashable, before: Generation
@@ -138,7 +146,7 @@ class ShortSearches(VictimListing):
                 return None
             epoch = self.session.cluster.release_epoch
             if verdict.unfit != epoch or not self.carries:
-                if not self._unfit_now(preemptor):
+                if not self._unfit_of(preemptor, key):
                     return None
                 verdict.unfit = epoch
         return self._short_held(key, before, verdict)
@@ -203,7 +211,7 @@ class ShortSearches(VictimListing):
             if free + verdict.behind >= verdict.demand \
                     and (verdict.units or verdict.unfit != epoch):
                 job = None if verdict.units or first is None else first(index)
-                if job is None or self._held_nodes(job) or not self._unfit_now(job):
+                if job is None or self._held_nodes(job) or not self._unfit_of(job, key):
                     continue
                 verdict.unfit = epoch
             # As `_short_held`: what came behind it since freed nothing behind it.
@@ -223,6 +231,23 @@ class ShortSearches(VictimListing):
         reservation keeps off nodes)."""
         need = GangNeed.of(self.session, preemptor)
         return not self._could_fit(preemptor, need, self._fitting_now())
+
+    def _unfit_of(self, preemptor: JobInfo, key: Hashable) -> bool:
+        """`_unfit_now` for a preemptor of class `key`, counted once per class shape
+        (`ClassKey.shape`) on the same committed capacity: after capacity comes back, the
+        classes of a few shapes in every virtual cluster and rank are each counted again,
+        and the count reads nothing of the class but its shape."""
+        shape = getattr(key, "shape", None)
+        if shape is None or not self.carries:
+            return self._unfit_now(preemptor)
+        session = self.session
+        at = self._unfit_at
+        if at is None or at[0] != session.commits or at[1] is not session.excluded_nodes:
+            self._unfit_at, self._unfits = (session.commits, session.excluded_nodes), {}
+        found = self._unfits.get(shape)
+        if found is None:
+            found = self._unfits[shape] = self._unfit_now(preemptor)
+        return found
 
     def _short_standing(self, key: Hashable, before: Generation) -> ShortVerdict | None:
         """The class's `ShortVerdict`, where nothing but free capacity could void it now."""
