@@ -256,11 +256,14 @@ def task_from_row(job: str, row: TaskRow) -> Task:
 
 
 def job_from_row(row: JobRow, *, with_tasks: bool = True,
-                 tasks: Iterable[TaskRow] | None = None) -> Job:
+                 tasks: Iterable[TaskRow] | None = None,
+                 groups: tuple[TaskGroup, ...] | None = None) -> Job:
     """The job a row holds; without `with_tasks`, its tasks are not read (nor listed).
-    `tasks`, where given, are its task rows read apart from it (`row.tasks` is not asked)."""
+    `tasks`, where given, are its task rows read apart from it (`row.tasks` is not asked);
+    `groups`, its task groups read from its spec already (`row.spec` is not asked)."""
     return Job(
-        name=row.name, groups=tuple(group_from_dict(g) for g in row.spec), queue=row.queue,
+        name=row.name, queue=row.queue,
+        groups=tuple(group_from_dict(g) for g in row.spec) if groups is None else groups,
         scheduler_name=SchedulerName(row.scheduler_name), min_available=row.min_available,
         min_resources=(None if row.min_resources is None
                        else resources_from_json(row.min_resources)),
