@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from shoal.api import Job
-from shoal.api.objects import job_of_virtual_cluster
+from shoal.api.objects import job_of_virtual_cluster, job_virtual_cluster
 from shoal.scheduler.model import SchedulerModel
 from shoal.store import NotFoundError, Repository
 
@@ -97,9 +97,12 @@ class TaskCredentials:
 
 def work_inside(model: SchedulerModel, owner: str) -> list[str]:
     """The live jobs that were submitted into `owner`'s own virtual cluster or one of its
-    sub-clusters."""
+    sub-clusters (`job_of_virtual_cluster` is `owner`)."""
+    # Every job that ends asks, over every live job: string tests, not a call per job.
+    own = job_virtual_cluster(owner)
+    inner = own + "/"
     return [name for name, info in model.jobs.items()
-            if name != owner and job_of_virtual_cluster(info.job.queue) == owner]
+            if name != owner and (info.job.queue == own or info.job.queue.startswith(inner))]
 
 
 def orphaned(model: SchedulerModel) -> dict[str, str]:
