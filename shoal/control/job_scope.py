@@ -57,9 +57,10 @@ class TaskCredentials:
             self._tokens.update(self.repository.issue_job_tokens(wanted))
 
     @contextmanager
-    def deferred(self) -> Iterator[None]:
+    def deferred(self, revoked: Iterable[str] = ()) -> Iterator[None]:
         """Revocations asked within the block are made together when it ends (the jobs a
-        poll ended: one store write)."""
+        poll ended: one store write). `revoked`: jobs whose tokens the store has revoked
+        already (those its exit batch ended): only forgotten here."""
         if self._deferred is not None:  # nested: the outer block makes them
             yield
             return
@@ -67,7 +68,9 @@ class TaskCredentials:
         try:
             yield
         finally:
-            jobs, self._deferred = self._deferred, None
+            done = set(revoked)
+            jobs = [job for job in self._deferred if job not in done]
+            self._deferred = None
             if jobs:
                 self.repository.revoke_tokens_of(jobs)
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from sqlalchemy import JSON, Connection, Row, Text, bindparam, insert, select, update
+from sqlalchemy import JSON, Connection, Row, Text, bindparam, delete, insert, select, update
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
 
@@ -45,9 +45,11 @@ from shoal.api import (
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.store import convert
 from shoal.store.accounting import EndedAttempt, attempt_end, outcome_of, record_ended
+from shoal.store.accounts import User
+from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
 from shoal.store.errors import NotFoundError
-from shoal.store.models import EventRow, JobRow, TaskRow
+from shoal.store.models import EventRow, JobRow, TaskRow, TokenRow
 
 JOB_STATE = "JobStateChanged"
 TASK_STATE = "TaskStateChanged"
@@ -128,7 +130,8 @@ class RecordedExits:
     refused: tuple[TaskRef, ...]
     """Exits not recorded: the store does not hold these tasks where the move starts."""
     ended: tuple[Job, ...]
-    """Jobs ended in the same transaction, as stored now (every task of theirs ended)."""
+    """Jobs ended in the same transaction, as stored now (every task of theirs ended), their
+    tasks' tokens revoked in it (`Repository.revoke_tokens_of`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +153,11 @@ class _BindRow:
 
 
 class TaskBatches:
-    """`Repository` supplies the store and the clock."""
+    """`Repository` supplies the store, the clock and the cache of tokens."""
 
     store: Store
     clock: Callable[[], float]
+    _tokens: ReadThroughCache[User | None]
 
     def _bind_batch(self, s: Session, binds: Sequence[Bind], cause: str
                     ) -> dict[TaskRef, TaskRecord]:
@@ -298,7 +302,8 @@ class TaskBatches:
         stopped is given, as stored now, to `decide`; a job it ends whose every task has
         ended (nothing to stop, no pending task to cancel) ends in the same transaction. A
         job it ends that still has tasks to stop or cancel is left to the caller
-        (`Repository.stop_job`).
+        (`Repository.stop_job`). The tokens of the jobs it ends are revoked in the same
+        transaction: their end and their tokens' are one write, not two.
 
         The jobs and their tasks are read once, before anything is written: the moves,
         the attempts they end (`shoal.store.accounting`) and the jobs' verdicts are all
@@ -335,7 +340,13 @@ class TaskBatches:
             ended = self._end_jobs(s, [jobs[job_id] for job_id in touched], moved, decide,
                                    now, events)
             connection.execute(_INSERT_EVENTS, events)
-            return RecordedExits(tuple(refused), ended)
+            names = sorted(job.name for job in ended)
+            for first in range(0, len(names), CHUNK):
+                connection.execute(delete(TokenRow).where(
+                    TokenRow.job.in_(names[first:first + CHUNK])))
+        if ended:
+            self._tokens.invalidate()  # committed: a token cached as valid is not any more
+        return RecordedExits(tuple(refused), ended)
 
     def _end_jobs(self, s: Session, held: Sequence[_HeldJob], moved: Mapping[int, TaskExit],
                   decide: Callable[[Job], JobEnd | None], now: float,
