@@ -25,7 +25,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from sqlalchemy import JSON, Connection, Row, Text, bindparam, delete, insert, select, update
+from sqlalchemy import (
+    JSON,
+    BindParameter,
+    Connection,
+    Row,
+    Text,
+    bindparam,
+    delete,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
 
@@ -71,6 +82,22 @@ _RUN_JOBS = update(JobRow).where(JobRow.id == bindparam("job_id")).values(
     state=JobState.RUNNING.value, updated=bindparam("now"), ended=None)
 _TOUCH_JOBS = update(JobRow).where(JobRow.id == bindparam("job_id")).values(
     updated=bindparam("now"))
+# The reads, built once with their `IN` lists as parameters: building a statement (its
+# columns coerced, its cache key) cost more than running it, several times per batch.
+_NAMES: BindParameter[list[str]] = bindparam("names", expanding=True)
+_IDS: BindParameter[list[int]] = bindparam("ids", expanding=True)
+#: Jobs by name, their rows locked in name order, as the one-job writers lock theirs.
+_LOCK_JOBS = (select(JobRow.id, JobRow.name, JobRow.state).where(JobRow.name.in_(_NAMES))
+              .order_by(JobRow.name).with_for_update())
+_BIND_TASK_ROWS = (select(JobRow.name, TaskRow.id, TaskRow.job_id, TaskRow.group_name,
+                          TaskRow.task_index, TaskRow.state, TaskRow.attempts, TaskRow.pid,
+                          TaskRow.pid_start_time)
+                   .join(TaskRow, TaskRow.job_id == JobRow.id).where(JobRow.name.in_(_NAMES)))
+_TASK_ROWS = select(TaskRow.id, TaskRow.job_id, TaskRow.group_name, TaskRow.task_index,
+                    TaskRow.state, TaskRow.attempts).where(TaskRow.job_id.in_(_IDS))
+_GANG_ROWS = select(JobRow.id, sql_cast(JobRow.spec, Text), JobRow.scheduler_name,
+                    JobRow.min_available, JobRow.elastic).where(JobRow.id.in_(_IDS))
+_REVOKE_TOKENS = delete(TokenRow).where(TokenRow.job.in_(_NAMES))
 _END_JOBS = update(JobRow).where(JobRow.id == bindparam("job_id")).values(
     state=bindparam("new_state"), updated=bindparam("now"), ended=bindparam("now"),
     stopping=None, stop_cause=None)
@@ -232,15 +259,10 @@ class TaskBatches:
         out: dict[TaskRef, _BindRow] = {}
         for first in range(0, len(ordered), CHUNK):
             chunk = ordered[first:first + CHUNK]
-            for job_id, name, state in s.execute(
-                    select(JobRow.id, JobRow.name, JobRow.state).where(JobRow.name.in_(chunk))
-                    .order_by(JobRow.name).with_for_update()):
+            connection = s.connection()
+            for job_id, name, state in connection.execute(_LOCK_JOBS, {"names": chunk}):
                 jobs[name] = (job_id, JobState(state))
-            found = s.execute(
-                select(JobRow.name, TaskRow.id, TaskRow.job_id, TaskRow.group_name,
-                       TaskRow.task_index, TaskRow.state, TaskRow.attempts, TaskRow.pid,
-                       TaskRow.pid_start_time)
-                .join(TaskRow, TaskRow.job_id == JobRow.id).where(JobRow.name.in_(chunk)))
+            found = connection.execute(_BIND_TASK_ROWS, {"names": chunk})
             for name, task_id, job_id, group, index, state, attempts, pid, start in found:
                 out[TaskRef(name, group, index)] = _BindRow(task_id, job_id, TaskState(state),
                                                             attempts, pid, start)
@@ -254,10 +276,7 @@ class TaskBatches:
         ids = sorted(names)
         out: dict[int, Job] = {}
         for first in range(0, len(ids), CHUNK):
-            found = s.execute(
-                select(JobRow.id, sql_cast(JobRow.spec, Text), JobRow.scheduler_name,
-                       JobRow.min_available, JobRow.elastic)
-                .where(JobRow.id.in_(ids[first:first + CHUNK])))
+            found = s.connection().execute(_GANG_ROWS, {"ids": ids[first:first + CHUNK]})
             for job_id, spec, scheduler, min_available, elastic in found:
                 out[job_id] = Job(names[job_id], _groups(spec),
                                   scheduler_name=SchedulerName(scheduler),
@@ -342,8 +361,7 @@ class TaskBatches:
             connection.execute(_INSERT_EVENTS, events)
             names = sorted(job.name for job in ended)
             for first in range(0, len(names), CHUNK):
-                connection.execute(delete(TokenRow).where(
-                    TokenRow.job.in_(names[first:first + CHUNK])))
+                connection.execute(_REVOKE_TOKENS, {"names": names[first:first + CHUNK]})
         if ended:
             self._tokens.invalidate()  # committed: a token cached as valid is not any more
         return RecordedExits(tuple(refused), ended)
@@ -358,9 +376,9 @@ class TaskBatches:
         touched: list[dict[str, Any]] = []
         for one in held:
             row = one.row
-            job = replace(convert.job_from_row(cast(JobRow, row), with_tasks=False,
-                                               groups=_groups(row.spec_text)),
-                          tasks=tuple(_task_after(row.name, task, moved) for task in one.tasks))
+            job = convert.job_from_row(cast(JobRow, row), groups=_groups(row.spec_text),
+                                       task_values=tuple(_task_after(row.name, task, moved)
+                                                         for task in one.tasks))
             end = None if row.stopping is not None or job.state.terminal \
                 else decide(job)
             if end is None or not end.state.terminal \
@@ -388,13 +406,9 @@ class TaskBatches:
         connection = s.connection()  # Core rows: an ORM result's set-up cost more than the rows
         for first in range(0, len(names), CHUNK):
             # Lock the jobs first, in name order, as the one-job writers lock theirs.
-            locked = connection.execute(
-                select(JobRow.id, JobRow.name).where(JobRow.name.in_(names[first:first + CHUNK]))
-                .order_by(JobRow.name).with_for_update())
-            ids: dict[int, str] = {job_id: name for job_id, name in locked}
-            found = connection.execute(
-                select(TaskRow.id, TaskRow.job_id, TaskRow.group_name, TaskRow.task_index,
-                       TaskRow.state, TaskRow.attempts).where(TaskRow.job_id.in_(ids)))
+            locked = connection.execute(_LOCK_JOBS, {"names": names[first:first + CHUNK]})
+            ids: dict[int, str] = {job_id: name for job_id, name, _ in locked}
+            found = connection.execute(_TASK_ROWS, {"ids": list(ids)})
             for task_id, job_id, group, index, state, attempts in found:
                 out[TaskRef(ids[job_id], group, index)] = _Row(task_id, job_id,
                                                                TaskState(state), attempts)
@@ -414,6 +428,9 @@ _JOBS, _TASKS = JobRow.__table__, TaskRow.__table__
 #: A job's columns, its spec as text: a burst's jobs share one spec, parsed once (`_groups`).
 _JOB_COLUMNS = [c for c in _JOBS.c if c.name != "spec"] \
     + [sql_cast(_JOBS.c.spec, Text).label("spec_text")]
+_EXIT_JOBS = (select(*_JOB_COLUMNS).where(_JOBS.c.name.in_(_NAMES)).order_by(_JOBS.c.name)
+              .with_for_update())
+_EXIT_TASKS = select(_TASKS).where(_TASKS.c.job_id.in_(_IDS)).order_by(_TASKS.c.id)
 
 
 def _exit_rows(connection: Connection, names: set[str]
@@ -427,12 +444,9 @@ def _exit_rows(connection: Connection, names: set[str]
     refs: dict[TaskRef, Row[Any]] = {}
     for first in range(0, len(ordered), CHUNK):
         chunk: dict[int, _HeldJob] = {}
-        for row in connection.execute(
-                select(*_JOB_COLUMNS).where(_JOBS.c.name.in_(ordered[first:first + CHUNK]))
-                .order_by(_JOBS.c.name).with_for_update()):
+        for row in connection.execute(_EXIT_JOBS, {"names": ordered[first:first + CHUNK]}):
             chunk[row.id] = _HeldJob(row, [])
-        for task in connection.execute(select(_TASKS).where(_TASKS.c.job_id.in_(chunk))
-                                       .order_by(_TASKS.c.id)):
+        for task in connection.execute(_EXIT_TASKS, {"ids": list(chunk)}):
             held = chunk[task.job_id]
             held.tasks.append(task)
             refs[TaskRef(held.row.name, task.group_name, task.task_index)] = task
@@ -464,10 +478,11 @@ def _ended_attempts(jobs: Mapping[int, _HeldJob], rows: Mapping[TaskRef, Row[Any
 
 def _task_after(job: str, row: Row[Any], moved: Mapping[int, TaskExit]) -> Task:
     """A task as the batch leaves it: SUCCEEDED with its exit code where it moved it."""
-    task = convert.task_from_row(job, cast(TaskRow, row))
     end = moved.get(row.id)
-    return task if end is None else replace(task, state=TaskState.SUCCEEDED,
-                                            exit_code=end.exit_code)
+    if end is None:
+        return convert.task_from_row(job, cast(TaskRow, row))
+    return convert.task_from_row(job, cast(TaskRow, row), ended=TaskState.SUCCEEDED,
+                                 exit_code=end.exit_code)
 
 
 def _event(job_id: int, ref: TaskRef, now: float, source: TaskState, target: TaskState,
