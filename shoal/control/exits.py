@@ -136,7 +136,8 @@ class Exiting(Stopping):
                 del self._tasks[ref]
                 self.model.task_succeeded(ref)
         ended = {job.name: job for job in recorded.ended}
-        with self._credentials.deferred():  # one store write revokes their tokens
+        # Their tokens were revoked with their end; the others' in one store write.
+        with self._credentials.deferred(revoked=ended):
             for job in recorded.ended:
                 self._stop_wanting(job.name)
                 self._job_done(job)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from shoal.api import Job
-from shoal.api.objects import job_of_virtual_cluster
+from shoal.api.objects import job_of_virtual_cluster, job_virtual_cluster
 from shoal.scheduler.model import SchedulerModel
 from shoal.store import NotFoundError, Repository
 
@@ -57,9 +57,10 @@ class TaskCredentials:
             self._tokens.update(self.repository.issue_job_tokens(wanted))
 
     @contextmanager
-    def deferred(self) -> Iterator[None]:
+    def deferred(self, revoked: Iterable[str] = ()) -> Iterator[None]:
         """Revocations asked within the block are made together when it ends (the jobs a
-        poll ended: one store write)."""
+        poll ended: one store write). `revoked`: jobs whose tokens the store has revoked
+        already (those its exit batch ended): only forgotten here."""
         if self._deferred is not None:  # nested: the outer block makes them
             yield
             return
@@ -67,7 +68,9 @@ class TaskCredentials:
         try:
             yield
         finally:
-            jobs, self._deferred = self._deferred, None
+            done = set(revoked)
+            jobs = [job for job in self._deferred if job not in done]
+            self._deferred = None
             if jobs:
                 self.repository.revoke_tokens_of(jobs)
 
@@ -97,9 +100,12 @@ class TaskCredentials:
 
 def work_inside(model: SchedulerModel, owner: str) -> list[str]:
     """The live jobs that were submitted into `owner`'s own virtual cluster or one of its
-    sub-clusters."""
+    sub-clusters (`job_of_virtual_cluster` is `owner`)."""
+    # Every job that ends asks, over every live job: string tests, not a call per job.
+    own = job_virtual_cluster(owner)
+    inner = own + "/"
     return [name for name, info in model.jobs.items()
-            if name != owner and job_of_virtual_cluster(info.job.queue) == owner]
+            if name != owner and (info.job.queue == own or info.job.queue.startswith(inner))]
 
 
 def orphaned(model: SchedulerModel) -> dict[str, str]:

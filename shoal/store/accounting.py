@@ -25,7 +25,8 @@ series reads buckets no coarser than its step (`step=hour` spans at most
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,9 +55,7 @@ from shoal.api.resources import Resources
 from shoal.store import convert
 from shoal.store.engine import Store
 from shoal.store.models import (
-    JobRow,
     NodeRow,
-    TaskRow,
     UsageAttemptRow,
     UsageDayRow,
     UsageHourRow,
@@ -168,16 +167,7 @@ def _upsert(s: Session, table: BucketTable, period: str,
             sums: dict[BucketKey, Amounts]) -> None:
     """Add `sums` to their buckets, creating those that do not exist yet: one statement
     that two transactions can run at once without a duplicate key."""
-    dialect = s.get_bind().dialect.name
-    make = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = make(table)
-    added = statement.excluded
-    statement = statement.on_conflict_do_update(
-        index_elements=[period, "queue", "user", "gpu_type", "node", "outcome"],
-        set_={"tasks": table.tasks + added.tasks,
-              "gpu_seconds": table.gpu_seconds + added.gpu_seconds,
-              "cpu_seconds": table.cpu_seconds + added.cpu_seconds,
-              "memory_byte_seconds": table.memory_byte_seconds + added.memory_byte_seconds})
+    statement = _upsert_statement(s.get_bind().dialect.name, table, period)
     rows = [{period: key.hour, "queue": key.queue, "user": key.user,
              "gpu_type": key.gpu_type, "node": key.node, "outcome": key.outcome.value,
              "tasks": a.tasks, "gpu_seconds": a.gpu_seconds, "cpu_seconds": a.cpu_seconds,
@@ -185,6 +175,21 @@ def _upsert(s: Session, table: BucketTable, period: str,
             for key, a in sorted(sums.items(), key=lambda kv: _order(kv[0]))]
     # In key order, so that two writers lock shared buckets in the same order.
     s.connection().execute(statement, rows)
+
+
+@functools.cache
+def _upsert_statement(dialect: str, table: BucketTable, period: str) -> Any:
+    """`_upsert`'s statement, built once per dialect and table: building it afresh (its
+    sums, its conflict clause) cost more than running it, once per level per exit batch."""
+    make = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = make(table)
+    added = statement.excluded
+    return statement.on_conflict_do_update(
+        index_elements=[period, "queue", "user", "gpu_type", "node", "outcome"],
+        set_={"tasks": table.tasks + added.tasks,
+              "gpu_seconds": table.gpu_seconds + added.gpu_seconds,
+              "cpu_seconds": table.cpu_seconds + added.cpu_seconds,
+              "memory_byte_seconds": table.memory_byte_seconds + added.memory_byte_seconds})
 
 
 def _order(key: BucketKey) -> tuple[int, str, str, str, str, str]:
@@ -285,30 +290,3 @@ def _sums(s: Session, level: Level, first: float, last: float, query: UsageQuery
     for when, value, outcome, tasks, gpu, cpu, memory in found:
         yield Tally(0.0 if query.step is Step.NONE else float(when), value, Outcome(outcome),
                     Amounts(int(tasks), float(gpu), float(cpu), float(memory)))
-
-
-def ended_in_batch(s: Session, tasks: dict[int, str], target: TaskState, now: float,
-                   ends: Mapping[int, float | None] | None = None) -> list[EndedAttempt]:
-    """The attempts that end as these task rows (id → job name) move to `target` in one
-    batch of statements (`TaskBatches.record_exits`), read before the move is written;
-    `ends`: the engine's end time of a row's attempt, where it said one (`attempt_end`)."""
-    ids = sorted(tasks)
-    out: list[EndedAttempt] = []
-    for first in range(0, len(ids), 500):  # well under SQLite's bound parameters
-        found = s.execute(
-            select(TaskRow.id, TaskRow.job_id, TaskRow.group_name, TaskRow.task_index,
-                   TaskRow.state, TaskRow.node, TaskRow.started, TaskRow.attempts,
-                   JobRow.queue, JobRow.user, JobRow.spec, JobRow.stopping)
-            .join(JobRow, JobRow.id == TaskRow.job_id)
-            .where(TaskRow.id.in_(ids[first:first + 500])))
-        for (task_id, job_id, group, index, state, node, started, attempts, queue, user,
-             spec, stopping) in found:
-            outcome = outcome_of(TaskState(state), target, stopping)
-            if outcome is None:
-                continue
-            start = now if started is None else started
-            end = attempt_end(start, now, (ends or {}).get(task_id))
-            out.append(EndedAttempt(job_id, tasks[task_id], f"{group}/{index}", attempts,
-                                    queue, user or "", node or "", start, end,
-                                    group_resources(spec, group), outcome))
-    return out

@@ -248,19 +248,31 @@ def job_vc_from_json(job: str, queue: str, data: dict[str, Any] | None
         reservation=reservation_from_json(data.get("reservation")))
 
 
-def task_from_row(job: str, row: TaskRow) -> Task:
+def task_from_row(job: str, row: TaskRow, *, ended: TaskState | None = None,
+                  exit_code: int | None = None) -> Task:
+    """The task a row holds; `ended`: as a move to that state with `exit_code` leaves it,
+    a move not written yet (`TaskBatches.record_exits` judges its jobs before it writes)."""
     return Task(job=job, group=row.group_name, index=row.task_index,
-                state=TaskState(row.state), node=row.node,
+                state=TaskState(row.state) if ended is None else ended, node=row.node,
                 gpus=tuple(int(g) for g in row.gpus), started=row.started,
-                retries=row.retries or 0, exit_code=row.exit_code)
+                retries=row.retries or 0, exit_code=row.exit_code if ended is None
+                else exit_code)
 
 
 def job_from_row(row: JobRow, *, with_tasks: bool = True,
-                 tasks: Iterable[TaskRow] | None = None) -> Job:
+                 tasks: Iterable[TaskRow] | None = None,
+                 groups: tuple[TaskGroup, ...] | None = None,
+                 task_values: tuple[Task, ...] | None = None) -> Job:
     """The job a row holds; without `with_tasks`, its tasks are not read (nor listed).
-    `tasks`, where given, are its task rows read apart from it (`row.tasks` is not asked)."""
+    `tasks`, where given, are its task rows read apart from it (`row.tasks` is not asked);
+    `task_values`, its tasks made already; `groups`, its task groups read from its spec
+    already (`row.spec` is not asked)."""
+    if task_values is None:
+        task_values = tuple(task_from_row(row.name, t) for t in (
+            row.tasks if tasks is None else tasks)) if with_tasks else ()
     return Job(
-        name=row.name, groups=tuple(group_from_dict(g) for g in row.spec), queue=row.queue,
+        name=row.name, queue=row.queue,
+        groups=tuple(group_from_dict(g) for g in row.spec) if groups is None else groups,
         scheduler_name=SchedulerName(row.scheduler_name), min_available=row.min_available,
         min_resources=(None if row.min_resources is None
                        else resources_from_json(row.min_resources)),
@@ -269,8 +281,7 @@ def job_from_row(row: JobRow, *, with_tasks: bool = True,
         min_succeeded=row.min_succeeded, min_failed=row.min_failed,
         job_retry_count=row.job_retry_count or 0, retries=row.retries or 0,
         state=JobState(row.state),
-        tasks=tuple(task_from_row(row.name, t) for t in (row.tasks if tasks is None else tasks))
-        if with_tasks else (),
+        tasks=task_values,
         virtual_cluster=job_vc_from_json(row.name, row.queue, row.virtual_cluster),
         sub_clusters=sub_clusters_from_json(row.virtual_cluster),
         elastic=elastic_from_json(row.elastic), protect_for=row.protect_for or 0.0,

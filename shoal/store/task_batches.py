@@ -21,11 +21,22 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from sqlalchemy import JSON, Text, bindparam, insert, select, update
+from sqlalchemy import (
+    JSON,
+    BindParameter,
+    Connection,
+    Row,
+    Text,
+    bindparam,
+    delete,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
 
@@ -35,6 +46,7 @@ from shoal.api import (
     Bind,
     Job,
     JobState,
+    Resources,
     SchedulerName,
     Task,
     TaskGroup,
@@ -43,10 +55,12 @@ from shoal.api import (
 )
 from shoal.api.lifecycle import IllegalTransitionError
 from shoal.store import convert
-from shoal.store.accounting import ended_in_batch, record_ended
+from shoal.store.accounting import EndedAttempt, attempt_end, outcome_of, record_ended
+from shoal.store.accounts import User
+from shoal.store.cache import ReadThroughCache
 from shoal.store.engine import Store
 from shoal.store.errors import NotFoundError
-from shoal.store.models import EventRow, JobRow, TaskRow
+from shoal.store.models import EventRow, JobRow, TaskRow, TokenRow
 
 JOB_STATE = "JobStateChanged"
 TASK_STATE = "TaskStateChanged"
@@ -68,6 +82,22 @@ _RUN_JOBS = update(JobRow).where(JobRow.id == bindparam("job_id")).values(
     state=JobState.RUNNING.value, updated=bindparam("now"), ended=None)
 _TOUCH_JOBS = update(JobRow).where(JobRow.id == bindparam("job_id")).values(
     updated=bindparam("now"))
+# The reads, built once with their `IN` lists as parameters: building a statement (its
+# columns coerced, its cache key) cost more than running it, several times per batch.
+_NAMES: BindParameter[list[str]] = bindparam("names", expanding=True)
+_IDS: BindParameter[list[int]] = bindparam("ids", expanding=True)
+#: Jobs by name, their rows locked in name order, as the one-job writers lock theirs.
+_LOCK_JOBS = (select(JobRow.id, JobRow.name, JobRow.state).where(JobRow.name.in_(_NAMES))
+              .order_by(JobRow.name).with_for_update())
+_BIND_TASK_ROWS = (select(JobRow.name, TaskRow.id, TaskRow.job_id, TaskRow.group_name,
+                          TaskRow.task_index, TaskRow.state, TaskRow.attempts, TaskRow.pid,
+                          TaskRow.pid_start_time)
+                   .join(TaskRow, TaskRow.job_id == JobRow.id).where(JobRow.name.in_(_NAMES)))
+_TASK_ROWS = select(TaskRow.id, TaskRow.job_id, TaskRow.group_name, TaskRow.task_index,
+                    TaskRow.state, TaskRow.attempts).where(TaskRow.job_id.in_(_IDS))
+_GANG_ROWS = select(JobRow.id, sql_cast(JobRow.spec, Text), JobRow.scheduler_name,
+                    JobRow.min_available, JobRow.elastic).where(JobRow.id.in_(_IDS))
+_REVOKE_TOKENS = delete(TokenRow).where(TokenRow.job.in_(_NAMES))
 _END_JOBS = update(JobRow).where(JobRow.id == bindparam("job_id")).values(
     state=bindparam("new_state"), updated=bindparam("now"), ended=bindparam("now"),
     stopping=None, stop_cause=None)
@@ -127,7 +157,8 @@ class RecordedExits:
     refused: tuple[TaskRef, ...]
     """Exits not recorded: the store does not hold these tasks where the move starts."""
     ended: tuple[Job, ...]
-    """Jobs ended in the same transaction, as stored now (every task of theirs ended)."""
+    """Jobs ended in the same transaction, as stored now (every task of theirs ended), their
+    tasks' tokens revoked in it (`Repository.revoke_tokens_of`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +180,11 @@ class _BindRow:
 
 
 class TaskBatches:
-    """`Repository` supplies the store and the clock."""
+    """`Repository` supplies the store, the clock and the cache of tokens."""
 
     store: Store
     clock: Callable[[], float]
+    _tokens: ReadThroughCache[User | None]
 
     def _bind_batch(self, s: Session, binds: Sequence[Bind], cause: str
                     ) -> dict[TaskRef, TaskRecord]:
@@ -227,15 +259,10 @@ class TaskBatches:
         out: dict[TaskRef, _BindRow] = {}
         for first in range(0, len(ordered), CHUNK):
             chunk = ordered[first:first + CHUNK]
-            for job_id, name, state in s.execute(
-                    select(JobRow.id, JobRow.name, JobRow.state).where(JobRow.name.in_(chunk))
-                    .order_by(JobRow.name).with_for_update()):
+            connection = s.connection()
+            for job_id, name, state in connection.execute(_LOCK_JOBS, {"names": chunk}):
                 jobs[name] = (job_id, JobState(state))
-            found = s.execute(
-                select(JobRow.name, TaskRow.id, TaskRow.job_id, TaskRow.group_name,
-                       TaskRow.task_index, TaskRow.state, TaskRow.attempts, TaskRow.pid,
-                       TaskRow.pid_start_time)
-                .join(TaskRow, TaskRow.job_id == JobRow.id).where(JobRow.name.in_(chunk)))
+            found = connection.execute(_BIND_TASK_ROWS, {"names": chunk})
             for name, task_id, job_id, group, index, state, attempts, pid, start in found:
                 out[TaskRef(name, group, index)] = _BindRow(task_id, job_id, TaskState(state),
                                                             attempts, pid, start)
@@ -249,10 +276,7 @@ class TaskBatches:
         ids = sorted(names)
         out: dict[int, Job] = {}
         for first in range(0, len(ids), CHUNK):
-            found = s.execute(
-                select(JobRow.id, sql_cast(JobRow.spec, Text), JobRow.scheduler_name,
-                       JobRow.min_available, JobRow.elastic)
-                .where(JobRow.id.in_(ids[first:first + CHUNK])))
+            found = s.connection().execute(_GANG_ROWS, {"ids": ids[first:first + CHUNK]})
             for job_id, spec, scheduler, min_available, elastic in found:
                 out[job_id] = Job(names[job_id], _groups(spec),
                                   scheduler_name=SchedulerName(scheduler),
@@ -297,75 +321,76 @@ class TaskBatches:
         stopped is given, as stored now, to `decide`; a job it ends whose every task has
         ended (nothing to stop, no pending task to cancel) ends in the same transaction. A
         job it ends that still has tasks to stop or cancel is left to the caller
-        (`Repository.stop_job`)."""
+        (`Repository.stop_job`). The tokens of the jobs it ends are revoked in the same
+        transaction: their end and their tokens' are one write, not two.
+
+        The jobs and their tasks are read once, before anything is written: the moves,
+        the attempts they end (`shoal.store.accounting`) and the jobs' verdicts are all
+        worked out from those rows, the tasks moved in them as the batch moves them."""
         if not exits:
             return RecordedExits((), ())
         now = self.clock()
         with self.store.sessions.begin() as s:
-            rows = self._rows(s, (e.ref for e in exits))
+            connection = s.connection()
+            jobs, rows = _exit_rows(connection, {e.ref.job for e in exits})
             refused: list[TaskRef] = []
-            tasks: list[dict[str, Any]] = []
-            done: list[TaskExit] = []
+            moved: dict[int, TaskExit] = {}  # task id → its exit
             events: list[dict[str, Any]] = []
             for end in exits:
                 row = rows.get(end.ref)
                 try:
                     if row is None:
                         raise IllegalTransitionError(f"no task {end.ref}")
-                    TASK_LIFECYCLE.move(row.state, TaskState.SUCCEEDED, end.cause)
+                    source = TaskState(row.state)
+                    TASK_LIFECYCLE.move(source, TaskState.SUCCEEDED, end.cause)
                 except IllegalTransitionError:
                     refused.append(end.ref)
                     continue
-                tasks.append({"task_id": row.task_id, "new_state": TaskState.SUCCEEDED.value,
-                              "new_code": end.exit_code})
-                done.append(end)
-                events.append(_event(row.job_id, end.ref, now, row.state,
-                                     TaskState.SUCCEEDED, end.cause))
-            connection = s.connection()
-            if not tasks:
+                moved[row.id] = end
+                events.append(_event(row.job_id, end.ref, now, source, TaskState.SUCCEEDED,
+                                     end.cause))
+            if not moved:
                 return RecordedExits(tuple(refused), ())
-            record_ended(s, ended_in_batch(
-                s, {t["task_id"]: e.ref.job for t, e in zip(tasks, done, strict=True)},
-                TaskState.SUCCEEDED, now,
-                {t["task_id"]: e.ended_at for t, e in zip(tasks, done, strict=True)}))
-            connection.execute(_END_TASKS, tasks)
-            touched = {rows[e.ref].job_id for e in exits if e.ref not in refused}
-            ended = self._end_jobs(s, touched, decide, now, events)
+            record_ended(s, _ended_attempts(jobs, rows, moved, now))
+            connection.execute(_END_TASKS, [
+                {"task_id": task_id, "new_state": TaskState.SUCCEEDED.value,
+                 "new_code": end.exit_code} for task_id, end in moved.items()])
+            touched = sorted({rows[end.ref].job_id for end in moved.values()})
+            ended = self._end_jobs(s, [jobs[job_id] for job_id in touched], moved, decide,
+                                   now, events)
             connection.execute(_INSERT_EVENTS, events)
-            return RecordedExits(tuple(refused), ended)
+            names = sorted(job.name for job in ended)
+            for first in range(0, len(names), CHUNK):
+                connection.execute(_REVOKE_TOKENS, {"names": names[first:first + CHUNK]})
+        if ended:
+            self._tokens.invalidate()  # committed: a token cached as valid is not any more
+        return RecordedExits(tuple(refused), ended)
 
-    def _end_jobs(self, s: Session, job_ids: set[int], decide: Callable[[Job], JobEnd | None],
-                  now: float, events: list[dict[str, Any]]) -> tuple[Job, ...]:
-        """End the jobs `decide` ends whose tasks have all ended; touch the others."""
+    def _end_jobs(self, s: Session, held: Sequence[_HeldJob], moved: Mapping[int, TaskExit],
+                  decide: Callable[[Job], JobEnd | None], now: float,
+                  events: list[dict[str, Any]]) -> tuple[Job, ...]:
+        """End the jobs `decide` ends whose tasks have all ended (`moved`: the tasks this
+        batch moved, SUCCEEDED with their exit code); touch the others."""
         ended: list[Job] = []
         ends: list[dict[str, Any]] = []
         touched: list[dict[str, Any]] = []
-        ids = sorted(job_ids)
-        jobs, tasks = JobRow.__table__, TaskRow.__table__
-        for first in range(0, len(ids), CHUNK):
-            chunk = ids[first:first + CHUNK]
-            # Read as Core rows, not ORM rows: loading rows (and their tasks) was most of a
-            # burst's exit batch. A Core row names its columns as the mapped class does, so
-            # `job_from_row` reads it as one; its tasks are handed over apart.
-            of_job: dict[int, list[TaskRow]] = {job_id: [] for job_id in chunk}
-            for task in s.execute(select(tasks).where(tasks.c.job_id.in_(chunk))
-                                  .order_by(tasks.c.id)):
-                of_job[task.job_id].append(cast(TaskRow, task))
-            for found in s.execute(select(jobs).where(jobs.c.id.in_(chunk))):
-                row = cast(JobRow, found)
-                job = convert.job_from_row(row, tasks=of_job[row.id])
-                end = None if row.stopping is not None or job.state.terminal \
-                    else decide(job)
-                if end is None or not end.state.terminal \
-                        or not all(t.state.terminal for t in job.tasks):
-                    touched.append({"job_id": row.id, "now": now})
-                    continue
-                move = JOB_LIFECYCLE.move(job.state, end.state, end.cause)
-                ends.append({"job_id": row.id, "new_state": end.state.value, "now": now})
-                events.append({"job_id": row.id, "task": None, "time": now, "kind": JOB_STATE,
-                               "source_state": move.source.value,
-                               "target_state": end.state.value, "cause": end.cause})
-                ended.append(replace(job, state=end.state))
+        for one in held:
+            row = one.row
+            job = convert.job_from_row(cast(JobRow, row), groups=_groups(row.spec_text),
+                                       task_values=tuple(_task_after(row.name, task, moved)
+                                                         for task in one.tasks))
+            end = None if row.stopping is not None or job.state.terminal \
+                else decide(job)
+            if end is None or not end.state.terminal \
+                    or not all(t.state.terminal for t in job.tasks):
+                touched.append({"job_id": row.id, "now": now})
+                continue
+            move = JOB_LIFECYCLE.move(job.state, end.state, end.cause)
+            ends.append({"job_id": row.id, "new_state": end.state.value, "now": now})
+            events.append({"job_id": row.id, "task": None, "time": now, "kind": JOB_STATE,
+                           "source_state": move.source.value,
+                           "target_state": end.state.value, "cause": end.cause})
+            ended.append(replace(job, state=end.state))
         connection = s.connection()
         if ends:
             connection.execute(_END_JOBS, ends)
@@ -378,19 +403,86 @@ class TaskBatches:
         """The task rows of `refs`' jobs (every task of them), locking the jobs' rows."""
         names = sorted({ref.job for ref in refs})
         out: dict[TaskRef, _Row] = {}
+        connection = s.connection()  # Core rows: an ORM result's set-up cost more than the rows
         for first in range(0, len(names), CHUNK):
-            chunk = names[first:first + CHUNK]
             # Lock the jobs first, in name order, as the one-job writers lock theirs.
-            s.execute(select(JobRow.id).where(JobRow.name.in_(chunk))
-                      .order_by(JobRow.name).with_for_update())
-            found = s.execute(
-                select(JobRow.name, TaskRow.id, TaskRow.job_id, TaskRow.group_name,
-                       TaskRow.task_index, TaskRow.state, TaskRow.attempts)
-                .join(TaskRow, TaskRow.job_id == JobRow.id).where(JobRow.name.in_(chunk)))
-            for name, task_id, job_id, group, index, state, attempts in found:
-                out[TaskRef(name, group, index)] = _Row(task_id, job_id, TaskState(state),
-                                                        attempts)
+            locked = connection.execute(_LOCK_JOBS, {"names": names[first:first + CHUNK]})
+            ids: dict[int, str] = {job_id: name for job_id, name, _ in locked}
+            found = connection.execute(_TASK_ROWS, {"ids": list(ids)})
+            for task_id, job_id, group, index, state, attempts in found:
+                out[TaskRef(ids[job_id], group, index)] = _Row(task_id, job_id,
+                                                               TaskState(state), attempts)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _HeldJob:
+    """A job row as an exit batch reads it (every column, its spec as text) and its task
+    rows in id order."""
+
+    row: Row[Any]
+    tasks: list[Row[Any]]
+
+
+_JOBS, _TASKS = JobRow.__table__, TaskRow.__table__
+#: A job's columns, its spec as text: a burst's jobs share one spec, parsed once (`_groups`).
+_JOB_COLUMNS = [c for c in _JOBS.c if c.name != "spec"] \
+    + [sql_cast(_JOBS.c.spec, Text).label("spec_text")]
+_EXIT_JOBS = (select(*_JOB_COLUMNS).where(_JOBS.c.name.in_(_NAMES)).order_by(_JOBS.c.name)
+              .with_for_update())
+_EXIT_TASKS = select(_TASKS).where(_TASKS.c.job_id.in_(_IDS)).order_by(_TASKS.c.id)
+
+
+def _exit_rows(connection: Connection, names: set[str]
+               ) -> tuple[dict[int, _HeldJob], dict[TaskRef, Row[Any]]]:
+    """These jobs (by id) with their tasks, and each task row by its ref; the jobs' rows
+    locked in name order, as the one-job writers lock theirs. Core rows, not ORM rows:
+    loading rows was most of a burst's exit batch. A Core row names its columns as the
+    mapped class does, so `convert` reads it as one."""
+    ordered = sorted(names)
+    jobs: dict[int, _HeldJob] = {}
+    refs: dict[TaskRef, Row[Any]] = {}
+    for first in range(0, len(ordered), CHUNK):
+        chunk: dict[int, _HeldJob] = {}
+        for row in connection.execute(_EXIT_JOBS, {"names": ordered[first:first + CHUNK]}):
+            chunk[row.id] = _HeldJob(row, [])
+        for task in connection.execute(_EXIT_TASKS, {"ids": list(chunk)}):
+            held = chunk[task.job_id]
+            held.tasks.append(task)
+            refs[TaskRef(held.row.name, task.group_name, task.task_index)] = task
+        jobs.update(chunk)
+    return jobs, refs
+
+
+def _ended_attempts(jobs: Mapping[int, _HeldJob], rows: Mapping[TaskRef, Row[Any]],
+                    moved: Mapping[int, TaskExit], now: float) -> list[EndedAttempt]:
+    """The attempts that end as the `moved` tasks go SUCCEEDED (`shoal.store.accounting`),
+    in task id order, from the rows read before the move."""
+    out: list[EndedAttempt] = []
+    for task_id in sorted(moved):
+        end = moved[task_id]
+        task = rows[end.ref]
+        job = jobs[task.job_id].row
+        outcome = outcome_of(TaskState(task.state), TaskState.SUCCEEDED, job.stopping)
+        if outcome is None:
+            continue
+        start = now if task.started is None else task.started
+        group = next((g for g in _groups(job.spec_text) if g.name == task.group_name), None)
+        out.append(EndedAttempt(
+            task.job_id, end.ref.job, f"{task.group_name}/{task.task_index}", task.attempts,
+            job.queue, job.user or "", task.node or "", start,
+            attempt_end(start, now, end.ended_at),
+            Resources() if group is None else group.resources, outcome))
+    return out
+
+
+def _task_after(job: str, row: Row[Any], moved: Mapping[int, TaskExit]) -> Task:
+    """A task as the batch leaves it: SUCCEEDED with its exit code where it moved it."""
+    end = moved.get(row.id)
+    if end is None:
+        return convert.task_from_row(job, cast(TaskRow, row))
+    return convert.task_from_row(job, cast(TaskRow, row), ended=TaskState.SUCCEEDED,
+                                 exit_code=end.exit_code)
 
 
 def _event(job_id: int, ref: TaskRef, now: float, source: TaskState, target: TaskState,

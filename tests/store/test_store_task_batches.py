@@ -111,3 +111,18 @@ def test_job_tokens_are_issued_and_revoked_in_batches(repo: Repository) -> None:
     assert repo.revoke_tokens_of(["a", "b", "unknown"]) == 2
     assert all(repo.authenticate(token) is None for token in tokens.values())
     assert repo.authenticate(kept) is not None
+
+
+def test_an_exit_batch_revokes_the_tokens_of_the_jobs_it_ends_only(repo: Repository) -> None:
+    repo.create_user("alice")
+    done, half = _bound(repo, "done", replicas=1), _bound(repo, "half", replicas=2)
+    tokens = repo.issue_job_tokens([("alice", "done"), ("alice", "half")])
+    assert all(repo.authenticate(token) is not None for token in tokens.values())  # cached
+    repo.record_starts([_start(r, 10 + i) for i, r in enumerate(done + half)])
+    result = repo.record_exits(
+        [TaskExit(r, "exited 0", 0) for r in done + half[:1]],
+        lambda job: JobEnd(JobState.SUCCEEDED, "all succeeded")
+        if all(t.state.terminal for t in job.tasks) else None)
+    assert [j.name for j in result.ended] == ["done"]
+    assert repo.authenticate(tokens["done"]) is None  # revoked with its end, cache and all
+    assert repo.authenticate(tokens["half"]) is not None
