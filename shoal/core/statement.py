@@ -3,11 +3,13 @@
 This is Volcano's `Statement`: each operation changes the cycle's working state at once, so
 later operations see it, and is recorded; `discard` undoes the record in reverse order,
 `roll_back` undoes it back to a `savepoint` (a tried placement, keeping the evictions
-before it), `commit` hands it to the `Ledger` as decisions. What its placements took off a
-fit memo's bound (`FitMemo.consumed`) is taken off only when it commits: a bound lowered by
-placements that are then undone would no longer be an upper bound. Gang scheduling ("all of minAvailable or
-nothing") and "evict only if the preemptor then fits" are both a statement that is committed
-only when its goal is met.
+before it), `commit` hands it to the `Ledger` as decisions. Gang scheduling ("all of
+minAvailable or nothing") and "evict only if the preemptor then fits" are both a statement
+that is committed only when its goal is met.
+
+What its placements took off a fit memo's bound (`FitMemo.consumed`) is taken off only when
+it commits: a bound lowered by placements that are then undone would no longer be an upper
+bound, and would turn away work that fits.
 """
 
 from __future__ import annotations
