@@ -438,6 +438,8 @@ class FitMemo:
         return entry.note
 
     def consumed(self, pool: NodePool, request: Resources, replicas: int) -> None:
+        """Lower the bound by replicas placed for good: a statement calls it as it commits
+        (`Statement.consume`), never for placements it may still undo."""
         entry = self._bounds.get((pool.key, request))
         if entry is not None:
             self.version += 1

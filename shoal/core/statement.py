@@ -3,9 +3,13 @@
 This is Volcano's `Statement`: each operation changes the cycle's working state at once, so
 later operations see it, and is recorded; `discard` undoes the record in reverse order,
 `roll_back` undoes it back to a `savepoint` (a tried placement, keeping the evictions
-before it), `commit` hands it to the `Ledger` as decisions. Gang scheduling ("all of minAvailable or
-nothing") and "evict only if the preemptor then fits" are both a statement that is committed
-only when its goal is met.
+before it), `commit` hands it to the `Ledger` as decisions. Gang scheduling ("all of
+minAvailable or nothing") and "evict only if the preemptor then fits" are both a statement
+that is committed only when its goal is met.
+
+What its placements took off a fit memo's bound (`FitMemo.consumed`) is taken off only when
+it commits: a bound lowered by placements that are then undone would no longer be an upper
+bound, and would turn away work that fits.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Protocol
 
 from shoal.api.objects import TaskRef
 from shoal.api.resources import Resources
-from shoal.core.nodes import ClusterState, NodeState
+from shoal.core.nodes import ClusterState, FitMemo, NodePool, NodeState
 from shoal.core.quota import QuotaTree
 
 
@@ -56,6 +60,8 @@ class Statement:
         self._quota = quota
         self._ledger = ledger
         self._operations: list[Allocation | Eviction] = []
+        self._consumed: list[tuple[int, FitMemo, NodePool, Resources, int]] = []
+        """Bounds to lower on commit, each with the count of operations it follows."""
         self._open = True
 
     @property
@@ -84,9 +90,18 @@ class Statement:
         self._ledger.evicted(eviction)
         return eviction
 
+    def consume(self, memo: FitMemo, pool: NodePool, request: Resources, replicas: int
+                ) -> None:
+        """`memo.consumed(pool, request, replicas)` once this statement commits, for the
+        replicas just placed; dropped if they are rolled back or discarded."""
+        self._consumed.append((len(self._operations), memo, pool, request, replicas))
+
     def commit(self) -> list[Allocation | Eviction]:
         self._check_open()
         self._open = False
+        for _, memo, pool, request, replicas in self._consumed:
+            memo.consumed(pool, request, replicas)
+        self._consumed.clear()
         self._ledger.committed(self._operations)
         return self._operations
 
@@ -102,12 +117,15 @@ class Statement:
         self._check_open()
         self._undo(self._operations[savepoint:])
         del self._operations[savepoint:]
+        while self._consumed and self._consumed[-1][0] > savepoint:
+            self._consumed.pop()
 
     def discard(self) -> None:
         self._check_open()
         self._open = False
         self._undo(self._operations)
         self._operations.clear()
+        self._consumed.clear()
 
     def _undo(self, operations: list[Allocation | Eviction]) -> None:
         for op in reversed(operations):

@@ -62,7 +62,7 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
                                 memo if trusted and placed == 0 else None, already=placed)
         statement.allocate(TaskRef(job.name, group.name, index), job.account, node, request)
     if trusted:
-        memo.consumed(pool, request, count)
+        statement.consume(memo, pool, request, count)
     return None
 
 

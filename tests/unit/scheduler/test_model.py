@@ -76,6 +76,32 @@ def test_fit_bounds_survive_cycles_until_capacity_is_released() -> None:
     assert cycle(model) == ["late/w/0@n0:(0,)", "later/w/0@n0:(1,)"]
 
 
+def test_a_discarded_gang_leaves_fit_bounds_as_they_were() -> None:
+    """A gang whose first group is placed and whose second then does not fit is discarded
+    whole: what its first group took off the pool's fit bound comes back with it. Kept
+    lowered (3 - 2), the bound said 1 of the 3 free slots fit and turned away a pair that
+    fits; a kept model, skipping the pair, then worded its wait otherwise than a fresh
+    walk (tests/property/test_reason_report.py)."""
+    request = Resources.of(cpu=1000, gpu=1)
+    v100 = {"gpu-type": "V100"}
+    model = SchedulerModel([Node("v", Resources.of(cpu=8000, gpu=4), labels=v100),
+                            Node("c", Resources.of(cpu=6000, gpu=4))])
+    model.add_job(Job("hold", (TaskGroup("w", 1, request, node_selector=v100),),
+                      scheduler_name=SchedulerName.SHOAL))
+    assert cycle(model) == ["hold/w/0@v:(0,)"]
+    model.add_jobs([
+        # 4 of the 3 that fit now: the pool's bound, 3, is learnt.
+        Job("big", (TaskGroup("w", 4, request, node_selector=v100),),
+            scheduler_name=SchedulerName.SHOAL, submitted=1.0),
+        # Its 2 on the V100 pool fit; then only c has room for one of its 2 big ones.
+        Job("split", (TaskGroup("a", 2, request, node_selector=v100),
+                      TaskGroup("b", 2, Resources.of(cpu=5500))),
+            scheduler_name=SchedulerName.SHOAL, min_available=4, submitted=2.0),
+        Job("pair", (TaskGroup("w", 2, request, node_selector=v100),),
+            scheduler_name=SchedulerName.SHOAL, submitted=3.0)])
+    assert cycle(model) == ["pair/w/0@v:(1,)", "pair/w/1@v:(2,)"]
+
+
 def test_finish_task_frees_without_requeueing_and_withdraw_stops_wanting() -> None:
     model = SchedulerModel(NODES)
     model.add_job(gang("a", 2, 2, 0.0))
