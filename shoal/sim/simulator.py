@@ -57,6 +57,7 @@ from shoal.scheduler.plugins.usage import NAME as USAGE
 from shoal.scheduler.plugins.usage import usage_half_life
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
+from shoal.sim.collector import long_lived_heap
 from shoal.sim.engine import Event, EventKind, EventQueue
 from shoal.sim.job_runs import DrivenJobs, JobRun, LostTasks
 from shoal.sim.result import HeldInterval, JobRecord, Sample, SimResult
@@ -195,6 +196,14 @@ class Simulator:
         for change in self.config.node_events:
             self.events.push(change.time, EventKind.NODE_UP if change.up else
                              EventKind.NODE_DOWN, change.node)
+        with long_lived_heap():
+            self._replay()
+        if self.progress is not None:
+            self.progress(self._samples[-1][0] if self._samples else 0.0, self.finished,
+                          len(self.trace.jobs))
+        return self._result()
+
+    def _replay(self) -> None:
         total = len(self.trace.jobs)
         until = math.inf if self.config.until is None else self.config.until
         while self.events:
@@ -207,10 +216,6 @@ class Simulator:
                 self.progress(event.time, self.finished, total)
             if self._done():
                 break
-        if self.progress is not None:
-            self.progress(self._samples[-1][0] if self._samples else 0.0, self.finished,
-                          total)
-        return self._result()
 
     def _play(self, event: Event) -> bool:
         """Carry out one event at its instant; False for a stale one (the completion of an
