@@ -14,17 +14,25 @@ only once its last one started. The chunks that are done by the time the loop lo
 recorded together (one transaction). An event's cycle still waits until every chunk in
 flight is done (`has_room`).
 
-What stays ordered. Only the worker calls `launch_many`, one chunk at a time, in the order
-they were handed over; it touches neither the store nor the scheduler model. Everything
+Lanes. An engine may launch several chunks at once (`lanes`: its `launch_lanes`, 1 where
+it says nothing): the local executor's launches are mostly file-system work outside the
+GIL (claims, cgroups, working directories), so a second lane keeps both cores busy where one
+worker left the second idle. Chunks start in hand-over order and may end in any order; the
+loop still takes them up in hand-over order only.
+
+What stays ordered. Only the workers call `launch_many`, one chunk per call, starting them
+in the order they were handed over, at most `lanes` at once, each chunk's tasks disjoint
+from the others'; they touch neither the store nor the scheduler model. Everything
 else — building the specs, recording the starts, stopping, evicting — stays on the loop's
-thread, which takes a chunk's results up whole (`LaunchFlights.done`) in hand-over order.
-The loop records a task RUNNING only from its chunk's results, so never before its launch
-claimed the attempt durably. And whatever may stop, evict or fail a task whose launch is in
-flight first waits for every chunk in flight and takes their results up
-(`Launching._settle_launches`): the task is then tracked with its process, and the stop
-reaches it (or, when a failed launch of the job taken up just then stopped the job
-already, finds nothing more to do). A crash while chunks are in flight — between two of
-them included — leaves the tasks not yet recorded BOUND in the store, launched at restart
+thread, which takes a chunk's results up whole (`LaunchFlights.done`) in hand-over order: a
+chunk that ended before one handed over ahead of it waits for that one. The loop records a
+task RUNNING only from its chunk's results, so never before its launch claimed the attempt
+durably. And whatever may stop, evict or fail a task whose launch is in flight first waits
+for every chunk in flight and takes their results up (`Launching._settle_launches`): the
+task is then tracked with its process, and the stop reaches it (or, when a failed launch of
+the job taken up just then stopped the job already, finds nothing more to do). A crash while
+chunks are in flight — between two of them, or with a later one launched before an earlier
+one, included — leaves the tasks not yet recorded BOUND in the store, launched at restart
 as before (each launch is idempotent per attempt: one already claimed is adopted, never
 started twice).
 """
@@ -47,6 +55,13 @@ LaunchResult = RunningTask | BaseException
 #: burst's first starts sooner; larger ones take fewer store transactions and engine
 #: exchanges. At a burst's ~100-200 starts per second, 32 is about 0.2-0.3 s of launching.
 CHUNK = 32
+
+
+def lanes_of(executor: Executor) -> int:
+    """How many chunks `executor` may launch at once: its `launch_lanes` (an engine whose
+    `launch_many` is safe beside itself for other attempts says so), else 1."""
+    lanes = getattr(executor, "launch_lanes", 1)
+    return lanes if isinstance(lanes, int) and lanes > 1 else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +107,9 @@ def launch_now(executor: Executor, launches: Sequence[Launch]
 
 
 class LaunchFlights:
-    """The chunks in flight, oldest first, and the worker thread that launches them.
-    Used from the loop's thread only; `on_done` is called from the worker's when a chunk
-    has its results (the loop then takes them up on its next turn)."""
+    """The chunks in flight, oldest first, and the worker threads that launch them (one per
+    lane). Used from the loop's thread only; `on_done` is called from a worker's when a
+    chunk has its results (the loop then takes them up on its next turn)."""
 
     def __init__(self, executor: Executor, on_done: Callable[[], None]) -> None:
         self._executor = executor
@@ -102,6 +117,7 @@ class LaunchFlights:
         self._flights: deque[Flight] = deque()
         self._refs: set[TaskRef] = set()
         self._worker: ThreadPoolExecutor | None = None
+        self.lanes = lanes_of(executor)
 
     def __bool__(self) -> bool:
         return bool(self._flights)
@@ -118,12 +134,15 @@ class LaunchFlights:
         return all(flight.future.done() for flight in self._flights)
 
     def hand_over(self, launches: Sequence[Launch]) -> None:
-        """Have the worker launch these (after the chunks already in flight), CHUNK at a
-        time."""
+        """Have the workers launch these (after the chunks already in flight), CHUNK at a
+        time, up to `lanes` chunks at once."""
         if self._worker is None:
-            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shoal-launch")
-        for first in range(0, len(launches), CHUNK):
-            part = tuple(launches[first:first + CHUNK])
+            self._worker = ThreadPoolExecutor(max_workers=self.lanes,
+                                              thread_name_prefix="shoal-launch")
+        # A batch of less than `lanes` full chunks is split evenly over the lanes.
+        size = min(CHUNK, max(1, -(-len(launches) // self.lanes)))
+        for first in range(0, len(launches), size):
+            part = tuple(launches[first:first + size])
             future = self._worker.submit(self._executor.launch_many,
                                          [launch.spec for launch in part])
             self._flights.append(Flight(part, future))
@@ -141,7 +160,7 @@ class LaunchFlights:
             yield list(zip(flight.launches, results, strict=True))
 
     def close(self) -> None:
-        """Stop the worker (the chunks in flight are to be taken up first)."""
+        """Stop the workers (the chunks in flight are to be taken up first)."""
         if self._worker is not None:
             self._worker.shutdown(wait=True)
             self._worker = None

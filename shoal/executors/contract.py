@@ -34,9 +34,11 @@ once, with the same guarantees per attempt: an engine answers a batch in fewer r
 (the local executor's launcher forks a whole batch from one request; a remote engine asks
 each node once). `launch_many` returns one result per spec, in order, and a launch that
 raised is its result (an exception), so one bad spec never stops the others. The control
-loop calls `launch_many` from a launch worker thread of its own, one batch at a time, while
-its own thread goes on polling, stopping and listing nodes (`shoal.control.inflight`): an
-engine's launches must be safe beside those calls for other attempts.
+loop calls `launch_many` from launch worker threads of its own, while its own thread goes
+on polling, stopping and listing nodes (`shoal.control.inflight`): an engine's launches must
+be safe beside those calls for other attempts. One batch at a time, unless the engine has
+a `launch_lanes` attribute above 1: then up to that many batches at once, of disjoint
+attempts, so its `launch_many` must also be safe beside itself.
 
 **`poll` never blocks** (beyond a bounded, short check) and reports RUNNING until the
 attempt's whole process tree is gone, then EXITED with the exit code or the signal (and

@@ -127,6 +127,12 @@ class LocalExecutor(JobFiles):
     """Starts, polls, stops and re-adopts task processes on this machine (an `Executor`).
     `node_names`: the nodes declared for this machine, which `nodes` lists as ready."""
 
+    #: Batches `launch_many` may launch at once (`shoal.control.inflight`). A launch is
+    #: mostly system calls that release the GIL (claim, cgroups, working directories); the
+    #: launcher answers one exchange at a time. Two lanes overlap one batch's file-system
+    #: work with the other's exchange, on the second core one lane left idle.
+    launch_lanes = 2
+
     def __init__(self, root: Path, *, grace_period: float = DEFAULT_GRACE_PERIOD,
                  base_env: Mapping[str, str] | None = None,
                  isolation: Isolation | None = None, node_names: Sequence[str] = (),
