@@ -214,12 +214,11 @@ def preemptor_class(session: Session, job: JobInfo,
          session.pool_key(group), tuple(job.pending[group.name]))
         for group in job.groups_with_pending())
     spec = job.job
-    surplus = tuple(job.surplus)
-    value = (job.queue, job.account, user_of(job), job.priority,
-             spec.priority_class, spec.scheduler_name, spec.min_available,
-             spec.min_resources, spec.elastic, job.gang_minimum, job.floors, rank(job),
-             groups, surplus)
-    return ClassKey(value, ClassKey((*value[5:11], groups, surplus)))
+    shape = (spec.scheduler_name, spec.min_available, spec.min_resources, spec.elastic,
+             job.gang_minimum, job.floors, groups, tuple(job.surplus))
+    value = (job.queue, job.account, user_of(job), job.priority, spec.priority_class,
+             *shape[:6], rank(job), *shape[6:])
+    return ClassKey(value, ClassKey(shape))
 
 
 class PreemptorClasses:

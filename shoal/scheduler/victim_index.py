@@ -89,11 +89,11 @@ class QueueVictims:
         """The ranks held, worst first."""
         self._gains: dict[Hashable, _Sums] = {}
         self._held: dict[Rank, _Held] = {}
+        """Per rank, what its units' tasks hold per node and whom they are charged to
+        (`held`), once asked; brought up to date as jobs are filed and dropped there."""
         self._held_sums: dict[int, tuple[dict[str, Resources], set[Hashable]]] = {}
         """`held`'s answers by count, until a job is filed or dropped (shared with the
         indexes `renewed` from this one until then)."""
-        """Per rank, what its units' tasks hold per node and whom they are charged to
-        (`held`), once asked; brought up to date as jobs are filed and dropped there."""
         self._measure: list[Holds] = []
         """The measure `held` was asked by (the same whenever asked), shared with every
         index `renewed` from this one, so that each keeps its sums up to date."""

@@ -91,11 +91,11 @@ class ShortSearches(VictimListing):
     _free: dict[Hashable, int]
     """Per set of node pools, its free GPUs as of `_counted`."""
     _world_now: tuple[Generation, Hashable] | None = None
+    """`short_world` as of a generation (`_short_world`)."""
     _unfit_at: tuple[int, set[int]] | None = None
     """The committed capacity `_unfits` were counted on (`_unfit_of`)."""
     _unfits: dict[Hashable, bool]
     """Per class shape, whether its missing tasks do not fit on what is free."""
-    """`short_world` as of a generation (`_short_world`)."""
 
     def _free_on(self, pools: Hashable, nodes: set[int] | frozenset[int]) -> int:
         """GPUs free on `nodes` (named `pools`), counted once per commit."""
