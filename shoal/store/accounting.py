@@ -53,6 +53,7 @@ from shoal.api.accounting import (
 )
 from shoal.api.resources import Resources
 from shoal.store import convert
+from shoal.store.driver_writes import execute_many
 from shoal.store.engine import Store
 from shoal.store.models import (
     NodeRow,
@@ -151,7 +152,7 @@ def record_ended(s: Session, ends: Sequence[EndedAttempt]) -> None:
                             e.resources.gpu, e.resources.cpu, e.resources.memory))
                 for e in ends]
     connection = s.connection()
-    connection.execute(_INSERT_ATTEMPTS, [
+    execute_many(connection, _INSERT_ATTEMPTS, [
         {"job_id": e.job_id, "job": e.job, "task": e.task, "attempt": e.attempt,
          "queue": a.queue, "user": a.user, "gpu_type": a.gpu_type, "node": a.node,
          "outcome": a.outcome.value, "started": a.start, "ended": a.end, "gpus": a.gpus,
@@ -180,7 +181,7 @@ def _upsert(s: Session, table: BucketTable, period: str,
              "memory_byte_seconds": a.memory_byte_seconds}
             for key, a in sorted(sums.items(), key=lambda kv: _order(kv[0]))]
     # In key order, so that two writers lock shared buckets in the same order.
-    s.connection().execute(statement, rows)
+    execute_many(s.connection(), statement, rows)
 
 
 @functools.cache
