@@ -1,6 +1,6 @@
 """The control loop's batched writes run straight on SQLite's cursor (issue 18): the
-`executemany` inserts, updates and upserts of a poll's exits and a chunk's starts
-(`shoal.store.task_batches`, `shoal.store.accounting`), with the statement and the
+`executemany` inserts, updates and upserts of a cycle's binds, a chunk's starts and a poll's
+exits (`shoal.store.task_batches`, `shoal.store.accounting`), with the statement and the
 positional parameters SQLAlchemy itself would send (`shoal.store.driver_insert`).
 
 Why. Measured in process (`bench/task_records.py`), an exit batch cost ~3.4 ms of the

@@ -241,13 +241,11 @@ class TaskBatches:
             events.append({"job_id": job_id, "task": None, "time": now, "kind": JOB_STATE,
                            "source_state": move_job.source.value,
                            "target_state": JobState.RUNNING.value, "cause": why})
-        connection = s.connection()
-        connection.execute(_BIND_TASKS, tasks)
-        if running:
-            connection.execute(_RUN_JOBS, running)
-        if touches:
-            connection.execute(_TOUCH_JOBS, touches)
-        connection.execute(_INSERT_EVENTS, events)
+        connection, changes = s.connection(), self.store.job_changes
+        execute_many(connection, _BIND_TASKS, tasks, changes)
+        execute_many(connection, _RUN_JOBS, running, changes)
+        execute_many(connection, _TOUCH_JOBS, touches, changes)
+        execute_many(connection, _INSERT_EVENTS, events, changes)
         return stored
 
     @staticmethod
