@@ -59,12 +59,15 @@ class JobFiles:
 
     # ---- paths ------------------------------------------------------------------------------
 
+    # One join of a relative path each, not one per level: every launch asks for these
+    # twice or more, and each `/` parses its part again (pathlib splits a part on `/` as
+    # it would split the levels: the same path either way).
     def task_dir(self, job: str, group: str, index: int, attempt: int) -> Path:
-        return self.root / "tasks" / job / f"{group}-{index}" / f"attempt-{attempt}"
+        return self.root / f"tasks/{job}/{group}-{index}/attempt-{attempt}"
 
     def log_paths(self, job: str, group: str, index: int) -> tuple[Path, Path]:
-        base = self.root / "logs" / job
-        return base / f"{group}-{index}.out", base / f"{group}-{index}.err"
+        base = f"logs/{job}/{group}-{index}"
+        return self.root / f"{base}.out", self.root / f"{base}.err"
 
     def job_file(self, kind: str, job: str, user: str | None) -> Path:
         """Where the control plane keeps a file that every task of `job` (of Shoal user

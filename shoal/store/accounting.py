@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, func, insert, select
+from sqlalchemy import ColumnElement, bindparam, delete, func, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -53,6 +53,7 @@ from shoal.api.accounting import (
 )
 from shoal.api.resources import Resources
 from shoal.store import convert
+from shoal.store.driver_writes import execute_many
 from shoal.store.engine import Store
 from shoal.store.models import (
     NodeRow,
@@ -127,6 +128,13 @@ def group_resources(spec: Sequence[dict[str, Any]], group: str) -> Resources:
     return Resources()
 
 
+# Built once: building a statement (its columns coerced, its cache key) cost more than
+# running it, at every exit batch (as `shoal.store.task_batches`' statements).
+_NODE_LABELS = select(NodeRow.name, NodeRow.labels).where(
+    NodeRow.name.in_(bindparam("nodes", expanding=True)))
+_INSERT_ATTEMPTS = insert(UsageAttemptRow)
+
+
 def record_ended(s: Session, ends: Sequence[EndedAttempt]) -> None:
     """Record these attempts in `s`'s transaction: each on its own, and summed into its hour
     and day buckets."""
@@ -137,15 +145,14 @@ def record_ended(s: Session, ends: Sequence[EndedAttempt]) -> None:
     if nodes:
         # Through the connection: a read here must not flush the caller's unit of work
         # halfway through its moves.
-        for name, labels in s.connection().execute(select(NodeRow.name, NodeRow.labels)
-                                                   .where(NodeRow.name.in_(nodes))):
+        for name, labels in s.connection().execute(_NODE_LABELS, {"nodes": nodes}):
             types[name] = str((labels or {}).get("gpu-type", ""))
     attempts = [(e, Attempt(e.job, e.queue, e.user, types.get(e.node, ""), e.node,
                             e.outcome, e.started, max(e.started, e.ended),
                             e.resources.gpu, e.resources.cpu, e.resources.memory))
                 for e in ends]
     connection = s.connection()
-    connection.execute(insert(UsageAttemptRow), [
+    execute_many(connection, _INSERT_ATTEMPTS, [
         {"job_id": e.job_id, "job": e.job, "task": e.task, "attempt": e.attempt,
          "queue": a.queue, "user": a.user, "gpu_type": a.gpu_type, "node": a.node,
          "outcome": a.outcome.value, "started": a.start, "ended": a.end, "gpus": a.gpus,
@@ -174,7 +181,7 @@ def _upsert(s: Session, table: BucketTable, period: str,
              "memory_byte_seconds": a.memory_byte_seconds}
             for key, a in sorted(sums.items(), key=lambda kv: _order(kv[0]))]
     # In key order, so that two writers lock shared buckets in the same order.
-    s.connection().execute(statement, rows)
+    execute_many(s.connection(), statement, rows)
 
 
 @functools.cache

@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Dialect, Insert
+from sqlalchemy import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.dml import ValuesBase
 
 _Part = tuple[str | None, Callable[[Any], Any] | None, Any]
 """One positional parameter: the name read from a parameter set (None: a constant), the
@@ -31,10 +32,12 @@ bind processor applied to it, and the constant (already processed)."""
 
 
 class DriverInsert:
-    """`statement` compiled for `dialect` with `keys` as its parameter names (each
-    parameter set gives exactly those), ready for a DBAPI cursor: `sql` and `row(params)`."""
+    """`statement` (an insert, or an update whose columns and conditions are bound by name:
+    `shoal.store.driver_writes`) compiled for `dialect` with `keys` as its parameter names
+    (each parameter set gives exactly those), ready for a DBAPI cursor: `sql` and
+    `row(params)`."""
 
-    def __init__(self, statement: Insert, dialect: Dialect, keys: Iterable[str]) -> None:
+    def __init__(self, statement: ValuesBase, dialect: Dialect, keys: Iterable[str]) -> None:
         given = frozenset(keys)
         compiled = statement.compile(dialect=dialect, column_keys=sorted(given))
         if not isinstance(compiled, SQLCompiler) or not compiled.positional \

@@ -58,6 +58,7 @@ from shoal.store import convert
 from shoal.store.accounting import EndedAttempt, attempt_end, outcome_of, record_ended
 from shoal.store.accounts import User
 from shoal.store.cache import ReadThroughCache
+from shoal.store.driver_writes import execute_many
 from shoal.store.engine import Store
 from shoal.store.errors import NotFoundError
 from shoal.store.models import EventRow, JobRow, TaskRow, TokenRow
@@ -240,13 +241,11 @@ class TaskBatches:
             events.append({"job_id": job_id, "task": None, "time": now, "kind": JOB_STATE,
                            "source_state": move_job.source.value,
                            "target_state": JobState.RUNNING.value, "cause": why})
-        connection = s.connection()
-        connection.execute(_BIND_TASKS, tasks)
-        if running:
-            connection.execute(_RUN_JOBS, running)
-        if touches:
-            connection.execute(_TOUCH_JOBS, touches)
-        connection.execute(_INSERT_EVENTS, events)
+        connection, changes = s.connection(), self.store.job_changes
+        execute_many(connection, _BIND_TASKS, tasks, changes)
+        execute_many(connection, _RUN_JOBS, running, changes)
+        execute_many(connection, _TOUCH_JOBS, touches, changes)
+        execute_many(connection, _INSERT_EVENTS, events, changes)
         return stored
 
     @staticmethod
@@ -307,11 +306,11 @@ class TaskBatches:
                               "new_start": start.pid_start_time})
                 events.append(_event(row.job_id, start.ref, now, row.state,
                                      TaskState.RUNNING, start.cause))
-            connection = s.connection()
+            connection, changes = s.connection(), self.store.job_changes
             if tasks:
-                connection.execute(_START_TASKS, tasks)
-                connection.execute(_TOUCH_JOBS, _touched(rows, tasks, now))
-                connection.execute(_INSERT_EVENTS, events)
+                execute_many(connection, _START_TASKS, tasks, changes)
+                execute_many(connection, _TOUCH_JOBS, _touched(rows, tasks, now), changes)
+                execute_many(connection, _INSERT_EVENTS, events, changes)
             return tuple(refused)
 
     def record_exits(self, exits: Sequence[TaskExit],
@@ -352,13 +351,14 @@ class TaskBatches:
             if not moved:
                 return RecordedExits(tuple(refused), ())
             record_ended(s, _ended_attempts(jobs, rows, moved, now))
-            connection.execute(_END_TASKS, [
+            changes = self.store.job_changes
+            execute_many(connection, _END_TASKS, [
                 {"task_id": task_id, "new_state": TaskState.SUCCEEDED.value,
-                 "new_code": end.exit_code} for task_id, end in moved.items()])
+                 "new_code": end.exit_code} for task_id, end in moved.items()], changes)
             touched = sorted({rows[end.ref].job_id for end in moved.values()})
             ended = self._end_jobs(s, [jobs[job_id] for job_id in touched], moved, decide,
                                    now, events)
-            connection.execute(_INSERT_EVENTS, events)
+            execute_many(connection, _INSERT_EVENTS, events, changes)
             names = sorted(job.name for job in ended)
             for first in range(0, len(names), CHUNK):
                 connection.execute(_REVOKE_TOKENS, {"names": names[first:first + CHUNK]})
@@ -391,11 +391,9 @@ class TaskBatches:
                            "source_state": move.source.value,
                            "target_state": end.state.value, "cause": end.cause})
             ended.append(replace(job, state=end.state))
-        connection = s.connection()
-        if ends:
-            connection.execute(_END_JOBS, ends)
-        if touched:
-            connection.execute(_TOUCH_JOBS, touched)
+        connection, changes = s.connection(), self.store.job_changes
+        execute_many(connection, _END_JOBS, ends, changes)
+        execute_many(connection, _TOUCH_JOBS, touched, changes)
         return tuple(ended)
 
     @staticmethod
