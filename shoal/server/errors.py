@@ -6,7 +6,7 @@ client always finds the field path (when there is one) in the same place.
 
 Anything else a route raises is a bug, and is answered in the same shape too: a 500 whose
 message is `internal error, id <id>`, and one server log line carrying that id and the
-traceback (`InternalErrors`). The body never holds the exception's text, which may quote
+traceback (`RequestGuard`). The body never holds the exception's text, which may quote
 what another user stored. Every answer is bounded: at most `MAX_ERRORS` items, each message
 and path cut to `MAX_MESSAGE` / `MAX_PATH` characters.
 """
@@ -114,14 +114,23 @@ def internal_error_message(error_id: str) -> str:
     return f"internal error, id {error_id}"
 
 
-class InternalErrors:
-    """ASGI middleware: an exception no handler took becomes a JSON 500 and one log line.
+class RequestGuard:
+    """ASGI middleware, Shoal's one around every route: a request whose path or query holds
+    a NUL character is refused with a 422 naming it, and an exception no handler took
+    becomes a JSON 500 and one log line.
 
-    Not an exception handler for `Exception`: Starlette runs those in its outermost
-    `ServerErrorMiddleware`, which re-raises after answering, and the ASGI server then logs a
-    second traceback and closes the connection. Here the exception stops: the client gets
-    the JSON body and keeps its keep-alive connection. Only when the answer had already
-    started (a streamed log) is it re-raised, since the server must then cut the stream."""
+    NUL: no name Shoal stores may hold one, and PostgreSQL refuses NUL in text outright,
+    so such a lookup would otherwise end as a 500; refused before any route runs.
+
+    Exceptions: not an exception handler for `Exception`, since Starlette runs those in its
+    outermost `ServerErrorMiddleware`, which re-raises after answering, and the ASGI server
+    then logs a second traceback and closes the connection. Here the exception stops: the
+    client gets the JSON body and keeps its keep-alive connection. Only when the answer had
+    already started (a streamed log) is it re-raised, since the server must then cut the
+    stream.
+
+    One middleware for both (they were two, the NUL check inside): each is an ASGI hop on
+    every request, and the burst's submissions pay for each (issue 18)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -138,6 +147,12 @@ class InternalErrors:
             await send(message)
 
         try:
+            where = _nul_in(scope)
+            if where is not None:
+                refused = _response(422, [ErrorItem(
+                    path=where, message="must not contain a NUL character")])
+                await refused(scope, receive, tracked)
+                return
             await self.app(scope, receive, tracked)
         except Exception as exc:
             error_id = secrets.token_hex(6)
@@ -148,25 +163,6 @@ class InternalErrors:
             response = _response(500, [ErrorItem(path="",
                                                  message=internal_error_message(error_id))])
             await response(scope, receive, send)
-
-
-class RefuseNul:
-    """ASGI middleware: a path or query parameter holding a NUL character is refused with a
-    422 naming it, before any route runs. No name Shoal stores may hold one, and PostgreSQL
-    refuses NUL in text outright: such a lookup would otherwise end as a 500."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            where = _nul_in(scope)
-            if where is not None:
-                response = _response(422, [ErrorItem(
-                    path=where, message="must not contain a NUL character")])
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 def _nul_in(scope: Scope) -> str | None:
@@ -185,8 +181,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_middleware(RefuseNul)
-    app.add_middleware(InternalErrors)
+    app.add_middleware(RequestGuard)
     _document_errors(app)
 
 

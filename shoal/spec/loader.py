@@ -1,6 +1,7 @@
 """Loading native `shoal/v1` YAML: reading files, splitting them into documents, checking each
 document's apiVersion and kind, validating it against its model and its `Limits`, converting
-it, then running the cross-document checks over the whole load and returning a `SpecBundle`.
+it (a load's first job once per shape: `shoal.spec.job_shapes`), then running the
+cross-document checks over the whole load and returning a `SpecBundle`.
 Reading the text itself, within the limits, is `shoal.spec.reading`'s.
 
 Nothing is raised before the whole load has been examined: every issue found in every file
@@ -36,6 +37,7 @@ from shoal.spec.imports import Lowered, Original, original_path
 from shoal.spec.imports.registry import LoadItem, lower_load
 from shoal.spec.imports.slurm_batch import script_documents
 from shoal.spec.imports.slurm_header import is_batch_script
+from shoal.spec.job_shapes import CONVERTED, shape_of
 from shoal.spec.launch import launch_problems
 from shoal.spec.limits import DEFAULT_LIMITS, Limits, document_problems, node_count_problem
 from shoal.spec.messages import validated
@@ -248,6 +250,15 @@ def _header(log: IssueLog, doc: DocRef, data: Mapping[Any, Any], known_kind: boo
 def _convert(log: IssueLog, d: Declarations, doc: DocRef, data: Any, options: _Options, *,
              kind: str, jobs_seen: int) -> bool:
     model_type = DOCUMENT_MODELS[kind]
+    # A load's first job: converted already if a document of its shape was (a burst's).
+    shape = (shape_of(data, options.limits, options.launchable)
+             if jobs_seen == 0 and issubclass(model_type, JobDocument) else None)
+    if shape is not None:
+        remembered = CONVERTED.get(shape)
+        if remembered is not None:
+            d.jobs.append(Declared(doc, remembered))
+            return True
+    issues_before = len(log.issues)
     model = validated(log, doc, model_type, data)
     if model is None:
         return False
@@ -281,7 +292,10 @@ def _convert(log: IssueLog, d: Declarations, doc: DocRef, data: Any, options: _O
         d.resource_flavors.append(Declared(doc, resource_flavor(model)))
         return True
     if isinstance(model, JobDocument):
-        d.jobs.append(Declared(doc, convert.job(log, doc, model, jobs_seen)))
+        job = convert.job(log, doc, model, jobs_seen)
+        d.jobs.append(Declared(doc, job))
+        if shape is not None and len(log.issues) == issues_before:
+            CONVERTED.remember(shape, job)
         return True
     assert isinstance(model, SchedulerProfileDocument)
     d.profiles.append(doc)

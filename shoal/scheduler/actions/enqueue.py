@@ -10,7 +10,8 @@ cluster could grant them now, as Volcano's enqueue gates a PodGroup.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from shoal.api.decisions import PendingKind, PendingReason
@@ -311,4 +312,10 @@ def _shape(job: Job) -> str | None:
     jobs (its own virtual cluster, sub-clusters, dependencies), which is not remembered."""
     if job.virtual_cluster is not None or job.sub_clusters or job.depends_on or job.tasks:
         return None
-    return repr(replace(job, name="", submitted=0.0))
+    return repr(_SHAPE_FIELDS(job))
+
+
+_SHAPE_FIELDS = attrgetter(*(f.name for f in fields(Job) if f.name not in ("name", "submitted")))
+"""Every field of a job but its name and submission time, as one tuple: its repr is the
+shape — what the job's repr says of them, without a copy of the job made to blank the two
+(the copy cost as much as the repr; a submission's admission check computes one)."""
