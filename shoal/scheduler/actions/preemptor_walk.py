@@ -436,14 +436,21 @@ class PreemptorWalk:
         """A commit at the job of order key `key` (None: the walk's end): each parked
         class's jobs before it were answered; it takes up again at its next job after."""
         skipped = 0
+        sources, heap = self.sources, self.heap
         for index, start, _ in self.parked:
-            source = self.sources[index]
+            source = sources[index]
             entries = source.entries
-            stop = len(entries) if key is None else max(start, _after(entries, key))
-            skipped += stop - start - _skipped_in(source, start, stop)
+            size = len(entries)
+            if key is None:
+                stop = size
+            else:
+                stop = max(start, _after(entries, key))
+                if stop < size:
+                    heapq.heappush(heap, (entries[stop][0], index))
+            skipped += stop - start
+            if source.skipped:
+                skipped -= _skipped_in(source, start, stop)
             source.at = stop
-            if key is not None and stop < len(entries):
-                heapq.heappush(self.heap, (entries[stop][0], index))
         # The parked heads were counted as the action asked for their verdicts.
         self.cycle.classes.skipped += skipped - len(self.parked)
         self.parked.clear()
