@@ -18,9 +18,7 @@ decides what a walk that asks every class at its first job decides.
 2. Random traces replayed by the simulator under `las` with low thresholds give the same
    job records either way.
 The carried walk also counts node by node once per class shape on the same capacity
-(`ShortSearches._unfit_of`) and keeps the free GPUs per set of pools from one cycle to the
-next while the nodes stand (`ShortSearches._free_counts`); the walk asking every class
-counts each class, and the free GPUs at each ask, afresh.
+(`ShortSearches._unfit_of`); the walk asking every class counts each class afresh.
 """
 
 from __future__ import annotations

@@ -8,13 +8,12 @@ behind it while what is free does not take it. The class verdicts of
 moves anywhere (a job ends, one starts, one crosses a las threshold): about every cycle.
 A `ShortVerdict` keeps such a search's numbers instead, and holds while
 
-- the free GPUs on its pools, counted again (O(nodes), once per state of the nodes: kept
-  from one cycle to the next while the cluster's capacity stamp stands, `_free_counts`),
-  plus what its victims freed then still fall short — they cannot have grown behind it:
-  no job of its virtual cluster was filed behind its rank since
-  (`RunningTable.grown_behind`: a job that started there, changed its tasks or crossed a
-  threshold to behind it; one that left frees capacity, which the count of free GPUs
-  sees), and jobs placed in its cycle, not offered then, were counted in as if they were;
+- the free GPUs on its pools, counted again (O(nodes), once per commit), plus what its
+  victims freed then still fall short — they cannot have grown behind it: no job of its
+  virtual cluster was filed behind its rank since (`RunningTable.grown_behind`: a job that
+  started there, changed its tasks or crossed a threshold to behind it; one that left frees
+  capacity, which the count of free GPUs sees), and jobs placed in its cycle, not offered
+  then, were counted in as if they were;
 - or nothing ranks behind it still, and what is free still does not take it (tried again as
   the search would: `_fits_without_eviction`);
 - the model, plugins, quota tree and node layout are those it read (`short_world`).
@@ -80,8 +79,7 @@ class ShortSearches(VictimListing):
     carries = True
     """Answer classes from their kept facts before the walk reaches them (`known_answers`)
     and keep the count node by node that turned a class down while no capacity comes back
-    (`ShortVerdict.unfit`) and the free GPUs per set of pools while the nodes stand
-    (`_free_counts`); False (a test knob): every class is asked at its first job and
+    (`ShortVerdict.unfit`); False (a test knob): every class is asked at its first job and
     counted afresh."""
     classes: PreemptorClasses
     shorts: bool
