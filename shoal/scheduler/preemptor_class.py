@@ -123,20 +123,6 @@ class ShortVerdict:
     since, free capacity only shrank, and the count says no again."""
 
 
-@dataclass(slots=True)
-class FreeCounts:
-    """Free GPUs per set of node pools (their keys), counted on the nodes as they stood
-    at a capacity stamp of a cluster (`ShortSearches._free_counts`)."""
-
-    cluster: object
-    taken: int
-    release_epoch: int
-    layout: int
-    model: object
-    hooks: object
-    counts: dict[Hashable, int]
-
-
 def short_world(session: Session) -> Hashable:
     """What a `ShortVerdict` read besides free GPUs and the running table: the model (the
     virtual clusters' policies), plugins, quota tree, node layout and what keeps jobs off
@@ -259,8 +245,6 @@ class PreemptorClasses:
         self.world_seen: Hashable = None
         """The last `short_world` worked out, kept so that an equal one is the same object
         (`ShortSearches._short_world`)."""
-        self.free_counted: FreeCounts | None = None
-        """The free GPUs per set of node pools last counted (`ShortSearches._free_counts`)."""
 
     def class_of(self, session: Session, job: JobInfo,
                  rank: Callable[[JobInfo], tuple[Any, ...]]) -> ClassKey | None:

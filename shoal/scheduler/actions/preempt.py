@@ -265,6 +265,9 @@ class Preemption(PolicyNotes):
         self._indexes: dict[str, QueueVictims] = {}
         """Per virtual cluster, its victims as of `_indexed` (`victim_index`)."""
         self._short_read: ShortRead | None = None
+        self._counted: Generation | None = None
+        self._free: dict[Hashable, int] = {}
+        """Per set of node pools, its free GPUs as of `_counted`."""
         self._pools: dict[Hashable, set[int]] = {}
         """Per set of node pools (their keys), their nodes' ordinals."""
         self._notes: list[str] | None = None

@@ -55,11 +55,11 @@ from shoal.scheduler.actions.victim_listing import VictimListing
 from shoal.scheduler.gang_choice import GangNeed
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.preemptor_class import (
-    FreeCounts,
     Generation,
     PreemptorClasses,
     ShortVerdict,
     Verdict,
+    generation,
     short_world,
 )
 
@@ -87,6 +87,9 @@ class ShortSearches(VictimListing):
     _entered: Generation | None
     _short_read: ShortRead | None
     """What the search under way read, where it was turned down short (`_preempt_for`)."""
+    _counted: Generation | None
+    _free: dict[Hashable, int]
+    """Per set of node pools, its free GPUs as of `_counted`."""
     _world_now: tuple[Generation, Hashable] | None = None
     """`short_world` as of a generation (`_short_world`)."""
     _unfit_at: tuple[int, set[int]] | None = None
@@ -95,36 +98,15 @@ class ShortSearches(VictimListing):
     """Per class shape, whether its missing tasks do not fit on what is free."""
 
     def _free_on(self, pools: Hashable, nodes: set[int] | frozenset[int]) -> int:
-        """GPUs free on `nodes` (named `pools`), counted once per state of the nodes
-        (`_free_counts`)."""
-        counts = self._free_counts()
-        free = counts.get(pools)
+        """GPUs free on `nodes` (named `pools`), counted once per commit."""
+        now = generation(self.session)
+        if now != self._counted:
+            self._free, self._counted = {}, now
+        free = self._free.get(pools)
         if free is None:
             states = self.session.cluster.states
-            free = counts[pools] = sum(map(_GPU, map(states.__getitem__, nodes)))
+            free = self._free[pools] = sum(map(_GPU, map(states.__getitem__, nodes)))
         return free
-
-    def _free_counts(self) -> dict[Hashable, int]:
-        """Per set of node pools, its free GPUs as counted on the nodes as they stand: kept
-        from one cycle to the next (`PreemptorClasses.free_counted`) while the cluster's
-        capacity stamp stands. Between statements a node's free GPUs move only through a
-        committed take (`ClusterState.taken` moves) or a give (`release_epoch` moves), and
-        neither goes back, so the same stamp on the same cluster means the same free GPUs
-        on every node; `layout` moves whenever a pool's nodes may (cordons, carving). Under
-        backlog most cycles start where the last one left the nodes: a job arrived and
-        nothing was placed, so nothing is counted again. The pools' keys name the same
-        nodes under the same model and plugins (the cluster keeps one pool per key)."""
-        session = self.session
-        cluster = session.cluster
-        kept = self.classes.free_counted
-        if kept is None or kept.cluster is not cluster or kept.taken != cluster.taken \
-                or kept.release_epoch != cluster.release_epoch \
-                or kept.layout != cluster.layout or kept.model is not session.model \
-                or kept.hooks is not session.hooks or not self.carries:
-            kept = self.classes.free_counted = FreeCounts(
-                cluster, cluster.taken, cluster.release_epoch, cluster.layout,
-                session.model, session.hooks, {})
-        return kept.counts
 
     def short_answer(self, preemptor: JobInfo, key: Hashable, before: Generation
                      ) -> bool | None:
@@ -199,7 +181,9 @@ class ShortSearches(VictimListing):
         stamps: dict[str, int] = {}
         stamp_of, grown = table.queue_stamp, table.grown_behind
         free_on = self._free_on
-        counted = self._free_counts()
+        if self._counted != before:
+            self._free, self._counted = {}, before
+        counted = self._free
         held_now = (before, _HELD[False]), (before, _HELD[True])
         answers = 0
         for index, key in keys:
