@@ -184,11 +184,20 @@ def walkable(session: Session, cycle: Preemption) -> Walked | None:
     return walked
 
 
+def _bisect(entries: Sequence[Entry], probe: tuple[Key]) -> int:
+    """`bisect_left` of `probe` in `entries`: a class's jobs are a `SortedList`, bisected
+    by its own index (`bisect` would fetch each position it probes by a walk of that
+    index), the loose ones a list."""
+    if isinstance(entries, SortedList):
+        return entries.bisect_left(probe)
+    return bisect_left(entries, probe)
+
+
 def _after(entries: Sequence[Entry], key: Key | None) -> int:
     """The first position whose job comes after `key` (None: the first)."""
     if key is None:
         return 0
-    index = bisect_left(entries, (key,))
+    index = _bisect(entries, (key,))
     return index + 1 if index < len(entries) and entries[index][0] == key else index
 
 
@@ -208,6 +217,10 @@ def _skipped_in(source: _Source, start: int, stop: int) -> int:
 
 class PreemptorWalk:
     """One execution's walk (module docstring)."""
+
+    _ranges: Sequence[Range] = ()
+    """The ranges the allocate action's walk left unwritten, not yet filed per line in
+    `unwritten` (`_write_reason`)."""
 
     def __init__(self, session: Session, cycle: Preemption, lines: PreemptorLines,
                  walked: Walked) -> None:
@@ -253,8 +266,7 @@ class PreemptorWalk:
         self.written_apart: frozenset[JobInfo] | set[JobInfo] = frozenset()
         if isinstance(lazy, UnwrittenReasons):
             self.written_apart = lazy.left_out
-            for part in lazy.ranges:
-                self.unwritten.setdefault(id(part.entries), []).append(part)
+            self._ranges = tuple(lazy.ranges)  # as they stand now
 
     def _set_up(self, lines: PreemptorLines, walked: Walked, walking: list[_Source]) -> None:
         """Reset the walked lines' classes and mark the jobs each skips; kept as the lines'
@@ -389,6 +401,11 @@ class PreemptorWalk:
 
     def _write_reason(self, job: JobInfo) -> None:
         """Write the job's reason if the allocate action's walk left it in a range."""
+        if self._ranges:
+            # Filed per line when a reason is first written: most cycles' walks ask no job.
+            for part in self._ranges:
+                self.unwritten.setdefault(id(part.entries), []).append(part)
+            self._ranges = ()
         if not self.unwritten or job in self.written_apart:
             return
         filed = self.lines.filed().get(job)
@@ -419,14 +436,21 @@ class PreemptorWalk:
         """A commit at the job of order key `key` (None: the walk's end): each parked
         class's jobs before it were answered; it takes up again at its next job after."""
         skipped = 0
+        sources, heap = self.sources, self.heap
         for index, start, _ in self.parked:
-            source = self.sources[index]
+            source = sources[index]
             entries = source.entries
-            stop = len(entries) if key is None else max(start, _after(entries, key))
-            skipped += stop - start - _skipped_in(source, start, stop)
+            size = len(entries)
+            if key is None:
+                stop = size
+            else:
+                stop = max(start, _after(entries, key))
+                if stop < size:
+                    heapq.heappush(heap, (entries[stop][0], index))
+            skipped += stop - start
+            if source.skipped:
+                skipped -= _skipped_in(source, start, stop)
             source.at = stop
-            if key is not None and stop < len(entries):
-                heapq.heappush(self.heap, (entries[stop][0], index))
         # The parked heads were counted as the action asked for their verdicts.
         self.cycle.classes.skipped += skipped - len(self.parked)
         self.parked.clear()
@@ -441,7 +465,7 @@ class PreemptorWalk:
         for index, start, verdict in self.parked:
             entries = self.sources[index].entries
             low = max(start, _after(entries, floor))
-            high = len(entries) if current is None else bisect_left(entries, (current,))
+            high = len(entries) if current is None else _bisect(entries, (current,))
             found.extend((k, j, verdict) for k, j in entries[low:high] if j not in self.skip)
         found.sort(key=lambda a: a[0], reverse=True)
         self.floor = current
