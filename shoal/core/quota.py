@@ -309,8 +309,17 @@ class QuotaTree:
         can change)."""
         queue: QueueState | None = self.get(name)
         trusted = Resources._trusted
+        plain = not request.extras
+        cpu, memory, gpu = request.cpu * sign, request.memory * sign, request.gpu * sign
         while queue is not None:
-            usage = queue.usage = queue.usage + request if sign > 0 else queue.usage - request
+            usage = queue.usage
+            if plain and not usage.extras:  # `+`/`-` worked out in place, as `reserved` below
+                usage = trusted(usage.cpu + cpu, usage.memory + memory, usage.gpu + gpu, ())
+                if sign < 0 and (usage.cpu < 0 or usage.memory < 0 or usage.gpu < 0):
+                    usage = queue.usage - request  # raises, naming the dimension
+            else:
+                usage = usage + request if sign > 0 else usage - request
+            queue.usage = usage
             old = queue.reserved
             old_unlent = queue.unlent
             least, owed = queue.min, queue.children_reserved
@@ -321,7 +330,9 @@ class QuotaTree:
                                    max(least.memory - usage.memory, owed.memory, 0),
                                    max(least.gpu - usage.gpu, owed.gpu, 0), ())
             queue.reserved = reserved
-            queue.unlent = unlent = queue.kept()
+            # `kept`, inlined for the usual virtual cluster that lends all it is owed.
+            queue.unlent = unlent = queue.kept() if queue.lending_limit.limits \
+                else queue.children_unlent
             parent = queue.parent
             if parent is not None:
                 if reserved != old:

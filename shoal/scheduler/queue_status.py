@@ -87,7 +87,12 @@ class QueuePriorities:
 
     @staticmethod
     def of(quota: QuotaTree) -> QueuePriorities:
-        return QueuePriorities(quota.priority_depth())
+        # One per depth, shared: every cycle asks, and the depth rarely moves.
+        depth = quota.priority_depth()
+        found = _PRIORITIES.get(depth)
+        if found is None:
+            found = _PRIORITIES[depth] = QueuePriorities(depth)
+        return found
 
     def key(self, queue: QueueState) -> tuple[int, ...]:
         """Smaller first: the negated priorities on the queue's path below the root."""
@@ -96,3 +101,7 @@ class QueuePriorities:
         levels = [-q.priority for q in queue.path()[1:]]
         levels.extend(0 for _ in range(self.depth - len(levels)))
         return tuple(levels)
+
+
+_PRIORITIES: dict[int, QueuePriorities] = {}
+"""`QueuePriorities` by depth (a handful of depths: immutable values, shared)."""

@@ -148,9 +148,10 @@ class Session:
             plugin.open_session(self)
         self.cluster.set_cpu_reserve(self.cpu_reserve_per_idle_gpu)
         choose_all(self)  # every action then sees each job on its resource flavor
-        self.opened_moved = frozenset(model.waiting.moved)
+        self.opened_moved = frozenset(model.waiting.moved) if worded else _NONE_MOVED
         """Jobs that moved since the class lines last read them, as the cycle opened: a
-        report visits them (`shoal.scheduler.reason_report`)."""
+        report visits them (`shoal.scheduler.reason_report`). An unworded session makes no
+        report, so it takes no copy (under backlog, a copy a cycle of a few dozen jobs)."""
 
     def _reset_reasons(self) -> None:
         """Every waiting job's reason starts as its blocker, or its closed queue's reason.
@@ -539,6 +540,9 @@ class Session:
         """Jobs with tasks still to place, in submission order."""
         return [j for j in self.model.waiting.in_order() if j.pending]
 
+
+_NONE_MOVED: frozenset[JobInfo] = frozenset()
+"""What an unworded session keeps of the jobs moved as it opened: it makes no report."""
 
 BlockLine = Callable[[list[JobInfo]], None]
 """Writes out a blocked queue's line, given every candidate of the cycle."""
