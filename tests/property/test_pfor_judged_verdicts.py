@@ -179,6 +179,66 @@ def _running(name: str, node: str, gpus: tuple[int, ...], started: float) -> Job
                    tasks=(Task(name, "w", 0, TaskState.RUNNING, node, gpus, started),))
 
 
+def _evictions(keeps: bool, nodes: tuple[Node, ...], jobs: tuple[Job, ...], tick: float
+               ) -> list[list[str]]:
+    """Two `las` cycles, `tick` seconds apart: the jobs each evicted."""
+    model = SchedulerModel.from_snapshot(Snapshot(nodes, jobs, now=100_000.0))
+    profile = Profile.load("las")
+    hooks = Hooks(profile.plugins())
+    actions = profile.actions()
+    evicted = []
+    with patch.object(JudgedSearches, "keeps_judged", keeps):
+        for _ in range(2):
+            session = Session(model, hooks)
+            for action in actions:
+                action.execute(session)
+            decisions = session.decide()
+            evicted.append(sorted({e.task.job for e in decisions.evictions}))
+            model.now += tick
+    return evicted
+
+
+def test_a_job_placed_behind_in_its_cycle_voids_the_judged_verdict() -> None:
+    """`w` (two tasks of 4 GPUs) waits; `back` (1 GPU, attained service behind `w`'s) is
+    placed on n1 by the allocate action, leaving 3 GPUs free there. `w`'s search in that
+    cycle is turned down by room (`old0` frees 4 on n0; `old2` on n2 frees 1; `back`,
+    placed in the cycle, is not offered). In the next cycle `back` is offered, nothing else
+    moved: with it evicted, n1 holds a task of `w`. A judged verdict kept from the first
+    cycle would answer it wrongly. (The table files `back` again once its bind is applied,
+    which `grown_behind` sees too; `keep_judged` does not count on that.)"""
+    nodes = tuple(Node(f"n{i}", GPU.scale(8)) for i in range(3))
+    jobs = (_running("old0", "n0", (0, 1, 2, 3), 0.0),
+            _running("new0", "n0", (4, 5, 6, 7), 99_990.0),
+            _running("new1", "n1", (0, 1, 2, 3), 99_990.0),
+            _running("old2", "n2", (0,), 0.0),
+            _running("new2", "n2", (1, 2, 3, 4, 5, 6, 7), 99_990.0),
+            Job("w", (TaskGroup("w", 2, GPU.scale(4)),), scheduler_name=SchedulerName.SHOAL,
+                submitted=1.0),
+            Job("back", (TaskGroup("w", 1, GPU),), scheduler_name=SchedulerName.SHOAL,
+                submitted=2.0, attained_gpu_seconds=50_000.0))
+    want = _evictions(False, nodes, jobs, 1.0)
+    assert want == [[], ["back", "old0"]]
+    assert _evictions(True, nodes, jobs, 1.0) == want
+
+
+def test_a_job_crossing_behind_voids_the_judged_verdict() -> None:
+    """`w` (one task of 8 GPUs) waits; `old0` on n0 and `old1` on n1 rank behind it, so the
+    gains test passes, but no node would have 8 free. An hour later, with no capacity
+    given back, `mid0` (4 GPUs on n0) has crossed las's first threshold to behind `w`:
+    with it evicted too, n0 holds `w`. A judged verdict kept from the first cycle would
+    answer it wrongly."""
+    nodes = tuple(Node(f"n{i}", GPU.scale(8)) for i in range(2))
+    jobs = (_running("old0", "n0", (0, 1, 2, 3), 0.0),
+            _running("mid0", "n0", (4, 5, 6, 7), 99_500.0),
+            _running("old1", "n1", (0, 1, 2, 3), 0.0),
+            _running("new1", "n1", (4, 5, 6, 7), 99_999.0),
+            Job("w", (TaskGroup("w", 1, GPU.scale(8)),), scheduler_name=SchedulerName.SHOAL,
+                submitted=1.0))
+    want = _evictions(False, nodes, jobs, 1_000.0)
+    assert want[0] == [] and want[1]
+    assert _evictions(True, nodes, jobs, 1_000.0) == want
+
+
 def _answered(keeps: bool) -> tuple[list[int], int]:
     """`w` (one task of 8 GPUs) waits: 4 GPUs free on n0, 2 on n1, and `old` (2 GPUs on
     n1, running long) ranks behind it, so the gains test passes, but no node would have 8
