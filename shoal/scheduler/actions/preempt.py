@@ -68,6 +68,8 @@ to the next, a class answered by its verdict passed over whole until the next co
 it is offered cannot cover it, or nothing ranks behind it) is answered again from the
 numbers it read while they still say so, across cycles and commits
 (`shoal.scheduler.actions.short_searches`).
+A search the early judgement turned down on room is answered again while no capacity came
+back and nothing was filed behind its rank (`shoal.scheduler.actions.judged_searches`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
@@ -85,7 +87,7 @@ from pydantic import Field
 from shoal.api.decisions import PendingKind, PendingReason, Resize
 from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
-from shoal.scheduler.actions.policy_notes import PolicyNotes
+from shoal.scheduler.actions.judged_searches import JudgedSearches, KeptJudgements
 from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk, walkable
 from shoal.scheduler.actions.short_searches import ShortRead
 from shoal.scheduler.actions.victim_trials import Trial
@@ -151,6 +153,9 @@ class Preempt:
         self.indexes = KeptIndexes()
         """Each virtual cluster's victim index, kept while its listing stands
         (`victim_index.KeptIndexes`)."""
+        self.judgements = KeptJudgements()
+        """Searches the early judgement turned down on room, kept from one cycle to the
+        next (`shoal.scheduler.actions.judged_searches`)."""
         self.lines = PreemptorLines()
         """Waiting jobs by class line and preemptor class, kept from one cycle to the next
         (`shoal.scheduler.actions.preemptor_walk`)."""
@@ -158,7 +163,8 @@ class Preempt:
     def execute(self, session: Session) -> None:
         self.kept.prune(session.jobs)
         self.classes.prune(session.jobs)
-        cycle = Preemption(session, self.classes, self.kept, self.table, self.indexes)
+        cycle = Preemption(session, self.classes, self.kept, self.table, self.indexes,
+                           self.judgements)
         started = 0
         try:
             walked = walkable(session, cycle) if self.by_class else None
@@ -212,7 +218,7 @@ def _reads_shortly(kind: type) -> bool:
     return found
 
 
-class Preemption(PolicyNotes):
+class Preemption(JudgedSearches):
     """One execution of the action: what it has evicted and placed so far. The reclaim
     action is the same machinery with other candidates (`shoal.scheduler.actions.reclaim`):
     it overrides `candidates`, `quota_bound`, `may_borrow` and the wording of its reasons."""
@@ -223,7 +229,8 @@ class Preemption(PolicyNotes):
 
     def __init__(self, session: Session, classes: PreemptorClasses | None = None,
                  kept: KeptUnits | None = None, table: RunningTable | None = None,
-                 indexes: KeptIndexes | None = None) -> None:
+                 indexes: KeptIndexes | None = None,
+                 judgements: KeptJudgements | None = None) -> None:
         self.session = session
         self.memo = FitMemo(session.cluster)
         self.task_order = session.task_order()
@@ -281,6 +288,8 @@ class Preemption(PolicyNotes):
         self.kept_indexes = indexes if self.table is not None else None
         """Victim indexes kept across cycles, with the table only."""
         self.shorts = self.keeps_short and self.table is not None and _reads_shortly(type(self))
+        self.judgements = judgements
+        self._room_refused = False
         self._unsettled: list[tuple[JobInfo, Verdict]] = []
         """Jobs `answered` by a verdict since the quota tree's lending was last set: the
         last of them that wanted to preempt would have left it at its verdict's
@@ -408,10 +417,12 @@ class Preemption(PolicyNotes):
             session.quota.lending = verdict.lending
             return False
         short = self.short_answer(preemptor, key, before)
+        if short is None:
+            short = self.judged_answer(preemptor, key, before)
         if short is not None:
             return short
         self._notes, self._tried, self._looked_at, self._listed = [], False, [], False
-        self._short_read = None
+        self._short_read, self._room_refused = None, False
         evicted = self._preempt_for(preemptor)
         if not evicted and generation(session) == before:
             # One that tried placements saw its victims in order, which time moves.
@@ -419,7 +430,8 @@ class Preemption(PolicyNotes):
                 tuple(self._notes), session.quota.lending, tuple(self._looked_at),
                 self._listed), lasting=lasting and not self._tried)
             self.keep_short(preemptor, key)
-        self._short_read = None
+            self.keep_judged(preemptor, key)
+        self._short_read, self._room_refused = None, False
         self._notes = None
         return evicted
 
@@ -517,10 +529,14 @@ class Preemption(PolicyNotes):
         tried: Iterable[VictimUnit]
         if judged is not None:
             assert index is not None
-            self._tried = True
             if not judged:
-                self._note_policy(preemptor, None)  # as when no trial placement was tried
+                # As when no trial placement was tried. It read no order, so its verdict
+                # lasts (`keeps_judged` False, a test knob: only within the execution).
+                self._tried = not self.keeps_judged
+                if self._note_policy(preemptor, None):
+                    self._room_refused = False  # its policy might note something
                 return False
+            self._tried = True
             gains: dict[int, int] = {}
             trial = Trial(free, demand, least_request(preemptor, need), gains)
             tried = self._useful_in_order(index, behind, nodes, gains, quota_bound)

@@ -64,6 +64,8 @@ class VictimListing(VictimTrials):
     _victims: int
     _indexed: int | None
     _indexes: dict[str, QueueVictims]
+    _room_refused: bool
+    """Set where `_judged_early` turned the search under way down on room."""
 
     by_start = True
     """Take each rank's victims in the score's order unit by unit from their kept
@@ -245,6 +247,7 @@ class VictimListing(VictimTrials):
         # Room first: both only read (the quota tree answers a refund as a hypothesis), and
         # under a las backlog room turns down most quota-bound searches, the quota none.
         if not self._room_after(preemptor, need, freed):
+            self._room_refused = True  # kept by a `JudgedVerdict`: nothing read but room
             return False
         if not quota_bound:
             return True
