@@ -154,6 +154,10 @@ class Misfits:
     """Per cycle: the last reason each job class was turned down with, per fit memo; and
     those that last between cycles (module docstring)."""
 
+    keeps_room_answers = True
+    """Whether `answers` keeps what `short` says for a later cycle in the same world (a
+    test knob: off, each cycle asks `short` again)."""
+
     def __init__(self, session: Session) -> None:
         self._session = session
         self._known: dict[tuple[int, int, int, bool], _Misfit] = {}
@@ -228,7 +232,7 @@ class Misfits:
         standing = self._standing(memo, world)
         if short is None:
             return standing
-        if world is None:
+        if world is None or not self.keeps_room_answers:
             return lambda klass: standing(klass) or short(klass)
         kept = self._session.model.class_verdicts.kept
 

@@ -110,7 +110,9 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     # noted since the cycle opened are asked, a set difference away from the many kept.
     noted = session.model.noted
     kept = session.kept_noted
-    left_out = {j for j in (noted - kept if kept else noted) if j.reason is not None} | joined
+    # The kept ones are among the noted (`KeptNotes`): as many means the same, none new.
+    fresh = noted if not kept else noted - kept if len(noted) != len(kept) else ()
+    left_out = {j for j in fresh if j.reason is not None} | joined
     ranges: list[Range] = []
     admitted_lines: list[Sequence[Entry]] = []
     admitted_keys: list[LineKey] = []
