@@ -23,6 +23,8 @@ job by job would not try:
   cycle, a class the whole cluster's room refuses (`allocate.room_refusals`): after a
   completion or a bind the kept answers no longer stand, but most classes are still short
   of GPUs; their refusal reads only the room and the class's request, a few comparisons.
+  What the room answers is kept as the class's answer in that world (`Misfits.answers`),
+  so a later cycle woken by arrivals alone finds it standing.
   If another virtual cluster's placements move what it reads before the walk first serves
   its own, its parked classes are asked when reached instead.
 
