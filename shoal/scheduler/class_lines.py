@@ -86,6 +86,10 @@ class ClassLines:
         self._model = model
         self._stamp: tuple[object, ...] | None = None
         self.lines: dict[LineKey, SortedList[Entry]] = {}
+        """Per (virtual cluster, class), its waiting jobs in job order; never empty."""
+        self.heads: dict[LineKey, JobInfo] = {}
+        """Each line's first job, kept by `sync` for the lines it changed: a class walk reads
+        every line's first job every cycle, a dict look-up, not an index into the line."""
         self._filed: dict[JobInfo, tuple[LineKey, Entry, str]] = {}
         self._accounts: dict[str, int] = {}
         self.loose: set[JobInfo] = set()
@@ -152,6 +156,7 @@ class ClassLines:
         if self.refiled is not None:
             self.refiled.clear()
         self.lines.clear()
+        self.heads.clear()
         if self._timed is not None:
             self._timed.clear()
             self._timed_as.clear()
@@ -172,10 +177,12 @@ class ClassLines:
             waiting.moved.update(waiting.values())
         order = session.job_order_key
         moved = waiting.moved
+        touched: set[LineKey] = set()
+        """The lines a job left or joined: their first job is looked up again."""
         # All out first: a job replaced by another of its name has the same order key, and
         # two entries of one key would compare their jobs.
         for job in moved:
-            self._unfile(job)
+            self._unfile(job, touched)
         refiled = self.refiled
         if refiled is not None:
             if len(refiled) > 2 * len(waiting) + 1024:  # a follower that stopped reading
@@ -195,19 +202,28 @@ class ClassLines:
             if line is None:
                 line = self.lines[where] = SortedList()
             line.add(entry)
+            touched.add(where)
             if self._timed is not None:
                 self._time(self._timed, where, entry, job)
             self._filed[job] = (where, entry, job.account)
             self._accounts[job.account] = self._accounts.get(job.account, 0) + 1
         waiting.moved.clear()
+        heads, lines = self.heads, self.lines
+        for where in touched:
+            line = lines.get(where)
+            if line is None:
+                heads.pop(where, None)
+            else:
+                heads[where] = line[0][1]
         return all_classable(session) or all(classable(session, a) for a in self._accounts)
 
-    def _unfile(self, job: JobInfo) -> None:
+    def _unfile(self, job: JobInfo, touched: set[LineKey]) -> None:
         self.loose.discard(job)
         filed = self._filed.pop(job, None)
         if filed is None:
             return
         where, entry, account = filed
+        touched.add(where)
         line = self.lines[where]
         line.remove(entry)
         if not line:

@@ -154,6 +154,10 @@ class Misfits:
     """Per cycle: the last reason each job class was turned down with, per fit memo; and
     those that last between cycles (module docstring)."""
 
+    keeps_room_answers = True
+    """Whether `answers` keeps what `short` says for a later cycle in the same world (a
+    test knob: off, each cycle asks `short` again)."""
+
     def __init__(self, session: Session) -> None:
         self._session = session
         self._known: dict[tuple[int, int, int, bool], _Misfit] = {}
@@ -193,9 +197,14 @@ class Misfits:
     def standing(self, memo: FitMemo) -> Callable[[int], PendingReason | None]:
         """`known` (not best-effort) for many classes at one moment: what every answer
         reads is read once, and each class costs two look-ups."""
+        return self._standing(memo, self.world(memo))
+
+    def _standing(self, memo: FitMemo, world: World | None
+                  ) -> Callable[[int], PendingReason | None]:
+        """`standing` in `world` (`world(memo)`, worked out by the caller)."""
         session = self._session
         verdicts = session.model.class_verdicts
-        state, world = self.state(memo), self.world(memo)
+        state = self.state(memo)
         in_cycle, kept, worded = self._known, verdicts.kept, session.worded
         memo_id, generation = id(memo), verdicts.generation
 
@@ -209,6 +218,32 @@ class Misfits:
             known = found[1]
             return None if known.message is UNWORDED and worded else known
         return reason
+
+    def answers(self, memo: FitMemo, short: Callable[[int], PendingReason | None] | None
+                ) -> Callable[[int], PendingReason | None]:
+        """`standing`, then `short` for a class that has no standing answer: what the walk
+        would be told on reaching the class now (`shoal.scheduler.actions.class_walk`).
+        An answer `short` gives is kept for the class in this world, as `note` keeps a
+        trial's: `short` gives what the trial's first question would (the cluster's room,
+        the node pool's bound), which reads nothing the world does not hold. A later cycle
+        in the same world (one woken by arrivals alone) then finds it standing, one look-up
+        and one comparison, not the room and the pool asked again."""
+        world = self.world(memo)
+        standing = self._standing(memo, world)
+        if short is None:
+            return standing
+        if world is None or not self.keeps_room_answers:
+            return lambda klass: standing(klass) or short(klass)
+        kept = self._session.model.class_verdicts.kept
+
+        def answer(klass: int) -> PendingReason | None:
+            found = standing(klass)
+            if found is None:
+                found = short(klass)
+                if found is not None:
+                    kept[(klass, False)] = (world, found)
+            return found
+        return answer
 
     def note(self, memo: FitMemo, klass: int, best_effort: bool,
              reason: PendingReason) -> None:

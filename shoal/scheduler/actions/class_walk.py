@@ -23,6 +23,8 @@ job by job would not try:
   cycle, a class the whole cluster's room refuses (`allocate.room_refusals`): after a
   completion or a bind the kept answers no longer stand, but most classes are still short
   of GPUs; their refusal reads only the room and the class's request, a few comparisons.
+  What the room answers is kept as the class's answer in that world (`Misfits.answers`),
+  so a later cycle woken by arrivals alone finds it standing.
   If another virtual cluster's placements move what it reads before the walk first serves
   its own, its parked classes are asked when reached instead.
 
@@ -110,7 +112,9 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     # noted since the cycle opened are asked, a set difference away from the many kept.
     noted = session.model.noted
     kept = session.kept_noted
-    left_out = {j for j in (noted - kept if kept else noted) if j.reason is not None} | joined
+    # The kept ones are among the noted (`KeptNotes`): as many means the same, none new.
+    fresh = noted if not kept else noted - kept if len(noted) != len(kept) else ()
+    left_out = {j for j in fresh if j.reason is not None} | joined
     ranges: list[Range] = []
     admitted_lines: list[Sequence[Entry]] = []
     admitted_keys: list[LineKey] = []
@@ -118,16 +122,17 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     admitted: list[JobInfo] = []
     loose: dict[str, list[Entry]] = {}
     order = session.job_order_key
-    standing = misfits.standing(memo)
+    answer = misfits.answers(memo, short)
     parked_at = misfits.state(memo)
-    for job in sorted(lines.loose, key=submission_order):
-        if job.pending and job not in joined and verdict(job):
-            admitted.append(job)
-            loose.setdefault(bucket(job.queue), []).append((order(job), job))
-    for (name, klass), line in lines.lines.items():
-        if not line:
-            continue
-        first = head = line[0][1]
+    if lines.loose:
+        for job in sorted(lines.loose, key=submission_order):
+            if job.pending and job not in joined and verdict(job):
+                admitted.append(job)
+                loose.setdefault(bucket(job.queue), []).append((order(job), job))
+    heads = lines.heads
+    for where_line, line in lines.lines.items():  # never an empty one
+        name, klass = where_line
+        first = head = heads[where_line]
         if first in left_out:  # seldom: most lines start with a job admitted as it waits
             later = next((e[1] for e in line if e[1] not in left_out), None)
             if later is None:
@@ -139,16 +144,14 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                 ranges.append(Range(line, 0, len(line), first.reason))
             continue
         admitted_lines.append(line)
-        admitted_keys.append((name, klass))
+        admitted_keys.append(where_line)
         where = bucket(name)
         queue = queues.get(where)
         if queue is None:  # not `setdefault`: a new _Queue per line costs more than its line
             queue = queues[where] = _Queue()
         source = _Source(line, klass)
         if first is head:
-            carried = standing(klass)
-            if carried is None and short is not None:
-                carried = short(klass)
+            carried = answer(klass)
             if carried is not None:
                 # Parked from its first job on: what the walk would find on reaching it.
                 source.suspended = carried
@@ -174,17 +177,18 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         then `short`): it stays suspended there, with that answer from there on."""
         if not queue.suspended:
             return
-        refused = short if key is not None else None
-        now = misfits.standing(memo) if refused is not None else None
+        if key is None:
+            _finish(queue, ranges)
+            return
+        now = misfits.answers(memo, short) if short is not None else None
         still: list[int] = []
         for index in queue.suspended:
             source = queue.sources[index]
             assert source.suspended is not None
             entries = source.entries
-            if refused is not None and now is not None and source.klass is not None:
-                answer = now(source.klass) or refused(source.klass)
+            if now is not None and source.klass is not None:
+                answer = now(source.klass)
                 if answer is source.suspended:
-                    assert key is not None
                     if entries[-1][0] < key:  # passed its last job: its range is whole
                         ranges.append(Range(entries, source.start, len(entries), answer))
                     else:
@@ -194,7 +198,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             else:
                 answer = None
             source.moved = None  # `stop` is past it: keys only grow as the walk goes
-            stop = len(entries) if key is None else _bisect(entries, key, source.since)
+            stop = _bisect(entries, key, source.since)
             if answer is not None:
                 if stop > source.start:
                     ranges.append(Range(entries, source.start, stop, source.suspended))
@@ -272,6 +276,19 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
 
     session.lazy = UnwrittenReasons(ranges, left_out, write_candidates, set(visited))
     return list(dict.fromkeys([*admitted, *visited]))
+
+
+def _finish(queue: _Queue, ranges: list[Range]) -> None:
+    """`resume` at the end of the queue's walk: each suspended class's jobs from where it
+    last took up its answer to the end of its line get that answer. The queue is done."""
+    for index in queue.suspended:
+        source = queue.sources[index]
+        entries = source.entries
+        stop = len(entries)
+        if stop > source.start:
+            assert source.suspended is not None
+            ranges.append(Range(entries, source.start, stop, source.suspended))
+    queue.suspended.clear()
 
 
 def _unpark(queue: _Queue, ranges: list[Range]) -> None:
