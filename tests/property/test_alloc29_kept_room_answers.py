@@ -29,9 +29,8 @@ from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
 
 from .lockstep import assert_same_cycle
-from .test_class_walk import stop_whole
 from .test_parked_classes import typed_nodes_and_capped_queues
-from .test_room_refusals import SHAPES, Shape, load, make_job
+from .test_room_refusals import SHAPES, Shape, load, make_job, step_world
 
 ROOM_REFUSALS = allocate.room_refusals
 Reasons = dict[str, PendingReason | None]
@@ -106,17 +105,5 @@ def test_kept_room_answers_decide_as_asking_the_room(
         saved += plain_asked[0] - live_asked[0]
         for model in models:
             assert_heads(model)
-        running = sorted(n for n, info in live.jobs.items() if info.running)
-        if change == "end":
-            for name in running[:ends]:
-                for model in models:
-                    model.remove_job(name)
-        elif change == "stop" and running:
-            stop_whole(models, running[-1])
-        new = [make_job(f"j{count + i:03d}", s, float(count + i))
-               for i, s in enumerate(arrivals)]
-        count += len(new)
-        for model in models:
-            model.add_jobs(new)
-            model.now += 60.0
+        count = step_world(models, live, change, ends, arrivals, count)
     event(f"room asks saved by kept answers: {'some' if saved else 'none'}")

@@ -68,6 +68,24 @@ class suspended in this one read before the walk comes back to it (`class_walk._
 after it was asked again and gave the same reason."""
 
 
+def step_world(models: list[SchedulerModel], live: SchedulerModel, change: str, ends: int,
+               arrivals: list[Shape], count: int) -> int:
+    """The same change to every model between two cycles: `ends` running jobs end, or the
+    last one stops whole, then `arrivals` arrive and a minute passes. Returns the job count."""
+    running = sorted(n for n, info in live.jobs.items() if info.running)
+    if change == "end":
+        for name in running[:ends]:
+            for model in models:
+                model.remove_job(name)
+    elif change == "stop" and running:
+        stop_whole(models, running[-1])
+    new = [make_job(f"j{count + i:03d}", s, float(count + i)) for i, s in enumerate(arrivals)]
+    for model in models:
+        model.add_jobs(new)
+        model.now += 60.0
+    return count + len(new)
+
+
 def load(name: str) -> Profile:
     return PER_QUEUE if name == PER_QUEUE.name else Profile.load(name)
 
@@ -184,19 +202,7 @@ def drive(nodes: int, limits: list[int | None], jobs: list[Shape],
         event(f"classes refused by the pool's bound: {'some' if POOL_ANSWERS else 'none'}")
         ROOM_ANSWERS.clear()
         POOL_ANSWERS.clear()
-        running = sorted(n for n, info in live.jobs.items() if info.running)
-        if change == "end":
-            for name in running[:ends]:
-                for model in models:
-                    model.remove_job(name)
-        elif change == "stop" and running:
-            stop_whole(models, running[-1])
-        new = [make_job(f"j{count + i:03d}", s, float(count + i))
-               for i, s in enumerate(arrivals)]
-        count += len(new)
-        for model in models:
-            model.add_jobs(new)
-            model.now += 60.0
+        count = step_world(models, live, change, ends, arrivals, count)
 
 
 TAKING_TURNS = st.one_of(
