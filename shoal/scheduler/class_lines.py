@@ -177,8 +177,7 @@ class ClassLines:
             waiting.moved.update(waiting.values())
         order = session.job_order_key
         moved = waiting.moved
-        touched: set[LineKey] = set()
-        """The lines a job left or joined: their first job is looked up again."""
+        touched: set[LineKey] = set()  # lines a job left or joined: their heads are re-read
         # All out first: a job replaced by another of its name has the same order key, and
         # two entries of one key would compare their jobs.
         for job in moved:
