@@ -428,8 +428,14 @@ def parse_resources(mapping: Mapping[str, str | int | float]) -> Resources:
         if canonical in seen:
             raise QuantityError(f"resource {canonical!r} is given twice (as {name!r} too)")
         seen[canonical] = parse_quantity(canonical, value)
-    return Resources.of(
-        cpu=seen.pop(CPU, 0), memory=seen.pop(MEMORY, 0), gpu=seen.pop(GPU, 0), extras=seen)
+    return of_amounts(seen)
+
+
+def of_amounts(amounts: dict[str, int]) -> Resources:
+    """`Resources` of amounts already parsed, keyed by canonical name (taken from
+    `amounts`, which is consumed)."""
+    return Resources.of(cpu=amounts.pop(CPU, 0), memory=amounts.pop(MEMORY, 0),
+                        gpu=amounts.pop(GPU, 0), extras=amounts)
 
 
 def format_memory(mib: int) -> str:

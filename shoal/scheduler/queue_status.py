@@ -28,6 +28,7 @@ Pure: read off the quota tree's `QueueState.status`, which the model takes from 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from shoal.api.decisions import PendingKind, PendingReason
@@ -87,12 +88,7 @@ class QueuePriorities:
 
     @staticmethod
     def of(quota: QuotaTree) -> QueuePriorities:
-        # One per depth, shared: every cycle asks, and the depth rarely moves.
-        depth = quota.priority_depth()
-        found = _PRIORITIES.get(depth)
-        if found is None:
-            found = _PRIORITIES[depth] = QueuePriorities(depth)
-        return found
+        return _priorities(quota.priority_depth())
 
     def key(self, queue: QueueState) -> tuple[int, ...]:
         """Smaller first: the negated priorities on the queue's path below the root."""
@@ -103,5 +99,7 @@ class QueuePriorities:
         return tuple(levels)
 
 
-_PRIORITIES: dict[int, QueuePriorities] = {}
-"""`QueuePriorities` by depth (a handful of depths: immutable values, shared)."""
+@functools.cache
+def _priorities(depth: int) -> QueuePriorities:
+    """One per depth, shared (immutable): every cycle asks, and the depth rarely moves."""
+    return QueuePriorities(depth)

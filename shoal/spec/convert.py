@@ -42,7 +42,7 @@ from shoal.api import (
 from shoal.api.flavors import FLAVOR_PREFIX, is_flavor_dimension
 from shoal.api.objects import COMPLETE_JOB_POLICY, HOSTNAME_LABEL
 from shoal.api.objects import job_virtual_cluster as job_virtual_cluster_name
-from shoal.api.resources import CPU, GPU, MEMORY, PODS, ZERO, canonical_name, parse_quantity
+from shoal.api.resources import PODS, ZERO, canonical_name, of_amounts, parse_quantity
 from shoal.api.resources import total as total_of
 from shoal.spec.checkpoint_fields import checkpoint_interval, time_limit
 from shoal.spec.cluster_documents import (
@@ -145,8 +145,7 @@ def resources(log: IssueLog, doc: DocRef, path: str,
     if not task_limit and not _no_pods(log, doc, path, mapping):
         return None
     try:  # what `parse_resources(mapping)` makes, from the amounts already parsed
-        return Resources.of(cpu=parsed.pop(CPU, 0), memory=parsed.pop(MEMORY, 0),
-                            gpu=parsed.pop(GPU, 0), extras=parsed)
+        return of_amounts(parsed)
     except QuantityError as exc:  # pragma: no cover - every case is caught key by key above
         log.add(doc, path, str(exc))
         return None

@@ -19,6 +19,7 @@ events), and the caller reports the job ids it wrote to the change feed itself
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -69,6 +70,14 @@ class DriverInsert:
 
     def rows(self, sets: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
         return [self.row(params) for params in sets]
+
+
+@functools.cache
+def compiled_for(statement: ValuesBase, dialect: Dialect, keys: frozenset[str]
+                 ) -> DriverInsert:
+    """`DriverInsert(statement, dialect, keys)`, compiled once per process: the statements
+    are module constants, and each engine has one dialect."""
+    return DriverInsert(statement, dialect, keys)
 
 
 def _scalar_defaults(columns: Iterable[Any]) -> bool:

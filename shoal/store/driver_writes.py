@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Dialect
+from sqlalchemy import Connection
 from sqlalchemy.sql.dml import ValuesBase
 
-from shoal.store.driver_insert import DriverInsert
+from shoal.store.driver_insert import compiled_for
 from shoal.store.job_changes import JobChanges
 
 #: The tables whose written rows name the jobs they concern (as `job_changes` reads them).
@@ -33,8 +33,6 @@ _FEED_TABLES = frozenset({"events", "tasks", "jobs"})
 _FEED_KEYS = ("job_id", "jobs_id")
 ON_DRIVER = True
 """Whether SQLite's batched writes run on the driver (a test turns it off to compare)."""
-
-_COMPILED: dict[tuple[Dialect, ValuesBase, frozenset[str]], DriverInsert] = {}
 
 
 def execute_many(connection: Connection, statement: ValuesBase,
@@ -50,10 +48,7 @@ def execute_many(connection: Connection, statement: ValuesBase,
     if not ON_DRIVER or dialect.name != "sqlite":
         connection.execute(statement, list(sets))
         return
-    keys = frozenset(sets[0])
-    compiled = _COMPILED.get((dialect, statement, keys))
-    if compiled is None:
-        compiled = _COMPILED[dialect, statement, keys] = DriverInsert(statement, dialect, keys)
+    compiled = compiled_for(statement, dialect, frozenset(sets[0]))
     driver = connection.connection.driver_connection
     assert driver is not None
     cursor = driver.cursor()

@@ -44,7 +44,7 @@ from shoal.spec.checks import Known
 from shoal.spec.imports import ImportFormat, Original
 from shoal.store import convert
 from shoal.store.cache import ReadThroughCache
-from shoal.store.driver_insert import DriverInsert
+from shoal.store.driver_insert import DriverInsert, compiled_for
 from shoal.store.errors import AlreadyExistsError, IdempotencyConflict, NotFoundError
 from shoal.store.job_names import JobNames, Submission, history_run, name_clash
 from shoal.store.job_queries import CHUNK
@@ -331,20 +331,16 @@ def _submitted_events(ids: Sequence[int], jobs: Sequence[Job], now: float
             for job_id, job in zip(ids, jobs, strict=True)]
 
 
-_DRIVER_INSERTS: dict[tuple[Dialect, frozenset[str]], tuple[DriverInsert, ...]] = {}
+_TASK_KEYS = frozenset(("job_id", "group", "replicas"))
+_EVENT_KEYS = frozenset(("job_id", "time", "kind", "target_state", "cause"))
 
 
 def _driver_statements(dialect: Dialect, job_keys: frozenset[str]
                        ) -> tuple[DriverInsert, ...]:
     """The jobs, tasks and events inserts for `dialect`, compiled once."""
-    found = _DRIVER_INSERTS.get((dialect, job_keys))
-    if found is None:
-        found = _DRIVER_INSERTS[dialect, job_keys] = (
-            DriverInsert(_INSERT_JOB, dialect, job_keys),
-            DriverInsert(_INSERT_TASKS, dialect, ("job_id", "group", "replicas")),
-            DriverInsert(_INSERT_EVENT, dialect,
-                         ("job_id", "time", "kind", "target_state", "cause")))
-    return found
+    return (compiled_for(_INSERT_JOB, dialect, job_keys),
+            compiled_for(_INSERT_TASKS, dialect, _TASK_KEYS),
+            compiled_for(_INSERT_EVENT, dialect, _EVENT_KEYS))
 
 
 def _driver_inserts(connection: Connection, columns: Sequence[dict[str, Any]],
