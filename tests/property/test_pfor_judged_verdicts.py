@@ -87,14 +87,21 @@ def test_judged_verdicts_decide_as_full_searches(world: World, data: st.DataObje
     answers: list[int] = []
     for step in range(data.draw(st.integers(2, 6), label="cycles")):
         close = data.draw(st.booleans(), label="reasons")
-        with counting_answers(answers):
-            got = kept.cycle(close)
-        with searching_in_full():
-            want = full.cycle(close)
-        assert_same_cycle(got, want, close, step)
-        assert kept.lendings == full.lendings, f"cycle {step}"
+        cycle_both(kept, full, close, step, answers)
         change_both(data, kept.model, full.model, later, step)
     event(f"{name}: {'judged verdicts answered' if answers else 'none answered'}")
+
+
+def cycle_both(kept: Runner, full: Runner, close: bool, step: int, answers: list[int]
+               ) -> None:
+    """One cycle of each, `kept` with judged verdicts (counted in `answers`), `full`
+    searching in full: the same decisions, reasons and lendings."""
+    with counting_answers(answers):
+        got = kept.cycle(close)
+    with searching_in_full():
+        want = full.cycle(close)
+    assert_same_cycle(got, want, close, step)
+    assert kept.lendings == full.lendings, f"cycle {step}"
 
 
 @st.composite
@@ -140,12 +147,7 @@ def test_crowded_cycles_decide_as_full_searches(data: st.DataObject) -> None:
     answers: list[int] = []
     for step in range(data.draw(st.integers(2, 6), label="cycles")):
         close = data.draw(st.booleans(), label="reasons")
-        with counting_answers(answers):
-            got = kept.cycle(close)
-        with searching_in_full():
-            want = full.cycle(close)
-        assert_same_cycle(got, want, close, step)
-        assert kept.lendings == full.lendings, f"cycle {step}"
+        cycle_both(kept, full, close, step, answers)
         change = data.draw(st.sampled_from(("arrive", "arrive", "finish", "tick", "none")),
                            label="change")
         running = sorted(n for n, j in kept.model.jobs.items() if j.running)
