@@ -88,9 +88,6 @@ class JudgedSearches(PolicyNotes):
     test knob): search in full."""
     judgements: KeptJudgements | None
     """Where the action keeps them across cycles (None: not kept)."""
-    _room_refused: bool
-    """Whether the search under way was turned down by its early judgement's room
-    (`VictimListing._judged_early`), its policy noting nothing (`_preempt_for`)."""
 
     def judged_answer(self, preemptor: JobInfo, key: Hashable, before: Generation
                       ) -> bool | None:

@@ -65,7 +65,9 @@ class VictimListing(VictimTrials):
     _indexed: int | None
     _indexes: dict[str, QueueVictims]
     _room_refused: bool
-    """Set where `_judged_early` turned the search under way down on room."""
+    """Whether `_judged_early` turned the search under way down on room, its policy noting
+    nothing (`Preemption._preempt_for`): what a `JudgedVerdict` keeps
+    (`shoal.scheduler.actions.judged_searches`)."""
 
     by_start = True
     """Take each rank's victims in the score's order unit by unit from their kept
