@@ -127,14 +127,17 @@ class Endpoints:
         self._master_port = master_port
         self._master_known = master_known
 
-    def of_job(self, model: SchedulerModel, info: JobInfo) -> dict[str, list[tuple[int, str]]]:
+    def of_job(self, model: SchedulerModel, info: JobInfo,
+               ports: dict[str, int] | None = None) -> dict[str, list[tuple[int, str]]]:
         """Per task group (every one, in the job's order), the (index, `host:port`) of each
-        of its placed tasks, by index."""
+        of its placed tasks, by index. `ports`: the job's, as `TaskPorts.ports` gave them
+        just now (else asked)."""
         job = info.job
         out: dict[str, list[tuple[int, str]]] = {g.name: [] for g in job.groups}
         if not info.running:  # a waiting job is given no ports (nor files) yet
             return out
-        ports = self.ports.ports(job, (self._master_port(job.name),))
+        if ports is None:
+            ports = self.ports.ports(job, (self._master_port(job.name),))
         for task in info.running:
             ref = task.ref
             host = self._addresses.address(model.node(task.node).physical.name)
@@ -146,10 +149,12 @@ class Endpoints:
     def env(self, model: SchedulerModel, info: JobInfo, ref: TaskRef, node: str) -> dict[str, str]:
         """What task `ref`, launched on `node` (its physical node), is told."""
         job = info.job
-        port = self.ports.port(job, ref, (self._master_port(job.name),))
+        # The job's ports asked once for the task's own and its peers' (every launch).
+        ports = self.ports.ports(job, (self._master_port(job.name),))
+        port = ports[_key(ref.group, ref.index)]
         env = {TASK_PORT_ENV: str(port),
                TASK_ENDPOINT_ENV: f"{self._addresses.address(node)}:{port}"}
-        for group, placed in self.of_job(model, info).items():
+        for group, placed in self.of_job(model, info, ports).items():
             if job.group(group).replicas <= MAX_HOSTS_IN_ENV:
                 env[hosts_env(group)] = ",".join(endpoint for _, endpoint in placed)
         return env

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from shoal.api import Job
-from shoal.api.objects import job_of_virtual_cluster, job_virtual_cluster, sub_cluster_name
+from shoal.api.objects import job_of_virtual_cluster
 from shoal.scheduler.model import SchedulerModel
 from shoal.store import NotFoundError, Repository
 
@@ -100,11 +100,10 @@ class TaskCredentials:
 
 def work_inside(model: SchedulerModel, owner: str) -> list[str]:
     """The live jobs that were submitted into `owner`'s own virtual cluster or one of its
-    sub-clusters (`job_of_virtual_cluster` is `owner`)."""
-    # Every job that ends asks, over every live job: string tests, not a call per job.
-    own, inner = job_virtual_cluster(owner), sub_cluster_name(owner, "")
-    return [name for name, info in model.jobs.items()
-            if name != owner and (info.job.queue == own or info.job.queue.startswith(inner))]
+    sub-clusters (`job_of_virtual_cluster` is `owner`), in the model's order."""
+    # Every job that ends asks: the model files them by owner (`OwnedWork`), so a burst's
+    # ends cost what they find, not a walk over every live job each.
+    return [info.name for info in model.owned.of(owner) if info.name != owner]
 
 
 def orphaned(model: SchedulerModel) -> dict[str, str]:

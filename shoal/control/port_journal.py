@@ -34,6 +34,9 @@ COMPACT_AFTER = 1024
 the live jobs' (so a rewrite costs no more than the lines it drops)."""
 
 Ports = dict[str, int]
+#: A journal line's JSON, compact. One encoder for every line: `json.dumps` with
+#: `separators` builds a new one per call, and a burst appends four lines per job.
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class PortJournal:
@@ -84,7 +87,7 @@ class PortJournal:
                 # A crash tore the last line: end it, or this line would join it and be
                 # skipped with it when read.
                 os.write(self._fd, b"\n")
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        line = (_ENCODE(record) + "\n").encode()
         written = os.write(self._fd, line)
         if written != len(line):  # a short write (a full disk): the line ends torn
             raise OSError(f"cannot record ports in {self.directory / JOURNAL}: disk full?")
@@ -95,7 +98,7 @@ class PortJournal:
         self.close()
         self.directory.mkdir(parents=True, exist_ok=True)
         tmp = self.directory / f"{JOURNAL}.{os.getpid()}.tmp"
-        text = "".join(json.dumps({"job": job, "ports": ports}, separators=(",", ":")) + "\n"
+        text = "".join(_ENCODE({"job": job, "ports": ports}) + "\n"
                        for job, ports in self._live.items())
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:

@@ -43,6 +43,7 @@ from shoal.scheduler.job_changes import JobChanges
 from shoal.scheduler.job_classes import ClassVerdicts
 from shoal.scheduler.jobs import JobInfo, TaskInfo
 from shoal.scheduler.noted_reasons import KeptNotes
+from shoal.scheduler.owned_work import OwnedWork
 from shoal.scheduler.queue_status import ClosedQueues, closed_reason
 from shoal.scheduler.reservations import FixedNodeReservations
 from shoal.scheduler.shadow import ShadowTimes
@@ -121,6 +122,8 @@ class SchedulerModel:
         """A job's own virtual cluster → the sub-clusters its tasks created in it, in order."""
         self.retiring: set[str] = set()
         """Own virtual clusters of jobs that left while jobs still live in their trees."""
+        self.owned = OwnedWork()
+        """Live jobs filed by the job whose virtual cluster they named (`owned_work`)."""
         self.arrivals: list[JobInfo] = []
         """Jobs added since `settled()`; kept only while nothing is unblocked (they matter
         only then), so a driver that never settles — the simulator — keeps none."""
@@ -174,6 +177,7 @@ class SchedulerModel:
                     info.blocker = _unmade(info, "not created yet")
             holdings.extend((info, t) for t in holding)
             self.jobs[job.name] = info
+            self.owned.add(info)
             if job.service is not None and job.service.schedule:
                 self.services[job.name] = info
             if job.elastic is not None:
@@ -228,6 +232,7 @@ class SchedulerModel:
     def remove_job(self, name: str) -> None:
         """Forget a job (finished or cancelled), releasing whatever its tasks still hold."""
         info = self.jobs.pop(name)
+        self.owned.remove(info)
         self.waiting.pop(name, None)
         self.noted.discard(info)
         self.kept_notes.forget(info)
@@ -268,7 +273,9 @@ class SchedulerModel:
         job is still in one of them (work its tasks submitted, being stopped): then when the
         last of those leaves."""
         tree = {own, *self.sub_clusters.get(own, ())}
-        if any(info.queue in tree for info in self.jobs.values()):
+        # Only a job filed under the owner can be charged to a queue of its tree.
+        owner = job_of_virtual_cluster(own)
+        if owner is not None and any(info.queue in tree for info in self.owned.of(owner)):
             self.retiring.add(own)
             return
         self.retiring.discard(own)

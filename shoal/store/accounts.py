@@ -13,13 +13,14 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from shoal.api import JobState
 from shoal.store.audit import AuditNote
 from shoal.store.cache import ReadThroughCache
+from shoal.store.driver_writes import execute_many
 from shoal.store.engine import Store
 from shoal.store.errors import AlreadyExistsError, NotFoundError
 from shoal.store.models import JobRow, TokenRow, UserRow
@@ -30,6 +31,14 @@ TOKEN_USE_RESOLUTION = 60.0
 #: this much longer (one revoked through this process stops at once).
 TOKEN_CACHE_TTL = 10.0
 _ENDED = tuple(s.value for s in JobState if s.terminal)
+# The control loop's token writes, built once with their `IN` lists as parameters: each
+# launching cycle issues its jobs' tokens and each poll revokes the ended jobs', and
+# building a statement (its columns coerced, its cache key) cost more than running it.
+_USER_IDS = select(UserRow.name, UserRow.id).where(
+    UserRow.name.in_(bindparam("names", expanding=True)))
+_INSERT_TOKENS = insert(TokenRow)
+_REVOKE_OF = delete(TokenRow).where(TokenRow.job.in_(bindparam("names", expanding=True))) \
+    .returning(TokenRow.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +108,9 @@ class Accounts:
         now = self.clock()
         out: dict[str, str] = {}
         with self.store.sessions.begin() as s:
+            connection = s.connection()  # Core: the ORM's set-up cost more than the rows
             users = sorted(set(wanted.values()))
-            found = s.execute(select(UserRow.name, UserRow.id).where(UserRow.name.in_(users)))
+            found = connection.execute(_USER_IDS, {"names": users})
             ids = {name: user_id for name, user_id in found}
             rows = []
             for job, user in wanted.items():
@@ -108,8 +118,9 @@ class Accounts:
                     out[job] = secrets.token_urlsafe(32)
                     rows.append({"user_id": ids[user], "token_hash": hash_token(out[job]),
                                  "job": job, "created": now})
-            if rows:
-                s.connection().execute(insert(TokenRow), rows)
+            # On SQLite straight on the driver's cursor (`driver_writes`); tokens are no
+            # table the job change feed follows.
+            execute_many(connection, _INSERT_TOKENS, rows)
         self._tokens.invalidate()
         return out
 
@@ -155,10 +166,10 @@ class Accounts:
         if not names:
             return 0
         with self.store.sessions.begin() as s:
+            connection = s.connection()
             for first in range(0, len(names), 500):  # under SQLite's bound parameters
                 chunk = names[first:first + 500]
-                revoked += len(s.scalars(delete(TokenRow).where(TokenRow.job.in_(chunk))
-                                         .returning(TokenRow.id)).all())
+                revoked += len(connection.execute(_REVOKE_OF, {"names": chunk}).all())
         self._tokens.invalidate()
         return revoked
 

@@ -31,10 +31,12 @@ from sqlalchemy import (
     Connection,
     Row,
     Text,
+    TypeDecorator,
     bindparam,
     delete,
     insert,
     select,
+    type_coerce,
     update,
 )
 from sqlalchemy import cast as sql_cast
@@ -422,13 +424,40 @@ class _HeldJob:
     tasks: list[Row[Any]]
 
 
+class _JsonText(TypeDecorator[Any]):
+    """A JSON column read as its text and parsed here, its commonest values without the
+    parser: an exit batch reads eight JSON columns per job (`null` in most, `[]` for a
+    task's GPUs), and parsing each through SQLAlchemy's JSON type was a tenth of the batch.
+    The same values as the JSON type gives (`json.loads` of the text)."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_result_value(self, value: Any, dialect: Any) -> Any:
+        if value is None or value == "null":
+            return None
+        if value == "[]":
+            return []
+        if value == "{}":
+            return {}
+        return json.loads(value)
+
+
+def _json_as_text(column: Any) -> Any:
+    """`column`, a JSON one read through `_JsonText` under its own name; others as they are."""
+    if not isinstance(column.type, JSON):
+        return column
+    return type_coerce(sql_cast(column, Text), _JsonText()).label(column.name)
+
+
 _JOBS, _TASKS = JobRow.__table__, TaskRow.__table__
 #: A job's columns, its spec as text: a burst's jobs share one spec, parsed once (`_groups`).
-_JOB_COLUMNS = [c for c in _JOBS.c if c.name != "spec"] \
+_JOB_COLUMNS = [_json_as_text(c) for c in _JOBS.c if c.name != "spec"] \
     + [sql_cast(_JOBS.c.spec, Text).label("spec_text")]
 _EXIT_JOBS = (select(*_JOB_COLUMNS).where(_JOBS.c.name.in_(_NAMES)).order_by(_JOBS.c.name)
               .with_for_update())
-_EXIT_TASKS = select(_TASKS).where(_TASKS.c.job_id.in_(_IDS)).order_by(_TASKS.c.id)
+_EXIT_TASKS = select(*(_json_as_text(c) for c in _TASKS.c)).where(
+    _TASKS.c.job_id.in_(_IDS)).order_by(_TASKS.c.id)
 
 
 def _exit_rows(connection: Connection, names: set[str]
