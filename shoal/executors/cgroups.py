@@ -80,10 +80,14 @@ class TaskCgroups:
     def paths(self, key: str) -> tuple[Path, ...]:
         """The cgroups of the task attempt named by `key` (its task directory): one per
         hierarchy used, memory's first."""
+        return tuple(Path(leaf) for leaf in self.leaves(key))
+
+    def leaves(self, key: str) -> tuple[str, ...]:
+        """`paths(key)` as strings (what a launch sends its launcher)."""
         leaf = "task-" + hashlib.sha256(key.encode()).hexdigest()[:20]
         parents = (self.memory_parent or self.cpu_parent,) \
             if self.version is CgroupVersion.V2 else (self.memory_parent, self.cpu_parent)
-        return tuple(parent / leaf for parent in parents if parent is not None)
+        return tuple(f"{parent}/{leaf}" for parent in parents if parent is not None)
 
     def create(self, key: str, limits: TaskLimits) -> tuple[Path, ...]:
         """Make the cgroups of one task attempt (`paths(key)`) afresh with `limits`.

@@ -274,7 +274,7 @@ def base_env(environ: Mapping[str, str]) -> dict[str, str]:
             if k in BASE_ENV or k.startswith(_BASE_PREFIXES)}
 
 
-def home_env(identity: Identity, home: Path) -> dict[str, str]:
+def home_env(identity: Identity, home: Path | str) -> dict[str, str]:
     return {"HOME": str(home), "USER": identity.name, "LOGNAME": identity.name,
             "SHELL": "/bin/sh"}
 

@@ -17,6 +17,11 @@ Where this machine has a C compiler, the launcher spawns the compiled wrapper in
 `posix_spawn`, which copies nothing of the launcher: ~3 ms of CPU per task instead of ~8
 on a loaded 2-core machine. A request it cannot spawn is forked as above.
 
+The local executor sends its launches whole (`shoal.executors.local_launch`): the launcher
+first claims the attempt (its private directories, the exclusive `launch.json`, its user's
+working directory, its cgroups: `shoal.executors.claims`, loaded by path), then starts its
+wrapper; an attempt found claimed is answered so, and the executor decides as it did.
+
 The forked wrappers are detached (`setsid`): they outlive the launcher, the executor and
 the server. The launcher lives as long as the executor's end of its pipe: when the server
 dies, it reads the end of its input and exits, and what it forked runs on, to be adopted.

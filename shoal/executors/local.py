@@ -16,9 +16,10 @@ group id: stopping a task signals the whole group (the command and anything it s
 and everything in the task's cgroups when it has some (what left the group by `setsid`).
 The wrappers are forked by the executor's launcher process (`shoal.executors.launcher`),
 not started as fresh interpreters (`launcher=False` does that, for an executor that
-launches once); a batch of launches (`launch_many`) is claimed attempt by attempt, then
-forked from one exchange with the launcher. Job files, log reads and what a forgotten job
-leaves are `shoal.executors.local_files`'.
+launches once); a batch of launches (`launch_many`) is one exchange with the launcher, which
+claims, prepares and starts each attempt from one request (`shoal.executors.local_launch`:
+the server touches no file of it). Job files, log reads and what a forgotten job leaves
+are `shoal.executors.local_files`'.
 How tasks are kept apart from the server and from each other (OS users, working
 directories, limits) is `Isolation`, whose contract `shoal.executors.isolation` states; the
 executor's default, for tests that drive it directly, runs tasks as its own user. Everything

@@ -136,7 +136,7 @@ def _claim(executor: LocalExecutor, spec: TaskLaunch, inherited: Inherited) -> _
     task_dir = f"{root}/tasks/{task}/attempt-{spec.attempt}"
     out, err = f"{root}/logs/{task}.out", f"{root}/logs/{task}.err"
     cgroups = executor.isolation.cgroups
-    paths = () if cgroups is None else tuple(str(c) for c in cgroups.paths(task_dir))
+    paths = () if cgroups is None else cgroups.leaves(task_dir)
     record = {"job": spec.job, "group": spec.group, "index": spec.index,
               "attempt": spec.attempt, "node": spec.node, "gpus": list(spec.gpus),
               "command": list(spec.command), "stdout": out, "stderr": err,
@@ -149,7 +149,7 @@ def _claim(executor: LocalExecutor, spec: TaskLaunch, inherited: Inherited) -> _
         assert work_root is not None
         names = (identity.name, spec.job, f"{spec.group}-{spec.index}")
         home = os.path.join(work_root, *names)
-        env = task_env(spec, {**inherited.isolated(), **home_env(identity, Path(home))})
+        env = task_env(spec, {**inherited.isolated(), **home_env(identity, home)})
         cwd, work, uid, gid = spec.working_dir or home, (str(work_root), names), \
             identity.uid, identity.gid
     else:

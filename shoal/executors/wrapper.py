@@ -19,8 +19,10 @@ removes the cgroups, before it records the outcome.
 
 Usage: `python -I wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> [args…]`,
 or `python -I wrapper.py --serve [--native WRAPPER]`: the executor's launcher
-(`shoal.executors.launcher`), which forks a wrapper per request — the same `run_task`,
-without a fresh interpreter — or spawns WRAPPER, `wrapper.c` compiled
+(`shoal.executors.launcher`), which claims the attempts the executor sends it whole
+(`_claimed`, with `claims.py` beside this file: the launcher alone may import it) and
+forks a wrapper per request — the same `run_task`, without a fresh interpreter — or
+spawns WRAPPER, `wrapper.c` compiled
 (`shoal.executors.native`), which keeps every record of this file's, field for field:
 a change to what this wrapper records is a change to `wrapper.c` too, and the executor
 tests run on both.
