@@ -33,13 +33,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from shoal.executors.claims import _write as claims_write
+from shoal.executors.claims import make_cgroups
 from shoal.executors.wrapper import CGROUP_PROCS
-
-#: The CFS period: a task with a request of `c` millicores gets c/1000 of it per period.
-CPU_PERIOD_US = 100_000
-#: The kernel's smallest CFS quota.
-MIN_CPU_QUOTA_US = 1_000
-MIB = 1 << 20
 
 
 class CgroupVersion(StrEnum):
@@ -84,82 +80,34 @@ class TaskCgroups:
     def paths(self, key: str) -> tuple[Path, ...]:
         """The cgroups of the task attempt named by `key` (its task directory): one per
         hierarchy used, memory's first."""
+        return tuple(Path(leaf) for leaf in self.leaves(key))
+
+    def leaves(self, key: str) -> tuple[str, ...]:
+        """`paths(key)` as strings (what a launch sends its launcher)."""
         leaf = "task-" + hashlib.sha256(key.encode()).hexdigest()[:20]
         parents = (self.memory_parent or self.cpu_parent,) \
             if self.version is CgroupVersion.V2 else (self.memory_parent, self.cpu_parent)
-        return tuple(parent / leaf for parent in parents if parent is not None)
+        return tuple(f"{parent}/{leaf}" for parent in parents if parent is not None)
 
     def create(self, key: str, limits: TaskLimits) -> tuple[Path, ...]:
         """Make the cgroups of one task attempt (`paths(key)`) afresh with `limits`.
-        Raises OSError when the kernel refuses."""
+        Raises OSError when the kernel refuses (`claims.make_cgroups`, which the
+        executor's launcher runs for the attempts it claims)."""
         paths = self.paths(key)
-        made: list[Path] = []
-        try:
-            if self.version is CgroupVersion.V2:
-                made.append(_fresh(paths[0]))
-                if self.memory_parent is not None and limits.memory_mib > 0:
-                    _write(made[0] / "memory.max", str(limits.memory_mib * MIB))
-                    with contextlib.suppress(FileNotFoundError):
-                        _write(made[0] / "memory.swap.max", "0")
-                if self.cpu_parent is not None and limits.cpu_millis > 0:
-                    _write(made[0] / "cpu.max", f"{_quota(limits.cpu_millis)} {CPU_PERIOD_US}")
-                return tuple(made)
-            if self.memory_parent is not None:
-                made.append(_fresh(paths[0]))
-                if limits.memory_mib > 0:
-                    size = str(limits.memory_mib * MIB)
-                    _write(made[-1] / "memory.limit_in_bytes", size)
-                    # memsw ≥ memory is the kernel's rule: set after it, same value ⇒ no swap.
-                    with contextlib.suppress(FileNotFoundError):
-                        _write(made[-1] / "memory.memsw.limit_in_bytes", size)
-            if self.cpu_parent is not None:
-                made_now = _make(paths[-1])
-                made.append(paths[-1])
-                if limits.cpu_millis > 0:
-                    # A cgroup made now has the kernel's period, which is CPU_PERIOD_US:
-                    # not written again (each write ~30 µs of the launch's CPU).
-                    if not made_now:
-                        _write(made[-1] / "cpu.cfs_period_us", str(CPU_PERIOD_US))
-                    _write(made[-1] / "cpu.cfs_quota_us", str(_quota(limits.cpu_millis)))
-            return tuple(made)
-        except OSError:
-            for cgroup in made:
-                with contextlib.suppress(OSError):
-                    cgroup.rmdir()
-            raise
+        make_cgroups([str(p) for p in paths], v2=self.version is CgroupVersion.V2,
+                     memory=self.memory_parent is not None, cpu=self.cpu_parent is not None,
+                     memory_mib=limits.memory_mib, cpu_millis=limits.cpu_millis)
+        return paths
 
-
-def _quota(cpu_millis: int) -> int:
-    return max(MIN_CPU_QUOTA_US, cpu_millis * CPU_PERIOD_US // 1000)
-
-
-def _fresh(path: Path) -> Path:
-    """A new, empty cgroup at `path` (`_make`)."""
-    _make(path)
-    return path
-
-
-def _make(path: Path) -> bool:
-    """Make an empty cgroup at `path`; whether it was made now. One left by an earlier
-    start of the same attempt (its executor died between making it and starting the task)
-    is reused once empty."""
-    try:
-        os.mkdir(path)
-    except FileExistsError:
-        if (path / CGROUP_PROCS).read_text(encoding="ascii").split():
-            raise OSError(errno.EBUSY, f"cgroup {path} still holds processes") from None
-        return False
-    return True
+    def spec(self, limits: TaskLimits) -> dict[str, bool | int]:
+        """`claims.make_cgroups`' keyword arguments for an attempt with `limits`."""
+        return {"v2": self.version is CgroupVersion.V2,
+                "memory": self.memory_parent is not None, "cpu": self.cpu_parent is not None,
+                "memory_mib": limits.memory_mib, "cpu_millis": limits.cpu_millis}
 
 
 def _write(path: Path, value: str) -> None:
-    # On the descriptor: a text file object would also ask whether it is a terminal and
-    # where it stands, system calls each launch paid for nothing.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
-    try:
-        os.write(fd, value.encode("ascii"))
-    finally:
-        os.close(fd)
+    claims_write(str(path), value)
 
 
 # ---- detection ------------------------------------------------------------------------------

@@ -75,6 +75,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from shoal.api.defaults import TASK_USER_PREFIX
+from shoal.executors.claims import WorkDirError, owned_dirs
 
 #: The comment every account Shoal creates carries; nothing else is taken for Shoal's.
 ACCOUNT_COMMENT = "shoal task user"
@@ -258,41 +259,13 @@ def check_work_root(root: Path) -> Path:
 def task_work_dir(root: Path, identity: Identity, parts: tuple[str, ...]) -> Path:
     """`<root>/<user>/<parts…>`, each directory owned by the task's user and 0700, made
     without following a link at any step: the user owns them, and a link it planted must
-    not let us create or chown anything elsewhere."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    not let us create or chown anything elsewhere (`claims.owned_dirs`, which the
+    executor's launcher runs for the attempts it claims)."""
     try:
-        for name in (identity.name, *parts):
-            child = _owned_child(fd, name, identity)
-            os.close(fd)
-            fd = child
-    finally:
-        os.close(fd)
+        owned_dirs(str(root), identity.uid, identity.gid, (identity.name, *parts))
+    except WorkDirError as exc:
+        raise IsolationError(str(exc)) from None
     return root.joinpath(identity.name, *parts)
-
-
-def _owned_child(parent: int, name: str, identity: Identity) -> int:
-    """Open (making it if missing) directory `name` in `parent`, owned by `identity`, 0700;
-    returns its descriptor."""
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(name, 0o700, dir_fd=parent)
-    try:
-        child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
-    except OSError as exc:
-        raise IsolationError(f"working directory {name!r}: {exc.strerror} (a link is never "
-                             f"followed)") from None
-    try:
-        info = os.fstat(child)
-        if (info.st_uid, info.st_gid) != (identity.uid, identity.gid):
-            if info.st_uid not in (os.geteuid(), identity.uid):
-                raise IsolationError(f"working directory {name!r} belongs to uid "
-                                     f"{info.st_uid}")
-            os.fchown(child, identity.uid, identity.gid)
-        if stat.S_IMODE(info.st_mode) != 0o700:  # one made here is 0700 already
-            os.fchmod(child, 0o700)
-    except BaseException:
-        os.close(child)
-        raise
-    return child
 
 
 def base_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -301,7 +274,7 @@ def base_env(environ: Mapping[str, str]) -> dict[str, str]:
             if k in BASE_ENV or k.startswith(_BASE_PREFIXES)}
 
 
-def home_env(identity: Identity, home: Path) -> dict[str, str]:
+def home_env(identity: Identity, home: Path | str) -> dict[str, str]:
     return {"HOME": str(home), "USER": identity.name, "LOGNAME": identity.name,
             "SHELL": "/bin/sh"}
 

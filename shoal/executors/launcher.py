@@ -17,6 +17,11 @@ Where this machine has a C compiler, the launcher spawns the compiled wrapper in
 `posix_spawn`, which copies nothing of the launcher: ~3 ms of CPU per task instead of ~8
 on a loaded 2-core machine. A request it cannot spawn is forked as above.
 
+The local executor sends its launches whole (`shoal.executors.local_launch`): the launcher
+first claims the attempt (its private directories, the exclusive `launch.json`, its user's
+working directory, its cgroups: `shoal.executors.claims`, loaded by path), then starts its
+wrapper; an attempt found claimed is answered so, and the executor decides as it did.
+
 The forked wrappers are detached (`setsid`): they outlive the launcher, the executor and
 the server. The launcher lives as long as the executor's end of its pipe: when the server
 dies, it reads the end of its input and exits, and what it forked runs on, to be adopted.
@@ -85,6 +90,27 @@ class Forked:
     been forked, and its pid record says which one runs it."""
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The launcher's answer to one request."""
+
+    reply: dict[str, Any] | None
+    """None: no answer came, from two launchers (both died): what became of the request is
+    unknown, and only the attempt's records can say."""
+    resent: bool
+    """The request was sent again to a new launcher (`Forked.resent`)."""
+
+
+def forked(answer: Answer) -> Forked | LaunchError:
+    """The wrapper an answer says was started, or why none was."""
+    reply = answer.reply
+    if reply is None:
+        return LaunchError("the launcher died twice while starting the task's wrapper")
+    if "error" in reply:
+        return LaunchError(f"cannot start the task's wrapper: {reply['error']}")
+    return Forked(int(reply["pid"]), float(reply["start_time"]), answer.resent)
+
+
 class Launcher:
     """The executor's side of its launcher process (started on the first request). Safe to
     call from several threads: requests are answered one at a time, in order."""
@@ -119,13 +145,19 @@ class Launcher:
         The requests are sent together, BATCH at a time, and answered together: one
         exchange with the launcher, not one per task. A launcher that died part-way is
         started again and sent the requests it left unanswered (`Forked.resent`)."""
-        forked: list[Forked | LaunchError] = []
-        with self._lock:
-            for first in range(0, len(requests), BATCH):
-                forked += self._fork_batch([r.line() for r in requests[first:first + BATCH]])
-        return forked
+        return [forked(answer) for answer in self.ask_many([r.line() for r in requests])]
 
-    def _fork_batch(self, lines: list[bytes]) -> list[Forked | LaunchError]:
+    def ask_many(self, lines: Sequence[bytes]) -> list[Answer]:
+        """Send these requests (JSON lines: `LaunchRequest.line`, or the claims of
+        `shoal.executors.local_launch`) and read their answers, in order, as `fork_many`
+        does."""
+        answers: list[Answer] = []
+        with self._lock:
+            for first in range(0, len(lines), BATCH):
+                answers += self._ask_batch(list(lines[first:first + BATCH]))
+        return answers
+
+    def _ask_batch(self, lines: list[bytes]) -> list[Answer]:
         answers = self._ask(lines)
         resent = [i for i, answer in enumerate(answers) if answer is None]
         if resent:
@@ -135,18 +167,7 @@ class Launcher:
             if any(answers[i] is None for i in resent):
                 self._discard()
         again = set(resent)
-        results: list[Forked | LaunchError] = []
-        for i, answer in enumerate(answers):
-            if answer is None:
-                results.append(LaunchError(
-                    "the launcher died twice while starting the task's wrapper"))
-            elif "error" in answer:
-                results.append(LaunchError(
-                    f"cannot start the task's wrapper: {answer['error']}"))
-            else:
-                results.append(Forked(int(answer["pid"]), float(answer["start_time"]),
-                                      i in again))
-        return results
+        return [Answer(answer, i in again) for i, answer in enumerate(answers)]
 
     def close(self) -> None:
         """End the launcher (the wrappers it forked run on)."""

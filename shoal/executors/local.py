@@ -16,9 +16,10 @@ group id: stopping a task signals the whole group (the command and anything it s
 and everything in the task's cgroups when it has some (what left the group by `setsid`).
 The wrappers are forked by the executor's launcher process (`shoal.executors.launcher`),
 not started as fresh interpreters (`launcher=False` does that, for an executor that
-launches once); a batch of launches (`launch_many`) is claimed attempt by attempt, then
-forked from one exchange with the launcher. Job files, log reads and what a forgotten job
-leaves are `shoal.executors.local_files`'.
+launches once); a batch of launches (`launch_many`) is one exchange with the launcher, which
+claims, prepares and starts each attempt from one request (`shoal.executors.local_launch`:
+the server touches no file of it). Job files, log reads and what a forgotten job leaves
+are `shoal.executors.local_files`'.
 How tasks are kept apart from the server and from each other (OS users, working
 directories, limits) is `Isolation`, whose contract `shoal.executors.isolation` states; the
 executor's default, for tests that drive it directly, runs tasks as its own user. Everything
@@ -46,7 +47,7 @@ from typing import Any
 
 import psutil
 
-from shoal.executors import local_files, native
+from shoal.executors import local_files, local_launch, native, wrapper
 from shoal.executors.contract import (
     Executor,
     NodeHealth,
@@ -56,12 +57,12 @@ from shoal.executors.isolation import (
     Accounts,
     Identity,
     IsolationError,
-    base_env,
     home_env,
     task_work_dir,
 )
 from shoal.executors.launcher import WRAPPER, Forked, Launcher, LaunchRequest
 from shoal.executors.local_files import JobFiles, check_name
+from shoal.executors.local_launch import Inherited
 
 # Importable from here still: tests and benchmarks of other slices take it from this module.
 from shoal.executors.processes import (
@@ -98,7 +99,7 @@ from shoal.executors.wrapper import (
 Isolation = local_files.Isolation
 job_file_paths = local_files.job_file_paths
 
-LAUNCH_FILE = "launch.json"
+LAUNCH_FILE = wrapper.LAUNCH_FILE
 RELAUNCH_FILE = "relaunch.json"
 """The second, last claim of an attempt whose first claimant never started it."""
 DEFAULT_GRACE_PERIOD = 30.0
@@ -186,12 +187,16 @@ class LocalExecutor(JobFiles):
         return result
 
     def launch_many(self, specs: Sequence[TaskLaunch]) -> list[RunningTask | BaseException]:
-        """`launch` for each spec, in order, a launch that raised being its result; the
-        attempts claimed afresh are forked by the launcher from one request each, sent
-        together and answered together (`Launcher.fork_many`)."""
+        """`launch` for each spec, in order, a launch that raised being its result. With a
+        launcher, each attempt is one request that the launcher claims, prepares and
+        starts, sent together and answered together (`shoal.executors.local_launch`);
+        without, each is claimed and prepared here and started by path."""
+        inherited = Inherited(self._base_env)  # read once for the batch, not per task
+        if self._launcher is not None:
+            # Claimed, prepared and started by the launcher, off the server's GIL.
+            return local_launch.launch_many(self, self._launcher, specs, inherited)
         results: list[RunningTask | BaseException | None] = [None] * len(specs)
         forks: list[tuple[int, _Fork]] = []
-        inherited = _Inherited(self._base_env)  # read once for the batch, not per task
         for i, spec in enumerate(specs):
             try:
                 claimed = self._claim(spec)
@@ -247,13 +252,13 @@ class LocalExecutor(JobFiles):
         """Start the wrapper for a claimed attempt. `record_pid`: the handle is the started
         wrapper's (False: a relaunch, whose handle is whichever wrapper's exclusive pid
         record decides between it and a late first wrapper)."""
-        prepared = self._prepare(spec, task_dir, _Inherited(self._base_env),
+        prepared = self._prepare(spec, task_dir, Inherited(self._base_env),
                                  record_pid=record_pid)
         if isinstance(prepared, RunningTask):
             return prepared
         return self._started(prepared, self._fork_all([prepared])[0])
 
-    def _prepare(self, spec: TaskLaunch, task_dir: Path, inherited: _Inherited, *,
+    def _prepare(self, spec: TaskLaunch, task_dir: Path, inherited: Inherited, *,
                  record_pid: bool) -> RunningTask | _Fork:
         """What starting a claimed attempt's wrapper takes (its environment, user,
         cgroups); or, when it cannot start (a missing working directory, a refused user),
@@ -358,6 +363,20 @@ class LocalExecutor(JobFiles):
                              (spec.job, f"{spec.group}-{spec.index}"))
         env = task_env(spec, {**inherited, **home_env(identity, home)})
         return env, spec.working_dir or str(home)
+
+    @property
+    def accounts(self) -> Accounts:
+        """The OS users of this executor's tasks."""
+        return self._accounts
+
+    def cannot_start(self, handle: RunningTask, exc: Exception) -> RunningTask:
+        """Record that a claimed attempt could not start (nothing runs) and why."""
+        return _cannot_start(handle, exc)
+
+    def existing(self, task_dir: Path, spec: TaskLaunch | None, record: dict[str, Any]
+                 ) -> RunningTask:
+        """The handle of an attempt found claimed (`_existing`)."""
+        return self._existing(task_dir, spec, record)
 
     def _existing(self, task_dir: Path, spec: TaskLaunch | None, record: dict[str, Any]
                   ) -> RunningTask:
@@ -526,31 +545,6 @@ class LocalExecutor(JobFiles):
             except (ProcessLookupError, psutil.Error):
                 continue
         return False
-
-
-class _Inherited:
-    """What a batch's tasks inherit of the server's environment (`base_env`, else
-    `os.environ`), read once for the batch: `os.environ` decodes every variable each time
-    it is read, which was a tenth of a launch's Python in a burst."""
-
-    __slots__ = ("_base", "_isolated", "_whole")
-
-    def __init__(self, base: Mapping[str, str] | None) -> None:
-        self._base = base
-        self._whole: Mapping[str, str] | None = None
-        self._isolated: Mapping[str, str] | None = None
-
-    def whole(self) -> Mapping[str, str]:
-        """All of it: a task that runs as the server's user starts from it."""
-        if self._whole is None:
-            self._whole = dict(os.environ if self._base is None else self._base)
-        return self._whole
-
-    def isolated(self) -> Mapping[str, str]:
-        """Only `isolation.BASE_ENV` of it: a task that runs as its own user."""
-        if self._isolated is None:
-            self._isolated = base_env(os.environ if self._base is None else self._base)
-        return self._isolated
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 
+from shoal.executors import claims
 from shoal.executors.task import TaskPhase, TaskStatus
 
 #: psutil derives start times from boot time + clock ticks: equal for one process, but
@@ -84,43 +85,7 @@ def replace_file(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 def private_dirs(root: Path, path: Path) -> None:
     """`path` and its parents up to `root` made if missing, 0700 (root itself included)."""
-    # Strings, not `Path.parents`: this runs for every launch, a level's `in` test walked
-    # every parent again.
-    top = os.fspath(root)
-    below = top if top.endswith(os.sep) else top + os.sep
-    directory = os.fspath(path)
-    made = _made_dirs(directory)
-    while True:
-        # A level made here is 0700 already (every level is made so, not only the last):
-        # only those found are looked at.
-        if directory not in made and os.stat(directory).st_mode & 0o077:
-            os.chmod(directory, 0o700)
-        if directory == top or not directory.startswith(below):
-            break
-        directory = os.path.dirname(directory)
-
-
-def _made_dirs(directory: str) -> set[str]:
-    """Make `directory` and its missing parents, each 0700; the ones made now."""
-    try:
-        os.mkdir(directory, 0o700)
-    except FileExistsError:
-        if not os.path.isdir(directory):
-            raise
-        return set()
-    except FileNotFoundError:
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            raise
-        made = _made_dirs(parent)
-        try:
-            os.mkdir(directory, 0o700)
-        except FileExistsError:  # made meanwhile by another thread or process
-            if not os.path.isdir(directory):
-                raise
-            return made
-        return made | {directory}
-    return {directory}
+    claims.private_dirs(os.fspath(root), os.fspath(path))
 
 
 @contextlib.contextmanager

@@ -19,8 +19,10 @@ removes the cgroups, before it records the outcome.
 
 Usage: `python -I wrapper.py <task-dir> [--uid N --gid N] [--cgroup DIR]… -- <command> [args…]`,
 or `python -I wrapper.py --serve [--native WRAPPER]`: the executor's launcher
-(`shoal.executors.launcher`), which forks a wrapper per request — the same `run_task`,
-without a fresh interpreter — or spawns WRAPPER, `wrapper.c` compiled
+(`shoal.executors.launcher`), which claims the attempts the executor sends it whole
+(`_claimed`, with `claims.py` beside this file: the launcher alone may import it) and
+forks a wrapper per request — the same `run_task`, without a fresh interpreter — or
+spawns WRAPPER, `wrapper.c` compiled
 (`shoal.executors.native`), which keeps every record of this file's, field for field:
 a change to what this wrapper records is a change to `wrapper.c` too, and the executor
 tests run on both.
@@ -41,7 +43,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import Any
 
 PID_FILE = "pid.json"
@@ -328,6 +330,7 @@ def serve(native: str | None = None) -> int:
     task meanwhile: the executor skips zombies)."""
     import psutil
 
+    claims = _load_claims()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _keep_running)  # only the end of stdin ends the launcher
     replies = sys.stdout.buffer
@@ -344,11 +347,13 @@ def serve(native: str | None = None) -> int:
                 pending += chunk
             continue
         line, pending = pending.split(b"\n", 1)
-        reply: dict[str, Any]
+        reply: dict[str, Any] | None
         try:
             request = json.loads(line)
-            pid = _forked(request) if native is None else _spawned(request, native)
-            reply = {"pid": pid, "start_time": psutil.Process(pid).create_time()}
+            reply = None if "claim" not in request else _claimed(claims, request)
+            if reply is None:
+                pid = _forked(request) if native is None else _spawned(request, native)
+                reply = {"pid": pid, "start_time": psutil.Process(pid).create_time()}
         except Exception as exc:
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         replies.write(json.dumps(reply).encode() + b"\n")
@@ -356,6 +361,54 @@ def serve(native: str | None = None) -> int:
 
 
 STDIN = 0
+LAUNCH_FILE = "launch.json"
+"""An attempt's claim: whoever creates it (exclusively) starts the attempt."""
+
+
+def _load_claims() -> ModuleType:
+    """`claims.py`, beside this file, loaded by its path: run by path with `-I`, the
+    launcher has no `shoal` to import it from (nor wants one a task could plant)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("shoal_launch_claims",
+                                                  Path(__file__).with_name("claims.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _claimed(claims: ModuleType, request: dict[str, Any]) -> dict[str, Any] | None:
+    """Claim an attempt the executor sent whole (`shoal.executors.local_launch`): its
+    directories, its exclusive claim record, its user's working directory, its cgroups —
+    what the executor did on its own thread before. None: claimed and ready, start its
+    wrapper. Otherwise the reply: `refused` (nothing claimed: the executor raises it),
+    `claimed` (claimed before, by an earlier launcher or executor: the executor adopts it,
+    or claims it again, as it does any attempt found claimed), `not_started` (claimed, and
+    it cannot start: its status record says why, as the executor's own would)."""
+    claim = request["claim"]
+    task_dir = request["task_dir"]
+    try:
+        claims.private_dirs(claim["root"], task_dir)
+        claims.private_dirs(claim["root"], os.path.dirname(request["stdout"]))
+    except OSError as exc:
+        return {"refused": str(exc)}
+    if not create_json_exclusive(Path(task_dir, LAUNCH_FILE), claim["record"]):
+        return {"claimed": True}
+    try:
+        work = claim["work"]
+        if work is not None:
+            claims.owned_dirs(work[0], request["uid"], request["gid"], work[1])
+        claims.check_dir(claim["check_dir"])
+        if claim["cgroups"] is not None:
+            claims.make_cgroups(request["cgroups"], **claim["cgroups"])
+    except (OSError, claims.WorkDirError) as exc:
+        error = f"cannot start: {exc}"
+        write_json_atomic(Path(task_dir, STATUS_FILE), {
+            "exit_code": EXIT_NOT_FOUND, "signal": None, "error": error,
+            "finished_at": time.time()})
+        return {"not_started": error}
+    return None
 #: How often (s) an idle launcher reaps the wrappers it forked that have ended.
 REAP_INTERVAL = 1.0
 
