@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field
+from pydantic_core import to_json
 
 from shoal.api import (
     Job,
@@ -26,6 +27,7 @@ from shoal.server.shared_models import (
     OutModel,
     Quantities,
     fixed_size_nodes_out,
+    plain,
     quantities,
 )
 from shoal.spec import API_VERSION
@@ -265,14 +267,29 @@ class JobDeletionOut(OutModel):
     message: str
 
 
+# ---- from `shoal.api` and store objects ---------------------------------------------------
+# Each answer is built as `plain` data (`shoal.server.shared_models.plain`: the model's JSON
+# keys and defaults, no validation) from values the server made itself; a route that answers
+# with a model validates that data once (`JobOut.model_validate`), and a submission's answer
+# is that data written as JSON, with no model at all (`job_json`).
+
+
 def reason_out(reason: PendingReason | None) -> PendingReasonOut | None:
     return None if reason is None else PendingReasonOut(**reason.to_dict())
 
 
+def _reason(reason: PendingReason | None) -> dict[str, Any] | None:
+    return None if reason is None else plain(PendingReasonOut, **reason.to_dict())
+
+
+def _event(event: Event) -> dict[str, Any]:
+    return plain(EventOut, id=event.id, time=event.time, kind=event.kind, cause=event.cause,
+                 task=None if event.task is None else str(event.task),
+                 source=event.source, target=event.target)
+
+
 def event_out(event: Event) -> EventOut:
-    return EventOut(id=event.id, time=event.time, kind=event.kind, cause=event.cause,
-                    task=None if event.task is None else str(event.task),
-                    source=event.source, target=event.target)
+    return EventOut.model_validate(_event(event))
 
 
 def task_out(task: Task, elastic: Elasticity | None) -> TaskOut:
@@ -283,7 +300,7 @@ def task_out(task: Task, elastic: Elasticity | None) -> TaskOut:
                    elastic=elastic is not None and elastic.is_surplus(task.group, task.index))
 
 
-def _elastic_out(job: Job) -> ElasticOut | None:
+def _elastic(job: Job) -> dict[str, Any] | None:
     elastic = job.elastic
     if elastic is None:
         return None
@@ -292,34 +309,35 @@ def _elastic_out(job: Job) -> ElasticOut | None:
         step = "powerOfTwo"
     elif elastic.step is ScaleStep.FACTOR:
         step = {"factor": elastic.factor}
-    return ElasticOut(task_group=elastic.group, min_replicas=elastic.min_replicas,
-                      max_replicas=elastic.max_replicas, step=step,
-                      scale_cooldown=elastic.scale_cooldown, protect_for=job.protect_for)
+    return plain(ElasticOut, task_group=elastic.group, min_replicas=elastic.min_replicas,
+                 max_replicas=elastic.max_replicas, step=step,
+                 scale_cooldown=elastic.scale_cooldown, protect_for=job.protect_for)
 
 
-def _completion(min_succeeded: int | None, min_failed: int | None) -> CompletionOut | None:
+def _completion(min_succeeded: int | None, min_failed: int | None) -> dict[str, Any] | None:
     if min_succeeded is None and min_failed is None:
         return None
-    return CompletionOut(min_succeeded=min_succeeded, min_failed=min_failed)
+    return plain(CompletionOut, min_succeeded=min_succeeded, min_failed=min_failed)
 
 
-def _metadata(job: Job, imported: str | None) -> JobMetadataOut:
+def _metadata(job: Job, imported: str | None) -> dict[str, Any]:
     annotations = dict(job.annotations)
     if job.protect_for and job.elastic is None:
         annotations.setdefault(PROTECT, f"{job.protect_for:g}s")
-    return JobMetadataOut(name=job.name, user=job.user, creation_timestamp=job.submitted,
-                          annotations=annotations, labels=dict(job.labels), imported=imported)
+    return plain(JobMetadataOut, name=job.name, user=job.user,
+                 creation_timestamp=job.submitted, annotations=annotations,
+                 labels=dict(job.labels), imported=imported)
 
 
 def _status(summary: JobSummary, reason: PendingReason | None,
-            events: list[Event] | None = None) -> JobStatusOut:
+            events: list[Event] | None = None) -> dict[str, Any]:
     job = summary.job
-    return JobStatusOut(state=job.state.value, retries=job.retries,
-                        task_counts={s.value: n for s, n in summary.task_counts.items()},
-                        update_time=summary.updated, end_time=summary.ended,
-                        deleting=summary.delete_requested,
-                        elastic_size=summary.elastic_size, pending_reason=reason_out(reason),
-                        events=None if events is None else [event_out(e) for e in events])
+    return plain(JobStatusOut, state=job.state.value, retries=job.retries,
+                 task_counts={s.value: n for s, n in summary.task_counts.items()},
+                 update_time=summary.updated, end_time=summary.ended,
+                 deleting=summary.delete_requested,
+                 elastic_size=summary.elastic_size, pending_reason=_reason(reason),
+                 events=None if events is None else [_event(e) for e in events])
 
 
 def new_job_summary(job: Job, imported: str | None = None) -> JobSummary:
@@ -330,67 +348,87 @@ def new_job_summary(job: Job, imported: str | None = None) -> JobSummary:
                       imported=imported)
 
 
-def _policies_out(group: TaskGroup) -> list[FailurePolicyOut]:
+def _policies(group: TaskGroup) -> list[dict[str, Any]]:
     """A group's policies as its spec writes them, `TaskCompleted: CompleteJob` last."""
-    out = [FailurePolicyOut(event=e.value, action=a.value) for e, a in group.policies.items()]
+    out = [plain(FailurePolicyOut, event=e.value, action=a.value)
+           for e, a in group.policies.items()]
     if group.completes_job:
         event, action = COMPLETE_JOB_POLICY
-        out.append(FailurePolicyOut(event=event, action=action))
+        out.append(plain(FailurePolicyOut, event=event, action=action))
     return out
+
+
+def job_document(summary: JobSummary, reason: PendingReason | None = None,
+                 events: list[Event] | None = None) -> dict[str, Any]:
+    """`job_out`'s answer as `plain` data (`JobOut`'s JSON keys)."""
+    job = summary.job
+    groups = [plain(TaskGroupOut, name=g.name, replicas=g.replicas,
+                    resources=quantities(g.resources), command=list(g.command),
+                    env=dict(g.env), node_selector=dict(g.node_selector),
+                    working_dir=g.working_dir, task_retry_count=g.task_retry_count,
+                    completion=_completion(g.min_succeeded, None), policies=_policies(g),
+                    min_available=g.min_available, min_count=g.min_count, image=g.image)
+              for g in job.groups]
+    return plain(
+        JobOut,
+        metadata=_metadata(job, summary.imported),
+        spec=plain(JobSpecOut, scheduler_name=job.scheduler_name.value,
+                   min_available=job.min_available, queue=job.queue,
+                   min_resources=(None if job.min_resources is None
+                                  else quantities(job.min_resources)),
+                   priority_class_name=job.priority_class,
+                   completion=_completion(job.min_succeeded, job.min_failed),
+                   job_retry_count=job.job_retry_count, task_groups=groups,
+                   virtual_cluster=_job_vc(job.virtual_cluster),
+                   elastic=_elastic(job), preemptable=job.preemptable,
+                   freezing_window=job.freezing_window,
+                   checkpoint_interval=job.checkpoint_interval,
+                   service=_service(job.service), time_limit=job.time_limit,
+                   depends_on=list(job.depends_on), hold=job.held),
+        status=_status(summary, reason, events))
 
 
 def job_out(summary: JobSummary, reason: PendingReason | None = None,
             events: list[Event] | None = None) -> JobOut:
     """A job in full (its spec, its status with task counts), never its tasks."""
-    job = summary.job
-    groups = [TaskGroupOut(name=g.name, replicas=g.replicas, resources=quantities(g.resources),
-                           command=list(g.command), env=dict(g.env),
-                           node_selector=dict(g.node_selector), working_dir=g.working_dir,
-                           task_retry_count=g.task_retry_count,
-                           completion=_completion(g.min_succeeded, None),
-                           policies=_policies_out(g),
-                           min_available=g.min_available, min_count=g.min_count,
-                           image=g.image)
-              for g in job.groups]
-    return JobOut(
-        metadata=_metadata(job, summary.imported),
-        spec=JobSpecOut(scheduler_name=job.scheduler_name.value,
-                        min_available=job.min_available, queue=job.queue,
-                        min_resources=(None if job.min_resources is None
-                                       else quantities(job.min_resources)),
-                        priority_class_name=job.priority_class,
-                        completion=_completion(job.min_succeeded, job.min_failed),
-                        job_retry_count=job.job_retry_count, task_groups=groups,
-                        virtual_cluster=_job_vc_out(job.virtual_cluster),
-                        elastic=_elastic_out(job), preemptable=job.preemptable,
-                        freezing_window=job.freezing_window,
-                        checkpoint_interval=job.checkpoint_interval,
-                        service=_service_out(job.service), time_limit=job.time_limit,
-                        depends_on=list(job.depends_on), hold=job.held),
-        status=_status(summary, reason, events))
+    return JobOut.model_validate(job_document(summary, reason, events))
 
 
-def _service_out(service: Service | None) -> ServiceOut | None:
+def job_json(summary: JobSummary, reason: PendingReason | None,
+             jobs: list[str] | None) -> bytes:
+    """`job_out` with `jobs` set, as the JSON its `by_alias` serialisation writes, built
+    without a model: a submission's answer (the job is one the server has just read and
+    checked, its fields of their types)."""
+    document = job_document(summary, reason)
+    document["jobs"] = jobs
+    return to_json(document)
+
+
+def _service(service: Service | None) -> dict[str, Any] | None:
     if service is None:
         return None
-    return ServiceOut(task_group=service.group, hand_back=service.hand_back, schedule=[
-        QuietWindowOut(from_=time_of_day(w.start), to=time_of_day(w.end), replicas=w.replicas)
+    return plain(ServiceOut, task_group=service.group, hand_back=service.hand_back, schedule=[
+        plain(QuietWindowOut, from_=time_of_day(w.start), to=time_of_day(w.end),
+              replicas=w.replicas)
         for w in service.schedule])
 
 
 def job_summary_out(summary: JobSummary, reason: PendingReason | None) -> JobSummaryOut:
     job = summary.job
-    return JobSummaryOut(
+    return JobSummaryOut.model_validate(plain(
+        JobSummaryOut,
         metadata=_metadata(job, summary.imported),
-        spec=JobSummarySpecOut(queue=job.queue, scheduler_name=job.scheduler_name.value,
-                               priority_class_name=job.priority_class),
-        status=_status(summary, reason))
+        spec=plain(JobSummarySpecOut, queue=job.queue,
+                   scheduler_name=job.scheduler_name.value,
+                   priority_class_name=job.priority_class),
+        status=_status(summary, reason)))
 
 
-def _job_vc_out(vc: VirtualCluster | None) -> JobVirtualClusterOut | None:
+def _job_vc(vc: VirtualCluster | None) -> dict[str, Any] | None:
     if vc is None:
         return None
-    return JobVirtualClusterOut(name=vc.name, flexible_resource_min=quantities(vc.min),
-                                flexible_resource_max=vc.max.to_dict(),
-                                fixed_size_nodes=fixed_size_nodes_out(vc),
-                                flexible_idle_timeout=vc.idle_timeout)
+    return plain(JobVirtualClusterOut, name=vc.name, flexible_resource_min=quantities(vc.min),
+                 flexible_resource_max=vc.max.to_dict(),
+                 fixed_size_nodes=[group.model_dump(by_alias=True)
+                                   for group in fixed_size_nodes_out(vc)],
+                 flexible_idle_timeout=vc.idle_timeout)
