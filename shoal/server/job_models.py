@@ -413,15 +413,23 @@ def _service(service: Service | None) -> dict[str, Any] | None:
         for w in service.schedule])
 
 
-def job_summary_out(summary: JobSummary, reason: PendingReason | None) -> JobSummaryOut:
+def _job_summary(summary: JobSummary, reason: PendingReason | None) -> dict[str, Any]:
     job = summary.job
-    return JobSummaryOut.model_validate(plain(
-        JobSummaryOut,
-        metadata=_metadata(job, summary.imported),
-        spec=plain(JobSummarySpecOut, queue=job.queue,
-                   scheduler_name=job.scheduler_name.value,
-                   priority_class_name=job.priority_class),
-        status=_status(summary, reason)))
+    return plain(JobSummaryOut,
+                 metadata=_metadata(job, summary.imported),
+                 spec=plain(JobSummarySpecOut, queue=job.queue,
+                            scheduler_name=job.scheduler_name.value,
+                            priority_class_name=job.priority_class),
+                 status=_status(summary, reason))
+
+
+def job_summary_out(summary: JobSummary, reason: PendingReason | None) -> JobSummaryOut:
+    return JobSummaryOut.model_validate(_job_summary(summary, reason))
+
+
+def job_summary_json(summary: JobSummary, reason: PendingReason | None) -> bytes:
+    """`job_summary_out`'s `by_alias` JSON, built without a model (a watch's change)."""
+    return to_json(_job_summary(summary, reason))
 
 
 def _job_vc(vc: VirtualCluster | None) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from shoal.server.job_models import (
     job_document,
     job_json,
     job_out,
+    job_summary_json,
     job_summary_out,
     new_job_summary,
 )
@@ -78,9 +79,11 @@ def test_a_jobs_plain_answer_is_the_validated_models_json(summary: JobSummary) -
     validated = job_out(summary, REASON)
     validated.jobs = [summary.job.name, "other"]
     assert answer == validated.model_dump_json(by_alias=True).encode()
-    listed = job_summary_out(summary, None)
-    assert isinstance(listed, JobSummaryOut)
-    assert listed.metadata.name == summary.job.name
+    for reason in (None, REASON):
+        listed = job_summary_out(summary, reason)
+        assert isinstance(listed, JobSummaryOut)
+        assert job_summary_json(summary, reason) == \
+            listed.model_dump_json(by_alias=True).encode()
 
 
 def test_ints_in_float_fields_are_written_as_validation_writes_them() -> None:
@@ -95,6 +98,8 @@ def test_ints_in_float_fields_are_written_as_validation_writes_them() -> None:
     assert written == _validated(document)
     assert b'"creationTimestamp":1764280000.0' in written
     assert b'"timeLimit":3600.0' in written and b'"time":7.0' in written
+    assert job_summary_json(summary, REASON) == \
+        job_summary_out(summary, REASON).model_dump_json(by_alias=True).encode()
 
 
 def test_plain_keeps_the_models_order_and_defaults_and_refuses_what_it_would() -> None:
