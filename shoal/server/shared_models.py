@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,16 +26,11 @@ class OutModel(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
 
-@dataclass(frozen=True, slots=True)
-class _PlainField:
-    name: str
-    key: str
-    """Its name in JSON: the alias (answers are serialised `by_alias`), else the name."""
-    to_float: bool
-    """Declared `float` (or `float | None`): validation makes an int a float, which JSON
-    writes as `2.0`, not `2`."""
-    default: Any
-    factory: Callable[[], Any] | None
+_PlainField = tuple[str, str, bool, Any, "Callable[[], Any] | None"]
+"""A field as `plain` reads it: its name; its JSON key (the alias: answers are serialised
+`by_alias`); whether it is declared `float` (validation makes an int a float, which JSON
+writes `2.0`, not `2`); its default; its default factory. A tuple: unpacked in one step."""
+_MISSING = object()
 
 
 def _is_float(annotation: Any) -> bool:
@@ -49,10 +43,9 @@ def _is_float(annotation: Any) -> bool:
 
 @functools.cache
 def _plain_fields(model: type[BaseModel]) -> tuple[_PlainField, ...]:
-    return tuple(
-        _PlainField(name, field.alias or name, _is_float(field.annotation),
-                    field.default, field.default_factory)  # type: ignore[arg-type]
-        for name, field in model.model_fields.items())
+    return tuple((name, field.alias or name, _is_float(field.annotation), field.default,
+                  field.default_factory)  # type: ignore[misc]
+                 for name, field in model.model_fields.items())
 
 
 def plain(model: type[BaseModel], /, **values: Any) -> dict[str, Any]:
@@ -67,23 +60,20 @@ def plain(model: type[BaseModel], /, **values: Any) -> dict[str, Any]:
     (`tests/server/test_api30_plain_answers.py` compares the bytes). An unknown or a
     missing required field is a TypeError, as the model's own constructor would refuse."""
     out: dict[str, Any] = {}
-    used = 0
-    for field in _plain_fields(model):
-        if field.name in values:
-            value = values[field.name]
-            used += 1
-            if field.to_float and type(value) is int:
-                value = float(value)
-        elif field.factory is not None:
-            value = field.factory()
-        elif field.default is PydanticUndefined:
-            raise TypeError(f"{model.__name__}: missing required field {field.name!r}")
-        else:
-            value = field.default
-        out[field.key] = value
-    if used != len(values):
-        known = {field.name for field in _plain_fields(model)}
-        raise TypeError(f"{model.__name__}: unknown fields {sorted(set(values) - known)}")
+    for name, key, to_float, default, factory in _plain_fields(model):
+        value = values.pop(name, _MISSING)  # `values` is this call's own dict
+        if value is _MISSING:
+            if factory is not None:
+                value = factory()
+            elif default is PydanticUndefined:
+                raise TypeError(f"{model.__name__}: missing required field {name!r}")
+            else:
+                value = default
+        elif to_float and type(value) is int:
+            value = float(value)
+        out[key] = value
+    if values:
+        raise TypeError(f"{model.__name__}: unknown fields {sorted(values)}")
     return out
 
 

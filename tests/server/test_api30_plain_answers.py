@@ -1,7 +1,8 @@
-"""A job's answer is built as `plain` data, not as validated models (issue 18): its JSON
-must be byte for byte what the validated `JobOut` writes, for every kind of job the
-examples hold (imported ones, services, elastic jobs, a job's own virtual cluster), with
-ints where the answer declares floats, with a pending reason and with events."""
+"""A submission's answer and a watch's line are built as `plain` data, not as validated
+models (issue 18): their JSON must be byte for byte what the models `job_out` and
+`job_summary_out` build (and the model validated from the plain data) write, for every kind
+of job the examples hold (imported ones, services, elastic jobs, a job's own virtual
+cluster), with ints where the answer declares floats, with a pending reason and events."""
 
 from __future__ import annotations
 
@@ -73,8 +74,10 @@ def test_the_examples_hold_every_kind_of_job() -> None:
 def test_a_jobs_plain_answer_is_the_validated_models_json(summary: JobSummary) -> None:
     for reason, events in ((None, None), (REASON, EVENTS)):
         document = job_document(summary, reason, events)
-        assert to_json(document) == _validated(document)
-        assert job_out(summary, reason, events) == JobOut.model_validate(document)
+        written = to_json(document)
+        assert written == _validated(document)
+        assert written == job_out(summary, reason, events).model_dump_json(
+            by_alias=True).encode()
     answer = job_json(summary, REASON, [summary.job.name, "other"])
     validated = job_out(summary, REASON)
     validated.jobs = [summary.job.name, "other"]
@@ -98,6 +101,7 @@ def test_ints_in_float_fields_are_written_as_validation_writes_them() -> None:
     assert written == _validated(document)
     assert b'"creationTimestamp":1764280000.0' in written
     assert b'"timeLimit":3600.0' in written and b'"time":7.0' in written
+    assert written == job_out(summary, REASON, EVENTS).model_dump_json(by_alias=True).encode()
     assert job_summary_json(summary, REASON) == \
         job_summary_out(summary, REASON).model_dump_json(by_alias=True).encode()
 
