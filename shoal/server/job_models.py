@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field
+from pydantic_core import to_json
 
 from shoal.api import (
     Job,
@@ -26,6 +27,7 @@ from shoal.server.shared_models import (
     OutModel,
     Quantities,
     fixed_size_nodes_out,
+    plain,
     quantities,
 )
 from shoal.spec import API_VERSION
@@ -394,3 +396,148 @@ def _job_vc_out(vc: VirtualCluster | None) -> JobVirtualClusterOut | None:
                                 flexible_resource_max=vc.max.to_dict(),
                                 fixed_size_nodes=fixed_size_nodes_out(vc),
                                 flexible_idle_timeout=vc.idle_timeout)
+
+
+# ---- the same answers as plain data -------------------------------------------------------
+# A submission's answer (`job_json`) and a watch's change line (`job_summary_json`) are built
+# as `plain` data (`shoal.server.shared_models.plain`: the model's JSON keys and defaults,
+# nothing validated) from values the server made itself, and written by pydantic-core: five
+# validated models per answer were ~11 % of the submission route (issue 18). The routes that
+# answer with a model keep the builders above (for them, plain data validated once cost more
+# than the models built directly). `tests/server/test_api30_plain_answers.py` compares the
+# JSON of both, byte for byte, over every job of `examples/`.
+
+def _reason_data(reason: PendingReason | None) -> dict[str, Any] | None:
+    return None if reason is None else plain(PendingReasonOut, **reason.to_dict())
+
+
+def _event_data(event: Event) -> dict[str, Any]:
+    return plain(EventOut, id=event.id, time=event.time, kind=event.kind, cause=event.cause,
+                 task=None if event.task is None else str(event.task),
+                 source=event.source, target=event.target)
+
+
+def _elastic_data(job: Job) -> dict[str, Any] | None:
+    elastic = job.elastic
+    if elastic is None:
+        return None
+    step: int | str | dict[str, int] = 1
+    if elastic.step is ScaleStep.POWER_OF_TWO:
+        step = "powerOfTwo"
+    elif elastic.step is ScaleStep.FACTOR:
+        step = {"factor": elastic.factor}
+    return plain(ElasticOut, task_group=elastic.group, min_replicas=elastic.min_replicas,
+                 max_replicas=elastic.max_replicas, step=step,
+                 scale_cooldown=elastic.scale_cooldown, protect_for=job.protect_for)
+
+
+def _completion_data(min_succeeded: int | None,
+                     min_failed: int | None) -> dict[str, Any] | None:
+    if min_succeeded is None and min_failed is None:
+        return None
+    return plain(CompletionOut, min_succeeded=min_succeeded, min_failed=min_failed)
+
+
+def _metadata_data(job: Job, imported: str | None) -> dict[str, Any]:
+    annotations = dict(job.annotations)
+    if job.protect_for and job.elastic is None:
+        annotations.setdefault(PROTECT, f"{job.protect_for:g}s")
+    return plain(JobMetadataOut, name=job.name, user=job.user,
+                 creation_timestamp=job.submitted, annotations=annotations,
+                 labels=dict(job.labels), imported=imported)
+
+
+def _status_data(summary: JobSummary, reason: PendingReason | None,
+            events: list[Event] | None = None) -> dict[str, Any]:
+    job = summary.job
+    return plain(JobStatusOut, state=job.state.value, retries=job.retries,
+                 task_counts={s.value: n for s, n in summary.task_counts.items()},
+                 update_time=summary.updated, end_time=summary.ended,
+                 deleting=summary.delete_requested,
+                 elastic_size=summary.elastic_size, pending_reason=_reason_data(reason),
+                 events=None if events is None else [_event_data(e) for e in events])
+
+
+def _policies_data(group: TaskGroup) -> list[dict[str, Any]]:
+    """A group's policies as its spec writes them, `TaskCompleted: CompleteJob` last."""
+    out = [plain(FailurePolicyOut, event=e.value, action=a.value)
+           for e, a in group.policies.items()]
+    if group.completes_job:
+        event, action = COMPLETE_JOB_POLICY
+        out.append(plain(FailurePolicyOut, event=event, action=action))
+    return out
+
+
+def job_document(summary: JobSummary, reason: PendingReason | None = None,
+                 events: list[Event] | None = None) -> dict[str, Any]:
+    """`job_out`'s answer as `plain` data (`JobOut`'s JSON keys, its JSON's values)."""
+    job = summary.job
+    groups = [plain(TaskGroupOut, name=g.name, replicas=g.replicas,
+                    resources=quantities(g.resources), command=list(g.command),
+                    env=dict(g.env), node_selector=dict(g.node_selector),
+                    working_dir=g.working_dir, task_retry_count=g.task_retry_count,
+                    completion=_completion_data(g.min_succeeded, None),
+                    policies=_policies_data(g),
+                    min_available=g.min_available, min_count=g.min_count, image=g.image)
+              for g in job.groups]
+    return plain(
+        JobOut,
+        metadata=_metadata_data(job, summary.imported),
+        spec=plain(JobSpecOut, scheduler_name=job.scheduler_name.value,
+                   min_available=job.min_available, queue=job.queue,
+                   min_resources=(None if job.min_resources is None
+                                  else quantities(job.min_resources)),
+                   priority_class_name=job.priority_class,
+                   completion=_completion_data(job.min_succeeded, job.min_failed),
+                   job_retry_count=job.job_retry_count, task_groups=groups,
+                   virtual_cluster=_job_vc_data(job.virtual_cluster),
+                   elastic=_elastic_data(job), preemptable=job.preemptable,
+                   freezing_window=job.freezing_window,
+                   checkpoint_interval=job.checkpoint_interval,
+                   service=_service_data(job.service), time_limit=job.time_limit,
+                   depends_on=list(job.depends_on), hold=job.held),
+        status=_status_data(summary, reason, events))
+
+
+def job_json(summary: JobSummary, reason: PendingReason | None,
+             jobs: list[str] | None) -> bytes:
+    """`job_out` with `jobs` set, as the JSON its `by_alias` serialisation writes, built
+    without a model: a submission's answer (the job is one the server has just read and
+    checked, its fields of their types)."""
+    document = job_document(summary, reason)
+    document["jobs"] = jobs
+    return to_json(document)
+
+
+def _service_data(service: Service | None) -> dict[str, Any] | None:
+    if service is None:
+        return None
+    return plain(ServiceOut, task_group=service.group, hand_back=service.hand_back, schedule=[
+        plain(QuietWindowOut, from_=time_of_day(w.start), to=time_of_day(w.end),
+              replicas=w.replicas)
+        for w in service.schedule])
+
+
+def _job_summary_data(summary: JobSummary, reason: PendingReason | None) -> dict[str, Any]:
+    job = summary.job
+    return plain(JobSummaryOut,
+                 metadata=_metadata_data(job, summary.imported),
+                 spec=plain(JobSummarySpecOut, queue=job.queue,
+                            scheduler_name=job.scheduler_name.value,
+                            priority_class_name=job.priority_class),
+                 status=_status_data(summary, reason))
+
+
+def job_summary_json(summary: JobSummary, reason: PendingReason | None) -> bytes:
+    """`job_summary_out`'s `by_alias` JSON, built without a model (a watch's change)."""
+    return to_json(_job_summary_data(summary, reason))
+
+
+def _job_vc_data(vc: VirtualCluster | None) -> dict[str, Any] | None:
+    if vc is None:
+        return None
+    return plain(JobVirtualClusterOut, name=vc.name, flexible_resource_min=quantities(vc.min),
+                 flexible_resource_max=vc.max.to_dict(),
+                 fixed_size_nodes=[group.model_dump(by_alias=True)
+                                   for group in fixed_size_nodes_out(vc)],
+                 flexible_idle_timeout=vc.idle_timeout)

@@ -44,7 +44,7 @@ from fastapi.responses import StreamingResponse
 
 from shoal.api import JobState, PendingReason
 from shoal.server.errors import ApiError
-from shoal.server.job_models import job_summary_out
+from shoal.server.job_models import job_summary_json
 from shoal.server.logs import FollowSlots, SlotResponse
 from shoal.store import JobSummary, NotFoundError, Repository
 from shoal.store.job_changes import JobChange
@@ -121,7 +121,7 @@ class Change:
 
 def render(summary: JobSummary, reason: PendingReason | None) -> bytes:
     """A job as the list shows it, as one line of JSON."""
-    return job_summary_out(summary, reason).model_dump_json(by_alias=True).encode()
+    return job_summary_json(summary, reason)
 
 
 def changes(deleted: Iterable[JobSummary], present: Iterable[JobSummary],

@@ -45,7 +45,7 @@ half millisecond.
 The submission route is a direct route (`shoal.server.direct`): its endpoint's signature
 documents it, and `submit_request` resolves the user, the body and the `Idempotency-Key`
 header with the same functions and errors as FastAPI's dependencies would, then answers with
-the job serialised once — not validated again against the response model.
+the job's JSON built once from the job (`job_models.job_json`: no model validated).
 """
 
 import dataclasses
@@ -55,7 +55,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import TypeAdapter
 from starlette.background import BackgroundTask
 
 from shoal.api import (
@@ -79,6 +78,7 @@ from shoal.server.job_models import (
     OriginalOut,
     TaskPage,
     event_out,
+    job_json,
     job_out,
     job_summary_out,
     new_job_summary,
@@ -113,9 +113,6 @@ INLINE_PARSE_BYTES = 64 * 1024
 """Bodies up to this size are parsed on the event loop (the hop to a thread would cost as
 much as the work); a larger one, within the body limit, may take a second of CPU to read as
 YAML, and is parsed in the thread pool so that other requests are not held up meanwhile."""
-
-_JOB_OUT = TypeAdapter(JobOut)
-"""Serialises a submission's answer once (a direct route: see `shoal.server.direct`)."""
 
 
 def jobs_router(repository: Repository, scheduler: Scheduler,
@@ -217,9 +214,9 @@ def jobs_router(repository: Repository, scheduler: Scheduler,
         original = submission.originals.get(first.name)
         summary = (new_job_summary(first, None if original is None else original.format)
                    if created else repository.job_summary(first.name))
-        out = job_out(summary or new_job_summary(first), scheduler.pending_reason(first.name))
-        out.jobs = [job.name for job in saved]
-        return Response(_JOB_OUT.dump_json(out, by_alias=True), 201 if created else 200,
+        answer = job_json(summary or new_job_summary(first),
+                          scheduler.pending_reason(first.name), [job.name for job in saved])
+        return Response(answer, 201 if created else 200,
                         {"Location": f"/api/v1/jobs/{first.name}"}, "application/json",
                         # the loop is woken once the answer is out: see the module's docstring
                         after_answer if created else None)

@@ -165,7 +165,7 @@ class Submissions(JobNames):
         if not jobs:
             return ()
         now = self.clock()
-        pending = tuple(replace(job, state=JobState.PENDING, tasks=()) for job, _ in jobs)
+        pending = tuple(_as_pending(job) for job, _ in jobs)
         columns = [convert.job_columns(job, idempotency_key=key, now=now)
                    for job, (_, key) in zip(pending, jobs, strict=True)]
         try:
@@ -341,6 +341,15 @@ def _driver_statements(dialect: Dialect, job_keys: frozenset[str]
     return (compiled_for(_INSERT_JOB, dialect, job_keys),
             compiled_for(_INSERT_TASKS, dialect, _TASK_KEYS),
             compiled_for(_INSERT_EVENT, dialect, _EVENT_KEYS))
+
+
+def _as_pending(job: Job) -> Job:
+    """The job as it is stored new: PENDING, no tasks. A submission's job already is (the
+    API refuses a document with tasks, and the loader makes jobs PENDING): it is kept, not
+    copied — `replace` of a Job's 30 fields cost ~15 µs a submission (issue 18)."""
+    if job.state is JobState.PENDING and not job.tasks:
+        return job
+    return replace(job, state=JobState.PENDING, tasks=())
 
 
 def _driver_inserts(connection: Connection, columns: Sequence[dict[str, Any]],
