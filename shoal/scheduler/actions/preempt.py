@@ -68,8 +68,9 @@ to the next, a class answered by its verdict passed over whole until the next co
 it is offered cannot cover it, or nothing ranks behind it) is answered again from the
 numbers it read while they still say so, across cycles and commits
 (`shoal.scheduler.actions.short_searches`).
-A search the early judgement turned down on room is answered again while no capacity came
-back and nothing was filed behind its rank (`shoal.scheduler.actions.judged_searches`).
+A search the early judgement turned down on room is answered again while nothing was filed
+behind its rank and its room, counted again on what is free now with what its victims held
+then, still falls short (`shoal.scheduler.actions.judged_searches`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.
@@ -85,7 +86,8 @@ from typing import Any
 from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
-from shoal.core.nodes import FitMemo
+from shoal.api.resources import Resources
+from shoal.core.nodes import FitMemo, NodeState
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
 from shoal.scheduler.actions.judged_searches import JudgedSearches, KeptJudgements
 from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk, walkable
@@ -290,6 +292,7 @@ class Preemption(JudgedSearches):
         self.shorts = self.keeps_short and self.table is not None and _reads_shortly(type(self))
         self.judgements = judgements
         self._room_refused = False
+        self._room_freed: dict[int, tuple[NodeState, Resources]] = {}
         self._unsettled: list[tuple[JobInfo, Verdict]] = []
         """Jobs `answered` by a verdict since the quota tree's lending was last set: the
         last of them that wanted to preempt would have left it at its verdict's
