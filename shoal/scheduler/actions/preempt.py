@@ -86,8 +86,7 @@ from typing import Any
 from pydantic import Field
 
 from shoal.api.decisions import PendingKind, PendingReason, Resize
-from shoal.api.resources import Resources
-from shoal.core.nodes import FitMemo, NodeState
+from shoal.core.nodes import FitMemo
 from shoal.scheduler.actions.allocate import reservation_nodes, waits_for_backfill_only
 from shoal.scheduler.actions.judged_searches import JudgedSearches, KeptJudgements
 from shoal.scheduler.actions.preemptor_walk import PreemptorLines, PreemptorWalk, walkable
@@ -292,7 +291,6 @@ class Preemption(JudgedSearches):
         self.shorts = self.keeps_short and self.table is not None and _reads_shortly(type(self))
         self.judgements = judgements
         self._room_refused = False
-        self._room_freed: dict[int, tuple[NodeState, Resources]] = {}
         self._unsettled: list[tuple[JobInfo, Verdict]] = []
         """Jobs `answered` by a verdict since the quota tree's lending was last set: the
         last of them that wanted to preempt would have left it at its verdict's

@@ -71,7 +71,8 @@ class VictimListing(VictimTrials):
     (`shoal.scheduler.actions.judged_searches`)."""
     _room_freed: dict[int, tuple[NodeState, Resources]]
     """What the units behind the preemptor held per node when `_judged_early` last turned a
-    search down on room: its `JudgedVerdict` counts the room again with them."""
+    search down on room (set with `_room_refused`, read only while that holds): its
+    `JudgedVerdict` counts the room again with them."""
 
     by_start = True
     """Take each rank's victims in the score's order unit by unit from their kept
