@@ -68,8 +68,9 @@ to the next, a class answered by its verdict passed over whole until the next co
 it is offered cannot cover it, or nothing ranks behind it) is answered again from the
 numbers it read while they still say so, across cycles and commits
 (`shoal.scheduler.actions.short_searches`).
-A search the early judgement turned down on room is answered again while no capacity came
-back and nothing was filed behind its rank (`shoal.scheduler.actions.judged_searches`).
+A search the early judgement turned down on room is answered again while nothing was filed
+behind its rank and its room, counted again on what is free now with what its victims held
+then, still falls short (`shoal.scheduler.actions.judged_searches`).
 
 This module owns the action, its arguments and the search for victims; the trial placements
 that decide which chosen victims are needed are `shoal.scheduler.actions.victim_trials`.

@@ -24,6 +24,7 @@ from typing import Any
 from shoal.api.lifecycle import TaskState
 from shoal.api.queue_policy import QueuePreemption, WithinQueue
 from shoal.api.resources import Resources
+from shoal.core.nodes import NodeState
 from shoal.scheduler.actions.victim_trials import VictimTrials
 from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.jobs import JobInfo
@@ -68,6 +69,10 @@ class VictimListing(VictimTrials):
     """Whether `_judged_early` turned the search under way down on room, its policy noting
     nothing (`Preemption._preempt_for`): what a `JudgedVerdict` keeps
     (`shoal.scheduler.actions.judged_searches`)."""
+    _room_freed: dict[int, tuple[NodeState, Resources]]
+    """What the units behind the preemptor held per node when `_judged_early` last turned a
+    search down on room (set with `_room_refused`, read only while that holds): its
+    `JudgedVerdict` counts the room again with them."""
 
     by_start = True
     """Take each rank's victims in the score's order unit by unit from their kept
@@ -250,6 +255,7 @@ class VictimListing(VictimTrials):
         # under a las backlog room turns down most quota-bound searches, the quota none.
         if not self._room_after(preemptor, need, freed):
             self._room_refused = True  # kept by a `JudgedVerdict`: nothing read but room
+            self._room_freed = freed
             return False
         if not quota_bound:
             return True
