@@ -62,6 +62,8 @@ def over_flavors(resources: Resources) -> dict[str, int]:
 
 def unflavored(resources: Resources) -> Resources:
     """`resources` without any flavor dimension."""
+    if not resources.extras:  # most requests: asked per bind
+        return resources
     if not any(is_flavor_dimension(name) for name, _ in resources.extras):
         return resources
     return Resources.of(resources.cpu, resources.memory, resources.gpu,

@@ -156,6 +156,27 @@ class NodeState:
             return free
         return Resources.of(max(0, cpu), free.memory, free.gpu, dict(free.extras))
 
+    def first_short(self, request: Resources) -> str | None:
+        """`request.shortfall(self.free_for(request))[0]`, or None where nothing is short:
+        asked of every node a census finds taking none (`shoal.core.pool_census`), without
+        building the free vector, for a request of core dimensions on a node whose free
+        capacity is a valid vector (else, `free_for` itself: it raises as it did)."""
+        cpu, memory, gpu = self.cpu, self.memory, self.gpu
+        if request.extras or cpu < 0 or memory < 0 or gpu < 0 \
+                or (self.extras and not all(v >= 0 or k == PODS
+                                            for k, v in self.extras.items())):
+            short = request.shortfall(self.free_for(request))
+            return short[0] if short else None
+        if self.cpu_reserve and request.cpu and not request.gpu:  # `cpu_for`, inlined
+            cpu = max(0, cpu - gpu * self.cpu_reserve)
+        if request.cpu > cpu:
+            return "cpu"
+        if request.memory > memory:
+            return "memory"
+        if request.gpu > gpu:
+            return "gpu"
+        return None
+
     def free(self) -> Resources:
         extras = self.extras
         if self.pod_limited and extras[PODS] < 0:
@@ -170,7 +191,7 @@ class NodeState:
 class NodePool:
     """Nodes passing one set of static predicates, indexed by free GPU count."""
 
-    __slots__ = ("buckets", "censuses", "changed", "key", "lookup", "nodes")
+    __slots__ = ("buckets", "censuses", "changed", "key", "lookup", "nodes", "slots")
 
     def __init__(self, key: Hashable, nodes: Sequence[NodeState],
                  lookup: Sequence[NodeState]) -> None:
@@ -179,6 +200,9 @@ class NodePool:
         self.lookup = lookup
         """Every node of the cluster by ordinal; the buckets hold ordinals."""
         self.buckets: dict[int, SortedList[int]] = {}
+        self.slots: dict[int, int] = {}
+        """`gpu_slots` per GPU count, while no node moves between buckets (`_move`): after a
+        release every class of whole-node tasks asks it again, of a few GPU counts."""
         for state in self.nodes:
             self._add(state)
             state.pools.append(self)
@@ -218,13 +242,16 @@ class NodePool:
         bucket.add(state.ordinal)
 
     def _move(self, state: NodeState, old_gpu: int) -> None:
+        self.slots.clear()
         self.buckets[old_gpu if state.allocatable.gpu else CPU_ONLY].remove(state.ordinal)
         self._add(state)
 
     def gpu_slots(self, gpu: int) -> int:
         """An upper bound on how many tasks of `gpu` GPUs fit, from the buckets alone."""
-        slots: int = sum(len(b) * (level // gpu) for level, b in self.buckets.items()
-                         if level >= gpu)
+        slots = self.slots.get(gpu)
+        if slots is None:
+            slots = self.slots[gpu] = sum(len(b) * (level // gpu)
+                                          for level, b in self.buckets.items() if level >= gpu)
         return slots
 
     def candidates(self, request: Resources, spread: bool) -> Iterator[NodeState]:
@@ -429,6 +456,14 @@ class FitMemo:
                ) -> None:
         self.version += 1
         self._bounds[(pool.key, request)] = _Bound(self._cluster.release_epoch, replicas, note)
+
+    def entry(self, pool: NodePool, request: Resources) -> _Bound | None:
+        """The still-valid bound with its note (`bound` and `note` in one look-up), or None;
+        read only: the caller does not change it."""
+        entry = self._bounds.get((pool.key, request))
+        if entry is None or entry.epoch != self._cluster.release_epoch:
+            return None
+        return entry
 
     def note(self, pool: NodePool, request: Resources) -> object:
         """The note recorded with a still-valid bound, else None."""

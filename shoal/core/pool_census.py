@@ -32,8 +32,8 @@ def node_share(node: NodeState, request: Resources) -> Share:
     here = node.how_many(request)
     if here:
         return here, None, False
-    dims = request.shortfall(node.free_for(request)) or [PODS]
-    return 0, dims[0], dims[0] == "cpu" and request.cpu <= node.cpu
+    dim = node.first_short(request) or PODS
+    return 0, dim, dim == "cpu" and request.cpu <= node.cpu
 
 
 class Census:

@@ -42,6 +42,10 @@ class Eviction:
     reason: str
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
 class Ledger(Protocol):
     """Who learns of committed operations (the scheduler's session)."""
 
@@ -74,7 +78,12 @@ class Statement:
         gpus = self._cluster.take(node, request)
         if node.owner is None:  # a virtual node is its VC's own, outside the quota tree
             self._quota.charge(queue, request)
-        allocation = Allocation(task, queue, node, request, gpus)
+        allocation = _new(Allocation)  # `Allocation(...)`, without the frozen __init__'s
+        _set(allocation, "task", task)  # look-ups per field: one per replica placed
+        _set(allocation, "queue", queue)
+        _set(allocation, "node", node)
+        _set(allocation, "request", request)
+        _set(allocation, "gpus", gpus)
         self._operations.append(allocation)
         self._ledger.allocated(allocation)
         return allocation

@@ -14,7 +14,7 @@ kept per (pool, request) and redone only for the nodes that changed (`diagnose`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shoal.api.decisions import PendingKind, PendingReason
 from shoal.api.objects import TaskGroup, TaskRef
@@ -35,15 +35,18 @@ def place_replicas(session: Session, memo: FitMemo, statement: Statement, job: J
     the quota tree was just found to grant them all (`allocate.allocate_job`), and is not
     asked again."""
     request = group.resources
-    reason = session.user_allows(job, request.scale(len(indices)))
-    if reason is not None:
-        return reason
+    if session.model.users:  # else `user_allows` says yes without reading the request
+        reason = session.user_allows(job, request.scale(len(indices)))
+        if reason is not None:
+            return reason
     if session.model.reservations.on(job.account) or session.model.holds.on(job.account):
         indices = _onto_virtual_nodes(session, statement, job, group, indices)
         if not indices:
             return None
     count = len(indices)
-    surplus = all(job.is_surplus(group.name, i) for i in indices)
+    # Only an elastic job has surplus replicas (`JobInfo.is_surplus`).
+    surplus = not indices or (job.job.elastic is not None
+                              and all(job.is_surplus(group.name, i) for i in indices))
     # Bounds are only trusted (and only recorded) against committed state: a statement that
     # already holds tentative allocations sees less free capacity than the bound describes.
     trusted = statement.empty
@@ -130,6 +133,15 @@ class Diagnosis:
     kept: int = 0
     """Of the nodes short of CPU, those that have it free but keep it for their idle GPUs
     (gpu-discipline's `cpuReservedPerIdleGpu`)."""
+    main: str | None = field(init=False, compare=False)
+    """The dimension most nodes are short of (ties: the greatest name), None when none is:
+    what an unworded reason names, worked out once per count, not once per class asked
+    (`allocate.pool_short`)."""
+
+    def __post_init__(self) -> None:
+        short = self.short
+        object.__setattr__(self, "main", max(short, key=lambda d: (short[d], d))
+                           if short else None)
 
 
 def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
@@ -148,7 +160,7 @@ def insufficient(session: Session, pool: NodePool, group: TaskGroup, count: int,
         if memo is not None:
             memo.record(pool, request, fit, diagnosis)
     short = diagnosis.short
-    main = max(short, key=lambda d: (short[d], d)) if short else None
+    main = diagnosis.main
     if not session.worded:  # what decisions read of it, the count and bound kept as above
         return PendingReason(
             PendingKind.INSUFFICIENT_RESOURCES, UNWORDED,

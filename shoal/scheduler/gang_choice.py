@@ -77,13 +77,25 @@ class GangNeed:
             gang = session.min_tasks(job) if session.is_gang(job) else 0
             return GangNeed(max(at_least, least.count, gang), least.floors)
         count = max(at_least, session.min_tasks(job))
-        return GangNeed(count, tuple(job.shortfalls()) if session.is_gang(job) else ())
+        floors = tuple(job.shortfalls()) if job.floors and session.is_gang(job) else ()
+        if floors:
+            return GangNeed(count, floors)
+        # Without floors a need is its count alone: one value per count, made once (asked
+        # per preemptor searched, and per class shape counted, `ShortSearches._unfit_now`).
+        need = _PLAIN.get(count)
+        if need is None:
+            need = _PLAIN[count] = GangNeed(count)
+        return need
 
     def floor(self, group: str) -> int:
         for name, short in self.floors:
             if name == group:
                 return short
         return 0
+
+
+_PLAIN: dict[int, GangNeed] = {}
+"""`GangNeed(count)` per count (immutable values, shared)."""
 
 
 def least_admission(job: JobInfo) -> GangNeed:

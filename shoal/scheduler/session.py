@@ -367,7 +367,10 @@ class Session:
         return counts
 
     def spread(self, request: Resources) -> bool:
-        return any(p.spread(request) for p in self.hooks.search_orders)
+        orders = self.hooks.search_orders
+        if len(orders) == 1:  # the placement plugin alone, asked per placement
+            return bool(orders[0].spread(request))
+        return any(p.spread(request) for p in orders)
 
     # ---- placement ------------------------------------------------------------------------
 

@@ -413,17 +413,15 @@ def pool_short(session: Session, probe: Probe) -> PendingReason | None:
     request = probe.group.resources
     if pool is None or not pool.nodes or request.is_zero():
         return None
-    memo = session.fit_memo
     # A noted count comes with a bound (one memo entry): the bound is the one read, not the
     # GPU slots `pool_refusal` counts where there is none.
-    note = memo.note(pool, request)
-    if not isinstance(note, Diagnosis) or not note.short:
+    entry = session.fit_memo.entry(pool, request)
+    if entry is None:
         return None
-    bound = memo.bound(pool, request)
-    if bound is None or bound >= probe.count:
+    note = entry.note
+    if not isinstance(note, Diagnosis) or note.main is None or entry.replicas >= probe.count:
         return None
-    short = note.short
-    main = max(short, key=lambda d: (short[d], d))
+    main = note.main
     # `insufficient`'s unworded reason through `gang_reason`: the root's refusal of that
     # dimension, field for field, but for a node pool full by task count.
     return None if main == PODS else _short_reason(probe, main)

@@ -54,14 +54,26 @@ class Placement:
         """Binpack: the node's weighted utilisation after placement; spread: what stays free.
         Both in [0, 1]."""
         alloc = node.allocatable
+        binpack = self.strategy is Strategy.BINPACK
         score = weight = 0.0
-        for dim, free, cap, need in (("gpu", node.gpu, alloc.gpu, request.gpu),
-                                     ("cpu", node.cpu, alloc.cpu, request.cpu),
-                                     ("memory", node.memory, alloc.memory, request.memory)):
-            if cap <= 0:
-                continue
-            w = WEIGHTS[dim]
-            used_after = (cap - free + need) / cap
-            score += w * (used_after if self.strategy is Strategy.BINPACK else 1.0 - used_after)
+        # GPU, CPU, memory, in that order (the sums' order: the same float as a loop's),
+        # spelt out: asked of up to `candidates` nodes per placement.
+        cap = alloc.gpu
+        if cap > 0:
+            w = WEIGHTS["gpu"]
+            used_after = (cap - node.gpu + request.gpu) / cap
+            score += w * (used_after if binpack else 1.0 - used_after)
+            weight += w
+        cap = alloc.cpu
+        if cap > 0:
+            w = WEIGHTS["cpu"]
+            used_after = (cap - node.cpu + request.cpu) / cap
+            score += w * (used_after if binpack else 1.0 - used_after)
+            weight += w
+        cap = alloc.memory
+        if cap > 0:
+            w = WEIGHTS["memory"]
+            used_after = (cap - node.memory + request.memory) / cap
+            score += w * (used_after if binpack else 1.0 - used_after)
             weight += w
         return score / weight if weight else 0.0
