@@ -6,7 +6,8 @@ names follow the `shoal/v1` Job document (`metadata.name`, `spec.taskGroups[]`,
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from pydantic import Field
 from pydantic_core import to_json
@@ -267,14 +268,36 @@ class JobDeletionOut(OutModel):
     message: str
 
 
+#: How an answer's parts are made: `_validated` (the models, for the routes that answer with
+#: one) or `shared_models.plain` (their JSON data, nothing validated: a submission's answer
+#: and a watch's line, from values the server has just read and checked; five validated
+#: models per answer were ~11 % of the submission route, issue 18 — for the model routes,
+#: plain data validated once cost more than the models built directly). One builder per
+#: part serves both, so the two cannot drift; `tests/server/test_api30_plain_answers.py`
+#: compares their JSON byte for byte over every job of `examples/`.
+Make = Callable[..., Any]
+
+
+def _validated(model: type[OutModel], /, **values: Any) -> Any:
+    return model(**values)
+
+
+def _reason(make: Make, reason: PendingReason | None) -> Any:
+    return None if reason is None else make(PendingReasonOut, **reason.to_dict())
+
+
 def reason_out(reason: PendingReason | None) -> PendingReasonOut | None:
-    return None if reason is None else PendingReasonOut(**reason.to_dict())
+    return cast("PendingReasonOut | None", _reason(_validated, reason))
+
+
+def _event(make: Make, event: Event) -> Any:
+    return make(EventOut, id=event.id, time=event.time, kind=event.kind, cause=event.cause,
+                task=None if event.task is None else str(event.task),
+                source=event.source, target=event.target)
 
 
 def event_out(event: Event) -> EventOut:
-    return EventOut(id=event.id, time=event.time, kind=event.kind, cause=event.cause,
-                    task=None if event.task is None else str(event.task),
-                    source=event.source, target=event.target)
+    return cast(EventOut, _event(_validated, event))
 
 
 def task_out(task: Task, elastic: Elasticity | None) -> TaskOut:
@@ -285,7 +308,7 @@ def task_out(task: Task, elastic: Elasticity | None) -> TaskOut:
                    elastic=elastic is not None and elastic.is_surplus(task.group, task.index))
 
 
-def _elastic_out(job: Job) -> ElasticOut | None:
+def _elastic(make: Make, job: Job) -> Any:
     elastic = job.elastic
     if elastic is None:
         return None
@@ -294,34 +317,35 @@ def _elastic_out(job: Job) -> ElasticOut | None:
         step = "powerOfTwo"
     elif elastic.step is ScaleStep.FACTOR:
         step = {"factor": elastic.factor}
-    return ElasticOut(task_group=elastic.group, min_replicas=elastic.min_replicas,
-                      max_replicas=elastic.max_replicas, step=step,
-                      scale_cooldown=elastic.scale_cooldown, protect_for=job.protect_for)
+    return make(ElasticOut, task_group=elastic.group, min_replicas=elastic.min_replicas,
+                max_replicas=elastic.max_replicas, step=step,
+                scale_cooldown=elastic.scale_cooldown, protect_for=job.protect_for)
 
 
-def _completion(min_succeeded: int | None, min_failed: int | None) -> CompletionOut | None:
+def _completion(make: Make, min_succeeded: int | None, min_failed: int | None) -> Any:
     if min_succeeded is None and min_failed is None:
         return None
-    return CompletionOut(min_succeeded=min_succeeded, min_failed=min_failed)
+    return make(CompletionOut, min_succeeded=min_succeeded, min_failed=min_failed)
 
 
-def _metadata(job: Job, imported: str | None) -> JobMetadataOut:
+def _metadata(make: Make, job: Job, imported: str | None) -> Any:
     annotations = dict(job.annotations)
     if job.protect_for and job.elastic is None:
         annotations.setdefault(PROTECT, f"{job.protect_for:g}s")
-    return JobMetadataOut(name=job.name, user=job.user, creation_timestamp=job.submitted,
-                          annotations=annotations, labels=dict(job.labels), imported=imported)
+    return make(JobMetadataOut, name=job.name, user=job.user,
+                creation_timestamp=job.submitted, annotations=annotations,
+                labels=dict(job.labels), imported=imported)
 
 
-def _status(summary: JobSummary, reason: PendingReason | None,
-            events: list[Event] | None = None) -> JobStatusOut:
+def _status(make: Make, summary: JobSummary, reason: PendingReason | None,
+            events: list[Event] | None = None) -> Any:
     job = summary.job
-    return JobStatusOut(state=job.state.value, retries=job.retries,
-                        task_counts={s.value: n for s, n in summary.task_counts.items()},
-                        update_time=summary.updated, end_time=summary.ended,
-                        deleting=summary.delete_requested,
-                        elastic_size=summary.elastic_size, pending_reason=reason_out(reason),
-                        events=None if events is None else [event_out(e) for e in events])
+    return make(JobStatusOut, state=job.state.value, retries=job.retries,
+                task_counts={s.value: n for s, n in summary.task_counts.items()},
+                update_time=summary.updated, end_time=summary.ended,
+                deleting=summary.delete_requested,
+                elastic_size=summary.elastic_size, pending_reason=_reason(make, reason),
+                events=None if events is None else [_event(make, e) for e in events])
 
 
 def new_job_summary(job: Job, imported: str | None = None) -> JobSummary:
@@ -332,171 +356,56 @@ def new_job_summary(job: Job, imported: str | None = None) -> JobSummary:
                       imported=imported)
 
 
-def _policies_out(group: TaskGroup) -> list[FailurePolicyOut]:
+def _policies(make: Make, group: TaskGroup) -> list[Any]:
     """A group's policies as its spec writes them, `TaskCompleted: CompleteJob` last."""
-    out = [FailurePolicyOut(event=e.value, action=a.value) for e, a in group.policies.items()]
+    out = [make(FailurePolicyOut, event=e.value, action=a.value)
+           for e, a in group.policies.items()]
     if group.completes_job:
         event, action = COMPLETE_JOB_POLICY
-        out.append(FailurePolicyOut(event=event, action=action))
+        out.append(make(FailurePolicyOut, event=event, action=action))
     return out
+
+
+def _job(make: Make, summary: JobSummary, reason: PendingReason | None,
+         events: list[Event] | None) -> Any:
+    job = summary.job
+    groups = [make(TaskGroupOut, name=g.name, replicas=g.replicas,
+                   resources=quantities(g.resources), command=list(g.command),
+                   env=dict(g.env), node_selector=dict(g.node_selector),
+                   working_dir=g.working_dir, task_retry_count=g.task_retry_count,
+                   completion=_completion(make, g.min_succeeded, None),
+                   policies=_policies(make, g),
+                   min_available=g.min_available, min_count=g.min_count, image=g.image)
+              for g in job.groups]
+    return make(
+        JobOut,
+        metadata=_metadata(make, job, summary.imported),
+        spec=make(JobSpecOut, scheduler_name=job.scheduler_name.value,
+                  min_available=job.min_available, queue=job.queue,
+                  min_resources=(None if job.min_resources is None
+                                 else quantities(job.min_resources)),
+                  priority_class_name=job.priority_class,
+                  completion=_completion(make, job.min_succeeded, job.min_failed),
+                  job_retry_count=job.job_retry_count, task_groups=groups,
+                  virtual_cluster=_job_vc(make, job.virtual_cluster),
+                  elastic=_elastic(make, job), preemptable=job.preemptable,
+                  freezing_window=job.freezing_window,
+                  checkpoint_interval=job.checkpoint_interval,
+                  service=_service(make, job.service), time_limit=job.time_limit,
+                  depends_on=list(job.depends_on), hold=job.held),
+        status=_status(make, summary, reason, events))
 
 
 def job_out(summary: JobSummary, reason: PendingReason | None = None,
             events: list[Event] | None = None) -> JobOut:
     """A job in full (its spec, its status with task counts), never its tasks."""
-    job = summary.job
-    groups = [TaskGroupOut(name=g.name, replicas=g.replicas, resources=quantities(g.resources),
-                           command=list(g.command), env=dict(g.env),
-                           node_selector=dict(g.node_selector), working_dir=g.working_dir,
-                           task_retry_count=g.task_retry_count,
-                           completion=_completion(g.min_succeeded, None),
-                           policies=_policies_out(g),
-                           min_available=g.min_available, min_count=g.min_count,
-                           image=g.image)
-              for g in job.groups]
-    return JobOut(
-        metadata=_metadata(job, summary.imported),
-        spec=JobSpecOut(scheduler_name=job.scheduler_name.value,
-                        min_available=job.min_available, queue=job.queue,
-                        min_resources=(None if job.min_resources is None
-                                       else quantities(job.min_resources)),
-                        priority_class_name=job.priority_class,
-                        completion=_completion(job.min_succeeded, job.min_failed),
-                        job_retry_count=job.job_retry_count, task_groups=groups,
-                        virtual_cluster=_job_vc_out(job.virtual_cluster),
-                        elastic=_elastic_out(job), preemptable=job.preemptable,
-                        freezing_window=job.freezing_window,
-                        checkpoint_interval=job.checkpoint_interval,
-                        service=_service_out(job.service), time_limit=job.time_limit,
-                        depends_on=list(job.depends_on), hold=job.held),
-        status=_status(summary, reason, events))
-
-
-def _service_out(service: Service | None) -> ServiceOut | None:
-    if service is None:
-        return None
-    return ServiceOut(task_group=service.group, hand_back=service.hand_back, schedule=[
-        QuietWindowOut(from_=time_of_day(w.start), to=time_of_day(w.end), replicas=w.replicas)
-        for w in service.schedule])
-
-
-def job_summary_out(summary: JobSummary, reason: PendingReason | None) -> JobSummaryOut:
-    job = summary.job
-    return JobSummaryOut(
-        metadata=_metadata(job, summary.imported),
-        spec=JobSummarySpecOut(queue=job.queue, scheduler_name=job.scheduler_name.value,
-                               priority_class_name=job.priority_class),
-        status=_status(summary, reason))
-
-
-def _job_vc_out(vc: VirtualCluster | None) -> JobVirtualClusterOut | None:
-    if vc is None:
-        return None
-    return JobVirtualClusterOut(name=vc.name, flexible_resource_min=quantities(vc.min),
-                                flexible_resource_max=vc.max.to_dict(),
-                                fixed_size_nodes=fixed_size_nodes_out(vc),
-                                flexible_idle_timeout=vc.idle_timeout)
-
-
-# ---- the same answers as plain data -------------------------------------------------------
-# A submission's answer (`job_json`) and a watch's change line (`job_summary_json`) are built
-# as `plain` data (`shoal.server.shared_models.plain`: the model's JSON keys and defaults,
-# nothing validated) from values the server made itself, and written by pydantic-core: five
-# validated models per answer were ~11 % of the submission route (issue 18). The routes that
-# answer with a model keep the builders above (for them, plain data validated once cost more
-# than the models built directly). `tests/server/test_api30_plain_answers.py` compares the
-# JSON of both, byte for byte, over every job of `examples/`.
-
-def _reason_data(reason: PendingReason | None) -> dict[str, Any] | None:
-    return None if reason is None else plain(PendingReasonOut, **reason.to_dict())
-
-
-def _event_data(event: Event) -> dict[str, Any]:
-    return plain(EventOut, id=event.id, time=event.time, kind=event.kind, cause=event.cause,
-                 task=None if event.task is None else str(event.task),
-                 source=event.source, target=event.target)
-
-
-def _elastic_data(job: Job) -> dict[str, Any] | None:
-    elastic = job.elastic
-    if elastic is None:
-        return None
-    step: int | str | dict[str, int] = 1
-    if elastic.step is ScaleStep.POWER_OF_TWO:
-        step = "powerOfTwo"
-    elif elastic.step is ScaleStep.FACTOR:
-        step = {"factor": elastic.factor}
-    return plain(ElasticOut, task_group=elastic.group, min_replicas=elastic.min_replicas,
-                 max_replicas=elastic.max_replicas, step=step,
-                 scale_cooldown=elastic.scale_cooldown, protect_for=job.protect_for)
-
-
-def _completion_data(min_succeeded: int | None,
-                     min_failed: int | None) -> dict[str, Any] | None:
-    if min_succeeded is None and min_failed is None:
-        return None
-    return plain(CompletionOut, min_succeeded=min_succeeded, min_failed=min_failed)
-
-
-def _metadata_data(job: Job, imported: str | None) -> dict[str, Any]:
-    annotations = dict(job.annotations)
-    if job.protect_for and job.elastic is None:
-        annotations.setdefault(PROTECT, f"{job.protect_for:g}s")
-    return plain(JobMetadataOut, name=job.name, user=job.user,
-                 creation_timestamp=job.submitted, annotations=annotations,
-                 labels=dict(job.labels), imported=imported)
-
-
-def _status_data(summary: JobSummary, reason: PendingReason | None,
-            events: list[Event] | None = None) -> dict[str, Any]:
-    job = summary.job
-    return plain(JobStatusOut, state=job.state.value, retries=job.retries,
-                 task_counts={s.value: n for s, n in summary.task_counts.items()},
-                 update_time=summary.updated, end_time=summary.ended,
-                 deleting=summary.delete_requested,
-                 elastic_size=summary.elastic_size, pending_reason=_reason_data(reason),
-                 events=None if events is None else [_event_data(e) for e in events])
-
-
-def _policies_data(group: TaskGroup) -> list[dict[str, Any]]:
-    """A group's policies as its spec writes them, `TaskCompleted: CompleteJob` last."""
-    out = [plain(FailurePolicyOut, event=e.value, action=a.value)
-           for e, a in group.policies.items()]
-    if group.completes_job:
-        event, action = COMPLETE_JOB_POLICY
-        out.append(plain(FailurePolicyOut, event=event, action=action))
-    return out
+    return cast(JobOut, _job(_validated, summary, reason, events))
 
 
 def job_document(summary: JobSummary, reason: PendingReason | None = None,
                  events: list[Event] | None = None) -> dict[str, Any]:
     """`job_out`'s answer as `plain` data (`JobOut`'s JSON keys, its JSON's values)."""
-    job = summary.job
-    groups = [plain(TaskGroupOut, name=g.name, replicas=g.replicas,
-                    resources=quantities(g.resources), command=list(g.command),
-                    env=dict(g.env), node_selector=dict(g.node_selector),
-                    working_dir=g.working_dir, task_retry_count=g.task_retry_count,
-                    completion=_completion_data(g.min_succeeded, None),
-                    policies=_policies_data(g),
-                    min_available=g.min_available, min_count=g.min_count, image=g.image)
-              for g in job.groups]
-    return plain(
-        JobOut,
-        metadata=_metadata_data(job, summary.imported),
-        spec=plain(JobSpecOut, scheduler_name=job.scheduler_name.value,
-                   min_available=job.min_available, queue=job.queue,
-                   min_resources=(None if job.min_resources is None
-                                  else quantities(job.min_resources)),
-                   priority_class_name=job.priority_class,
-                   completion=_completion_data(job.min_succeeded, job.min_failed),
-                   job_retry_count=job.job_retry_count, task_groups=groups,
-                   virtual_cluster=_job_vc_data(job.virtual_cluster),
-                   elastic=_elastic_data(job), preemptable=job.preemptable,
-                   freezing_window=job.freezing_window,
-                   checkpoint_interval=job.checkpoint_interval,
-                   service=_service_data(job.service), time_limit=job.time_limit,
-                   depends_on=list(job.depends_on), hold=job.held),
-        status=_status_data(summary, reason, events))
+    return cast("dict[str, Any]", _job(plain, summary, reason, events))
 
 
 def job_json(summary: JobSummary, reason: PendingReason | None,
@@ -509,35 +418,40 @@ def job_json(summary: JobSummary, reason: PendingReason | None,
     return to_json(document)
 
 
-def _service_data(service: Service | None) -> dict[str, Any] | None:
+def _service(make: Make, service: Service | None) -> Any:
     if service is None:
         return None
-    return plain(ServiceOut, task_group=service.group, hand_back=service.hand_back, schedule=[
-        plain(QuietWindowOut, from_=time_of_day(w.start), to=time_of_day(w.end),
-              replicas=w.replicas)
+    return make(ServiceOut, task_group=service.group, hand_back=service.hand_back, schedule=[
+        make(QuietWindowOut, from_=time_of_day(w.start), to=time_of_day(w.end),
+             replicas=w.replicas)
         for w in service.schedule])
 
 
-def _job_summary_data(summary: JobSummary, reason: PendingReason | None) -> dict[str, Any]:
+def _job_summary(make: Make, summary: JobSummary, reason: PendingReason | None) -> Any:
     job = summary.job
-    return plain(JobSummaryOut,
-                 metadata=_metadata_data(job, summary.imported),
-                 spec=plain(JobSummarySpecOut, queue=job.queue,
-                            scheduler_name=job.scheduler_name.value,
-                            priority_class_name=job.priority_class),
-                 status=_status_data(summary, reason))
+    return make(JobSummaryOut,
+                metadata=_metadata(make, job, summary.imported),
+                spec=make(JobSummarySpecOut, queue=job.queue,
+                          scheduler_name=job.scheduler_name.value,
+                          priority_class_name=job.priority_class),
+                status=_status(make, summary, reason))
+
+
+def job_summary_out(summary: JobSummary, reason: PendingReason | None) -> JobSummaryOut:
+    return cast(JobSummaryOut, _job_summary(_validated, summary, reason))
 
 
 def job_summary_json(summary: JobSummary, reason: PendingReason | None) -> bytes:
     """`job_summary_out`'s `by_alias` JSON, built without a model (a watch's change)."""
-    return to_json(_job_summary_data(summary, reason))
+    return to_json(_job_summary(plain, summary, reason))
 
 
-def _job_vc_data(vc: VirtualCluster | None) -> dict[str, Any] | None:
+def _job_vc(make: Make, vc: VirtualCluster | None) -> Any:
     if vc is None:
         return None
-    return plain(JobVirtualClusterOut, name=vc.name, flexible_resource_min=quantities(vc.min),
-                 flexible_resource_max=vc.max.to_dict(),
-                 fixed_size_nodes=[group.model_dump(by_alias=True)
-                                   for group in fixed_size_nodes_out(vc)],
-                 flexible_idle_timeout=vc.idle_timeout)
+    fixed: list[Any] = list(fixed_size_nodes_out(vc))
+    if make is not _validated:
+        fixed = [group.model_dump(by_alias=True) for group in fixed]
+    return make(JobVirtualClusterOut, name=vc.name, flexible_resource_min=quantities(vc.min),
+                flexible_resource_max=vc.max.to_dict(), fixed_size_nodes=fixed,
+                flexible_idle_timeout=vc.idle_timeout)
