@@ -8,11 +8,21 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from shoal.executors.contract import Executor, RecordedAttempt
 from shoal.executors.task import RunningTask, TaskLaunch, TaskStatus
 
 PY = sys.executable
+
+
+def gated(gate: Path, mark: Path | None = None) -> str:
+    """Python that appends a line to `mark` (if given), then runs until `gate` exists: a
+    task the test ends by writing `gate`, not after a guessed time."""
+    touch = "" if mark is None else \
+        f"open({str(mark)!r}, 'a').write('ran\\n')\n"
+    return (f"import pathlib, time\n{touch}"
+            f"while not pathlib.Path({str(gate)!r}).exists():\n    time.sleep(0.02)\n")
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:

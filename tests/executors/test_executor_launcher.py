@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from executor_support import recorded, spec, wait_exit, wait_until
+from executor_support import gated, recorded, spec, wait_exit, wait_until
 
 from shoal.executors.launcher import Launcher, LaunchRequest
 from shoal.executors.local import LocalExecutor
@@ -21,14 +21,6 @@ from shoal.executors.task import RunningTask, TaskPhase
 from shoal.executors.wrapper import PID_FILE, STATUS_FILE
 
 DEADLINE = 30.0
-
-
-def _gated(gate: Path, mark: Path | None = None) -> str:
-    """Python that appends a line to `mark` (if given), then runs until `gate` exists."""
-    touch = "" if mark is None else \
-        f"open({str(mark)!r}, 'a').write('ran\\n')\n"
-    return (f"import pathlib, time\n{touch}"
-            f"while not pathlib.Path({str(gate)!r}).exists():\n    time.sleep(0.02)\n")
 
 
 def test_a_task_is_forked_by_the_launcher_and_records_its_outcome(
@@ -45,7 +37,7 @@ def test_a_task_is_forked_by_the_launcher_and_records_its_outcome(
     assert task.stdout_path.read_text() == "out\n"
     # The wrapper was forked, not started: the launcher is its parent while it runs.
     gate = task_dir.parent / "gate"
-    running = executor.launch(spec(_gated(gate), job="forked", index=1))
+    running = executor.launch(spec(gated(gate), job="forked", index=1))
     try:
         assert psutil.Process(running.pid).ppid() == launcher.pid
         assert launcher.starts == 1
@@ -57,7 +49,7 @@ def test_a_task_is_forked_by_the_launcher_and_records_its_outcome(
 def test_a_task_survives_its_launcher_and_is_adopted(executor: LocalExecutor,
                                                      tmp_path: Path) -> None:
     gate = tmp_path / "gate"
-    task = executor.launch(spec(_gated(gate), job="survivor"))
+    task = executor.launch(spec(gated(gate), job="survivor"))
     launcher = executor.launcher
     assert launcher is not None and launcher.pid is not None
     os.kill(launcher.pid, signal.SIGKILL)
@@ -82,7 +74,7 @@ def test_a_task_survives_its_launcher_and_is_adopted(executor: LocalExecutor,
 def test_a_duplicate_request_never_runs_a_second_copy(executor: LocalExecutor,
                                                       tmp_path: Path) -> None:
     gate, mark = tmp_path / "gate", tmp_path / "ran"
-    launch = spec(_gated(gate, mark), job="once")
+    launch = spec(gated(gate, mark), job="once")
     task = executor.launch(launch)
     # The executor's claim makes a second launch of the attempt the same process.
     assert executor.launch(launch).pid == task.pid
@@ -152,7 +144,7 @@ def test_a_batch_is_forked_from_one_exchange_with_the_launcher(
         return ask(lines)
 
     monkeypatch.setattr(launcher, "_ask", counted)
-    tasks = executor.launch_many([spec(_gated(gate, tmp_path / f"ran-{i}"), job="batch",
+    tasks = executor.launch_many([spec(gated(gate, tmp_path / f"ran-{i}"), job="batch",
                                        index=i) for i in range(5)])
     try:
         assert exchanges == [5]
@@ -185,7 +177,7 @@ def test_a_batch_sent_to_a_dead_launcher_is_sent_again_to_a_new_one(
         return process
 
     monkeypatch.setattr(launcher, "_running", dying)
-    tasks = executor.launch_many([spec(_gated(gate, tmp_path / f"ran-{i}"), job="again",
+    tasks = executor.launch_many([spec(gated(gate, tmp_path / f"ran-{i}"), job="again",
                                        index=i) for i in range(3)])
     try:
         handles = [t for t in tasks if isinstance(t, RunningTask)]

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from executor_support import spec, wait_exit, wait_until
+from executor_support import gated, spec, wait_exit, wait_until
 
 from shoal.executors import claims, local, local_launch, wrapper
 from shoal.executors.local import LocalExecutor
@@ -19,12 +19,6 @@ from shoal.executors.task import RunningTask, TaskPhase
 from shoal.executors.wrapper import LAUNCH_FILE, PID_FILE
 
 DEADLINE = 30.0
-
-
-def _gated(gate: Path, mark: Path) -> str:
-    """Python that appends a line to `mark`, then runs until `gate` exists."""
-    return (f"import pathlib, time\nopen({str(mark)!r}, 'a').write('ran\\n')\n"
-            f"while not pathlib.Path({str(gate)!r}).exists():\n    time.sleep(0.02)\n")
 
 
 def test_the_server_touches_no_file_of_an_attempt_it_launches(
@@ -51,7 +45,7 @@ def test_an_attempt_claimed_by_a_launcher_that_died_before_starting_it_runs_once
     starts it — once."""
     monkeypatch.setattr(local, "CLAIM_WAIT", 0.3)
     gate, mark = tmp_path / "gate", tmp_path / "ran"
-    task_spec = spec(_gated(gate, mark), job="orphan")
+    task_spec = spec(gated(gate, mark), job="orphan")
     claim = local_launch._claim(executor, task_spec, local_launch.Inherited(None))
     # What the dead launcher did: the claim step, and no spawn.
     assert wrapper._claimed(claims, json.loads(claim.line)) is None
@@ -79,7 +73,7 @@ def test_a_launcher_killed_between_the_claims_and_their_answers_runs_each_once(
     launcher = executor.launcher
     assert launcher is not None
     ask = launcher._ask
-    specs = [spec(_gated(gate, tmp_path / f"ran-{i}"), job="crash", index=i)
+    specs = [spec(gated(gate, tmp_path / f"ran-{i}"), job="crash", index=i)
              for i in range(3)]
     claimed = [executor.task_dir(s.job, s.group, s.index, s.attempt) / LAUNCH_FILE
                for s in specs]
