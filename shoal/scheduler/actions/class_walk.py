@@ -28,6 +28,11 @@ job by job would not try:
   If another virtual cluster's placements move what it reads before the walk first serves
   its own, its parked classes are asked when reached instead.
 
+What the walk reads of each line (its first job, the order keys of its first and last
+jobs, its size) is kept with the line from one cycle to the next (`ClassLines.sources`),
+with the walk's place in it, which each walk resets: a walk's set-up is a pass over about a
+dozen kept sources under a `las` backlog, not a source built per line.
+
 The reasons and admissions of the jobs not visited are written out only when someone reads
 them (`Session.settle`: the candidates, the pending reasons of `close`); the simulator's
 `Session.decide` never does, and `Session.report` writes out only the ranges that changed

@@ -86,7 +86,9 @@ class _Source:
 
 class PreemptorLines:
     """Waiting jobs per class line and preemptor class, in job order, kept across cycles:
-    each class's jobs as the walk's source for them, reset by each walk that reads it."""
+    each class's jobs as the walk's source for them, reset by each walk that reads it; and
+    the classes of the lines the last walk read, in its order, for the next walk of the
+    same lines (`walking`)."""
 
     keeps_skips = True
     """Keep each class's jobs left out across cycles, changed job by job (`skipping`);
