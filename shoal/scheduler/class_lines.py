@@ -19,6 +19,11 @@ it is judged and tried on its own every cycle.
 The backfill action's EASY walk (`shoal.scheduler.actions.easy_walk`) also reads each line's
 jobs by runtime estimate (`by_estimate`), kept beside the lines once it asks for them.
 
+Each line is kept with what the class walk reads of it every cycle (`LineSource`: its key,
+class and first job) and the walk's place in it, reset by each walk: a cycle's set-up reads
+the kept sources, it does not build one per line. The set of line keys is kept as one frozen
+set while no line comes or goes (`keys`), for the walk's `Walked` when it admits every line.
+
 The preempt action files its preemptors by class under the lines (`followed`,
 `shoal.scheduler.actions.preemptor_walk`): it reads the jobs each sync re-filed
 (`refiled`) and starts over whenever the lines do (`epoch`); the allocate action's walk
@@ -27,11 +32,13 @@ leaves which lines and loose jobs it admitted in `walked`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedList
 
+from shoal.api.decisions import PendingReason
 from shoal.api.time_limits import runtime_estimate
 from shoal.scheduler.job_classes import all_classable, classable, job_class
 from shoal.scheduler.jobs import JobInfo
@@ -51,6 +58,39 @@ LineKey = tuple[str, int]
 
 Timed = tuple[float, tuple[Any, ...], JobInfo]
 """A filed job with a runtime estimate: (estimate, its entry's order key, the job)."""
+
+
+@dataclass(slots=True, eq=False)
+class LineSource:
+    """One class line (or a walk's loose jobs) as the allocate action's class walk reads it
+    (`shoal.scheduler.actions.class_walk`), and how far the walk went. A line's source is
+    kept with the line from one cycle to the next (`ClassLines.sources`): `sync` keeps its
+    `head`; the walk resets the rest as it reads the line."""
+
+    entries: Sequence[Entry]
+    where: LineKey | None
+    """Its line (None: a walk's loose jobs)."""
+    klass: int | None
+    head: JobInfo
+    """The line's first job, kept by `sync` for the lines it changed, as are `first`,
+    `last` and `size`: a walk reads them of every line, attributes, not calls into a
+    `SortedList`."""
+    first: tuple[Any, ...]
+    """Its first job's order key."""
+    last: tuple[Any, ...]
+    """Its last job's order key."""
+    size: int
+    """How many jobs it holds."""
+    at: int = 0
+    suspended: PendingReason | None = None
+    since: int = 0
+    """Where its suspension began, or last took up its answer again (`resume`)."""
+    start: int = 0
+    """Where the range of jobs given its reason began: before `since` where the class was
+    asked again and gave the same reason (one range, not one per ask)."""
+    moved: tuple[Any, ...] | None = None
+    """The order key of the walk where it last gave the same reason, `since` not yet moved
+    there (`_caught_up`): found by a search only where it is read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +122,20 @@ def _static_order(hooks: Hooks) -> bool:
 
 
 class ClassLines:
+    keeps_sources = True
+    """Whether a walk reads the kept `sources` and `keys`; False (a test knob): each walk
+    reads sources made afresh from the lines, and a set of keys made afresh."""
+
     def __init__(self, model: SchedulerModel) -> None:
         self._model = model
         self._stamp: tuple[object, ...] | None = None
         self.lines: dict[LineKey, SortedList[Entry]] = {}
         """Per (virtual cluster, class), its waiting jobs in job order; never empty."""
-        self.heads: dict[LineKey, JobInfo] = {}
-        """Each line's first job, kept by `sync` for the lines it changed: a class walk reads
-        every line's first job every cycle, a dict look-up, not an index into the line."""
+        self.sources: dict[LineKey, LineSource] = {}
+        """Per line, in the order of `lines`, its kept source (`LineSource`): a class walk
+        reads every line's first job every cycle, an attribute, not an index into the line."""
+        self._keys: frozenset[LineKey] | None = None
+        """The keys of `lines` while no line came or went since they were read (`keys`)."""
         self._filed: dict[JobInfo, tuple[LineKey, Entry, str]] = {}
         self._accounts: dict[str, int] = {}
         self.loose: set[JobInfo] = set()
@@ -139,6 +185,27 @@ class ClassLines:
         line.add(item)
         self._timed_as[job] = item
 
+    @property
+    def heads(self) -> dict[LineKey, JobInfo]:
+        """Each line's first job as its source keeps it."""
+        return {where: source.head for where, source in self.sources.items()}
+
+    def walk_sources(self) -> dict[LineKey, LineSource]:
+        """Each line's source for a walk to read and reset: the kept ones (`sources`)."""
+        if self.keeps_sources:
+            return self.sources
+        return {where: LineSource(line, where, where[1], line[0][1], line[0][0], line[-1][0],
+                                  len(line)) for where, line in self.lines.items()}
+
+    def keys(self) -> frozenset[LineKey]:
+        """The keys of every line, one frozen set kept while no line comes or goes."""
+        keys = self._keys
+        if keys is None or not self.keeps_sources:
+            # Built from a list, as a walk builds the set of the lines it admitted: the same
+            # insertions in the same order make a set that iterates in the same order.
+            keys = self._keys = frozenset(list(self.lines))
+        return keys
+
     def line_of(self, job: JobInfo) -> LineKey | None:
         """The line the job is filed in, if any."""
         filed = self._filed.get(job)
@@ -156,7 +223,8 @@ class ClassLines:
         if self.refiled is not None:
             self.refiled.clear()
         self.lines.clear()
-        self.heads.clear()
+        self.sources.clear()
+        self._keys = None
         if self._timed is not None:
             self._timed.clear()
             self._timed_as.clear()
@@ -200,6 +268,9 @@ class ClassLines:
             line = self.lines.get(where)
             if line is None:
                 line = self.lines[where] = SortedList()
+                self.sources[where] = LineSource(line, where, klass, job, entry[0],
+                                                     entry[0], 0)
+                self._keys = None
             line.add(entry)
             touched.add(where)
             if self._timed is not None:
@@ -207,13 +278,15 @@ class ClassLines:
             self._filed[job] = (where, entry, job.account)
             self._accounts[job.account] = self._accounts.get(job.account, 0) + 1
         waiting.moved.clear()
-        heads, lines = self.heads, self.lines
+        sources, lines = self.sources, self.lines
         for where in touched:
             line = lines.get(where)
-            if line is None:
-                heads.pop(where, None)
-            else:
-                heads[where] = line[0][1]
+            if line is not None:
+                source = sources[where]
+                first = line[0]
+                source.head, source.first = first[1], first[0]
+                source.last = line[-1][0]
+                source.size = len(line)
         return all_classable(session) or all(classable(session, a) for a in self._accounts)
 
     def _unfile(self, job: JobInfo, touched: set[LineKey]) -> None:
@@ -227,6 +300,8 @@ class ClassLines:
         line.remove(entry)
         if not line:
             del self.lines[where]
+            del self.sources[where]
+            self._keys = None
         item = self._timed_as.pop(job, None)
         if item is not None and self._timed is not None:
             kept = self._timed[where]

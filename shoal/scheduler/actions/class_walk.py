@@ -28,6 +28,11 @@ job by job would not try:
   If another virtual cluster's placements move what it reads before the walk first serves
   its own, its parked classes are asked when reached instead.
 
+What the walk reads of each line (its first job, the order keys of its first and last
+jobs, its size) is kept with the line from one cycle to the next (`ClassLines.sources`),
+with the walk's place in it, which each walk resets: a walk's set-up is a pass over about a
+dozen kept sources under a `las` backlog, not a source built per line.
+
 The reasons and admissions of the jobs not visited are written out only when someone reads
 them (`Session.settle`: the candidates, the pending reasons of `close`); the simulator's
 `Session.decide` never does, and `Session.report` writes out only the ranges that changed
@@ -45,28 +50,17 @@ from sortedcontainers import SortedList
 
 from shoal.api.decisions import PendingReason
 from shoal.scheduler.admissions import ClassVerdict, Verdict
-from shoal.scheduler.class_lines import ClassLines, Entry, LineKey, Walked
+from shoal.scheduler.class_lines import ClassLines, Entry, LineSource, Walked
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.reason_report import Range, UnwrittenReasons
 from shoal.scheduler.session import Session
 from shoal.scheduler.waiting import submission_order
 
+_Source = LineSource
+"""One class line of a virtual cluster (or its loose jobs), and how far it was walked: a
+line's is kept with the line (`ClassLines.sources`), reset as the walk reads it."""
 
-@dataclass(slots=True)
-class _Source:
-    """One class line of a virtual cluster (or its loose jobs), and how far it was walked."""
-    entries: Sequence[Entry]
-    klass: int | None
-    at: int = 0
-    suspended: PendingReason | None = None
-    since: int = 0
-    """Where its suspension began, or last took up its answer again (`resume`)."""
-    start: int = 0
-    """Where the range of jobs given its reason began: before `since` where the class was
-    asked again and gave the same reason (one range, not one per ask)."""
-    moved: tuple[Any, ...] | None = None
-    """The order key of the walk where it last gave the same reason, `since` not yet moved
-    there (`_caught_up`): found by a search only where it is read."""
+_NONE_LEFT_OUT: frozenset[JobInfo] = frozenset()
 
 
 @dataclass(slots=True)
@@ -81,7 +75,7 @@ class _Queue:
 
     def add(self, source: _Source) -> None:
         self.sources.append(source)
-        self.heads.append((source.entries[0][0], len(self.sources) - 1))
+        self.heads.append((source.first, len(self.sources) - 1))
 
 
 def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
@@ -116,8 +110,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     fresh = noted if not kept else noted - kept if len(noted) != len(kept) else ()
     left_out = {j for j in fresh if j.reason is not None} | joined
     ranges: list[Range] = []
-    admitted_lines: list[Sequence[Entry]] = []
-    admitted_keys: list[LineKey] = []
+    admitted_sources: list[_Source] = []
     queues: dict[str, _Queue] = {}
     admitted: list[JobInfo] = []
     loose: dict[str, list[Entry]] = {}
@@ -129,11 +122,11 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             if job.pending and job not in joined and verdict(job):
                 admitted.append(job)
                 loose.setdefault(bucket(job.queue), []).append((order(job), job))
-    heads = lines.heads
-    for where_line, line in lines.lines.items():  # never an empty one
-        name, klass = where_line
-        first = head = heads[where_line]
-        if first in left_out:  # seldom: most lines start with a job admitted as it waits
+    sources = lines.walk_sources()
+    for (name, klass), source in sources.items():  # one per line, never empty
+        line = source.entries
+        first = head = source.head
+        if left_out and first in left_out:  # seldom: most lines start with an admitted job
             later = next((e[1] for e in line if e[1] not in left_out), None)
             if later is None:
                 continue
@@ -141,15 +134,16 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         if not (verdict(first) if by_class is None else by_class(first, klass)):
             # The enqueue action's verdict is the class's: its other jobs get its reason.
             if first.reason is not None:
-                ranges.append(Range(line, 0, len(line), first.reason))
+                ranges.append(Range(line, 0, source.size, first.reason))
             continue
-        admitted_lines.append(line)
-        admitted_keys.append(where_line)
+        admitted_sources.append(source)
         where = bucket(name)
         queue = queues.get(where)
         if queue is None:  # not `setdefault`: a new _Queue per line costs more than its line
             queue = queues[where] = _Queue()
-        source = _Source(line, klass)
+        # The kept source starts over (`LineSource`): what the walk reads before it writes.
+        source.at = source.since = source.start = 0
+        source.moved = None
         if first is head:
             carried = answer(klass)
             if carried is not None:
@@ -158,12 +152,18 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                 queue.suspended.append(len(queue.sources))
                 queue.sources.append(source)
                 continue
+        source.suspended = None
         queue.add(source)
-    lines.walked = Walked(session, tuple(admitted), frozenset(admitted_keys),
-                          frozenset(left_out))
+    # Every line admitted (under backlog, most cycles): the lines' kept set of keys.
+    lines.walked = Walked(
+        session, tuple(admitted),
+        lines.keys() if len(admitted_sources) == len(sources) else
+        frozenset(s.where for s in admitted_sources if s.where is not None),
+        frozenset(left_out) if left_out else _NONE_LEFT_OUT)
     for name, entries in loose.items():
         entries.sort(key=lambda e: e[0])
-        queues.setdefault(name, _Queue()).add(_Source(entries, None))
+        queues.setdefault(name, _Queue()).add(_Source(
+            entries, None, None, entries[0][1], entries[0][0], entries[-1][0], len(entries)))
     for queue in queues.values():
         heapq.heapify(queue.heads)
         if queue.suspended:
@@ -189,8 +189,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
             if now is not None and source.klass is not None:
                 answer = now(source.klass)
                 if answer is source.suspended:
-                    if entries[-1][0] < key:  # passed its last job: its range is whole
-                        ranges.append(Range(entries, source.start, len(entries), answer))
+                    if source.last < key:  # passed its last job: its range is whole
+                        ranges.append(Range(entries, source.start, source.size, answer))
                     else:
                         source.moved = key
                         still.append(index)
@@ -204,14 +204,14 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
                     ranges.append(Range(entries, source.start, stop, source.suspended))
                 source.suspended = answer
                 source.start = source.since = source.at = stop
-                if stop < len(entries):
+                if stop < source.size:
                     still.append(index)
                 continue
             if stop > source.start:  # else a class parked as the walk began, not reached
                 ranges.append(Range(source.entries, source.start, stop, source.suspended))
             source.suspended = None
             source.at = stop
-            if stop < len(source.entries):
+            if stop < source.size:
                 heapq.heappush(queue.heads, (source.entries[stop][0], index))
         queue.suspended[:] = still
 
@@ -269,8 +269,8 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
 
     def write_candidates() -> None:
         candidates = list(admitted)
-        for line in admitted_lines:
-            candidates.extend(e[1] for e in line if e[1] not in left_out)
+        for source in admitted_sources:
+            candidates.extend(e[1] for e in source.entries if e[1] not in left_out)
         candidates.sort(key=submission_order)
         session.write_admitted(candidates)
 
@@ -284,7 +284,7 @@ def _finish(queue: _Queue, ranges: list[Range]) -> None:
     for index in queue.suspended:
         source = queue.sources[index]
         entries = source.entries
-        stop = len(entries)
+        stop = source.size
         if stop > source.start:
             assert source.suspended is not None
             ranges.append(Range(entries, source.start, stop, source.suspended))
@@ -316,7 +316,7 @@ def _caught_up(source: _Source) -> None:
 
 def _advance(queue: _Queue, source: _Source, index: int) -> None:
     source.at += 1
-    if source.at < len(source.entries):
+    if source.at < source.size:
         heapq.heappush(queue.heads, (source.entries[source.at][0], index))
 
 

@@ -86,11 +86,16 @@ class _Source:
 
 class PreemptorLines:
     """Waiting jobs per class line and preemptor class, in job order, kept across cycles:
-    each class's jobs as the walk's source for them, reset by each walk that reads it."""
+    each class's jobs as the walk's source for them, reset by each walk that reads it; and
+    the classes of the lines the last walk read, in its order, for the next walk of the
+    same lines (`walking`)."""
 
     keeps_skips = True
     """Keep each class's jobs left out across cycles, changed job by job (`skipping`);
     False (a test knob): every walk marks them afresh."""
+    keeps_walking = True
+    """Keep the classes of the lines a walk read, for the next that reads the same lines
+    (`walking`); False (a test knob): every walk lists them afresh."""
 
     def __init__(self) -> None:
         self._stamp: Hashable = None
@@ -100,6 +105,10 @@ class PreemptorLines:
         self._left: frozenset[JobInfo] = frozenset()
         """The jobs left out that the classes' `left` keys stand for (`skipping`)."""
         self.by_line: dict[LineKey, dict[Hashable, _Source]] = {}
+        self._classes = 0
+        """Moves whenever a class is filed anew or emptied (`walking`)."""
+        self._walking: tuple[frozenset[LineKey], int, list[_Source]] | None = None
+        """The classes of the lines a walk last read, in its order (`walking`)."""
 
     def sync(self, session: Session, lines: ClassLines,
              class_key: Callable[[JobInfo], Hashable | None]) -> None:
@@ -112,6 +121,7 @@ class PreemptorLines:
             self._stamp = stamp
             self._filed.clear()
             self.by_line.clear()
+            self._classes += 1
             self._left = frozenset()
             jobs: Any = list(filed)
         else:
@@ -129,6 +139,7 @@ class PreemptorLines:
                 if klass is None:
                     klass = line[key] = _Source(SortedList(), key is not None, key=key,
                                                 spec=job.job)
+                    self._classes += 1
                 cast("SortedList[Entry]", klass.entries).add(entry)
                 self._filed[job] = (where, key, entry, klass)
                 if job in left:
@@ -153,6 +164,19 @@ class PreemptorLines:
                 filed[3].left.append(filed[2][0])
         self._left = left_out
 
+    def walking(self, keys: frozenset[LineKey]) -> list[_Source]:
+        """The classes of the lines `keys`, line by line in the set's order: kept while the
+        walks read one set (`ClassLines.keys`, under backlog) and no class comes or goes."""
+        kept = self._walking
+        if kept is not None and kept[0] is keys and kept[1] == self._classes \
+                and self.keeps_walking:
+            return kept[2]
+        by_line = self.by_line
+        walking = [source for where in keys if (line := by_line.get(where)) is not None
+                   for source in line.values()]
+        self._walking = (keys, self._classes, walking)
+        return walking
+
     def filed(self, job: JobInfo) -> tuple[LineKey, Hashable, Entry, _Source] | None:
         """Where the job is filed: its line, its preemptor class, its entry and the class's
         jobs."""
@@ -169,6 +193,7 @@ class PreemptorLines:
             klass.left.remove(entry[0])
         if not klass.entries:
             del line[key]
+            self._classes += 1
             if not line:
                 del self.by_line[where]
 
@@ -479,12 +504,13 @@ def _reset(lines: PreemptorLines, walked: Walked, walking: list[_Source], *,
            carried: bool) -> None:
     """Reset the classes of the walked lines (kept by the lines) for this walk and queue them
     in `walking`; `carried`: each starts with its kept left-out keys, else with none."""
-    by_line = lines.by_line
-    for where in walked.lines:
-        line = by_line.get(where)
-        if line is None:
-            continue
-        for source in line.values():
+    classes = lines.walking(walked.lines)
+    if carried:
+        for source in classes:
             source.at = 0
-            source.skipped = (source.left or None) if carried else None
-            walking.append(source)
+            source.skipped = source.left or None
+    else:
+        for source in classes:
+            source.at = 0
+            source.skipped = None
+    walking.extend(classes)
