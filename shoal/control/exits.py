@@ -9,7 +9,9 @@ transaction: a burst of short jobs costs one store transaction per poll, not two
 Every other end (a failure and its retries, a stopped or evicted task, a lost one, a job
 that succeeded while tasks of it still run) takes the path of one task at a time, whose
 causes and decisions `shoal.control.task_ends` owns. Should the batch raise, its tasks take
-that path too, one at a time, so that one end that cannot be recorded stops no other.
+that path too, one at a time, so that one end that cannot be recorded stops no other. The
+jobs a batch ended give their ports back with the journals' lines held back
+(`endpoints.lines_held`): one write per journal for the batch, not two lines' per job.
 """
 
 from __future__ import annotations
