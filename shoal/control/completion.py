@@ -143,8 +143,21 @@ def judge(job: Job, states: Mapping[TaskRef, TaskState] | None = None,
           failure: str | None = None) -> Decision:
     """What the tasks' states (by default the job's own) decide for the job: never
     RETRY_TASK nor RESTART_GANG. `failure` describes the latest failure, for the cause."""
-    states = task_states(job) if states is None else states
     elastic = job.elastic
+    if states is None and elastic is None:
+        # The thresholds count only FAILED and SUCCEEDED tasks, which only the job's task
+        # records hold (`task_states` makes the others PENDING): counted from them alone,
+        # without every task's ref made. The rules past the thresholds need every state.
+        recorded = {t.ref: t.state for t in job.tasks}
+        failed = succeeded = 0
+        for state in recorded.values():
+            if state is TaskState.FAILED:
+                failed += 1
+            elif state is TaskState.SUCCEEDED:
+                succeeded += 1
+        if failed >= job.failure_threshold or succeeded >= job.success_threshold:
+            return _thresholds(job, failed, succeeded, failure)
+    states = task_states(job) if states is None else states
     if elastic is not None:
         states = {ref: s for ref, s in states.items()
                   if s is not TaskState.PENDING or not elastic.is_surplus(ref.group, ref.index)}
@@ -152,20 +165,8 @@ def judge(job: Job, states: Mapping[TaskRef, TaskState] | None = None,
     for state in states.values():
         counts[state] += 1
     failed, succeeded = counts[TaskState.FAILED], counts[TaskState.SUCCEEDED]
-    if failed >= job.failure_threshold:
-        why = (f"{failed} task{'s' if failed != 1 else ''} failed "
-               f"(minFailed {job.failure_threshold})")
-        if failure:
-            why = f"{why}; {failure}"
-        if job.retries < job.job_retry_count:
-            return Decision(Verdict.RETRY_JOB,
-                            f"job retry {job.retries + 1}/{job.job_retry_count}: {why}")
-        retried = f" after {job.retries} job retr{'y' if job.retries == 1 else 'ies'}" \
-            if job.retries else ""
-        return Decision(Verdict.FAIL, f"{why}{retried}")
-    if succeeded >= job.success_threshold:
-        return Decision(Verdict.SUCCEED, f"{succeeded} of {job.replicas} tasks succeeded "
-                                         f"(minSucceeded {job.success_threshold})")
+    if failed >= job.failure_threshold or succeeded >= job.success_threshold:
+        return _thresholds(job, failed, succeeded, failure)
     for group in job.groups:
         if group.min_succeeded is None:
             continue
@@ -185,6 +186,24 @@ def judge(job: Job, states: Mapping[TaskRef, TaskState] | None = None,
                         f"every task ended: {succeeded} succeeded, {failed} failed "
                         f"(below minFailed {job.failure_threshold})")
     return NOTHING
+
+
+def _thresholds(job: Job, failed: int, succeeded: int, failure: str | None) -> Decision:
+    """What `judge` decides once `failed` tasks reach `minFailed` (checked first) or
+    `succeeded` reach `minSucceeded`."""
+    if failed >= job.failure_threshold:
+        why = (f"{failed} task{'s' if failed != 1 else ''} failed "
+               f"(minFailed {job.failure_threshold})")
+        if failure:
+            why = f"{why}; {failure}"
+        if job.retries < job.job_retry_count:
+            return Decision(Verdict.RETRY_JOB,
+                            f"job retry {job.retries + 1}/{job.job_retry_count}: {why}")
+        retried = f" after {job.retries} job retr{'y' if job.retries == 1 else 'ies'}" \
+            if job.retries else ""
+        return Decision(Verdict.FAIL, f"{why}{retried}")
+    return Decision(Verdict.SUCCEED, f"{succeeded} of {job.replicas} tasks succeeded "
+                                     f"(minSucceeded {job.success_threshold})")
 
 
 def _group_completed(group: str, states: Mapping[TaskRef, TaskState]) -> int:

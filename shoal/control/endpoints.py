@@ -31,12 +31,14 @@ retried under the task's policy — MASTER_PORT's rule.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from shoal.api import Job, TaskRef
 from shoal.control.launching import NodeAddresses
 from shoal.control.port_journal import PortJournal, read_directory
+from shoal.control.records import MasterPorts
 from shoal.executors.processes import free_port
 from shoal.scheduler.jobs import JobInfo
 from shoal.scheduler.model import SchedulerModel
@@ -110,6 +112,11 @@ class TaskPorts:
         self._taken.difference_update(also)
         self._journal.drop(job)
 
+    def deferred(self) -> AbstractContextManager[None]:
+        """The journal's lines held back within, written at once on leaving
+        (`PortJournal.deferred`)."""
+        return self._journal.deferred()
+
 
 class Endpoints:
     """Each task's port and each role's `host:port` list, for launches and the membership
@@ -163,6 +170,15 @@ class Endpoints:
         """The job ended: its tasks' ports, and its master port, are free again."""
         master = self._master_known(job)
         self.ports.forget(job, () if master is None else (master,))
+
+
+@contextmanager
+def lines_held(endpoints: Endpoints, masters: MasterPorts) -> Iterator[None]:
+    """The task ports' and master ports' journal lines of a batch (a cycle's launches, an
+    exit batch's ended jobs) held back, then written in one `write` per journal: before the
+    batch is handed to the launcher, which is when a task must find its ports on disk."""
+    with endpoints.ports.deferred(), masters.deferred():
+        yield
 
 
 def _key(group: str, index: int) -> str:

@@ -9,7 +9,9 @@ transaction: a burst of short jobs costs one store transaction per poll, not two
 Every other end (a failure and its retries, a stopped or evicted task, a lost one, a job
 that succeeded while tasks of it still run) takes the path of one task at a time, whose
 causes and decisions `shoal.control.task_ends` owns. Should the batch raise, its tasks take
-that path too, one at a time, so that one end that cannot be recorded stops no other.
+that path too, one at a time, so that one end that cannot be recorded stops no other. The
+jobs a batch ended give their ports back with the journals' lines held back
+(`endpoints.lines_held`): one write per journal for the batch, not two lines' per job.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from collections.abc import Callable
 from shoal.api import Job, JobState, TaskRef, TaskState
 from shoal.control import completion
 from shoal.control.completion import Decision, Verdict
+from shoal.control.endpoints import Endpoints, lines_held
 from shoal.control.handover import Handover
 from shoal.control.job_scope import TaskCredentials
 from shoal.control.launching import describe, exit_code_of
 from shoal.control.membership import Membership
 from shoal.control.metrics_hooks import ControlObserver, task_ends
+from shoal.control.records import MasterPorts
 from shoal.control.stopping import Stopping, Tracked
 from shoal.executors.task import TaskPhase, TaskStatus
 from shoal.store.task_batches import JobEnd, TaskExit
@@ -48,6 +52,8 @@ class Exiting(Stopping):
     _credentials: TaskCredentials
     _handover: Handover
     _membership: Membership
+    _ports: MasterPorts
+    _endpoints: Endpoints
 
     def _task_ended(self, ref: TaskRef, tracked: Tracked, status: TaskStatus) -> None:
         raise NotImplementedError
@@ -136,8 +142,10 @@ class Exiting(Stopping):
                 del self._tasks[ref]
                 self.model.task_succeeded(ref)
         ended = {job.name: job for job in recorded.ended}
-        # Their tokens were revoked with their end; the others' in one store write.
-        with self._credentials.deferred(revoked=ended):
+        # Their tokens were revoked with their end; the others' in one store write. Their
+        # ports' journal lines are one write per journal, not two lines' each per job.
+        with self._credentials.deferred(revoked=ended), \
+                lines_held(self._endpoints, self._ports):
             for job in recorded.ended:
                 self._stop_wanting(job.name)
                 self._job_done(job)

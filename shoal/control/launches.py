@@ -48,7 +48,7 @@ from enum import StrEnum
 
 from shoal.api import Job, JobState, TaskRef, TaskState
 from shoal.api.lifecycle import IllegalTransitionError
-from shoal.control.endpoints import Endpoints
+from shoal.control.endpoints import Endpoints, lines_held
 from shoal.control.evicting import Evicting
 from shoal.control.inflight import Launch, LaunchFlights, LaunchResult, launch_now
 from shoal.control.job_scope import TaskCredentials
@@ -133,11 +133,15 @@ class Launching(Evicting):
         self._credentials.prepare(self.model.jobs[name].job for name in jobs
                                   if name in self.model.jobs)
         batch: list[Launch] = []
-        for ref in refs:
-            if self._prepare(ref, records.get(ref), batch, wait=wait) is Outcome.FAILED:
-                # What the failure decided may have moved any task, those queued included.
-                records = self._records(jobs)
-                batch = [launch for launch in batch if self._still_launchable(launch, records)]
+        # The ports chosen for the batch reach the disk in one write per journal, before
+        # the batch is handed over (a task launched must find its ports after a restart).
+        with lines_held(self._endpoints, self._ports):
+            for ref in refs:
+                if self._prepare(ref, records.get(ref), batch, wait=wait) is Outcome.FAILED:
+                    # What the failure decided may have moved any task, those queued too.
+                    records = self._records(jobs)
+                    batch = [launch for launch in batch
+                             if self._still_launchable(launch, records)]
         if batch:
             self._launch_batch(batch)
 

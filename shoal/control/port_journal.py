@@ -15,6 +15,13 @@ never half of them read — and ended before the next line is appended. The per-
 of earlier versions are still read (and removed when their job ends), so a restart onto
 this version keeps their ports.
 
+A batch of lines is one `write` too (`deferred`): the control loop prepares a cycle's
+launches, and forgets the jobs an exit batch ended, with the lines held back and written
+together when the batch is done — before any task of it is handed to the launcher, so a
+task still starts only once its ports are on disk. A drop held back and lost in a crash
+leaves the ended job's ports listed as live, which the crash between the store's end and
+the drop's own line always could.
+
 Lines: `{"job": NAME, "ports": {KEY: PORT, ...}}`, and `{"job": NAME, "ports": null}` once
 the job ended. One process writes a directory's journal (the server's data directory lock).
 """
@@ -24,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 JOURNAL = ".journal"
@@ -46,6 +54,8 @@ class PortJournal:
         self.directory = Path(directory)
         self._live, self._legacy, self._lines = read_directory(self.directory)
         self._fd: int | None = None
+        self._held: list[str] | None = None
+        """Lines held back while `deferred` (None: each line is written as it comes)."""
         if self._lines > len(self._live) + COMPACT_AFTER:
             self._compact()
 
@@ -77,7 +87,31 @@ class PortJournal:
             os.close(self._fd)
             self._fd = None
 
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Within: lines are held back (what `get` answers changes at once), then written
+        in one `write` on leaving, even if the block raised. Nested: the outermost
+        writes."""
+        if self._held is not None:
+            yield
+            return
+        self._held = []
+        try:
+            yield
+        finally:
+            held, self._held = self._held, None
+            if held:
+                self._write("".join(held))
+
     def _append(self, record: dict[str, object]) -> None:
+        line = _ENCODE(record) + "\n"
+        self._lines += 1
+        if self._held is not None:
+            self._held.append(line)
+        else:
+            self._write(line)
+
+    def _write(self, text: str) -> None:
         if self._fd is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.directory / JOURNAL,
@@ -87,14 +121,16 @@ class PortJournal:
                 # A crash tore the last line: end it, or this line would join it and be
                 # skipped with it when read.
                 os.write(self._fd, b"\n")
-        line = (_ENCODE(record) + "\n").encode()
-        written = os.write(self._fd, line)
-        if written != len(line):  # a short write (a full disk): the line ends torn
+        data = text.encode()
+        written = os.write(self._fd, data)
+        if written != len(data):  # a short write (a full disk): the line ends torn
             raise OSError(f"cannot record ports in {self.directory / JOURNAL}: disk full?")
-        self._lines += 1
 
     def _compact(self) -> None:
-        """Rewrite the journal with the live jobs' lines only (temp file + rename)."""
+        """Rewrite the journal with the live jobs' lines only (temp file + rename); lines
+        held back are in it already (`_live` has them)."""
+        if self._held is not None:
+            self._held.clear()
         self.close()
         self.directory.mkdir(parents=True, exist_ok=True)
         tmp = self.directory / f"{JOURNAL}.{os.getpid()}.tmp"

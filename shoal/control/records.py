@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from shoal.control.port_journal import PortJournal
@@ -38,3 +39,8 @@ class MasterPorts:
     def forget(self, job: str) -> None:
         """The job ended: its port is no longer reserved."""
         self._journal.drop(job)
+
+    def deferred(self) -> AbstractContextManager[None]:
+        """The journal's lines held back within, written at once on leaving
+        (`PortJournal.deferred`)."""
+        return self._journal.deferred()

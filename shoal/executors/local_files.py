@@ -84,16 +84,16 @@ class JobFiles:
     def _job_file(self, kind: str, job: str, user: str | None) -> tuple[Path, int | None]:
         """`job_file`'s path, and the OS group its directory is for (None: the server's
         own directory under `root`)."""
-        check_name("job", job)
+        check_name("job", job)  # no `/` in it: one join is the path, level by level
         work_root = self.isolation.work_root
         if work_root is None or not self.isolation.policy.switches_user:
-            return self.root / "control" / kind / f"{job}.json", None
+            return self.root / f"control/{kind}/{job}.json", None
         try:
             identity = self._accounts.identity(user)
         except ValueError:  # its tasks cannot run either: nothing will read the file
-            return self.root / "control" / kind / f"{job}.json", None
+            return self.root / f"control/{kind}/{job}.json", None
         assert identity is not None
-        return work_root / ".jobs" / job / f"{kind}.json", identity.gid
+        return work_root / f".jobs/{job}/{kind}.json", identity.gid
 
     def write_job_file(self, kind: str, job: str, user: str | None, data: bytes) -> Path:
         """Replace the job file's content (`job_file`), atomically; returns its path."""
