@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
+from starlette.types import ASGIApp
 
 from shoal.api.defaults import FOLLOWS_PER_USER
 from shoal.api.images import ImagePolicy
@@ -14,6 +15,7 @@ from shoal.server.admin import admin_router
 from shoal.server.audit import audit_router
 from shoal.server.auth import authenticator
 from shoal.server.cluster import cluster_router
+from shoal.server.direct import direct_lanes
 from shoal.server.errors import ApiError, install_error_handlers
 from shoal.server.job_controls import job_controls_router
 from shoal.server.job_watch import WATCHES_PER_USER, JobWatch
@@ -66,7 +68,8 @@ def create_app(repository: Repository, scheduler: Scheduler,
                       description="Shoal's REST API: submit and follow deep-learning jobs; "
                                   "manage nodes, virtual clusters, priority classes and "
                                   "users. Authenticate with `Authorization: Bearer <token>`.")
-    install_error_handlers(app)
+    lanes: dict[tuple[str, str], ASGIApp] = {}  # filled below, once every route is added
+    install_error_handlers(app, lanes)
     app.state.limits = limits
     current_user, current_admin = authenticator(repository)
 
@@ -107,4 +110,5 @@ def create_app(repository: Repository, scheduler: Scheduler,
             from shoal.server.mc_admin import mc_admin_router
             app.include_router(mc_admin_router(federation, current_admin))
     mount_dashboard(app)  # `/`: the web dashboard (shoal.server.web)
+    lanes.update(direct_lanes(app))  # `POST /api/v1/jobs` served without the router
     return app

@@ -26,6 +26,8 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from shoal.server.direct import Lanes, lane_for
+
 log = logging.getLogger("shoal.server")
 
 MAX_ERRORS = 50
@@ -130,10 +132,13 @@ class RequestGuard:
     stream.
 
     One middleware for both (they were two, the NUL check inside): each is an ASGI hop on
-    every request, and the burst's submissions pay for each (issue 18)."""
+    every request, and the burst's submissions pay for each (issue 18). For the same reason
+    a request that a direct route's lane serves (`lanes`, filled by `create_app`:
+    `shoal.server.direct.direct_lanes`) goes there from here, not through the router."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, lanes: Lanes | None = None) -> None:
         self.app = app
+        self.lanes: Lanes = {} if lanes is None else lanes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -153,7 +158,7 @@ class RequestGuard:
                     path=where, message="must not contain a NUL character")])
                 await refused(scope, receive, tracked)
                 return
-            await self.app(scope, receive, tracked)
+            await (lane_for(self.lanes, scope) or self.app)(scope, receive, tracked)
         except Exception as exc:
             error_id = secrets.token_hex(6)
             log.error("internal error, id %s, in %s %s", error_id, scope.get("method", ""),
@@ -177,11 +182,13 @@ def _nul_in(scope: Scope) -> str | None:
     return None
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, lanes: Lanes | None = None) -> None:
+    """The handlers, the guard and the documented errors; `lanes`: the direct routes' lanes
+    the guard serves (`shoal.server.direct`), filled once every route is added."""
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_middleware(RequestGuard)
+    app.add_middleware(RequestGuard, lanes=lanes)
     _document_errors(app)
 
 
