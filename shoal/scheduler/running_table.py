@@ -256,7 +256,13 @@ class RunningTable:
         seen = (job.account, rank, len(running), stopping, guarded)
         latest = latest_start(job, now)
         self.refiled += 1
-        self._touch(job.queue, job, rank)
+        if filed is None or filed.seen != seen or filed.queue != job.queue \
+                or filed.latest != latest or filed.spec is not job.job \
+                or filed.count != len(running) or filed.last is not running[-1]:
+            self._touch(job.queue, job, rank)
+        # Else it is filed as it was (its rank's `until` came, the rank did not move): the
+        # virtual cluster's stamp stays, as nothing a stamp answers for moved
+        # (`queue_stamp`, `grown_behind`, `changed_since`).
         if filed is None or filed.seen != seen or filed.queue != job.queue:
             self.version += 1
         if filed is None or filed.queue != job.queue:

@@ -593,6 +593,11 @@ class Preemption(JudgedSearches):
             self._reserved = reservation_nodes(self.session)
         return self._reserved.get(job.name, set())
 
+    def _holds_back_any(self) -> bool:
+        if self._reserved is None:
+            self._reserved = reservation_nodes(self.session)
+        return bool(self._reserved)
+
     def may_borrow(self, preemptor: JobInfo) -> bool:
         """Whether the preemptor, once it evicts, may run on guarantees lent by other
         subtrees (`shoal.scheduler.queue_preemption`)."""

@@ -179,6 +179,9 @@ class ShortSearches(VictimListing):
         world = self._short_world(before)
         epoch = self.session.cluster.release_epoch
         stamps: dict[str, int] = {}
+        grown_at: dict[tuple[str, int, Any], bool] = {}
+        unfits: dict[Hashable, bool] = {}
+        held_any: bool | None = None
         stamp_of, grown = table.queue_stamp, table.grown_behind
         free_on = self._free_on
         if self._counted != before:
@@ -203,15 +206,35 @@ class ShortSearches(VictimListing):
             stamp = stamps.get(queue)
             if stamp is None:
                 stamp = stamps[queue] = stamp_of(queue)
-            if stamp != verdict.stamp and grown(queue, verdict.stamp, verdict.rank):
-                continue
+            if stamp != verdict.stamp:
+                # The table files nothing during the pass: verdicts of one virtual cluster
+                # kept at one stamp and rank (a las service class) get one answer.
+                asked = (queue, verdict.stamp, verdict.rank)
+                behind = grown_at.get(asked)
+                if behind is None:
+                    behind = grown_at[asked] = grown(queue, verdict.stamp, verdict.rank)
+                if behind:
+                    continue
             free = counted.get(verdict.pools)
             if free is None:
                 free = free_on(verdict.pools, verdict.nodes)
             if free + verdict.behind >= verdict.demand \
                     and (verdict.units or verdict.unfit != epoch):
                 job = None if verdict.units or first is None else first(index)
-                if job is None or self._held_nodes(job) or not self._unfit_of(job, key):
+                if job is None:
+                    continue
+                if held_any is None:
+                    held_any = self._holds_back_any()
+                if held_any and self._held_nodes(job):
+                    continue
+                # `_unfit_of` counts once per shape and commit: asked of it once per shape.
+                shape = getattr(key, "shape", None) if self.carries else None
+                unfit = None if shape is None else unfits.get(shape)
+                if unfit is None:
+                    unfit = self._unfit_of(job, key)
+                    if shape is not None:
+                        unfits[shape] = unfit
+                if not unfit:
                     continue
                 verdict.unfit = epoch
             # As `_short_held`: what came behind it since freed nothing behind it.

@@ -60,6 +60,10 @@ class VictimTrials:
         """The nodes a starving job's reservation keeps `job` off (`Preemption`)."""
         raise NotImplementedError
 
+    def _holds_back_any(self) -> bool:
+        """Whether a starving job's reservation keeps any job off nodes (`_held_nodes`)."""
+        raise NotImplementedError
+
     def _placed(self, preemptor: JobInfo) -> None:
         """The preemptor was placed in a committed statement (`Preemption`)."""
         raise NotImplementedError
