@@ -326,18 +326,23 @@ class QuotaTree:
             if least.extras or usage.extras or owed.extras:
                 reserved = queue.owed()
             else:  # `owed` worked out in place: every update of every charge comes here
-                reserved = trusted(max(least.cpu - usage.cpu, owed.cpu, 0),
-                                   max(least.memory - usage.memory, owed.memory, 0),
-                                   max(least.gpu - usage.gpu, owed.gpu, 0), ())
+                r_cpu = max(least.cpu - usage.cpu, owed.cpu, 0)
+                r_memory = max(least.memory - usage.memory, owed.memory, 0)
+                r_gpu = max(least.gpu - usage.gpu, owed.gpu, 0)
+                # Most updates leave it as it was (usage above `min`, nothing owed below):
+                # then the vector kept is the one there, and the parent's sum stands.
+                reserved = old if not old.extras and r_cpu == old.cpu \
+                    and r_memory == old.memory and r_gpu == old.gpu \
+                    else trusted(r_cpu, r_memory, r_gpu, ())
             queue.reserved = reserved
             # `kept`, inlined for the usual virtual cluster that lends all it is owed.
             queue.unlent = unlent = queue.kept() if queue.lending_limit.limits \
                 else queue.children_unlent
             parent = queue.parent
             if parent is not None:
-                if reserved != old:
+                if reserved is not old and reserved != old:
                     parent.children_reserved = parent.children_reserved - old + reserved
-                if unlent != old_unlent:
+                if unlent is not old_unlent and unlent != old_unlent:
                     parent.children_unlent = parent.children_unlent - old_unlent + unlent
             queue = parent
 

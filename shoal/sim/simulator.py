@@ -196,12 +196,14 @@ class Simulator:
         for change in self.config.node_events:
             self.events.push(change.time, EventKind.NODE_UP if change.up else
                              EventKind.NODE_DOWN, change.node)
+        # The records are built while the replay's heap is still frozen too: made after,
+        # their allocations set off collections that walk the whole replay's heap again.
         with long_lived_heap():
             self._replay()
-        if self.progress is not None:
-            self.progress(self._samples[-1][0] if self._samples else 0.0, self.finished,
-                          len(self.trace.jobs))
-        return self._result()
+            if self.progress is not None:
+                self.progress(self._samples[-1][0] if self._samples else 0.0, self.finished,
+                              len(self.trace.jobs))
+            return self._result()
 
     def _replay(self) -> None:
         total = len(self.trace.jobs)

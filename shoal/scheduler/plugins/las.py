@@ -206,26 +206,30 @@ class LeastAttainedService:
         heap = classes.crossings
         taken: list[tuple[float, int, JobInfo, ServiceClass]] = []
         reach: float | None = None
+        # The soonest entry is looked at where it lies and popped only once it is dropped,
+        # read afresh or taken: the first one past the reach stays (popping it and pushing
+        # it back left the same entries, and (crossing, sequence) orders them all).
+        pop = heapq.heappop
         while heap:
-            entry = heapq.heappop(heap)
-            at, _, job, kept = entry
+            at, _, job, kept = heap[0]
             if active.get(job.name) is not job or not classes.current(job, kept):
+                pop(heap)
                 continue  # stale: replaced, or the job stopped running
             if now >= kept.until and kept.at != now:
+                pop(heap)
                 # Read afresh (pushes its next class, if it has one), once: a class read
                 # now holds as an estimate even within `tolerance` of its crossing.
                 if not classes.of(job, now).settled:
                     exact[job] = None
                 heap = classes.crossings
                 continue
-            taken.append(entry)
-            if job in exact:
-                continue
-            if reach is None:
-                reach = at + 2 * tolerance(at)
-            if at > reach:
-                break
-            exact[job] = None
+            if job not in exact:
+                if reach is None:
+                    reach = at + 2 * tolerance(at)
+                if at > reach:
+                    break
+                exact[job] = None
+            taken.append(pop(heap))
         heap = classes.crossings
         for entry in taken:
             heapq.heappush(heap, entry)
