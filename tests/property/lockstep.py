@@ -6,16 +6,17 @@ between cycles."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
 from shoal.api import Job, Node, Resources, VirtualCluster
-from shoal.api.decisions import Decisions
+from shoal.api.decisions import Decisions, PendingReason
 from shoal.scheduler import Profile
+from shoal.scheduler.framework import Action
 from shoal.scheduler.model import SchedulerModel
-from shoal.scheduler.session import Hooks
+from shoal.scheduler.session import Hooks, Session
 
 
 @dataclass
@@ -38,6 +39,23 @@ def twins_on_small_nodes(profile: str, nodes: int, queues: Sequence[str],
     live.add_jobs(list(jobs))
     fresh.add_jobs(list(jobs))
     return Twins(chosen, Hooks(chosen.plugins()), live, fresh)
+
+
+def one_cycle(model: SchedulerModel, hooks: Hooks, actions: Iterable[Action], worded: bool,
+              read: bool) -> tuple[Decisions, dict[str, PendingReason | None]]:
+    """One cycle of `actions` on `model`: closed with every reason written where `worded`;
+    else its decisions and, where `read`, its waiting jobs' reasons written out and read
+    back."""
+    session = Session(model, hooks, worded=worded)
+    for action in actions:
+        action.execute(session)
+    if worded:
+        return session.close(), {}
+    decisions = session.decide()
+    if not read:
+        return decisions, {}
+    session.settle()
+    return decisions, {j.name: j.reason for j in session.waiting_jobs()}
 
 
 def moves(decisions: Decisions) -> dict[str, object]:

@@ -28,9 +28,8 @@ from shoal.scheduler.job_classes import Misfits
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
 
-from .lockstep import assert_same_cycle
-from .test_parked_classes import typed_nodes_and_capped_queues
-from .test_room_refusals import SHAPES, Shape, load, make_job, step_world
+from .lockstep import assert_same_cycle, one_cycle
+from .test_room_refusals import SHAPES, Shape, load, step_world, twin_models
 
 ROOM_REFUSALS = allocate.room_refusals
 Reasons = dict[str, PendingReason | None]
@@ -54,16 +53,7 @@ def run(model: SchedulerModel, hooks: Hooks, profile: Profile, worded: bool, rea
 
     with mock.patch.object(allocate, "room_refusals", counted), \
             mock.patch.object(Misfits, "keeps_room_answers", keeps):
-        session = Session(model, hooks, worded=worded)
-        for action in profile.actions():
-            action.execute(session)
-        if worded:
-            return session.close(), {}
-        decisions = session.decide()
-        if not read:
-            return decisions, {}
-        session.settle()
-        return decisions, {j.name: j.reason for j in session.waiting_jobs()}
+        return one_cycle(model, hooks, profile.actions(), worded, read)
 
 
 def assert_heads(model: SchedulerModel) -> None:
@@ -84,12 +74,8 @@ def assert_heads(model: SchedulerModel) -> None:
 def test_kept_room_answers_decide_as_asking_the_room(
         nodes: int, limits: list[int | None], jobs: list[Shape],
         steps: list[tuple[str, str, int, list[Shape]]], profile: str) -> None:
-    made = [make_job(f"j{i:03d}", s, float(i)) for i, s in enumerate(jobs)]
-    node_list, vcs = typed_nodes_and_capped_queues(nodes, limits)
-    live, plain = (SchedulerModel(node_list, vcs) for _ in range(2))
-    models = [live, plain]
-    for model in models:
-        model.add_jobs(made)
+    made, models = twin_models(nodes, limits, jobs)
+    live, plain = models
     chosen = load(profile)
     hooks = Hooks(chosen.plugins())
     count = len(made)

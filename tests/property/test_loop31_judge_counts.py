@@ -7,62 +7,20 @@ complete the job, job retries, and a failure's description."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.api import Job, Resources, SchedulerName, Task, TaskGroup, TaskRef, TaskState
+from shoal.api import Job, Resources, SchedulerName, Task, TaskGroup, TaskState
 from shoal.control.completion import (
-    NOTHING,
     Decision,
-    Verdict,
-    _group_completed,
     judge,
     task_states,
 )
 
 
 def plain_judge(job: Job, failure: str | None = None) -> Decision:
-    """The rule as it read before the count from records: every task's state first."""
-    states: Mapping[TaskRef, TaskState] = task_states(job)
-    counts = {s: 0 for s in TaskState}
-    for state in states.values():
-        counts[state] += 1
-    failed, succeeded = counts[TaskState.FAILED], counts[TaskState.SUCCEEDED]
-    if failed >= job.failure_threshold:
-        why = (f"{failed} task{'s' if failed != 1 else ''} failed "
-               f"(minFailed {job.failure_threshold})")
-        if failure:
-            why = f"{why}; {failure}"
-        if job.retries < job.job_retry_count:
-            return Decision(Verdict.RETRY_JOB,
-                            f"job retry {job.retries + 1}/{job.job_retry_count}: {why}")
-        retried = f" after {job.retries} job retr{'y' if job.retries == 1 else 'ies'}" \
-            if job.retries else ""
-        return Decision(Verdict.FAIL, f"{why}{retried}")
-    if succeeded >= job.success_threshold:
-        return Decision(Verdict.SUCCEED, f"{succeeded} of {job.replicas} tasks succeeded "
-                                         f"(minSucceeded {job.success_threshold})")
-    for group in job.groups:
-        if group.min_succeeded is None:
-            continue
-        done = sum(1 for ref, s in states.items()
-                   if ref.group == group.name and s is TaskState.SUCCEEDED)
-        if done >= group.min_succeeded:
-            return Decision(Verdict.SUCCEED,
-                            f"{done} of {group.replicas} tasks of group {group.name!r} "
-                            f"succeeded (its minSucceeded {group.min_succeeded})")
-    for group in job.groups:
-        if group.completes_job and (done := _group_completed(group.name, states)):
-            return Decision(Verdict.SUCCEED,
-                            f"task group {group.name!r} completed ({done} of its tasks "
-                            "succeeded; its policy TaskCompleted: CompleteJob)")
-    if states and all(s.terminal for s in states.values()):
-        return Decision(Verdict.SUCCEED,
-                        f"every task ended: {succeeded} succeeded, {failed} failed "
-                        f"(below minFailed {job.failure_threshold})")
-    return NOTHING
+    """The plain rule: every task's state given (`task_states`), so no count from records."""
+    return judge(job, task_states(job), failure)
 
 
 GROUP = st.tuples(st.integers(1, 3), st.none() | st.integers(1, 3), st.booleans())

@@ -32,7 +32,7 @@ from shoal.scheduler.job_classes import Probe
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.session import Hooks, Session
 
-from .lockstep import assert_same_cycle
+from .lockstep import assert_same_cycle, one_cycle
 from .test_class_walk import stop_whole
 from .test_parked_classes import QUEUES, TYPES, typed_nodes_and_capped_queues
 
@@ -86,6 +86,18 @@ def step_world(models: list[SchedulerModel], live: SchedulerModel, change: str, 
     return count + len(new)
 
 
+def twin_models(nodes: int, limits: list[int | None], jobs: list[Shape]
+                ) -> tuple[list[Job], list[SchedulerModel]]:
+    """The jobs made from `jobs`, and two models (kept and plain) over the typed nodes and
+    capped queues with those jobs added."""
+    made = [make_job(f"j{i:03d}", s, float(i)) for i, s in enumerate(jobs)]
+    node_list, vcs = typed_nodes_and_capped_queues(nodes, limits)
+    models = [SchedulerModel(node_list, vcs) for _ in range(2)]
+    for model in models:
+        model.add_jobs(made)
+    return made, models
+
+
 def load(name: str) -> Profile:
     return PER_QUEUE if name == PER_QUEUE.name else Profile.load(name)
 
@@ -128,16 +140,7 @@ def run(model: SchedulerModel, hooks: Hooks, profile: Profile, worded: bool, rea
                            counted if room else lambda session: None), \
             mock.patch.object(allocate, "pool_short",
                               pool_counted if room else lambda session, probe: None):
-        session = Session(model, hooks, worded=worded)
-        for action in profile.actions():
-            action.execute(session)
-        if worded:
-            return session.close(), {}
-        decisions = session.decide()
-        if not read:
-            return decisions, {}
-        session.settle()
-        return decisions, {j.name: j.reason for j in session.waiting_jobs()}
+        return one_cycle(model, hooks, profile.actions(), worded, read)
 
 
 @settings(max_examples=30, deadline=None)

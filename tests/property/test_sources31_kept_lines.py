@@ -25,11 +25,11 @@ from shoal.scheduler.actions.preemptor_walk import PreemptorLines
 from shoal.scheduler.class_lines import ClassLines
 from shoal.scheduler.framework import Action
 from shoal.scheduler.model import SchedulerModel
-from shoal.scheduler.session import Hooks, Session
+from shoal.scheduler.session import Hooks
 
-from .lockstep import assert_same_cycle
-from .test_parked_classes import QUEUES, TYPES, typed_nodes_and_capped_queues
-from .test_room_refusals import Shape, load, make_job, step_world
+from .lockstep import assert_same_cycle, one_cycle
+from .test_parked_classes import QUEUES, TYPES
+from .test_room_refusals import Shape, load, step_world, twin_models
 
 ATTAINED = st.sampled_from([0.0, 5_000.0, 50_000.0])
 SHAPES = st.tuples(st.sampled_from(QUEUES), st.sampled_from([1_000, 1_000, 7_000]),
@@ -62,16 +62,7 @@ def run(model: SchedulerModel, hooks: Hooks, actions: list[Action], worded: bool
     with mock.patch.object(ClassLines, "keeps_sources", keeps), \
             mock.patch.object(PreemptorLines, "keeps_walking", keeps), \
             mock.patch.object(PreemptorLines, "walking", counted_walking):
-        session = Session(model, hooks, worded=worded)
-        for action in actions:
-            action.execute(session)
-        if worded:
-            return session.close(), {}
-        decisions = session.decide()
-        if not read:
-            return decisions, {}
-        session.settle()
-        return decisions, {j.name: j.reason for j in session.waiting_jobs()}
+        return one_cycle(model, hooks, actions, worded, read)
 
 
 def assert_sources(model: SchedulerModel) -> bool:
@@ -102,12 +93,8 @@ def assert_sources(model: SchedulerModel) -> bool:
 def test_kept_walk_sources_decide_as_sources_made_afresh(
         nodes: int, limits: list[int | None], jobs: list[Shape],
         steps: list[tuple[str, str, int, list[tuple[int, float]]]], profile: str) -> None:
-    made = [make_job(f"j{i:03d}", s, float(i)) for i, s in enumerate(jobs)]
-    node_list, vcs = typed_nodes_and_capped_queues(nodes, limits)
-    live, plain = (SchedulerModel(node_list, vcs) for _ in range(2))
-    models = [live, plain]
-    for model in models:
-        model.add_jobs(made)
+    made, models = twin_models(nodes, limits, jobs)
+    live, plain = models
     chosen = load(profile)
     hooks = Hooks(chosen.plugins())
     live_actions, plain_actions = chosen.actions(), chosen.actions()

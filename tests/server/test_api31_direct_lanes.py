@@ -81,16 +81,22 @@ def two_apps(sqlite_template: Path, tmp_path: Path) -> Iterator[tuple[TestClient
         client.__exit__(None, None, None)
 
 
-def test_the_lane_answers_as_the_router_did(two_apps: tuple[TestClient, TestClient],
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    served: list[str] = []
+@pytest.fixture()
+def served(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the lanes served, in order."""
+    paths: list[str] = []
     real = _Lane.__call__
 
     async def counted(self: _Lane, scope: Any, receive: Any, send: Any) -> None:
-        served.append(scope["path"])
+        paths.append(scope["path"])
         await real(self, scope, receive, send)
 
     monkeypatch.setattr(_Lane, "__call__", counted)
+    return paths
+
+
+def test_the_lane_answers_as_the_router_did(two_apps: tuple[TestClient, TestClient],
+                                            served: list[str]) -> None:
     lanes, routed = two_apps
     assert set(_guard(lanes.app).lanes) == {("POST", "/api/v1/jobs")}  # type: ignore[arg-type]
     big = lanes.app.state.limits.max_body_bytes  # type: ignore[attr-defined]
@@ -168,16 +174,8 @@ def test_a_lane_only_where_no_earlier_route_takes_the_request(tmp_path: Path) ->
 
 
 def test_a_request_under_a_root_path_is_routed(two_apps: tuple[TestClient, TestClient],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                               served: list[str]) -> None:
     lanes, _ = two_apps
-    served: list[str] = []
-    real = _Lane.__call__
-
-    async def counted(self: _Lane, scope: Any, receive: Any, send: Any) -> None:
-        served.append(scope["path"])
-        await real(self, scope, receive, send)
-
-    monkeypatch.setattr(_Lane, "__call__", counted)
     prefixed = TestClient(lanes.app, root_path="/shoal")
     answer = prefixed.post("/api/v1/jobs", content=job_yaml("rooted"),
                            headers={"Content-Type": YAML,
