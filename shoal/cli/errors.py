@@ -21,7 +21,9 @@ from shoal.spec import SpecError
 USAGE_ERROR = 2
 
 T = TypeVar("T")
-err = Console(stderr=True)
+# An error is never folded at the terminal's width: a path or a field in it is copied whole,
+# and piped (no terminal) rich would fold it at 80 columns.
+err = Console(stderr=True, soft_wrap=True)
 
 
 def user_errors(action: Callable[[], T]) -> T:

@@ -56,7 +56,7 @@ def mc_sim(
     from shoal.sim.multicluster_report import summarize
     from shoal.sim.trace import TraceError
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     wanted = [p.strip() for p in policies.split(",") if p.strip()]
     unknown = [p for p in wanted if p not in POLICIES]
     if unknown or not wanted:

@@ -20,7 +20,9 @@ from shoal.api.trace_format import TraceFormat
 
 sim_app = typer.Typer(help="Replay cluster traces through Shoal's scheduler (what-if).",
                       no_args_is_help=True)
-err = Console(stderr=True)
+# An error is never folded at the terminal's width: a path or a field in it is copied whole,
+# and piped (no terminal) rich would fold it at 80 columns.
+err = Console(stderr=True, soft_wrap=True)
 
 
 class MapBy(StrEnum):

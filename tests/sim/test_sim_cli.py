@@ -102,10 +102,13 @@ def test_queue_map_and_node_events(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
                               "-c", "2x8", "--queue-map", str(events)])
     assert bad.exit_code == 2 and "mapping" in bad.output
+    # A path past 80 columns: the error names it whole, not folded at a terminal's width.
+    events = tmp_path / ("a-long-folder-name-" * 4) / "events.csv"
+    events.parent.mkdir()
     events.write_text("time,node,state\nsoon,node-0,down\n")
     bad = runner.invoke(app, ["sim", "run", "-t", str(TRACES / "philly-sample.csv"),
                               "-c", "2x8", "--node-events", str(events)])
-    assert bad.exit_code == 2 and "events.csv:2" in bad.output and "time" in bad.output
+    assert bad.exit_code == 2 and f"{events}:2" in bad.output and "time" in bad.output
 
 
 POLLUX_WORKLOAD = ROOT.parent / "shared" / "traces" / "pollux" / "workloads" / "workload-1.csv"
