@@ -19,7 +19,6 @@ one worker, and in what order the workers take them.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 from xdist.remote import Producer
@@ -27,31 +26,31 @@ from xdist.scheduler import LoadFileScheduling
 
 MAX_WORKERS = 4
 
-TESTS = Path(__file__).resolve().parent
-
 #: Folders whose modules share fixtures held outside pytest's scopes: one group each.
 SHARED_FOLDERS = ("integration/federation",)
 
-#: The longest groups, longest first (seconds of one CI worker, measured on a 2-core machine
-#: under xdist); every other group keeps its collection order after these.
+#: The longest groups, longest first: seconds of one worker, measured under xdist on the
+#: 2-core CI machine while it ran other work too (load average 10-20: the torchrun module took
+#: 679 s there, 209 s in a single-process CI run). Only their order matters: every other group
+#: keeps its collection order after these.
 SLOWEST: tuple[str, ...] = (
-    "e2e/test_elastic_torchrun.py",
-    "integration/federation",
-    "server/test_openapi_fuzz.py",
-    "e2e/test_ray_engine.py",
-    "e2e/test_shoal_up.py",
-    "executors/test_ray_logs.py",
-    "e2e/test_bench_api.py",
-    "property/test_queue_semantics_together.py",
-    "control/test_control_live_nodes.py",
-    "executors/test_executor_contract.py",
-    "executors/test_batched_contract.py",
-    "executors/test_ray_inventory.py",
-    "property/test_launch_chaos.py",
-    "cli/test_bench_cli.py",
-    "e2e/test_usage_live.py",
-    "server/test_server_logs.py",
-    "property/test_admission.py",
+    "integration/federation",  # 919 s, 61 tests
+    "e2e/test_elastic_torchrun.py",  # 679 s, 2 tests
+    "executors/test_executor_contract.py",  # 461 s
+    "e2e/test_bench_api.py",  # 306 s
+    "server/test_openapi_fuzz.py",  # 270 s
+    "property/test_queue_semantics_together.py",  # 264 s
+    "control/test_control_live_nodes.py",  # 238 s
+    "e2e/test_shoal_up.py",  # 214 s
+    "executors/test_batched_contract.py",  # 163 s
+    "executors/test_ray_inventory.py",  # 92 s
+    "property/test_launch_chaos.py",  # 83 s
+    "executors/test_ray_logs.py",  # 74 s
+    "cli/test_bench_cli.py",  # 73 s
+    "e2e/test_ray_engine.py",  # 61 s
+    "e2e/test_usage_live.py",  # 59 s
+    "server/test_server_logs.py",  # 46 s
+    "property/test_admission.py",  # 30 s
     "property/test_incremental.py",
     "property/test_cycle_skip.py",
     "property/test_reason_report.py",
