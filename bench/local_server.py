@@ -96,8 +96,11 @@ def ray_cluster() -> Iterator[str]:
                          f"uv sync --extra ray") from None
     from ray.cluster_utils import Cluster
 
+    # No dashboard: Shoal's Ray engine needs none, and its fixed port (8265) may be another
+    # Ray's on a shared machine (the test suite runs Ray clusters side by side).
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": CLUSTER_CPUS, "memory": CLUSTER_MEMORY, "labels": {NODE_LABEL: "local"}})
+        "num_cpus": CLUSTER_CPUS, "memory": CLUSTER_MEMORY, "labels": {NODE_LABEL: "local"},
+        "include_dashboard": False})
     try:
         cluster.wait_for_nodes()  # `shoal up` refuses a cluster with no ready node yet
         yield str(cluster.address)

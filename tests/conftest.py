@@ -36,6 +36,9 @@ from store_templates import migrate_template, migrated_sqlite
 
 from shoal.store import Repository, Store, open_store
 
+#: How the suite is spread over the cores (pytest-xdist): groups, order, worker count.
+pytest_plugins = ["suite_schedule"]
+
 
 @dataclass(frozen=True)
 class PostgresServer:

@@ -8,6 +8,12 @@ control plane gets a Ray namespace of its own (`namespace_of(root)`), since test
 job names. Nodes may be added and removed while a test runs (`add`, `remove`), as a
 machine joins or dies.
 
+Ray gives a node it starts 30 s to register with its GCS (hard-coded in
+`ray._private.node.Node`), then raises "timed out during startup". On a loaded machine — the
+suite's xdist workers each starting a cluster beside other work — a start can take longer:
+the clusters of one checkout start one at a time (`_one_starting`, a lock across the
+workers), and a cluster whose start timed out is shut down and started again.
+
     @pytest.fixture(scope="module")
     def ray_nodes() -> Iterator[RayNodes]:
         with RayNodes({"ray-head": {"num_cpus": 1}, "ray-gpu": {"num_gpus": 4}}) as nodes:
@@ -16,9 +22,11 @@ machine joins or dies.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -29,6 +37,26 @@ from typing import Any
 #: timeout), so a node that is alive but slow on a loaded machine is not declared dead.
 HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 5,
                  "health_check_timeout_ms": 10000}
+
+
+#: How many times a cluster is started before its start's error is the test's.
+START_ATTEMPTS = 3
+
+
+@contextlib.contextmanager
+def _one_starting() -> Iterator[None]:
+    """Held while a cluster or a node starts: one at a time among the processes running this
+    checkout's tests (the lock is this module's own file, so nothing is left behind)."""
+    with open(__file__, "rb") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _timed_out(error: Exception) -> bool:
+    return "timed out during startup" in str(error)
 
 
 def namespace_of(root: Path) -> str:
@@ -89,18 +117,31 @@ class RayNodes:
         head_node = {**self._args(head, head_args), "include_dashboard": False,
                      "_system_config": {**HEALTH_CHECKS,
                                         **dict(head_args.get("_system_config") or {})}}
-        self._cluster = Cluster(initialize_head=True, head_node_args=head_node)
-        self._handles[head] = self._cluster.head_node
-        for name, args in workers:
-            self._handles[name] = self._cluster.add_node(**self._args(name, args))
-        self._cluster.wait_for_nodes()
+        for attempt in range(1, START_ATTEMPTS + 1):
+            cluster = Cluster()
+            try:
+                with _one_starting():
+                    cluster.add_node(**head_node)
+                    self._handles[head] = cluster.head_node
+                    for name, args in workers:
+                        self._handles[name] = cluster.add_node(**self._args(name, args))
+                    cluster.wait_for_nodes()
+            except Exception as error:
+                cluster.shutdown()  # what did start (a head started without its node too)
+                self._handles.clear()
+                if not _timed_out(error) or attempt == START_ATTEMPTS:
+                    raise
+                continue
+            self._cluster = cluster
+            break
         if not ray.is_initialized():
             ray.init(address=self._cluster.address, log_to_driver=False)
 
     def add(self, name: str, **args: Any) -> None:
         """A node joins the cluster (it is alive once this returns)."""
-        self._handles[name] = self.cluster.add_node(**self._args(name, args))
-        self.cluster.wait_for_nodes()
+        with _one_starting():
+            self._handles[name] = self.cluster.add_node(**self._args(name, args))
+            self.cluster.wait_for_nodes()
 
     def remove(self, name: str) -> None:
         """A node dies (its raylet and every process on it are killed)."""

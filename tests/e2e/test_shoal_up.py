@@ -42,6 +42,11 @@ from shoal.executors.wrapper import PID_FILE
 
 CLUSTER = node_yaml()
 
+#: A safety net only: every wait ends as soon as its condition holds. Generous, as a `shoal
+#: up` can take a minute to answer on a loaded machine (the suite's two workers beside other
+#: work: 52 s measured at a load average of 16 on 2 cores).
+DEADLINE = 120.0
+
 
 def job_yaml(name: str, code: str, replicas: int = 1, gpu: int = 0, cpu: str = "1",
              memory: str = "1Gi") -> str:
@@ -64,7 +69,7 @@ class Server:
     def client(self) -> httpx.Client:
         token = (self.data / "admin.token").read_text().strip()
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"},
-                            timeout=10)
+                            timeout=DEADLINE / 4)
 
 
 
@@ -79,14 +84,15 @@ def start(tmp: Path, port: int, db: str | None = None, *args: str) -> Server:
         stdout=subprocess.DEVNULL, stderr=open(tmp / "server.log", "ab"))  # noqa: SIM115
     server = Server(tmp / "data", port, process)
     try:
-        if wait_until_healthy(server.url, 30, lambda: process.poll() is None):
+        if wait_until_healthy(server.url, DEADLINE, lambda: process.poll() is None):
             return server
     except BaseException:
         stop(server)
         raise
     exited = process.poll()
     stop(server)
-    raise AssertionError(("shoal up did not answer /healthz within 30 s: " if exited is None
+    raise AssertionError((f"shoal up did not answer /healthz within {DEADLINE:.0f} s: "
+                          if exited is None
                           else f"shoal up exited with code {exited} before serving: ")
                          + (tmp / "server.log").read_text())
 
@@ -156,8 +162,8 @@ class Servers:
         self.scratch.close()
 
 
-def wait_for(client: httpx.Client, name: str, states: set[str], seconds: float = 20
-             ) -> dict[str, object]:
+def wait_for(client: httpx.Client, name: str, states: set[str],
+             seconds: float = DEADLINE) -> dict[str, object]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         job = client.get(f"/api/v1/jobs/{name}").json()
@@ -196,7 +202,8 @@ def test_impossible_job_is_rejected_and_cancel_kills(server: Server) -> None:
         wait_for(client, "sleeper", {"Cancelled"})
 
 
-def wait_for_task_running(client: httpx.Client, name: str, seconds: float = 20) -> None:
+def wait_for_task_running(client: httpx.Client, name: str, seconds: float = DEADLINE
+                          ) -> None:
     """Until the task itself runs (its process started and recorded), not just the job: a
     crash before that is a different case (at most once: the task is then lost, never
     launched twice)."""
@@ -255,7 +262,7 @@ KILL_AFTER = 6
 TERMINAL = {"Succeeded", "Failed", "Cancelled"}
 
 
-def poll_until(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:
+def poll_until(condition: Callable[[], bool], what: str, seconds: float = DEADLINE) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():
@@ -338,7 +345,7 @@ def test_kill_9_during_a_submission_burst(servers: Servers) -> None:
                            for j in page.json()["items"]})
             return set(states) == {"long", *names} and set(states.values()) <= TERMINAL
 
-        poll_until(all_terminal, "every job to end", seconds=45)
+        poll_until(all_terminal, "every job to end")
 
     assert states == dict.fromkeys(["long", *names], "Succeeded"), states
     launches = sorted(ran.read_text().split())
@@ -359,8 +366,12 @@ def test_one_control_plane_per_data_directory_store_and_port(
     """A second `shoal up` on what a running one holds stops at once with the reason, and
     the running one is undisturbed: two control planes would launch every task twice."""
     running = servers.start()
+    # Runs until told: the refused starts below may take minutes on a loaded machine, and
+    # the task must still be running when the test looks (teardown kills it).
+    go = servers.shared / "go"
     with running.client() as client:
-        submit(client, job_yaml("steady", "import time; time.sleep(60)"))
+        submit(client, job_yaml("steady", "import os, time; [time.sleep(0.05) for _ in "
+                                f"iter(lambda: os.path.exists({str(go)!r}), True)]"))
         wait_for_task_running(client, "steady")
 
     same_dir = refused_start(running.data, tmp_path, "--port", str(free_port()))
