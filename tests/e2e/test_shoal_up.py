@@ -366,12 +366,10 @@ def test_one_control_plane_per_data_directory_store_and_port(
     """A second `shoal up` on what a running one holds stops at once with the reason, and
     the running one is undisturbed: two control planes would launch every task twice."""
     running = servers.start()
-    # Runs until told: the refused starts below may take minutes on a loaded machine, and
-    # the task must still be running when the test looks (teardown kills it).
-    go = servers.shared / "go"
+    # Blocks until a signal ends it (teardown kills it): the refused starts below may take
+    # minutes on a loaded machine, and the task must still be running when the test looks.
     with running.client() as client:
-        submit(client, job_yaml("steady", "import os, time; [time.sleep(0.05) for _ in "
-                                f"iter(lambda: os.path.exists({str(go)!r}), True)]"))
+        submit(client, job_yaml("steady", "import signal; signal.pause()"))
         wait_for_task_running(client, "steady")
 
     same_dir = refused_start(running.data, tmp_path, "--port", str(free_port()))
