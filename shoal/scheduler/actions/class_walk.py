@@ -56,16 +56,12 @@ from shoal.scheduler.reason_report import Range, UnwrittenReasons
 from shoal.scheduler.session import Session
 from shoal.scheduler.waiting import submission_order
 
-_Source = LineSource
-"""One class line of a virtual cluster (or its loose jobs), and how far it was walked: a
-line's is kept with the line (`ClassLines.sources`), reset as the walk reads it."""
-
 _NONE_LEFT_OUT: frozenset[JobInfo] = frozenset()
 
 
 @dataclass(slots=True)
 class _Queue:
-    sources: list[_Source] = field(default_factory=list)
+    sources: list[LineSource] = field(default_factory=list)
     heads: list[tuple[tuple[Any, ...], int]] = field(default_factory=list)
     """(job order key of its next job, source) for each source neither done nor suspended."""
     suspended: list[int] = field(default_factory=list)
@@ -73,7 +69,7 @@ class _Queue:
     """The misfit state its classes were parked (or left suspended) in, until the walk
     next serves it."""
 
-    def add(self, source: _Source) -> None:
+    def add(self, source: LineSource) -> None:
         self.sources.append(source)
         self.heads.append((source.first, len(self.sources) - 1))
 
@@ -110,7 +106,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
     fresh = noted if not kept else noted - kept if len(noted) != len(kept) else ()
     left_out = {j for j in fresh if j.reason is not None} | joined
     ranges: list[Range] = []
-    admitted_sources: list[_Source] = []
+    admitted_sources: list[LineSource] = []
     queues: dict[str, _Queue] = {}
     admitted: list[JobInfo] = []
     loose: dict[str, list[Entry]] = {}
@@ -162,7 +158,7 @@ def walk_classes(session: Session, lines: ClassLines, verdict: Verdict,
         frozenset(left_out) if left_out else _NONE_LEFT_OUT)
     for name, entries in loose.items():
         entries.sort(key=lambda e: e[0])
-        queues.setdefault(name, _Queue()).add(_Source(
+        queues.setdefault(name, _Queue()).add(LineSource(
             entries, None, None, entries[0][1], entries[0][0], entries[-1][0], len(entries)))
     for queue in queues.values():
         heapq.heapify(queue.heads)
@@ -307,14 +303,14 @@ def _unpark(queue: _Queue, ranges: list[Range]) -> None:
     queue.suspended.clear()
 
 
-def _caught_up(source: _Source) -> None:
-    """Move `since` to where the class last gave the same reason again (`_Source.moved`)."""
+def _caught_up(source: LineSource) -> None:
+    """Move `since` to where the class last gave the same reason again (`LineSource.moved`)."""
     if source.moved is not None:
         source.since = source.at = _bisect(source.entries, source.moved, source.since)
         source.moved = None
 
 
-def _advance(queue: _Queue, source: _Source, index: int) -> None:
+def _advance(queue: _Queue, source: LineSource, index: int) -> None:
     source.at += 1
     if source.at < source.size:
         heapq.heappush(queue.heads, (source.entries[source.at][0], index))
