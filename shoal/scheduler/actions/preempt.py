@@ -588,15 +588,17 @@ class Preemption(JudgedSearches):
                 nodes.update(s.ordinal for s in session.pool_for(group).nodes)
         return key, nodes
 
-    def _held_nodes(self, job: JobInfo) -> set[int]:
+    def _reservations(self) -> dict[str, set[int]]:
+        """The nodes each starving job's reservation keeps others off, read once an execution."""
         if self._reserved is None:
             self._reserved = reservation_nodes(self.session)
-        return self._reserved.get(job.name, set())
+        return self._reserved
+
+    def _held_nodes(self, job: JobInfo) -> set[int]:
+        return self._reservations().get(job.name, set())
 
     def _holds_back_any(self) -> bool:
-        if self._reserved is None:
-            self._reserved = reservation_nodes(self.session)
-        return bool(self._reserved)
+        return bool(self._reservations())
 
     def may_borrow(self, preemptor: JobInfo) -> bool:
         """Whether the preemptor, once it evicts, may run on guarantees lent by other
