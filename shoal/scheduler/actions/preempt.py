@@ -527,7 +527,7 @@ class Preemption(JudgedSearches):
         # first unit alone is not worth a placement (`_evict_until_placed`): most evicting
         # searches fit on it, and then so would all of them.
         judged: bool | None = None
-        judge: Callable[[], bool] | None = None
+        judging: Callable[[], bool] | None = None
         if index is not None and gained > 0 \
                 and self._judgeable(preemptor, index, behind, quota_bound):
             judged = True
@@ -538,19 +538,27 @@ class Preemption(JudgedSearches):
                 judged = self._judged_early(preemptor, need, index, behind, quota_bound)
                 return bool(judged)
 
+            if self.judges_late:
+                judging = judge
+            else:
+                judge()  # a test knob: before any trial eviction
+
         units: list[VictimUnit] | None = None
         tried: Iterable[VictimUnit]
+        chosen: list[VictimUnit] | None = None
         if judged is not None:
             assert index is not None
-            self._tried = True
-            gains: dict[int, int] = {}
-            trial = Trial(free, demand, least_request(preemptor, need), gains)
-            tried = self._useful_in_order(index, behind, nodes, gains, quota_bound)
-            chosen = self._evict_until_placed(preemptor, need, trial, tried, gains,
-                                              quota_bound, judge)
+            if judged:
+                self._tried = True
+                gains: dict[int, int] = {}
+                trial = Trial(free, demand, least_request(preemptor, need), gains)
+                tried = self._useful_in_order(index, behind, nodes, gains, quota_bound)
+                chosen = self._evict_until_placed(preemptor, need, trial, tried, gains,
+                                                  quota_bound, judging)
             if not judged:
-                # As when no trial placement was tried. It read no order, so its verdict
-                # lasts (`keeps_judged` False, a test knob: only within the execution).
+                # As when no trial placement was tried. Its verdict read no order (a first
+                # unit tried whatever its order), so it lasts (`keeps_judged` False, a test
+                # knob: only within the execution).
                 self._tried = not self.keeps_judged
                 if self._note_policy(preemptor, None):
                     self._room_refused = False  # its policy might note something

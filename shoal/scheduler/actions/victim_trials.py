@@ -49,6 +49,10 @@ class VictimTrials:
     census_room = True
     """Count a trial loop's room from the pools' censuses where that is exact
     (`CensusRoom`); False (a test knob): node by node (`gang_choice.Room`)."""
+    judges_late = True
+    """Judge a search's units as a whole (`VictimListing._judged_early`) only once its
+    first unit alone is not worth a placement (`_evict_until_placed`); False (a test
+    knob): before any trial eviction."""
     _fitting: dict[Hashable, int] = {}  # noqa: RUF012 - replaced per instance before use
     _fitting_at: tuple[int, object] | None = None
 
