@@ -179,7 +179,9 @@ class VictimListing(VictimTrials):
         def until(job: JobInfo) -> float:
             return min(p.preemption_key_until(job) for p in holds) if holds else math.inf
 
-        table.refresh(self.session, self.rank, until)
+        # One plugin that ranks (las): its own answer, with no generator around it.
+        table.refresh(self.session, self.rank,
+                      holds[0].preemption_key_until if len(holds) == 1 else until)
         self._read_table = table
 
     def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
