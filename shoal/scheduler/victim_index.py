@@ -228,7 +228,7 @@ class QueueVictims:
             self._in_order[rank] = in_order.without(job)
         by_start = self._by_start.get(rank)
         if by_start is not None:
-            self._by_start[rank] = by_start.without(job)
+            self._by_start[rank] = by_start.without(job, units)
         self._sizes[rank] -= len(units)
         emptied = not jobs
         if emptied:

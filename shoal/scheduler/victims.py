@@ -43,7 +43,7 @@ offered either.
 from __future__ import annotations
 
 import heapq
-from bisect import insort
+from bisect import bisect_left, insort
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -277,12 +277,47 @@ class ByStart:
             insort(shapes[shape], (-started, unit), key=_START)
         return ByStart(shapes, self.misc if misc is None else misc)
 
-    def without(self, job: JobInfo) -> ByStart:
-        """The job's units no longer filed."""
+    def without(self, job: JobInfo, units: Sequence[VictimUnit] | None = None) -> ByStart:
+        """The job's units no longer filed. `units`: the job's units as they were filed
+        (`with_units`): each is looked for in its shape's entries by its start, not every
+        entry of every shape (a rank files hundreds under backlog); where one is not found
+        there or among the units of no shape, every entry is looked at."""
+        if units is not None:
+            found = self._without_units(job, units)
+            if found is not None:
+                return found
         shapes = {shape: [e for e in entries if e[1].job is not job]
                   for shape, entries in self.shapes.items()}
         return ByStart({shape: entries for shape, entries in shapes.items() if entries},
                        [u for u in self.misc if u.job is not job])
+
+    def _without_units(self, job: JobInfo, units: Sequence[VictimUnit]) -> ByStart | None:
+        shapes = self.shapes
+        copied = False
+        elsewhere = 0
+        for unit in units:
+            # Its shape as filed: `shape_of` less what moves after filing (how many tasks
+            # its job runs); a unit filed among the misc is looked for there.
+            shape = _shape_filed(unit)
+            entries = None if shape is None else shapes.get(shape)
+            at = -1 if entries is None else _entry_of(entries, unit)
+            if at < 0:
+                elsewhere += 1
+                continue
+            if not copied:
+                shapes = dict(shapes)
+                copied = True
+            assert entries is not None
+            if len(entries) == 1:
+                del shapes[shape]
+            else:
+                shapes[shape] = entries[:at] + entries[at + 1:]
+        if not elsewhere:
+            return ByStart(shapes, self.misc)
+        misc = [u for u in self.misc if u.job is not job]
+        if len(self.misc) - len(misc) != elsewhere:
+            return None  # not filed as `units` says: look at every entry
+        return ByStart(shapes, misc)
 
     def merged(self, now: float, order: Callable[[JobInfo], tuple[Any, ...]]
                ) -> Iterator[VictimUnit]:
@@ -344,6 +379,37 @@ def shape_of(unit: VictimUnit) -> Hashable | None:
         return None
     group = job.job.group
     return tuple((r.gpu, r.cpu) for r in (group(t.ref.group).resources for t in tasks))
+
+
+def _shape_filed(unit: VictimUnit) -> Hashable | None:
+    """`shape_of(unit)` as it was when the unit was filed, if it had one then: all that it
+    reads but how many tasks the job runs is the unit's own."""
+    if unit.shrink_to is not None:
+        return None
+    job = unit.job
+    interval = job.job.checkpoint_interval
+    if interval is not None and interval > 0:
+        return None
+    tasks = unit.tasks
+    started = tasks[0].started
+    if started is None or any(t.started != started for t in tasks):
+        return None
+    group = job.job.group
+    return tuple((r.gpu, r.cpu) for r in (group(t.ref.group).resources for t in tasks))
+
+
+def _entry_of(entries: list[tuple[float, VictimUnit]], unit: VictimUnit) -> int:
+    """Where `unit` is in a shape's entries (-1: not there): among those of its start (a
+    unit found nowhere sends `without` to look at every entry)."""
+    started = unit.tasks[0].started
+    assert started is not None
+    key = -started
+    at = bisect_left(entries, key, key=_START)
+    while at < len(entries) and entries[at][0] == key:
+        if entries[at][1] is unit:
+            return at
+        at += 1
+    return -1
 
 
 def _keyed(units: Iterator[VictimUnit], now: float

@@ -523,24 +523,46 @@ class Preemption(JudgedSearches):
         # quota tree, which caches its answers: asking later answers the same).
         quota_bound = self.quota_bound(preemptor, need)
         # Judged from the index's sums per rank where that is exact (`_judged_early`): what
-        # it is offered is listed only as far as the trials take it.
-        judged = None if index is None or gained <= 0 else \
-            self._judged_early(preemptor, need, index, behind, quota_bound)
+        # it is offered is listed only as far as the trials take it. Judged only once its
+        # first unit alone is not worth a placement (`_evict_until_placed`): most evicting
+        # searches fit on it, and then so would all of them.
+        judged: bool | None = None
+        judging: Callable[[], bool] | None = None
+        if index is not None and gained > 0 \
+                and self._judgeable(preemptor, index, behind, quota_bound):
+            judged = True
+
+            def judge() -> bool:
+                nonlocal judged
+                assert index is not None
+                judged = self._judged_early(preemptor, need, index, behind, quota_bound)
+                return bool(judged)
+
+            if self.judges_late:
+                judging = judge
+            else:
+                judge()  # a test knob: before any trial eviction
+
         units: list[VictimUnit] | None = None
         tried: Iterable[VictimUnit]
+        chosen: list[VictimUnit] | None = None
         if judged is not None:
             assert index is not None
+            if judged:
+                self._tried = True
+                gains: dict[int, int] = {}
+                trial = Trial(free, demand, least_request(preemptor, need), gains)
+                tried = self._useful_in_order(index, behind, nodes, gains, quota_bound)
+                chosen = self._evict_until_placed(preemptor, need, trial, tried, gains,
+                                                  quota_bound, judging)
             if not judged:
-                # As when no trial placement was tried. It read no order, so its verdict
-                # lasts (`keeps_judged` False, a test knob: only within the execution).
+                # As when no trial placement was tried. Its verdict read no order (a first
+                # unit tried whatever its order), so it lasts (`keeps_judged` False, a test
+                # knob: only within the execution).
                 self._tried = not self.keeps_judged
                 if self._note_policy(preemptor, None):
                     self._room_refused = False  # its policy might note something
                 return False
-            self._tried = True
-            gains: dict[int, int] = {}
-            trial = Trial(free, demand, least_request(preemptor, need), gains)
-            tried = self._useful_in_order(index, behind, nodes, gains, quota_bound)
         else:
             # A chain (a job; a task that stands alone, `VictimUnit.chain`) is useful if any
             # of its tasks frees something the preemptor can use; then all its units are (a
@@ -565,7 +587,8 @@ class Preemption(JudgedSearches):
             if not in_order:  # the same units, now in the order they are tried
                 tried = (u for u in (self.candidates(preemptor) if index is None
                                      else index.in_order(behind)) if u.chain in helps)
-        chosen = self._evict_until_placed(preemptor, need, trial, tried, gains, quota_bound)
+            chosen = self._evict_until_placed(preemptor, need, trial, tried, gains,
+                                              quota_bound)
         if chosen is None:
             self._note_policy(preemptor, units)
             return False

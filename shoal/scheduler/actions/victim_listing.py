@@ -179,7 +179,9 @@ class VictimListing(VictimTrials):
         def until(job: JobInfo) -> float:
             return min(p.preemption_key_until(job) for p in holds) if holds else math.inf
 
-        table.refresh(self.session, self.rank, until)
+        # One plugin that ranks (las): its own answer, with no generator around it.
+        table.refresh(self.session, self.rank,
+                      holds[0].preemption_key_until if len(holds) == 1 else until)
         self._read_table = table
 
     def candidates(self, preemptor: JobInfo, policy: QueuePreemption | None = None
@@ -238,15 +240,10 @@ class VictimListing(VictimTrials):
         owned nodes — for a preemptor held by its quota every unit is useful. Only where
         keys come out the same whenever asked (`looks` False): the offer is then never
         sorted before its trials."""
-        session = self.session
-        cluster = session.cluster
-        if self.looks or not self.judge_whole or cluster.limits_tasks() \
-                or not self._judged_whole(preemptor, [], False):
+        if not self._judgeable(preemptor, index, behind, quota_bound):
             return None
-        held, charged = index.held(behind, _holds)
-        if quota_bound and any(a != preemptor.account for a in charged):
-            return None  # `_judged_whole` would not judge them whole
-        by_name = cluster.by_name
+        held, _ = index.held(behind, _holds)
+        by_name = self.session.cluster.by_name
         freed = {}
         for node, request in held.items():
             state = by_name[node]
@@ -264,6 +261,20 @@ class VictimListing(VictimTrials):
             if state.owner is None:
                 refund = refund + request
         return self._quota_allows_after(preemptor, refund, least_request(preemptor, need))
+
+    def _judgeable(self, preemptor: JobInfo, index: QueueVictims, behind: int,
+                   quota_bound: bool) -> bool:
+        """Whether `_judged_early` tells its verdict (it does not return None): what it
+        asks before it counts anything."""
+        if self.looks or not self.judge_whole or self.session.cluster.limits_tasks() \
+                or not self._judged_whole(preemptor, [], False):
+            return False
+        if quota_bound:
+            _, charged = index.held(behind, _holds)
+            account = preemptor.account
+            if any(a != account for a in charged):
+                return False  # `_judged_whole` would not judge them whole
+        return True
 
     def _useful_in_order(self, index: QueueVictims, behind: int, nodes: set[int],
                          gains: dict[int, int], quota_bound: bool) -> Iterator[VictimUnit]:

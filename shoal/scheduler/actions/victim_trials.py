@@ -14,7 +14,7 @@ through its own `_place`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 from shoal.api.resources import Resources
@@ -49,6 +49,10 @@ class VictimTrials:
     census_room = True
     """Count a trial loop's room from the pools' censuses where that is exact
     (`CensusRoom`); False (a test knob): node by node (`gang_choice.Room`)."""
+    judges_late = True
+    """Judge a search's units as a whole (`VictimListing._judged_early`) only once its
+    first unit alone is not worth a placement (`_evict_until_placed`); False (a test
+    knob): before any trial eviction."""
     _fitting: dict[Hashable, int] = {}  # noqa: RUF012 - replaced per instance before use
     _fitting_at: tuple[int, object] | None = None
 
@@ -376,11 +380,18 @@ class VictimTrials:
 
     def _evict_until_placed(self, preemptor: JobInfo, need: GangNeed, trial: Trial,
                             tried: Iterable[VictimUnit], gains: dict[int, int],
-                            quota_bound: bool) -> list[VictimUnit] | None:
+                            quota_bound: bool, judge: Callable[[], bool] | None = None
+                            ) -> list[VictimUnit] | None:
         """Evict `tried` in order until the preemptor fits (`_worth_trying` says when to try a
         placement), then spare what proved unneeded (`_sift`, `_spare`) and commit the
         evictions with the placement: the victims taken (none: it stands on what was free),
-        or None, nothing committed, when it never fit."""
+        or None, nothing committed, when it never fit.
+
+        `judge`: whether any placement is worth trying with all of `tried` evicted, asked
+        with no statement open, where every condition of `_worth_trying` only grows with
+        what is evicted (`VictimListing._judged_early`). Asked only if the first unit alone
+        is not worth a placement: if it is, so are all of them (most evicting searches fit
+        on their first unit). If it says no, nothing is committed (None)."""
         session = self.session
         cluster = session.cluster
         chosen: list[VictimUnit] = []
@@ -397,7 +408,17 @@ class VictimTrials:
             if counted is not None:  # node by node: each freed node counted again
                 counted.freed([cluster.by_name[t.node] for t in unit.tasks])
             if not self._worth_trying(trial, gained, preemptor, need, quota_bound, room):
+                if judge is not None:
+                    # Judged with nothing evicted, as before this loop: a placement that
+                    # is not worth trying after every unit is not after any.
+                    statement.discard()
+                    if not judge():
+                        return None
+                    judge = None
+                    statement = session.statement()
+                    self._evict(statement, unit, preemptor)
                 continue
+            judge = None
             evictions = statement.savepoint()
             placed = self._place(statement, preemptor, need)
             if placed:
@@ -406,6 +427,8 @@ class VictimTrials:
             statement.roll_back(evictions)  # keep the evictions, drop the failed placement
         if not fits:
             statement.discard()
+            if judge is not None:  # no unit tried: judged all the same
+                judge()
             return None
         if len(chosen) > 1:
             sift = self._sift(preemptor, need, chosen, quota_bound,
