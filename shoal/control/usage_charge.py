@@ -16,6 +16,7 @@ import logging
 from shoal.scheduler.model import SchedulerModel
 from shoal.scheduler.plugins.usage import usage_half_life
 from shoal.scheduler.profile import Profile
+from shoal.scheduler.usage_rates import UsageRates
 from shoal.store.usage import UsageRecords
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ class UsageKeeper:
         self.half_life = usage_half_life(profile)
         """The profile's `usage` plugin's `halfLife`, or the default."""
         self._written: float | None = None
+        self._rates = UsageRates()
 
     def restore(self, model: SchedulerModel) -> None:
         """Give a model built at start the stored ledger."""
@@ -43,7 +45,8 @@ class UsageKeeper:
     def charge(self, model: SchedulerModel) -> None:
         """Charge what runs up to `model.now`; write the ledger when it is due."""
         before = model.usage
-        model.usage = model.usage.charged(model.holdings(), model.now)
+        model.usage = model.usage.charged_rates(self._rates.running(model.jobs.values()),
+                                                model.now)
         written = self._written
         if written is not None and written <= model.now < written + WRITE_INTERVAL \
                 and model.usage.entries.keys() == before.entries.keys():

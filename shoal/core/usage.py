@@ -91,6 +91,26 @@ class Holding:
     """When it started running; None: not yet (bound, launching): charged nothing."""
 
 
+@dataclass(frozen=True, slots=True)
+class TaskRate:
+    """What one running task charges per second it runs, for whom: `Used.of`'s factors
+    (GPUs, cores, GiB) worked out once, not at every charge."""
+
+    key: UsageKey
+    gpu: float
+    cpu: float
+    memory: float
+
+    @staticmethod
+    def of(vc: str, user: str, resources: Resources) -> TaskRate | None:
+        """None for a task that holds nothing (`charged` charges it nothing)."""
+        if resources.is_zero():
+            return None
+        # The same operations as `Used.of`: resource-seconds are these times the seconds.
+        return TaskRate(UsageKey(vc, user), float(resources.gpu), resources.cpu / _MILLI,
+                        resources.memory / _MIB_PER_GIB)
+
+
 @dataclass(frozen=True)
 class UsageLedger:
     """Decayed usage per (virtual cluster, user) as of `at`. Immutable: `charged` returns a
@@ -143,14 +163,41 @@ class UsageLedger:
         """Charge each running task for the time it ran since the last charge (or since it
         started, if later). A task that ended between two charges is not charged for that
         last stretch: at most one cycle's interval per task."""
-        def charges() -> Iterable[tuple[UsageKey, Used]]:
-            for h in holdings:
-                if h.started is None:
-                    continue
-                seconds = now - (h.started if self.at is None else max(h.started, self.at))
-                if seconds > 0 and not h.resources.is_zero():
-                    yield UsageKey(h.vc, h.user), Used.of(h.resources, seconds)
-        return self.charge(charges(), now)
+        return self.charged_rates(
+            ((TaskRate.of(h.vc, h.user, h.resources), h.started) for h in holdings), now)
+
+    def charged_rates(self, tasks: Iterable[tuple[TaskRate | None, float | None]],
+                      now: float) -> UsageLedger:
+        """`charged`, each running task given as what it charges per second and when it
+        started (`TaskRate`; None: it holds nothing). The drivers' path: a model keeps each
+        job's rates (`shoal.scheduler.usage_rates`), so a charge builds no value per task.
+
+        The arithmetic is `charge`'s with the same operands in the same order — every entry
+        scaled, then each task's resource-seconds added to its entry in turn — so the
+        ledger comes out the same to the last bit: only the objects per task are gone."""
+        last = self.at
+        at = now if last is None else max(now, last)
+        factor = self.factor(at)
+        sums: dict[UsageKey, list[float]] = {
+            k: [v.gpu * factor, v.cpu * factor, v.memory * factor]
+            for k, v in self.entries.items()}
+        for rate, started in tasks:
+            if rate is None or started is None:
+                continue
+            seconds = now - (started if last is None else max(started, last))
+            if seconds <= 0:
+                continue
+            row = sums.get(rate.key)
+            if row is None:
+                # `Used() + used`: 0.0 + x is x for every x a charge makes (never -0.0).
+                sums[rate.key] = [rate.gpu * seconds, rate.cpu * seconds,
+                                  rate.memory * seconds]
+            else:
+                row[0] += rate.gpu * seconds
+                row[1] += rate.cpu * seconds
+                row[2] += rate.memory * seconds
+        return UsageLedger(self.half_life, at,
+                           _bounded({k: Used(g, c, m) for k, (g, c, m) in sums.items()}))
 
     def with_half_life(self, half_life: float) -> UsageLedger:
         """The same values, decaying from now on with another half-life (a profile changed

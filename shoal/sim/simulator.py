@@ -57,6 +57,7 @@ from shoal.scheduler.plugins.usage import NAME as USAGE
 from shoal.scheduler.plugins.usage import usage_half_life
 from shoal.scheduler.profile import Profile
 from shoal.scheduler.session import Hooks, Session
+from shoal.scheduler.usage_rates import UsageRates
 from shoal.sim.collector import long_lived_heap
 from shoal.sim.engine import Event, EventKind, EventQueue
 from shoal.sim.job_runs import DrivenJobs, JobRun, LostTasks
@@ -178,6 +179,8 @@ class Simulator:
         # Decayed usage per virtual cluster and user (issue 17), on the simulated clock.
         # Charging walks the live jobs, so it is kept only where the profile reads it.
         self._charges_usage = USAGE in profile.plugin_names()
+        self._usage_rates = UsageRates()
+        """Each job's charge per second (`_charge_usage`), kept from one charge to the next."""
         self.model.usage = UsageLedger(usage_half_life(profile))
 
     def _driven(self, j: TraceJob) -> Job:
@@ -322,7 +325,8 @@ class Simulator:
     def _charge_usage(self, now: float) -> None:
         """Charge the usage ledger for what ran up to `now` (once per instant)."""
         if self._charges_usage and self.model.usage.at != now:
-            self.model.usage = self.model.usage.charged(self.model.holdings(), now)
+            self.model.usage = self.model.usage.charged_rates(
+                self._usage_rates.running(self.model.jobs.values()), now)
 
     def _wake_for_time(self, session: Session, now: float) -> None:
         """With jobs waiting under a time-dependent profile, the next cycle is due when the

@@ -33,8 +33,9 @@ is the preempt action's machinery, as for the guarantee-based reclaim
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
+from typing import NamedTuple
 
-from shoal.api.queue_policy import QueuePreemption
+from shoal.api.queue_policy import QueuePreemption, ReclaimWithinParent
 from shoal.api.resources import Resources
 from shoal.core.deserved import DeservedShares
 from shoal.core.quota import QueueState
@@ -43,21 +44,43 @@ from shoal.scheduler.actions.reclaim import Reclamation
 from shoal.scheduler.gang_choice import GangNeed, least_request
 from shoal.scheduler.held_back import reclaim_note, widest_reclaim
 from shoal.scheduler.jobs import JobInfo
-from shoal.scheduler.preemptor_class import PreemptorClasses
+from shoal.scheduler.preemptor_class import Generation, PreemptorClasses, generation
 from shoal.scheduler.queue_preemption import policy_of, reclaim_victim, reclaims
 from shoal.scheduler.session import Session
-from shoal.scheduler.victims import VictimUnit
+from shoal.scheduler.victims import VictimUnit, ordered
 
 #: Deserved shares are fractions: a level "within" its share may be this far over it.
 _EPSILON = 1e-9
 
+_ListingKey = tuple[str, Resources, QueuePreemption, int | None]
+"""What a listing reads of its preemptor: its virtual cluster, the least it asks, its
+policy, and its priority where the policy compares it (`reclaim_victim`)."""
+
+
+class _Listing(NamedTuple):
+    """What `candidates` offered a preemptor, kept for those of the same terms."""
+
+    units: tuple[VictimUnit, ...]
+    looked_at: tuple[str, ...]
+    """Whose order keys the listing asked, in order (as `Reclamation.ordered` notes)."""
+    cut: bool
+    """Whether `_above_deserved` cut what it is offered."""
+
 
 class ProportionalReclamation(Reclamation):
+    keeps_listings = True
+    """Answer a preemptor with the listing an earlier one of the same terms was offered in
+    this execution while nothing was committed since (`candidates`); False (a test knob):
+    every preemptor is listed afresh."""
+
     def __init__(self, session: Session, deserved: DeservedShares, *,
                  surplus_only: bool, classes: PreemptorClasses | None = None) -> None:
         super().__init__(session, surplus_only=surplus_only, classes=classes)
         self.deserved = deserved
         self._by_account: dict[str, list[JobInfo]] | None = None
+        self._listings: dict[_ListingKey, _Listing] = {}
+        """What preemptors were offered since the last commit, by the terms it reads."""
+        self._listed_at: Generation | None = None
 
     def world_extra(self) -> Hashable:
         """What each virtual cluster deserves: it moves with what waiting jobs ask."""
@@ -85,9 +108,36 @@ class ProportionalReclamation(Reclamation):
         if policy is None:
             policy = policy_of(session, preemptor)
         request = least_request(preemptor, GangNeed.of(session, preemptor))
-        dims = {"gpu"} if request.gpu else request.dimensions()
         if request.is_zero() or not reclaims(policy, entitled=True):
             return []
+        listing: _Listing | None = None
+        key: _ListingKey | None = None
+        if self.keeps_listings and not session.hooks.victim_selections:
+            # What a preemptor is offered reads only these terms (and its priority where
+            # its policy compares it): preemptors of one virtual cluster that ask alike,
+            # under backlog most of a cycle's, are offered the same until a commit.
+            lower = policy.reclaim_within_parent is ReclaimWithinParent.LOWER_PRIORITY
+            key = (preemptor.account, request, policy, preemptor.priority if lower else None)
+            stamp = generation(session)
+            if stamp != self._listed_at:
+                self._listed_at, self._listings = stamp, {}
+            listing = self._listings.get(key)
+        if listing is None:
+            listing = self._list(preemptor, policy, request)
+            if key is not None:
+                self._listings[key] = listing
+        # What listing it did: it asked these jobs' order keys (`Reclamation.ordered`), and
+        # its cut ends a verdict's lasting (`_tried`), for every preemptor it answers.
+        self._looked_at.extend(listing.looked_at)
+        if listing.cut:
+            self._tried = True
+        return list(listing.units)
+
+    def _list(self, preemptor: JobInfo, policy: QueuePreemption, request: Resources
+              ) -> _Listing:
+        """The units the preemptor is offered, in order (`candidates`)."""
+        session = self.session
+        dims = {"gpu"} if request.gpu else request.dimensions()
         units: list[VictimUnit] = []
         for job in self._over_deserved(preemptor, request, dims):
             if not reclaim_victim(policy, preemptor, job, entitled=True):
@@ -96,7 +146,10 @@ class ProportionalReclamation(Reclamation):
                 if self.surplus_only and unit.shrink_to is None:
                     break
                 units.append(unit)
-        return self._above_deserved(preemptor, self.ordered(units), dims)
+        looked_at = tuple(u.job.name for u in units)
+        offered, cut = self._above_deserved(
+            preemptor, ordered(units, self.rank, session.job_order_key, session.now), dims)
+        return _Listing(tuple(offered), looked_at, cut)
 
     def _place(self, statement: Statement, job: JobInfo, need: GangNeed) -> bool:
         """Place as the preempt action does; but when the statement evicts, no virtual
@@ -156,15 +209,17 @@ class ProportionalReclamation(Reclamation):
         return self._by_account
 
     def _above_deserved(self, preemptor: JobInfo, units: list[VictimUnit], dims: set[str]
-                        ) -> list[VictimUnit]:
+                        ) -> tuple[list[VictimUnit], bool]:
         """The units, in order, as long as taking them leaves every level of the victim's
         line (below the one it shares with the preemptor) at or above what it deserves. A
-        job whose next unit would cut into a deserved share gives nothing more."""
+        job whose next unit would cut into a deserved share gives nothing more. True with
+        them if that cut any: its order cut what it is offered."""
         quota = self.session.quota
         mine = quota.get(preemptor.account).path()
         excess: dict[tuple[str, str], float] = {}
         stopped: set[str] = set()
         out: list[VictimUnit] = []
+        cut = False
         for unit in units:
             if unit.job.name in stopped:
                 continue
@@ -175,12 +230,12 @@ class ProportionalReclamation(Reclamation):
                      for q in levels for d in dims]
             if any(request.get(d) > left + _EPSILON for _, d, left in lefts):
                 stopped.add(unit.job.name)
-                self._tried = True  # its order cut what it is offered
+                cut = True
                 continue
             for q, d, _ in lefts:
                 excess[(q.name, d)] -= request.get(d)
             out.append(unit)
-        return out
+        return out, cut
 
 
 def _shared(mine: list[QueueState], theirs: list[QueueState]) -> int:
