@@ -367,18 +367,9 @@ def shape_of(unit: VictimUnit) -> Hashable | None:
     taken whole, each task started at one instant, its job without a checkpoint interval
     (`work_lost`: lost is the time since the start, weighted by each task's request) — its
     tasks' GPUs and CPU, in order; else None."""
-    job = unit.job
-    tasks = unit.tasks
-    if unit.shrink_to is not None or len(tasks) != len(job.running):
+    if len(unit.tasks) != len(unit.job.running):
         return None
-    interval = job.job.checkpoint_interval
-    if interval is not None and interval > 0:
-        return None
-    started = tasks[0].started
-    if started is None or any(t.started != started for t in tasks):
-        return None
-    group = job.job.group
-    return tuple((r.gpu, r.cpu) for r in (group(t.ref.group).resources for t in tasks))
+    return _shape_filed(unit)
 
 
 def _shape_filed(unit: VictimUnit) -> Hashable | None:
